@@ -1,0 +1,307 @@
+//! Evaluates typed IR against an environment: used by codegen for build-time values (static
+//! template inputs) and by tests as the reference for the lowered Rust.
+//!
+//! Every integer operation and shape builtin goes through `super::runtime`, the same source file
+//! the generated code calls, so the two agree on results and error messages by construction.
+
+use std::fmt;
+
+use super::ast::{BinOp, UnaryOp};
+use super::builtins::{Builtin, SHADER_F16};
+use super::runtime as rt;
+use super::{EvalError, Ir, IrKind, Symbol, Type};
+
+/// A runtime value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// An Int.
+    Int(i64),
+    /// A Float.
+    Float(f64),
+    /// A Bool.
+    Bool(bool),
+    /// A Str.
+    Str(String),
+    /// A Dtype, by WGSL name (`f32`, `f16`, `u32`, `i64`).
+    Dtype(String),
+    /// A List of integers.
+    List(Vec<i64>),
+}
+
+impl Value {
+    /// The value's type.
+    pub fn ty(&self) -> Type {
+        match self {
+            Value::Int(_) => Type::Int,
+            Value::Float(_) => Type::Float,
+            Value::Bool(_) => Type::Bool,
+            Value::Str(_) => Type::Str,
+            Value::Dtype(_) => Type::Dtype,
+            Value::List(_) => Type::List,
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    /// Writes the value as the language would spell it: floats always with a `.` or exponent,
+    /// strings quoted, dtypes bare (`f16`), lists as `[2, 3]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v:?}"),
+            Value::Bool(v) => write!(f, "{v}"),
+            Value::Str(v) => write!(f, "{v:?}"),
+            Value::Dtype(v) => f.write_str(v),
+            Value::List(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
+/// Supplies symbol values and device features to the interpreter.
+pub trait Env {
+    /// The value of `sym`; `Ok(None)` when it is undefined (an optional attribute that was not
+    /// given). Implementors evaluate derived symbols themselves (typically by calling [`eval`]
+    /// on the derive's IR), which is why this can fail.
+    fn get(&self, sym: &Symbol) -> Result<Option<Value>, EvalError>;
+
+    /// Whether the device has the feature `name` (WebGPU spelling, e.g. `shader-f16`).
+    fn has_feature(&self, name: &str) -> bool;
+}
+
+/// Facts recorded during evaluation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvalTrace {
+    /// Some Int `/` had a non-zero remainder. minijinja's `/` is true division, so a result
+    /// that went through an inexact division is not comparable with minijinja's.
+    pub inexact_division: bool,
+}
+
+/// Evaluates `ir` in `env`.
+pub fn eval(ir: &Ir, env: &dyn Env) -> Result<Value, EvalError> {
+    eval_traced(ir, env, &mut EvalTrace::default())
+}
+
+/// Evaluates `ir` in `env`, recording facts about the evaluation in `trace`.
+pub fn eval_traced(ir: &Ir, env: &dyn Env, trace: &mut EvalTrace) -> Result<Value, EvalError> {
+    Interp { env, trace }.eval(ir)
+}
+
+/// An internal inconsistency: the IR was checked, so a wrong-typed operand means the checker
+/// and the interpreter disagree, or the environment returned a value of the wrong type.
+fn mismatch(what: &str, value: &Value) -> EvalError {
+    EvalError::new(format!(
+        "internal error: {what} produced a {} value",
+        value.ty()
+    ))
+}
+
+struct Interp<'a> {
+    env: &'a dyn Env,
+    trace: &'a mut EvalTrace,
+}
+
+impl Interp<'_> {
+    fn int(&mut self, ir: &Ir) -> Result<i64, EvalError> {
+        match self.eval(ir)? {
+            Value::Int(v) => Ok(v),
+            other => Err(mismatch("an Int operand", &other)),
+        }
+    }
+
+    fn float(&mut self, ir: &Ir) -> Result<f64, EvalError> {
+        match self.eval(ir)? {
+            Value::Float(v) => Ok(v),
+            other => Err(mismatch("a Float operand", &other)),
+        }
+    }
+
+    fn bool(&mut self, ir: &Ir) -> Result<bool, EvalError> {
+        match self.eval(ir)? {
+            Value::Bool(v) => Ok(v),
+            other => Err(mismatch("a Bool operand", &other)),
+        }
+    }
+
+    fn list(&mut self, ir: &Ir) -> Result<Vec<i64>, EvalError> {
+        match self.eval(ir)? {
+            Value::List(v) => Ok(v),
+            other => Err(mismatch("a List operand", &other)),
+        }
+    }
+
+    /// Reads a symbol, checking the environment's value against the checked type. An Int
+    /// where a Float is expected is accepted (JSON writes `1` for a float attribute of 1.0).
+    fn symbol(&mut self, sym: &Symbol, ty: Type) -> Result<Value, EvalError> {
+        let Some(value) = self.env.get(sym)? else {
+            return Err(EvalError::new(format!("`{sym}` is not defined")));
+        };
+        match (ty, value) {
+            (Type::Float, Value::Int(v)) => Ok(Value::Float(rt::to_float(v))),
+            (ty, value) if value.ty() == ty => Ok(value),
+            (ty, value) => Err(EvalError::new(format!(
+                "`{sym}` should be {ty} but the environment gave a {} value",
+                value.ty()
+            ))),
+        }
+    }
+
+    fn eval(&mut self, ir: &Ir) -> Result<Value, EvalError> {
+        Ok(match &ir.kind {
+            IrKind::Int(v) => Value::Int(*v),
+            IrKind::Float(v) => Value::Float(*v),
+            IrKind::Bool(v) => Value::Bool(*v),
+            IrKind::Str(v) => Value::Str(v.clone()),
+            IrKind::List(items) => Value::List(
+                items
+                    .iter()
+                    .map(|i| self.int(i))
+                    .collect::<Result<_, _>>()?,
+            ),
+            IrKind::Sym(sym) => self.symbol(sym, ir.ty)?,
+            IrKind::Feature(name) => Value::Bool(self.env.has_feature(name)),
+            IrKind::IsDefined(sym, negated) => {
+                Value::Bool(self.env.get(sym)?.is_some() != *negated)
+            }
+            IrKind::Call(builtin, args) => self.call(*builtin, args, ir.ty)?,
+            IrKind::Length(list) => Value::Int(rt::length(&self.list(list)?)?),
+            IrKind::Index(list, index) => {
+                let list = self.list(list)?;
+                Value::Int(rt::index(&list, self.int(index)?)?)
+            }
+            IrKind::ToFloat(x) => Value::Float(rt::to_float(self.int(x)?)),
+            IrKind::Unary(UnaryOp::Neg, x) => match self.eval(x)? {
+                Value::Int(v) => Value::Int(rt::neg(v)?),
+                Value::Float(v) => Value::Float(-v),
+                other => return Err(mismatch("a negated operand", &other)),
+            },
+            IrKind::Unary(UnaryOp::Not, x) => Value::Bool(!self.bool(x)?),
+            IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs)?,
+            IrKind::Cond(cond, then, otherwise) => {
+                if self.bool(cond)? {
+                    self.eval(then)?
+                } else {
+                    self.eval(otherwise)?
+                }
+            }
+        })
+    }
+
+    fn call(&mut self, builtin: Builtin, args: &[Ir], ty: Type) -> Result<Value, EvalError> {
+        let arg = |i: usize| {
+            args.get(i).ok_or_else(|| {
+                EvalError::new(format!("internal error: {}() is missing an argument", builtin.name()))
+            })
+        };
+        Ok(match builtin {
+            Builtin::Dim => Value::Int(rt::dim(&self.list(arg(0)?)?, self.int(arg(1)?)?)?),
+            Builtin::Outer => Value::Int(rt::outer(&self.list(arg(0)?)?, self.int(arg(1)?)?)?),
+            Builtin::Inner => Value::Int(rt::inner(&self.list(arg(0)?)?, self.int(arg(1)?)?)?),
+            Builtin::Numel => Value::Int(rt::numel(&self.list(arg(0)?)?)?),
+            Builtin::CeilDiv => Value::Int(rt::ceil_div(self.int(arg(0)?)?, self.int(arg(1)?)?)?),
+            Builtin::SameShape => {
+                Value::Bool(rt::same_shape(&self.list(arg(0)?)?, &self.list(arg(1)?)?))
+            }
+            Builtin::F16Ok => match self.eval(arg(0)?)? {
+                Value::Dtype(d) => Value::Bool(rt::f16_ok(&d, self.env.has_feature(SHADER_F16))),
+                other => return Err(mismatch("the f16Ok() argument", &other)),
+            },
+            Builtin::Max | Builtin::Min => {
+                let want_max = builtin == Builtin::Max;
+                // Every argument is evaluated, left to right, as Jinja does; the first extreme
+                // value wins on ties.
+                if ty == Type::Float {
+                    let mut best = self.float(arg(0)?)?;
+                    for a in &args[1..] {
+                        let v = self.float(a)?;
+                        if (want_max && v > best) || (!want_max && v < best) {
+                            best = v;
+                        }
+                    }
+                    Value::Float(best)
+                } else {
+                    let mut best = self.int(arg(0)?)?;
+                    for a in &args[1..] {
+                        let v = self.int(a)?;
+                        best = if want_max { best.max(v) } else { best.min(v) };
+                    }
+                    Value::Int(best)
+                }
+            }
+        })
+    }
+
+    fn binary(&mut self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Result<Value, EvalError> {
+        // `and` / `or` short-circuit: the right side may be an error when the left decides
+        // (`false and dim(shapes.x, 9) > 0`).
+        match op {
+            BinOp::And => return Ok(Value::Bool(self.bool(lhs)? && self.bool(rhs)?)),
+            BinOp::Or => return Ok(Value::Bool(self.bool(lhs)? || self.bool(rhs)?)),
+            _ => {}
+        }
+        let (l, r) = (self.eval(lhs)?, self.eval(rhs)?);
+        Ok(match (l, r) {
+            (Value::Int(a), Value::Int(b)) => match op {
+                BinOp::Add => Value::Int(rt::add(a, b)?),
+                BinOp::Sub => Value::Int(rt::sub(a, b)?),
+                BinOp::Mul => Value::Int(rt::mul(a, b)?),
+                BinOp::Div => {
+                    let q = rt::div(a, b)?;
+                    if a % b != 0 {
+                        self.trace.inexact_division = true;
+                    }
+                    Value::Int(q)
+                }
+                BinOp::Rem => Value::Int(rt::rem(a, b)?),
+                _ => Value::Bool(compare(op, a.cmp(&b))),
+            },
+            (Value::Float(a), Value::Float(b)) => match op {
+                BinOp::Add => Value::Float(a + b),
+                BinOp::Sub => Value::Float(a - b),
+                BinOp::Mul => Value::Float(a * b),
+                BinOp::Div => Value::Float(rt::div_float(a, b)?),
+                BinOp::Rem => Value::Float(rt::rem_float(a, b)?),
+                // NaN compares unequal and unordered, as in Rust and Python.
+                _ => Value::Bool(match a.partial_cmp(&b) {
+                    Some(ord) => compare(op, ord),
+                    None => op == BinOp::Ne,
+                }),
+            },
+            (l, r) => {
+                let equal = match (&l, &r) {
+                    (Value::Bool(a), Value::Bool(b)) => a == b,
+                    (Value::Str(a) | Value::Dtype(a), Value::Str(b) | Value::Dtype(b)) => a == b,
+                    (Value::List(a), Value::List(b)) => a == b,
+                    _ => return Err(mismatch(&format!("an operand of `{}`", op.symbol()), &r)),
+                };
+                match op {
+                    BinOp::Eq => Value::Bool(equal),
+                    BinOp::Ne => Value::Bool(!equal),
+                    _ => return Err(mismatch(&format!("an operand of `{}`", op.symbol()), &l)),
+                }
+            }
+        })
+    }
+}
+
+/// Applies a comparison operator to an ordering.
+fn compare(op: BinOp, ord: std::cmp::Ordering) -> bool {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    match op {
+        BinOp::Eq => ord == Equal,
+        BinOp::Ne => ord != Equal,
+        BinOp::Lt => ord == Less,
+        BinOp::Le => ord != Greater,
+        BinOp::Gt => ord == Greater,
+        BinOp::Ge => ord != Less,
+        _ => false,
+    }
+}

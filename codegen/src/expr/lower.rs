@@ -1,0 +1,422 @@
+//! Lowers typed IR to a Rust expression (`quote` tokens) for the generated crate.
+//!
+//! Contract: the tokens are evaluated inside a function returning
+//! `Result<_, <runtime>::expr::EvalError>` (they use `?`). Their Rust type by IR type:
+//! Int → `i64`, Float → `f64`, Bool → `bool`, Str and Dtype → `&'static str`, and
+//! List → `Vec<i64>` (owned, because a computed list such as `[outer(…) * 2]` cannot be returned
+//! by reference). Inside the expression, lists are passed to the runtime as `&[i64]`.
+//!
+//! The [`LowerScope`] supplies the tokens for names. Symbol tokens must be an expression that
+//! binds at least as tightly as a unary operator (a path, field access, call, `x?`, `&x`, `*x`),
+//! and evaluate to the Rust type of the symbol's IR type, except List symbols, which evaluate
+//! to `&[i64]`.
+//!
+//! The emitter tracks Rust operator precedence and adds parentheses only where they are needed,
+//! so the output compiles without `unused_parens` warnings. Integer arithmetic calls checked
+//! runtime functions; `and` / `or` / `if` stay native so they short-circuit as in the language.
+
+use proc_macro2::{Ident, Literal, Span as TokenSpan, TokenStream};
+use quote::quote;
+
+use super::ast::{BinOp, UnaryOp};
+use super::builtins::{Builtin, Lowering, SHADER_F16};
+use super::{Ir, IrKind, Symbol, Type};
+
+/// Supplies the Rust tokens for names when lowering.
+pub trait LowerScope {
+    /// The value of `sym` (`&[i64]` for List symbols, see the module docs), e.g.
+    /// `env.shapes.input` or `block_size(env)?`.
+    fn symbol(&self, sym: &Symbol) -> TokenStream;
+    /// A `bool` expression: whether `sym` is defined, e.g. `attrs.num_heads.is_some()`.
+    fn is_defined(&self, sym: &Symbol) -> TokenStream;
+    /// A `bool` expression: whether the device has the feature `name`.
+    fn feature(&self, name: &str) -> TokenStream;
+    /// The path of the runtime crate, e.g. `::kernel_runtime`.
+    fn runtime(&self) -> TokenStream;
+}
+
+/// Lowers `ir` to a Rust expression (see the module docs for the contract).
+pub fn lower(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
+    let runtime = scope.runtime();
+    let lowerer = Lowerer {
+        scope,
+        rt: quote!(#runtime::expr),
+    };
+    if ir.ty == Type::List {
+        lowerer.list_owned(ir)
+    } else {
+        lowerer.value(ir).tokens
+    }
+}
+
+/// Rust precedence levels, loosest first (only those the emitter produces).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Prec {
+    /// `if … { } else { }`
+    Cond,
+    /// `||`
+    Or,
+    /// `&&`
+    And,
+    /// `== != < <= > >=` (non-associative)
+    Compare,
+    /// binary `+ -`
+    Add,
+    /// binary `* / %`
+    Mul,
+    /// prefix `- ! &`
+    Unary,
+    /// literals, paths, calls, `?`
+    Atom,
+}
+
+/// Lowered tokens and how tightly they bind.
+struct Lowered {
+    tokens: TokenStream,
+    prec: Prec,
+}
+
+impl Lowered {
+    fn new(tokens: TokenStream, prec: Prec) -> Self {
+        Self { tokens, prec }
+    }
+
+    /// The tokens, parenthesized when they bind more loosely than `min` requires.
+    fn at(self, min: Prec) -> TokenStream {
+        let tokens = self.tokens;
+        if self.prec < min {
+            quote!((#tokens))
+        } else {
+            tokens
+        }
+    }
+}
+
+struct Lowerer<'a> {
+    scope: &'a dyn LowerScope,
+    /// `<runtime>::expr`
+    rt: TokenStream,
+}
+
+fn ident(name: &str) -> Ident {
+    Ident::new(name, TokenSpan::call_site())
+}
+
+impl Lowerer<'_> {
+    /// Lowers a non-List expression (a List one is lowered owned).
+    fn value(&self, ir: &Ir) -> Lowered {
+        let rt = &self.rt;
+        match &ir.kind {
+            IrKind::Int(v) => int_literal(*v),
+            IrKind::Float(v) => float_literal(*v),
+            IrKind::Bool(v) => Lowered::new(quote!(#v), Prec::Atom),
+            IrKind::Str(v) => {
+                let lit = Literal::string(v);
+                Lowered::new(quote!(#lit), Prec::Atom)
+            }
+            _ if ir.ty == Type::List => Lowered::new(self.list_owned(ir), Prec::Atom),
+            IrKind::List(_) => Lowered::new(self.list_owned(ir), Prec::Atom),
+            IrKind::Sym(sym) => Lowered::new(self.scope.symbol(sym), Prec::Unary),
+            IrKind::Feature(name) => Lowered::new(self.scope.feature(name), Prec::Unary),
+            IrKind::IsDefined(sym, negated) => {
+                let defined = self.scope.is_defined(sym);
+                if *negated {
+                    Lowered::new(quote!(!#defined), Prec::Unary)
+                } else {
+                    Lowered::new(defined, Prec::Unary)
+                }
+            }
+            IrKind::Call(builtin, args) => self.call(*builtin, args, ir.ty),
+            IrKind::Length(list) => {
+                let list = self.list_slice(list).tokens;
+                Lowered::new(quote!(#rt::length(#list)?), Prec::Atom)
+            }
+            IrKind::Index(list, index) => {
+                let list = self.list_slice(list).tokens;
+                let index = self.value(index).tokens;
+                Lowered::new(quote!(#rt::index(#list, #index)?), Prec::Atom)
+            }
+            IrKind::ToFloat(x) => {
+                let x = self.value(x).tokens;
+                Lowered::new(quote!(#rt::to_float(#x)), Prec::Atom)
+            }
+            IrKind::Unary(UnaryOp::Neg, x) => match (&x.kind, x.ty) {
+                // `-7` stays a literal rather than `neg(7i64)?`: it cannot overflow.
+                (IrKind::Int(v), _) => int_literal(v.saturating_neg()),
+                (_, Type::Int) => {
+                    let x = self.value(x).tokens;
+                    Lowered::new(quote!(#rt::neg(#x)?), Prec::Atom)
+                }
+                _ => {
+                    let x = self.value(x).at(Prec::Unary);
+                    Lowered::new(quote!(-#x), Prec::Unary)
+                }
+            },
+            IrKind::Unary(UnaryOp::Not, x) => self.not(x),
+            IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs),
+            IrKind::Cond(cond, then, otherwise) => {
+                let cond = self.value(cond).tokens;
+                let then = self.value(then).tokens;
+                // `else if` rather than `else { if … }` (clippy: collapsible_else_if).
+                let otherwise = match otherwise.kind {
+                    IrKind::Cond(..) => self.value(otherwise).tokens,
+                    _ => {
+                        let o = self.value(otherwise).tokens;
+                        quote!({ #o })
+                    }
+                };
+                Lowered::new(quote!(if #cond { #then } else #otherwise), Prec::Cond)
+            }
+        }
+    }
+
+    /// A List expression as `&[i64]` (or `&[i64; N]`, which coerces), usable as an argument.
+    fn list_slice(&self, ir: &Ir) -> Lowered {
+        match &ir.kind {
+            IrKind::Sym(sym) => Lowered::new(self.scope.symbol(sym), Prec::Unary),
+            IrKind::List(items) => {
+                let items = items.iter().map(|i| self.value(i).tokens);
+                Lowered::new(quote!(&[#(#items),*]), Prec::Unary)
+            }
+            // Branches that are plain symbols can be borrowed directly; anything that builds a
+            // list makes both branches owned, since a borrow of a temporary cannot leave an
+            // `if` block.
+            IrKind::Cond(cond, then, otherwise) if borrowable(then) && borrowable(otherwise) => {
+                let cond = self.value(cond).tokens;
+                let then = self.list_slice(then).tokens;
+                let otherwise = match otherwise.kind {
+                    IrKind::Cond(..) => self.list_slice(otherwise).tokens,
+                    _ => {
+                        let o = self.list_slice(otherwise).tokens;
+                        quote!({ #o })
+                    }
+                };
+                Lowered::new(quote!(if #cond { #then } else #otherwise), Prec::Cond)
+            }
+            _ => {
+                let owned = self.list_owned(ir);
+                Lowered::new(quote!(&#owned), Prec::Unary)
+            }
+        }
+    }
+
+    /// A List expression as an owned `Vec<i64>`.
+    fn list_owned(&self, ir: &Ir) -> TokenStream {
+        match &ir.kind {
+            IrKind::List(items) => {
+                let items = items.iter().map(|i| self.value(i).tokens);
+                quote!(::std::vec![#(#items),*])
+            }
+            IrKind::Cond(cond, then, otherwise) => {
+                let cond = self.value(cond).tokens;
+                let then = self.list_owned(then);
+                let otherwise = match otherwise.kind {
+                    IrKind::Cond(..) => self.list_owned(otherwise),
+                    _ => {
+                        let o = self.list_owned(otherwise);
+                        quote!({ #o })
+                    }
+                };
+                quote!(if #cond { #then } else #otherwise)
+            }
+            _ => {
+                let slice = self.list_slice(ir).tokens;
+                quote!(<[i64]>::to_vec(#slice))
+            }
+        }
+    }
+
+    /// The argument tokens of a runtime call: lists as slices, the rest as values.
+    fn arg(&self, ir: &Ir) -> TokenStream {
+        if ir.ty == Type::List {
+            self.list_slice(ir).tokens
+        } else {
+            self.value(ir).tokens
+        }
+    }
+
+    fn call(&self, builtin: Builtin, args: &[Ir], ty: Type) -> Lowered {
+        let rt = &self.rt;
+        let tokens = match builtin.sig().lowering {
+            Lowering::Runtime { name, fallible } => {
+                let name = ident(name);
+                let args = args.iter().map(|a| self.arg(a));
+                let q = fallible.then(|| quote!(?));
+                quote!(#rt::#name(#(#args),*) #q)
+            }
+            Lowering::Fold(name) => {
+                let name = ident(name);
+                let mut args = args.iter().map(|a| self.value(a).tokens);
+                let first = args.next().unwrap_or_default();
+                args.fold(first, |acc, next| {
+                    if ty == Type::Float {
+                        quote!(f64::#name(#acc, #next))
+                    } else {
+                        quote!(::core::cmp::#name(#acc, #next))
+                    }
+                })
+            }
+            Lowering::F16Ok => {
+                let dtype = args.first().map(|a| self.value(a).tokens).unwrap_or_default();
+                let has_f16 = self.scope.feature(SHADER_F16);
+                quote!(#rt::f16_ok(#dtype, #has_f16))
+            }
+        };
+        Lowered::new(tokens, Prec::Atom)
+    }
+
+    /// `not x`: a comparison of non-floats is inverted (`a >= b` rather than `!(a < b)`,
+    /// which clippy's `nonminimal_bool` flags); floats keep `!` because of NaN.
+    fn not(&self, x: &Ir) -> Lowered {
+        if let IrKind::Binary(op, lhs, rhs) = &x.kind
+            && let Some(inverse) = inverse(*op)
+            && lhs.ty != Type::Float
+        {
+            return self.binary(inverse, lhs, rhs);
+        }
+        let x = self.value(x).at(Prec::Unary);
+        Lowered::new(quote!(!#x), Prec::Unary)
+    }
+
+    fn binary(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+        let rt = &self.rt;
+        let operand_ty = lhs.ty;
+        match op {
+            // `&&` and `||` are associative, so same-level operands need no parentheses.
+            BinOp::And | BinOp::Or => {
+                let prec = if op == BinOp::And { Prec::And } else { Prec::Or };
+                let l = self.value(lhs).at(prec);
+                let r = self.value(rhs).at(prec);
+                let tokens = if op == BinOp::And {
+                    quote!(#l && #r)
+                } else {
+                    quote!(#l || #r)
+                };
+                Lowered::new(tokens, prec)
+            }
+            _ if op.is_arithmetic() && operand_ty == Type::Int => {
+                let name = ident(match op {
+                    BinOp::Add => "add",
+                    BinOp::Sub => "sub",
+                    BinOp::Mul => "mul",
+                    BinOp::Div => "div",
+                    _ => "rem",
+                });
+                let (l, r) = (self.value(lhs).tokens, self.value(rhs).tokens);
+                Lowered::new(quote!(#rt::#name(#l, #r)?), Prec::Atom)
+            }
+            BinOp::Div | BinOp::Rem => {
+                let name = ident(if op == BinOp::Div {
+                    "div_float"
+                } else {
+                    "rem_float"
+                });
+                let (l, r) = (self.value(lhs).tokens, self.value(rhs).tokens);
+                Lowered::new(quote!(#rt::#name(#l, #r)?), Prec::Atom)
+            }
+            // Float `+ - *`: left-associative, so the right operand must bind tighter (float
+            // addition is not associative: `a + (b + c)` keeps its parentheses).
+            BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                let prec = if op == BinOp::Mul { Prec::Mul } else { Prec::Add };
+                let l = self.value(lhs).at(prec);
+                let r = self.value(rhs).at(next(prec));
+                let tokens = match op {
+                    BinOp::Add => quote!(#l + #r),
+                    BinOp::Sub => quote!(#l - #r),
+                    _ => quote!(#l * #r),
+                };
+                Lowered::new(tokens, prec)
+            }
+            _ if operand_ty == Type::List => {
+                let (l, r) = (self.list_slice(lhs).tokens, self.list_slice(rhs).tokens);
+                let same = quote!(#rt::same_shape(#l, #r));
+                if op == BinOp::Ne {
+                    Lowered::new(quote!(!#same), Prec::Unary)
+                } else {
+                    Lowered::new(same, Prec::Atom)
+                }
+            }
+            _ => {
+                let l = self.value(lhs).at(Prec::Add);
+                let r = self.value(rhs).at(Prec::Add);
+                let tokens = match op {
+                    BinOp::Eq => quote!(#l == #r),
+                    BinOp::Ne => quote!(#l != #r),
+                    BinOp::Lt => quote!(#l < #r),
+                    BinOp::Le => quote!(#l <= #r),
+                    BinOp::Gt => quote!(#l > #r),
+                    _ => quote!(#l >= #r),
+                };
+                Lowered::new(tokens, Prec::Compare)
+            }
+        }
+    }
+}
+
+/// The next tighter precedence level.
+fn next(prec: Prec) -> Prec {
+    match prec {
+        Prec::Cond => Prec::Or,
+        Prec::Or => Prec::And,
+        Prec::And => Prec::Compare,
+        Prec::Compare => Prec::Add,
+        Prec::Add => Prec::Mul,
+        Prec::Mul => Prec::Unary,
+        Prec::Unary | Prec::Atom => Prec::Atom,
+    }
+}
+
+/// The comparison that is true exactly when `op` is false (for totally ordered operands).
+fn inverse(op: BinOp) -> Option<BinOp> {
+    Some(match op {
+        BinOp::Eq => BinOp::Ne,
+        BinOp::Ne => BinOp::Eq,
+        BinOp::Lt => BinOp::Ge,
+        BinOp::Le => BinOp::Gt,
+        BinOp::Gt => BinOp::Le,
+        BinOp::Ge => BinOp::Lt,
+        _ => return None,
+    })
+}
+
+/// Whether a List expression can be lowered as a borrow that outlives an `if` branch.
+fn borrowable(ir: &Ir) -> bool {
+    match &ir.kind {
+        IrKind::Sym(_) => true,
+        IrKind::Cond(_, then, otherwise) => borrowable(then) && borrowable(otherwise),
+        _ => false,
+    }
+}
+
+/// An `i64` literal; negative values become `-N` (unary) since a token cannot carry the sign.
+fn int_literal(v: i64) -> Lowered {
+    if v == i64::MIN {
+        Lowered::new(quote!(i64::MIN), Prec::Atom)
+    } else if v < 0 {
+        let lit = Literal::i64_suffixed(-v);
+        Lowered::new(quote!(-#lit), Prec::Unary)
+    } else {
+        let lit = Literal::i64_suffixed(v);
+        Lowered::new(quote!(#lit), Prec::Atom)
+    }
+}
+
+/// An `f64` literal; non-finite values (never produced by the parser) use the named constants.
+fn float_literal(v: f64) -> Lowered {
+    if v.is_nan() {
+        Lowered::new(quote!(f64::NAN), Prec::Atom)
+    } else if v.is_infinite() {
+        let c = if v > 0.0 {
+            quote!(f64::INFINITY)
+        } else {
+            quote!(f64::NEG_INFINITY)
+        };
+        Lowered::new(c, Prec::Atom)
+    } else if v.is_sign_negative() {
+        let lit = Literal::f64_suffixed(-v);
+        Lowered::new(quote!(-#lit), Prec::Unary)
+    } else {
+        let lit = Literal::f64_suffixed(v);
+        Lowered::new(quote!(#lit), Prec::Atom)
+    }
+}

@@ -1,0 +1,171 @@
+//! The manifest expression language: parse, type-check, interpret and lower to Rust.
+//!
+//! Manifests write `derive` entries, variant `when` lists, constants, template inputs, dispatch
+//! sizes, struct field values and intermediate shapes in a subset of Jinja's expression syntax
+//! (DESIGN.md §3.1). The pipeline is:
+//!
+//! ```text
+//! source ─parse─▶ ast::Expr ─check(Scope)─▶ Ir ─eval(Env)──▶ Value      (codegen, tests)
+//!                                              └─lower(LowerScope)─▶ TokenStream (generated code)
+//! ```
+//!
+//! Parse errors stop at the first problem; `check` collects every error it finds. Both carry a
+//! byte [`Span`] so callers can point at the column. Evaluation errors ([`EvalError`]) are the
+//! runtime's own type: the interpreter calls the very functions the generated code calls.
+
+pub mod ast;
+pub mod builtins;
+mod check;
+mod interp;
+mod lexer;
+mod lower;
+mod parser;
+
+// The runtime's pure arithmetic, compiled into codegen as well so that the interpreter and the
+// generated code share one implementation (and one set of error messages). The file has no
+// dependencies; see its header.
+#[path = "../../../kernels/kernel-runtime/src/expr.rs"]
+pub mod runtime;
+
+use std::fmt;
+
+pub use check::{Ir, IrKind, Scope, check};
+pub use interp::{Env, EvalTrace, Value, eval, eval_traced};
+pub use lower::{LowerScope, lower};
+pub use parser::parse;
+pub use runtime::EvalError;
+
+/// A byte range into the expression source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Span {
+    /// Offset of the first byte.
+    pub start: usize,
+    /// Offset one past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// A span from `start` to `end`.
+    pub fn new(start: usize, end: usize) -> Self {
+        Self { start, end }
+    }
+
+    /// The smallest span covering both `self` and `other`.
+    pub fn to(self, other: Span) -> Span {
+        Span::new(self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+/// A parse or check error, located in the expression source.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ExprError {
+    /// Where in the source the problem is.
+    pub span: Span,
+    /// What is wrong, e.g. ``unknown function `foo` (known: ceilDiv, dim, …)``.
+    pub message: String,
+}
+
+impl ExprError {
+    /// An error at `span`.
+    pub fn new(span: Span, message: impl Into<String>) -> Self {
+        Self {
+            span,
+            message: message.into(),
+        }
+    }
+
+    /// The 1-based column (in characters, not bytes) where the error starts in `src`.
+    pub fn column(&self, src: &str) -> usize {
+        // Clamp rather than panic if the caller passes a different string than was parsed.
+        let mut end = self.span.start.min(src.len());
+        while !src.is_char_boundary(end) {
+            end -= 1;
+        }
+        src[..end].chars().count() + 1
+    }
+}
+
+/// The static type of an expression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Type {
+    /// A 64-bit signed integer.
+    Int,
+    /// A 64-bit float.
+    Float,
+    /// A boolean.
+    Bool,
+    /// A string (only literals produce one).
+    Str,
+    /// An element type, valued by its WGSL name (`f32`, `f16`, `u32`, `i64`).
+    Dtype,
+    /// A list of integers: a tensor shape or an integer-list attribute.
+    List,
+}
+
+impl Type {
+    /// Whether the type takes part in arithmetic (`Int` or `Float`).
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Type::Int | Type::Float)
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Type::Int => "Int",
+            Type::Float => "Float",
+            Type::Bool => "Bool",
+            Type::Str => "Str",
+            Type::Dtype => "Dtype",
+            Type::List => "List",
+        })
+    }
+}
+
+/// A name an expression reads, after resolution. The scope gives each its type and the
+/// environment its value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Symbol {
+    /// `shapes.<role>`: a tensor's shape (List).
+    Shape(String),
+    /// `ranks.<role>`: a tensor's rank (Int).
+    Rank(String),
+    /// `dtypes.<typevar>`: the element type bound to a type variable (Dtype).
+    Dtype(String),
+    /// `attrs.<name>`: an attribute (its declared type).
+    Attr(String),
+    /// `tunables.<NAME>`: a tunable constant (Int).
+    Tunable(String),
+    /// `device.limits.<webgpuLimitName>`: a device limit (Int).
+    Limit(String),
+    /// A bare identifier: one of the op's `derive` entries.
+    Derived(String),
+}
+
+impl fmt::Display for Symbol {
+    /// Writes the symbol as it is spelled in the source, e.g. `shapes.input`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Symbol::Shape(n) => write!(f, "shapes.{n}"),
+            Symbol::Rank(n) => write!(f, "ranks.{n}"),
+            Symbol::Dtype(n) => write!(f, "dtypes.{n}"),
+            Symbol::Attr(n) => write!(f, "attrs.{n}"),
+            Symbol::Tunable(n) => write!(f, "tunables.{n}"),
+            Symbol::Limit(n) => write!(f, "device.limits.{n}"),
+            Symbol::Derived(n) => f.write_str(n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_counts_characters() {
+        let err = ExprError::new(Span::new(4, 5), "x");
+        assert_eq!(err.column("éé + x"), 3);
+        assert_eq!(err.column(""), 1);
+    }
+}

@@ -1,0 +1,458 @@
+//! Recursive-descent parser for the expression language, with Jinja's precedence.
+//!
+//! From loosest to tightest: `a if c else b` (right-associative), `or`, `and`, `not`,
+//! comparisons (not chained), `+ -`, `* / %`, then a unary operand: `-` applies to a primary
+//! with its postfix operators (`.name`, `[i]`, `(args)`), and filters (`| name`) and tests
+//! (`is [not] name`) apply to the result. As in Jinja, `a + b | length` is `a + (b | length)`
+//! and `-x | f` is `(-x) | f`. This mirrors minijinja's parser so that the differential test
+//! sees the same trees.
+
+use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
+use super::lexer::{Tok, Token, tokenize};
+use super::{ExprError, Span};
+
+/// Nesting depth beyond which parsing fails instead of risking a stack overflow.
+const MAX_DEPTH: usize = 128;
+
+/// Words that cannot be used as names.
+const KEYWORDS: &[&str] = &[
+    "and", "or", "not", "if", "else", "is", "in", "true", "false", "True", "False", "none", "None",
+];
+
+/// Parses one expression; the whole input must be consumed.
+pub fn parse(src: &str) -> Result<Expr, ExprError> {
+    let tokens = tokenize(src)?;
+    let mut parser = Parser {
+        tokens,
+        pos: 0,
+        end: src.len(),
+        depth: 0,
+    };
+    let expr = parser.expr()?;
+    match parser.peek() {
+        None => Ok(expr),
+        Some(token) => Err(ExprError::new(
+            token.span,
+            format!("unexpected {} after the expression", token.tok),
+        )),
+    }
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    pos: usize,
+    /// Source length, for the span of "end of input" errors.
+    end: usize,
+    depth: usize,
+}
+
+type PResult = Result<Expr, ExprError>;
+
+fn boxed(e: Expr) -> Box<Expr> {
+    Box::new(e)
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.pos)
+    }
+
+    fn peek_is_punct(&self, p: &str) -> bool {
+        matches!(self.peek(), Some(Token { tok: Tok::Punct(q), .. }) if *q == p)
+    }
+
+    fn peek_is_keyword(&self, k: &str) -> bool {
+        matches!(self.peek(), Some(Token { tok: Tok::Ident(w), .. }) if w == k)
+    }
+
+    /// Consumes the current token and returns its span.
+    fn bump(&mut self) -> Span {
+        let span = self.peek().map_or(Span::new(self.end, self.end), |t| t.span);
+        self.pos += 1;
+        span
+    }
+
+    fn eat_punct(&mut self, p: &str) -> Option<Span> {
+        self.peek_is_punct(p).then(|| self.bump())
+    }
+
+    fn eat_keyword(&mut self, k: &str) -> Option<Span> {
+        self.peek_is_keyword(k).then(|| self.bump())
+    }
+
+    /// An error at the current token (or at the end of the input).
+    fn error_here(&self, expected: &str) -> ExprError {
+        match self.peek() {
+            Some(token) => ExprError::new(
+                token.span,
+                format!("expected {expected}, found {}", token.tok),
+            ),
+            None => ExprError::new(
+                Span::new(self.end, self.end),
+                format!("expected {expected}, found the end of the expression"),
+            ),
+        }
+    }
+
+    fn expect_punct(&mut self, p: &str) -> Result<Span, ExprError> {
+        self.eat_punct(p)
+            .ok_or_else(|| self.error_here(&format!("`{p}`")))
+    }
+
+    /// A name after `.`, `|` or `is`, with its span.
+    fn expect_name(&mut self, what: &str) -> Result<(String, Span), ExprError> {
+        match self.peek() {
+            Some(Token {
+                tok: Tok::Ident(name),
+                span,
+            }) => {
+                let found = (name.clone(), *span);
+                self.pos += 1;
+                Ok(found)
+            }
+            _ => Err(self.error_here(what)),
+        }
+    }
+
+    /// Enters one level of recursion; every recursive production calls this so that hostile
+    /// input (`((((…`, `- - - …`) fails cleanly instead of overflowing the stack.
+    fn enter(&mut self) -> Result<(), ExprError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.error_here("a less deeply nested expression"));
+        }
+        Ok(())
+    }
+
+    /// `then if cond else otherwise`, right-associative; the lowest precedence level.
+    fn expr(&mut self) -> PResult {
+        self.enter()?;
+        let then = self.or()?;
+        let result = if self.eat_keyword("if").is_some() {
+            let cond = self.or()?;
+            if self.eat_keyword("else").is_none() {
+                return Err(self.error_here("`else` (conditional expressions need both branches)"));
+            }
+            let otherwise = self.expr()?;
+            let span = then.span.to(otherwise.span);
+            Expr {
+                kind: ExprKind::Cond {
+                    cond: boxed(cond),
+                    then: boxed(then),
+                    otherwise: boxed(otherwise),
+                },
+                span,
+            }
+        } else {
+            then
+        };
+        self.depth -= 1;
+        Ok(result)
+    }
+
+    /// Builds a left-associative binary node.
+    fn binary(op: BinOp, op_span: Span, lhs: Expr, rhs: Expr) -> Expr {
+        let span = lhs.span.to(rhs.span);
+        Expr {
+            kind: ExprKind::Binary {
+                op,
+                op_span,
+                lhs: boxed(lhs),
+                rhs: boxed(rhs),
+            },
+            span,
+        }
+    }
+
+    fn or(&mut self) -> PResult {
+        let mut lhs = self.and()?;
+        while let Some(op_span) = self.eat_keyword("or") {
+            let rhs = self.and()?;
+            lhs = Self::binary(BinOp::Or, op_span, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+
+    fn and(&mut self) -> PResult {
+        let mut lhs = self.not()?;
+        while let Some(op_span) = self.eat_keyword("and") {
+            let rhs = self.not()?;
+            lhs = Self::binary(BinOp::And, op_span, lhs, rhs);
+        }
+        Ok(lhs)
+    }
+
+    fn not(&mut self) -> PResult {
+        let Some(not_span) = self.eat_keyword("not") else {
+            return self.compare();
+        };
+        self.enter()?;
+        let operand = self.not()?;
+        self.depth -= 1;
+        let span = not_span.to(operand.span);
+        Ok(Expr {
+            kind: ExprKind::Unary {
+                op: UnaryOp::Not,
+                operand: boxed(operand),
+            },
+            span,
+        })
+    }
+
+    fn comparison_op(&self) -> Option<BinOp> {
+        let Some(Token {
+            tok: Tok::Punct(p), ..
+        }) = self.peek()
+        else {
+            return None;
+        };
+        Some(match *p {
+            "==" => BinOp::Eq,
+            "!=" => BinOp::Ne,
+            "<" => BinOp::Lt,
+            "<=" => BinOp::Le,
+            ">" => BinOp::Gt,
+            ">=" => BinOp::Ge,
+            _ => return None,
+        })
+    }
+
+    fn compare(&mut self) -> PResult {
+        let lhs = self.additive()?;
+        if self.peek_is_keyword("in") || self.peek_is_keyword("not") {
+            return Err(self.error_here("an operator (`in` / `not in` are not supported)"));
+        }
+        let Some(op) = self.comparison_op() else {
+            return Ok(lhs);
+        };
+        let op_span = self.bump();
+        let rhs = self.additive()?;
+        if let Some(next) = self.comparison_op() {
+            // Jinja chains `a < b < c` like Python; Rust cannot, and no manifest needs it.
+            return Err(ExprError::new(
+                self.peek().map_or(op_span, |t| t.span),
+                format!(
+                    "chained comparison `{} … {}` is not supported; combine the comparisons with `and`",
+                    op.symbol(),
+                    next.symbol()
+                ),
+            ));
+        }
+        Ok(Self::binary(op, op_span, lhs, rhs))
+    }
+
+    fn additive(&mut self) -> PResult {
+        let mut lhs = self.multiplicative()?;
+        loop {
+            let op = if self.peek_is_punct("+") {
+                BinOp::Add
+            } else if self.peek_is_punct("-") {
+                BinOp::Sub
+            } else {
+                return Ok(lhs);
+            };
+            let op_span = self.bump();
+            let rhs = self.multiplicative()?;
+            lhs = Self::binary(op, op_span, lhs, rhs);
+        }
+    }
+
+    fn multiplicative(&mut self) -> PResult {
+        let mut lhs = self.unary()?;
+        loop {
+            let op = if self.peek_is_punct("*") {
+                BinOp::Mul
+            } else if self.peek_is_punct("/") {
+                BinOp::Div
+            } else if self.peek_is_punct("%") {
+                BinOp::Rem
+            } else {
+                return Ok(lhs);
+            };
+            let op_span = self.bump();
+            let rhs = self.unary()?;
+            lhs = Self::binary(op, op_span, lhs, rhs);
+        }
+    }
+
+    /// A unary operand followed by filters and tests.
+    fn unary(&mut self) -> PResult {
+        let operand = self.unary_only()?;
+        let operand = self.postfix(operand)?;
+        self.filters(operand)
+    }
+
+    /// `-` binds to a primary with its postfix operators: `-x.y` is `-(x.y)`.
+    fn unary_only(&mut self) -> PResult {
+        let Some(minus) = self.eat_punct("-") else {
+            return self.primary();
+        };
+        self.enter()?;
+        let operand = self.unary_only()?;
+        self.depth -= 1;
+        let operand = self.postfix(operand)?;
+        let span = minus.to(operand.span);
+        Ok(Expr {
+            kind: ExprKind::Unary {
+                op: UnaryOp::Neg,
+                operand: boxed(operand),
+            },
+            span,
+        })
+    }
+
+    fn postfix(&mut self, mut expr: Expr) -> PResult {
+        loop {
+            if self.eat_punct(".").is_some() {
+                let (name, name_span) = self.expect_name("a member name after `.`")?;
+                let span = expr.span.to(name_span);
+                expr = Expr {
+                    kind: ExprKind::Member {
+                        base: boxed(expr),
+                        name,
+                        name_span,
+                    },
+                    span,
+                };
+            } else if self.eat_punct("[").is_some() {
+                let index = self.expr()?;
+                let close = self.expect_punct("]")?;
+                let span = expr.span.to(close);
+                expr = Expr {
+                    kind: ExprKind::Index {
+                        base: boxed(expr),
+                        index: boxed(index),
+                    },
+                    span,
+                };
+            } else if self.peek_is_punct("(") {
+                let (args, close) = self.args()?;
+                let span = expr.span.to(close);
+                expr = Expr {
+                    kind: ExprKind::Call {
+                        callee: boxed(expr),
+                        args,
+                    },
+                    span,
+                };
+            } else {
+                return Ok(expr);
+            }
+        }
+    }
+
+    /// `(a, b, …)` with an optional trailing comma; returns the arguments and the `)` span.
+    fn args(&mut self) -> Result<(Vec<Expr>, Span), ExprError> {
+        self.expect_punct("(")?;
+        let mut args = Vec::new();
+        loop {
+            if let Some(close) = self.eat_punct(")") {
+                return Ok((args, close));
+            }
+            args.push(self.expr()?);
+            if let Some(close) = self.eat_punct(")") {
+                return Ok((args, close));
+            }
+            if self.eat_punct(",").is_none() {
+                return Err(self.error_here("`,` or `)`"));
+            }
+        }
+    }
+
+    /// Arguments after a filter or test name, when parentheses follow.
+    fn optional_args(&mut self) -> Result<(Vec<Expr>, Option<Span>), ExprError> {
+        if self.peek_is_punct("(") {
+            let (args, close) = self.args()?;
+            Ok((args, Some(close)))
+        } else {
+            Ok((Vec::new(), None))
+        }
+    }
+
+    fn filters(&mut self, mut expr: Expr) -> PResult {
+        loop {
+            if self.eat_punct("|").is_some() {
+                let (name, name_span) = self.expect_name("a filter name after `|`")?;
+                let (args, close) = self.optional_args()?;
+                let span = expr.span.to(close.unwrap_or(name_span));
+                expr = Expr {
+                    kind: ExprKind::Filter {
+                        value: boxed(expr),
+                        name,
+                        name_span,
+                        args,
+                    },
+                    span,
+                };
+            } else if self.eat_keyword("is").is_some() {
+                let negated = self.eat_keyword("not").is_some();
+                let (name, name_span) = self.expect_name("a test name after `is`")?;
+                let (args, close) = self.optional_args()?;
+                let span = expr.span.to(close.unwrap_or(name_span));
+                expr = Expr {
+                    kind: ExprKind::Test {
+                        value: boxed(expr),
+                        name,
+                        name_span,
+                        negated,
+                        args,
+                    },
+                    span,
+                };
+            } else {
+                return Ok(expr);
+            }
+        }
+    }
+
+    fn primary(&mut self) -> PResult {
+        let Some(Token { tok, span }) = self.peek().cloned() else {
+            return Err(self.error_here("an expression"));
+        };
+        let kind = match tok {
+            Tok::Int(v) => ExprKind::Int(v),
+            Tok::Float(v) => ExprKind::Float(v),
+            Tok::Str(v) => ExprKind::Str(v),
+            Tok::Ident(word) => match word.as_str() {
+                "true" | "True" => ExprKind::Bool(true),
+                "false" | "False" => ExprKind::Bool(false),
+                "none" | "None" => {
+                    return Err(ExprError::new(span, format!("`{word}` is not supported")));
+                }
+                w if KEYWORDS.contains(&w) => return Err(self.error_here("an expression")),
+                _ => ExprKind::Name(word),
+            },
+            Tok::Punct("(") => {
+                self.bump();
+                let inner = self.expr()?;
+                if self.peek_is_punct(",") {
+                    return Err(self.error_here("`)` (tuples are not supported)"));
+                }
+                self.expect_punct(")")?;
+                return Ok(inner);
+            }
+            Tok::Punct("[") => return self.list(),
+            Tok::Punct(_) => return Err(self.error_here("an expression")),
+        };
+        self.bump();
+        Ok(Expr { kind, span })
+    }
+
+    /// `[a, b, …]` with an optional trailing comma.
+    fn list(&mut self) -> PResult {
+        let open = self.expect_punct("[")?;
+        let mut items = Vec::new();
+        loop {
+            if let Some(close) = self.eat_punct("]") {
+                return Ok(Expr {
+                    kind: ExprKind::List(items),
+                    span: open.to(close),
+                });
+            }
+            items.push(self.expr()?);
+            if !self.peek_is_punct("]") && self.eat_punct(",").is_none() {
+                return Err(self.error_here("`,` or `]`"));
+            }
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Serde types mirroring the `webgpu-kernels` manifest format, strictly (unknown keys are errors).
+//!
+//! These types are the raw JSON shape only; `model` turns them into a validated op model, and
+//! nothing after `model` ever sees them.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// One op package manifest (`<domain>.<name>.manifest.json`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Manifest {
+    pub domain: String,
+    pub name: String,
+    pub since_version: u32,
+    #[serde(default)]
+    pub description: String,
+    pub inputs: Vec<TensorDecl>,
+    pub outputs: Vec<TensorDecl>,
+    /// Attribute defaults: an attribute listed here is optional.
+    #[serde(default)]
+    pub attributes: IndexMap<String, Value>,
+    #[serde(default)]
+    pub attribute_constraints: IndexMap<String, AttributeConstraint>,
+    #[serde(default)]
+    pub attribute_descriptions: IndexMap<String, String>,
+    pub type_constraints: IndexMap<String, Vec<String>>,
+    pub args: IndexMap<String, ArgDecl>,
+    #[serde(default)]
+    pub tunables: IndexMap<String, Value>,
+    #[serde(default)]
+    pub derive: IndexMap<String, String>,
+    #[serde(default)]
+    pub binding_sets: IndexMap<String, Vec<BindingDecl>>,
+    pub variants: Vec<VariantDecl>,
+}
+
+/// An input or output tensor of the op.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TensorDecl {
+    pub role: String,
+    /// A type variable of `typeConstraints` or a concrete dtype name.
+    pub dtype: String,
+    /// A literal rank (inputs) or an expression (outputs).
+    #[serde(default)]
+    pub rank: Option<Value>,
+    /// Output shape expression.
+    #[serde(default)]
+    pub shape: Option<String>,
+    #[serde(default)]
+    pub description: String,
+}
+
+/// Declared restrictions on an attribute.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AttributeConstraint {
+    #[serde(default)]
+    pub values: Option<Vec<Value>>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// A kernel argument: a named view of an op tensor as the shader binds it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ArgDecl {
+    pub kind: String,
+    pub semantic: String,
+    pub role: String,
+    /// Storage dtype when it differs from the logical dtype (e.g. int64 bound as `uint32`).
+    #[serde(default)]
+    pub dtype: Option<String>,
+    #[serde(default)]
+    pub narrowing: Option<String>,
+}
+
+/// One `@group(0) @binding(i)` entry; its index is its position in the list.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BindingDecl {
+    pub name: String,
+    #[serde(default)]
+    pub arg: Option<String>,
+    pub semantic: String,
+    pub buffer: BufferDecl,
+    #[serde(default)]
+    pub element_type: Option<String>,
+    #[serde(default, rename = "struct")]
+    pub struct_: Option<StructDecl>,
+}
+
+/// WebGPU buffer binding type.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferDecl {
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+/// A uniform struct whose fields are computed from expressions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StructDecl {
+    pub name: String,
+    pub fields: Vec<FieldDecl>,
+}
+
+/// One uniform struct field.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldDecl {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub value: String,
+}
+
+/// A kernel variant, selected by `priority` and `when`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VariantDecl {
+    pub id: String,
+    #[serde(default)]
+    pub priority: i64,
+    #[serde(default)]
+    pub when: Vec<String>,
+    #[serde(default)]
+    pub constants: IndexMap<String, Value>,
+    #[serde(default)]
+    pub intermediates: Vec<IntermediateDecl>,
+    pub passes: Vec<PassDecl>,
+}
+
+/// A scratch buffer owned by a variant.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntermediateDecl {
+    pub id: String,
+    pub dtype: String,
+    pub shape: String,
+}
+
+/// One compute pass.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PassDecl {
+    pub id: String,
+    pub name: String,
+    pub source: SourceDecl,
+    pub bindings: BindingsRef,
+    pub dispatch: IndexMap<String, Value>,
+}
+
+/// The template of a pass and its inputs.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceDecl {
+    pub shader: String,
+    #[serde(default)]
+    pub inputs: IndexMap<String, Value>,
+}
+
+/// Either the name of a binding set or an inline binding list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum BindingsRef {
+    Set(String),
+    Inline(Vec<BindingDecl>),
+}
+
+/// Parses a manifest, reporting the JSON path of the first structural error.
+pub fn parse(text: &str) -> Result<Manifest, (String, String)> {
+    let deserializer = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let path = if path == "." { String::new() } else { path };
+        (path, inner.to_string())
+    })
+}

@@ -1,0 +1,193 @@
+//! Attribute typing: idiomatic Rust types inferred from defaults, constraints and usage.
+//!
+//! Rules, in order:
+//! - an integer list default, or an attribute that some expression indexes (`attrs.x[0]`) or
+//!   measures (`attrs.x | length`), is an integer list;
+//! - an attribute whose value feeds an `f32` uniform field as is (`"value": "attrs.x"`), or whose
+//!   default is a float, is an `f32`;
+//! - an integer attribute restricted to values within {0, 1}, or one that every expression only
+//!   compares with zero (`attrs.x != 0`), is a `bool` flag;
+//! - a string default is a string; everything else is an `i64`.
+
+use serde_json::Value;
+
+use super::{AttrRepr, AttrValue, Attribute};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::expr::Type;
+use crate::manifest::Manifest;
+
+/// Every expression source of a manifest with its JSON path, gathered once for usage scans.
+pub struct Sources<'a> {
+    pub all: Vec<(String, &'a str)>,
+    /// Values of uniform fields declared `f32`.
+    pub f32_fields: Vec<&'a str>,
+}
+
+/// Builds the attribute list: names from defaults, constraints and descriptions, in that order.
+pub fn build_attributes(
+    file: &str,
+    manifest: &Manifest,
+    sources: &Sources<'_>,
+    diagnostics: &mut Diagnostics,
+) -> Vec<Attribute> {
+    let mut names: Vec<&String> = Vec::new();
+    for name in manifest
+        .attributes
+        .keys()
+        .chain(manifest.attribute_constraints.keys())
+        .chain(manifest.attribute_descriptions.keys())
+    {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names.sort();
+
+    let mut attributes = Vec::new();
+    for name in names {
+        let path = format!("attributes.{name}");
+        let constraint = manifest.attribute_constraints.get(name.as_str());
+        let default = match manifest.attributes.get(name.as_str()).map(attr_value) {
+            Some(Some(value)) => Some(value),
+            Some(None) => {
+                diagnostics.push(Diagnostic::new(
+                    file,
+                    &path,
+                    "attribute defaults must be an integer, a float, a string or a list of integers",
+                ));
+                continue;
+            }
+            None => None,
+        };
+        let required = constraint.is_some_and(|c| c.required);
+        if required && default.is_some() {
+            diagnostics.push(Diagnostic::new(
+                file,
+                &path,
+                "an attribute cannot be both required and have a default",
+            ));
+        }
+        let allowed = match constraint.and_then(|c| c.values.as_ref()) {
+            Some(values) => {
+                let ints: Option<Vec<i64>> = values.iter().map(Value::as_i64).collect();
+                if ints.is_none() {
+                    diagnostics.push(Diagnostic::new(
+                        file,
+                        format!("attributeConstraints.{name}.values"),
+                        "only integer value sets are supported",
+                    ));
+                }
+                ints
+            }
+            None => None,
+        };
+        let usage = Usage::scan(name, sources);
+        let repr = infer_repr(default.as_ref(), allowed.as_deref(), &usage);
+        let ty = match repr {
+            AttrRepr::Bool | AttrRepr::I64 => Type::Int,
+            AttrRepr::F32 => Type::Float,
+            AttrRepr::IntList => Type::List,
+            AttrRepr::Str => Type::Str,
+        };
+        if !required && default.is_none() {
+            diagnostics.push(Diagnostic::new(
+                file,
+                &path,
+                "an attribute needs a default or `attributeConstraints.<name>.required: true`",
+            ));
+        }
+        attributes.push(Attribute {
+            name: name.clone(),
+            ty,
+            repr,
+            default,
+            required,
+            allowed,
+            description: manifest
+                .attribute_descriptions
+                .get(name.as_str())
+                .cloned()
+                .unwrap_or_default(),
+        });
+    }
+    attributes
+}
+
+fn attr_value(value: &Value) -> Option<AttrValue> {
+    match value {
+        Value::Number(n) => n
+            .as_i64()
+            .map(AttrValue::Int)
+            .or_else(|| n.as_f64().map(AttrValue::Float)),
+        Value::String(s) => Some(AttrValue::Str(s.clone())),
+        Value::Array(items) => items
+            .iter()
+            .map(Value::as_i64)
+            .collect::<Option<Vec<_>>>()
+            .map(AttrValue::Ints),
+        _ => None,
+    }
+}
+
+fn infer_repr(default: Option<&AttrValue>, allowed: Option<&[i64]>, usage: &Usage) -> AttrRepr {
+    match default {
+        Some(AttrValue::Ints(_)) => return AttrRepr::IntList,
+        Some(AttrValue::Str(_)) => return AttrRepr::Str,
+        Some(AttrValue::Float(_)) => return AttrRepr::F32,
+        _ => {}
+    }
+    if usage.as_list {
+        return AttrRepr::IntList;
+    }
+    if usage.feeds_f32 {
+        return AttrRepr::F32;
+    }
+    let flag_values = allowed.is_some_and(|v| !v.is_empty() && v.iter().all(|x| *x == 0 || *x == 1));
+    if flag_values || (usage.occurrences > 0 && usage.occurrences == usage.zero_tests) {
+        return AttrRepr::Bool;
+    }
+    AttrRepr::I64
+}
+
+/// How the expressions of a manifest use one attribute.
+#[derive(Debug, Default)]
+struct Usage {
+    occurrences: usize,
+    /// Occurrences directly compared with zero (`attrs.x != 0`, `attrs.x == 0`).
+    zero_tests: usize,
+    as_list: bool,
+    feeds_f32: bool,
+}
+
+impl Usage {
+    fn scan(name: &str, sources: &Sources<'_>) -> Usage {
+        let needle = format!("attrs.{name}");
+        let mut usage = Usage::default();
+        for (_, source) in &sources.all {
+            for (at, _) in source.match_indices(&needle) {
+                let rest = &source[at + needle.len()..];
+                let continues_name = rest
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_');
+                if continues_name {
+                    continue;
+                }
+                usage.occurrences += 1;
+                let rest = rest.trim_start();
+                if rest.starts_with('[') || rest.starts_with("| length") || rest.starts_with("|length") {
+                    usage.as_list = true;
+                }
+                let compared_with_zero = ["!= 0", "== 0"].iter().any(|op| {
+                    rest.strip_prefix(op)
+                        .is_some_and(|after| !after.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+                });
+                if compared_with_zero {
+                    usage.zero_tests += 1;
+                }
+            }
+        }
+        usage.feeds_f32 = sources.f32_fields.iter().any(|value| value.trim() == needle);
+        usage
+    }
+}

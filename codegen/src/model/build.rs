@@ -1,0 +1,396 @@
+//! Builds an `Op` from a parsed manifest: tensors, attributes, tunables and `derive`s.
+//!
+//! Variants are built in `variants.rs`; this file owns the scope that resolves names and the
+//! dependency order of `derive` entries.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use super::attrs::{Sources, build_attributes};
+use super::variants::build_variants;
+use super::{DType, DTypeRef, Derived, Expr, Op, Storage, Tensor, TypeVar, snake_case};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::expr::{self, Symbol, Type};
+use crate::manifest::{BindingsRef, Manifest};
+use crate::webgpu;
+
+/// Name resolution for one op's expressions.
+pub struct OpScope<'a> {
+    pub op: &'a Op,
+    /// Types of the `derive` entries checked so far (all of them once building is done).
+    pub derived: &'a HashMap<String, Type>,
+}
+
+impl expr::Scope for OpScope<'_> {
+    fn resolve(&self, symbol: &Symbol) -> Result<Type, String> {
+        let known = |names: Vec<&str>| names.join(", ");
+        match symbol {
+            Symbol::Shape(role) | Symbol::Rank(role) => {
+                if self.op.tensors().any(|t| &t.role == role) {
+                    Ok(if matches!(symbol, Symbol::Shape(_)) { Type::List } else { Type::Int })
+                } else {
+                    Err(format!(
+                        "unknown tensor role `{role}` (known: {})",
+                        known(self.op.tensors().map(|t| t.role.as_str()).collect())
+                    ))
+                }
+            }
+            Symbol::Dtype(var) => match self.op.type_var(var) {
+                Some(_) => Ok(Type::Dtype),
+                None => Err(format!(
+                    "unknown type variable `{var}` (known: {})",
+                    known(self.op.type_vars.iter().map(|t| t.name.as_str()).collect())
+                )),
+            },
+            Symbol::Attr(name) => match self.op.attribute(name) {
+                Some(attribute) => Ok(attribute.ty),
+                None => Err(format!(
+                    "unknown attribute `{name}` (known: {})",
+                    known(self.op.attributes.iter().map(|a| a.name.as_str()).collect())
+                )),
+            },
+            Symbol::Tunable(name) => match self.op.tunable(name) {
+                Some(_) => Ok(Type::Int),
+                None => Err(format!(
+                    "unknown tunable `{name}` (known: {})",
+                    known(self.op.tunables.iter().map(|(n, _)| n.as_str()).collect())
+                )),
+            },
+            Symbol::Limit(name) => {
+                if webgpu::LIMITS.iter().any(|(limit, _)| limit == name) {
+                    Ok(Type::Int)
+                } else {
+                    Err(format!("unknown WebGPU limit `device.limits.{name}`"))
+                }
+            }
+            Symbol::Derived(name) => match self.derived.get(name) {
+                Some(ty) => Ok(*ty),
+                None => Err(format!("undefined name `{name}` (not a `derive` entry of this op)")),
+            },
+        }
+    }
+}
+
+/// Parses and checks one expression, reporting errors with their column.
+pub fn check_expr(
+    file: &str,
+    path: &str,
+    source: &str,
+    scope: &OpScope<'_>,
+    diagnostics: &mut Diagnostics,
+) -> Option<Expr> {
+    let parsed = match expr::parse(source) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            diagnostics.push(expr_diagnostic(file, path, source, &err));
+            return None;
+        }
+    };
+    match expr::check(&parsed, scope) {
+        Ok(ir) => Some(Expr { source: source.to_owned(), path: path.to_owned(), ir }),
+        Err(errors) => {
+            for err in &errors {
+                diagnostics.push(expr_diagnostic(file, path, source, err));
+            }
+            None
+        }
+    }
+}
+
+fn expr_diagnostic(file: &str, path: &str, source: &str, err: &expr::ExprError) -> Diagnostic {
+    Diagnostic::new(file, path, err.message.clone()).at(source, err.column(source))
+}
+
+/// A JSON scalar (number or boolean) as expression source; strings are expressions already.
+pub fn literal_source(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Builds and validates one op. `templates` lists the template names that exist.
+pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let sources = gather_sources(manifest);
+
+    let type_vars = manifest
+        .type_constraints
+        .iter()
+        .map(|(name, allowed)| TypeVar {
+            name: name.clone(),
+            allowed: allowed
+                .iter()
+                .filter_map(|dtype| {
+                    let parsed = DType::parse(dtype);
+                    if parsed.is_none() {
+                        diagnostics.push(Diagnostic::new(
+                            file,
+                            format!("typeConstraints.{name}"),
+                            format!("unknown dtype `{dtype}` (known: float32, float16, uint32, int64)"),
+                        ));
+                    }
+                    parsed
+                })
+                .collect(),
+        })
+        .collect();
+
+    let mut op = Op {
+        file: file.to_owned(),
+        domain: manifest.domain.clone(),
+        name: manifest.name.clone(),
+        module: snake_case(&manifest.name),
+        since_version: manifest.since_version,
+        description: manifest.description.clone(),
+        type_vars,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        attributes: build_attributes(file, manifest, &sources, &mut diagnostics),
+        tunables: Vec::new(),
+        derives: Vec::new(),
+        variants: Vec::new(),
+    };
+    for (name, value) in &manifest.tunables {
+        match value.as_i64() {
+            Some(v) => op.tunables.push((name.clone(), v)),
+            None => diagnostics.push(Diagnostic::new(file, format!("tunables.{name}"), "tunables must be integers")),
+        }
+    }
+    op.inputs = build_tensors(file, manifest, &op, true, &mut diagnostics);
+    op.outputs = build_tensors(file, manifest, &op, false, &mut diagnostics);
+
+    let derived_types = build_derives(file, manifest, &mut op, &mut diagnostics);
+    check_output_exprs(file, manifest, &mut op, &derived_types, &mut diagnostics);
+    op.variants = build_variants(file, manifest, &op, &derived_types, &mut diagnostics);
+    diagnostics.into_result(op)
+}
+
+fn gather_sources(manifest: &Manifest) -> Sources<'_> {
+    let mut all: Vec<(String, &str)> = Vec::new();
+    let mut f32_fields = Vec::new();
+    for (name, source) in &manifest.derive {
+        all.push((format!("derive.{name}"), source));
+    }
+    let mut bindings: Vec<&crate::manifest::BindingDecl> = manifest.binding_sets.values().flatten().collect();
+    for (v, variant) in manifest.variants.iter().enumerate() {
+        for (i, when) in variant.when.iter().enumerate() {
+            all.push((format!("variants[{v}].when[{i}]"), when));
+        }
+        for (name, value) in &variant.constants {
+            if let Value::String(s) = value {
+                all.push((format!("variants[{v}].constants.{name}"), s));
+            }
+        }
+        for pass in &variant.passes {
+            if let BindingsRef::Inline(list) = &pass.bindings {
+                bindings.extend(list);
+            }
+            for value in pass.source.inputs.values().chain(pass.dispatch.values()) {
+                if let Value::String(s) = value {
+                    all.push((format!("variants[{v}].passes"), s));
+                }
+            }
+        }
+    }
+    for field in bindings.iter().filter_map(|b| b.struct_.as_ref()).flat_map(|s| &s.fields) {
+        all.push(("bindings".to_owned(), &field.value));
+        if field.ty == "f32" {
+            f32_fields.push(field.value.as_str());
+        }
+    }
+    Sources { all, f32_fields }
+}
+
+fn build_tensors(file: &str, manifest: &Manifest, op: &Op, inputs: bool, diagnostics: &mut Diagnostics) -> Vec<Tensor> {
+    let (decls, kind) = if inputs { (&manifest.inputs, "inputs") } else { (&manifest.outputs, "outputs") };
+    let mut tensors = Vec::new();
+    for (i, decl) in decls.iter().enumerate() {
+        let path = format!("{kind}[{i}]");
+        let dtype = if op.type_var(&decl.dtype).is_some() {
+            DTypeRef::Var(decl.dtype.clone())
+        } else if let Some(fixed) = DType::parse(&decl.dtype) {
+            DTypeRef::Fixed(fixed)
+        } else {
+            diagnostics.push(Diagnostic::new(
+                file,
+                format!("{path}.dtype"),
+                format!("`{}` is neither a type variable of typeConstraints nor a dtype", decl.dtype),
+            ));
+            continue;
+        };
+        let logical: Vec<DType> = match &dtype {
+            DTypeRef::Var(var) => op.type_var(var).map(|t| t.allowed.clone()).unwrap_or_default(),
+            DTypeRef::Fixed(d) => vec![*d],
+        };
+        let arg = manifest.args.values().find(|a| a.semantic == decl.role);
+        let storage = match arg {
+            Some(arg) if arg.dtype.as_deref() == Some("uint32") && logical == [DType::I64] => {
+                if arg.narrowing.as_deref() != Some("checked") {
+                    diagnostics.push(Diagnostic::new(
+                        file,
+                        format!("args (semantic `{}`)", decl.role),
+                        "int64 tensors bound as uint32 need `\"narrowing\": \"checked\"`",
+                    ));
+                }
+                Storage::U32Checked
+            }
+            _ if logical.contains(&DType::I64) => {
+                diagnostics.push(Diagnostic::new(
+                    file,
+                    &path,
+                    format!("int64 tensor `{}` needs an arg with `\"dtype\": \"uint32\"` and checked narrowing (WGSL has no 64-bit integers)", decl.role),
+                ));
+                Storage::U32Checked
+            }
+            _ => Storage::Native,
+        };
+        let rank = if inputs {
+            match &decl.rank {
+                None => None,
+                Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().map(|r| r as u32),
+                Some(_) => {
+                    diagnostics.push(Diagnostic::new(file, format!("{path}.rank"), "an input rank must be a non-negative integer"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if !inputs && decl.shape.is_none() {
+            diagnostics.push(Diagnostic::new(file, &path, "outputs need a `shape` expression"));
+        }
+        tensors.push(Tensor {
+            role: decl.role.clone(),
+            dtype,
+            storage,
+            rank,
+            shape: None,
+            rank_expr: None,
+            description: decl.description.clone(),
+        });
+    }
+    tensors
+}
+
+/// Checks `derive` entries in dependency order; reports cycles with their path.
+fn build_derives(file: &str, manifest: &Manifest, op: &mut Op, diagnostics: &mut Diagnostics) -> HashMap<String, Type> {
+    let mut parsed = BTreeMap::new();
+    for (name, source) in &manifest.derive {
+        match expr::parse(source) {
+            Ok(ast) => {
+                parsed.insert(name.clone(), (source.as_str(), ast));
+            }
+            Err(err) => diagnostics.push(expr_diagnostic(file, &format!("derive.{name}"), source, &err)),
+        }
+    }
+    let deps: BTreeMap<&str, BTreeSet<String>> = parsed
+        .iter()
+        .map(|(name, (_, ast))| (name.as_str(), ast.derived_refs().into_iter().filter(|r| parsed.contains_key(r)).collect()))
+        .collect();
+    let order = match topo_sort(&deps) {
+        Ok(order) => order,
+        Err(cycle) => {
+            diagnostics.push(Diagnostic::new(
+                file,
+                format!("derive.{}", cycle[0]),
+                format!("cycle in `derive`: {}", cycle.join(" → ")),
+            ));
+            return HashMap::new();
+        }
+    };
+    let mut types = HashMap::new();
+    let mut derives = Vec::new();
+    for name in order {
+        let (source, _) = &parsed[name.as_str()];
+        let scope = OpScope { op, derived: &types };
+        if let Some(expr) = check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics) {
+            types.insert(name.clone(), expr.ir.ty);
+            derives.push(Derived { name, expr });
+        }
+    }
+    op.derives = derives;
+    types
+}
+
+/// Orders names so that each comes after what it references; `Err` holds one cycle.
+fn topo_sort(deps: &BTreeMap<&str, BTreeSet<String>>) -> Result<Vec<String>, Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Visiting,
+        Done,
+    }
+    fn visit<'a>(
+        name: &'a str,
+        deps: &'a BTreeMap<&str, BTreeSet<String>>,
+        marks: &mut HashMap<&'a str, Mark>,
+        stack: &mut Vec<&'a str>,
+        order: &mut Vec<String>,
+    ) -> Result<(), Vec<String>> {
+        match marks.get(name) {
+            Some(Mark::Done) => return Ok(()),
+            Some(Mark::Visiting) => {
+                let start = stack.iter().position(|n| *n == name).unwrap_or(0);
+                let mut cycle: Vec<String> = stack[start..].iter().map(|s| (*s).to_owned()).collect();
+                cycle.push(name.to_owned());
+                return Err(cycle);
+            }
+            None => {}
+        }
+        marks.insert(name, Mark::Visiting);
+        stack.push(name);
+        for dep in deps.get(name).into_iter().flatten() {
+            visit(dep, deps, marks, stack, order)?;
+        }
+        stack.pop();
+        marks.insert(name, Mark::Done);
+        order.push(name.to_owned());
+        Ok(())
+    }
+    let mut marks = HashMap::new();
+    let mut order = Vec::new();
+    for name in deps.keys() {
+        visit(name, deps, &mut marks, &mut Vec::new(), &mut order)?;
+    }
+    Ok(order)
+}
+
+fn check_output_exprs(file: &str, manifest: &Manifest, op: &mut Op, derived: &HashMap<String, Type>, diagnostics: &mut Diagnostics) {
+    let mut checked = Vec::new();
+    for (i, decl) in manifest.outputs.iter().enumerate() {
+        let scope = OpScope { op, derived };
+        let shape = decl.shape.as_deref().and_then(|source| {
+            let path = format!("outputs[{i}].shape");
+            let expr = check_expr(file, &path, source, &scope, diagnostics)?;
+            expect_type(file, &expr, Type::List, diagnostics)
+        });
+        let rank = decl.rank.as_ref().and_then(literal_source).and_then(|source| {
+            let path = format!("outputs[{i}].rank");
+            let expr = check_expr(file, &path, &source, &scope, diagnostics)?;
+            expect_type(file, &expr, Type::Int, diagnostics)
+        });
+        checked.push((decl.role.clone(), shape, rank));
+    }
+    for (role, shape, rank) in checked {
+        if let Some(output) = op.outputs.iter_mut().find(|o| o.role == role) {
+            output.shape = shape;
+            output.rank_expr = rank;
+        }
+    }
+}
+
+/// Keeps `expr` when its type is `expected`, reporting a mismatch otherwise.
+pub fn expect_type(file: &str, expr: &Expr, expected: Type, diagnostics: &mut Diagnostics) -> Option<Expr> {
+    if expr.ir.ty == expected || (expected == Type::Float && expr.ir.ty == Type::Int) {
+        Some(expr.clone())
+    } else {
+        diagnostics.push(
+            Diagnostic::new(file, &expr.path, format!("expected a {expected:?} expression, found {:?}", expr.ir.ty))
+                .at(&expr.source, 1),
+        );
+        None
+    }
+}

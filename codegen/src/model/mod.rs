@@ -1,0 +1,336 @@
+//! The validated op model: what the emitters see instead of raw JSON.
+//!
+//! Every expression is parsed and type-checked here, every reference resolved (roles, args,
+//! binding sets, intermediates, templates by name), and every variant constant and template
+//! input classified as static (enumerated at build time) or dynamic (a pipeline override).
+
+mod attrs;
+mod build;
+mod statics;
+mod variants;
+
+pub use build::build_op;
+pub use statics::{Combination, StaticVar, enumerate_combinations, static_values};
+
+use crate::expr::{Ir, Type};
+
+/// A checked expression with the text it came from.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    /// The manifest's source text.
+    pub source: String,
+    /// JSON path of the expression, for messages.
+    pub path: String,
+    pub ir: Ir,
+}
+
+/// Logical element types the manifests may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DType {
+    F32,
+    F16,
+    U32,
+    I64,
+}
+
+impl DType {
+    /// Parses an ONNX-style (`float32`) or WGSL-style (`f32`) dtype name.
+    pub fn parse(name: &str) -> Option<DType> {
+        Some(match name {
+            "float32" | "f32" | "float" => DType::F32,
+            "float16" | "f16" => DType::F16,
+            "uint32" | "u32" => DType::U32,
+            "int64" | "i64" => DType::I64,
+            _ => return None,
+        })
+    }
+
+    /// The WGSL scalar type name, which is also the value of `dtypes.<T>` in expressions.
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+        }
+    }
+
+    /// The `kernel_runtime::DType` variant name.
+    pub fn runtime_variant(self) -> &'static str {
+        match self {
+            DType::F32 => "F32",
+            DType::F16 => "F16",
+            DType::U32 => "U32",
+            DType::I64 => "I64",
+        }
+    }
+}
+
+/// The dtype of a tensor: a type variable or a fixed type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DTypeRef {
+    Var(String),
+    Fixed(DType),
+}
+
+/// A type variable of `typeConstraints`.
+#[derive(Debug, Clone)]
+pub struct TypeVar {
+    pub name: String,
+    pub allowed: Vec<DType>,
+}
+
+/// How a tensor is stored on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    /// As its logical dtype.
+    Native,
+    /// Logical int64 stored as u32 with a checked conversion on upload.
+    U32Checked,
+}
+
+/// An op input or output.
+#[derive(Debug, Clone)]
+pub struct Tensor {
+    pub role: String,
+    pub dtype: DTypeRef,
+    pub storage: Storage,
+    /// Required rank of an input, when declared.
+    pub rank: Option<u32>,
+    /// Output shape and rank expressions.
+    pub shape: Option<Expr>,
+    pub rank_expr: Option<Expr>,
+    pub description: String,
+}
+
+/// How an attribute is represented in the generated Rust struct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttrRepr {
+    /// A 0/1 flag (expression type Int).
+    Bool,
+    I64,
+    F32,
+    IntList,
+    Str,
+}
+
+/// Attribute values as the manifest writes them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Int(i64),
+    Float(f64),
+    Ints(Vec<i64>),
+    Str(String),
+}
+
+/// An op attribute.
+#[derive(Debug, Clone)]
+pub struct Attribute {
+    pub name: String,
+    /// The expression-language type of `attrs.<name>`.
+    pub ty: Type,
+    pub repr: AttrRepr,
+    pub default: Option<AttrValue>,
+    pub required: bool,
+    /// `attributeConstraints.values`, when given.
+    pub allowed: Option<Vec<i64>>,
+    pub description: String,
+}
+
+/// A `derive` entry, in dependency order.
+#[derive(Debug, Clone)]
+pub struct Derived {
+    pub name: String,
+    pub expr: Expr,
+}
+
+/// Whether a value is fixed per shader file or passed at pipeline creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Depends only on finite-domain names: one shader file per value.
+    Static,
+    /// Depends on shapes or device limits: a WGSL `override` constant.
+    Dynamic,
+}
+
+/// A named value handed to the template: a variant constant or a pass source input.
+#[derive(Debug, Clone)]
+pub struct TemplateValue {
+    pub name: String,
+    pub expr: Expr,
+    pub class: Class,
+}
+
+/// What a binding is bound to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BindingTarget {
+    /// An op tensor; the index is in `inputs ++ outputs` order.
+    Tensor(usize),
+    Intermediate(usize),
+    Params,
+}
+
+/// Buffer binding types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+    Uniform,
+}
+
+/// The element type of a storage binding, resolved per combination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ElementType {
+    Fixed(DType),
+    /// `$T`: a type variable.
+    Var(String),
+    /// `$name`: the value of a static variant constant.
+    Constant(String),
+}
+
+/// One uniform struct field.
+#[derive(Debug, Clone)]
+pub struct ParamField {
+    pub name: String,
+    /// `u32`, `i32` or `f32`.
+    pub wgsl_type: &'static str,
+    pub value: Expr,
+}
+
+/// The uniform struct of a pass.
+#[derive(Debug, Clone)]
+pub struct ParamsStruct {
+    pub name: String,
+    pub fields: Vec<ParamField>,
+}
+
+/// One `@group(0) @binding(index)` declaration.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub name: String,
+    pub target: BindingTarget,
+    pub access: Access,
+    pub element: Option<ElementType>,
+    pub params: Option<ParamsStruct>,
+}
+
+/// How a pass is dispatched.
+#[derive(Debug, Clone)]
+pub enum Dispatch {
+    Threads { threads: Expr, workgroup_size: Expr },
+    Workgroups(Expr),
+    Grid { x: Expr, y: Option<Expr> },
+    GridStride { items: Expr, workgroup_size: Expr },
+}
+
+/// One compute pass of a variant.
+#[derive(Debug, Clone)]
+pub struct Pass {
+    pub id: String,
+    pub label: String,
+    pub template: String,
+    pub inputs: Vec<TemplateValue>,
+    pub bindings: Vec<Binding>,
+    pub dispatch: Dispatch,
+}
+
+/// A scratch buffer of a variant.
+#[derive(Debug, Clone)]
+pub struct Intermediate {
+    pub id: String,
+    pub dtype: DType,
+    pub shape: Expr,
+}
+
+/// A kernel variant.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    pub id: String,
+    pub priority: i64,
+    pub when: Vec<Expr>,
+    pub constants: Vec<TemplateValue>,
+    pub intermediates: Vec<Intermediate>,
+    pub passes: Vec<Pass>,
+    /// Features a `when` condition requires outright (`device.features.has("x")`).
+    pub required_features: Vec<String>,
+}
+
+/// A validated op.
+#[derive(Debug, Clone)]
+pub struct Op {
+    /// Manifest path relative to the project root.
+    pub file: String,
+    pub domain: String,
+    pub name: String,
+    /// Rust module name, e.g. `mrotary_embedding`.
+    pub module: String,
+    pub since_version: u32,
+    pub description: String,
+    pub type_vars: Vec<TypeVar>,
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+    pub attributes: Vec<Attribute>,
+    pub tunables: Vec<(String, i64)>,
+    pub derives: Vec<Derived>,
+    /// Sorted by descending priority, manifest order among equals: the selection order.
+    pub variants: Vec<Variant>,
+}
+
+impl Op {
+    pub fn tensors(&self) -> impl Iterator<Item = &Tensor> {
+        self.inputs.iter().chain(&self.outputs)
+    }
+
+    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
+        self.attributes.iter().find(|a| a.name == name)
+    }
+
+    pub fn derived(&self, name: &str) -> Option<&Derived> {
+        self.derives.iter().find(|d| d.name == name)
+    }
+
+    pub fn type_var(&self, name: &str) -> Option<&TypeVar> {
+        self.type_vars.iter().find(|t| t.name == name)
+    }
+
+    pub fn tunable(&self, name: &str) -> Option<i64> {
+        self.tunables.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+}
+
+/// `MRotaryEmbedding` → `mrotary_embedding`: words split where a lowercase letter or digit is
+/// followed by an uppercase one, so leading acronyms stay one word.
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if c.is_ascii_uppercase() && previous_lower {
+            out.push('_');
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// `blockSize` → `block_size`, `WORKGROUP_SIZE` → `workgroup_size`.
+pub fn snake_ident(name: &str) -> String {
+    if name.chars().all(|c| !c.is_ascii_lowercase()) {
+        return name.to_ascii_lowercase();
+    }
+    snake_case(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snake_case_keeps_leading_acronyms_together() {
+        assert_eq!(snake_case("MRotaryEmbedding"), "mrotary_embedding");
+        assert_eq!(snake_case("BiasSoftmax"), "bias_softmax");
+        assert_eq!(snake_case("GatedRelativePositionBias"), "gated_relative_position_bias");
+        assert_eq!(snake_ident("rank3HeadSize"), "rank3_head_size");
+        assert_eq!(snake_ident("WORKGROUP_SIZE"), "workgroup_size");
+    }
+}

@@ -1,0 +1,170 @@
+//! Enumerates the static combinations of a pass: every assignment of the finite-domain names
+//! its shader text depends on, evaluated into the values the template sees.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{AttrRepr, Class, DType, ElementType, Op, Pass, TemplateValue, Variant};
+use crate::expr::{self, EvalError, Symbol, Value};
+
+/// A finite-domain name a shader can depend on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StaticVar {
+    Dtype(String),
+    Attr(String),
+    Feature(String),
+}
+
+/// One pre-rendered shader's inputs: the assignment and the values it gives.
+#[derive(Debug, Clone)]
+pub struct Combination {
+    /// Type variable → dtype, for element types of bindings.
+    pub dtypes: BTreeMap<String, DType>,
+    /// Features the shader may use (required by the variant, or assumed present).
+    pub features: BTreeSet<String>,
+    /// Static constants and template inputs, by name, in declaration order.
+    pub values: Vec<(String, Value)>,
+}
+
+impl Combination {
+    pub fn value(&self, name: &str) -> Option<&Value> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// The dtype a binding element type resolves to under this combination.
+    pub fn element_dtype(&self, element: &ElementType) -> Option<DType> {
+        match element {
+            ElementType::Fixed(dtype) => Some(*dtype),
+            ElementType::Var(var) => self.dtypes.get(var).copied(),
+            ElementType::Constant(name) => match self.value(name) {
+                Some(Value::Dtype(d) | Value::Str(d)) => DType::parse(d),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The static values a pass's shader depends on: variant constants, then pass inputs.
+pub fn static_values<'a>(variant: &'a Variant, pass: &'a Pass) -> impl Iterator<Item = &'a TemplateValue> {
+    variant.constants.iter().chain(&pass.inputs).filter(|v| v.class == Class::Static)
+}
+
+/// Every distinct combination of a pass, in a deterministic order.
+pub fn enumerate_combinations(op: &Op, variant: &Variant, pass: &Pass) -> Result<Vec<Combination>, EvalError> {
+    let mut vars = BTreeSet::new();
+    for value in static_values(variant, pass) {
+        collect_vars(op, &value.expr.ir, &mut vars);
+    }
+    for binding in &pass.bindings {
+        if let Some(ElementType::Var(var)) = &binding.element {
+            vars.insert(StaticVar::Dtype(var.clone()));
+        }
+    }
+    for feature in &variant.required_features {
+        vars.remove(&StaticVar::Feature(feature.clone()));
+    }
+    let vars: Vec<StaticVar> = vars.into_iter().collect();
+    let domains: Vec<Vec<Value>> = vars.iter().map(|var| domain(op, var)).collect();
+
+    let mut combinations: Vec<Combination> = Vec::new();
+    let mut seen = BTreeSet::new();
+    let total: usize = domains.iter().map(Vec::len).product();
+    for mut index in 0..total {
+        let mut assignment = BTreeMap::new();
+        for (var, domain) in vars.iter().zip(&domains) {
+            assignment.insert(var.clone(), domain[index % domain.len()].clone());
+            index /= domain.len();
+        }
+        let env = StaticEnv { op, assignment: &assignment, required: &variant.required_features };
+        let mut values = Vec::new();
+        for value in static_values(variant, pass) {
+            values.push((value.name.clone(), expr::eval(&value.expr.ir, &env)?));
+        }
+        let dtypes: BTreeMap<String, DType> = assignment
+            .iter()
+            .filter_map(|(var, value)| match (var, value) {
+                (StaticVar::Dtype(name), Value::Dtype(d)) => DType::parse(d).map(|d| (name.clone(), d)),
+                _ => None,
+            })
+            .collect();
+        let mut features: BTreeSet<String> = variant.required_features.iter().cloned().collect();
+        for (var, value) in &assignment {
+            if let (StaticVar::Feature(name), Value::Bool(true)) = (var, value) {
+                features.insert(name.clone());
+            }
+        }
+        let key = format!("{values:?}{dtypes:?}{features:?}");
+        if seen.insert(key) {
+            combinations.push(Combination { dtypes, features, values });
+        }
+    }
+    Ok(combinations)
+}
+
+fn domain(op: &Op, var: &StaticVar) -> Vec<Value> {
+    match var {
+        StaticVar::Dtype(name) => op
+            .type_var(name)
+            .map(|t| t.allowed.iter().map(|d| Value::Dtype(d.wgsl().to_owned())).collect())
+            .unwrap_or_default(),
+        StaticVar::Attr(name) => match op.attribute(name) {
+            Some(a) => match (&a.allowed, a.repr) {
+                (Some(values), _) => values.iter().map(|v| Value::Int(*v)).collect(),
+                (None, AttrRepr::Bool) => vec![Value::Int(0), Value::Int(1)],
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        },
+        StaticVar::Feature(_) => vec![Value::Bool(false), Value::Bool(true)],
+    }
+}
+
+fn collect_vars(op: &Op, ir: &expr::Ir, vars: &mut BTreeSet<StaticVar>) {
+    for feature in ir.features() {
+        vars.insert(StaticVar::Feature(feature));
+    }
+    for symbol in ir.symbols() {
+        match symbol {
+            Symbol::Dtype(name) => {
+                vars.insert(StaticVar::Dtype(name));
+            }
+            Symbol::Attr(name) => {
+                vars.insert(StaticVar::Attr(name));
+            }
+            Symbol::Derived(name) => {
+                if let Some(derived) = op.derived(&name) {
+                    collect_vars(op, &derived.expr.ir, vars);
+                }
+            }
+            Symbol::Tunable(_) | Symbol::Shape(_) | Symbol::Rank(_) | Symbol::Limit(_) => {}
+        }
+    }
+}
+
+/// Evaluates static expressions under one assignment.
+struct StaticEnv<'a> {
+    op: &'a Op,
+    assignment: &'a BTreeMap<StaticVar, Value>,
+    required: &'a [String],
+}
+
+impl expr::Env for StaticEnv<'_> {
+    fn get(&self, symbol: &Symbol) -> Result<Option<Value>, EvalError> {
+        Ok(match symbol {
+            Symbol::Dtype(name) => self.assignment.get(&StaticVar::Dtype(name.clone())).cloned(),
+            Symbol::Attr(name) => self.assignment.get(&StaticVar::Attr(name.clone())).cloned(),
+            Symbol::Tunable(name) => self.op.tunable(name).map(Value::Int),
+            Symbol::Derived(name) => match self.op.derived(name) {
+                Some(derived) => Some(expr::eval(&derived.expr.ir, self)?),
+                None => None,
+            },
+            Symbol::Shape(_) | Symbol::Rank(_) | Symbol::Limit(_) => {
+                return Err(EvalError { message: format!("{symbol:?} is not known at build time") });
+            }
+        })
+    }
+
+    fn has_feature(&self, name: &str) -> bool {
+        self.required.iter().any(|f| f == name)
+            || matches!(self.assignment.get(&StaticVar::Feature(name.to_owned())), Some(Value::Bool(true)))
+    }
+}

@@ -1,0 +1,481 @@
+//! The compiled half of a generated op module: the expression environment, every `derive` as a
+//! function, variant selection with explanations, and the plan of each variant (static shader
+//! choice, overrides, uniforms, dispatch, intermediates, outputs).
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::api::float_type_vars;
+use super::{OpInput, camel_ident, ident, upper_ident};
+use crate::expr::{self, Ir, IrKind, LowerScope, Symbol, Type, Value, ast::BinOp};
+use crate::model::{self, AttrRepr, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
+use crate::webgpu;
+
+/// Lowers symbols to reads of the generated `Env`.
+struct EnvScope<'a> {
+    op: &'a Op,
+}
+
+impl LowerScope for EnvScope<'_> {
+    fn symbol(&self, symbol: &Symbol) -> TokenStream {
+        match symbol {
+            Symbol::Shape(role) => {
+                let role = ident(role);
+                quote!(env.shapes.#role.as_slice())
+            }
+            Symbol::Rank(role) => {
+                let role = ident(role);
+                quote!((env.shapes.#role.len() as i64))
+            }
+            Symbol::Dtype(var) => {
+                if float_type_vars(self.op).contains(&var.as_str()) {
+                    let field = ident(&model::snake_ident(var).to_ascii_lowercase());
+                    quote!(env.dtypes.#field.wgsl_name())
+                } else {
+                    let single = self.op.type_var(var).and_then(|t| t.allowed.first()).map_or("", |d| d.wgsl());
+                    quote!(#single)
+                }
+            }
+            Symbol::Attr(name) => {
+                let field = ident(name);
+                match self.op.attribute(name).map(|a| a.repr) {
+                    Some(AttrRepr::Bool) => quote!(i64::from(env.attrs.#field)),
+                    Some(AttrRepr::F32) => quote!(f64::from(env.attrs.#field)),
+                    Some(AttrRepr::IntList) => quote!(env.attrs.#field.as_slice()),
+                    Some(AttrRepr::Str) => quote!(env.attrs.#field.as_str()),
+                    _ => quote!(env.attrs.#field),
+                }
+            }
+            Symbol::Tunable(name) => {
+                let value = self.op.tunable(name).unwrap_or_default();
+                quote!(#value)
+            }
+            Symbol::Limit(name) => {
+                let field = format_ident!("{}", webgpu::limit_field(name).unwrap_or("max_bind_groups"));
+                quote!(rt::support::limit(env.caps.limits.#field))
+            }
+            Symbol::Derived(name) => {
+                let function = derive_fn(name);
+                quote!(#function(env)?)
+            }
+        }
+    }
+
+    fn is_defined(&self, _symbol: &Symbol) -> TokenStream {
+        // Attributes always have a value in the typed API: a default or a required parameter.
+        quote!(true)
+    }
+
+    fn feature(&self, name: &str) -> TokenStream {
+        quote!(env.caps.has_feature(#name))
+    }
+
+    fn runtime(&self) -> TokenStream {
+        quote!(rt)
+    }
+}
+
+fn derive_fn(name: &str) -> proc_macro2::Ident {
+    format_ident!("derive_{}", model::snake_ident(name))
+}
+
+fn explain_fn(name: &str) -> proc_macro2::Ident {
+    format_ident!("explain_{}", model::snake_ident(name))
+}
+
+fn rust_type(ty: Type) -> TokenStream {
+    match ty {
+        Type::Int => quote!(i64),
+        Type::Float => quote!(f64),
+        Type::Bool => quote!(bool),
+        Type::Str | Type::Dtype => quote!(&'static str),
+        Type::List => quote!(::std::vec::Vec<i64>),
+    }
+}
+
+/// A lowered expression as a value of its Rust type (lists owned).
+fn value(scope: &EnvScope<'_>, ir: &Ir) -> TokenStream {
+    let lowered = expr::lower(ir, scope);
+    if ir.ty == Type::List { quote!((#lowered).to_vec()) } else { lowered }
+}
+
+pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
+    let op = input.op;
+    let scope = EnvScope { op };
+    let env = env_struct(op, &scope);
+    let derives = op.derives.iter().map(|d| {
+        let name = derive_fn(&d.name);
+        let ty = rust_type(d.expr.ir.ty);
+        let body = value(&scope, &d.expr.ir);
+        let doc = format!(" `{}` = `{}`", d.name, d.expr.source);
+        quote! {
+            #[doc = #doc]
+            #[doc(hidden)]
+            pub fn #name(env: &Env<'_>) -> Result<#ty, EvalError> { Ok(#body) }
+        }
+    });
+    let explains = op.derives.iter().filter(|d| conjuncts(&d.expr.ir).len() > 1).map(|d| {
+        let name = explain_fn(&d.name);
+        let checks = conjuncts(&d.expr.ir).into_iter().map(|c| condition(op, &scope, &d.expr.source, c));
+        let doc = format!(" Finds the first conjunct of `{}` that does not hold.", d.name);
+        quote! {
+            #[doc = #doc]
+            fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
+        }
+    });
+    let selection = selection(op, &scope);
+    let mut plans = Vec::new();
+    for (v, variant) in op.variants.iter().enumerate() {
+        plans.push(variant_plan(input, &scope, v, variant)?);
+    }
+    Ok(quote! {
+        #env
+        #(#derives)*
+        #(#explains)*
+        #selection
+        #(#plans)*
+    })
+}
+
+/// `a and b and c` → `[a, b, c]`.
+fn conjuncts(ir: &Ir) -> Vec<&Ir> {
+    match &ir.kind {
+        IrKind::Binary(BinOp::And, lhs, rhs) => {
+            let mut out = conjuncts(lhs);
+            out.extend(conjuncts(rhs));
+            out
+        }
+        _ => vec![ir],
+    }
+}
+
+/// One checked condition: a reference to an explainable `derive` recurses into it.
+fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
+    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind {
+        if op.derived(name).is_some_and(|d| conjuncts(&d.expr.ir).len() > 1) {
+            let function = explain_fn(name);
+            return quote!(#function(env).map_err(|f| f.within(#name))?;);
+        }
+    }
+    let text = source.get(ir.span.start..ir.span.end).unwrap_or(source).trim();
+    let lowered = expr::lower(ir, scope);
+    quote!(rt::support::require((|| -> Result<bool, EvalError> { Ok(#lowered) })(), #text)?;)
+}
+
+fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
+    let roles: Vec<proc_macro2::Ident> = op.tensors().map(|t| ident(&t.role)).collect();
+    let input_inits = op.inputs.iter().map(|t| {
+        let role = ident(&t.role);
+        quote!(#role: rt::support::shape_i64(shapes.#role),)
+    });
+    let output_inits = op.outputs.iter().map(|t| {
+        let role = ident(&t.role);
+        quote!(#role: ::std::vec::Vec::new(),)
+    });
+    let output_shapes = op.outputs.iter().map(|t| {
+        let role = ident(&t.role);
+        let role_text = &t.role;
+        let shape = t.shape.as_ref().map(|s| value(scope, &s.ir)).unwrap_or(quote!(::std::vec::Vec::new()));
+        let shape_source = t.shape.as_ref().map_or("", |s| s.source.as_str());
+        let rank_check = t.rank_expr.as_ref().map(|r| {
+            let rank = expr::lower(&r.ir, scope);
+            let rank_source = &r.source;
+            quote! {
+                let rank = (|| -> Result<i64, EvalError> { let env = &*env; Ok(#rank) })().map_err(|e| output_error(#role_text, #rank_source, &e))?;
+                if rank != env.shapes.#role.len() as i64 {
+                    return Err(rt::OpError::Input {
+                        op: OP_NAME,
+                        input: #role_text.into(),
+                        rule: format!("rank expression `{}` gives {rank} but shape expression `{}` gives {} dimensions", #rank_source, #shape_source, env.shapes.#role.len()),
+                    });
+                }
+            }
+        });
+        quote! {
+            env.shapes.#role = (|| -> Result<::std::vec::Vec<i64>, EvalError> { let env = &*env; Ok(#shape) })()
+                .map_err(|e| output_error(#role_text, #shape_source, &e))?;
+            #rank_check
+        }
+    });
+    quote! {
+        /// Tensor shapes as expression integers, inputs and outputs.
+        #[doc(hidden)]
+        #[derive(Clone, Debug, Default)]
+        pub struct EnvShapes { #( pub #roles: ::std::vec::Vec<i64>, )* }
+
+        /// Everything the manifest's expressions may read.
+        #[doc(hidden)]
+        #[derive(Clone, Debug)]
+        pub struct Env<'a> {
+            pub shapes: EnvShapes,
+            pub dtypes: DTypes,
+            pub attrs: &'a Attrs,
+            pub caps: &'a rt::DeviceCaps,
+        }
+
+        fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
+            rt::OpError::Input { op: OP_NAME, input: role.into(), rule: format!("shape `{source}` could not be computed: {error}") }
+        }
+
+        impl<'a> Env<'a> {
+            /// Input shapes as given; output shapes and ranks from the manifest's expressions.
+            pub fn new(shapes: &Shapes<'_>, dtypes: DTypes, attrs: &'a Attrs, caps: &'a rt::DeviceCaps) -> Result<Self, rt::OpError> {
+                let mut env = Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, dtypes, attrs, caps };
+                {
+                    let env = &mut env;
+                    #(#output_shapes)*
+                }
+                Ok(env)
+            }
+        }
+    }
+}
+
+type PlanFn = TokenStream;
+
+fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
+    let accepts = op.variants.iter().map(|variant| {
+        let name = format_ident!("accept_{}", model::snake_ident(&variant.id));
+        let checks = variant.when.iter().map(|w| condition(op, scope, &w.source, &w.ir));
+        let doc = format!(" Whether variant `{}` accepts the inputs: its `when` conditions in order.", variant.id);
+        quote! {
+            #[doc = #doc]
+            #[doc(hidden)]
+            pub fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
+        }
+    });
+    let tries = op.variants.iter().map(|variant| {
+        let accept = format_ident!("accept_{}", model::snake_ident(&variant.id));
+        let plan: PlanFn = {
+            let f = format_ident!("plan_{}", model::snake_ident(&variant.id));
+            quote!(#f)
+        };
+        let id = &variant.id;
+        quote! {
+            match #accept(env) {
+                Ok(()) => return Ok((#id, #plan)),
+                Err(failure) => rejections.push(failure.into_rejection(#id)),
+            }
+        }
+    });
+    quote! {
+        #(#accepts)*
+
+        type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
+
+        /// The first variant, by priority, whose `when` conditions all hold.
+        #[doc(hidden)]
+        pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError> {
+            let mut rejections = ::std::vec::Vec::new();
+            #(#tries)*
+            Err(rt::OpError::NoVariant { op: OP_NAME, rejections })
+        }
+    }
+}
+
+fn pattern(value: &Value) -> Result<TokenStream, String> {
+    Ok(match value {
+        Value::Bool(b) => quote!(#b),
+        Value::Int(i) => quote!(#i),
+        Value::Str(s) | Value::Dtype(s) => quote!(#s),
+        Value::Float(_) | Value::List(_) => return Err(format!("static value {value:?} cannot select a shader (only booleans, integers, strings and dtypes can)")),
+    })
+}
+
+fn variant_plan(input: &OpInput<'_>, scope: &EnvScope<'_>, v: usize, variant: &Variant) -> Result<TokenStream, String> {
+    let op = input.op;
+    let mut items = Vec::new();
+    let mut passes = Vec::new();
+    for (p, pass) in variant.passes.iter().enumerate() {
+        let shaders: Vec<&crate::wgsl::Shader> = input.shaders.iter().filter(|s| s.variant == v && s.pass == p).collect();
+        let statics = upper_ident(&["KERNELS", &variant.id, &pass.id]);
+        let kernel_fn = format_ident!("kernel_{}_{}", model::snake_ident(&variant.id), model::snake_ident(&pass.id));
+        let count = shaders.len();
+        let label = &pass.label;
+        let kernels = shaders.iter().map(|s| {
+            let path = format!("{}/{}", op.module, s.file_name);
+            let digest = &s.digest;
+            quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest })
+        });
+        let static_values: Vec<&model::TemplateValue> = model::static_values(variant, pass).collect();
+        let keys = static_values.iter().map(|s| expr::lower(&s.expr.ir, scope));
+        let mut arms = Vec::new();
+        for (index, shader) in shaders.iter().enumerate() {
+            let patterns = shader.combination.values.iter().map(|(_, value)| pattern(value)).collect::<Result<Vec<_>, _>>()?;
+            arms.push(quote!((#(#patterns,)*) => #index,));
+        }
+        let what = format!("{}: variant `{}`, pass `{}`", op.name, variant.id, pass.id);
+        items.push(quote! {
+            static #statics: [rt::Kernel; #count] = [#(#kernels),*];
+
+            fn #kernel_fn(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
+                let key = (#(#keys,)*);
+                let index = match key {
+                    #(#arms)*
+                    #[allow(unreachable_patterns)]
+                    _ => return Err(EvalError::new(format!("{}: no pre-rendered shader for {key:?}", #what))),
+                };
+                Ok(&#statics[index])
+            }
+        });
+        let overrides = crate::wgsl::dynamic_values(variant, pass).map(|d| {
+            let name = &d.name;
+            let lowered = expr::lower(&d.expr.ir, scope);
+            let value = match d.expr.ir.ty {
+                Type::Float => quote!(#lowered),
+                Type::Bool => quote!(if #lowered { 1.0 } else { 0.0 }),
+                _ => quote!(f64::from(rt::support::to_u32(#name, #lowered)?)),
+            };
+            quote!((#name, #value))
+        });
+        let bindings = pass.bindings.iter().map(|b| match &b.target {
+            BindingTarget::Tensor(i) => quote!(rt::Binding::Arg(#i)),
+            BindingTarget::Intermediate(i) => quote!(rt::Binding::Intermediate(#i)),
+            BindingTarget::Params => quote!(rt::Binding::Params),
+        });
+        let params = match pass.bindings.iter().find_map(|b| b.params.as_ref()) {
+            Some(params) => {
+                let size = shaders.first().and_then(|s| s.uniform_size).unwrap_or(4 * params.fields.len() as u32);
+                let (item, call) = params_struct(scope, &[&variant.id, &pass.id], params, size);
+                items.push(item);
+                call
+            }
+            None => quote!(::std::vec::Vec::new()),
+        };
+        let dispatch = dispatch(scope, &pass.dispatch);
+        let id = &pass.id;
+        passes.push(quote! {
+            rt::PlannedPass { id: #id, kernel: #kernel_fn(env)?, overrides: vec![#(#overrides),*], bindings: vec![#(#bindings),*], params: #params, dispatch: #dispatch }
+        });
+    }
+    let intermediates = variant.intermediates.iter().map(|i| {
+        let id = &i.id;
+        let dtype = format_ident!("{}", i.dtype.runtime_variant());
+        let shape = expr::lower(&i.shape.ir, scope);
+        quote!(rt::IntermediateSpec { id: #id, dtype: rt::DType::#dtype, len: rt::support::element_count(#id, &#shape)? })
+    });
+    let outputs = op.outputs.iter().map(|t| {
+        let role = &t.role;
+        let field = ident(role);
+        let dtype = tensor_dtype(op, t);
+        quote!(rt::OutputSpec { role: #role, dtype: #dtype, shape: rt::support::to_shape(#role, &env.shapes.#field)? })
+    });
+    let plan_fn = format_ident!("plan_{}", model::snake_ident(&variant.id));
+    let id = &variant.id;
+    let doc = format!(" The plan of variant `{id}`.");
+    Ok(quote! {
+        #(#items)*
+
+        #[doc = #doc]
+        fn #plan_fn(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
+            Ok(rt::Plan {
+                op: OP_NAME,
+                variant: #id,
+                passes: vec![#(#passes),*],
+                intermediates: vec![#(#intermediates),*],
+                outputs: vec![#(#outputs),*],
+            })
+        }
+    })
+}
+
+/// The runtime dtype of a tensor, read from the environment for type variables.
+fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
+    match (&tensor.storage, &tensor.dtype) {
+        (Storage::U32Checked, _) => quote!(rt::DType::U32),
+        (_, DTypeRef::Var(var)) if float_type_vars(op).contains(&var.as_str()) => {
+            let field = ident(&model::snake_ident(var).to_ascii_lowercase());
+            quote!(env.dtypes.#field)
+        }
+        (_, DTypeRef::Var(var)) => {
+            let d = op.type_var(var).and_then(|t| t.allowed.first()).map_or("F32", |d| d.runtime_variant());
+            let d = format_ident!("{}", d);
+            quote!(rt::DType::#d)
+        }
+        (_, DTypeRef::Fixed(d)) => {
+            let d = format_ident!("{}", d.runtime_variant());
+            quote!(rt::DType::#d)
+        }
+    }
+}
+
+/// A `#[repr(C)]` uniform struct whose layout is asserted against naga's, and the call that
+/// fills it.
+fn params_struct(scope: &EnvScope<'_>, parts: &[&str], params: &model::ParamsStruct, naga_size: u32) -> (TokenStream, TokenStream) {
+    let mut name_parts = vec!["Params"];
+    name_parts.extend_from_slice(parts);
+    let name = camel_ident(&name_parts);
+    let fill = format_ident!("fill_{}", model::snake_ident(&name.to_string()));
+    let rust_size = naga_size.div_ceil(16) * 16;
+    let padding = ((rust_size - 4 * params.fields.len() as u32) / 4) as usize;
+    let fields = params.fields.iter().map(|f| {
+        let field = ident(&model::snake_ident(&f.name));
+        let ty = format_ident!("{}", f.wgsl_type);
+        quote!(#field: #ty,)
+    });
+    let offsets = params.fields.iter().enumerate().map(|(i, f)| {
+        let field = ident(&model::snake_ident(&f.name));
+        let offset = 4 * i;
+        quote!(const _: () = assert!(::std::mem::offset_of!(#name, #field) == #offset);)
+    });
+    let values = params.fields.iter().map(|f| {
+        let field = ident(&model::snake_ident(&f.name));
+        let text = &f.name;
+        let lowered = expr::lower(&f.value.ir, scope);
+        let value = match f.wgsl_type {
+            "u32" => quote!(rt::support::to_u32(#text, #lowered)?),
+            "i32" => quote!(rt::support::to_i32(#text, #lowered)?),
+            _ if f.value.ir.ty == Type::Int => quote!((#lowered) as f32),
+            _ => quote!((#lowered) as f32),
+        };
+        quote!(#field: #value,)
+    });
+    let rust_size = rust_size as usize;
+    let doc = format!(" Uniform `{}` of {}; naga lays it out in {naga_size} bytes, padded here to {rust_size}.", params.name, parts.join("/"));
+    let item = quote! {
+        #[doc = #doc]
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, ::bytemuck::Pod, ::bytemuck::Zeroable)]
+        struct #name { #(#fields)* _padding: [u32; #padding] }
+        const _: () = assert!(::std::mem::size_of::<#name>() == #rust_size);
+        #(#offsets)*
+
+        fn #fill(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
+            let params = #name { #(#values)* _padding: [0; #padding] };
+            Ok(::bytemuck::bytes_of(&params).to_vec())
+        }
+    };
+    (item, quote!(#fill(env)?))
+}
+
+fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
+    let count = |name: &str, e: &Expr| {
+        let lowered = expr::lower(&e.ir, scope);
+        quote!(rt::support::to_u64(#name, #lowered)?)
+    };
+    let size = |name: &str, e: &Expr| {
+        let lowered = expr::lower(&e.ir, scope);
+        quote!(rt::support::to_u32(#name, #lowered)?)
+    };
+    match dispatch {
+        Dispatch::Threads { threads, workgroup_size } => {
+            let t = count("threads", threads);
+            let w = size("workgroupSize", workgroup_size);
+            quote!(rt::Dispatch::Threads { threads: #t, workgroup_size: #w })
+        }
+        Dispatch::Workgroups(n) => {
+            let n = count("workgroups", n);
+            quote!(rt::Dispatch::Workgroups(#n))
+        }
+        Dispatch::Grid { x, y } => {
+            let x = count("x", x);
+            let y = y.as_ref().map_or(quote!(1), |y| count("y", y));
+            quote!(rt::Dispatch::Grid { x: #x, y: #y })
+        }
+        Dispatch::GridStride { items, workgroup_size } => {
+            let i = count("gridStride", items);
+            let w = size("workgroupSize", workgroup_size);
+            quote!(rt::Dispatch::GridStride { items: #i, workgroup_size: #w })
+        }
+    }
+}

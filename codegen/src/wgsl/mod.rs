@@ -1,0 +1,192 @@
+//! WGSL emitter: renders every variant × pass × static combination, validates it with naga and
+//! cross-checks naga's reflection against the manifest.
+
+mod prelude;
+mod render;
+mod validate;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sha2::{Digest, Sha256};
+
+pub use prelude::{dynamic_values, override_type};
+pub use render::environment;
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::expr::Value;
+use crate::model::{self, Combination, Dispatch, Op};
+
+/// One pre-rendered, validated shader.
+#[derive(Debug, Clone)]
+pub struct Shader {
+    pub variant: usize,
+    pub pass: usize,
+    pub combination: Combination,
+    /// File name beside the generated module, e.g. `rank3.main.scalar-f32.interleaved-1.wgsl`.
+    pub file_name: String,
+    pub text: String,
+    /// Hex SHA-256 of `text` (first 16 bytes): part of the runtime's pipeline cache key.
+    pub digest: String,
+    /// Byte size of the uniform struct, when the pass has one.
+    pub uniform_size: Option<u32>,
+}
+
+/// Renders and validates all shaders of an op. Template names are relative to `templates/`.
+pub fn shaders(op: &Op, env: &minijinja::Environment<'static>, templates: &BTreeMap<String, String>) -> Result<Vec<Shader>, Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let mut shaders = Vec::new();
+    for (v, variant) in op.variants.iter().enumerate() {
+        for (p, pass) in variant.passes.iter().enumerate() {
+            let dynamic: BTreeSet<&str> = dynamic_values(variant, pass).map(|d| d.name.as_str()).collect();
+            for diagnostic in render::control_flow_uses(templates, &pass.template, &dynamic) {
+                diagnostics.push(diagnostic);
+            }
+            let combinations = match model::enumerate_combinations(op, variant, pass) {
+                Ok(c) => c,
+                Err(err) => {
+                    diagnostics.push(Diagnostic::new(&op.file, pass_path(op, v, p), format!("static values cannot be evaluated: {}", err.message)));
+                    continue;
+                }
+            };
+            for combination in combinations {
+                match shader(op, env, v, p, combination) {
+                    Ok(shader) => shaders.push(shader),
+                    Err(diagnostic) => diagnostics.push(diagnostic),
+                }
+            }
+        }
+    }
+    // One template error shows up once per combination; report each distinct error once.
+    let mut seen = BTreeSet::new();
+    diagnostics.0.retain(|d| seen.insert(d.to_string()));
+    diagnostics.into_result(shaders)
+}
+
+fn pass_path(op: &Op, v: usize, p: usize) -> String {
+    format!("variant `{}`, pass `{}`", op.variants[v].id, op.variants[v].passes[p].id)
+}
+
+fn shader(op: &Op, env: &minijinja::Environment<'static>, v: usize, p: usize, combination: Combination) -> Result<Shader, Diagnostic> {
+    let variant = &op.variants[v];
+    let pass = &variant.passes[p];
+    let file_name = file_name(&variant.id, &pass.id, &combination);
+    let where_ = || format!("{} ({})", pass_path(op, v, p), describe(&combination));
+    let bindings = prelude::resolve_bindings(pass, &combination).map_err(|m| Diagnostic::new(&op.file, where_(), m))?;
+    for binding in &bindings {
+        if let (model::BindingTarget::Tensor(t), Some(element)) = (&binding.binding.target, binding.element) {
+            let tensor = op.tensors().nth(*t).ok_or_else(|| Diagnostic::new(&op.file, where_(), "binding target out of range"))?;
+            let storage = match (&tensor.storage, &tensor.dtype) {
+                (model::Storage::U32Checked, _) => Some(model::DType::U32),
+                (_, model::DTypeRef::Fixed(d)) => Some(*d),
+                (_, model::DTypeRef::Var(var)) => combination.dtypes.get(var).copied(),
+            };
+            if storage.is_some_and(|s| s != element) {
+                return Err(Diagnostic::new(
+                    &op.file,
+                    where_(),
+                    format!("binding `{}` has element type {} but tensor `{}` is stored as {}", binding.binding.name, element.wgsl(), tensor.role, storage.map_or("?", |s| s.wgsl())),
+                ));
+            }
+        }
+    }
+    let f16 = prelude::uses_f16(&bindings, &combination);
+    let prelude_text = prelude::prelude(op, variant, pass, &bindings, f16);
+    let text = match render::render(env, op, variant, pass, &combination, &prelude_text) {
+        Ok(text) => text,
+        Err(err) if err.kind() == minijinja::ErrorKind::TemplateNotFound => {
+            return Err(Diagnostic::new(
+                &op.file,
+                format!("{}: source.shader", pass_path(op, v, p)),
+                format!("template `{}` not found under templates/", pass.template),
+            ));
+        }
+        Err(err) => return Err(render::template_diagnostic(&pass.template, "", &err)),
+    };
+    let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
+        .map_err(|m| Diagnostic::new(&format!("templates/{}", pass.template), where_(), format!("rendered shader does not validate:\n{m}")))?;
+    let problems = validate::cross_check(&module, &info, &bindings, &mut reflection);
+    if !problems.is_empty() {
+        return Err(Diagnostic::new(
+            &format!("templates/{}", pass.template),
+            where_(),
+            format!("the shader disagrees with the manifest's bindings:\n  {}", problems.join("\n  ")),
+        ));
+    }
+    check_workgroup_size(op, pass, &reflection).map_err(|m| Diagnostic::new(&format!("templates/{}", pass.template), where_(), m))?;
+    let digest = Sha256::digest(text.as_bytes());
+    let digest: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let uniform_size = reflection.uniform_sizes.first().map(|(_, size)| *size);
+    Ok(Shader { variant: v, pass: p, combination, file_name, text, digest, uniform_size })
+}
+
+/// A literal `@workgroup_size` must equal the dispatch's static `workgroupSize`.
+fn check_workgroup_size(op: &Op, pass: &model::Pass, reflection: &validate::Reflection) -> Result<(), String> {
+    let (Dispatch::Threads { workgroup_size, .. } | Dispatch::GridStride { workgroup_size, .. }) = &pass.dispatch else {
+        return Ok(());
+    };
+    let Some(size) = reflection.workgroup_size else { return Ok(()) };
+    let symbols = workgroup_size.ir.symbols();
+    if !symbols.iter().all(|s| matches!(s, crate::expr::Symbol::Tunable(_))) {
+        return Ok(());
+    }
+    let env = TunableEnv(op);
+    let expected = crate::expr::eval(&workgroup_size.ir, &env).map_err(|e| e.message)?;
+    let actual = i64::from(size[0]) * i64::from(size[1]) * i64::from(size[2]);
+    if expected != Value::Int(actual) {
+        return Err(format!(
+            "`@workgroup_size` is {size:?} ({actual} invocations) but the dispatch's workgroupSize `{}` is {expected:?}",
+            workgroup_size.source
+        ));
+    }
+    Ok(())
+}
+
+struct TunableEnv<'a>(&'a Op);
+
+impl crate::expr::Env for TunableEnv<'_> {
+    fn get(&self, symbol: &crate::expr::Symbol) -> Result<Option<Value>, crate::expr::EvalError> {
+        Ok(match symbol {
+            crate::expr::Symbol::Tunable(name) => self.0.tunable(name).map(Value::Int),
+            _ => None,
+        })
+    }
+
+    fn has_feature(&self, _: &str) -> bool {
+        false
+    }
+}
+
+/// `variant.pass.name-value...wgsl`, readable and unique per combination.
+fn file_name(variant: &str, pass: &str, combination: &Combination) -> String {
+    let mut name = format!("{variant}.{pass}");
+    for (key, value) in &combination.values {
+        name.push_str(&format!(".{key}-{}", value_text(value)));
+    }
+    for (var, dtype) in &combination.dtypes {
+        if !combination.values.iter().any(|(_, v)| *v == Value::Dtype(dtype.wgsl().to_owned())) {
+            name.push_str(&format!(".{var}-{}", dtype.wgsl()));
+        }
+    }
+    for feature in &combination.features {
+        name.push_str(&format!(".{feature}"));
+    }
+    name.push_str(".wgsl");
+    name
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::Bool(b) => u8::from(*b).to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Str(s) | Value::Dtype(s) => s.clone(),
+        Value::List(items) => items.iter().map(i64::to_string).collect::<Vec<_>>().join("_"),
+    }
+}
+
+/// `interleaved = true, scalar = f32` for messages.
+pub fn describe(combination: &Combination) -> String {
+    let mut parts: Vec<String> = combination.values.iter().map(|(k, v)| format!("{k} = {}", value_text(v))).collect();
+    parts.extend(combination.features.iter().map(|f| format!("feature {f}")));
+    parts.join(", ")
+}

@@ -1,0 +1,91 @@
+//! The WGSL declarations codegen writes for each shader: `enable`s, overrides, the `Params`
+//! struct and every binding, all generated from the manifest so shader and manifest agree.
+
+use std::fmt::Write;
+
+use crate::expr::Type;
+use crate::model::{Access, Binding, Class, Combination, DType, Op, Pass, TemplateValue, Variant};
+
+/// A binding with its element type resolved for one combination.
+#[derive(Debug, Clone)]
+pub struct ResolvedBinding<'a> {
+    pub index: u32,
+    pub binding: &'a Binding,
+    /// `None` for the uniform params binding.
+    pub element: Option<DType>,
+}
+
+/// Resolves element types; `Err` names a binding whose element type is unknown here.
+pub fn resolve_bindings<'a>(pass: &'a Pass, combination: &Combination) -> Result<Vec<ResolvedBinding<'a>>, String> {
+    pass.bindings
+        .iter()
+        .enumerate()
+        .map(|(index, binding)| {
+            let element = match &binding.element {
+                None => None,
+                Some(element) => Some(combination.element_dtype(element).ok_or_else(|| {
+                    format!("binding `{}`: element type {element:?} does not resolve to a dtype", binding.name)
+                })?),
+            };
+            Ok(ResolvedBinding { index: index as u32, binding, element })
+        })
+        .collect()
+}
+
+/// Whether the shader needs `enable f16;` and the f16 capability.
+pub fn uses_f16(bindings: &[ResolvedBinding<'_>], combination: &Combination) -> bool {
+    bindings.iter().any(|b| b.element == Some(DType::F16)) || combination.dtypes.values().any(|d| *d == DType::F16)
+}
+
+/// Dynamic values of a pass: they become `override` declarations.
+pub fn dynamic_values<'a>(variant: &'a Variant, pass: &'a Pass) -> impl Iterator<Item = &'a TemplateValue> {
+    variant.constants.iter().chain(&pass.inputs).filter(|v| v.class == Class::Dynamic)
+}
+
+/// WGSL type of a dynamic value's override.
+pub fn override_type(ty: Type) -> &'static str {
+    match ty {
+        Type::Float => "f32",
+        Type::Bool => "bool",
+        _ => "u32",
+    }
+}
+
+/// The declarations the template places with `{{ prelude }}`.
+pub fn prelude(_op: &Op, variant: &Variant, pass: &Pass, bindings: &[ResolvedBinding<'_>], f16: bool) -> String {
+    let mut out = String::new();
+    if f16 {
+        out.push_str("enable f16;\n\n");
+    }
+    let mut any_override = false;
+    for value in dynamic_values(variant, pass) {
+        let _ = writeln!(out, "override {}: {};", value.name, override_type(value.expr.ir.ty));
+        any_override = true;
+    }
+    if any_override {
+        out.push('\n');
+    }
+    for binding in bindings {
+        if let Some(params) = &binding.binding.params {
+            let _ = writeln!(out, "struct {} {{", params.name);
+            for field in &params.fields {
+                let _ = writeln!(out, "    {}: {},", field.name, field.wgsl_type);
+            }
+            out.push_str("}\n\n");
+        }
+    }
+    for binding in bindings {
+        let space = match binding.binding.access {
+            Access::ReadOnly => "storage, read",
+            Access::ReadWrite => "storage, read_write",
+            Access::Uniform => "uniform",
+        };
+        let ty = match (&binding.binding.params, binding.element) {
+            (Some(params), _) => params.name.clone(),
+            (None, Some(element)) => format!("array<{}>", element.wgsl()),
+            (None, None) => "array<u32>".to_owned(),
+        };
+        let _ = writeln!(out, "@group(0) @binding({}) var<{space}> {}: {ty};", binding.index, binding.binding.name);
+    }
+    out
+}

@@ -1,0 +1,173 @@
+//! Template rendering: the one place minijinja is configured for WGSL output.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use minijinja::value::Value as JValue;
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+
+use crate::diag::Diagnostic;
+use crate::expr::Value;
+use crate::model::{Combination, Op, Pass, Variant};
+
+/// A minijinja environment holding every template, configured for WGSL:
+/// strict undefined, `trim_blocks`/`lstrip_blocks`, no escaping, WGSL literals.
+pub fn environment(templates: &BTreeMap<String, String>) -> (Environment<'static>, Vec<Diagnostic>) {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    let syntax = minijinja::syntax::SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .keep_trailing_newline(true)
+        .build();
+    if let Ok(syntax) = syntax {
+        env.set_syntax(syntax);
+    }
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env.set_formatter(|out, _state, value| {
+        // minijinja prints booleans Python-style (`True`); WGSL needs `true`.
+        if value.kind() == minijinja::value::ValueKind::Bool {
+            out.write_str(if value.is_true() { "true" } else { "false" })?;
+        } else {
+            write!(out, "{value}").map_err(|e| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, e.to_string()))?;
+        }
+        Ok(())
+    });
+    let mut diagnostics = Vec::new();
+    for (name, source) in templates {
+        if let Err(err) = env.add_template_owned(name.clone(), source.clone()) {
+            diagnostics.push(template_diagnostic(name, source, &err));
+        }
+    }
+    (env, diagnostics)
+}
+
+/// Turns a minijinja error into a diagnostic pointing at the template line.
+pub fn template_diagnostic(name: &str, source: &str, err: &minijinja::Error) -> Diagnostic {
+    let file = format!("templates/{}", err.name().unwrap_or(name));
+    let mut message = err.detail().map_or_else(|| err.kind().to_string(), |d| format!("{}: {d}", err.kind()));
+    let mut cause = std::error::Error::source(err);
+    while let Some(inner) = cause {
+        message.push_str(&format!(" ({inner})"));
+        cause = inner.source();
+    }
+    match err.line() {
+        Some(line) => {
+            let text = if err.name().is_none_or(|n| n == name) {
+                source.lines().nth(line.saturating_sub(1)).unwrap_or("").trim_end().to_owned()
+            } else {
+                String::new()
+            };
+            let mut diagnostic = Diagnostic::new(&file, format!("line {line}"), message);
+            if !text.is_empty() {
+                diagnostic = diagnostic.at(&text, text.len() - text.trim_start().len() + 1);
+            }
+            diagnostic
+        }
+        None => Diagnostic::new(&file, "", message),
+    }
+}
+
+/// Renders one pass for one combination.
+pub fn render(
+    env: &Environment<'static>,
+    op: &Op,
+    variant: &Variant,
+    pass: &Pass,
+    combination: &Combination,
+    prelude: &str,
+) -> Result<String, minijinja::Error> {
+    let template = env.get_template(&pass.template)?;
+    let mut context: BTreeMap<String, JValue> = BTreeMap::new();
+    for (name, value) in &combination.values {
+        context.insert(name.clone(), to_jinja(value));
+    }
+    for value in super::prelude::dynamic_values(variant, pass) {
+        // A dynamic value renders as the name of its `override`, so the text does not depend on it.
+        context.insert(value.name.clone(), JValue::from(value.name.clone()));
+    }
+    let tunables: BTreeMap<String, JValue> =
+        op.tunables.iter().map(|(name, v)| (name.clone(), JValue::from(*v))).collect();
+    context.insert("tunables".to_owned(), JValue::from_object(tunables));
+    context.insert("prelude".to_owned(), JValue::from(prelude));
+    context.insert("op".to_owned(), JValue::from(op.name.clone()));
+    context.insert("variant".to_owned(), JValue::from(variant.id.clone()));
+    context.insert("pass".to_owned(), JValue::from(pass.id.clone()));
+    template.render(JValue::from_object(context))
+}
+
+fn to_jinja(value: &Value) -> JValue {
+    match value {
+        Value::Int(i) => JValue::from(*i),
+        Value::Float(f) => JValue::from(*f),
+        Value::Bool(b) => JValue::from(*b),
+        Value::Str(s) | Value::Dtype(s) => JValue::from(s.clone()),
+        Value::List(items) => JValue::from(items.clone()),
+    }
+}
+
+/// Finds dynamic values used in `{% if %}`, `{% elif %}` or `{% for %}` tags of a template or
+/// anything it imports: their value is not known when the shader text is fixed.
+pub fn control_flow_uses(
+    templates: &BTreeMap<String, String>,
+    root: &str,
+    dynamic: &BTreeSet<&str>,
+) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let mut queue = vec![root.to_owned()];
+    let mut seen = BTreeSet::new();
+    while let Some(name) = queue.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some(source) = templates.get(&name) else { continue };
+        for (line_no, line) in source.lines().enumerate() {
+            for tag in tags(line) {
+                let mut words = tag.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+                let keyword = words.find(|w| !w.is_empty()).unwrap_or("");
+                if matches!(keyword, "import" | "include" | "from" | "extends") {
+                    if let Some(target) = quoted(tag) {
+                        queue.push(target.to_owned());
+                    }
+                    continue;
+                }
+                if !matches!(keyword, "if" | "elif" | "for") {
+                    continue;
+                }
+                for word in words.filter(|w| dynamic.contains(w)) {
+                    let column = line.find(word).map_or(1, |c| c + 1);
+                    diagnostics.push(
+                        Diagnostic::new(
+                            &format!("templates/{name}"),
+                            format!("line {}", line_no + 1),
+                            format!(
+                                "template input `{word}` depends on shapes or device limits (it is a WGSL override, set when the pipeline is created), so it cannot steer `{{% {keyword} %}}`: the shader text must not depend on it"
+                            ),
+                        )
+                        .at(line.trim_end(), column),
+                    );
+                }
+            }
+        }
+    }
+    diagnostics
+}
+
+/// The contents of `{% ... %}` tags on one line.
+fn tags(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = line;
+    while let Some(start) = rest.find("{%") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("%}") else { break };
+        out.push(after[..end].trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace()));
+        rest = &after[end + 2..];
+    }
+    out
+}
+
+fn quoted(tag: &str) -> Option<&str> {
+    let start = tag.find(['"', '\''])?;
+    let quote = tag[start..].chars().next()?;
+    let rest = &tag[start + 1..];
+    rest.find(quote).map(|end| &rest[..end])
+}

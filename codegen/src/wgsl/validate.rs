@@ -1,0 +1,162 @@
+//! naga validation of rendered shaders with exactly the capabilities their variant needs, and
+//! reflection of the validated module cross-checked against the manifest's bindings.
+
+use std::collections::BTreeSet;
+
+use naga::valid::{Capabilities, ValidationFlags, Validator};
+use naga::{AddressSpace, ScalarKind, StorageAccess, TypeInner};
+
+use super::prelude::ResolvedBinding;
+use crate::model::{Access, DType};
+
+/// What the shader was validated with and what reflection found.
+#[derive(Debug, Clone)]
+pub struct Reflection {
+    /// `@workgroup_size` of `main` when it is a literal (not an override).
+    pub workgroup_size: Option<[u32; 3]>,
+    /// Byte size of each uniform struct, by binding index.
+    pub uniform_sizes: Vec<(u32, u32)>,
+    /// Index of `main` among the module's entry points.
+    pub entry_index: usize,
+}
+
+/// Validates `source`; errors are messages with a WGSL line where naga gives one.
+pub fn validate(
+    source: &str,
+    f16: bool,
+    features: &BTreeSet<String>,
+) -> Result<(naga::Module, naga::valid::ModuleInfo, Reflection), String> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
+    let mut capabilities = Capabilities::empty();
+    if f16 {
+        capabilities |= Capabilities::SHADER_FLOAT16;
+    }
+    if features.contains("subgroups") {
+        capabilities |= Capabilities::SUBGROUP;
+    }
+    let info = Validator::new(ValidationFlags::all(), capabilities)
+        .validate(&module)
+        .map_err(|e| e.emit_to_string(source))?;
+    let (entry_index, entry) = module
+        .entry_points
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e.name == "main" && e.stage == naga::ShaderStage::Compute)
+        .ok_or("the shader has no `@compute fn main` entry point")?;
+    let workgroup_size = entry.workgroup_size_overrides.is_none().then_some(entry.workgroup_size);
+    let reflection = Reflection { workgroup_size, uniform_sizes: Vec::new(), entry_index };
+    Ok((module, info, reflection))
+}
+
+/// Compares the module's resource variables with the manifest's bindings: names, binding
+/// numbers, address spaces and access, element types, uniform member names and offsets.
+pub fn cross_check(
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    bindings: &[ResolvedBinding<'_>],
+    reflection: &mut Reflection,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut found = BTreeSet::new();
+    let entry_info = info.get_entry_point(reflection.entry_index);
+    for (handle, var) in module.global_variables.iter() {
+        let Some(res) = &var.binding else { continue };
+        let name = var.name.as_deref().unwrap_or("<unnamed>");
+        if entry_info[handle].is_empty() {
+            // wgpu derives the bind group layout from what `main` uses; an unused binding
+            // would make the generated bind group fail at run time.
+            continue;
+        }
+        let Some(expected) = bindings.iter().find(|b| res.group == 0 && b.index == res.binding) else {
+            problems.push(format!(
+                "shader declares `{name}` at @group({}) @binding({}), which the manifest does not list",
+                res.group, res.binding
+            ));
+            continue;
+        };
+        found.insert(expected.index);
+        if expected.binding.name != name {
+            problems.push(format!(
+                "@binding({}) is `{name}` in the shader but `{}` in the manifest",
+                res.binding, expected.binding.name
+            ));
+        }
+        let inner = &module.types[var.ty].inner;
+        match (expected.binding.access, var.space) {
+            (Access::Uniform, AddressSpace::Uniform) => {
+                let TypeInner::Struct { members, span } = inner else {
+                    problems.push(format!("uniform `{name}` is not a struct"));
+                    continue;
+                };
+                reflection.uniform_sizes.push((expected.index, *span));
+                let fields = expected.binding.params.as_ref().map(|p| p.fields.as_slice()).unwrap_or_default();
+                if members.len() != fields.len() {
+                    problems.push(format!(
+                        "uniform `{name}` has {} members in the shader, {} fields in the manifest",
+                        members.len(),
+                        fields.len()
+                    ));
+                }
+                for (i, (member, field)) in members.iter().zip(fields).enumerate() {
+                    let member_name = member.name.as_deref().unwrap_or("");
+                    let scalar = scalar_name(&module.types[member.ty].inner);
+                    if member_name != field.name || scalar != Some(field.wgsl_type) || member.offset != 4 * i as u32 {
+                        problems.push(format!(
+                            "uniform `{name}` member {i} is `{member_name}: {}` at offset {} in the shader; the manifest says `{}: {}` at offset {}",
+                            scalar.unwrap_or("?"),
+                            member.offset,
+                            field.name,
+                            field.wgsl_type,
+                            4 * i
+                        ));
+                    }
+                }
+            }
+            (Access::ReadOnly | Access::ReadWrite, AddressSpace::Storage { access }) => {
+                let writable = access.contains(StorageAccess::STORE);
+                if writable != (expected.binding.access == Access::ReadWrite) {
+                    problems.push(format!(
+                        "`{name}` is {} in the shader but {} in the manifest",
+                        if writable { "read_write" } else { "read-only" },
+                        if expected.binding.access == Access::ReadWrite { "`storage`" } else { "`read-only-storage`" }
+                    ));
+                }
+                let element = match inner {
+                    TypeInner::Array { base, .. } => scalar_name(&module.types[*base].inner),
+                    _ => None,
+                };
+                let want = expected.element.map(DType::wgsl);
+                if element != want {
+                    problems.push(format!(
+                        "`{name}` is `array<{}>` in the shader but the manifest's element type is `{}`",
+                        element.unwrap_or("?"),
+                        want.unwrap_or("?")
+                    ));
+                }
+            }
+            (want, space) => problems.push(format!("`{name}` is in address space {space:?} in the shader but {want:?} in the manifest")),
+        }
+    }
+    for binding in bindings {
+        if !found.contains(&binding.index) {
+            problems.push(format!(
+                "the manifest's binding {} `{}` is not declared (or not used) by the shader",
+                binding.index, binding.binding.name
+            ));
+        }
+    }
+    problems
+}
+
+fn scalar_name(inner: &TypeInner) -> Option<&'static str> {
+    match inner {
+        TypeInner::Scalar(s) => Some(match (s.kind, s.width) {
+            (ScalarKind::Float, 4) => "f32",
+            (ScalarKind::Float, 2) => "f16",
+            (ScalarKind::Uint, 4) => "u32",
+            (ScalarKind::Sint, 4) => "i32",
+            _ => return None,
+        }),
+        _ => None,
+    }
+}

@@ -1,0 +1,208 @@
+//! Data-driven tests of the expression language (`codegen::expr`).
+//!
+//! Every `tests/expr/*.test` file is a list of cases separated by blank lines. A case is:
+//!
+//! ```text
+//! # optional comment lines
+//! <the expression, on one line>
+//! => <result>
+//! parse => <fully parenthesized parse tree>     (optional)
+//! lower => <lowered Rust, pretty-printed>       (optional)
+//! ```
+//!
+//! `<result>` is the value with its type (`Int 7`, `Float 0.5`, `Bool true`, `Str "x"`,
+//! `Dtype f16`, `List [2, 3]`), or `parse error: column N: …`, or one `error: column N: …` line
+//! per check error (each with its own `=>`), or `eval error: …`. The optional lines are checked
+//! only where a case has them. Expressions are parsed, checked and evaluated in the fixed
+//! scope and environment of `fixture.rs`.
+//!
+//! Run with `UPDATE_EXPECT=1` to rewrite the expectations from the actual results (comments,
+//! order and the choice of optional lines are kept); review the diff.
+//!
+//! The file also holds unit tests that check every expression of the seed manifests, and the
+//! differential test against minijinja (`differential.rs`).
+
+#[path = "expr/differential.rs"]
+mod differential;
+#[path = "expr/fixture.rs"]
+mod fixture;
+#[path = "expr/seeds.rs"]
+mod seeds;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use codegen::expr::{self, Ir};
+use fixture::{Fixture, lowered_text};
+
+/// One case of a `.test` file.
+#[derive(Debug, Clone, PartialEq)]
+struct Case {
+    comments: Vec<String>,
+    source: String,
+    /// Line number of the source line (1-based), for failure messages.
+    line: usize,
+    results: Vec<String>,
+    parse: Option<String>,
+    lower: Option<String>,
+}
+
+fn parse_file(text: &str, path: &Path) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let mut current: Option<Case> = None;
+    let mut pending_comments = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim_end();
+        if line.is_empty() {
+            cases.extend(current.take());
+            continue;
+        }
+        if let Some(case) = current.as_mut() {
+            if let Some(rest) = line.strip_prefix("=> ") {
+                case.results.push(rest.to_owned());
+            } else if let Some(rest) = line.strip_prefix("parse => ") {
+                case.parse = Some(rest.to_owned());
+            } else if let Some(rest) = line.strip_prefix("lower => ") {
+                case.lower = Some(rest.to_owned());
+            } else {
+                panic!("{}:{}: expected `=>`, `parse =>` or `lower =>`, found {line:?}", path.display(), i + 1);
+            }
+        } else if line.starts_with('#') {
+            pending_comments.push(line.to_owned());
+        } else {
+            current = Some(Case {
+                comments: std::mem::take(&mut pending_comments),
+                source: line.to_owned(),
+                line: i + 1,
+                results: Vec::new(),
+                parse: None,
+                lower: None,
+            });
+        }
+    }
+    cases.extend(current);
+    assert!(pending_comments.is_empty(), "{}: trailing comment without a case", path.display());
+    cases
+}
+
+fn render_file(cases: &[Case]) -> String {
+    let mut out = String::new();
+    for (i, case) in cases.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for comment in &case.comments {
+            let _ = writeln!(out, "{comment}");
+        }
+        let _ = writeln!(out, "{}", case.source);
+        for result in &case.results {
+            let _ = writeln!(out, "=> {result}");
+        }
+        if let Some(parse) = &case.parse {
+            let _ = writeln!(out, "parse => {parse}");
+        }
+        if let Some(lower) = &case.lower {
+            let _ = writeln!(out, "lower => {lower}");
+        }
+    }
+    out
+}
+
+/// Runs one case and returns it with the actual results filled in.
+fn run_case(fixture: &Fixture, case: &Case) -> Case {
+    let src = &case.source;
+    let mut actual = Case {
+        results: Vec::new(),
+        ..case.clone()
+    };
+    let ast = match expr::parse(src) {
+        Ok(ast) => ast,
+        Err(err) => {
+            actual.results.push(format!("parse error: column {}: {}", err.column(src), err.message));
+            actual.parse = case.parse.as_ref().map(|_| "-".to_owned());
+            actual.lower = case.lower.as_ref().map(|_| "-".to_owned());
+            return actual;
+        }
+    };
+    actual.parse = case.parse.as_ref().map(|_| ast.to_string());
+    let ir: Ir = match expr::check(&ast, fixture) {
+        Ok(ir) => ir,
+        Err(errors) => {
+            for err in errors {
+                actual.results.push(format!("error: column {}: {}", err.column(src), err.message));
+            }
+            actual.lower = case.lower.as_ref().map(|_| "-".to_owned());
+            return actual;
+        }
+    };
+    actual.lower = case.lower.as_ref().map(|_| lowered_text(&ir));
+    actual.results.push(match expr::eval(&ir, fixture) {
+        Ok(value) => {
+            assert_eq!(value.ty(), ir.ty, "{src}: value type differs from the checked type");
+            format!("{:?} {value}", value.ty())
+        }
+        Err(err) => format!("eval error: {}", err.message),
+    });
+    actual
+}
+
+fn test_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/expr");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "test"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn data_driven_cases() {
+    let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
+    let fixture = Fixture::new();
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for path in test_files() {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let cases = parse_file(&text, &path);
+        let actual: Vec<Case> = cases.iter().map(|c| run_case(&fixture, c)).collect();
+        total += cases.len();
+        for (want, got) in cases.iter().zip(&actual) {
+            if want != got {
+                failures.push(format!(
+                    "{}:{}: {}\n  expected:\n{}  actual:\n{}",
+                    path.display(),
+                    want.line,
+                    want.source,
+                    render_file(std::slice::from_ref(want)),
+                    render_file(std::slice::from_ref(got)),
+                ));
+            }
+        }
+        if update {
+            let rendered = render_file(&actual);
+            if rendered != text {
+                std::fs::write(&path, rendered).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            }
+        }
+    }
+    assert!(total > 0, "no cases found under tests/expr");
+    if !update {
+        assert!(
+            failures.is_empty(),
+            "{} of {total} cases failed (rerun with UPDATE_EXPECT=1 to accept):\n\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+}
+
+#[test]
+fn runner_round_trips_files() {
+    // Rendering the parsed cases reproduces each file, so UPDATE_EXPECT only changes results.
+    for path in test_files() {
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(render_file(&parse_file(&text, &path)), text, "{} is not in canonical form", path.display());
+    }
+}

@@ -1,0 +1,278 @@
+//! The GPU context: instance, adapter, device and queue, plus the error capture that turns
+//! wgpu's errors into [`RuntimeError`]s instead of panics.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::adapter;
+use crate::caps::{DeviceCaps, KNOWN_FEATURES, wgpu_feature};
+use crate::error::RuntimeError;
+use crate::pipeline::PipelineCache;
+use crate::record::{IntermediatePool, ParamsCache};
+
+/// How to create a [`Context`].
+#[derive(Debug, Clone, Default)]
+pub struct ContextOptions {
+    /// A case-insensitive substring of the adapter name. When `None`, the environment variable
+    /// `KERNELS_ADAPTER` is used if set; otherwise the most capable adapter is chosen.
+    pub adapter: Option<String>,
+    /// WebGPU feature names not to request even if the adapter has them (`"subgroups"`,
+    /// `"shader-f16"`, `"timestamp-query"`), e.g. to exercise fallback variants.
+    pub disable_features: Vec<&'static str>,
+}
+
+/// Errors wgpu raised outside any error scope (e.g. from direct use of [`Context::device`]).
+#[derive(Default)]
+pub(crate) struct ErrorLog {
+    pub(crate) uncaptured: Vec<RuntimeError>,
+    pub(crate) lost: Option<String>,
+}
+
+/// A device and queue with the state the runtime keeps for them: pipeline cache,
+/// intermediate pool, uniform cache.
+///
+/// `Context` is `Send + Sync`; its caches are behind mutexes, so several threads can record
+/// plans on one context.
+pub struct Context {
+    // The instance owns the backend; keep it alive as long as the device.
+    _instance: wgpu::Instance,
+    _adapter: wgpu::Adapter,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    pub(crate) caps: DeviceCaps,
+    pub(crate) pipelines: PipelineCache,
+    pub(crate) intermediates: Mutex<IntermediatePool>,
+    pub(crate) params: Mutex<ParamsCache>,
+    pub(crate) errors: Arc<Mutex<ErrorLog>>,
+    /// Test hook: pretend the device allows fewer workgroups per dimension.
+    pub(crate) dispatch_limit: Option<u32>,
+}
+
+/// Locks a mutex, ignoring poisoning: every critical section here leaves its data consistent
+/// (caches only grow or are cleared), so a panic elsewhere must not disable the context.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Context {
+    /// Creates a context on the preferred adapter (see [`ContextOptions`]); blocks.
+    pub fn new() -> Result<Self, RuntimeError> {
+        Self::with_options(&ContextOptions::default())
+    }
+
+    /// Creates a context with explicit options; blocks.
+    ///
+    /// The device gets the adapter's own limits and whichever of `shader-f16`, `subgroups`
+    /// and `timestamp-query` the adapter has, minus [`ContextOptions::disable_features`].
+    pub fn with_options(opts: &ContextOptions) -> Result<Self, RuntimeError> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let requested = adapter::requested_name(opts.adapter.as_deref());
+        let adapters = adapter::enumerate(&instance, requested.as_deref());
+        let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
+        let index = adapter::choose(&infos, requested.as_deref())?;
+        let chosen = adapters
+            .into_iter()
+            .nth(index)
+            .ok_or_else(|| RuntimeError::NoAdapter {
+                requested: requested.clone(),
+                available: infos.iter().map(adapter::summarize).collect(),
+            })?;
+        let info = infos[index].clone();
+
+        let mut wanted = wgpu::Features::empty();
+        for name in KNOWN_FEATURES {
+            if let Some(f) = wgpu_feature(name)
+                && !opts.disable_features.contains(&name)
+            {
+                wanted |= f;
+            }
+        }
+        let required_features = chosen.features() & wanted;
+        let descriptor = wgpu::DeviceDescriptor {
+            label: Some("kernel-runtime"),
+            required_features,
+            required_limits: chosen.limits(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        };
+        let (device, queue) =
+            pollster::block_on(chosen.request_device(&descriptor)).map_err(|e| {
+                RuntimeError::RequestDevice {
+                    adapter: adapter::summarize(&info),
+                    message: e.to_string(),
+                }
+            })?;
+
+        let errors = Arc::new(Mutex::new(ErrorLog::default()));
+        let log = Arc::clone(&errors);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            lock(&log).uncaptured.push(convert("uncaptured", e));
+        }));
+        let log = Arc::clone(&errors);
+        device.set_device_lost_callback(move |reason, message| {
+            lock(&log).lost = Some(format!("{reason:?}: {message}"));
+        });
+
+        let caps = DeviceCaps::from_device(&device, &info);
+        Ok(Self {
+            _instance: instance,
+            _adapter: chosen,
+            info,
+            device,
+            queue,
+            caps,
+            pipelines: PipelineCache::default(),
+            intermediates: Mutex::new(IntermediatePool::default()),
+            params: Mutex::new(ParamsCache::default()),
+            errors,
+            dispatch_limit: None,
+        })
+    }
+
+    /// What the device offers: limits and optional features.
+    pub fn caps(&self) -> &DeviceCaps {
+        &self.caps
+    }
+
+    /// The adapter's description as wgpu reports it.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    /// One line naming the adapter, backend and device type, e.g.
+    /// `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, cpu)`.
+    pub fn adapter_summary(&self) -> String {
+        adapter::summarize(&self.info)
+    }
+
+    /// The wgpu device, for callers that record their own work next to the plans.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// A new command encoder, to record several plans before one [`Context::submit`].
+    pub fn create_encoder(&self) -> wgpu::CommandEncoder {
+        self.create_labelled_encoder("kernel-runtime")
+    }
+
+    /// An encoder whose label shows up in wgpu's messages about the commands recorded in it.
+    pub(crate) fn create_labelled_encoder(&self, label: &str) -> wgpu::CommandEncoder {
+        self.device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
+    }
+
+    /// Finishes and submits `encoder`, waits for the GPU, and reports any error wgpu raised
+    /// while validating the recorded commands (with wgpu's message, which names the pass).
+    pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<(), RuntimeError> {
+        self.submit_labelled(encoder, "submit")
+    }
+
+    /// [`Context::submit`] with errors labelled `label`.
+    pub(crate) fn submit_labelled(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        label: &str,
+    ) -> Result<(), RuntimeError> {
+        let index = self.scoped(label, || {
+            let commands = encoder.finish();
+            self.queue.submit([commands])
+        })?;
+        self.wait(Some(index))
+    }
+
+    /// Waits until `index` (or all submitted work) has completed, then reports a lost device
+    /// or errors raised outside error scopes since the last check.
+    pub(crate) fn wait(&self, index: Option<wgpu::SubmissionIndex>) -> Result<(), RuntimeError> {
+        let poll = wgpu::PollType::Wait {
+            submission_index: index,
+            timeout: None,
+        };
+        let polled = self.device.poll(poll);
+        let mut log = lock(&self.errors);
+        if let Some(msg) = &log.lost {
+            return Err(RuntimeError::DeviceLost(msg.clone()));
+        }
+        polled.map_err(|e| RuntimeError::Poll(e.to_string()))?;
+        if !log.uncaptured.is_empty() {
+            let first = log.uncaptured.remove(0);
+            log.uncaptured.clear();
+            return Err(first);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` inside validation, out-of-memory and internal error scopes and returns the
+    /// first captured error, labelled with `label`.
+    ///
+    /// Scopes are thread-local in wgpu, so this captures exactly the errors `f` causes on
+    /// this thread, even when other threads use the same device.
+    pub(crate) fn scoped<R>(&self, label: &str, f: impl FnOnce() -> R) -> Result<R, RuntimeError> {
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = f();
+        // Scopes pop in reverse order; each pop takes effect at once, the futures only
+        // deliver the captured error.
+        let validation = validation.pop();
+        let internal = internal.pop();
+        let oom = oom.pop();
+        let errors = [
+            pollster::block_on(validation),
+            pollster::block_on(oom),
+            pollster::block_on(internal),
+        ];
+        match errors.into_iter().flatten().next() {
+            Some(e) => Err(convert(label, e)),
+            None => Ok(result),
+        }
+    }
+
+    /// The per-dimension workgroup limit dispatches are planned against.
+    pub(crate) fn max_workgroups_per_dimension(&self) -> u32 {
+        let device = self.caps.limits.max_compute_workgroups_per_dimension;
+        self.dispatch_limit.map_or(device, |l| l.min(device))
+    }
+
+    /// Test hook: plan dispatches as if the device allowed at most `max` workgroups per
+    /// dimension, so the x/y split can be exercised on small inputs. `None` restores the
+    /// device limit.
+    #[doc(hidden)]
+    pub fn set_dispatch_limit_for_testing(&mut self, max: Option<u32>) {
+        self.dispatch_limit = max;
+    }
+}
+
+/// Converts a wgpu error into a [`RuntimeError`] labelled with the step that raised it.
+pub(crate) fn convert(label: &str, e: wgpu::Error) -> RuntimeError {
+    match e {
+        wgpu::Error::OutOfMemory { .. } => RuntimeError::OutOfMemory {
+            label: label.to_owned(),
+        },
+        wgpu::Error::Validation { description, .. } => RuntimeError::Validation {
+            label: label.to_owned(),
+            message: description,
+        },
+        wgpu::Error::Internal { description, .. } => RuntimeError::Internal {
+            label: label.to_owned(),
+            message: description,
+        },
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("adapter", &self.adapter_summary())
+            .field("features", &self.caps.feature_names())
+            .field("pipelines", &self.pipeline_cache_len())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,145 @@
+//! Element types: the logical dtypes of the manifests and the Rust types that carry them.
+
+use std::fmt;
+
+/// A logical tensor element type, as the manifests name them.
+///
+/// `I64` is the logical type of index inputs; on the GPU such tensors are stored as `u32`
+/// after a checked narrowing (see [`crate::IndexTensor`]), so [`DType::size_bytes`] reports
+/// the host storage size of the logical type, not of its GPU representation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// IEEE 754 binary32.
+    F32,
+    /// IEEE 754 binary16 (`half::f16`); shaders need the `shader-f16` feature.
+    F16,
+    /// 32-bit unsigned integer.
+    U32,
+    /// 64-bit signed integer (logical index type, narrowed to `u32` on upload).
+    I64,
+}
+
+impl DType {
+    /// Every dtype, in declaration order.
+    pub const ALL: [DType; 4] = [DType::F32, DType::F16, DType::U32, DType::I64];
+
+    /// The WGSL scalar type name (`f32`, `f16`, `u32`, `i64`).
+    pub fn wgsl_name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::U32 => "u32",
+            DType::I64 => "i64",
+        }
+    }
+
+    /// The ONNX type name the manifests use (`float32`, `float16`, `uint32`, `int64`).
+    pub fn onnx_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::U32 => "uint32",
+            DType::I64 => "int64",
+        }
+    }
+
+    /// Parses an ONNX type name as written in manifests; `None` for anything else.
+    pub fn from_onnx_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.onnx_name() == name)
+    }
+
+    /// Bytes per element of the logical type (4, 2, 4, 8).
+    pub fn size_bytes(self) -> usize {
+        match self {
+            DType::F32 | DType::U32 => 4,
+            DType::F16 => 2,
+            DType::I64 => 8,
+        }
+    }
+
+    /// Whether this is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F16)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.onnx_name())
+    }
+}
+
+/// A Rust type that can be the element of a [`crate::Tensor`].
+///
+/// The `f64` conversions exist for references and tolerant comparisons in tests and in the
+/// dynamic `run-op` path; kernels never go through them.
+pub trait Element: bytemuck::Pod + Send + Sync + fmt::Debug + 'static {
+    /// The logical dtype this Rust type represents.
+    const DTYPE: DType;
+    /// Widens to `f64` (exact for `f32` and `f16`).
+    fn to_f64(self) -> f64;
+    /// Rounds an `f64` to this type (round to nearest even).
+    fn from_f64(v: f64) -> Self;
+}
+
+/// The element types a manifest type variable `T ∈ {float32, float16}` can take.
+pub trait Float: Element {}
+
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+}
+
+impl Element for half::f16 {
+    const DTYPE: DType = DType::F16;
+    fn to_f64(self) -> f64 {
+        half::f16::to_f64(self)
+    }
+    fn from_f64(v: f64) -> Self {
+        half::f16::from_f64(v)
+    }
+}
+
+impl Float for f32 {}
+impl Float for half::f16 {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_onnx_name(d.onnx_name()), Some(d));
+            assert_eq!(d.to_string(), d.onnx_name());
+        }
+        assert_eq!(DType::from_onnx_name("bfloat16"), None);
+    }
+
+    #[test]
+    fn sizes_and_wgsl_names() {
+        assert_eq!(
+            DType::ALL.map(DType::size_bytes),
+            [4, 2, 4, 8],
+            "storage sizes"
+        );
+        assert_eq!(
+            DType::ALL.map(DType::wgsl_name),
+            ["f32", "f16", "u32", "i64"]
+        );
+        assert!(DType::F16.is_float() && !DType::I64.is_float());
+    }
+
+    #[test]
+    fn element_conversions() {
+        assert_eq!(<f32 as Element>::DTYPE, DType::F32);
+        assert_eq!(<half::f16 as Element>::DTYPE, DType::F16);
+        assert_eq!(half::f16::from_f64(0.1).to_f64(), 0.0999755859375);
+        assert_eq!(f32::from_f64(1.5).to_f64(), 1.5);
+    }
+}

@@ -1,0 +1,273 @@
+//! Errors: what the runtime reports ([`RuntimeError`]) and what generated ops report ([`OpError`]).
+//!
+//! Every failure a caller can provoke with its inputs comes back as one of these values; wgpu's
+//! own errors are captured with error scopes and converted, never left to its panicking
+//! default handler.
+
+use std::fmt;
+
+use crate::expr::EvalError;
+
+/// A failure of the GPU runtime: no device, a rejected resource, a readback that failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// No adapter was found, or none matched the requested name.
+    #[error("{}", no_adapter_message(.requested.as_deref(), .available))]
+    NoAdapter {
+        /// The name that was asked for (option or `KERNELS_ADAPTER`), if any.
+        requested: Option<String>,
+        /// Summaries of the adapters that do exist.
+        available: Vec<String>,
+    },
+    /// The adapter refused to create a device.
+    #[error("requesting a device from {adapter} failed: {message}")]
+    RequestDevice {
+        /// Summary of the adapter.
+        adapter: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// wgpu reported a validation error while creating or submitting `label`.
+    #[error("{label}: wgpu validation error: {message}")]
+    Validation {
+        /// The pass, kernel, tensor or step the error belongs to.
+        label: String,
+        /// wgpu's message, with its error chain.
+        message: String,
+    },
+    /// The device ran out of memory while creating `label`.
+    #[error("{label}: out of GPU memory")]
+    OutOfMemory {
+        /// The resource that could not be allocated.
+        label: String,
+    },
+    /// wgpu reported an internal error (e.g. a backend shader compiler failure).
+    #[error("{label}: wgpu internal error: {message}")]
+    Internal {
+        /// The step the error belongs to.
+        label: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// A buffer would exceed a device limit.
+    #[error("{what} needs {bytes} bytes, more than the device limit of {limit} bytes")]
+    TooLarge {
+        /// What was being allocated (a tensor, an intermediate, a readback).
+        what: String,
+        /// Bytes needed (`u64::MAX` when the size itself overflows).
+        bytes: u64,
+        /// The limit it exceeds.
+        limit: u64,
+    },
+    /// Host data does not have as many elements as the shape says.
+    #[error("data has {got} elements but the shape holds {expected}")]
+    ShapeMismatch {
+        /// Elements the shape holds.
+        expected: usize,
+        /// Elements supplied.
+        got: usize,
+    },
+    /// An `int64` value does not fit the `u32` the GPU stores it as.
+    #[error("int64 element {index} = {value} does not fit in u32 (checked narrowing)")]
+    Narrowing {
+        /// Flat index of the element.
+        index: usize,
+        /// Its value.
+        value: i64,
+    },
+    /// Mapping a buffer for reading failed.
+    #[error("reading back from the GPU failed: {0}")]
+    Readback(String),
+    /// An operation needs a device feature (WebGPU name) the device does not have.
+    #[error("the device lacks the `{0}` feature")]
+    MissingFeature(&'static str),
+    /// A dispatch needs more workgroups than the device allows, even split over x and y.
+    #[error("{label}: {count} workgroups exceed the device limit of {limit}")]
+    TooManyWorkgroups {
+        /// The pass id.
+        label: String,
+        /// Workgroups needed (along the offending dimension for grids).
+        count: u64,
+        /// The limit exceeded.
+        limit: u64,
+    },
+    /// A plan is inconsistent with its arguments (binding index out of range, missing params).
+    #[error("{label}: invalid plan: {reason}")]
+    InvalidPlan {
+        /// The plan or pass.
+        label: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The device was lost; nothing more can run on this context.
+    #[error("the GPU device was lost: {0}")]
+    DeviceLost(String),
+    /// Waiting for submitted work failed.
+    #[error("waiting for the GPU failed: {0}")]
+    Poll(String),
+}
+
+fn no_adapter_message(requested: Option<&str>, available: &[String]) -> String {
+    let list = if available.is_empty() {
+        "none".to_owned()
+    } else {
+        available.join("; ")
+    };
+    match requested {
+        Some(name) => format!("no GPU adapter matches `{name}`; available: {list}"),
+        None => format!("no GPU adapter found (available: {list})"),
+    }
+}
+
+/// Why one variant of an op did not accept the inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// The variant's name.
+    pub variant: &'static str,
+    /// The source text of the first `when` condition that failed, with the path of named
+    /// predicates that led to it (e.g. `rank3Contract › sectionsValid › attrs.x[0] >= 0`).
+    pub condition: String,
+    /// `None`: the condition evaluated to false. `Some`: it could not be evaluated.
+    pub error: Option<EvalError>,
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.error {
+            None => write!(f, "  {}: `{}` is false", self.variant, self.condition),
+            Some(e) => write!(
+                f,
+                "  {}: `{}` could not be evaluated: {e}",
+                self.variant, self.condition
+            ),
+        }
+    }
+}
+
+/// The error of a generated op: a contract violation, or a runtime failure.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OpError {
+    /// No variant's `when` predicates accept the inputs; one rejection per variant.
+    #[error("{}", no_variant_message(.op, .rejections))]
+    NoVariant {
+        /// The op name.
+        op: &'static str,
+        /// Why each variant declined, in manifest order.
+        rejections: Vec<Rejection>,
+    },
+    /// An attribute violates a rule of the manifest.
+    #[error("{op}: attribute `{attribute}`: {rule}")]
+    Attribute {
+        /// The op name.
+        op: &'static str,
+        /// The attribute name.
+        attribute: String,
+        /// The rule it violates, in words or source text.
+        rule: String,
+    },
+    /// An input tensor violates a rule of the manifest.
+    #[error("{op}: input `{input}`: {rule}")]
+    Input {
+        /// The op name.
+        op: &'static str,
+        /// The input role.
+        input: String,
+        /// The rule it violates.
+        rule: String,
+    },
+    /// A variant accepted the inputs but its dispatch, uniforms or intermediates could not be
+    /// computed (a value out of the range of its WGSL type, say).
+    #[error("{op}: variant `{variant}` cannot be planned: {error}")]
+    Plan {
+        /// The op name.
+        op: &'static str,
+        /// The selected variant.
+        variant: &'static str,
+        /// What failed.
+        error: EvalError,
+    },
+    /// The GPU runtime failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+fn no_variant_message(op: &str, rejections: &[Rejection]) -> String {
+    let mut s = format!("{op}: no variant accepts these inputs");
+    for r in rejections {
+        s.push('\n');
+        s.push_str(&r.to_string());
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_variant_lists_each_rejection() {
+        let e = OpError::NoVariant {
+            op: "MRotaryEmbedding",
+            rejections: vec![
+                Rejection {
+                    variant: "rank3",
+                    condition: "rank3Contract › sectionsValid › attrs.mrope_section[0] >= 0".into(),
+                    error: None,
+                },
+                Rejection {
+                    variant: "rank4",
+                    condition: "attrs.mrope_section[3] > 0".into(),
+                    error: Some(EvalError::new("index 3 out of range for a list of 3")),
+                },
+            ],
+        };
+        assert_eq!(
+            e.to_string(),
+            "MRotaryEmbedding: no variant accepts these inputs\n  \
+             rank3: `rank3Contract › sectionsValid › attrs.mrope_section[0] >= 0` is false\n  \
+             rank4: `attrs.mrope_section[3] > 0` could not be evaluated: \
+             index 3 out of range for a list of 3"
+        );
+    }
+
+    #[test]
+    fn attribute_input_and_runtime_messages() {
+        let a = OpError::Attribute {
+            op: "BiasSoftmax",
+            attribute: "axis".into(),
+            rule: "must be -1 or rank-1".into(),
+        };
+        assert_eq!(
+            a.to_string(),
+            "BiasSoftmax: attribute `axis`: must be -1 or rank-1"
+        );
+        let i = OpError::Input {
+            op: "BiasSoftmax",
+            input: "bias".into(),
+            rule: "numel must divide numel(data)".into(),
+        };
+        assert_eq!(
+            i.to_string(),
+            "BiasSoftmax: input `bias`: numel must divide numel(data)"
+        );
+        let r: OpError = RuntimeError::MissingFeature("shader-f16").into();
+        assert_eq!(r.to_string(), "the device lacks the `shader-f16` feature");
+    }
+
+    #[test]
+    fn no_adapter_messages() {
+        let e = RuntimeError::NoAdapter {
+            requested: Some("h200".into()),
+            available: vec!["llvmpipe (Vulkan, cpu)".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "no GPU adapter matches `h200`; available: llvmpipe (Vulkan, cpu)"
+        );
+        let e = RuntimeError::NoAdapter {
+            requested: None,
+            available: vec![],
+        };
+        assert_eq!(e.to_string(), "no GPU adapter found (available: none)");
+    }
+}

@@ -1,0 +1,97 @@
+//! Thin wgpu runtime that generated kernel crates link: context, tensors, pipeline cache,
+//! dispatch, timing.
+//!
+//! Generated op modules do all the contract checking and planning on the host, without a
+//! GPU: they pick a variant, compute dispatch sizes and uniform bytes, and describe the result
+//! as a [`Plan`] of [`PlannedPass`]es over pre-rendered [`Kernel`]s. This crate executes plans:
+//!
+//! - [`Context`] owns the adapter, device and queue. It asks for the adapter's own limits and
+//!   for whichever of `shader-f16`, `subgroups` and `timestamp-query` the adapter has, and
+//!   describes the result as [`DeviceCaps`], the `device.*` of manifest expressions.
+//! - [`Tensor`], [`IndexTensor`] and [`AnyTensor`] hold data in storage buffers. `int64`
+//!   index inputs are narrowed to `u32` on upload, with a per-element check.
+//! - [`Context::record_plan`] turns a plan into one compute pass: pipelines come from a cache
+//!   keyed by kernel digest, entry point and override values; intermediates from a pool;
+//!   uniform buffers are shared by content. [`Dispatch`] implements the manifests' dispatch
+//!   forms, including the x/y split of counts above `maxComputeWorkgroupsPerDimension`.
+//! - [`Context::time_plan`] measures GPU time with timestamp queries.
+//!
+//! wgpu reports validation errors through a panicking handler by default. Here every
+//! resource creation and submission runs inside error scopes, so a bad plan, an oversized
+//! tensor or an invalid shader comes back as a [`RuntimeError`], never as a panic.
+//!
+//! ```no_run
+//! use kernel_runtime::{Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
+//!
+//! static DOUBLE: Kernel = Kernel {
+//!     label: "double",
+//!     source: "@group(0) @binding(0) var<storage, read> x: array<f32>;
+//!               @group(0) @binding(1) var<storage, read_write> y: array<f32>;
+//!               @compute @workgroup_size(64)
+//!               fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+//!                   if g.x < arrayLength(&y) { y[g.x] = 2.0 * x[g.x]; }
+//!               }",
+//!     entry_point: "main",
+//!     digest: "double-v1",
+//! };
+//!
+//! # fn main() -> Result<(), kernel_runtime::RuntimeError> {
+//! let ctx = Context::new()?;
+//! let x = Tensor::from_slice(&ctx, &[3], &[1.0f32, 2.0, 3.0])?;
+//! let y = Tensor::<f32>::zeros(&ctx, &[3])?;
+//! let plan = Plan {
+//!     op: "Double",
+//!     variant: "default",
+//!     passes: vec![PlannedPass {
+//!         id: "double",
+//!         kernel: &DOUBLE,
+//!         overrides: vec![],
+//!         bindings: vec![Binding::Arg(0), Binding::Arg(1)],
+//!         params: vec![],
+//!         dispatch: Dispatch::Threads { threads: 3, workgroup_size: 64 },
+//!     }],
+//!     intermediates: vec![],
+//!     outputs: vec![],
+//! };
+//! ctx.run_plan(&plan, &[x.buffer(), y.buffer()])?;
+//! assert_eq!(y.to_vec(&ctx)?, [2.0, 4.0, 6.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Adapter choice: [`ContextOptions::adapter`] or the `KERNELS_ADAPTER` environment variable
+//! names one (a case-insensitive substring of its name); otherwise a discrete GPU is preferred
+//! over an integrated, virtual or software one (Mesa lavapipe), on Vulkan, Metal or DX12
+//! before GL.
+
+// In unit tests a panic is the failure report; everywhere else `unwrap` is warned.
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod adapter;
+mod buffers;
+pub mod caps;
+mod context;
+pub mod dtype;
+pub mod error;
+pub mod expr;
+mod pipeline;
+pub mod plan;
+mod record;
+pub mod registry;
+pub mod support;
+pub mod tensor;
+mod timing;
+pub mod uniform;
+
+pub use caps::DeviceCaps;
+pub use context::{Context, ContextOptions};
+pub use dtype::{DType, Element, Float};
+pub use error::{OpError, Rejection, RuntimeError};
+pub use expr::EvalError;
+pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
+pub use tensor::{AnyTensor, IndexTensor, Tensor, narrow_i64_to_u32};
+
+/// Re-exported so generated crates and their users name the same wgpu and half versions.
+pub use half;
+/// Re-exported so generated crates and their users name the same wgpu version.
+pub use wgpu;

@@ -1,0 +1,341 @@
+//! Recording plans into command encoders: pipelines, intermediates, uniforms, bind groups and
+//! one compute pass per plan.
+
+use std::collections::HashMap;
+
+use crate::context::{Context, lock};
+use crate::error::RuntimeError;
+use crate::plan::{Binding, Plan, PlannedPass};
+
+/// Pooled intermediates kept per exact byte size.
+///
+/// Reusing a buffer as soon as its plan is recorded is safe because a plan always writes its
+/// intermediates before reading them, the buffer is cleared first, and one queue executes
+/// everything in submission order (wgpu inserts the barriers between submissions).
+#[derive(Default)]
+pub(crate) struct IntermediatePool {
+    free: HashMap<u64, Vec<wgpu::Buffer>>,
+    pooled_bytes: u64,
+}
+
+/// Pooled intermediate bytes kept at most; beyond it, returned buffers are dropped.
+const POOL_MAX_BYTES: u64 = 1 << 30;
+
+/// Uniform buffers by content. They are written once at creation and never again, so one
+/// buffer can serve every plan (and every submission) with the same parameter bytes.
+#[derive(Default)]
+pub(crate) struct ParamsCache {
+    buffers: HashMap<Vec<u8>, wgpu::Buffer>,
+}
+
+/// Distinct parameter blocks kept at most; the cache is emptied when it grows past this.
+const PARAMS_CACHE_MAX: usize = 4096;
+
+/// Smallest buffer the runtime creates: a binding must cover at least one element of the
+/// shader's array type (up to `vec4<f32>`), even for empty tensors.
+pub(crate) const MIN_BUFFER_BYTES: u64 = 16;
+
+/// Optional timestamp writes for the plan's compute pass (query set, begin index, end index).
+pub(crate) type Timestamps<'a> = Option<(&'a wgpu::QuerySet, u32, u32)>;
+
+impl Context {
+    /// Records `plan` into `encoder` with `args` as the argument buffers (inputs in manifest
+    /// order, then outputs).
+    ///
+    /// Pipelines come from the cache; intermediates from a pool (zeroed before use); uniform
+    /// buffers are created or reused by content. Everything runs in one compute pass labelled
+    /// `op/variant`, one dispatch per non-empty pass; passes with zero workgroups are skipped,
+    /// and a plan with no work records nothing. Errors wgpu raises here come back labelled
+    /// with the kernel or pass; errors in the recorded commands surface at
+    /// [`Context::submit`].
+    pub fn record_plan(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+    ) -> Result<(), RuntimeError> {
+        self.record_with_timestamps(encoder, plan, args, None)
+            .map(drop)
+    }
+
+    /// Records `plan` into a fresh encoder, submits it and waits for completion. Errors in the
+    /// recorded commands are labelled `op/variant`.
+    pub fn run_plan(&self, plan: &Plan, args: &[&wgpu::Buffer]) -> Result<(), RuntimeError> {
+        let label = plan.label();
+        let mut encoder = self.create_labelled_encoder(&label);
+        let recorded = self.record_with_timestamps(&mut encoder, plan, args, None)?;
+        if recorded {
+            self.submit_labelled(encoder, &label)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// [`Context::record_plan`] with optional timestamp writes at the beginning and end of the
+    /// plan's compute pass; returns whether anything was recorded.
+    pub(crate) fn record_with_timestamps(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+        timestamps: Timestamps<'_>,
+    ) -> Result<bool, RuntimeError> {
+        let max = self.max_workgroups_per_dimension();
+        let mut active = Vec::with_capacity(plan.passes.len());
+        for pass in &plan.passes {
+            let [x, y, z] = pass.workgroups(max)?;
+            if x != 0 && y != 0 && z != 0 {
+                check_bindings(plan, pass, args.len())?;
+                active.push((pass, [x, y, z]));
+            }
+        }
+        if active.is_empty() {
+            return Ok(false);
+        }
+
+        let pipelines = active
+            .iter()
+            .map(|(pass, _)| self.pipeline(pass.kernel, &pass.overrides))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let intermediates = self.take_intermediates(plan)?;
+        for (buffer, reused) in &intermediates {
+            if *reused {
+                encoder.clear_buffer(buffer, 0, None);
+            }
+        }
+        let result = self.record_passes(
+            encoder,
+            plan,
+            args,
+            &active,
+            &pipelines,
+            &intermediates,
+            timestamps,
+        );
+        self.return_intermediates(intermediates);
+        result.map(|()| true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_passes(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+        active: &[(&PlannedPass, [u32; 3])],
+        pipelines: &[wgpu::ComputePipeline],
+        intermediates: &[(wgpu::Buffer, bool)],
+        timestamps: Timestamps<'_>,
+    ) -> Result<(), RuntimeError> {
+        let mut bind_groups = Vec::with_capacity(active.len());
+        for ((pass, _), pipeline) in active.iter().zip(pipelines) {
+            bind_groups.push(self.bind_group(pass, pipeline, args, intermediates)?);
+        }
+
+        let label = plan.label();
+        let timestamp_writes =
+            timestamps.map(|(query_set, begin, end)| wgpu::ComputePassTimestampWrites {
+                query_set,
+                beginning_of_pass_write_index: Some(begin),
+                end_of_pass_write_index: Some(end),
+            });
+        let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(&label),
+            timestamp_writes,
+        });
+        for (((pass, [x, y, z]), pipeline), bind_group) in
+            active.iter().zip(pipelines).zip(&bind_groups)
+        {
+            cpass.push_debug_group(pass.id);
+            cpass.set_pipeline(pipeline);
+            if let Some(bg) = bind_group {
+                cpass.set_bind_group(0, bg, &[]);
+            }
+            cpass.dispatch_workgroups(*x, *y, *z);
+            cpass.pop_debug_group();
+        }
+        Ok(())
+    }
+
+    /// The bind group of one pass, or `None` for a pass without bindings.
+    fn bind_group(
+        &self,
+        pass: &PlannedPass,
+        pipeline: &wgpu::ComputePipeline,
+        args: &[&wgpu::Buffer],
+        intermediates: &[(wgpu::Buffer, bool)],
+    ) -> Result<Option<wgpu::BindGroup>, RuntimeError> {
+        if pass.bindings.is_empty() {
+            return Ok(None);
+        }
+        let params = if pass.bindings.contains(&Binding::Params) {
+            Some(self.params_buffer(pass)?)
+        } else {
+            None
+        };
+        let mut entries = Vec::with_capacity(pass.bindings.len());
+        for (i, binding) in pass.bindings.iter().enumerate() {
+            // Indices were checked by `check_bindings`; `invalid` only guards against a plan
+            // changed between the check and here, which cannot happen, without a panic.
+            let invalid = || RuntimeError::InvalidPlan {
+                label: pass.id.to_owned(),
+                reason: format!("binding {i} ({binding:?}) has no buffer"),
+            };
+            let buffer = match *binding {
+                Binding::Arg(a) => *args.get(a).ok_or_else(invalid)?,
+                Binding::Intermediate(t) => &intermediates.get(t).ok_or_else(invalid)?.0,
+                Binding::Params => params.as_ref().ok_or_else(invalid)?,
+            };
+            entries.push(wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: buffer.as_entire_binding(),
+            });
+        }
+        let bind_group = self.scoped(pass.id, || {
+            let layout = pipeline.get_bind_group_layout(0);
+            self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(pass.id),
+                layout: &layout,
+                entries: &entries,
+            })
+        })?;
+        Ok(Some(bind_group))
+    }
+
+    /// The uniform buffer holding `pass.params`, padded to a multiple of 16 bytes (the WGSL
+    /// uniform struct alignment), shared with every other pass with the same bytes.
+    fn params_buffer(&self, pass: &PlannedPass) -> Result<wgpu::Buffer, RuntimeError> {
+        if pass.params.is_empty() {
+            return Err(RuntimeError::InvalidPlan {
+                label: pass.id.to_owned(),
+                reason: "a Params binding but no parameter bytes".to_owned(),
+            });
+        }
+        let limit = self.caps.limits.max_uniform_buffer_binding_size;
+        let size = crate::uniform::padded_len(pass.params.len()) as u64;
+        if size > limit {
+            return Err(RuntimeError::TooLarge {
+                what: format!("{} params", pass.id),
+                bytes: size,
+                limit,
+            });
+        }
+        let mut cache = lock(&self.params);
+        if let Some(b) = cache.buffers.get(&pass.params) {
+            return Ok(b.clone());
+        }
+        let buffer = self.create_initialized_buffer(
+            pass.id,
+            &pass.params,
+            size,
+            wgpu::BufferUsages::UNIFORM,
+        )?;
+        if cache.buffers.len() >= PARAMS_CACHE_MAX {
+            cache.buffers.clear();
+        }
+        cache.buffers.insert(pass.params.clone(), buffer.clone());
+        Ok(buffer)
+    }
+
+    /// One buffer per intermediate of `plan`, with whether it came from the pool (and so
+    /// holds stale data that must be cleared).
+    fn take_intermediates(&self, plan: &Plan) -> Result<Vec<(wgpu::Buffer, bool)>, RuntimeError> {
+        let mut out = Vec::with_capacity(plan.intermediates.len());
+        for spec in &plan.intermediates {
+            let what = format!("intermediate `{}` of {}", spec.id, plan.label());
+            let bytes = spec.byte_len().ok_or_else(|| RuntimeError::TooLarge {
+                what: what.clone(),
+                bytes: u64::MAX,
+                limit: self.storage_limit(),
+            })?;
+            let size = storage_size(bytes);
+            self.check_storage_size(&what, size)?;
+            let pooled = lock(&self.intermediates).take(size);
+            match pooled {
+                Some(b) => out.push((b, true)),
+                None => {
+                    let usage = wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC;
+                    let b = self.create_buffer_checked(&what, size, usage)?;
+                    out.push((b, false));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn return_intermediates(&self, buffers: Vec<(wgpu::Buffer, bool)>) {
+        let mut pool = lock(&self.intermediates);
+        for (b, _) in buffers {
+            pool.give(b);
+        }
+    }
+
+    /// Drops pooled intermediates and cached uniform buffers, releasing their memory.
+    pub fn trim_pools(&self) {
+        *lock(&self.intermediates) = IntermediatePool::default();
+        lock(&self.params).buffers.clear();
+    }
+}
+
+impl IntermediatePool {
+    fn take(&mut self, size: u64) -> Option<wgpu::Buffer> {
+        let b = self.free.get_mut(&size)?.pop()?;
+        self.pooled_bytes -= size;
+        Some(b)
+    }
+
+    fn give(&mut self, buffer: wgpu::Buffer) {
+        let size = buffer.size();
+        if self.pooled_bytes + size > POOL_MAX_BYTES {
+            return;
+        }
+        self.pooled_bytes += size;
+        self.free.entry(size).or_default().push(buffer);
+    }
+}
+
+/// Byte size of a storage buffer holding `bytes`: a multiple of 4 (copy and binding
+/// alignment) and at least [`MIN_BUFFER_BYTES`].
+pub(crate) fn storage_size(bytes: u64) -> u64 {
+    bytes.next_multiple_of(4).max(MIN_BUFFER_BYTES)
+}
+
+/// Checks that every binding of `pass` refers to something the plan and `args` provide.
+fn check_bindings(plan: &Plan, pass: &PlannedPass, n_args: usize) -> Result<(), RuntimeError> {
+    for (i, binding) in pass.bindings.iter().enumerate() {
+        let reason = match *binding {
+            Binding::Arg(a) if a >= n_args => {
+                format!("binding {i} is argument {a}, but {n_args} argument buffers were given")
+            }
+            Binding::Intermediate(t) if t >= plan.intermediates.len() => format!(
+                "binding {i} is intermediate {t}, but the plan has {}",
+                plan.intermediates.len()
+            ),
+            Binding::Params if pass.params.is_empty() => {
+                format!("binding {i} is Params, but the pass has no parameter bytes")
+            }
+            _ => continue,
+        };
+        return Err(RuntimeError::InvalidPlan {
+            label: pass.id.to_owned(),
+            reason,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_sizes_are_aligned_and_never_empty() {
+        assert_eq!(storage_size(0), 16);
+        assert_eq!(storage_size(2), 16);
+        assert_eq!(storage_size(18), 20);
+        assert_eq!(storage_size(1024), 1024);
+    }
+}

@@ -1,0 +1,344 @@
+//! Helpers the generated op modules call: variant-selection failures, range-checked
+//! conversions of expression values into uniforms, overrides and dispatch sizes, and the
+//! untyped attribute values tools pass by name.
+
+use std::fmt;
+
+use crate::dtype::DType;
+use crate::error::{OpError, Rejection};
+use crate::expr::EvalError;
+use crate::tensor::AnyTensor;
+
+/// Why a `when` condition did not hold: the path of names leading to the first failing
+/// conjunct, and the evaluation error if it could not be evaluated at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub path: Vec<&'static str>,
+    pub error: Option<EvalError>,
+}
+
+impl Failure {
+    /// Prefixes the path with the name of the `derive` entry the failure was found in.
+    pub fn within(mut self, name: &'static str) -> Failure {
+        self.path.insert(0, name);
+        self
+    }
+
+    /// The rejection of `variant` this failure explains.
+    pub fn into_rejection(self, variant: &'static str) -> Rejection {
+        Rejection {
+            variant,
+            condition: self.path.join(" › "),
+            error: self.error,
+        }
+    }
+}
+
+/// `Ok` when the condition `text` evaluated to true.
+pub fn require(value: Result<bool, EvalError>, text: &'static str) -> Result<(), Failure> {
+    match value {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Failure {
+            path: vec![text],
+            error: None,
+        }),
+        Err(error) => Err(Failure {
+            path: vec![text],
+            error: Some(error),
+        }),
+    }
+}
+
+/// A uniform or override value that must fit a WGSL `u32`.
+pub fn to_u32(name: &str, value: i64) -> Result<u32, EvalError> {
+    u32::try_from(value)
+        .map_err(|_| EvalError::new(format!("`{name}` = {value} does not fit a u32")))
+}
+
+/// A uniform value that must fit a WGSL `i32`.
+pub fn to_i32(name: &str, value: i64) -> Result<i32, EvalError> {
+    i32::try_from(value)
+        .map_err(|_| EvalError::new(format!("`{name}` = {value} does not fit an i32")))
+}
+
+/// A non-negative count (threads, workgroups, elements).
+pub fn to_u64(name: &str, value: i64) -> Result<u64, EvalError> {
+    u64::try_from(value).map_err(|_| EvalError::new(format!("`{name}` = {value} is negative")))
+}
+
+/// A shape from an expression: every dimension non-negative.
+pub fn to_shape(name: &str, dims: &[i64]) -> Result<Vec<usize>, EvalError> {
+    dims.iter()
+        .map(|&d| {
+            usize::try_from(d)
+                .map_err(|_| EvalError::new(format!("`{name}` has a negative dimension {d}")))
+        })
+        .collect()
+}
+
+/// The element count of an expression-computed shape.
+pub fn element_count(name: &str, dims: &[i64]) -> Result<u64, EvalError> {
+    dims.iter().try_fold(1u64, |acc, &d| {
+        let d = to_u64(name, d)?;
+        acc.checked_mul(d)
+            .ok_or_else(|| EvalError::new(format!("`{name}` has more than 2^64 elements")))
+    })
+}
+
+/// A shape of host `usize` dimensions as expression integers.
+pub fn shape_i64(shape: &[usize]) -> Vec<i64> {
+    shape
+        .iter()
+        .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
+        .collect()
+}
+
+/// A device limit as an expression integer.
+pub fn limit(value: impl Into<u64>) -> i64 {
+    i64::try_from(value.into()).unwrap_or(i64::MAX)
+}
+
+/// An attribute value given by name, as ONNX attributes are (for tools such as `run-op`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Int(i64),
+    Float(f64),
+    Ints(Vec<i64>),
+    Str(String),
+}
+
+impl fmt::Display for AttrValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttrValue::Int(v) => write!(f, "{v}"),
+            AttrValue::Float(v) => write!(f, "{v}"),
+            AttrValue::Ints(v) => {
+                let items: Vec<String> = v.iter().map(i64::to_string).collect();
+                write!(f, "[{}]", items.join(", "))
+            }
+            AttrValue::Str(v) => write!(f, "{v:?}"),
+        }
+    }
+}
+
+impl AttrValue {
+    /// Parses `3`, `0.5`, `16,24,24` or any other text (a string).
+    pub fn parse(text: &str) -> AttrValue {
+        let text = text.trim();
+        if let Ok(v) = text.parse::<i64>() {
+            return AttrValue::Int(v);
+        }
+        if let Ok(v) = text.parse::<f64>() {
+            return AttrValue::Float(v);
+        }
+        let items: Result<Vec<i64>, _> = text
+            .trim_matches(['[', ']'])
+            .split(',')
+            .map(|s| s.trim().parse::<i64>())
+            .collect();
+        match items {
+            Ok(items) if text.contains(',') || text.starts_with('[') => AttrValue::Ints(items),
+            _ => AttrValue::Str(text.to_owned()),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            AttrValue::Int(_) => "an integer",
+            AttrValue::Float(_) => "a float",
+            AttrValue::Ints(_) => "an integer list",
+            AttrValue::Str(_) => "a string",
+        }
+    }
+}
+
+/// Reads typed attributes out of name/value pairs, rejecting unknown names.
+pub struct RawAttrs<'a> {
+    op: &'static str,
+    values: &'a [(String, AttrValue)],
+}
+
+impl<'a> RawAttrs<'a> {
+    /// Checks every name is one of `known` (the op's attributes).
+    pub fn new(
+        op: &'static str,
+        values: &'a [(String, AttrValue)],
+        known: &[&str],
+    ) -> Result<Self, OpError> {
+        for (name, _) in values {
+            if !known.contains(&name.as_str()) {
+                return Err(OpError::Attribute {
+                    op,
+                    attribute: name.clone(),
+                    rule: format!("unknown attribute (known: {})", known.join(", ")),
+                });
+            }
+        }
+        Ok(RawAttrs { op, values })
+    }
+
+    fn get(&self, name: &str) -> Option<&'a AttrValue> {
+        self.values
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+
+    fn wrong(&self, name: &str, want: &str, got: &AttrValue) -> OpError {
+        OpError::Attribute {
+            op: self.op,
+            attribute: name.to_owned(),
+            rule: format!("expected {want}, got {} ({got})", got.kind()),
+        }
+    }
+
+    /// A required attribute that was not given.
+    pub fn missing(&self, name: &str) -> OpError {
+        OpError::Attribute {
+            op: self.op,
+            attribute: name.to_owned(),
+            rule: "required, but not given".to_owned(),
+        }
+    }
+
+    pub fn int(&self, name: &str) -> Result<Option<i64>, OpError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(AttrValue::Int(v)) => Ok(Some(*v)),
+            Some(other) => Err(self.wrong(name, "an integer", other)),
+        }
+    }
+
+    /// A 0/1 flag; any non-zero integer reads as `true`, as ONNX kernels test `!= 0`.
+    pub fn flag(&self, name: &str) -> Result<Option<bool>, OpError> {
+        Ok(self.int(name)?.map(|v| v != 0))
+    }
+
+    pub fn float(&self, name: &str) -> Result<Option<f32>, OpError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(AttrValue::Float(v)) => Ok(Some(*v as f32)),
+            Some(AttrValue::Int(v)) => Ok(Some(*v as f32)),
+            Some(other) => Err(self.wrong(name, "a float", other)),
+        }
+    }
+
+    pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>, OpError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(AttrValue::Ints(v)) => Ok(Some(v.clone())),
+            Some(AttrValue::Int(v)) => Ok(Some(vec![*v])),
+            Some(other) => Err(self.wrong(name, "an integer list", other)),
+        }
+    }
+
+    pub fn string(&self, name: &str) -> Result<Option<String>, OpError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(AttrValue::Str(v)) => Ok(Some(v.clone())),
+            Some(other) => Err(self.wrong(name, "a string", other)),
+        }
+    }
+}
+
+/// Checks an attribute against the manifest's `attributeConstraints.values`.
+pub fn check_allowed(
+    op: &'static str,
+    name: &str,
+    value: i64,
+    allowed: &[i64],
+) -> Result<(), OpError> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    let list: Vec<String> = allowed.iter().map(i64::to_string).collect();
+    Err(OpError::Attribute {
+        op,
+        attribute: name.to_owned(),
+        rule: format!(
+            "value {value} is not allowed (allowed: {})",
+            list.join(", ")
+        ),
+    })
+}
+
+/// The dtype shared by all tensors of one type variable (untyped entry points).
+pub fn unify_dtype(
+    op: &'static str,
+    type_var: &str,
+    members: &[(&str, DType)],
+) -> Result<DType, OpError> {
+    let Some((first_role, first)) = members.first() else {
+        return Err(OpError::Input {
+            op,
+            input: type_var.to_owned(),
+            rule: "no tensor carries this type variable".to_owned(),
+        });
+    };
+    for (role, dtype) in &members[1..] {
+        if dtype != first {
+            return Err(OpError::Input {
+                op,
+                input: (*role).to_owned(),
+                rule: format!(
+                    "is {dtype} but `{first_role}` is {first}; both have type `{type_var}`"
+                ),
+            });
+        }
+    }
+    Ok(*first)
+}
+
+/// An untyped input that must be an index (int64 → u32) tensor.
+pub fn expect_index(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<(), OpError> {
+    match tensor {
+        AnyTensor::Index(_) => Ok(()),
+        other => Err(OpError::Input {
+            op,
+            input: role.to_owned(),
+            rule: format!("expected int64 indices, got {}", other.dtype()),
+        }),
+    }
+}
+
+/// An untyped input that must be a floating-point tensor.
+pub fn expect_float(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<(), OpError> {
+    match tensor {
+        AnyTensor::Index(_) => Err(OpError::Input {
+            op,
+            input: role.to_owned(),
+            rule: "expected a float32 or float16 tensor, got int64".to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attr_values_parse_like_the_command_line() {
+        assert_eq!(AttrValue::parse("3"), AttrValue::Int(3));
+        assert_eq!(AttrValue::parse("0.5"), AttrValue::Float(0.5));
+        assert_eq!(
+            AttrValue::parse("16,24,24"),
+            AttrValue::Ints(vec![16, 24, 24])
+        );
+        assert_eq!(AttrValue::parse("[1]"), AttrValue::Ints(vec![1]));
+        assert_eq!(AttrValue::parse("abc"), AttrValue::Str("abc".into()));
+    }
+
+    #[test]
+    fn failures_read_as_paths() {
+        let failure = require(Ok(false), "x > 0")
+            .unwrap_err()
+            .within("inner")
+            .within("outer");
+        assert_eq!(
+            failure.into_rejection("v").condition,
+            "outer › inner › x > 0"
+        );
+    }
+}

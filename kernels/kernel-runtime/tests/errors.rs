@@ -1,0 +1,172 @@
+//! GPU tests of error capture: wgpu's validation errors come back as values, never panics.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{BROKEN, MISMATCH, SCALE, data, params_n_offset};
+use kernel_runtime::{Binding, Dispatch, Plan, PlannedPass, RuntimeError, Tensor};
+
+fn one_pass(pass: PlannedPass) -> Plan {
+    Plan {
+        op: "Test",
+        variant: "errors",
+        passes: vec![pass],
+        intermediates: vec![],
+        outputs: vec![],
+    }
+}
+
+#[test]
+fn binding_mismatch_is_a_validation_error() {
+    let Some(ctx) = common::context() else { return };
+    let y = Tensor::<f32>::zeros(&ctx, &[4]).unwrap();
+    let x = Tensor::<f32>::zeros(&ctx, &[4]).unwrap();
+    let pass = PlannedPass {
+        id: "mismatched",
+        kernel: &MISMATCH,
+        overrides: vec![],
+        // Binding 1 is a uniform in the shader; a storage-only tensor buffer is bound there.
+        bindings: vec![Binding::Arg(0), Binding::Arg(1)],
+        params: vec![],
+        dispatch: Dispatch::Workgroups(1),
+    };
+    let err = ctx
+        .run_plan(&one_pass(pass), &[y.buffer(), x.buffer()])
+        .unwrap_err();
+    eprintln!("{err}");
+    match &err {
+        RuntimeError::Validation { label, message } => {
+            assert_eq!(label, "mismatched");
+            assert!(!message.is_empty());
+        }
+        other => panic!("expected a validation error, got {other}"),
+    }
+    // The context stays usable afterwards.
+    assert_eq!(y.to_vec(&ctx).unwrap(), [0.0; 4]);
+}
+
+#[test]
+fn missing_binding_is_a_validation_error() {
+    let Some(ctx) = common::context() else { return };
+    let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
+    let y = Tensor::<f32>::zeros(&ctx, &[64]).unwrap();
+    let pass = PlannedPass {
+        id: "no-params",
+        kernel: &SCALE,
+        overrides: vec![("scale", 1.0)],
+        bindings: vec![Binding::Arg(0), Binding::Arg(1)],
+        params: vec![],
+        dispatch: Dispatch::Workgroups(1),
+    };
+    let err = ctx
+        .run_plan(&one_pass(pass), &[x.buffer(), y.buffer()])
+        .unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::Validation { label, .. } if label == "no-params"),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_wgsl_is_a_validation_error_naming_the_kernel() {
+    let Some(ctx) = common::context() else { return };
+    let err = ctx.precompile(&BROKEN, &[]).unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::Validation { label, .. } if label == "test/broken"),
+        "{err}"
+    );
+    assert_eq!(ctx.pipeline_cache_len(), 0, "failures are not cached");
+}
+
+#[test]
+fn missing_override_is_a_validation_error() {
+    let Some(ctx) = common::context() else { return };
+    // `scale` has no default in the shader.
+    let err = ctx.precompile(&SCALE, &[("wg", 64.0)]).unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::Validation { label, .. } if label == "test/scale"),
+        "{err}"
+    );
+}
+
+#[test]
+fn argument_index_out_of_range_is_an_invalid_plan() {
+    let Some(ctx) = common::context() else { return };
+    let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
+    let pass = PlannedPass {
+        id: "short",
+        kernel: &SCALE,
+        overrides: vec![("scale", 1.0)],
+        bindings: vec![Binding::Arg(0), Binding::Arg(1), Binding::Params],
+        params: params_n_offset(64, 0.0),
+        dispatch: Dispatch::Workgroups(1),
+    };
+    let err = ctx
+        .run_plan(&one_pass(pass.clone()), &[x.buffer()])
+        .unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::InvalidPlan { label, .. } if label == "short"),
+        "{err}"
+    );
+    let no_bytes = PlannedPass {
+        params: vec![],
+        ..pass.clone()
+    };
+    let err = ctx
+        .run_plan(&one_pass(no_bytes), &[x.buffer(), x.buffer()])
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::InvalidPlan { .. }), "{err}");
+    let bad_intermediate = PlannedPass {
+        bindings: vec![Binding::Arg(0), Binding::Intermediate(0), Binding::Params],
+        ..pass
+    };
+    let err = ctx
+        .run_plan(&one_pass(bad_intermediate), &[x.buffer()])
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::InvalidPlan { .. }), "{err}");
+}
+
+#[test]
+fn aliased_read_write_arguments_fail_at_submit() {
+    let Some(ctx) = common::context() else { return };
+    let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
+    let pass = PlannedPass {
+        id: "aliased",
+        kernel: &SCALE,
+        overrides: vec![("scale", 1.0)],
+        bindings: vec![Binding::Arg(0), Binding::Arg(0), Binding::Params],
+        params: params_n_offset(64, 0.0),
+        dispatch: Dispatch::Workgroups(1),
+    };
+    // Read-only and read-write views of one buffer in one dispatch: wgpu rejects the
+    // recorded commands, which surfaces when the encoder is finished.
+    let err = ctx.run_plan(&one_pass(pass), &[x.buffer()]).unwrap_err();
+    eprintln!("{err}");
+    assert!(
+        matches!(&err, RuntimeError::Validation { label, message }
+            if label == "Test/errors" && message.contains("'Test/errors'")),
+        "{err}"
+    );
+}
+
+#[test]
+fn grid_beyond_the_device_limit_is_an_error() {
+    let Some(ctx) = common::context() else { return };
+    let max = u64::from(ctx.caps().limits.max_compute_workgroups_per_dimension);
+    let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
+    let pass = PlannedPass {
+        id: "huge-grid",
+        kernel: &SCALE,
+        overrides: vec![("scale", 1.0)],
+        bindings: vec![Binding::Arg(0), Binding::Arg(0), Binding::Params],
+        params: params_n_offset(64, 0.0),
+        dispatch: Dispatch::Grid { x: max + 1, y: 1 },
+    };
+    let err = ctx.run_plan(&one_pass(pass), &[x.buffer()]).unwrap_err();
+    assert!(
+        matches!(err, RuntimeError::TooManyWorkgroups { .. }),
+        "{err}"
+    );
+}

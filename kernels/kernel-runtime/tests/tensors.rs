@@ -1,0 +1,193 @@
+//! GPU tests of tensors: upload, readback, narrowing, size checks; and of context creation.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use half::f16;
+use kernel_runtime::{AnyTensor, ContextOptions, DType, IndexTensor, RuntimeError, Tensor};
+
+#[test]
+fn f32_round_trip() {
+    let Some(ctx) = common::context() else { return };
+    let data = common::data(1000);
+    let t = Tensor::from_slice(&ctx, &[10, 100], &data).unwrap();
+    assert_eq!(t.shape(), [10, 100]);
+    assert_eq!(t.numel(), 1000);
+    assert_eq!(t.dtype(), DType::F32);
+    assert_eq!(t.to_vec(&ctx).unwrap(), data);
+}
+
+#[test]
+fn f16_round_trip_with_odd_length() {
+    let Some(ctx) = common::context() else { return };
+    // Odd element count: 6 bytes of data in an 8-byte (4-aligned) buffer.
+    let data: Vec<f16> = [1.5, -2.25, 65504.0].map(f16::from_f32).to_vec();
+    let t = Tensor::from_slice(&ctx, &[3], &data).unwrap();
+    assert_eq!(t.to_vec(&ctx).unwrap(), data);
+}
+
+#[test]
+fn index_round_trip_keeps_host_values() {
+    let Some(ctx) = common::context() else { return };
+    let data = [0i64, 7, 4_294_967_295, 12];
+    let t = IndexTensor::from_i64(&ctx, &[2, 2], &data).unwrap();
+    assert_eq!(t.values(), [0, 7, u32::MAX, 12]);
+    assert_eq!(t.numel(), 4);
+    assert_eq!(t.shape(), [2, 2]);
+    assert_eq!(t.to_vec(&ctx).unwrap(), data);
+}
+
+#[test]
+fn narrowing_errors_name_the_element() {
+    let Some(ctx) = common::context() else { return };
+    let err = IndexTensor::from_i64(&ctx, &[3], &[1, -1, 2]).unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::Narrowing {
+            index: 1,
+            value: -1
+        }
+    );
+    let err = IndexTensor::from_i64(&ctx, &[2], &[0, 1 << 32]).unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::Narrowing {
+            index: 1,
+            value: 1 << 32
+        }
+    );
+    assert!(err.to_string().contains("4294967296"));
+}
+
+#[test]
+fn shape_mismatch_is_an_error() {
+    let Some(ctx) = common::context() else { return };
+    let err = Tensor::from_slice(&ctx, &[2, 3], &[1.0f32; 5]).unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::ShapeMismatch {
+            expected: 6,
+            got: 5
+        }
+    );
+    let err = IndexTensor::from_i64(&ctx, &[4], &[1, 2]).unwrap_err();
+    assert_eq!(
+        err,
+        RuntimeError::ShapeMismatch {
+            expected: 4,
+            got: 2
+        }
+    );
+}
+
+#[test]
+fn oversized_tensors_are_errors_not_panics() {
+    let Some(ctx) = common::context() else { return };
+    let err = Tensor::<f32>::zeros(&ctx, &[1 << 20, 1 << 20]).unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::TooLarge { bytes, limit, .. } if *bytes == 1 << 42 && *limit < 1 << 42),
+        "{err}"
+    );
+    let err = Tensor::<f16>::zeros(&ctx, &[usize::MAX, 2]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RuntimeError::TooLarge {
+                bytes: u64::MAX,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn empty_tensors_are_bindable_and_read_back_empty() {
+    let Some(ctx) = common::context() else { return };
+    let t = Tensor::<f32>::from_slice(&ctx, &[0, 4], &[]).unwrap();
+    assert_eq!(t.numel(), 0);
+    assert!(t.buffer().size() > 0);
+    assert!(t.to_vec(&ctx).unwrap().is_empty());
+    let z = Tensor::<f16>::zeros(&ctx, &[3, 0]).unwrap();
+    assert!(z.to_vec(&ctx).unwrap().is_empty());
+}
+
+#[test]
+fn zeros_are_zero() {
+    let Some(ctx) = common::context() else { return };
+    let t = Tensor::<f32>::zeros(&ctx, &[5]).unwrap();
+    assert_eq!(t.to_vec(&ctx).unwrap(), [0.0; 5]);
+}
+
+#[test]
+fn any_tensor_dispatches_on_dtype() {
+    let Some(ctx) = common::context() else { return };
+    let a = AnyTensor::from_f64(&ctx, DType::F16, &[2], &[0.5, -3.0]).unwrap();
+    assert_eq!(a.dtype(), DType::F16);
+    assert_eq!(a.shape(), [2]);
+    assert_eq!(a.to_f64_vec(&ctx).unwrap(), [0.5, -3.0]);
+    let i = AnyTensor::from_f64(&ctx, DType::I64, &[3], &[0.0, 5.0, 9.0]).unwrap();
+    assert_eq!(i.dtype(), DType::I64);
+    assert_eq!(i.to_f64_vec(&ctx).unwrap(), [0.0, 5.0, 9.0]);
+    assert!(matches!(
+        AnyTensor::from_f64(&ctx, DType::I64, &[1], &[0.5]),
+        Err(RuntimeError::Narrowing { index: 0, .. })
+    ));
+    let z = AnyTensor::zeros(&ctx, DType::F32, &[2, 2]).unwrap();
+    assert_eq!(z.numel(), 4);
+    assert!(z.buffer().size() >= 16);
+    assert_eq!(z.to_f64_vec(&ctx).unwrap(), [0.0; 4]);
+}
+
+#[test]
+fn context_reports_adapter_and_caps() {
+    let Some(ctx) = common::context() else { return };
+    let summary = ctx.adapter_summary();
+    assert!(summary.starts_with(&ctx.adapter_info().name), "{summary}");
+    eprintln!(
+        "adapter: {summary}, features: {:?}",
+        ctx.caps().feature_names()
+    );
+    let caps = ctx.caps();
+    assert!(caps.limits.max_compute_workgroups_per_dimension >= 65535);
+    assert_eq!(ctx.device().limits(), caps.limits);
+    assert_eq!(caps.has_feature("shader-f16"), caps.shader_f16);
+}
+
+#[test]
+fn disabled_features_are_not_requested() {
+    let opts = ContextOptions {
+        adapter: None,
+        disable_features: vec!["shader-f16", "subgroups", "timestamp-query"],
+    };
+    let Some(ctx) = common::context_with(&opts) else {
+        return;
+    };
+    let caps = ctx.caps();
+    assert!(!caps.shader_f16 && !caps.subgroups && !caps.timestamp_query);
+    assert!(ctx.device().features().is_empty());
+}
+
+#[test]
+fn unknown_adapter_name_lists_the_available_ones() {
+    if common::context().is_none() {
+        return;
+    }
+    let opts = ContextOptions {
+        adapter: Some("no-such-adapter-xyz".into()),
+        disable_features: vec![],
+    };
+    let err = kernel_runtime::Context::with_options(&opts).unwrap_err();
+    match &err {
+        RuntimeError::NoAdapter {
+            requested,
+            available,
+        } => {
+            assert_eq!(requested.as_deref(), Some("no-such-adapter-xyz"));
+            assert!(!available.is_empty());
+        }
+        other => panic!("unexpected error {other}"),
+    }
+}

@@ -1,0 +1,82 @@
+//! GPU tests of timestamp timing.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{SCALE, data, params_n_offset};
+use kernel_runtime::{Binding, ContextOptions, Dispatch, Plan, PlannedPass, RuntimeError, Tensor};
+
+fn scale_plan(n: u32) -> Plan {
+    let pass = PlannedPass {
+        id: "scale",
+        kernel: &SCALE,
+        overrides: vec![("scale", 2.0)],
+        bindings: vec![Binding::Arg(0), Binding::Arg(1), Binding::Params],
+        params: params_n_offset(n, 0.0),
+        dispatch: Dispatch::Threads {
+            threads: u64::from(n),
+            workgroup_size: 64,
+        },
+    };
+    Plan {
+        op: "Test",
+        variant: "timing",
+        passes: vec![
+            pass.clone(),
+            PlannedPass {
+                id: "again",
+                ..pass
+            },
+        ],
+        intermediates: vec![],
+        outputs: vec![],
+    }
+}
+
+#[test]
+fn time_plan_returns_one_duration_per_repeat_or_missing_feature() {
+    let Some(ctx) = common::context() else { return };
+    let n = 4096;
+    let x = Tensor::from_slice(&ctx, &[n], &data(n)).unwrap();
+    let y = Tensor::<f32>::zeros(&ctx, &[n]).unwrap();
+    let plan = scale_plan(n as u32);
+    match ctx.time_plan(&plan, &[x.buffer(), y.buffer()], 5) {
+        Ok(times) => {
+            assert!(ctx.caps().timestamp_query);
+            assert_eq!(times.len(), 5);
+            assert!(times.iter().all(|t| t.as_secs() < 10), "{times:?}");
+            eprintln!("{}: {times:?}", ctx.adapter_summary());
+        }
+        Err(e) => {
+            assert!(!ctx.caps().timestamp_query);
+            assert_eq!(e, RuntimeError::MissingFeature("timestamp-query"));
+        }
+    }
+    // The timed runs computed the right thing.
+    let expect: Vec<f32> = data(n).iter().map(|v| v * 2.0).collect();
+    assert_eq!(y.to_vec(&ctx).unwrap(), expect);
+    assert!(
+        ctx.time_plan(&plan, &[x.buffer(), y.buffer()], 0)
+            .is_ok_and(|t| t.is_empty())
+            || !ctx.caps().timestamp_query
+    );
+}
+
+#[test]
+fn timing_without_the_feature_is_missing_feature() {
+    let opts = ContextOptions {
+        adapter: None,
+        disable_features: vec!["timestamp-query"],
+    };
+    let Some(ctx) = common::context_with(&opts) else {
+        return;
+    };
+    let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
+    let y = Tensor::<f32>::zeros(&ctx, &[64]).unwrap();
+    let err = ctx
+        .time_plan(&scale_plan(64), &[x.buffer(), y.buffer()], 3)
+        .unwrap_err();
+    assert_eq!(err, RuntimeError::MissingFeature("timestamp-query"));
+}

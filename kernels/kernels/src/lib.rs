@@ -1,0 +1,14 @@
+//! Typed GPU kernels for ONNX contrib operators, compiled ahead of time from the
+//! `webgpu-kernels` manifests under `manifests/` by `cargo xtask codegen`.
+//!
+//! Each op is a module with an `Attrs` struct, typed `Inputs`/`Outputs`, a GPU-free `plan`,
+//! and `record`/`run` on a [`runtime::Context`]. [`OPS`] lists every op for tools that pick
+//! one by name. No template engine or expression interpreter runs here: shaders are
+//! pre-rendered and validated, expressions compiled to Rust.
+
+#[rustfmt::skip]
+mod generated;
+mod host_checks;
+
+pub use generated::*;
+pub use kernel_runtime as runtime;
