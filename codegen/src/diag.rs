@@ -73,7 +73,11 @@ impl Diagnostics {
 
     /// `Ok(value)` when nothing was reported, otherwise all the diagnostics.
     pub fn into_result<T>(self, value: T) -> Result<T, Diagnostics> {
-        if self.0.is_empty() { Ok(value) } else { Err(self) }
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(self)
+        }
     }
 }
 

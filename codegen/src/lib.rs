@@ -71,7 +71,11 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
     let mut seen = BTreeSet::new();
     for op in &ops {
         if !seen.insert(op.module.clone()) {
-            diagnostics.push(Diagnostic::new(&op.file, "name", format!("another manifest also generates module `{}`", op.module)));
+            diagnostics.push(Diagnostic::new(
+                &op.file,
+                "name",
+                format!("another manifest also generates module `{}`", op.module),
+            ));
         }
     }
 
@@ -80,7 +84,12 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
     let mut output = Output::default();
     let mut generated_ops = Vec::new();
     for op in &ops {
-        let templates: BTreeSet<&str> = op.variants.iter().flat_map(|v| &v.passes).map(|p| p.template.as_str()).collect();
+        let templates: BTreeSet<&str> = op
+            .variants
+            .iter()
+            .flat_map(|v| &v.passes)
+            .map(|p| p.template.as_str())
+            .collect();
         if !templates.is_empty() && templates.iter().all(|t| !inputs.templates.contains_key(*t)) {
             output.notes.push(format!(
                 "{}: skipped, none of its templates exist yet ({}); the manifest parses and type-checks",
@@ -96,10 +105,17 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                 continue;
             }
         };
-        let input = rust::OpInput { op, shaders: &shaders, host_check: inputs.host_checks.contains(&op.module) };
+        let input = rust::OpInput {
+            op,
+            shaders: &shaders,
+            host_check: inputs.host_checks.contains(&op.module),
+        };
         match rust::op_module(&input) {
             Ok(module) => {
-                output.files.push(GeneratedFile { path: format!("{GENERATED_DIR}/{}.rs", op.module), contents: module });
+                output.files.push(GeneratedFile {
+                    path: format!("{GENERATED_DIR}/{}.rs", op.module),
+                    contents: module,
+                });
             }
             Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
         }
@@ -113,7 +129,10 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         generated_ops.push(op);
     }
     match rust::root_module(&generated_ops) {
-        Ok(root) => output.files.push(GeneratedFile { path: format!("{GENERATED_DIR}/mod.rs"), contents: root }),
+        Ok(root) => output.files.push(GeneratedFile {
+            path: format!("{GENERATED_DIR}/mod.rs"),
+            contents: root,
+        }),
         Err(message) => diagnostics.push(Diagnostic::new("manifests/", "", message)),
     }
     output.files.sort_by(|a, b| a.path.cmp(&b.path));

@@ -65,7 +65,11 @@ fn parse_file(text: &str, path: &Path) -> Vec<Case> {
             } else if let Some(rest) = line.strip_prefix("lower => ") {
                 case.lower = Some(rest.to_owned());
             } else {
-                panic!("{}:{}: expected `=>`, `parse =>` or `lower =>`, found {line:?}", path.display(), i + 1);
+                panic!(
+                    "{}:{}: expected `=>`, `parse =>` or `lower =>`, found {line:?}",
+                    path.display(),
+                    i + 1
+                );
             }
         } else if line.starts_with('#') {
             pending_comments.push(line.to_owned());
@@ -81,7 +85,11 @@ fn parse_file(text: &str, path: &Path) -> Vec<Case> {
         }
     }
     cases.extend(current);
-    assert!(pending_comments.is_empty(), "{}: trailing comment without a case", path.display());
+    assert!(
+        pending_comments.is_empty(),
+        "{}: trailing comment without a case",
+        path.display()
+    );
     cases
 }
 
@@ -118,7 +126,11 @@ fn run_case(fixture: &Fixture, case: &Case) -> Case {
     let ast = match expr::parse(src) {
         Ok(ast) => ast,
         Err(err) => {
-            actual.results.push(format!("parse error: column {}: {}", err.column(src), err.message));
+            actual.results.push(format!(
+                "parse error: column {}: {}",
+                err.column(src),
+                err.message
+            ));
             actual.parse = case.parse.as_ref().map(|_| "-".to_owned());
             actual.lower = case.lower.as_ref().map(|_| "-".to_owned());
             return actual;
@@ -129,7 +141,11 @@ fn run_case(fixture: &Fixture, case: &Case) -> Case {
         Ok(ir) => ir,
         Err(errors) => {
             for err in errors {
-                actual.results.push(format!("error: column {}: {}", err.column(src), err.message));
+                actual.results.push(format!(
+                    "error: column {}: {}",
+                    err.column(src),
+                    err.message
+                ));
             }
             actual.lower = case.lower.as_ref().map(|_| "-".to_owned());
             return actual;
@@ -138,7 +154,11 @@ fn run_case(fixture: &Fixture, case: &Case) -> Case {
     actual.lower = case.lower.as_ref().map(|_| lowered_text(&ir));
     actual.results.push(match expr::eval(&ir, fixture) {
         Ok(value) => {
-            assert_eq!(value.ty(), ir.ty, "{src}: value type differs from the checked type");
+            assert_eq!(
+                value.ty(),
+                ir.ty,
+                "{src}: value type differs from the checked type"
+            );
             format!("{:?} {value}", value.ty())
         }
         Err(err) => format!("eval error: {}", err.message),
@@ -164,7 +184,8 @@ fn data_driven_cases() {
     let mut failures = Vec::new();
     let mut total = 0;
     for path in test_files() {
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let cases = parse_file(&text, &path);
         let actual: Vec<Case> = cases.iter().map(|c| run_case(&fixture, c)).collect();
         total += cases.len();
@@ -183,7 +204,8 @@ fn data_driven_cases() {
         if update {
             let rendered = render_file(&actual);
             if rendered != text {
-                std::fs::write(&path, rendered).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                std::fs::write(&path, rendered)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             }
         }
     }
@@ -199,10 +221,44 @@ fn data_driven_cases() {
 }
 
 #[test]
+fn lower_result_returns_a_single_fallible_call_directly() {
+    // `lower_result` gives a `Result` expression; a lone fallible runtime call is returned as
+    // is instead of `Ok(call?)` (clippy: needless_question_mark).
+    let fixture = Fixture::new();
+    let text = |src: &str| {
+        let ir = expr::check(
+            &expr::parse(src).unwrap_or_else(|e| panic!("{src}: {e}")),
+            &fixture,
+        )
+        .unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        expr::lower_result(&ir, &fixture::TestLowerScope).to_string()
+    };
+    assert_eq!(
+        text("dim(shapes.x, 1)"),
+        "rt :: expr :: dim (env . shapes . x , 1i64)"
+    );
+    assert_eq!(
+        text("dim(shapes.x, 1) + 1"),
+        "rt :: expr :: add (rt :: expr :: dim (env . shapes . x , 1i64) ? , 1i64)"
+    );
+    assert_eq!(text("attrs.flag"), "Ok (env . attrs . flag)");
+    assert_eq!(
+        text("[half]"),
+        "Ok (< [i64] > :: to_vec (& [half (env) ?]))"
+    );
+}
+
+#[test]
 fn runner_round_trips_files() {
     // Rendering the parsed cases reproduces each file, so UPDATE_EXPECT only changes results.
     for path in test_files() {
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        assert_eq!(render_file(&parse_file(&text, &path)), text, "{} is not in canonical form", path.display());
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            render_file(&parse_file(&text, &path)),
+            text,
+            "{} is not in canonical form",
+            path.display()
+        );
     }
 }

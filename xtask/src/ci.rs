@@ -10,9 +10,26 @@ use anyhow::{Context, Result, bail};
 pub fn run(root: &Path) -> Result<()> {
     ensure_vulkan_driver()?;
     step("formatting", || cargo(root, &["fmt", "--all", "--check"]))?;
-    step("generated code is fresh", || super::codegen::run(root, true))?;
-    step("clippy", || cargo(root, &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"]))?;
-    step("tests", || cargo(root, &["test", "--workspace", "--locked"]))?;
+    step("generated code is fresh", || {
+        super::codegen::run(root, true)
+    })?;
+    step("clippy", || {
+        cargo(
+            root,
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )
+    })?;
+    step("tests", || {
+        cargo(root, &["test", "--workspace", "--locked"])
+    })?;
     eprintln!("ci: all steps passed");
     Ok(())
 }
@@ -28,21 +45,38 @@ fn step(name: &str, f: impl FnOnce() -> Result<()>) -> Result<()> {
 /// Runs cargo with `args` in the project root, failing on a non-zero exit.
 pub fn cargo(root: &Path, args: &[&str]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(&cargo).args(args).current_dir(root).status().with_context(|| format!("starting {cargo}"))?;
+    let status = Command::new(&cargo)
+        .args(args)
+        .current_dir(root)
+        .status()
+        .with_context(|| format!("starting {cargo}"))?;
     if !status.success() {
         bail!("`cargo {}` exited with {status}", args.join(" "));
     }
     Ok(())
 }
 
-const ICD_DIRS: &[&str] = &["/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d"];
+const ICD_DIRS: &[&str] = &[
+    "/usr/share/vulkan/icd.d",
+    "/etc/vulkan/icd.d",
+    "/usr/local/share/vulkan/icd.d",
+];
 
 fn has_vulkan_driver() -> bool {
-    let loader = ["/usr/lib/x86_64-linux-gnu/libvulkan.so.1", "/usr/lib/aarch64-linux-gnu/libvulkan.so.1", "/usr/lib/libvulkan.so.1", "/usr/lib64/libvulkan.so.1"]
+    let loader = [
+        "/usr/lib/x86_64-linux-gnu/libvulkan.so.1",
+        "/usr/lib/aarch64-linux-gnu/libvulkan.so.1",
+        "/usr/lib/libvulkan.so.1",
+        "/usr/lib64/libvulkan.so.1",
+    ]
+    .iter()
+    .any(|p| Path::new(p).exists());
+    let icd = ICD_DIRS
         .iter()
-        .any(|p| Path::new(p).exists());
-    let icd = ICD_DIRS.iter().any(|dir| std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()));
-    let explicit = std::env::var_os("VK_DRIVER_FILES").or_else(|| std::env::var_os("VK_ICD_FILENAMES")).is_some();
+        .any(|dir| std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()));
+    let explicit = std::env::var_os("VK_DRIVER_FILES")
+        .or_else(|| std::env::var_os("VK_ICD_FILENAMES"))
+        .is_some();
     loader && (icd || explicit)
 }
 
@@ -52,7 +86,10 @@ fn ensure_vulkan_driver() -> Result<()> {
         return Ok(());
     }
     let apt = Path::new("/usr/bin/apt-get").exists();
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !(apt && root) {
         eprintln!(
             "ci: no Vulkan driver found and cannot install one here (needs apt-get as root); GPU tests will report that no adapter exists"
@@ -61,7 +98,10 @@ fn ensure_vulkan_driver() -> Result<()> {
     }
     eprintln!("ci: no Vulkan driver found; installing Mesa's software driver (lavapipe)");
     let quiet = ["-q", "-y", "-o", "Dpkg::Use-Pty=0"];
-    let update = Command::new("apt-get").args(["-q", "update"]).status().context("running apt-get update")?;
+    let update = Command::new("apt-get")
+        .args(["-q", "update"])
+        .status()
+        .context("running apt-get update")?;
     if !update.success() {
         bail!("apt-get update failed ({update})");
     }

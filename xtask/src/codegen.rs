@@ -12,7 +12,10 @@ pub fn run(root: &Path, check: bool) -> Result<()> {
     let inputs = read_inputs(root)?;
     let output = match codegen::generate(&inputs) {
         Ok(output) => output,
-        Err(diagnostics) => bail!("codegen found {} error(s):\n{diagnostics}", diagnostics.0.len()),
+        Err(diagnostics) => bail!(
+            "codegen found {} error(s):\n{diagnostics}",
+            diagnostics.0.len()
+        ),
     };
     for note in &output.notes {
         eprintln!("note: {note}");
@@ -20,7 +23,10 @@ pub fn run(root: &Path, check: bool) -> Result<()> {
     let generated_dir = root.join(codegen::GENERATED_DIR);
     let on_disk = list_files(root, &generated_dir)?;
     let wanted: BTreeSet<&str> = output.files.iter().map(|f| f.path.as_str()).collect();
-    let orphans: Vec<&String> = on_disk.iter().filter(|p| !wanted.contains(p.as_str())).collect();
+    let orphans: Vec<&String> = on_disk
+        .iter()
+        .filter(|p| !wanted.contains(p.as_str()))
+        .collect();
     let mut stale = Vec::new();
     for file in &output.files {
         let current = fs::read_to_string(root.join(&file.path)).ok();
@@ -73,26 +79,33 @@ pub fn read_inputs(root: &Path) -> Result<codegen::Inputs> {
     let mut manifests = BTreeMap::new();
     for path in list_files(root, &root.join("manifests"))? {
         if path.ends_with(".json") {
-            let text = fs::read_to_string(root.join(&path)).with_context(|| format!("reading {path}"))?;
+            let text =
+                fs::read_to_string(root.join(&path)).with_context(|| format!("reading {path}"))?;
             manifests.insert(path, text);
         }
     }
     let mut templates = BTreeMap::new();
     let template_dir = root.join("templates");
     for path in list_files(root, &template_dir)? {
-        let text = fs::read_to_string(root.join(&path)).with_context(|| format!("reading {path}"))?;
+        let text =
+            fs::read_to_string(root.join(&path)).with_context(|| format!("reading {path}"))?;
         let name = path.trim_start_matches("templates/").to_owned();
         templates.insert(name, text);
     }
     let mut host_checks = BTreeSet::new();
     for path in list_files(root, &root.join("kernels/kernels/src/host_checks"))? {
-        if let Some(stem) = Path::new(&path).file_stem().and_then(|s| s.to_str()) {
-            if path.ends_with(".rs") && stem != "mod" {
-                host_checks.insert(stem.to_owned());
-            }
+        if let Some(stem) = Path::new(&path).file_stem().and_then(|s| s.to_str())
+            && path.ends_with(".rs")
+            && stem != "mod"
+        {
+            host_checks.insert(stem.to_owned());
         }
     }
-    Ok(codegen::Inputs { manifests, templates, host_checks })
+    Ok(codegen::Inputs {
+        manifests,
+        templates,
+        host_checks,
+    })
 }
 
 /// Every file under `dir`, as `/`-separated paths relative to `root`, sorted.
@@ -103,12 +116,17 @@ fn list_files(root: &Path, dir: &Path) -> Result<Vec<String>> {
     }
     let mut stack = vec![dir.to_path_buf()];
     while let Some(current) = stack.pop() {
-        for entry in fs::read_dir(&current).with_context(|| format!("listing {}", current.display()))? {
+        for entry in
+            fs::read_dir(&current).with_context(|| format!("listing {}", current.display()))?
+        {
             let path = entry?.path();
             if path.is_dir() {
                 stack.push(path);
             } else if let Ok(relative) = path.strip_prefix(root) {
-                let parts: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+                let parts: Vec<String> = relative
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
                 out.push(parts.join("/"));
             }
         }
@@ -118,7 +136,9 @@ fn list_files(root: &Path, dir: &Path) -> Result<Vec<String>> {
 }
 
 fn remove_empty_dirs(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {

@@ -36,7 +36,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Codegen { check } => codegen::run(&root, check),
         Command::Ci => ci::run(&root),
-        Command::Demo => codegen::run(&root, false).and_then(|()| ci::cargo(&root, &["run", "--release", "-p", "examples", "--bin", "demo"])),
+        Command::Demo => codegen::run(&root, false).and_then(|()| {
+            ci::cargo(
+                &root,
+                &["run", "--release", "-p", "examples", "--bin", "demo"],
+            )
+        }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -50,5 +55,8 @@ fn main() -> ExitCode {
 /// The workspace root: xtask lives one level below it.
 fn project_root() -> PathBuf {
     let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest_dir.parent().map(PathBuf::from).unwrap_or(manifest_dir)
+    manifest_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or(manifest_dir)
 }

@@ -192,6 +192,31 @@ impl Expr {
         refs
     }
 
+    /// The direct subexpressions, left to right as written.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Bool(_)
+            | ExprKind::Str(_)
+            | ExprKind::Name(_) => Vec::new(),
+            ExprKind::List(items) => items.iter().collect(),
+            ExprKind::Member { base, .. } => vec![base],
+            ExprKind::Index { base, index } => vec![base, index],
+            ExprKind::Call { callee, args } => std::iter::once(&**callee).chain(args).collect(),
+            ExprKind::Filter { value, args, .. } | ExprKind::Test { value, args, .. } => {
+                std::iter::once(&**value).chain(args).collect()
+            }
+            ExprKind::Unary { operand, .. } => vec![operand],
+            ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            ExprKind::Cond {
+                cond,
+                then,
+                otherwise,
+            } => vec![then, cond, otherwise],
+        }
+    }
+
     fn collect_refs(&self, refs: &mut Vec<String>) {
         match &self.kind {
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) => {}

@@ -7,9 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
-use super::builtins::{
-    Builtin, DTYPES, FEATURES, NAMESPACES, Params, SHADER_F16, known_functions,
-};
+use super::builtins::{Builtin, DTYPES, FEATURES, NAMESPACES, Params, SHADER_F16, known_functions};
 use super::{ExprError, Span, Symbol, Type};
 
 /// Resolves names to types: the op model implements it, tests use a fixed table.
@@ -184,6 +182,9 @@ impl Checker<'_> {
         self.errors.push(ExprError::new(span, message));
     }
 
+    /// Checks one node. This only dispatches: each kind has its own method so that this
+    /// recursive function keeps a small stack frame (debug builds do not share frame slots
+    /// between match arms, and deep `a and b and …` chains recurse through here).
     fn expr(&mut self, e: &Expr) -> Option<Ir> {
         let span = e.span;
         match &e.kind {
@@ -191,68 +192,17 @@ impl Checker<'_> {
             ExprKind::Float(v) => Some(ir(IrKind::Float(*v), Type::Float, span)),
             ExprKind::Bool(v) => Some(ir(IrKind::Bool(*v), Type::Bool, span)),
             ExprKind::Str(v) => Some(ir(IrKind::Str(v.clone()), Type::Str, span)),
-            ExprKind::List(items) => {
-                let items: Vec<Option<Ir>> = items.iter().map(|i| self.expr(i)).collect();
-                let mut ok = Vec::new();
-                for item in items {
-                    let item = item?;
-                    if item.ty != Type::Int {
-                        self.error(item.span, format!("list elements must be Int, found {}", item.ty));
-                        return None;
-                    }
-                    ok.push(item);
-                }
-                Some(ir(IrKind::List(ok), Type::List, span))
-            }
-            ExprKind::Name(name) if NAMESPACES.contains(&name.as_str()) => {
-                self.error(span, format!("`{name}` must be followed by a member: {}", namespace_hint(name)));
-                None
-            }
-            ExprKind::Name(name) => self.symbol(Symbol::Derived(name.clone()), span),
-            ExprKind::Member { .. } => match self.path(e) {
-                Ok(sym) => self.symbol(sym, span),
-                Err(err) => {
-                    self.errors.push(err);
-                    None
-                }
-            },
-            ExprKind::Index { base, index } => {
-                let (base, index) = (self.expr(base), self.expr(index));
-                let (base, index) = (base?, index?);
-                if base.ty != Type::List {
-                    self.error(base.span, format!("only a List can be indexed, found {}", base.ty));
-                    return None;
-                }
-                if index.ty != Type::Int {
-                    self.error(index.span, format!("a list index must be Int, found {}", index.ty));
-                    return None;
-                }
-                Some(ir(IrKind::Index(Box::new(base), Box::new(index)), Type::Int, span))
-            }
+            ExprKind::List(items) => self.list(span, items),
+            ExprKind::Name(name) => self.name(span, name),
+            ExprKind::Member { .. } => self.member(e),
+            ExprKind::Index { base, index } => self.index(span, base, index),
             ExprKind::Call { callee, args } => self.call(span, callee, args),
             ExprKind::Filter {
                 value,
                 name,
                 name_span,
                 args,
-            } => {
-                let value = self.expr(value);
-                let args: Vec<Option<Ir>> = args.iter().map(|a| self.expr(a)).collect();
-                if name != "length" {
-                    self.error(*name_span, format!("unknown filter `{name}` (known: length)"));
-                    return None;
-                }
-                if !args.is_empty() {
-                    self.error(*name_span, "filter `length` takes no arguments");
-                    return None;
-                }
-                let value = value?;
-                if value.ty != Type::List {
-                    self.error(value.span, format!("filter `length` applies to a List, found {}", value.ty));
-                    return None;
-                }
-                Some(ir(IrKind::Length(Box::new(value)), Type::Int, span))
-            }
+            } => self.filter(span, value, name, *name_span, args),
             ExprKind::Test {
                 value,
                 name,
@@ -260,23 +210,7 @@ impl Checker<'_> {
                 negated,
                 args,
             } => self.test(span, value, name, *name_span, *negated, args),
-            ExprKind::Unary { op, operand } => {
-                let operand = self.expr(operand)?;
-                let ok = match op {
-                    UnaryOp::Neg => operand.ty.is_numeric(),
-                    UnaryOp::Not => operand.ty == Type::Bool,
-                };
-                if !ok {
-                    let msg = match op {
-                        UnaryOp::Neg => format!("unary `-` requires an Int or Float operand, found {}", operand.ty),
-                        UnaryOp::Not => format!("`not` requires a Bool operand, found {}", operand.ty),
-                    };
-                    self.error(operand.span, msg);
-                    return None;
-                }
-                let ty = operand.ty;
-                Some(ir(IrKind::Unary(*op, Box::new(operand)), ty, span))
-            }
+            ExprKind::Unary { op, operand } => self.unary(span, *op, operand),
             ExprKind::Binary {
                 op,
                 op_span,
@@ -287,32 +221,164 @@ impl Checker<'_> {
                 cond,
                 then,
                 otherwise,
-            } => {
-                let (cond, then, otherwise) = (self.expr(cond), self.expr(then), self.expr(otherwise));
-                let (cond, then, otherwise) = (cond?, then?, otherwise?);
-                if cond.ty != Type::Bool {
-                    self.error(cond.span, format!("a condition must be Bool, found {}", cond.ty));
-                    return None;
-                }
-                let (then, otherwise, ty) = if then.ty == otherwise.ty {
-                    let ty = then.ty;
-                    (then, otherwise, ty)
-                } else if then.ty.is_numeric() && otherwise.ty.is_numeric() {
-                    unify_numeric(then, otherwise)
-                } else {
-                    self.error(
-                        span,
-                        format!(
-                            "the branches of `… if … else …` have different types: {} and {}",
-                            then.ty, otherwise.ty
-                        ),
-                    );
-                    return None;
-                };
-                let kind = IrKind::Cond(Box::new(cond), Box::new(then), Box::new(otherwise));
-                Some(ir(kind, ty, span))
+            } => self.cond(span, cond, then, otherwise),
+        }
+    }
+
+    fn list(&mut self, span: Span, items: &[Expr]) -> Option<Ir> {
+        let items: Vec<Option<Ir>> = items.iter().map(|i| self.expr(i)).collect();
+        let mut ok = Vec::new();
+        for item in items {
+            let item = item?;
+            if item.ty != Type::Int {
+                self.error(
+                    item.span,
+                    format!("list elements must be Int, found {}", item.ty),
+                );
+                return None;
+            }
+            ok.push(item);
+        }
+        Some(ir(IrKind::List(ok), Type::List, span))
+    }
+
+    /// A bare identifier: a `derive` reference (namespace roots alone are errors).
+    fn name(&mut self, span: Span, name: &str) -> Option<Ir> {
+        if NAMESPACES.contains(&name) {
+            self.error(
+                span,
+                format!(
+                    "`{name}` must be followed by a member: {}",
+                    namespace_hint(name)
+                ),
+            );
+            return None;
+        }
+        let sym = Symbol::Derived(name.to_owned());
+        if Builtin::lookup(name).is_some() && self.scope.resolve(&sym).is_err() {
+            self.error(
+                span,
+                format!("`{name}` is a function: call it as `{name}(…)`"),
+            );
+            return None;
+        }
+        self.symbol(sym, span)
+    }
+
+    fn member(&mut self, e: &Expr) -> Option<Ir> {
+        match self.path(e) {
+            Ok(sym) => self.symbol(sym, e.span),
+            Err(err) => {
+                self.errors.push(err);
+                None
             }
         }
+    }
+
+    fn index(&mut self, span: Span, base: &Expr, index: &Expr) -> Option<Ir> {
+        let (base, index) = (self.expr(base), self.expr(index));
+        let (base, index) = (base?, index?);
+        if base.ty != Type::List {
+            self.error(
+                base.span,
+                format!("only a List can be indexed, found {}", base.ty),
+            );
+            return None;
+        }
+        if index.ty != Type::Int {
+            self.error(
+                index.span,
+                format!("a list index must be Int, found {}", index.ty),
+            );
+            return None;
+        }
+        Some(ir(
+            IrKind::Index(Box::new(base), Box::new(index)),
+            Type::Int,
+            span,
+        ))
+    }
+
+    fn filter(
+        &mut self,
+        span: Span,
+        value: &Expr,
+        name: &str,
+        name_span: Span,
+        args: &[Expr],
+    ) -> Option<Ir> {
+        let value = self.expr(value);
+        let args: Vec<Option<Ir>> = args.iter().map(|a| self.expr(a)).collect();
+        if name != "length" {
+            self.error(
+                name_span,
+                format!("unknown filter `{name}` (known: length)"),
+            );
+            return None;
+        }
+        if !args.is_empty() {
+            self.error(name_span, "filter `length` takes no arguments");
+            return None;
+        }
+        let value = value?;
+        if value.ty != Type::List {
+            self.error(
+                value.span,
+                format!("filter `length` applies to a List, found {}", value.ty),
+            );
+            return None;
+        }
+        Some(ir(IrKind::Length(Box::new(value)), Type::Int, span))
+    }
+
+    fn unary(&mut self, span: Span, op: UnaryOp, operand: &Expr) -> Option<Ir> {
+        let operand = self.expr(operand)?;
+        let ok = match op {
+            UnaryOp::Neg => operand.ty.is_numeric(),
+            UnaryOp::Not => operand.ty == Type::Bool,
+        };
+        if !ok {
+            let msg = match op {
+                UnaryOp::Neg => format!(
+                    "unary `-` requires an Int or Float operand, found {}",
+                    operand.ty
+                ),
+                UnaryOp::Not => format!("`not` requires a Bool operand, found {}", operand.ty),
+            };
+            self.error(operand.span, msg);
+            return None;
+        }
+        let ty = operand.ty;
+        Some(ir(IrKind::Unary(op, Box::new(operand)), ty, span))
+    }
+
+    fn cond(&mut self, span: Span, cond: &Expr, then: &Expr, otherwise: &Expr) -> Option<Ir> {
+        let (cond, then, otherwise) = (self.expr(cond), self.expr(then), self.expr(otherwise));
+        let (cond, then, otherwise) = (cond?, then?, otherwise?);
+        if cond.ty != Type::Bool {
+            self.error(
+                cond.span,
+                format!("a condition must be Bool, found {}", cond.ty),
+            );
+            return None;
+        }
+        let (then, otherwise, ty) = if then.ty == otherwise.ty {
+            let ty = then.ty;
+            (then, otherwise, ty)
+        } else if then.ty.is_numeric() && otherwise.ty.is_numeric() {
+            unify_numeric(then, otherwise)
+        } else {
+            self.error(
+                span,
+                format!(
+                    "the branches of `… if … else …` have different types: {} and {}",
+                    then.ty, otherwise.ty
+                ),
+            );
+            return None;
+        };
+        let kind = IrKind::Cond(Box::new(cond), Box::new(then), Box::new(otherwise));
+        Some(ir(kind, ty, span))
     }
 
     /// Asks the scope for the type of `sym`.
@@ -351,24 +417,32 @@ impl Checker<'_> {
                                      `device.limits.maxComputeWorkgroupsPerDimension`"
                             .to_owned(),
                         "features" => FEATURES_USAGE.to_owned(),
-                        _ => format!("unknown member `device.{name}` (known: device.features, device.limits)"),
+                        _ => format!(
+                            "unknown member `device.{name}` (known: device.features, device.limits)"
+                        ),
                     },
                 )),
                 _ => Err(ExprError::new(
                     base.span,
-                    format!("unknown namespace `{root}` (known: {})", NAMESPACES.join(", ")),
+                    format!(
+                        "unknown namespace `{root}` (known: {})",
+                        NAMESPACES.join(", ")
+                    ),
                 )),
             },
             ExprKind::Member {
                 base: inner,
                 name: middle,
                 ..
-            } if matches!(&inner.kind, ExprKind::Name(d) if d == "device") => match middle.as_str() {
+            } if matches!(&inner.kind, ExprKind::Name(d) if d == "device") => match middle.as_str()
+            {
                 "limits" => Ok(Symbol::Limit(name)),
                 "features" => Err(ExprError::new(e.span, FEATURES_USAGE)),
                 _ => Err(ExprError::new(
                     base.span,
-                    format!("unknown member `device.{middle}` (known: device.features, device.limits)"),
+                    format!(
+                        "unknown member `device.{middle}` (known: device.features, device.limits)"
+                    ),
                 )),
             },
             _ => Err(ExprError::new(
@@ -389,11 +463,17 @@ impl Checker<'_> {
         }
         let args: Vec<Option<Ir>> = args.iter().map(|a| self.expr(a)).collect();
         let ExprKind::Name(fname) = &callee.kind else {
-            self.error(callee.span, "only builtin functions and `device.features.has(…)` can be called");
+            self.error(
+                callee.span,
+                "only builtin functions and `device.features.has(…)` can be called",
+            );
             return None;
         };
         let Some(builtin) = Builtin::lookup(fname) else {
-            self.error(callee.span, format!("unknown function `{fname}` (known: {})", known_functions()));
+            self.error(
+                callee.span,
+                format!("unknown function `{fname}` (known: {})", known_functions()),
+            );
             return None;
         };
         let args: Vec<Ir> = args.into_iter().collect::<Option<_>>()?;
@@ -401,24 +481,52 @@ impl Checker<'_> {
         let result = match builtin.sig().params {
             Params::Fixed(types) => {
                 if args.len() != types.len() {
-                    self.error(span, format!("{fname}() takes {} argument(s), found {}", types.len(), args.len()));
+                    let plural = if types.len() == 1 { "" } else { "s" };
+                    self.error(
+                        span,
+                        format!(
+                            "{fname}() takes {} argument{plural}, found {}",
+                            types.len(),
+                            args.len()
+                        ),
+                    );
                     return None;
                 }
                 for (i, (arg, want)) in args.iter().zip(types).enumerate() {
                     if arg.ty != *want {
-                        self.error(arg.span, format!("{fname}(): argument {} must be {want}, found {}", i + 1, arg.ty));
+                        self.error(
+                            arg.span,
+                            format!(
+                                "{fname}(): argument {} must be {want}, found {}",
+                                i + 1,
+                                arg.ty
+                            ),
+                        );
                     }
                 }
                 ir(IrKind::Call(builtin, args), builtin.sig().result, span)
             }
             Params::Numeric(min) => {
                 if args.len() < min {
-                    self.error(span, format!("{fname}() takes at least {min} arguments, found {}", args.len()));
+                    self.error(
+                        span,
+                        format!(
+                            "{fname}() takes at least {min} arguments, found {}",
+                            args.len()
+                        ),
+                    );
                     return None;
                 }
                 for (i, arg) in args.iter().enumerate() {
                     if !arg.ty.is_numeric() {
-                        self.error(arg.span, format!("{fname}(): argument {} must be Int or Float, found {}", i + 1, arg.ty));
+                        self.error(
+                            arg.span,
+                            format!(
+                                "{fname}(): argument {} must be Int or Float, found {}",
+                                i + 1,
+                                arg.ty
+                            ),
+                        );
                     }
                 }
                 let float = args.iter().any(|a| a.ty == Type::Float);
@@ -436,7 +544,10 @@ impl Checker<'_> {
     /// `device.features.<method>(args)`: only `has("<known feature>")`.
     fn feature(&mut self, span: Span, method: &str, args: &[Expr]) -> Option<Ir> {
         if method != "has" {
-            self.error(span, format!("unknown method `device.features.{method}` (known: has)"));
+            self.error(
+                span,
+                format!("unknown method `device.features.{method}` (known: has)"),
+            );
             return None;
         }
         let [arg] = args else {
@@ -450,7 +561,10 @@ impl Checker<'_> {
         if !FEATURES.contains(&feature.as_str()) {
             self.error(
                 arg.span,
-                format!("unknown device feature `{feature}` (known: {})", FEATURES.join(", ")),
+                format!(
+                    "unknown device feature `{feature}` (known: {})",
+                    FEATURES.join(", ")
+                ),
             );
             return None;
         }
@@ -470,7 +584,10 @@ impl Checker<'_> {
             "defined" => negated,
             "undefined" => !negated,
             _ => {
-                self.error(name_span, format!("unknown test `{name}` (known: defined, undefined)"));
+                self.error(
+                    name_span,
+                    format!("unknown test `{name}` (known: defined, undefined)"),
+                );
                 return None;
             }
         };
@@ -488,7 +605,10 @@ impl Checker<'_> {
                 }
             },
             _ => {
-                self.error(value.span, format!("`is {name}` applies to a name such as `attrs.<name>`"));
+                self.error(
+                    value.span,
+                    format!("`is {name}` applies to a name such as `attrs.<name>`"),
+                );
                 return None;
             }
         };
@@ -497,55 +617,107 @@ impl Checker<'_> {
         Some(ir(IrKind::IsDefined(sym, negated), Type::Bool, span))
     }
 
-    fn binary(&mut self, span: Span, op: BinOp, op_span: Span, lhs: &Expr, rhs: &Expr) -> Option<Ir> {
-        let (lhs, rhs) = (self.expr(lhs), self.expr(rhs));
+    fn binary(
+        &mut self,
+        span: Span,
+        op: BinOp,
+        op_span: Span,
+        lhs: &Expr,
+        rhs: &Expr,
+    ) -> Option<Ir> {
+        let lhs = self.expr(lhs);
+        let rhs = self.expr(rhs);
         if matches!(op, BinOp::And | BinOp::Or) {
-            // Report each non-Bool side, even when the other side failed to check.
-            for side in [&lhs, &rhs].into_iter().flatten() {
-                if side.ty != Type::Bool {
-                    self.error(side.span, format!("`{}` requires Bool operands, found {}", op.symbol(), side.ty));
-                }
+            self.logical(span, op, lhs, rhs)
+        } else {
+            self.typed_binary(span, op, op_span, lhs?, rhs?)
+        }
+    }
+
+    /// `and` / `or`: both sides must be Bool. Each non-Bool side is reported, even when the
+    /// other side failed to check.
+    fn logical(&mut self, span: Span, op: BinOp, lhs: Option<Ir>, rhs: Option<Ir>) -> Option<Ir> {
+        for side in [&lhs, &rhs].into_iter().flatten() {
+            if side.ty != Type::Bool {
+                self.error(
+                    side.span,
+                    format!(
+                        "`{}` requires Bool operands, found {}",
+                        op.symbol(),
+                        side.ty
+                    ),
+                );
             }
-            let (lhs, rhs) = (lhs?, rhs?);
-            if lhs.ty != Type::Bool || rhs.ty != Type::Bool {
-                return None;
-            }
-            return Some(ir(IrKind::Binary(op, Box::new(lhs), Box::new(rhs)), Type::Bool, span));
         }
         let (lhs, rhs) = (lhs?, rhs?);
-        let mismatch = |c: &mut Self, l: Type, r: Type| {
-            c.error(op_span, format!("operator `{}` cannot be applied to {l} and {r}", op.symbol()));
-            None
-        };
+        if lhs.ty != Type::Bool || rhs.ty != Type::Bool {
+            return None;
+        }
+        Some(ir(
+            IrKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+            Type::Bool,
+            span,
+        ))
+    }
+
+    /// Arithmetic and comparisons.
+    fn typed_binary(
+        &mut self,
+        span: Span,
+        op: BinOp,
+        op_span: Span,
+        lhs: Ir,
+        rhs: Ir,
+    ) -> Option<Ir> {
         if lhs.ty.is_numeric() && rhs.ty.is_numeric() {
             let (lhs, rhs, ty) = unify_numeric(lhs, rhs);
             let ty = if op.is_arithmetic() { ty } else { Type::Bool };
-            return Some(ir(IrKind::Binary(op, Box::new(lhs), Box::new(rhs)), ty, span));
+            return Some(ir(
+                IrKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+                ty,
+                span,
+            ));
         }
-        if op.is_arithmetic() || !matches!(op, BinOp::Eq | BinOp::Ne) {
-            return mismatch(self, lhs.ty, rhs.ty);
-        }
-        let comparable = lhs.ty == rhs.ty
-            || matches!((lhs.ty, rhs.ty), (Type::Dtype, Type::Str) | (Type::Str, Type::Dtype));
+        let comparable = matches!(op, BinOp::Eq | BinOp::Ne)
+            && (lhs.ty == rhs.ty
+                || matches!(
+                    (lhs.ty, rhs.ty),
+                    (Type::Dtype, Type::Str) | (Type::Str, Type::Dtype)
+                ));
         if !comparable {
-            return mismatch(self, lhs.ty, rhs.ty);
+            self.error(
+                op_span,
+                format!(
+                    "operator `{}` cannot be applied to {} and {}",
+                    op.symbol(),
+                    lhs.ty,
+                    rhs.ty
+                ),
+            );
+            return None;
         }
         // A misspelled dtype (`dtypes.T == "float16"`) would silently always be false.
         for (a, b) in [(&lhs, &rhs), (&rhs, &lhs)] {
             if let (Type::Dtype, IrKind::Str(s)) = (a.ty, &b.kind)
                 && !DTYPES.contains(&s.as_str())
             {
-                self.error(b.span, format!("\"{s}\" is not a dtype (known: {})", DTYPES.join(", ")));
+                self.error(
+                    b.span,
+                    format!("\"{s}\" is not a dtype (known: {})", DTYPES.join(", ")),
+                );
                 return None;
             }
         }
-        Some(ir(IrKind::Binary(op, Box::new(lhs), Box::new(rhs)), Type::Bool, span))
+        Some(ir(
+            IrKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+            Type::Bool,
+            span,
+        ))
     }
 }
 
 /// How `device.features` must be used.
-const FEATURES_USAGE: &str =
-    "`device.features` can only be used as `device.features.has(\"<feature>\")` with a string literal";
+const FEATURES_USAGE: &str = "`device.features` can only be used as `device.features.has(\"<feature>\")` with a string literal";
 
 /// Whether `e` is exactly `device.features`.
 fn is_device_features(e: &Expr) -> bool {

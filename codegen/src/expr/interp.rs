@@ -131,7 +131,7 @@ impl Interp<'_> {
         }
     }
 
-    fn list(&mut self, ir: &Ir) -> Result<Vec<i64>, EvalError> {
+    fn list_value(&mut self, ir: &Ir) -> Result<Vec<i64>, EvalError> {
         match self.eval(ir)? {
             Value::List(v) => Ok(v),
             other => Err(mismatch("a List operand", &other)),
@@ -154,62 +154,75 @@ impl Interp<'_> {
         }
     }
 
+    /// Evaluates one node; heavy cases live in their own methods to keep this recursive
+    /// function's stack frame small.
     fn eval(&mut self, ir: &Ir) -> Result<Value, EvalError> {
-        Ok(match &ir.kind {
-            IrKind::Int(v) => Value::Int(*v),
-            IrKind::Float(v) => Value::Float(*v),
-            IrKind::Bool(v) => Value::Bool(*v),
-            IrKind::Str(v) => Value::Str(v.clone()),
-            IrKind::List(items) => Value::List(
-                items
-                    .iter()
-                    .map(|i| self.int(i))
-                    .collect::<Result<_, _>>()?,
-            ),
-            IrKind::Sym(sym) => self.symbol(sym, ir.ty)?,
-            IrKind::Feature(name) => Value::Bool(self.env.has_feature(name)),
+        match &ir.kind {
+            IrKind::Int(v) => Ok(Value::Int(*v)),
+            IrKind::Float(v) => Ok(Value::Float(*v)),
+            IrKind::Bool(v) => Ok(Value::Bool(*v)),
+            IrKind::Str(v) => Ok(Value::Str(v.clone())),
+            IrKind::List(items) => self.list(items),
+            IrKind::Sym(sym) => self.symbol(sym, ir.ty),
+            IrKind::Feature(name) => Ok(Value::Bool(self.env.has_feature(name))),
             IrKind::IsDefined(sym, negated) => {
-                Value::Bool(self.env.get(sym)?.is_some() != *negated)
+                Ok(Value::Bool(self.env.get(sym)?.is_some() != *negated))
             }
-            IrKind::Call(builtin, args) => self.call(*builtin, args, ir.ty)?,
-            IrKind::Length(list) => Value::Int(rt::length(&self.list(list)?)?),
+            IrKind::Call(builtin, args) => self.call(*builtin, args, ir.ty),
+            IrKind::Length(list) => Ok(Value::Int(rt::length(&self.list_value(list)?)?)),
             IrKind::Index(list, index) => {
-                let list = self.list(list)?;
-                Value::Int(rt::index(&list, self.int(index)?)?)
+                let list = self.list_value(list)?;
+                Ok(Value::Int(rt::index(&list, self.int(index)?)?))
             }
-            IrKind::ToFloat(x) => Value::Float(rt::to_float(self.int(x)?)),
+            IrKind::ToFloat(x) => Ok(Value::Float(rt::to_float(self.int(x)?))),
             IrKind::Unary(UnaryOp::Neg, x) => match self.eval(x)? {
-                Value::Int(v) => Value::Int(rt::neg(v)?),
-                Value::Float(v) => Value::Float(-v),
-                other => return Err(mismatch("a negated operand", &other)),
+                Value::Int(v) => Ok(Value::Int(rt::neg(v)?)),
+                Value::Float(v) => Ok(Value::Float(-v)),
+                other => Err(mismatch("a negated operand", &other)),
             },
-            IrKind::Unary(UnaryOp::Not, x) => Value::Bool(!self.bool(x)?),
-            IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs)?,
+            IrKind::Unary(UnaryOp::Not, x) => Ok(Value::Bool(!self.bool(x)?)),
+            IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs),
             IrKind::Cond(cond, then, otherwise) => {
                 if self.bool(cond)? {
-                    self.eval(then)?
+                    self.eval(then)
                 } else {
-                    self.eval(otherwise)?
+                    self.eval(otherwise)
                 }
             }
-        })
+        }
+    }
+
+    fn list(&mut self, items: &[Ir]) -> Result<Value, EvalError> {
+        let items = items
+            .iter()
+            .map(|i| self.int(i))
+            .collect::<Result<_, _>>()?;
+        Ok(Value::List(items))
     }
 
     fn call(&mut self, builtin: Builtin, args: &[Ir], ty: Type) -> Result<Value, EvalError> {
         let arg = |i: usize| {
             args.get(i).ok_or_else(|| {
-                EvalError::new(format!("internal error: {}() is missing an argument", builtin.name()))
+                EvalError::new(format!(
+                    "internal error: {}() is missing an argument",
+                    builtin.name()
+                ))
             })
         };
         Ok(match builtin {
-            Builtin::Dim => Value::Int(rt::dim(&self.list(arg(0)?)?, self.int(arg(1)?)?)?),
-            Builtin::Outer => Value::Int(rt::outer(&self.list(arg(0)?)?, self.int(arg(1)?)?)?),
-            Builtin::Inner => Value::Int(rt::inner(&self.list(arg(0)?)?, self.int(arg(1)?)?)?),
-            Builtin::Numel => Value::Int(rt::numel(&self.list(arg(0)?)?)?),
-            Builtin::CeilDiv => Value::Int(rt::ceil_div(self.int(arg(0)?)?, self.int(arg(1)?)?)?),
-            Builtin::SameShape => {
-                Value::Bool(rt::same_shape(&self.list(arg(0)?)?, &self.list(arg(1)?)?))
+            Builtin::Dim => Value::Int(rt::dim(&self.list_value(arg(0)?)?, self.int(arg(1)?)?)?),
+            Builtin::Outer => {
+                Value::Int(rt::outer(&self.list_value(arg(0)?)?, self.int(arg(1)?)?)?)
             }
+            Builtin::Inner => {
+                Value::Int(rt::inner(&self.list_value(arg(0)?)?, self.int(arg(1)?)?)?)
+            }
+            Builtin::Numel => Value::Int(rt::numel(&self.list_value(arg(0)?)?)?),
+            Builtin::CeilDiv => Value::Int(rt::ceil_div(self.int(arg(0)?)?, self.int(arg(1)?)?)?),
+            Builtin::SameShape => Value::Bool(rt::same_shape(
+                &self.list_value(arg(0)?)?,
+                &self.list_value(arg(1)?)?,
+            )),
             Builtin::F16Ok => match self.eval(arg(0)?)? {
                 Value::Dtype(d) => Value::Bool(rt::f16_ok(&d, self.env.has_feature(SHADER_F16))),
                 other => return Err(mismatch("the f16Ok() argument", &other)),
@@ -243,53 +256,61 @@ impl Interp<'_> {
         // `and` / `or` short-circuit: the right side may be an error when the left decides
         // (`false and dim(shapes.x, 9) > 0`).
         match op {
-            BinOp::And => return Ok(Value::Bool(self.bool(lhs)? && self.bool(rhs)?)),
-            BinOp::Or => return Ok(Value::Bool(self.bool(lhs)? || self.bool(rhs)?)),
-            _ => {}
-        }
-        let (l, r) = (self.eval(lhs)?, self.eval(rhs)?);
-        Ok(match (l, r) {
-            (Value::Int(a), Value::Int(b)) => match op {
-                BinOp::Add => Value::Int(rt::add(a, b)?),
-                BinOp::Sub => Value::Int(rt::sub(a, b)?),
-                BinOp::Mul => Value::Int(rt::mul(a, b)?),
-                BinOp::Div => {
-                    let q = rt::div(a, b)?;
-                    if a % b != 0 {
-                        self.trace.inexact_division = true;
-                    }
-                    Value::Int(q)
-                }
-                BinOp::Rem => Value::Int(rt::rem(a, b)?),
-                _ => Value::Bool(compare(op, a.cmp(&b))),
-            },
-            (Value::Float(a), Value::Float(b)) => match op {
-                BinOp::Add => Value::Float(a + b),
-                BinOp::Sub => Value::Float(a - b),
-                BinOp::Mul => Value::Float(a * b),
-                BinOp::Div => Value::Float(rt::div_float(a, b)?),
-                BinOp::Rem => Value::Float(rt::rem_float(a, b)?),
-                // NaN compares unequal and unordered, as in Rust and Python.
-                _ => Value::Bool(match a.partial_cmp(&b) {
-                    Some(ord) => compare(op, ord),
-                    None => op == BinOp::Ne,
-                }),
-            },
-            (l, r) => {
-                let equal = match (&l, &r) {
-                    (Value::Bool(a), Value::Bool(b)) => a == b,
-                    (Value::Str(a) | Value::Dtype(a), Value::Str(b) | Value::Dtype(b)) => a == b,
-                    (Value::List(a), Value::List(b)) => a == b,
-                    _ => return Err(mismatch(&format!("an operand of `{}`", op.symbol()), &r)),
-                };
-                match op {
-                    BinOp::Eq => Value::Bool(equal),
-                    BinOp::Ne => Value::Bool(!equal),
-                    _ => return Err(mismatch(&format!("an operand of `{}`", op.symbol()), &l)),
-                }
+            BinOp::And => Ok(Value::Bool(self.bool(lhs)? && self.bool(rhs)?)),
+            BinOp::Or => Ok(Value::Bool(self.bool(lhs)? || self.bool(rhs)?)),
+            _ => {
+                let l = self.eval(lhs)?;
+                let r = self.eval(rhs)?;
+                apply(op, l, r, self.trace)
             }
-        })
+        }
     }
+}
+
+/// Applies a strict binary operator to evaluated operands (kept out of the recursive functions
+/// so that their stack frames stay small).
+fn apply(op: BinOp, l: Value, r: Value, trace: &mut EvalTrace) -> Result<Value, EvalError> {
+    Ok(match (l, r) {
+        (Value::Int(a), Value::Int(b)) => match op {
+            BinOp::Add => Value::Int(rt::add(a, b)?),
+            BinOp::Sub => Value::Int(rt::sub(a, b)?),
+            BinOp::Mul => Value::Int(rt::mul(a, b)?),
+            BinOp::Div => {
+                let q = rt::div(a, b)?;
+                if a % b != 0 {
+                    trace.inexact_division = true;
+                }
+                Value::Int(q)
+            }
+            BinOp::Rem => Value::Int(rt::rem(a, b)?),
+            _ => Value::Bool(compare(op, a.cmp(&b))),
+        },
+        (Value::Float(a), Value::Float(b)) => match op {
+            BinOp::Add => Value::Float(a + b),
+            BinOp::Sub => Value::Float(a - b),
+            BinOp::Mul => Value::Float(a * b),
+            BinOp::Div => Value::Float(rt::div_float(a, b)?),
+            BinOp::Rem => Value::Float(rt::rem_float(a, b)?),
+            // NaN compares unequal and unordered, as in Rust and Python.
+            _ => Value::Bool(match a.partial_cmp(&b) {
+                Some(ord) => compare(op, ord),
+                None => op == BinOp::Ne,
+            }),
+        },
+        (l, r) => {
+            let equal = match (&l, &r) {
+                (Value::Bool(a), Value::Bool(b)) => a == b,
+                (Value::Str(a) | Value::Dtype(a), Value::Str(b) | Value::Dtype(b)) => a == b,
+                (Value::List(a), Value::List(b)) => a == b,
+                _ => return Err(mismatch(&format!("an operand of `{}`", op.symbol()), &r)),
+            };
+            match op {
+                BinOp::Eq => Value::Bool(equal),
+                BinOp::Ne => Value::Bool(!equal),
+                _ => return Err(mismatch(&format!("an operand of `{}`", op.symbol()), &l)),
+            }
+        }
+    })
 }
 
 /// Applies a comparison operator to an ordering.

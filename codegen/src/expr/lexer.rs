@@ -52,7 +52,10 @@ const LEXEMES: &[(&str, Option<&str>)] = &[
     ("!=", None),
     ("<=", None),
     (">=", None),
-    ("//", Some("operator `//` is not supported: `/` on integers already rounds down")),
+    (
+        "//",
+        Some("operator `//` is not supported: `/` on integers already rounds down"),
+    ),
     ("**", Some("operator `**` is not supported")),
     ("<", None),
     (">", None),
@@ -69,7 +72,10 @@ const LEXEMES: &[(&str, Option<&str>)] = &[
     (",", None),
     ("|", None),
     ("~", Some("string concatenation `~` is not supported")),
-    ("=", Some("`=` is not an operator here; use `==` to compare")),
+    (
+        "=",
+        Some("`=` is not an operator here; use `==` to compare"),
+    ),
     ("!", Some("use `not` for logical negation")),
     ("{", Some("dict literals are not supported")),
     ("}", Some("unexpected `}`")),
@@ -110,7 +116,9 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, ExprError> {
                 span: Span::new(pos, end),
             });
             pos = end;
-        } else if let Some((p, unsupported)) = LEXEMES.iter().find(|(p, _)| src[pos..].starts_with(p)) {
+        } else if let Some((p, unsupported)) =
+            LEXEMES.iter().find(|(p, _)| src[pos..].starts_with(p))
+        {
             let span = Span::new(pos, pos + p.len());
             if let Some(why) = unsupported {
                 return Err(ExprError::new(span, *why));
@@ -229,34 +237,40 @@ mod tests {
 
     #[test]
     fn numbers() {
-        assert_eq!(toks("1_000 2.5 3e2 4."), vec![
-            Tok::Int(1000),
-            Tok::Float(2.5),
-            Tok::Float(300.0),
-            Tok::Int(4),
-            Tok::Punct("."),
-        ]);
+        assert_eq!(
+            toks("1_000 2.5 3e2 4."),
+            vec![
+                Tok::Int(1000),
+                Tok::Float(2.5),
+                Tok::Float(300.0),
+                Tok::Int(4),
+                Tok::Punct("."),
+            ]
+        );
     }
 
     #[test]
     fn operators_longest_first() {
-        assert_eq!(toks("a<=b!=c"), vec![
-            Tok::Ident("a".into()),
-            Tok::Punct("<="),
-            Tok::Ident("b".into()),
-            Tok::Punct("!="),
-            Tok::Ident("c".into()),
-        ]);
+        assert_eq!(
+            toks("a<=b!=c"),
+            vec![
+                Tok::Ident("a".into()),
+                Tok::Punct("<="),
+                Tok::Ident("b".into()),
+                Tok::Punct("!="),
+                Tok::Ident("c".into()),
+            ]
+        );
         assert!(tokenize("a // b").is_err());
         assert!(tokenize("a = b").is_err());
     }
 
     #[test]
     fn strings() {
-        assert_eq!(toks(r#"'a\'b' "c""#), vec![
-            Tok::Str("a'b".into()),
-            Tok::Str("c".into())
-        ]);
+        assert_eq!(
+            toks(r#"'a\'b' "c""#),
+            vec![Tok::Str("a'b".into()), Tok::Str("c".into())]
+        );
         assert!(tokenize("\"abc").is_err());
     }
 }

@@ -49,6 +49,30 @@ pub fn lower(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
     }
 }
 
+/// Like [`lower`], but the tokens are a `Result<T, <runtime>::expr::EvalError>` expression:
+/// `Ok(…)`, or the runtime call itself when the whole expression is one fallible call. Emitters
+/// that return the value from a function should use this: `Ok(f(…)?)` is flagged by clippy
+/// (`needless_question_mark`).
+pub fn lower_result(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
+    let runtime = scope.runtime();
+    let lowerer = Lowerer {
+        scope,
+        rt: quote!(#runtime::expr),
+    };
+    if ir.ty == Type::List {
+        let owned = lowerer.list_owned(ir);
+        return quote!(Ok(#owned));
+    }
+    let lowered = lowerer.value(ir);
+    match lowered.call {
+        Some(call) => call,
+        None => {
+            let tokens = lowered.tokens;
+            quote!(Ok(#tokens))
+        }
+    }
+}
+
 /// Rust precedence levels, loosest first (only those the emitter produces).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Prec {
@@ -74,11 +98,26 @@ enum Prec {
 struct Lowered {
     tokens: TokenStream,
     prec: Prec,
+    /// For `f(…)?`, the call without the `?` (see [`lower_result`]).
+    call: Option<TokenStream>,
 }
 
 impl Lowered {
     fn new(tokens: TokenStream, prec: Prec) -> Self {
-        Self { tokens, prec }
+        Self {
+            tokens,
+            prec,
+            call: None,
+        }
+    }
+
+    /// A fallible runtime call, `call?`.
+    fn try_call(call: TokenStream) -> Self {
+        Self {
+            tokens: quote!(#call?),
+            prec: Prec::Atom,
+            call: Some(call),
+        }
     }
 
     /// The tokens, parenthesized when they bind more loosely than `min` requires.
@@ -103,9 +142,9 @@ fn ident(name: &str) -> Ident {
 }
 
 impl Lowerer<'_> {
-    /// Lowers a non-List expression (a List one is lowered owned).
+    /// Lowers a non-List expression (a List one is lowered owned). Cases with several
+    /// `quote!`s live in their own methods to keep this recursive function's frame small.
     fn value(&self, ir: &Ir) -> Lowered {
-        let rt = &self.rt;
         match &ir.kind {
             IrKind::Int(v) => int_literal(*v),
             IrKind::Float(v) => float_literal(*v),
@@ -118,56 +157,78 @@ impl Lowerer<'_> {
             IrKind::List(_) => Lowered::new(self.list_owned(ir), Prec::Atom),
             IrKind::Sym(sym) => Lowered::new(self.scope.symbol(sym), Prec::Unary),
             IrKind::Feature(name) => Lowered::new(self.scope.feature(name), Prec::Unary),
-            IrKind::IsDefined(sym, negated) => {
-                let defined = self.scope.is_defined(sym);
-                if *negated {
-                    Lowered::new(quote!(!#defined), Prec::Unary)
-                } else {
-                    Lowered::new(defined, Prec::Unary)
-                }
-            }
+            IrKind::IsDefined(sym, negated) => self.is_defined(sym, *negated),
             IrKind::Call(builtin, args) => self.call(*builtin, args, ir.ty),
-            IrKind::Length(list) => {
-                let list = self.list_slice(list).tokens;
-                Lowered::new(quote!(#rt::length(#list)?), Prec::Atom)
-            }
-            IrKind::Index(list, index) => {
-                let list = self.list_slice(list).tokens;
-                let index = self.value(index).tokens;
-                Lowered::new(quote!(#rt::index(#list, #index)?), Prec::Atom)
-            }
-            IrKind::ToFloat(x) => {
-                let x = self.value(x).tokens;
-                Lowered::new(quote!(#rt::to_float(#x)), Prec::Atom)
-            }
-            IrKind::Unary(UnaryOp::Neg, x) => match (&x.kind, x.ty) {
-                // `-7` stays a literal rather than `neg(7i64)?`: it cannot overflow.
-                (IrKind::Int(v), _) => int_literal(v.saturating_neg()),
-                (_, Type::Int) => {
-                    let x = self.value(x).tokens;
-                    Lowered::new(quote!(#rt::neg(#x)?), Prec::Atom)
-                }
-                _ => {
-                    let x = self.value(x).at(Prec::Unary);
-                    Lowered::new(quote!(-#x), Prec::Unary)
-                }
-            },
+            IrKind::Length(list) => self.length(list),
+            IrKind::Index(list, index) => self.index(list, index),
+            IrKind::ToFloat(x) => self.to_float(x),
+            IrKind::Unary(UnaryOp::Neg, x) => self.neg(x),
             IrKind::Unary(UnaryOp::Not, x) => self.not(x),
             IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs),
-            IrKind::Cond(cond, then, otherwise) => {
-                let cond = self.value(cond).tokens;
-                let then = self.value(then).tokens;
-                // `else if` rather than `else { if … }` (clippy: collapsible_else_if).
-                let otherwise = match otherwise.kind {
-                    IrKind::Cond(..) => self.value(otherwise).tokens,
-                    _ => {
-                        let o = self.value(otherwise).tokens;
-                        quote!({ #o })
-                    }
-                };
-                Lowered::new(quote!(if #cond { #then } else #otherwise), Prec::Cond)
+            IrKind::Cond(cond, then, otherwise) => self.cond(cond, then, otherwise),
+        }
+    }
+
+    fn is_defined(&self, sym: &Symbol, negated: bool) -> Lowered {
+        let defined = self.scope.is_defined(sym);
+        if negated {
+            Lowered::new(quote!(!#defined), Prec::Unary)
+        } else {
+            Lowered::new(defined, Prec::Unary)
+        }
+    }
+
+    fn length(&self, list: &Ir) -> Lowered {
+        let rt = &self.rt;
+        let list = self.list_slice(list).tokens;
+        Lowered::try_call(quote!(#rt::length(#list)))
+    }
+
+    fn index(&self, list: &Ir, index: &Ir) -> Lowered {
+        let rt = &self.rt;
+        let list = self.list_slice(list).tokens;
+        let index = self.value(index).tokens;
+        Lowered::try_call(quote!(#rt::index(#list, #index)))
+    }
+
+    fn to_float(&self, x: &Ir) -> Lowered {
+        if let IrKind::Int(v) = x.kind {
+            // `2f64` rather than `to_float(2i64)`; the runtime converts with `as f64` too.
+            return float_literal(super::runtime::to_float(v));
+        }
+        let rt = &self.rt;
+        let x = self.value(x).tokens;
+        Lowered::new(quote!(#rt::to_float(#x)), Prec::Atom)
+    }
+
+    fn neg(&self, x: &Ir) -> Lowered {
+        let rt = &self.rt;
+        match (&x.kind, x.ty) {
+            // `-7` stays a literal rather than `neg(7i64)?`: it cannot overflow.
+            (IrKind::Int(v), _) => int_literal(v.saturating_neg()),
+            (_, Type::Int) => {
+                let x = self.value(x).tokens;
+                Lowered::try_call(quote!(#rt::neg(#x)))
+            }
+            _ => {
+                let x = self.value(x).at(Prec::Unary);
+                Lowered::new(quote!(-#x), Prec::Unary)
             }
         }
+    }
+
+    fn cond(&self, cond: &Ir, then: &Ir, otherwise: &Ir) -> Lowered {
+        let cond = self.value(cond).tokens;
+        let then = self.value(then).tokens;
+        // `else if` rather than `else { if … }` (clippy: collapsible_else_if).
+        let otherwise = match otherwise.kind {
+            IrKind::Cond(..) => self.value(otherwise).tokens,
+            _ => {
+                let o = self.value(otherwise).tokens;
+                quote!({ #o })
+            }
+        };
+        Lowered::new(quote!(if #cond { #then } else #otherwise), Prec::Cond)
     }
 
     /// A List expression as `&[i64]` (or `&[i64; N]`, which coerces), usable as an argument.
@@ -203,9 +264,11 @@ impl Lowerer<'_> {
     /// A List expression as an owned `Vec<i64>`.
     fn list_owned(&self, ir: &Ir) -> TokenStream {
         match &ir.kind {
+            // Not `vec![…]`: macro arguments are opaque to prettyplease, which then prints them
+            // unformatted in the generated file.
             IrKind::List(items) => {
                 let items = items.iter().map(|i| self.value(i).tokens);
-                quote!(::std::vec![#(#items),*])
+                quote!(<[i64]>::to_vec(&[#(#items),*]))
             }
             IrKind::Cond(cond, then, otherwise) => {
                 let cond = self.value(cond).tokens;
@@ -241,8 +304,12 @@ impl Lowerer<'_> {
             Lowering::Runtime { name, fallible } => {
                 let name = ident(name);
                 let args = args.iter().map(|a| self.arg(a));
-                let q = fallible.then(|| quote!(?));
-                quote!(#rt::#name(#(#args),*) #q)
+                let call = quote!(#rt::#name(#(#args),*));
+                return if fallible {
+                    Lowered::try_call(call)
+                } else {
+                    Lowered::new(call, Prec::Atom)
+                };
             }
             Lowering::Fold(name) => {
                 let name = ident(name);
@@ -257,7 +324,10 @@ impl Lowerer<'_> {
                 })
             }
             Lowering::F16Ok => {
-                let dtype = args.first().map(|a| self.value(a).tokens).unwrap_or_default();
+                let dtype = args
+                    .first()
+                    .map(|a| self.value(a).tokens)
+                    .unwrap_or_default();
                 let has_f16 = self.scope.feature(SHADER_F16);
                 quote!(#rt::f16_ok(#dtype, #has_f16))
             }
@@ -279,77 +349,91 @@ impl Lowerer<'_> {
     }
 
     fn binary(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
-        let rt = &self.rt;
-        let operand_ty = lhs.ty;
         match op {
-            // `&&` and `||` are associative, so same-level operands need no parentheses.
-            BinOp::And | BinOp::Or => {
-                let prec = if op == BinOp::And { Prec::And } else { Prec::Or };
-                let l = self.value(lhs).at(prec);
-                let r = self.value(rhs).at(prec);
-                let tokens = if op == BinOp::And {
-                    quote!(#l && #r)
-                } else {
-                    quote!(#l || #r)
-                };
-                Lowered::new(tokens, prec)
-            }
-            _ if op.is_arithmetic() && operand_ty == Type::Int => {
-                let name = ident(match op {
-                    BinOp::Add => "add",
-                    BinOp::Sub => "sub",
-                    BinOp::Mul => "mul",
-                    BinOp::Div => "div",
-                    _ => "rem",
-                });
-                let (l, r) = (self.value(lhs).tokens, self.value(rhs).tokens);
-                Lowered::new(quote!(#rt::#name(#l, #r)?), Prec::Atom)
-            }
-            BinOp::Div | BinOp::Rem => {
-                let name = ident(if op == BinOp::Div {
-                    "div_float"
-                } else {
-                    "rem_float"
-                });
-                let (l, r) = (self.value(lhs).tokens, self.value(rhs).tokens);
-                Lowered::new(quote!(#rt::#name(#l, #r)?), Prec::Atom)
-            }
-            // Float `+ - *`: left-associative, so the right operand must bind tighter (float
-            // addition is not associative: `a + (b + c)` keeps its parentheses).
-            BinOp::Add | BinOp::Sub | BinOp::Mul => {
-                let prec = if op == BinOp::Mul { Prec::Mul } else { Prec::Add };
-                let l = self.value(lhs).at(prec);
-                let r = self.value(rhs).at(next(prec));
-                let tokens = match op {
-                    BinOp::Add => quote!(#l + #r),
-                    BinOp::Sub => quote!(#l - #r),
-                    _ => quote!(#l * #r),
-                };
-                Lowered::new(tokens, prec)
-            }
-            _ if operand_ty == Type::List => {
-                let (l, r) = (self.list_slice(lhs).tokens, self.list_slice(rhs).tokens);
-                let same = quote!(#rt::same_shape(#l, #r));
-                if op == BinOp::Ne {
-                    Lowered::new(quote!(!#same), Prec::Unary)
-                } else {
-                    Lowered::new(same, Prec::Atom)
-                }
-            }
-            _ => {
-                let l = self.value(lhs).at(Prec::Add);
-                let r = self.value(rhs).at(Prec::Add);
-                let tokens = match op {
-                    BinOp::Eq => quote!(#l == #r),
-                    BinOp::Ne => quote!(#l != #r),
-                    BinOp::Lt => quote!(#l < #r),
-                    BinOp::Le => quote!(#l <= #r),
-                    BinOp::Gt => quote!(#l > #r),
-                    _ => quote!(#l >= #r),
-                };
-                Lowered::new(tokens, Prec::Compare)
-            }
+            BinOp::And | BinOp::Or => self.logical(op, lhs, rhs),
+            _ if op.is_arithmetic() && lhs.ty == Type::Int => self.runtime_binary(op, lhs, rhs),
+            BinOp::Div | BinOp::Rem => self.runtime_binary(op, lhs, rhs),
+            BinOp::Add | BinOp::Sub | BinOp::Mul => self.float_binary(op, lhs, rhs),
+            _ if lhs.ty == Type::List => self.list_equality(op, lhs, rhs),
+            _ => self.comparison(op, lhs, rhs),
         }
+    }
+
+    /// `&&` / `||`: associative, so same-level operands need no parentheses.
+    fn logical(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+        let prec = if op == BinOp::And {
+            Prec::And
+        } else {
+            Prec::Or
+        };
+        let l = self.value(lhs).at(prec);
+        let r = self.value(rhs).at(prec);
+        let tokens = if op == BinOp::And {
+            quote!(#l && #r)
+        } else {
+            quote!(#l || #r)
+        };
+        Lowered::new(tokens, prec)
+    }
+
+    /// Checked Int arithmetic, and Float `/` `%` (which fail on a zero divisor).
+    fn runtime_binary(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+        let rt = &self.rt;
+        let name = ident(match (op, lhs.ty) {
+            (BinOp::Add, _) => "add",
+            (BinOp::Sub, _) => "sub",
+            (BinOp::Mul, _) => "mul",
+            (BinOp::Div, Type::Int) => "div",
+            (BinOp::Div, _) => "div_float",
+            (_, Type::Int) => "rem",
+            _ => "rem_float",
+        });
+        let (l, r) = (self.value(lhs).tokens, self.value(rhs).tokens);
+        Lowered::try_call(quote!(#rt::#name(#l, #r)))
+    }
+
+    /// Float `+ - *`: left-associative, so the right operand must bind tighter (float
+    /// addition is not associative: `a + (b + c)` keeps its parentheses).
+    fn float_binary(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+        let prec = if op == BinOp::Mul {
+            Prec::Mul
+        } else {
+            Prec::Add
+        };
+        let l = self.value(lhs).at(prec);
+        let r = self.value(rhs).at(next(prec));
+        let tokens = match op {
+            BinOp::Add => quote!(#l + #r),
+            BinOp::Sub => quote!(#l - #r),
+            _ => quote!(#l * #r),
+        };
+        Lowered::new(tokens, prec)
+    }
+
+    fn list_equality(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+        let rt = &self.rt;
+        let (l, r) = (self.list_slice(lhs).tokens, self.list_slice(rhs).tokens);
+        let same = quote!(#rt::same_shape(#l, #r));
+        if op == BinOp::Ne {
+            Lowered::new(quote!(!#same), Prec::Unary)
+        } else {
+            Lowered::new(same, Prec::Atom)
+        }
+    }
+
+    /// Comparisons are non-associative in Rust: both operands must bind tighter.
+    fn comparison(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+        let l = self.value(lhs).at(Prec::Add);
+        let r = self.value(rhs).at(Prec::Add);
+        let tokens = match op {
+            BinOp::Eq => quote!(#l == #r),
+            BinOp::Ne => quote!(#l != #r),
+            BinOp::Lt => quote!(#l < #r),
+            BinOp::Le => quote!(#l <= #r),
+            BinOp::Gt => quote!(#l > #r),
+            _ => quote!(#l >= #r),
+        };
+        Lowered::new(tokens, Prec::Compare)
     }
 }
 
@@ -379,10 +463,11 @@ fn inverse(op: BinOp) -> Option<BinOp> {
     })
 }
 
-/// Whether a List expression can be lowered as a borrow that outlives an `if` branch.
+/// Whether a List expression can be lowered as a borrow that outlives an `if` branch: a
+/// shape or attribute, but not a derived list, whose value is computed (a temporary).
 fn borrowable(ir: &Ir) -> bool {
     match &ir.kind {
-        IrKind::Sym(_) => true,
+        IrKind::Sym(sym) => !matches!(sym, Symbol::Derived(_)),
         IrKind::Cond(_, then, otherwise) => borrowable(then) && borrowable(otherwise),
         _ => false,
     }

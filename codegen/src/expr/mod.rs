@@ -31,7 +31,7 @@ use std::fmt;
 
 pub use check::{Ir, IrKind, Scope, check};
 pub use interp::{Env, EvalTrace, Value, eval, eval_traced};
-pub use lower::{LowerScope, lower};
+pub use lower::{LowerScope, lower, lower_result};
 pub use parser::parse;
 pub use runtime::EvalError;
 

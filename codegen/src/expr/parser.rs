@@ -11,8 +11,13 @@ use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
 use super::lexer::{Tok, Token, tokenize};
 use super::{ExprError, Span};
 
-/// Nesting depth beyond which parsing fails instead of risking a stack overflow.
-const MAX_DEPTH: usize = 128;
+/// Parser recursion (parentheses, calls, brackets, prefix operators) beyond which parsing fails
+/// instead of risking a stack overflow. Debug builds spend ~20 KiB of stack per level.
+const MAX_DEPTH: usize = 32;
+
+/// Syntax tree depth beyond which parsing fails: checking, evaluation and lowering recurse over
+/// the tree, and a long `a and b and …` chain is deep without any parentheses.
+const MAX_TREE_DEPTH: usize = 128;
 
 /// Words that cannot be used as names.
 const KEYWORDS: &[&str] = &[
@@ -29,13 +34,31 @@ pub fn parse(src: &str) -> Result<Expr, ExprError> {
         depth: 0,
     };
     let expr = parser.expr()?;
-    match parser.peek() {
-        None => Ok(expr),
-        Some(token) => Err(ExprError::new(
+    if let Some(token) = parser.peek() {
+        return Err(ExprError::new(
             token.span,
             format!("unexpected {} after the expression", token.tok),
-        )),
+        ));
     }
+    check_tree_depth(&expr)?;
+    Ok(expr)
+}
+
+/// Rejects trees deeper than [`MAX_TREE_DEPTH`], walking with an explicit stack.
+fn check_tree_depth(root: &Expr) -> Result<(), ExprError> {
+    let mut stack = vec![(root, 1)];
+    while let Some((e, depth)) = stack.pop() {
+        if depth > MAX_TREE_DEPTH {
+            return Err(ExprError::new(
+                e.span,
+                format!(
+                    "expression is nested too deeply (more than {MAX_TREE_DEPTH} operations deep)"
+                ),
+            ));
+        }
+        stack.extend(e.children().into_iter().map(|c| (c, depth + 1)));
+    }
+    Ok(())
 }
 
 struct Parser {
@@ -67,7 +90,9 @@ impl Parser {
 
     /// Consumes the current token and returns its span.
     fn bump(&mut self) -> Span {
-        let span = self.peek().map_or(Span::new(self.end, self.end), |t| t.span);
+        let span = self
+            .peek()
+            .map_or(Span::new(self.end, self.end), |t| t.span);
         self.pos += 1;
         span
     }
@@ -119,7 +144,13 @@ impl Parser {
     fn enter(&mut self) -> Result<(), ExprError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(self.error_here("a less deeply nested expression"));
+            let span = self
+                .peek()
+                .map_or(Span::new(self.end, self.end), |t| t.span);
+            return Err(ExprError::new(
+                span,
+                format!("expression is nested too deeply (more than {MAX_DEPTH} levels)"),
+            ));
         }
         Ok(())
     }
@@ -219,8 +250,14 @@ impl Parser {
 
     fn compare(&mut self) -> PResult {
         let lhs = self.additive()?;
-        if self.peek_is_keyword("in") || self.peek_is_keyword("not") {
-            return Err(self.error_here("an operator (`in` / `not in` are not supported)"));
+        for (keyword, op) in [("in", "in"), ("not", "not in")] {
+            if let Some(Token { span, .. }) = self.peek().filter(|_| self.peek_is_keyword(keyword))
+            {
+                return Err(ExprError::new(
+                    *span,
+                    format!("operator `{op}` is not supported"),
+                ));
+            }
         }
         let Some(op) = self.comparison_op() else {
             return Ok(lhs);

@@ -142,7 +142,8 @@ fn infer_repr(default: Option<&AttrValue>, allowed: Option<&[i64]>, usage: &Usag
     if usage.feeds_f32 {
         return AttrRepr::F32;
     }
-    let flag_values = allowed.is_some_and(|v| !v.is_empty() && v.iter().all(|x| *x == 0 || *x == 1));
+    let flag_values =
+        allowed.is_some_and(|v| !v.is_empty() && v.iter().all(|x| *x == 0 || *x == 1));
     if flag_values || (usage.occurrences > 0 && usage.occurrences == usage.zero_tests) {
         return AttrRepr::Bool;
     }
@@ -175,19 +176,26 @@ impl Usage {
                 }
                 usage.occurrences += 1;
                 let rest = rest.trim_start();
-                if rest.starts_with('[') || rest.starts_with("| length") || rest.starts_with("|length") {
+                if rest.starts_with('[')
+                    || rest.starts_with("| length")
+                    || rest.starts_with("|length")
+                {
                     usage.as_list = true;
                 }
                 let compared_with_zero = ["!= 0", "== 0"].iter().any(|op| {
-                    rest.strip_prefix(op)
-                        .is_some_and(|after| !after.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+                    rest.strip_prefix(op).is_some_and(|after| {
+                        !after.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+                    })
                 });
                 if compared_with_zero {
                     usage.zero_tests += 1;
                 }
             }
         }
-        usage.feeds_f32 = sources.f32_fields.iter().any(|value| value.trim() == needle);
+        usage.feeds_f32 = sources
+            .f32_fields
+            .iter()
+            .any(|value| value.trim() == needle);
         usage
     }
 }

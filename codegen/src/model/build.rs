@@ -28,7 +28,11 @@ impl expr::Scope for OpScope<'_> {
         match symbol {
             Symbol::Shape(role) | Symbol::Rank(role) => {
                 if self.op.tensors().any(|t| &t.role == role) {
-                    Ok(if matches!(symbol, Symbol::Shape(_)) { Type::List } else { Type::Int })
+                    Ok(if matches!(symbol, Symbol::Shape(_)) {
+                        Type::List
+                    } else {
+                        Type::Int
+                    })
                 } else {
                     Err(format!(
                         "unknown tensor role `{role}` (known: {})",
@@ -66,7 +70,9 @@ impl expr::Scope for OpScope<'_> {
             }
             Symbol::Derived(name) => match self.derived.get(name) {
                 Some(ty) => Ok(*ty),
-                None => Err(format!("undefined name `{name}` (not a `derive` entry of this op)")),
+                None => Err(format!(
+                    "undefined name `{name}` (not a `derive` entry of this op)"
+                )),
             },
         }
     }
@@ -88,7 +94,11 @@ pub fn check_expr(
         }
     };
     match expr::check(&parsed, scope) {
-        Ok(ir) => Some(Expr { source: source.to_owned(), path: path.to_owned(), ir }),
+        Ok(ir) => Some(Expr {
+            source: source.to_owned(),
+            path: path.to_owned(),
+            ir,
+        }),
         Err(errors) => {
             for err in &errors {
                 diagnostics.push(expr_diagnostic(file, path, source, err));
@@ -130,7 +140,9 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
                         diagnostics.push(Diagnostic::new(
                             file,
                             format!("typeConstraints.{name}"),
-                            format!("unknown dtype `{dtype}` (known: float32, float16, uint32, int64)"),
+                            format!(
+                                "unknown dtype `{dtype}` (known: float32, float16, uint32, int64)"
+                            ),
                         ));
                     }
                     parsed
@@ -157,7 +169,11 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
     for (name, value) in &manifest.tunables {
         match value.as_i64() {
             Some(v) => op.tunables.push((name.clone(), v)),
-            None => diagnostics.push(Diagnostic::new(file, format!("tunables.{name}"), "tunables must be integers")),
+            None => diagnostics.push(Diagnostic::new(
+                file,
+                format!("tunables.{name}"),
+                "tunables must be integers",
+            )),
         }
     }
     op.inputs = build_tensors(file, manifest, &op, true, &mut diagnostics);
@@ -175,7 +191,8 @@ fn gather_sources(manifest: &Manifest) -> Sources<'_> {
     for (name, source) in &manifest.derive {
         all.push((format!("derive.{name}"), source));
     }
-    let mut bindings: Vec<&crate::manifest::BindingDecl> = manifest.binding_sets.values().flatten().collect();
+    let mut bindings: Vec<&crate::manifest::BindingDecl> =
+        manifest.binding_sets.values().flatten().collect();
     for (v, variant) in manifest.variants.iter().enumerate() {
         for (i, when) in variant.when.iter().enumerate() {
             all.push((format!("variants[{v}].when[{i}]"), when));
@@ -196,7 +213,11 @@ fn gather_sources(manifest: &Manifest) -> Sources<'_> {
             }
         }
     }
-    for field in bindings.iter().filter_map(|b| b.struct_.as_ref()).flat_map(|s| &s.fields) {
+    for field in bindings
+        .iter()
+        .filter_map(|b| b.struct_.as_ref())
+        .flat_map(|s| &s.fields)
+    {
         all.push(("bindings".to_owned(), &field.value));
         if field.ty == "f32" {
             f32_fields.push(field.value.as_str());
@@ -205,8 +226,18 @@ fn gather_sources(manifest: &Manifest) -> Sources<'_> {
     Sources { all, f32_fields }
 }
 
-fn build_tensors(file: &str, manifest: &Manifest, op: &Op, inputs: bool, diagnostics: &mut Diagnostics) -> Vec<Tensor> {
-    let (decls, kind) = if inputs { (&manifest.inputs, "inputs") } else { (&manifest.outputs, "outputs") };
+fn build_tensors(
+    file: &str,
+    manifest: &Manifest,
+    op: &Op,
+    inputs: bool,
+    diagnostics: &mut Diagnostics,
+) -> Vec<Tensor> {
+    let (decls, kind) = if inputs {
+        (&manifest.inputs, "inputs")
+    } else {
+        (&manifest.outputs, "outputs")
+    };
     let mut tensors = Vec::new();
     for (i, decl) in decls.iter().enumerate() {
         let path = format!("{kind}[{i}]");
@@ -218,12 +249,18 @@ fn build_tensors(file: &str, manifest: &Manifest, op: &Op, inputs: bool, diagnos
             diagnostics.push(Diagnostic::new(
                 file,
                 format!("{path}.dtype"),
-                format!("`{}` is neither a type variable of typeConstraints nor a dtype", decl.dtype),
+                format!(
+                    "`{}` is neither a type variable of typeConstraints nor a dtype",
+                    decl.dtype
+                ),
             ));
             continue;
         };
         let logical: Vec<DType> = match &dtype {
-            DTypeRef::Var(var) => op.type_var(var).map(|t| t.allowed.clone()).unwrap_or_default(),
+            DTypeRef::Var(var) => op
+                .type_var(var)
+                .map(|t| t.allowed.clone())
+                .unwrap_or_default(),
             DTypeRef::Fixed(d) => vec![*d],
         };
         let arg = manifest.args.values().find(|a| a.semantic == decl.role);
@@ -253,7 +290,11 @@ fn build_tensors(file: &str, manifest: &Manifest, op: &Op, inputs: bool, diagnos
                 None => None,
                 Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().map(|r| r as u32),
                 Some(_) => {
-                    diagnostics.push(Diagnostic::new(file, format!("{path}.rank"), "an input rank must be a non-negative integer"));
+                    diagnostics.push(Diagnostic::new(
+                        file,
+                        format!("{path}.rank"),
+                        "an input rank must be a non-negative integer",
+                    ));
                     None
                 }
             }
@@ -261,7 +302,11 @@ fn build_tensors(file: &str, manifest: &Manifest, op: &Op, inputs: bool, diagnos
             None
         };
         if !inputs && decl.shape.is_none() {
-            diagnostics.push(Diagnostic::new(file, &path, "outputs need a `shape` expression"));
+            diagnostics.push(Diagnostic::new(
+                file,
+                &path,
+                "outputs need a `shape` expression",
+            ));
         }
         tensors.push(Tensor {
             role: decl.role.clone(),
@@ -277,19 +322,37 @@ fn build_tensors(file: &str, manifest: &Manifest, op: &Op, inputs: bool, diagnos
 }
 
 /// Checks `derive` entries in dependency order; reports cycles with their path.
-fn build_derives(file: &str, manifest: &Manifest, op: &mut Op, diagnostics: &mut Diagnostics) -> HashMap<String, Type> {
+fn build_derives(
+    file: &str,
+    manifest: &Manifest,
+    op: &mut Op,
+    diagnostics: &mut Diagnostics,
+) -> HashMap<String, Type> {
     let mut parsed = BTreeMap::new();
     for (name, source) in &manifest.derive {
         match expr::parse(source) {
             Ok(ast) => {
                 parsed.insert(name.clone(), (source.as_str(), ast));
             }
-            Err(err) => diagnostics.push(expr_diagnostic(file, &format!("derive.{name}"), source, &err)),
+            Err(err) => diagnostics.push(expr_diagnostic(
+                file,
+                &format!("derive.{name}"),
+                source,
+                &err,
+            )),
         }
     }
     let deps: BTreeMap<&str, BTreeSet<String>> = parsed
         .iter()
-        .map(|(name, (_, ast))| (name.as_str(), ast.derived_refs().into_iter().filter(|r| parsed.contains_key(r)).collect()))
+        .map(|(name, (_, ast))| {
+            (
+                name.as_str(),
+                ast.derived_refs()
+                    .into_iter()
+                    .filter(|r| parsed.contains_key(r))
+                    .collect(),
+            )
+        })
         .collect();
     let order = match topo_sort(&deps) {
         Ok(order) => order,
@@ -306,8 +369,12 @@ fn build_derives(file: &str, manifest: &Manifest, op: &mut Op, diagnostics: &mut
     let mut derives = Vec::new();
     for name in order {
         let (source, _) = &parsed[name.as_str()];
-        let scope = OpScope { op, derived: &types };
-        if let Some(expr) = check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics) {
+        let scope = OpScope {
+            op,
+            derived: &types,
+        };
+        if let Some(expr) = check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics)
+        {
             types.insert(name.clone(), expr.ir.ty);
             derives.push(Derived { name, expr });
         }
@@ -334,7 +401,8 @@ fn topo_sort(deps: &BTreeMap<&str, BTreeSet<String>>) -> Result<Vec<String>, Vec
             Some(Mark::Done) => return Ok(()),
             Some(Mark::Visiting) => {
                 let start = stack.iter().position(|n| *n == name).unwrap_or(0);
-                let mut cycle: Vec<String> = stack[start..].iter().map(|s| (*s).to_owned()).collect();
+                let mut cycle: Vec<String> =
+                    stack[start..].iter().map(|s| (*s).to_owned()).collect();
                 cycle.push(name.to_owned());
                 return Err(cycle);
             }
@@ -358,7 +426,13 @@ fn topo_sort(deps: &BTreeMap<&str, BTreeSet<String>>) -> Result<Vec<String>, Vec
     Ok(order)
 }
 
-fn check_output_exprs(file: &str, manifest: &Manifest, op: &mut Op, derived: &HashMap<String, Type>, diagnostics: &mut Diagnostics) {
+fn check_output_exprs(
+    file: &str,
+    manifest: &Manifest,
+    op: &mut Op,
+    derived: &HashMap<String, Type>,
+    diagnostics: &mut Diagnostics,
+) {
     let mut checked = Vec::new();
     for (i, decl) in manifest.outputs.iter().enumerate() {
         let scope = OpScope { op, derived };
@@ -367,11 +441,15 @@ fn check_output_exprs(file: &str, manifest: &Manifest, op: &mut Op, derived: &Ha
             let expr = check_expr(file, &path, source, &scope, diagnostics)?;
             expect_type(file, &expr, Type::List, diagnostics)
         });
-        let rank = decl.rank.as_ref().and_then(literal_source).and_then(|source| {
-            let path = format!("outputs[{i}].rank");
-            let expr = check_expr(file, &path, &source, &scope, diagnostics)?;
-            expect_type(file, &expr, Type::Int, diagnostics)
-        });
+        let rank = decl
+            .rank
+            .as_ref()
+            .and_then(literal_source)
+            .and_then(|source| {
+                let path = format!("outputs[{i}].rank");
+                let expr = check_expr(file, &path, &source, &scope, diagnostics)?;
+                expect_type(file, &expr, Type::Int, diagnostics)
+            });
         checked.push((decl.role.clone(), shape, rank));
     }
     for (role, shape, rank) in checked {
@@ -383,13 +461,22 @@ fn check_output_exprs(file: &str, manifest: &Manifest, op: &mut Op, derived: &Ha
 }
 
 /// Keeps `expr` when its type is `expected`, reporting a mismatch otherwise.
-pub fn expect_type(file: &str, expr: &Expr, expected: Type, diagnostics: &mut Diagnostics) -> Option<Expr> {
+pub fn expect_type(
+    file: &str,
+    expr: &Expr,
+    expected: Type,
+    diagnostics: &mut Diagnostics,
+) -> Option<Expr> {
     if expr.ir.ty == expected || (expected == Type::Float && expr.ir.ty == Type::Int) {
         Some(expr.clone())
     } else {
         diagnostics.push(
-            Diagnostic::new(file, &expr.path, format!("expected a {expected:?} expression, found {:?}", expr.ir.ty))
-                .at(&expr.source, 1),
+            Diagnostic::new(
+                file,
+                &expr.path,
+                format!("expected a {expected:?} expression, found {:?}", expr.ir.ty),
+            )
+            .at(&expr.source, 1),
         );
         None
     }

@@ -294,7 +294,10 @@ impl Op {
     }
 
     pub fn tunable(&self, name: &str) -> Option<i64> {
-        self.tunables.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        self.tunables
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
     }
 }
 
@@ -329,7 +332,10 @@ mod tests {
     fn snake_case_keeps_leading_acronyms_together() {
         assert_eq!(snake_case("MRotaryEmbedding"), "mrotary_embedding");
         assert_eq!(snake_case("BiasSoftmax"), "bias_softmax");
-        assert_eq!(snake_case("GatedRelativePositionBias"), "gated_relative_position_bias");
+        assert_eq!(
+            snake_case("GatedRelativePositionBias"),
+            "gated_relative_position_bias"
+        );
         assert_eq!(snake_ident("rank3HeadSize"), "rank3_head_size");
         assert_eq!(snake_ident("WORKGROUP_SIZE"), "workgroup_size");
     }

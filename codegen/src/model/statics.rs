@@ -44,12 +44,23 @@ impl Combination {
 }
 
 /// The static values a pass's shader depends on: variant constants, then pass inputs.
-pub fn static_values<'a>(variant: &'a Variant, pass: &'a Pass) -> impl Iterator<Item = &'a TemplateValue> {
-    variant.constants.iter().chain(&pass.inputs).filter(|v| v.class == Class::Static)
+pub fn static_values<'a>(
+    variant: &'a Variant,
+    pass: &'a Pass,
+) -> impl Iterator<Item = &'a TemplateValue> {
+    variant
+        .constants
+        .iter()
+        .chain(&pass.inputs)
+        .filter(|v| v.class == Class::Static)
 }
 
 /// Every distinct combination of a pass, in a deterministic order.
-pub fn enumerate_combinations(op: &Op, variant: &Variant, pass: &Pass) -> Result<Vec<Combination>, EvalError> {
+pub fn enumerate_combinations(
+    op: &Op,
+    variant: &Variant,
+    pass: &Pass,
+) -> Result<Vec<Combination>, EvalError> {
     let mut vars = BTreeSet::new();
     for value in static_values(variant, pass) {
         collect_vars(op, &value.expr.ir, &mut vars);
@@ -74,7 +85,11 @@ pub fn enumerate_combinations(op: &Op, variant: &Variant, pass: &Pass) -> Result
             assignment.insert(var.clone(), domain[index % domain.len()].clone());
             index /= domain.len();
         }
-        let env = StaticEnv { op, assignment: &assignment, required: &variant.required_features };
+        let env = StaticEnv {
+            op,
+            assignment: &assignment,
+            required: &variant.required_features,
+        };
         let mut values = Vec::new();
         for value in static_values(variant, pass) {
             values.push((value.name.clone(), expr::eval(&value.expr.ir, &env)?));
@@ -82,7 +97,9 @@ pub fn enumerate_combinations(op: &Op, variant: &Variant, pass: &Pass) -> Result
         let dtypes: BTreeMap<String, DType> = assignment
             .iter()
             .filter_map(|(var, value)| match (var, value) {
-                (StaticVar::Dtype(name), Value::Dtype(d)) => DType::parse(d).map(|d| (name.clone(), d)),
+                (StaticVar::Dtype(name), Value::Dtype(d)) => {
+                    DType::parse(d).map(|d| (name.clone(), d))
+                }
                 _ => None,
             })
             .collect();
@@ -94,7 +111,11 @@ pub fn enumerate_combinations(op: &Op, variant: &Variant, pass: &Pass) -> Result
         }
         let key = format!("{values:?}{dtypes:?}{features:?}");
         if seen.insert(key) {
-            combinations.push(Combination { dtypes, features, values });
+            combinations.push(Combination {
+                dtypes,
+                features,
+                values,
+            });
         }
     }
     Ok(combinations)
@@ -104,7 +125,12 @@ fn domain(op: &Op, var: &StaticVar) -> Vec<Value> {
     match var {
         StaticVar::Dtype(name) => op
             .type_var(name)
-            .map(|t| t.allowed.iter().map(|d| Value::Dtype(d.wgsl().to_owned())).collect())
+            .map(|t| {
+                t.allowed
+                    .iter()
+                    .map(|d| Value::Dtype(d.wgsl().to_owned()))
+                    .collect()
+            })
             .unwrap_or_default(),
         StaticVar::Attr(name) => match op.attribute(name) {
             Some(a) => match (&a.allowed, a.repr) {
@@ -150,7 +176,10 @@ struct StaticEnv<'a> {
 impl expr::Env for StaticEnv<'_> {
     fn get(&self, symbol: &Symbol) -> Result<Option<Value>, EvalError> {
         Ok(match symbol {
-            Symbol::Dtype(name) => self.assignment.get(&StaticVar::Dtype(name.clone())).cloned(),
+            Symbol::Dtype(name) => self
+                .assignment
+                .get(&StaticVar::Dtype(name.clone()))
+                .cloned(),
             Symbol::Attr(name) => self.assignment.get(&StaticVar::Attr(name.clone())).cloned(),
             Symbol::Tunable(name) => self.op.tunable(name).map(Value::Int),
             Symbol::Derived(name) => match self.op.derived(name) {
@@ -158,13 +187,18 @@ impl expr::Env for StaticEnv<'_> {
                 None => None,
             },
             Symbol::Shape(_) | Symbol::Rank(_) | Symbol::Limit(_) => {
-                return Err(EvalError { message: format!("{symbol:?} is not known at build time") });
+                return Err(EvalError {
+                    message: format!("{symbol:?} is not known at build time"),
+                });
             }
         })
     }
 
     fn has_feature(&self, name: &str) -> bool {
         self.required.iter().any(|f| f == name)
-            || matches!(self.assignment.get(&StaticVar::Feature(name.to_owned())), Some(Value::Bool(true)))
+            || matches!(
+                self.assignment.get(&StaticVar::Feature(name.to_owned())),
+                Some(Value::Bool(true))
+            )
     }
 }

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::build::{OpScope, check_expr, expect_type, literal_source};
 use super::{
-    Access, AttrRepr, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr, Intermediate, Op,
-    ParamField, ParamsStruct, Pass, TemplateValue, Variant,
+    Access, AttrRepr, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr,
+    Intermediate, Op, ParamField, ParamsStruct, Pass, TemplateValue, Variant,
 };
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{IrKind, Symbol, Type};
@@ -28,7 +28,8 @@ impl Cx<'_> {
     }
 
     fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.diagnostics.push(Diagnostic::new(self.file, path, message));
+        self.diagnostics
+            .push(Diagnostic::new(self.file, path, message));
     }
 }
 
@@ -40,12 +41,20 @@ pub fn build_variants(
     derived: &HashMap<String, Type>,
     diagnostics: &mut Diagnostics,
 ) -> Vec<Variant> {
-    let mut cx = Cx { file, manifest, scope: OpScope { op, derived }, diagnostics };
+    let mut cx = Cx {
+        file,
+        manifest,
+        scope: OpScope { op, derived },
+        diagnostics,
+    };
     let mut variants = Vec::new();
     let mut seen = BTreeSet::new();
     for (v, decl) in manifest.variants.iter().enumerate() {
         if !seen.insert(decl.id.as_str()) {
-            cx.error(format!("variants[{v}].id"), format!("duplicate variant id `{}`", decl.id));
+            cx.error(
+                format!("variants[{v}].id"),
+                format!("duplicate variant id `{}`", decl.id),
+            );
         }
         variants.push(build_variant(&mut cx, v, decl));
     }
@@ -76,11 +85,18 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         .filter_map(|(i, inter)| {
             let path = format!("{base}.intermediates[{i}]");
             let Some(dtype) = DType::parse(&inter.dtype) else {
-                cx.error(format!("{path}.dtype"), format!("unknown dtype `{}`", inter.dtype));
+                cx.error(
+                    format!("{path}.dtype"),
+                    format!("unknown dtype `{}`", inter.dtype),
+                );
                 return None;
             };
             let shape = cx.expr(&format!("{path}.shape"), &inter.shape, Type::List)?;
-            Some(Intermediate { id: inter.id.clone(), dtype, shape })
+            Some(Intermediate {
+                id: inter.id.clone(),
+                dtype,
+                shape,
+            })
         })
         .collect();
     let mut passes = Vec::new();
@@ -89,16 +105,31 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         let inputs = template_values(cx, &format!("{path}.source.inputs"), &pass.source.inputs);
         let bindings = match &pass.bindings {
             BindingsRef::Set(name) => match cx.manifest.binding_sets.get(name) {
-                Some(list) => build_bindings(cx, &format!("bindingSets.{name}"), list, &intermediates, &constants),
+                Some(list) => build_bindings(
+                    cx,
+                    &format!("bindingSets.{name}"),
+                    list,
+                    &intermediates,
+                    &constants,
+                ),
                 None => {
                     cx.error(
                         format!("{path}.bindings"),
-                        format!("unknown binding set `{name}` (known: {})", join_keys(&cx.manifest.binding_sets)),
+                        format!(
+                            "unknown binding set `{name}` (known: {})",
+                            join_keys(&cx.manifest.binding_sets)
+                        ),
                     );
                     Vec::new()
                 }
             },
-            BindingsRef::Inline(list) => build_bindings(cx, &format!("{path}.bindings"), list, &intermediates, &constants),
+            BindingsRef::Inline(list) => build_bindings(
+                cx,
+                &format!("{path}.bindings"),
+                list,
+                &intermediates,
+                &constants,
+            ),
         };
         let Some(dispatch) = build_dispatch(cx, &format!("{path}.dispatch"), &pass.dispatch) else {
             continue;
@@ -124,26 +155,44 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
 }
 
 fn join_keys<V>(map: &IndexMap<String, V>) -> String {
-    map.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+    map.keys()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn template_values(cx: &mut Cx<'_>, base: &str, values: &IndexMap<String, Value>) -> Vec<TemplateValue> {
+fn template_values(
+    cx: &mut Cx<'_>,
+    base: &str,
+    values: &IndexMap<String, Value>,
+) -> Vec<TemplateValue> {
     let mut out = Vec::new();
     for (name, value) in values {
         let path = format!("{base}.{name}");
         let Some(source) = literal_source(value) else {
-            cx.error(&path, "expected an expression string, a number or a boolean");
+            cx.error(
+                &path,
+                "expected an expression string, a number or a boolean",
+            );
             continue;
         };
         let Some(expr) = check_expr(cx.file, &path, &source, &cx.scope, cx.diagnostics) else {
             continue;
         };
-        let class = if is_static(cx.scope.op, &expr.ir.symbols()) { Class::Static } else { Class::Dynamic };
+        let class = if is_static(cx.scope.op, &expr.ir.symbols()) {
+            Class::Static
+        } else {
+            Class::Dynamic
+        };
         if class == Class::Dynamic && !matches!(expr.ir.ty, Type::Int | Type::Float | Type::Bool) {
             cx.error(&path, format!("a value that depends on shapes or limits must be an integer, float or boolean (it becomes a WGSL override), found {:?}", expr.ir.ty));
             continue;
         }
-        out.push(TemplateValue { name: name.clone(), expr, class });
+        out.push(TemplateValue {
+            name: name.clone(),
+            expr,
+            class,
+        });
     }
     out
 }
@@ -155,7 +204,9 @@ pub fn is_static(op: &Op, symbols: &BTreeSet<Symbol>) -> bool {
         Symbol::Attr(name) => op
             .attribute(name)
             .is_some_and(|a| a.allowed.is_some() || a.repr == AttrRepr::Bool),
-        Symbol::Derived(name) => op.derived(name).is_some_and(|d| is_static(op, &d.expr.ir.symbols())),
+        Symbol::Derived(name) => op
+            .derived(name)
+            .is_some_and(|d| is_static(op, &d.expr.ir.symbols())),
         Symbol::Shape(_) | Symbol::Rank(_) | Symbol::Limit(_) => false,
     })
 }
@@ -176,37 +227,69 @@ fn build_bindings(
             "storage" => Access::ReadWrite,
             "uniform" => Access::Uniform,
             other => {
-                cx.error(format!("{path}.buffer.type"), format!("unknown buffer type `{other}` (known: read-only-storage, storage, uniform)"));
+                cx.error(
+                    format!("{path}.buffer.type"),
+                    format!(
+                        "unknown buffer type `{other}` (known: read-only-storage, storage, uniform)"
+                    ),
+                );
                 continue;
             }
         };
         let target = if let Some(arg) = &decl.arg {
             let Some(arg_decl) = cx.manifest.args.get(arg) else {
-                cx.error(format!("{path}.arg"), format!("unknown arg `{arg}` (known: {})", join_keys(&cx.manifest.args)));
+                cx.error(
+                    format!("{path}.arg"),
+                    format!(
+                        "unknown arg `{arg}` (known: {})",
+                        join_keys(&cx.manifest.args)
+                    ),
+                );
                 continue;
             };
             if arg_decl.semantic != decl.semantic {
-                cx.error(&path, format!("arg `{arg}` has semantic `{}` but the binding says `{}`", arg_decl.semantic, decl.semantic));
+                cx.error(
+                    &path,
+                    format!(
+                        "arg `{arg}` has semantic `{}` but the binding says `{}`",
+                        arg_decl.semantic, decl.semantic
+                    ),
+                );
             }
             match op.tensors().position(|t| t.role == arg_decl.semantic) {
                 Some(index) => {
                     let is_output = index >= op.inputs.len();
                     if is_output && access != Access::ReadWrite {
-                        cx.error(&path, format!("output `{}` must be bound as `storage`", arg_decl.semantic));
+                        cx.error(
+                            &path,
+                            format!("output `{}` must be bound as `storage`", arg_decl.semantic),
+                        );
                     }
                     if !is_output && access == Access::ReadWrite {
-                        cx.error(&path, format!("input `{}` must not be bound writable", arg_decl.semantic));
+                        cx.error(
+                            &path,
+                            format!("input `{}` must not be bound writable", arg_decl.semantic),
+                        );
                     }
                     BindingTarget::Tensor(index)
                 }
                 None => {
-                    cx.error(&path, format!("arg `{arg}` names semantic `{}`, which is no input or output role", arg_decl.semantic));
+                    cx.error(
+                        &path,
+                        format!(
+                            "arg `{arg}` names semantic `{}`, which is no input or output role",
+                            arg_decl.semantic
+                        ),
+                    );
                     continue;
                 }
             }
         } else if decl.semantic == "kernel.params" {
             BindingTarget::Params
-        } else if let Some(index) = intermediates.iter().position(|inter| inter.id == decl.semantic) {
+        } else if let Some(index) = intermediates
+            .iter()
+            .position(|inter| inter.id == decl.semantic)
+        {
             BindingTarget::Intermediate(index)
         } else {
             cx.error(&path, format!("semantic `{}` is neither `kernel.params` nor an intermediate of this variant, and the binding has no `arg`", decl.semantic));
@@ -227,23 +310,36 @@ fn build_bindings(
                         }
                     };
                     if let Some(value) = cx.expr(&field_path, &field.value, expected) {
-                        fields.push(ParamField { name: field.name.clone(), wgsl_type, value });
+                        fields.push(ParamField {
+                            name: field.name.clone(),
+                            wgsl_type,
+                            value,
+                        });
                     }
                 }
-                Some(ParamsStruct { name: decl_struct.name.clone(), fields })
+                Some(ParamsStruct {
+                    name: decl_struct.name.clone(),
+                    fields,
+                })
             }
             (None, true) => {
                 cx.error(&path, "a `kernel.params` binding needs a `struct`");
                 continue;
             }
             (Some(_), false) => {
-                cx.error(&path, "only the `kernel.params` binding may declare a `struct`");
+                cx.error(
+                    &path,
+                    "only the `kernel.params` binding may declare a `struct`",
+                );
                 None
             }
             (None, false) => None,
         };
         if (access == Access::Uniform) != (target == BindingTarget::Params) {
-            cx.error(&path, "the `kernel.params` binding, and only it, is a uniform buffer");
+            cx.error(
+                &path,
+                "the `kernel.params` binding, and only it, is a uniform buffer",
+            );
         }
         let element = match (&decl.element_type, target == BindingTarget::Params) {
             (_, true) => None,
@@ -259,7 +355,13 @@ fn build_bindings(
                 }
             },
         };
-        out.push(Binding { name: decl.name.clone(), target, access, element, params });
+        out.push(Binding {
+            name: decl.name.clone(),
+            target,
+            access,
+            element,
+            params,
+        });
     }
     out
 }
@@ -270,13 +372,19 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
             return Ok(ElementType::Var(name.to_owned()));
         }
         return match constants.iter().find(|c| c.name == name) {
-            Some(c) if c.class == Class::Static && c.expr.ir.ty == Type::Dtype => Ok(ElementType::Constant(name.to_owned())),
+            Some(c) if c.class == Class::Static && c.expr.ir.ty == Type::Dtype => {
+                Ok(ElementType::Constant(name.to_owned()))
+            }
             Some(_) => Err(format!("`${name}` must name a static dtype constant")),
-            None => Err(format!("`${name}` is neither a type variable nor a constant of this variant")),
+            None => Err(format!(
+                "`${name}` is neither a type variable nor a constant of this variant"
+            )),
         };
     }
     match DType::parse(ty) {
-        Some(DType::I64) | None => Err(format!("unsupported element type `{ty}` (known: f32, f16, u32, $<type variable>, $<constant>)")),
+        Some(DType::I64) | None => Err(format!(
+            "unsupported element type `{ty}` (known: f32, f16, u32, $<type variable>, $<constant>)"
+        )),
         Some(dtype) => Ok(ElementType::Fixed(dtype)),
     }
 }
@@ -287,17 +395,32 @@ fn build_dispatch(cx: &mut Cx<'_>, path: &str, decl: &IndexMap<String, Value>) -
     let get = |cx: &mut Cx<'_>, key: &str| -> Option<Expr> {
         let value = decl.get(key)?;
         let Some(source) = literal_source(value) else {
-            cx.error(format!("{path}.{key}"), "expected an expression string or an integer");
+            cx.error(
+                format!("{path}.{key}"),
+                "expected an expression string or an integer",
+            );
             return None;
         };
         cx.expr(&format!("{path}.{key}"), &source, Type::Int)
     };
     Some(match keys.as_slice() {
-        ["threads", "workgroupSize"] => Dispatch::Threads { threads: get(cx, "threads")?, workgroup_size: get(cx, "workgroupSize")? },
+        ["threads", "workgroupSize"] => Dispatch::Threads {
+            threads: get(cx, "threads")?,
+            workgroup_size: get(cx, "workgroupSize")?,
+        },
         ["workgroups"] => Dispatch::Workgroups(get(cx, "workgroups")?),
-        ["x"] => Dispatch::Grid { x: get(cx, "x")?, y: None },
-        ["x", "y"] => Dispatch::Grid { x: get(cx, "x")?, y: Some(get(cx, "y")?) },
-        ["gridStride", "workgroupSize"] => Dispatch::GridStride { items: get(cx, "gridStride")?, workgroup_size: get(cx, "workgroupSize")? },
+        ["x"] => Dispatch::Grid {
+            x: get(cx, "x")?,
+            y: None,
+        },
+        ["x", "y"] => Dispatch::Grid {
+            x: get(cx, "x")?,
+            y: Some(get(cx, "y")?),
+        },
+        ["gridStride", "workgroupSize"] => Dispatch::GridStride {
+            items: get(cx, "gridStride")?,
+            workgroup_size: get(cx, "workgroupSize")?,
+        },
         _ => {
             cx.error(path, format!("unsupported dispatch form {{{}}} (known: threads + workgroupSize, workgroups, x [+ y], gridStride + workgroupSize)", keys.join(", ")));
             return None;

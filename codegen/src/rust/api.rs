@@ -11,7 +11,11 @@ use crate::model::{AttrRepr, AttrValue, Attribute, DType, DTypeRef, Op, Storage,
 pub fn float_type_vars(op: &Op) -> Vec<&str> {
     op.type_vars
         .iter()
-        .filter(|t| t.allowed.iter().any(|d| matches!(d, DType::F32 | DType::F16)))
+        .filter(|t| {
+            t.allowed
+                .iter()
+                .any(|d| matches!(d, DType::F32 | DType::F16))
+        })
         .map(|t| t.name.as_str())
         .collect()
 }
@@ -160,7 +164,11 @@ fn attrs_struct(op: &Op) -> TokenStream {
         let allowed = a.allowed.as_ref()?;
         let name = ident(&a.name);
         let text = &a.name;
-        let value = if a.repr == AttrRepr::Bool { quote!(i64::from(self.#name)) } else { quote!(self.#name) };
+        let value = if a.repr == AttrRepr::Bool {
+            quote!(i64::from(self.#name))
+        } else {
+            quote!(self.#name)
+        };
         Some(quote!(rt::support::check_allowed(OP_NAME, #text, #value, &[#(#allowed),*])?;))
     });
     let new_doc = if required.is_empty() {
@@ -223,7 +231,10 @@ fn dtypes_struct(op: &Op) -> TokenStream {
 }
 
 fn io_structs(op: &Op) -> TokenStream {
-    let vars: Vec<proc_macro2::Ident> = float_type_vars(op).iter().map(|v| generic_ident(v)).collect();
+    let vars: Vec<proc_macro2::Ident> = float_type_vars(op)
+        .iter()
+        .map(|v| generic_ident(v))
+        .collect();
     let shape_fields = op.inputs.iter().map(|t| {
         let name = ident(&t.role);
         let doc = format!(" Shape of `{}`.", t.role);

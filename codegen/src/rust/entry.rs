@@ -14,7 +14,10 @@ fn var_field(var: &str) -> Ident {
 
 pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let op = input.op;
-    let vars: Vec<Ident> = float_type_vars(op).iter().map(|v| format_ident!("{}", v)).collect();
+    let vars: Vec<Ident> = float_type_vars(op)
+        .iter()
+        .map(|v| format_ident!("{}", v))
+        .collect();
     let bounds = quote!(#(#vars: rt::Float),*);
     let dtype_checks = float_type_vars(op).into_iter().map(|var| {
         let field = var_field(var);
@@ -83,7 +86,12 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
 
     // Untyped path.
     let input_idents: Vec<Ident> = op.inputs.iter().map(|t| ident(&t.role)).collect();
-    let role_list = op.inputs.iter().map(|t| t.role.as_str()).collect::<Vec<_>>().join(", ");
+    let role_list = op
+        .inputs
+        .iter()
+        .map(|t| t.role.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     let input_count = op.inputs.len();
     let kind_checks = op.inputs.iter().map(|t| {
         let role = ident(&t.role);
@@ -96,11 +104,15 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     });
     let dyn_dtypes = float_type_vars(op).into_iter().map(|var| {
         let field = var_field(var);
-        let members = op.inputs.iter().filter(|t: &&Tensor| t.dtype == DTypeRef::Var(var.to_owned())).map(|t| {
-            let role = ident(&t.role);
-            let text = &t.role;
-            quote!((#text, #role.dtype()))
-        });
+        let members = op
+            .inputs
+            .iter()
+            .filter(|t: &&Tensor| t.dtype == DTypeRef::Var(var.to_owned()))
+            .map(|t| {
+                let role = ident(&t.role);
+                let text = &t.role;
+                quote!((#text, #role.dtype()))
+            });
         quote!(#field: rt::support::unify_dtype(OP_NAME, #var, &[#(#members),*])?,)
     });
     let dyn_shapes = op.inputs.iter().map(|t| {

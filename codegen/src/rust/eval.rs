@@ -32,7 +32,11 @@ impl LowerScope for EnvScope<'_> {
                     let field = ident(&model::snake_ident(var).to_ascii_lowercase());
                     quote!(env.dtypes.#field.wgsl_name())
                 } else {
-                    let single = self.op.type_var(var).and_then(|t| t.allowed.first()).map_or("", |d| d.wgsl());
+                    let single = self
+                        .op
+                        .type_var(var)
+                        .and_then(|t| t.allowed.first())
+                        .map_or("", |d| d.wgsl());
                     quote!(#single)
                 }
             }
@@ -51,7 +55,8 @@ impl LowerScope for EnvScope<'_> {
                 quote!(#value)
             }
             Symbol::Limit(name) => {
-                let field = format_ident!("{}", webgpu::limit_field(name).unwrap_or("max_bind_groups"));
+                let field =
+                    format_ident!("{}", webgpu::limit_field(name).unwrap_or("max_bind_groups"));
                 quote!(rt::support::limit(env.caps.limits.#field))
             }
             Symbol::Derived(name) => {
@@ -96,7 +101,11 @@ fn rust_type(ty: Type) -> TokenStream {
 /// A lowered expression as a value of its Rust type (lists owned).
 fn value(scope: &EnvScope<'_>, ir: &Ir) -> TokenStream {
     let lowered = expr::lower(ir, scope);
-    if ir.ty == Type::List { quote!((#lowered).to_vec()) } else { lowered }
+    if ir.ty == Type::List {
+        quote!((#lowered).to_vec())
+    } else {
+        lowered
+    }
 }
 
 pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
@@ -114,15 +123,24 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
             pub fn #name(env: &Env<'_>) -> Result<#ty, EvalError> { Ok(#body) }
         }
     });
-    let explains = op.derives.iter().filter(|d| conjuncts(&d.expr.ir).len() > 1).map(|d| {
-        let name = explain_fn(&d.name);
-        let checks = conjuncts(&d.expr.ir).into_iter().map(|c| condition(op, &scope, &d.expr.source, c));
-        let doc = format!(" Finds the first conjunct of `{}` that does not hold.", d.name);
-        quote! {
-            #[doc = #doc]
-            fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
-        }
-    });
+    let explains = op
+        .derives
+        .iter()
+        .filter(|d| conjuncts(&d.expr.ir).len() > 1)
+        .map(|d| {
+            let name = explain_fn(&d.name);
+            let checks = conjuncts(&d.expr.ir)
+                .into_iter()
+                .map(|c| condition(op, &scope, &d.expr.source, c));
+            let doc = format!(
+                " Finds the first conjunct of `{}` that does not hold.",
+                d.name
+            );
+            quote! {
+                #[doc = #doc]
+                fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
+            }
+        });
     let selection = selection(op, &scope);
     let mut plans = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
@@ -151,13 +169,18 @@ fn conjuncts(ir: &Ir) -> Vec<&Ir> {
 
 /// One checked condition: a reference to an explainable `derive` recurses into it.
 fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
-    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind {
-        if op.derived(name).is_some_and(|d| conjuncts(&d.expr.ir).len() > 1) {
-            let function = explain_fn(name);
-            return quote!(#function(env).map_err(|f| f.within(#name))?;);
-        }
+    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
+        && op
+            .derived(name)
+            .is_some_and(|d| conjuncts(&d.expr.ir).len() > 1)
+    {
+        let function = explain_fn(name);
+        return quote!(#function(env).map_err(|f| f.within(#name))?;);
     }
-    let text = source.get(ir.span.start..ir.span.end).unwrap_or(source).trim();
+    let text = source
+        .get(ir.span.start..ir.span.end)
+        .unwrap_or(source)
+        .trim();
     let lowered = expr::lower(ir, scope);
     quote!(rt::support::require((|| -> Result<bool, EvalError> { Ok(#lowered) })(), #text)?;)
 }
@@ -236,8 +259,14 @@ type PlanFn = TokenStream;
 fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
     let accepts = op.variants.iter().map(|variant| {
         let name = format_ident!("accept_{}", model::snake_ident(&variant.id));
-        let checks = variant.when.iter().map(|w| condition(op, scope, &w.source, &w.ir));
-        let doc = format!(" Whether variant `{}` accepts the inputs: its `when` conditions in order.", variant.id);
+        let checks = variant
+            .when
+            .iter()
+            .map(|w| condition(op, scope, &w.source, &w.ir));
+        let doc = format!(
+            " Whether variant `{}` accepts the inputs: its `when` conditions in order.",
+            variant.id
+        );
         quote! {
             #[doc = #doc]
             #[doc(hidden)]
@@ -278,18 +307,35 @@ fn pattern(value: &Value) -> Result<TokenStream, String> {
         Value::Bool(b) => quote!(#b),
         Value::Int(i) => quote!(#i),
         Value::Str(s) | Value::Dtype(s) => quote!(#s),
-        Value::Float(_) | Value::List(_) => return Err(format!("static value {value:?} cannot select a shader (only booleans, integers, strings and dtypes can)")),
+        Value::Float(_) | Value::List(_) => {
+            return Err(format!(
+                "static value {value:?} cannot select a shader (only booleans, integers, strings and dtypes can)"
+            ));
+        }
     })
 }
 
-fn variant_plan(input: &OpInput<'_>, scope: &EnvScope<'_>, v: usize, variant: &Variant) -> Result<TokenStream, String> {
+fn variant_plan(
+    input: &OpInput<'_>,
+    scope: &EnvScope<'_>,
+    v: usize,
+    variant: &Variant,
+) -> Result<TokenStream, String> {
     let op = input.op;
     let mut items = Vec::new();
     let mut passes = Vec::new();
     for (p, pass) in variant.passes.iter().enumerate() {
-        let shaders: Vec<&crate::wgsl::Shader> = input.shaders.iter().filter(|s| s.variant == v && s.pass == p).collect();
+        let shaders: Vec<&crate::wgsl::Shader> = input
+            .shaders
+            .iter()
+            .filter(|s| s.variant == v && s.pass == p)
+            .collect();
         let statics = upper_ident(&["KERNELS", &variant.id, &pass.id]);
-        let kernel_fn = format_ident!("kernel_{}_{}", model::snake_ident(&variant.id), model::snake_ident(&pass.id));
+        let kernel_fn = format_ident!(
+            "kernel_{}_{}",
+            model::snake_ident(&variant.id),
+            model::snake_ident(&pass.id)
+        );
         let count = shaders.len();
         let label = &pass.label;
         let kernels = shaders.iter().map(|s| {
@@ -297,11 +343,17 @@ fn variant_plan(input: &OpInput<'_>, scope: &EnvScope<'_>, v: usize, variant: &V
             let digest = &s.digest;
             quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest })
         });
-        let static_values: Vec<&model::TemplateValue> = model::static_values(variant, pass).collect();
+        let static_values: Vec<&model::TemplateValue> =
+            model::static_values(variant, pass).collect();
         let keys = static_values.iter().map(|s| expr::lower(&s.expr.ir, scope));
         let mut arms = Vec::new();
         for (index, shader) in shaders.iter().enumerate() {
-            let patterns = shader.combination.values.iter().map(|(_, value)| pattern(value)).collect::<Result<Vec<_>, _>>()?;
+            let patterns = shader
+                .combination
+                .values
+                .iter()
+                .map(|(_, value)| pattern(value))
+                .collect::<Result<Vec<_>, _>>()?;
             arms.push(quote!((#(#patterns,)*) => #index,));
         }
         let what = format!("{}: variant `{}`, pass `{}`", op.name, variant.id, pass.id);
@@ -335,7 +387,10 @@ fn variant_plan(input: &OpInput<'_>, scope: &EnvScope<'_>, v: usize, variant: &V
         });
         let params = match pass.bindings.iter().find_map(|b| b.params.as_ref()) {
             Some(params) => {
-                let size = shaders.first().and_then(|s| s.uniform_size).unwrap_or(4 * params.fields.len() as u32);
+                let size = shaders
+                    .first()
+                    .and_then(|s| s.uniform_size)
+                    .unwrap_or(4 * params.fields.len() as u32);
                 let (item, call) = params_struct(scope, &[&variant.id, &pass.id], params, size);
                 items.push(item);
                 call
@@ -388,7 +443,10 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
             quote!(env.dtypes.#field)
         }
         (_, DTypeRef::Var(var)) => {
-            let d = op.type_var(var).and_then(|t| t.allowed.first()).map_or("F32", |d| d.runtime_variant());
+            let d = op
+                .type_var(var)
+                .and_then(|t| t.allowed.first())
+                .map_or("F32", |d| d.runtime_variant());
             let d = format_ident!("{}", d);
             quote!(rt::DType::#d)
         }
@@ -401,7 +459,12 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
 
 /// A `#[repr(C)]` uniform struct whose layout is asserted against naga's, and the call that
 /// fills it.
-fn params_struct(scope: &EnvScope<'_>, parts: &[&str], params: &model::ParamsStruct, naga_size: u32) -> (TokenStream, TokenStream) {
+fn params_struct(
+    scope: &EnvScope<'_>,
+    parts: &[&str],
+    params: &model::ParamsStruct,
+    naga_size: u32,
+) -> (TokenStream, TokenStream) {
     let mut name_parts = vec!["Params"];
     name_parts.extend_from_slice(parts);
     let name = camel_ident(&name_parts);
@@ -416,7 +479,9 @@ fn params_struct(scope: &EnvScope<'_>, parts: &[&str], params: &model::ParamsStr
     let offsets = params.fields.iter().enumerate().map(|(i, f)| {
         let field = ident(&model::snake_ident(&f.name));
         let offset = 4 * i;
-        quote!(const _: () = assert!(::std::mem::offset_of!(#name, #field) == #offset);)
+        quote!(
+            const _: () = assert!(::std::mem::offset_of!(#name, #field) == #offset);
+        )
     });
     let values = params.fields.iter().map(|f| {
         let field = ident(&model::snake_ident(&f.name));
@@ -431,7 +496,11 @@ fn params_struct(scope: &EnvScope<'_>, parts: &[&str], params: &model::ParamsStr
         quote!(#field: #value,)
     });
     let rust_size = rust_size as usize;
-    let doc = format!(" Uniform `{}` of {}; naga lays it out in {naga_size} bytes, padded here to {rust_size}.", params.name, parts.join("/"));
+    let doc = format!(
+        " Uniform `{}` of {}; naga lays it out in {naga_size} bytes, padded here to {rust_size}.",
+        params.name,
+        parts.join("/")
+    );
     let item = quote! {
         #[doc = #doc]
         #[repr(C)]
@@ -458,7 +527,10 @@ fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
         quote!(rt::support::to_u32(#name, #lowered)?)
     };
     match dispatch {
-        Dispatch::Threads { threads, workgroup_size } => {
+        Dispatch::Threads {
+            threads,
+            workgroup_size,
+        } => {
             let t = count("threads", threads);
             let w = size("workgroupSize", workgroup_size);
             quote!(rt::Dispatch::Threads { threads: #t, workgroup_size: #w })
@@ -472,7 +544,10 @@ fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
             let y = y.as_ref().map_or(quote!(1), |y| count("y", y));
             quote!(rt::Dispatch::Grid { x: #x, y: #y })
         }
-        Dispatch::GridStride { items, workgroup_size } => {
+        Dispatch::GridStride {
+            items,
+            workgroup_size,
+        } => {
             let i = count("gridStride", items);
             let w = size("workgroupSize", workgroup_size);
             quote!(rt::Dispatch::GridStride { items: #i, workgroup_size: #w })

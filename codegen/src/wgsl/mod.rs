@@ -32,19 +32,29 @@ pub struct Shader {
 }
 
 /// Renders and validates all shaders of an op. Template names are relative to `templates/`.
-pub fn shaders(op: &Op, env: &minijinja::Environment<'static>, templates: &BTreeMap<String, String>) -> Result<Vec<Shader>, Diagnostics> {
+pub fn shaders(
+    op: &Op,
+    env: &minijinja::Environment<'static>,
+    templates: &BTreeMap<String, String>,
+) -> Result<Vec<Shader>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let mut shaders = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
         for (p, pass) in variant.passes.iter().enumerate() {
-            let dynamic: BTreeSet<&str> = dynamic_values(variant, pass).map(|d| d.name.as_str()).collect();
+            let dynamic: BTreeSet<&str> = dynamic_values(variant, pass)
+                .map(|d| d.name.as_str())
+                .collect();
             for diagnostic in render::control_flow_uses(templates, &pass.template, &dynamic) {
                 diagnostics.push(diagnostic);
             }
             let combinations = match model::enumerate_combinations(op, variant, pass) {
                 Ok(c) => c,
                 Err(err) => {
-                    diagnostics.push(Diagnostic::new(&op.file, pass_path(op, v, p), format!("static values cannot be evaluated: {}", err.message)));
+                    diagnostics.push(Diagnostic::new(
+                        &op.file,
+                        pass_path(op, v, p),
+                        format!("static values cannot be evaluated: {}", err.message),
+                    ));
                     continue;
                 }
             };
@@ -63,18 +73,32 @@ pub fn shaders(op: &Op, env: &minijinja::Environment<'static>, templates: &BTree
 }
 
 fn pass_path(op: &Op, v: usize, p: usize) -> String {
-    format!("variant `{}`, pass `{}`", op.variants[v].id, op.variants[v].passes[p].id)
+    format!(
+        "variant `{}`, pass `{}`",
+        op.variants[v].id, op.variants[v].passes[p].id
+    )
 }
 
-fn shader(op: &Op, env: &minijinja::Environment<'static>, v: usize, p: usize, combination: Combination) -> Result<Shader, Diagnostic> {
+fn shader(
+    op: &Op,
+    env: &minijinja::Environment<'static>,
+    v: usize,
+    p: usize,
+    combination: Combination,
+) -> Result<Shader, Diagnostic> {
     let variant = &op.variants[v];
     let pass = &variant.passes[p];
     let file_name = file_name(&variant.id, &pass.id, &combination);
     let where_ = || format!("{} ({})", pass_path(op, v, p), describe(&combination));
-    let bindings = prelude::resolve_bindings(pass, &combination).map_err(|m| Diagnostic::new(&op.file, where_(), m))?;
+    let bindings = prelude::resolve_bindings(pass, &combination)
+        .map_err(|m| Diagnostic::new(&op.file, where_(), m))?;
     for binding in &bindings {
-        if let (model::BindingTarget::Tensor(t), Some(element)) = (&binding.binding.target, binding.element) {
-            let tensor = op.tensors().nth(*t).ok_or_else(|| Diagnostic::new(&op.file, where_(), "binding target out of range"))?;
+        if let (model::BindingTarget::Tensor(t), Some(element)) =
+            (&binding.binding.target, binding.element)
+        {
+            let tensor = op.tensors().nth(*t).ok_or_else(|| {
+                Diagnostic::new(&op.file, where_(), "binding target out of range")
+            })?;
             let storage = match (&tensor.storage, &tensor.dtype) {
                 (model::Storage::U32Checked, _) => Some(model::DType::U32),
                 (_, model::DTypeRef::Fixed(d)) => Some(*d),
@@ -84,7 +108,13 @@ fn shader(op: &Op, env: &minijinja::Environment<'static>, v: usize, p: usize, co
                 return Err(Diagnostic::new(
                     &op.file,
                     where_(),
-                    format!("binding `{}` has element type {} but tensor `{}` is stored as {}", binding.binding.name, element.wgsl(), tensor.role, storage.map_or("?", |s| s.wgsl())),
+                    format!(
+                        "binding `{}` has element type {} but tensor `{}` is stored as {}",
+                        binding.binding.name,
+                        element.wgsl(),
+                        tensor.role,
+                        storage.map_or("?", |s| s.wgsl())
+                    ),
                 ));
             }
         }
@@ -103,30 +133,59 @@ fn shader(op: &Op, env: &minijinja::Environment<'static>, v: usize, p: usize, co
         Err(err) => return Err(render::template_diagnostic(&pass.template, "", &err)),
     };
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
-        .map_err(|m| Diagnostic::new(&format!("templates/{}", pass.template), where_(), format!("rendered shader does not validate:\n{m}")))?;
+        .map_err(|m| {
+            Diagnostic::new(
+                &format!("templates/{}", pass.template),
+                where_(),
+                format!("rendered shader does not validate:\n{m}"),
+            )
+        })?;
     let problems = validate::cross_check(&module, &info, &bindings, &mut reflection);
     if !problems.is_empty() {
         return Err(Diagnostic::new(
             &format!("templates/{}", pass.template),
             where_(),
-            format!("the shader disagrees with the manifest's bindings:\n  {}", problems.join("\n  ")),
+            format!(
+                "the shader disagrees with the manifest's bindings:\n  {}",
+                problems.join("\n  ")
+            ),
         ));
     }
-    check_workgroup_size(op, pass, &reflection).map_err(|m| Diagnostic::new(&format!("templates/{}", pass.template), where_(), m))?;
+    check_workgroup_size(op, pass, &reflection)
+        .map_err(|m| Diagnostic::new(&format!("templates/{}", pass.template), where_(), m))?;
     let digest = Sha256::digest(text.as_bytes());
     let digest: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     let uniform_size = reflection.uniform_sizes.first().map(|(_, size)| *size);
-    Ok(Shader { variant: v, pass: p, combination, file_name, text, digest, uniform_size })
+    Ok(Shader {
+        variant: v,
+        pass: p,
+        combination,
+        file_name,
+        text,
+        digest,
+        uniform_size,
+    })
 }
 
 /// A literal `@workgroup_size` must equal the dispatch's static `workgroupSize`.
-fn check_workgroup_size(op: &Op, pass: &model::Pass, reflection: &validate::Reflection) -> Result<(), String> {
-    let (Dispatch::Threads { workgroup_size, .. } | Dispatch::GridStride { workgroup_size, .. }) = &pass.dispatch else {
+fn check_workgroup_size(
+    op: &Op,
+    pass: &model::Pass,
+    reflection: &validate::Reflection,
+) -> Result<(), String> {
+    let (Dispatch::Threads { workgroup_size, .. } | Dispatch::GridStride { workgroup_size, .. }) =
+        &pass.dispatch
+    else {
         return Ok(());
     };
-    let Some(size) = reflection.workgroup_size else { return Ok(()) };
+    let Some(size) = reflection.workgroup_size else {
+        return Ok(());
+    };
     let symbols = workgroup_size.ir.symbols();
-    if !symbols.iter().all(|s| matches!(s, crate::expr::Symbol::Tunable(_))) {
+    if !symbols
+        .iter()
+        .all(|s| matches!(s, crate::expr::Symbol::Tunable(_)))
+    {
         return Ok(());
     }
     let env = TunableEnv(op);
@@ -163,7 +222,11 @@ fn file_name(variant: &str, pass: &str, combination: &Combination) -> String {
         name.push_str(&format!(".{key}-{}", value_text(value)));
     }
     for (var, dtype) in &combination.dtypes {
-        if !combination.values.iter().any(|(_, v)| *v == Value::Dtype(dtype.wgsl().to_owned())) {
+        if !combination
+            .values
+            .iter()
+            .any(|(_, v)| *v == Value::Dtype(dtype.wgsl().to_owned()))
+        {
             name.push_str(&format!(".{var}-{}", dtype.wgsl()));
         }
     }
@@ -180,13 +243,21 @@ fn value_text(value: &Value) -> String {
         Value::Int(i) => i.to_string(),
         Value::Float(f) => f.to_string(),
         Value::Str(s) | Value::Dtype(s) => s.clone(),
-        Value::List(items) => items.iter().map(i64::to_string).collect::<Vec<_>>().join("_"),
+        Value::List(items) => items
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join("_"),
     }
 }
 
 /// `interleaved = true, scalar = f32` for messages.
 pub fn describe(combination: &Combination) -> String {
-    let mut parts: Vec<String> = combination.values.iter().map(|(k, v)| format!("{k} = {}", value_text(v))).collect();
+    let mut parts: Vec<String> = combination
+        .values
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", value_text(v)))
+        .collect();
     parts.extend(combination.features.iter().map(|f| format!("feature {f}")));
     parts.join(", ")
 }

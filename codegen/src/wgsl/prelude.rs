@@ -16,7 +16,10 @@ pub struct ResolvedBinding<'a> {
 }
 
 /// Resolves element types; `Err` names a binding whose element type is unknown here.
-pub fn resolve_bindings<'a>(pass: &'a Pass, combination: &Combination) -> Result<Vec<ResolvedBinding<'a>>, String> {
+pub fn resolve_bindings<'a>(
+    pass: &'a Pass,
+    combination: &Combination,
+) -> Result<Vec<ResolvedBinding<'a>>, String> {
     pass.bindings
         .iter()
         .enumerate()
@@ -24,22 +27,37 @@ pub fn resolve_bindings<'a>(pass: &'a Pass, combination: &Combination) -> Result
             let element = match &binding.element {
                 None => None,
                 Some(element) => Some(combination.element_dtype(element).ok_or_else(|| {
-                    format!("binding `{}`: element type {element:?} does not resolve to a dtype", binding.name)
+                    format!(
+                        "binding `{}`: element type {element:?} does not resolve to a dtype",
+                        binding.name
+                    )
                 })?),
             };
-            Ok(ResolvedBinding { index: index as u32, binding, element })
+            Ok(ResolvedBinding {
+                index: index as u32,
+                binding,
+                element,
+            })
         })
         .collect()
 }
 
 /// Whether the shader needs `enable f16;` and the f16 capability.
 pub fn uses_f16(bindings: &[ResolvedBinding<'_>], combination: &Combination) -> bool {
-    bindings.iter().any(|b| b.element == Some(DType::F16)) || combination.dtypes.values().any(|d| *d == DType::F16)
+    bindings.iter().any(|b| b.element == Some(DType::F16))
+        || combination.dtypes.values().any(|d| *d == DType::F16)
 }
 
 /// Dynamic values of a pass: they become `override` declarations.
-pub fn dynamic_values<'a>(variant: &'a Variant, pass: &'a Pass) -> impl Iterator<Item = &'a TemplateValue> {
-    variant.constants.iter().chain(&pass.inputs).filter(|v| v.class == Class::Dynamic)
+pub fn dynamic_values<'a>(
+    variant: &'a Variant,
+    pass: &'a Pass,
+) -> impl Iterator<Item = &'a TemplateValue> {
+    variant
+        .constants
+        .iter()
+        .chain(&pass.inputs)
+        .filter(|v| v.class == Class::Dynamic)
 }
 
 /// WGSL type of a dynamic value's override.
@@ -52,14 +70,25 @@ pub fn override_type(ty: Type) -> &'static str {
 }
 
 /// The declarations the template places with `{{ prelude }}`.
-pub fn prelude(_op: &Op, variant: &Variant, pass: &Pass, bindings: &[ResolvedBinding<'_>], f16: bool) -> String {
+pub fn prelude(
+    _op: &Op,
+    variant: &Variant,
+    pass: &Pass,
+    bindings: &[ResolvedBinding<'_>],
+    f16: bool,
+) -> String {
     let mut out = String::new();
     if f16 {
         out.push_str("enable f16;\n\n");
     }
     let mut any_override = false;
     for value in dynamic_values(variant, pass) {
-        let _ = writeln!(out, "override {}: {};", value.name, override_type(value.expr.ir.ty));
+        let _ = writeln!(
+            out,
+            "override {}: {};",
+            value.name,
+            override_type(value.expr.ir.ty)
+        );
         any_override = true;
     }
     if any_override {
@@ -85,7 +114,11 @@ pub fn prelude(_op: &Op, variant: &Variant, pass: &Pass, bindings: &[ResolvedBin
             (None, Some(element)) => format!("array<{}>", element.wgsl()),
             (None, None) => "array<u32>".to_owned(),
         };
-        let _ = writeln!(out, "@group(0) @binding({}) var<{space}> {}: {ty};", binding.index, binding.binding.name);
+        let _ = writeln!(
+            out,
+            "@group(0) @binding({}) var<{space}> {}: {ty};",
+            binding.index, binding.binding.name
+        );
     }
     out
 }

@@ -11,7 +11,9 @@ use crate::model::{Combination, Op, Pass, Variant};
 
 /// A minijinja environment holding every template, configured for WGSL:
 /// strict undefined, `trim_blocks`/`lstrip_blocks`, no escaping, WGSL literals.
-pub fn environment(templates: &BTreeMap<String, String>) -> (Environment<'static>, Vec<Diagnostic>) {
+pub fn environment(
+    templates: &BTreeMap<String, String>,
+) -> (Environment<'static>, Vec<Diagnostic>) {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     let syntax = minijinja::syntax::SyntaxConfig::builder()
@@ -28,7 +30,9 @@ pub fn environment(templates: &BTreeMap<String, String>) -> (Environment<'static
         if value.kind() == minijinja::value::ValueKind::Bool {
             out.write_str(if value.is_true() { "true" } else { "false" })?;
         } else {
-            write!(out, "{value}").map_err(|e| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, e.to_string()))?;
+            write!(out, "{value}").map_err(|e| {
+                minijinja::Error::new(minijinja::ErrorKind::WriteFailure, e.to_string())
+            })?;
         }
         Ok(())
     });
@@ -44,7 +48,10 @@ pub fn environment(templates: &BTreeMap<String, String>) -> (Environment<'static
 /// Turns a minijinja error into a diagnostic pointing at the template line.
 pub fn template_diagnostic(name: &str, source: &str, err: &minijinja::Error) -> Diagnostic {
     let file = format!("templates/{}", err.name().unwrap_or(name));
-    let mut message = err.detail().map_or_else(|| err.kind().to_string(), |d| format!("{}: {d}", err.kind()));
+    let mut message = err.detail().map_or_else(
+        || err.kind().to_string(),
+        |d| format!("{}: {d}", err.kind()),
+    );
     let mut cause = std::error::Error::source(err);
     while let Some(inner) = cause {
         message.push_str(&format!(" ({inner})"));
@@ -53,7 +60,12 @@ pub fn template_diagnostic(name: &str, source: &str, err: &minijinja::Error) -> 
     match err.line() {
         Some(line) => {
             let text = if err.name().is_none_or(|n| n == name) {
-                source.lines().nth(line.saturating_sub(1)).unwrap_or("").trim_end().to_owned()
+                source
+                    .lines()
+                    .nth(line.saturating_sub(1))
+                    .unwrap_or("")
+                    .trim_end()
+                    .to_owned()
             } else {
                 String::new()
             };
@@ -85,8 +97,11 @@ pub fn render(
         // A dynamic value renders as the name of its `override`, so the text does not depend on it.
         context.insert(value.name.clone(), JValue::from(value.name.clone()));
     }
-    let tunables: BTreeMap<String, JValue> =
-        op.tunables.iter().map(|(name, v)| (name.clone(), JValue::from(*v))).collect();
+    let tunables: BTreeMap<String, JValue> = op
+        .tunables
+        .iter()
+        .map(|(name, v)| (name.clone(), JValue::from(*v)))
+        .collect();
     context.insert("tunables".to_owned(), JValue::from_object(tunables));
     context.insert("prelude".to_owned(), JValue::from(prelude));
     context.insert("op".to_owned(), JValue::from(op.name.clone()));
@@ -119,7 +134,9 @@ pub fn control_flow_uses(
         if !seen.insert(name.clone()) {
             continue;
         }
-        let Some(source) = templates.get(&name) else { continue };
+        let Some(source) = templates.get(&name) else {
+            continue;
+        };
         for (line_no, line) in source.lines().enumerate() {
             for tag in tags(line) {
                 let mut words = tag.split(|c: char| !(c.is_alphanumeric() || c == '_'));

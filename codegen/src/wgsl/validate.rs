@@ -43,8 +43,15 @@ pub fn validate(
         .enumerate()
         .find(|(_, e)| e.name == "main" && e.stage == naga::ShaderStage::Compute)
         .ok_or("the shader has no `@compute fn main` entry point")?;
-    let workgroup_size = entry.workgroup_size_overrides.is_none().then_some(entry.workgroup_size);
-    let reflection = Reflection { workgroup_size, uniform_sizes: Vec::new(), entry_index };
+    let workgroup_size = entry
+        .workgroup_size_overrides
+        .is_none()
+        .then_some(entry.workgroup_size);
+    let reflection = Reflection {
+        workgroup_size,
+        uniform_sizes: Vec::new(),
+        entry_index,
+    };
     Ok((module, info, reflection))
 }
 
@@ -67,7 +74,10 @@ pub fn cross_check(
             // would make the generated bind group fail at run time.
             continue;
         }
-        let Some(expected) = bindings.iter().find(|b| res.group == 0 && b.index == res.binding) else {
+        let Some(expected) = bindings
+            .iter()
+            .find(|b| res.group == 0 && b.index == res.binding)
+        else {
             problems.push(format!(
                 "shader declares `{name}` at @group({}) @binding({}), which the manifest does not list",
                 res.group, res.binding
@@ -89,7 +99,12 @@ pub fn cross_check(
                     continue;
                 };
                 reflection.uniform_sizes.push((expected.index, *span));
-                let fields = expected.binding.params.as_ref().map(|p| p.fields.as_slice()).unwrap_or_default();
+                let fields = expected
+                    .binding
+                    .params
+                    .as_ref()
+                    .map(|p| p.fields.as_slice())
+                    .unwrap_or_default();
                 if members.len() != fields.len() {
                     problems.push(format!(
                         "uniform `{name}` has {} members in the shader, {} fields in the manifest",
@@ -100,7 +115,10 @@ pub fn cross_check(
                 for (i, (member, field)) in members.iter().zip(fields).enumerate() {
                     let member_name = member.name.as_deref().unwrap_or("");
                     let scalar = scalar_name(&module.types[member.ty].inner);
-                    if member_name != field.name || scalar != Some(field.wgsl_type) || member.offset != 4 * i as u32 {
+                    if member_name != field.name
+                        || scalar != Some(field.wgsl_type)
+                        || member.offset != 4 * i as u32
+                    {
                         problems.push(format!(
                             "uniform `{name}` member {i} is `{member_name}: {}` at offset {} in the shader; the manifest says `{}: {}` at offset {}",
                             scalar.unwrap_or("?"),
@@ -118,7 +136,11 @@ pub fn cross_check(
                     problems.push(format!(
                         "`{name}` is {} in the shader but {} in the manifest",
                         if writable { "read_write" } else { "read-only" },
-                        if expected.binding.access == Access::ReadWrite { "`storage`" } else { "`read-only-storage`" }
+                        if expected.binding.access == Access::ReadWrite {
+                            "`storage`"
+                        } else {
+                            "`read-only-storage`"
+                        }
                     ));
                 }
                 let element = match inner {
@@ -134,7 +156,9 @@ pub fn cross_check(
                     ));
                 }
             }
-            (want, space) => problems.push(format!("`{name}` is in address space {space:?} in the shader but {want:?} in the manifest")),
+            (want, space) => problems.push(format!(
+                "`{name}` is in address space {space:?} in the shader but {want:?} in the manifest"
+            )),
         }
     }
     for binding in bindings {

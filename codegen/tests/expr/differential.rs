@@ -58,7 +58,10 @@ impl Env for RandomEnv {
     fn get(&self, sym: &Symbol) -> Result<Option<Value>, EvalError> {
         Ok(match sym {
             Symbol::Shape(r) => self.shapes.get(r).cloned().map(Value::List),
-            Symbol::Rank(r) => self.shapes.get(r).map(|s| Value::Int(i64::try_from(s.len()).unwrap_or(0))),
+            Symbol::Rank(r) => self
+                .shapes
+                .get(r)
+                .map(|s| Value::Int(i64::try_from(s.len()).unwrap_or(0))),
             Symbol::Dtype(v) => self.dtypes.get(v).cloned().map(Value::Dtype),
             Symbol::Attr(a) => self.attrs.get(a).cloned(),
             Symbol::Tunable(t) => self.tunables.get(t).copied().map(Value::Int),
@@ -76,7 +79,15 @@ impl Env for RandomEnv {
 }
 
 fn dims(rng: &mut Rng, rank: i64) -> Vec<i64> {
-    (0..rank).map(|_| if rng.chance(5) { 0 } else { rng.pick(&[1, 2, 3, 4, 5, 8, 16]) }).collect()
+    (0..rank)
+        .map(|_| {
+            if rng.chance(5) {
+                0
+            } else {
+                rng.pick(&[1, 2, 3, 4, 5, 8, 16])
+            }
+        })
+        .collect()
 }
 
 /// Random BiasSoftmax-shaped inputs: mostly valid bias layouts, sometimes not.
@@ -84,10 +95,14 @@ fn bias_softmax(rng: &mut Rng, env: &mut RandomEnv) {
     let rank = rng.pick(&[0, 1, 2, 3, 3, 4]);
     let data = dims(rng, rank);
     let axis = rng.below(2 * rank + 2) - rank - 1;
-    let axis_norm = usize::try_from(if axis < 0 { axis + rank } else { axis }).unwrap_or(0).min(data.len());
+    let axis_norm = usize::try_from(if axis < 0 { axis + rank } else { axis })
+        .unwrap_or(0)
+        .min(data.len());
     let bias = if rng.chance(70) {
         let batch: i64 = data[..axis_norm].iter().product();
-        let groups = (1..=batch.max(1)).filter(|g| batch % g == 0).collect::<Vec<_>>();
+        let groups = (1..=batch.max(1))
+            .filter(|g| batch % g == 0)
+            .collect::<Vec<_>>();
         let mut bias = vec![rng.pick(&groups)];
         bias.extend_from_slice(&data[axis_norm..]);
         bias
@@ -95,15 +110,28 @@ fn bias_softmax(rng: &mut Rng, env: &mut RandomEnv) {
         let r = rng.below(4);
         dims(rng, r)
     };
-    let output = if rng.chance(90) { data.clone() } else { dims(rng, rank) };
-    env.shapes = BTreeMap::from([("data".into(), data), ("bias".into(), bias), ("output".into(), output)]);
+    let output = if rng.chance(90) {
+        data.clone()
+    } else {
+        dims(rng, rank)
+    };
+    env.shapes = BTreeMap::from([
+        ("data".into(), data),
+        ("bias".into(), bias),
+        ("output".into(), output),
+    ]);
     env.attrs.insert("axis".into(), Value::Int(axis));
-    env.attrs.insert("is_inner_broadcast".into(), Value::Int(rng.below(2)));
+    env.attrs
+        .insert("is_inner_broadcast".into(), Value::Int(rng.below(2)));
 }
 
 /// Random MRotaryEmbedding-shaped inputs: mostly consistent, sometimes not.
 fn mrotary(rng: &mut Rng, env: &mut RandomEnv) {
-    let (b, s, n) = (rng.pick(&[1, 2, 3]), rng.pick(&[1, 2, 4]), rng.pick(&[1, 2, 4]));
+    let (b, s, n) = (
+        rng.pick(&[1, 2, 3]),
+        rng.pick(&[1, 2, 4]),
+        rng.pick(&[1, 2, 4]),
+    );
     let hs = rng.pick(&[2, 4, 5, 6, 8]);
     let rank = rng.pick(&[3, 3, 4, 4, 2]);
     let input = match rank {
@@ -111,11 +139,27 @@ fn mrotary(rng: &mut Rng, env: &mut RandomEnv) {
         4 => vec![b, n, s, hs],
         _ => vec![b, s],
     };
-    let rot = if rng.chance(60) { 0 } else { rng.pick(&[2, 4, 6, 3]) };
-    let half = if rng.chance(80) { (if rot == 0 { hs } else { rot }) / 2 } else { rng.pick(&[1, 2, 3]) };
+    let rot = if rng.chance(60) {
+        0
+    } else {
+        rng.pick(&[2, 4, 6, 3])
+    };
+    let half = if rng.chance(80) {
+        (if rot == 0 { hs } else { rot }) / 2
+    } else {
+        rng.pick(&[1, 2, 3])
+    };
     let cos = vec![rng.pick(&[4, 16]), half];
-    let sin = if rng.chance(90) { cos.clone() } else { vec![4, half + 1] };
-    let positions = if rng.chance(90) { vec![3, b, s] } else { vec![3, b, s + 1] };
+    let sin = if rng.chance(90) {
+        cos.clone()
+    } else {
+        vec![4, half + 1]
+    };
+    let positions = if rng.chance(90) {
+        vec![3, b, s]
+    } else {
+        vec![3, b, s + 1]
+    };
     let section = if rng.chance(70) {
         let t = rng.below(half + 1);
         let h = rng.below(half - t + 1);
@@ -124,7 +168,11 @@ fn mrotary(rng: &mut Rng, env: &mut RandomEnv) {
         let len = rng.pick(&[2, 3]);
         (0..len).map(|_| rng.below(4) - 1).collect()
     };
-    let output = if rng.chance(90) { input.clone() } else { vec![b, s, 1] };
+    let output = if rng.chance(90) {
+        input.clone()
+    } else {
+        vec![b, s, 1]
+    };
     env.shapes = BTreeMap::from([
         ("input".into(), input),
         ("position_ids".into(), positions),
@@ -136,10 +184,13 @@ fn mrotary(rng: &mut Rng, env: &mut RandomEnv) {
         let heads = if rng.chance(70) { n } else { rng.pick(&[0, 3]) };
         env.attrs.insert("num_heads".into(), Value::Int(heads));
     }
-    env.attrs.insert("rotary_embedding_dim".into(), Value::Int(rot));
-    env.attrs.insert("mrope_section".into(), Value::List(section));
+    env.attrs
+        .insert("rotary_embedding_dim".into(), Value::Int(rot));
+    env.attrs
+        .insert("mrope_section".into(), Value::List(section));
     for flag in ["interleaved", "mrope_layout"] {
-        env.attrs.insert(flag.into(), Value::Int(rng.pick(&[0, 1, 1, 2])));
+        env.attrs
+            .insert(flag.into(), Value::Int(rng.pick(&[0, 1, 1, 2])));
     }
     env.attrs.insert("is_packed_batching".into(), Value::Int(0));
     env.attrs.insert("scale".into(), Value::Int(1));
@@ -153,13 +204,26 @@ fn random_env(rng: &mut Rng, seed: &str, manifest: &Json) -> RandomEnv {
         mrotary(rng, &mut env);
     }
     for (name, value) in manifest["tunables"].as_object().into_iter().flatten() {
-        env.tunables.insert(name.clone(), value.as_i64().unwrap_or(1));
+        env.tunables
+            .insert(name.clone(), value.as_i64().unwrap_or(1));
     }
-    for var in manifest["typeConstraints"].as_object().into_iter().flatten().map(|(k, _)| k) {
-        let dtype = if var == "M" { "i64" } else { rng.pick(&["f32", "f16"]) };
+    for var in manifest["typeConstraints"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+    {
+        let dtype = if var == "M" {
+            "i64"
+        } else {
+            rng.pick(&["f32", "f16"])
+        };
         env.dtypes.insert(var.clone(), dtype.into());
     }
-    env.limits.insert("maxComputeWorkgroupsPerDimension".into(), rng.pick(&[65535, 4]));
+    env.limits.insert(
+        "maxComputeWorkgroupsPerDimension".into(),
+        rng.pick(&[65535, 4]),
+    );
     for feature in ["shader-f16", "subgroups", "timestamp-query"] {
         if rng.chance(50) {
             env.features.insert(feature.into());
@@ -173,7 +237,12 @@ fn random_env(rng: &mut Rng, seed: &str, manifest: &Json) -> RandomEnv {
 struct Features(BTreeSet<String>);
 
 impl Object for Features {
-    fn call_method(self: &Arc<Self>, _: &mut State<'_, '_>, method: &str, args: &[Mj]) -> Result<Mj, MjError> {
+    fn call_method(
+        self: &Arc<Self>,
+        _: &mut State<'_, '_>,
+        method: &str,
+        args: &[Mj],
+    ) -> Result<Mj, MjError> {
         match (method, args) {
             ("has", [name]) => Ok(Mj::from(name.as_str().is_some_and(|n| self.0.contains(n)))),
             _ => Err(MjError::from(ErrorKind::UnknownMethod)),
@@ -190,11 +259,15 @@ fn extreme(args: &[Mj], want_max: bool) -> Result<Mj, MjError> {
     let mut best: Option<(f64, Mj)> = None;
     for arg in args {
         let v = f64::try_from(arg.clone())?;
-        if best.as_ref().is_none_or(|(b, _)| if want_max { v > *b } else { v < *b }) {
+        if best
+            .as_ref()
+            .is_none_or(|(b, _)| if want_max { v > *b } else { v < *b })
+        {
             best = Some((v, arg.clone()));
         }
     }
-    best.map(|(_, v)| v).ok_or_else(|| MjError::from(ErrorKind::MissingArgument))
+    best.map(|(_, v)| v)
+        .ok_or_else(|| MjError::from(ErrorKind::MissingArgument))
 }
 
 fn mj_environment(has_f16: bool) -> Environment<'static> {
@@ -204,10 +277,18 @@ fn mj_environment(has_f16: bool) -> Environment<'static> {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_function("dim", |s: Vec<i64>, a: i64| rt::dim(&s, a).map_err(mj_err));
     env.add_function("numel", |s: Vec<i64>| rt::numel(&s).map_err(mj_err));
-    env.add_function("outer", |s: Vec<i64>, a: i64| rt::outer(&s, a).map_err(mj_err));
-    env.add_function("inner", |s: Vec<i64>, a: i64| rt::inner(&s, a).map_err(mj_err));
-    env.add_function("ceilDiv", |a: i64, b: i64| rt::ceil_div(a, b).map_err(mj_err));
-    env.add_function("sameShape", |a: Vec<i64>, b: Vec<i64>| rt::same_shape(&a, &b));
+    env.add_function("outer", |s: Vec<i64>, a: i64| {
+        rt::outer(&s, a).map_err(mj_err)
+    });
+    env.add_function("inner", |s: Vec<i64>, a: i64| {
+        rt::inner(&s, a).map_err(mj_err)
+    });
+    env.add_function("ceilDiv", |a: i64, b: i64| {
+        rt::ceil_div(a, b).map_err(mj_err)
+    });
+    env.add_function("sameShape", |a: Vec<i64>, b: Vec<i64>| {
+        rt::same_shape(&a, &b)
+    });
     env.add_function("f16Ok", move |d: String| rt::f16_ok(&d, has_f16));
     env.add_function("max", |args: Rest<Mj>| extreme(&args, true));
     env.add_function("min", |args: Rest<Mj>| extreme(&args, false));
@@ -227,15 +308,57 @@ fn to_mj(value: &Value) -> Mj {
 fn context(env: &RandomEnv, derived: &BTreeMap<String, Mj>) -> Mj {
     let map = |m: BTreeMap<&str, Mj>| Mj::from_pairs(m);
     let mut ctx: BTreeMap<&str, Mj> = BTreeMap::from([
-        ("shapes", map(env.shapes.iter().map(|(k, v)| (k.as_str(), to_mj(&Value::List(v.clone())))).collect())),
-        ("ranks", map(env.shapes.iter().map(|(k, v)| (k.as_str(), Mj::from(v.len()))).collect())),
-        ("dtypes", map(env.dtypes.iter().map(|(k, v)| (k.as_str(), Mj::from(v.as_str()))).collect())),
-        ("attrs", map(env.attrs.iter().map(|(k, v)| (k.as_str(), to_mj(v))).collect())),
-        ("tunables", map(env.tunables.iter().map(|(k, v)| (k.as_str(), Mj::from(*v))).collect())),
+        (
+            "shapes",
+            map(env
+                .shapes
+                .iter()
+                .map(|(k, v)| (k.as_str(), to_mj(&Value::List(v.clone()))))
+                .collect()),
+        ),
+        (
+            "ranks",
+            map(env
+                .shapes
+                .iter()
+                .map(|(k, v)| (k.as_str(), Mj::from(v.len())))
+                .collect()),
+        ),
+        (
+            "dtypes",
+            map(env
+                .dtypes
+                .iter()
+                .map(|(k, v)| (k.as_str(), Mj::from(v.as_str())))
+                .collect()),
+        ),
+        (
+            "attrs",
+            map(env
+                .attrs
+                .iter()
+                .map(|(k, v)| (k.as_str(), to_mj(v)))
+                .collect()),
+        ),
+        (
+            "tunables",
+            map(env
+                .tunables
+                .iter()
+                .map(|(k, v)| (k.as_str(), Mj::from(*v)))
+                .collect()),
+        ),
     ]);
-    let limits = map(env.limits.iter().map(|(k, v)| (k.as_str(), Mj::from(*v))).collect());
+    let limits = map(env
+        .limits
+        .iter()
+        .map(|(k, v)| (k.as_str(), Mj::from(*v)))
+        .collect());
     let features = Mj::from_object(Features(env.features.clone()));
-    ctx.insert("device", map(BTreeMap::from([("limits", limits), ("features", features)])));
+    ctx.insert(
+        "device",
+        map(BTreeMap::from([("limits", limits), ("features", features)])),
+    );
     for (k, v) in derived {
         ctx.insert(k.as_str(), v.clone());
     }
@@ -248,17 +371,22 @@ fn same(ours: &Value, theirs: &Mj) -> bool {
     match ours {
         Value::Int(v) => number() == Some(rt::to_float(*v)),
         Value::Float(v) => number().is_some_and(|t| (t - v).abs() <= 1e-12 * v.abs().max(1.0)),
-        Value::Bool(v) => theirs.kind() == minijinja::value::ValueKind::Bool && theirs.is_true() == *v,
+        Value::Bool(v) => {
+            theirs.kind() == minijinja::value::ValueKind::Bool && theirs.is_true() == *v
+        }
         Value::Str(v) | Value::Dtype(v) => theirs.as_str() == Some(v.as_str()),
-        Value::List(v) => theirs
-            .try_iter()
-            .is_ok_and(|it| it.map(|x| i64::try_from(x).ok()).collect::<Vec<_>>() == v.iter().map(|x| Some(*x)).collect::<Vec<_>>()),
+        Value::List(v) => theirs.try_iter().is_ok_and(|it| {
+            it.map(|x| i64::try_from(x).ok()).collect::<Vec<_>>()
+                == v.iter().map(|x| Some(*x)).collect::<Vec<_>>()
+        }),
     }
 }
 
 /// Failures only our evaluator has, by design.
 fn ours_only(err: &EvalError) -> bool {
-    ["integer overflow", "negative index", "is not defined"].iter().any(|m| err.message.contains(m))
+    ["integer overflow", "negative index", "is not defined"]
+        .iter()
+        .any(|m| err.message.contains(m))
 }
 
 #[test]
@@ -269,12 +397,23 @@ fn interpreter_agrees_with_minijinja_on_seed_expressions() {
     for seed in SEEDS {
         let manifest = load(seed);
         let scope = ManifestScope::new(&manifest);
-        let derive_src: BTreeMap<&str, &str> =
-            manifest["derive"].as_object().into_iter().flatten().map(|(k, v)| (k.as_str(), v.as_str().unwrap_or(""))).collect();
+        let derive_src: BTreeMap<&str, &str> = manifest["derive"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
+            .collect();
         let mut cases: Vec<(String, String, Ir, Option<String>)> = scope
             .derive_order
             .iter()
-            .map(|(name, ir)| (format!("derive.{name}"), derive_src[name.as_str()].to_owned(), ir.clone(), Some(name.clone())))
+            .map(|(name, ir)| {
+                (
+                    format!("derive.{name}"),
+                    derive_src[name.as_str()].to_owned(),
+                    ir.clone(),
+                    Some(name.clone()),
+                )
+            })
             .collect();
         for (path, src) in expressions(&manifest) {
             let ast = expr::parse(&src).unwrap_or_else(|e| panic!("{path}: {}", e.message));
@@ -293,9 +432,18 @@ fn interpreter_agrees_with_minijinja_on_seed_expressions() {
                     .compile_expression(src)
                     .and_then(|e| e.eval(context(&env, &mj_derived)))
                     // A bare failed derive evaluates to undefined even in strict mode.
-                    .and_then(|v| if v.is_undefined() { Err(MjError::from(ErrorKind::UndefinedError)) } else { Ok(v) });
+                    .and_then(|v| {
+                        if v.is_undefined() {
+                            Err(MjError::from(ErrorKind::UndefinedError))
+                        } else {
+                            Ok(v)
+                        }
+                    });
                 let inexact = trace.inexact_division
-                    || ir.symbols().iter().any(|s| matches!(s, Symbol::Derived(d) if tainted.contains(d)));
+                    || ir
+                        .symbols()
+                        .iter()
+                        .any(|s| matches!(s, Symbol::Derived(d) if tainted.contains(d)));
                 if let Some(name) = derive_name {
                     if inexact {
                         tainted.insert(name.clone());
@@ -326,5 +474,8 @@ fn interpreter_agrees_with_minijinja_on_seed_expressions() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(compared > 10 * skipped, "too few comparisons: {compared} compared, {skipped} skipped");
+    assert!(
+        compared > 10 * skipped,
+        "too few comparisons: {compared} compared, {skipped} skipped"
+    );
 }

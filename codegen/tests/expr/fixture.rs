@@ -14,9 +14,15 @@ use quote::quote;
 /// and a few extra ones.
 pub const DERIVED: &[(&str, &str)] = &[
     // BiasSoftmax
-    ("axisNorm", "attrs.axis if attrs.axis >= 0 else attrs.axis + ranks.data"),
+    (
+        "axisNorm",
+        "attrs.axis if attrs.axis >= 0 else attrs.axis + ranks.data",
+    ),
     ("batchCount", "outer(shapes.data, axisNorm)"),
-    ("blockSize", "dim(shapes.data, axisNorm) * inner(shapes.data, axisNorm)"),
+    (
+        "blockSize",
+        "dim(shapes.data, axisNorm) * inner(shapes.data, axisNorm)",
+    ),
     ("biasBlockCount", "numel(shapes.bias) / max(1, blockSize)"),
     (
         "biasContract",
@@ -27,16 +33,28 @@ pub const DERIVED: &[(&str, &str)] = &[
         "rank3HeadSize",
         "dim(shapes.input, 2) / attrs.num_heads if attrs.num_heads is defined and attrs.num_heads > 0 else 0",
     ),
-    ("headSize", "rank3HeadSize if ranks.input == 3 else dim(shapes.input, 3)"),
-    ("effectiveRotaryDim", "attrs.rotary_embedding_dim if attrs.rotary_embedding_dim != 0 else headSize"),
+    (
+        "headSize",
+        "rank3HeadSize if ranks.input == 3 else dim(shapes.input, 3)",
+    ),
+    (
+        "effectiveRotaryDim",
+        "attrs.rotary_embedding_dim if attrs.rotary_embedding_dim != 0 else headSize",
+    ),
     ("tasksPerHead", "ceilDiv(headSize, 2)"),
-    ("pairCount", "(numel(shapes.input) / max(1, headSize)) * tasksPerHead"),
+    (
+        "pairCount",
+        "(numel(shapes.input) / max(1, headSize)) * tasksPerHead",
+    ),
     (
         "pairDispatchOk",
         "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
     ),
     ("halfRotaryDim", "dim(shapes.cos_cache, 1)"),
-    ("sectionsDefined", "attrs.mrope_section is defined and (attrs.mrope_section | length) == 3"),
+    (
+        "sectionsDefined",
+        "attrs.mrope_section is defined and (attrs.mrope_section | length) == 3",
+    ),
     (
         "sectionsValid",
         "sectionsDefined and attrs.mrope_section[0] >= 0 and attrs.mrope_section[1] >= 0 and attrs.mrope_section[2] >= 0 and attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim",
@@ -68,6 +86,8 @@ pub struct Fixture {
     tunables: BTreeMap<&'static str, i64>,
     limits: BTreeMap<&'static str, i64>,
     features: Vec<&'static str>,
+    /// Checked `derive` entries, filled in table order (each may use the ones before it).
+    derived: BTreeMap<&'static str, Result<Ir, String>>,
 }
 
 impl Fixture {
@@ -93,7 +113,10 @@ impl Fixture {
             ("is_inner_broadcast", int(1)),
             ("is_packed_batching", int(0)),
             ("mrope_layout", int(0)),
-            ("mrope_section", (Type::List, Some(Value::List(vec![16, 24, 24])))),
+            (
+                "mrope_section",
+                (Type::List, Some(Value::List(vec![16, 24, 24]))),
+            ),
             ("num_heads", int(2)),
             ("optional", (Type::Int, None)),
             ("rotary_embedding_dim", int(0)),
@@ -102,7 +125,7 @@ impl Fixture {
             // promotes it.
             ("gain", (Type::Float, Some(Value::Int(1)))),
         ]);
-        Self {
+        let mut fixture = Self {
             shapes,
             attrs,
             dtypes: BTreeMap::from([("M", "i64"), ("T", "f16")]),
@@ -112,16 +135,33 @@ impl Fixture {
                 ("maxComputeWorkgroupsPerDimension", 65535),
             ]),
             features: vec!["subgroups"],
+            derived: BTreeMap::new(),
+        };
+        // Checked once, in order, as the op model does: resolving a derive is then a lookup
+        // rather than a nested check.
+        for (name, src) in DERIVED {
+            let ir = expr::parse(src)
+                .map_err(|e| format!("derive {name}: {}", e.message))
+                .and_then(|ast| {
+                    expr::check(&ast, &fixture)
+                        .map_err(|e| format!("derive {name}: {}", e[0].message))
+                });
+            fixture.derived.insert(name, ir);
         }
+        fixture
     }
 
-    fn derived_ir(&self, name: &str) -> Result<Ir, String> {
-        let Some((_, src)) = DERIVED.iter().find(|(n, _)| *n == name) else {
-            let known: Vec<&str> = DERIVED.iter().map(|(n, _)| *n).collect();
-            return Err(format!("undefined name `{name}` (known: {})", known.join(", ")));
-        };
-        let ast = expr::parse(src).map_err(|e| format!("derive {name}: {}", e.message))?;
-        expr::check(&ast, self).map_err(|e| format!("derive {name}: {}", e[0].message))
+    fn derived_ir(&self, name: &str) -> Result<&Ir, String> {
+        match self.derived.get(name) {
+            Some(result) => result.as_ref().map_err(Clone::clone),
+            None => {
+                let known: Vec<&str> = DERIVED.iter().map(|(n, _)| *n).collect();
+                Err(format!(
+                    "undefined name `{name}` (known: {})",
+                    known.join(", ")
+                ))
+            }
+        }
     }
 }
 
@@ -167,18 +207,26 @@ impl Env for Fixture {
     fn get(&self, sym: &Symbol) -> Result<Option<Value>, EvalError> {
         let missing = || EvalError::new(format!("fixture has no value for `{sym}`"));
         Ok(match sym {
-            Symbol::Shape(r) => Some(Value::List(self.shapes.get(r.as_str()).ok_or_else(missing)?.clone())),
+            Symbol::Shape(r) => Some(Value::List(
+                self.shapes.get(r.as_str()).ok_or_else(missing)?.clone(),
+            )),
             Symbol::Rank(r) => {
                 let rank = self.shapes.get(r.as_str()).ok_or_else(missing)?.len();
                 Some(Value::Int(i64::try_from(rank).map_err(|_| missing())?))
             }
-            Symbol::Dtype(v) => Some(Value::Dtype((*self.dtypes.get(v.as_str()).ok_or_else(missing)?).to_owned())),
+            Symbol::Dtype(v) => Some(Value::Dtype(
+                (*self.dtypes.get(v.as_str()).ok_or_else(missing)?).to_owned(),
+            )),
             Symbol::Attr(a) => self.attrs.get(a.as_str()).ok_or_else(missing)?.1.clone(),
-            Symbol::Tunable(t) => Some(Value::Int(*self.tunables.get(t.as_str()).ok_or_else(missing)?)),
-            Symbol::Limit(l) => Some(Value::Int(*self.limits.get(l.as_str()).ok_or_else(missing)?)),
+            Symbol::Tunable(t) => Some(Value::Int(
+                *self.tunables.get(t.as_str()).ok_or_else(missing)?,
+            )),
+            Symbol::Limit(l) => Some(Value::Int(
+                *self.limits.get(l.as_str()).ok_or_else(missing)?,
+            )),
             Symbol::Derived(n) => {
                 let ir = self.derived_ir(n).map_err(EvalError::new)?;
-                Some(expr::eval(&ir, self)?)
+                Some(expr::eval(ir, self)?)
             }
         })
     }
@@ -254,6 +302,12 @@ pub fn lowered_text(ir: &Ir) -> String {
     let text = prettyplease::unparse(&file);
     // Drop the `fn f() {` / `}` wrapper and join the lines prettyplease wrapped.
     let body: Vec<&str> = text.lines().map(str::trim).collect();
-    let inner = body.get(1..body.len().saturating_sub(1)).unwrap_or_default();
-    inner.join(" ").replace(", )", ")").replace("( ", "(").replace(" )", ")")
+    let inner = body
+        .get(1..body.len().saturating_sub(1))
+        .unwrap_or_default();
+    inner
+        .join(" ")
+        .replace(", )", ")")
+        .replace("( ", "(")
+        .replace(" )", ")")
 }

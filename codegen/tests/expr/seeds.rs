@@ -32,11 +32,17 @@ fn source(value: &Json) -> Option<String> {
 }
 
 fn entries(value: Option<&Json>) -> Vec<(&String, &Json)> {
-    value.and_then(Json::as_object).map(|m| m.iter().collect()).unwrap_or_default()
+    value
+        .and_then(Json::as_object)
+        .map(|m| m.iter().collect())
+        .unwrap_or_default()
 }
 
 fn items(value: Option<&Json>) -> &[Json] {
-    value.and_then(Json::as_array).map(Vec::as_slice).unwrap_or_default()
+    value
+        .and_then(Json::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 /// The struct field `value`s of a binding list.
@@ -72,7 +78,12 @@ pub fn expressions(m: &Json) -> Vec<(String, String)> {
             out.extend(source(c).map(|s| (format!("{vp}.constants.{k}"), s)));
         }
         for (i, inter) in items(variant.get("intermediates")).iter().enumerate() {
-            out.extend(inter.get("shape").and_then(source).map(|s| (format!("{vp}.intermediates[{i}].shape"), s)));
+            out.extend(
+                inter
+                    .get("shape")
+                    .and_then(source)
+                    .map(|s| (format!("{vp}.intermediates[{i}].shape"), s)),
+            );
         }
         for (p, pass) in items(variant.get("passes")).iter().enumerate() {
             let pp = format!("{vp}.passes[{p}]");
@@ -82,7 +93,11 @@ pub fn expressions(m: &Json) -> Vec<(String, String)> {
             for (k, d) in entries(pass.get("dispatch")) {
                 out.extend(source(d).map(|s| (format!("{pp}.dispatch.{k}"), s)));
             }
-            field_values(items(pass.get("bindings")), &format!("{pp}.bindings"), &mut out);
+            field_values(
+                items(pass.get("bindings")),
+                &format!("{pp}.bindings"),
+                &mut out,
+            );
         }
     }
     out
@@ -107,7 +122,10 @@ impl ManifestScope {
             .chain(items(m.get("outputs")))
             .filter_map(|t| t.get("role").and_then(Json::as_str).map(str::to_owned))
             .collect();
-        let type_vars = entries(m.get("typeConstraints")).into_iter().map(|(k, _)| k.clone()).collect();
+        let type_vars = entries(m.get("typeConstraints"))
+            .into_iter()
+            .map(|(k, _)| k.clone())
+            .collect();
         let mut attrs = BTreeMap::new();
         for (name, default) in entries(m.get("attributes")) {
             let ty = match default {
@@ -121,25 +139,53 @@ impl ManifestScope {
         for (name, _) in entries(m.get("attributeConstraints")) {
             // A required attribute has no default to infer from; the seeds' only one that is
             // not an Int is the `mrope_section` list.
-            let ty = if name == "mrope_section" { Type::List } else { Type::Int };
+            let ty = if name == "mrope_section" {
+                Type::List
+            } else {
+                Type::Int
+            };
             attrs.entry(name.clone()).or_insert(ty);
         }
-        let tunables = entries(m.get("tunables")).into_iter().map(|(k, _)| k.clone()).collect();
-        let mut scope = Self { roles, type_vars, attrs, tunables, derived: BTreeMap::new(), derive_order: Vec::new() };
+        let tunables = entries(m.get("tunables"))
+            .into_iter()
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut scope = Self {
+            roles,
+            type_vars,
+            attrs,
+            tunables,
+            derived: BTreeMap::new(),
+            derive_order: Vec::new(),
+        };
 
         // Check `derive` entries once their references are checked (they may appear in any order).
         let mut pending: Vec<(String, expr::ast::Expr)> = entries(m.get("derive"))
             .into_iter()
             .map(|(name, src)| {
-                let src = src.as_str().unwrap_or_else(|| panic!("derive.{name} is not a string"));
-                (name.clone(), expr::parse(src).unwrap_or_else(|e| panic!("derive.{name}: {}", e.message)))
+                let src = src
+                    .as_str()
+                    .unwrap_or_else(|| panic!("derive.{name} is not a string"));
+                (
+                    name.clone(),
+                    expr::parse(src).unwrap_or_else(|e| panic!("derive.{name}: {}", e.message)),
+                )
             })
             .collect();
         while !pending.is_empty() {
             let ready = pending
                 .iter()
-                .position(|(_, ast)| ast.derived_refs().iter().all(|r| scope.derived.contains_key(r)))
-                .unwrap_or_else(|| panic!("derive cycle or unknown reference among {:?}", pending.iter().map(|p| &p.0).collect::<Vec<_>>()));
+                .position(|(_, ast)| {
+                    ast.derived_refs()
+                        .iter()
+                        .all(|r| scope.derived.contains_key(r))
+                })
+                .unwrap_or_else(|| {
+                    panic!(
+                        "derive cycle or unknown reference among {:?}",
+                        pending.iter().map(|p| &p.0).collect::<Vec<_>>()
+                    )
+                });
             let (name, ast) = pending.remove(ready);
             let ir = expr::check(&ast, &scope).unwrap_or_else(|e| panic!("derive.{name}: {e:?}"));
             scope.derived.insert(name.clone(), ir.ty);
@@ -151,15 +197,29 @@ impl ManifestScope {
 
 impl Scope for ManifestScope {
     fn resolve(&self, sym: &Symbol) -> Result<Type, String> {
-        let found = |ok: bool, ty: Type| if ok { Ok(ty) } else { Err(format!("unknown name `{sym}`")) };
+        let found = |ok: bool, ty: Type| {
+            if ok {
+                Ok(ty)
+            } else {
+                Err(format!("unknown name `{sym}`"))
+            }
+        };
         match sym {
             Symbol::Shape(r) => found(self.roles.contains(r), Type::List),
             Symbol::Rank(r) => found(self.roles.contains(r), Type::Int),
             Symbol::Dtype(v) => found(self.type_vars.contains(v), Type::Dtype),
-            Symbol::Attr(a) => self.attrs.get(a).copied().ok_or_else(|| format!("unknown name `{sym}`")),
+            Symbol::Attr(a) => self
+                .attrs
+                .get(a)
+                .copied()
+                .ok_or_else(|| format!("unknown name `{sym}`")),
             Symbol::Tunable(t) => found(self.tunables.contains(t), Type::Int),
             Symbol::Limit(l) => found(l == "maxComputeWorkgroupsPerDimension", Type::Int),
-            Symbol::Derived(d) => self.derived.get(d).copied().ok_or_else(|| format!("unknown name `{sym}`")),
+            Symbol::Derived(d) => self
+                .derived
+                .get(d)
+                .copied()
+                .ok_or_else(|| format!("unknown name `{sym}`")),
         }
     }
 }
@@ -174,10 +234,16 @@ fn every_seed_expression_parses_and_checks() {
         checked += scope.derive_order.len();
         for (path, src) in expressions(&manifest) {
             checked += 1;
-            let result = expr::parse(&src).map_err(|e| vec![e]).and_then(|ast| expr::check(&ast, &scope));
+            let result = expr::parse(&src)
+                .map_err(|e| vec![e])
+                .and_then(|ast| expr::check(&ast, &scope));
             if let Err(errors) = result {
                 for e in errors {
-                    failures.push(format!("{seed}: {path}: column {}: {}", e.column(&src), e.message));
+                    failures.push(format!(
+                        "{seed}: {path}: column {}: {}",
+                        e.column(&src),
+                        e.message
+                    ));
                 }
             }
         }

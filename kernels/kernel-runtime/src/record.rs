@@ -104,58 +104,33 @@ impl Context {
                 encoder.clear_buffer(buffer, 0, None);
             }
         }
-        let result = self.record_passes(
-            encoder,
-            plan,
-            args,
-            &active,
-            &pipelines,
-            &intermediates,
-            timestamps,
-        );
+        let steps = self.bind_all(&active, &pipelines, args, &intermediates);
         self.return_intermediates(intermediates);
-        result.map(|()| true)
+        encode_pass(encoder, &plan.label(), &steps?, timestamps);
+        Ok(true)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record_passes(
+    /// The bind group of every active pass, in order.
+    fn bind_all<'p>(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &Plan,
+        active: &[(&'p PlannedPass, [u32; 3])],
+        pipelines: &'p [wgpu::ComputePipeline],
         args: &[&wgpu::Buffer],
-        active: &[(&PlannedPass, [u32; 3])],
-        pipelines: &[wgpu::ComputePipeline],
         intermediates: &[(wgpu::Buffer, bool)],
-        timestamps: Timestamps<'_>,
-    ) -> Result<(), RuntimeError> {
-        let mut bind_groups = Vec::with_capacity(active.len());
-        for ((pass, _), pipeline) in active.iter().zip(pipelines) {
-            bind_groups.push(self.bind_group(pass, pipeline, args, intermediates)?);
-        }
-
-        let label = plan.label();
-        let timestamp_writes =
-            timestamps.map(|(query_set, begin, end)| wgpu::ComputePassTimestampWrites {
-                query_set,
-                beginning_of_pass_write_index: Some(begin),
-                end_of_pass_write_index: Some(end),
-            });
-        let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some(&label),
-            timestamp_writes,
-        });
-        for (((pass, [x, y, z]), pipeline), bind_group) in
-            active.iter().zip(pipelines).zip(&bind_groups)
-        {
-            cpass.push_debug_group(pass.id);
-            cpass.set_pipeline(pipeline);
-            if let Some(bg) = bind_group {
-                cpass.set_bind_group(0, bg, &[]);
-            }
-            cpass.dispatch_workgroups(*x, *y, *z);
-            cpass.pop_debug_group();
-        }
-        Ok(())
+    ) -> Result<Vec<Step<'p>>, RuntimeError> {
+        active
+            .iter()
+            .zip(pipelines)
+            .map(|(&(pass, workgroups), pipeline)| {
+                let bind_group = self.bind_group(pass, pipeline, args, intermediates)?;
+                Ok(Step {
+                    pass,
+                    workgroups,
+                    pipeline,
+                    bind_group,
+                })
+            })
+            .collect()
     }
 
     /// The bind group of one pass, or `None` for a pass without bindings.
@@ -294,6 +269,44 @@ impl IntermediatePool {
         }
         self.pooled_bytes += size;
         self.free.entry(size).or_default().push(buffer);
+    }
+}
+
+/// One dispatch, ready to encode.
+struct Step<'p> {
+    pass: &'p PlannedPass,
+    workgroups: [u32; 3],
+    pipeline: &'p wgpu::ComputePipeline,
+    bind_group: Option<wgpu::BindGroup>,
+}
+
+/// Encodes `steps` as one compute pass labelled `label`. Dispatches in one pass are still
+/// ordered: each is its own usage scope, and wgpu inserts the barriers between them.
+fn encode_pass(
+    encoder: &mut wgpu::CommandEncoder,
+    label: &str,
+    steps: &[Step<'_>],
+    timestamps: Timestamps<'_>,
+) {
+    let timestamp_writes =
+        timestamps.map(|(query_set, begin, end)| wgpu::ComputePassTimestampWrites {
+            query_set,
+            beginning_of_pass_write_index: Some(begin),
+            end_of_pass_write_index: Some(end),
+        });
+    let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some(label),
+        timestamp_writes,
+    });
+    for step in steps {
+        let [x, y, z] = step.workgroups;
+        cpass.push_debug_group(step.pass.id);
+        cpass.set_pipeline(step.pipeline);
+        if let Some(bg) = &step.bind_group {
+            cpass.set_bind_group(0, bg, &[]);
+        }
+        cpass.dispatch_workgroups(x, y, z);
+        cpass.pop_debug_group();
     }
 }
 

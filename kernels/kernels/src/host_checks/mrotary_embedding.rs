@@ -17,7 +17,9 @@ pub fn check(views: &[ArgView<'_>], _attrs: &Attrs) -> Result<(), OpError> {
     let (Some(positions), Some(cache)) = (find("position_ids"), find("cos_cache")) else {
         return Ok(());
     };
-    let (Some(values), [_, batch, tokens], [rows, _]) = (positions.index_values, positions.shape, cache.shape) else {
+    let (Some(values), [_, batch, tokens], [rows, _]) =
+        (positions.index_values, positions.shape, cache.shape)
+    else {
         return Ok(());
     };
     let per_stream = batch * tokens;
