@@ -1,122 +1,19 @@
-//! Name resolution and type checking: turns an [`Expr`] into a typed [`Ir`].
+//! Type checking: turns an [`Expr`] into a typed [`Ir`] (name resolution is in `names.rs`).
 //!
 //! The checker reports every error it can find in one pass. A subexpression that failed yields
 //! no IR, and its parents then skip their own type checks, so one mistake produces one message
 //! rather than a cascade.
 
-use std::collections::BTreeSet;
-
 use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
-use super::builtins::{Builtin, DTYPES, FEATURES, NAMESPACES, Params, SHADER_F16, known_functions};
-use super::{ExprError, Span, Symbol, Type};
+use super::builtins::{Builtin, DTYPES, Params, known_functions};
+use super::names::is_device_features;
+use super::{ExprError, Ir, IrKind, Span, Symbol, Type};
 
 /// Resolves names to types: the op model implements it, tests use a fixed table.
 pub trait Scope {
     /// The type of `sym`, or a message saying why it does not exist, such as
     /// ``unknown tensor role `foo` (known: input, cos_cache, …)``.
     fn resolve(&self, sym: &Symbol) -> Result<Type, String>;
-}
-
-/// A typed, resolved expression.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Ir {
-    /// The operation.
-    pub kind: IrKind,
-    /// Its static type.
-    pub ty: Type,
-    /// The source range it came from.
-    pub span: Span,
-}
-
-/// The operations of the typed IR. Operands of a `Binary` have been made the same type
-/// (an Int operand meeting a Float is wrapped in `ToFloat`), except `Dtype` against `Str`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum IrKind {
-    /// An Int literal.
-    Int(i64),
-    /// A Float literal.
-    Float(f64),
-    /// A Bool literal.
-    Bool(bool),
-    /// A Str literal.
-    Str(String),
-    /// A list literal (every item is Int).
-    List(Vec<Ir>),
-    /// A resolved name.
-    Sym(Symbol),
-    /// `device.features.has("<name>")`.
-    Feature(String),
-    /// `sym is defined` (`negated`: `is not defined` / `is undefined`).
-    IsDefined(Symbol, bool),
-    /// A builtin call.
-    Call(Builtin, Vec<Ir>),
-    /// `list | length`.
-    Length(Box<Ir>),
-    /// `list[index]`.
-    Index(Box<Ir>, Box<Ir>),
-    /// Int → Float promotion, inserted by the checker.
-    ToFloat(Box<Ir>),
-    /// `-x` or `not x`.
-    Unary(UnaryOp, Box<Ir>),
-    /// A binary operation, including `and` / `or`.
-    Binary(BinOp, Box<Ir>, Box<Ir>),
-    /// `then if cond else otherwise`, stored as (cond, then, otherwise).
-    Cond(Box<Ir>, Box<Ir>, Box<Ir>),
-}
-
-impl Ir {
-    /// The direct operands.
-    pub fn children(&self) -> Vec<&Ir> {
-        match &self.kind {
-            IrKind::Int(_)
-            | IrKind::Float(_)
-            | IrKind::Bool(_)
-            | IrKind::Str(_)
-            | IrKind::Sym(_)
-            | IrKind::Feature(_)
-            | IrKind::IsDefined(..) => Vec::new(),
-            IrKind::List(items) | IrKind::Call(_, items) => items.iter().collect(),
-            IrKind::Length(x) | IrKind::ToFloat(x) | IrKind::Unary(_, x) => vec![x],
-            IrKind::Index(a, b) | IrKind::Binary(_, a, b) => vec![a, b],
-            IrKind::Cond(c, t, o) => vec![c, t, o],
-        }
-    }
-
-    /// Every symbol the expression reads, including those only tested with `is defined`.
-    /// Derived symbols are listed, not expanded.
-    pub fn symbols(&self) -> BTreeSet<Symbol> {
-        let mut out = BTreeSet::new();
-        self.walk(&mut |ir| match &ir.kind {
-            IrKind::Sym(s) | IrKind::IsDefined(s, _) => {
-                out.insert(s.clone());
-            }
-            _ => {}
-        });
-        out
-    }
-
-    /// Every device feature the expression asks about, including `shader-f16` for `f16Ok`.
-    pub fn features(&self) -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        self.walk(&mut |ir| match &ir.kind {
-            IrKind::Feature(name) => {
-                out.insert(name.clone());
-            }
-            IrKind::Call(Builtin::F16Ok, _) => {
-                out.insert(SHADER_F16.to_owned());
-            }
-            _ => {}
-        });
-        out
-    }
-
-    /// Calls `f` on this node and every descendant, parents first.
-    pub fn walk(&self, f: &mut dyn FnMut(&Ir)) {
-        f(self);
-        for child in self.children() {
-            child.walk(f);
-        }
-    }
 }
 
 /// Resolves and type-checks `expr`, returning every error found.
@@ -137,19 +34,8 @@ pub fn check(expr: &Expr, scope: &dyn Scope) -> Result<Ir, Vec<ExprError>> {
     }
 }
 
-/// How each namespace root continues, for "must be followed by" messages.
-fn namespace_hint(root: &str) -> &'static str {
-    match root {
-        "shapes" => "shapes.<role>",
-        "ranks" => "ranks.<role>",
-        "dtypes" => "dtypes.<typevar>",
-        "attrs" => "attrs.<name>",
-        "tunables" => "tunables.<NAME>",
-        _ => "device.limits.<limitName> or device.features.has(\"<feature>\")",
-    }
-}
-
-fn ir(kind: IrKind, ty: Type, span: Span) -> Ir {
+/// Builds an IR node.
+pub(super) fn ir(kind: IrKind, ty: Type, span: Span) -> Ir {
     Ir { kind, ty, span }
 }
 
@@ -172,13 +58,14 @@ fn unify_numeric(a: Ir, b: Ir) -> (Ir, Ir, Type) {
     }
 }
 
-struct Checker<'a> {
-    scope: &'a dyn Scope,
-    errors: Vec<ExprError>,
+/// The checker's state: the scope and the errors found so far.
+pub(super) struct Checker<'a> {
+    pub(super) scope: &'a dyn Scope,
+    pub(super) errors: Vec<ExprError>,
 }
 
 impl Checker<'_> {
-    fn error(&mut self, span: Span, message: impl Into<String>) {
+    pub(super) fn error(&mut self, span: Span, message: impl Into<String>) {
         self.errors.push(ExprError::new(span, message));
     }
 
@@ -240,39 +127,6 @@ impl Checker<'_> {
             ok.push(item);
         }
         Some(ir(IrKind::List(ok), Type::List, span))
-    }
-
-    /// A bare identifier: a `derive` reference (namespace roots alone are errors).
-    fn name(&mut self, span: Span, name: &str) -> Option<Ir> {
-        if NAMESPACES.contains(&name) {
-            self.error(
-                span,
-                format!(
-                    "`{name}` must be followed by a member: {}",
-                    namespace_hint(name)
-                ),
-            );
-            return None;
-        }
-        let sym = Symbol::Derived(name.to_owned());
-        if Builtin::lookup(name).is_some() && self.scope.resolve(&sym).is_err() {
-            self.error(
-                span,
-                format!("`{name}` is a function: call it as `{name}(…)`"),
-            );
-            return None;
-        }
-        self.symbol(sym, span)
-    }
-
-    fn member(&mut self, e: &Expr) -> Option<Ir> {
-        match self.path(e) {
-            Ok(sym) => self.symbol(sym, e.span),
-            Err(err) => {
-                self.errors.push(err);
-                None
-            }
-        }
     }
 
     fn index(&mut self, span: Span, base: &Expr, index: &Expr) -> Option<Ir> {
@@ -381,80 +235,6 @@ impl Checker<'_> {
         Some(ir(kind, ty, span))
     }
 
-    /// Asks the scope for the type of `sym`.
-    fn symbol(&mut self, sym: Symbol, span: Span) -> Option<Ir> {
-        match self.scope.resolve(&sym) {
-            Ok(ty) => Some(ir(IrKind::Sym(sym), ty, span)),
-            Err(message) => {
-                self.error(span, message);
-                None
-            }
-        }
-    }
-
-    /// Resolves a member chain such as `shapes.input` or `device.limits.maxBufferSize`.
-    fn path(&self, e: &Expr) -> Result<Symbol, ExprError> {
-        let ExprKind::Member {
-            base,
-            name,
-            name_span,
-        } = &e.kind
-        else {
-            return Err(ExprError::new(e.span, "expected a name"));
-        };
-        let name = name.clone();
-        match &base.kind {
-            ExprKind::Name(root) => match root.as_str() {
-                "shapes" => Ok(Symbol::Shape(name)),
-                "ranks" => Ok(Symbol::Rank(name)),
-                "dtypes" => Ok(Symbol::Dtype(name)),
-                "attrs" => Ok(Symbol::Attr(name)),
-                "tunables" => Ok(Symbol::Tunable(name)),
-                "device" => Err(ExprError::new(
-                    e.span,
-                    match name.as_str() {
-                        "limits" => "`device.limits` must be followed by a limit name, e.g. \
-                                     `device.limits.maxComputeWorkgroupsPerDimension`"
-                            .to_owned(),
-                        "features" => FEATURES_USAGE.to_owned(),
-                        _ => format!(
-                            "unknown member `device.{name}` (known: device.features, device.limits)"
-                        ),
-                    },
-                )),
-                _ => Err(ExprError::new(
-                    base.span,
-                    format!(
-                        "unknown namespace `{root}` (known: {})",
-                        NAMESPACES.join(", ")
-                    ),
-                )),
-            },
-            ExprKind::Member {
-                base: inner,
-                name: middle,
-                ..
-            } if matches!(&inner.kind, ExprKind::Name(d) if d == "device") => match middle.as_str()
-            {
-                "limits" => Ok(Symbol::Limit(name)),
-                "features" => Err(ExprError::new(e.span, FEATURES_USAGE)),
-                _ => Err(ExprError::new(
-                    base.span,
-                    format!(
-                        "unknown member `device.{middle}` (known: device.features, device.limits)"
-                    ),
-                )),
-            },
-            _ => Err(ExprError::new(
-                *name_span,
-                format!(
-                    "member `.{name}` cannot be used here: only the namespaces {} have members",
-                    NAMESPACES.join(", ")
-                ),
-            )),
-        }
-    }
-
     fn call(&mut self, span: Span, callee: &Expr, args: &[Expr]) -> Option<Ir> {
         if let ExprKind::Member { base, name, .. } = &callee.kind
             && is_device_features(base)
@@ -539,82 +319,6 @@ impl Checker<'_> {
             }
         };
         (self.errors.len() == errors_before).then_some(result)
-    }
-
-    /// `device.features.<method>(args)`: only `has("<known feature>")`.
-    fn feature(&mut self, span: Span, method: &str, args: &[Expr]) -> Option<Ir> {
-        if method != "has" {
-            self.error(
-                span,
-                format!("unknown method `device.features.{method}` (known: has)"),
-            );
-            return None;
-        }
-        let [arg] = args else {
-            self.error(span, FEATURES_USAGE);
-            return None;
-        };
-        let ExprKind::Str(feature) = &arg.kind else {
-            self.error(arg.span, FEATURES_USAGE);
-            return None;
-        };
-        if !FEATURES.contains(&feature.as_str()) {
-            self.error(
-                arg.span,
-                format!(
-                    "unknown device feature `{feature}` (known: {})",
-                    FEATURES.join(", ")
-                ),
-            );
-            return None;
-        }
-        Some(ir(IrKind::Feature(feature.clone()), Type::Bool, span))
-    }
-
-    fn test(
-        &mut self,
-        span: Span,
-        value: &Expr,
-        name: &str,
-        name_span: Span,
-        negated: bool,
-        args: &[Expr],
-    ) -> Option<Ir> {
-        let negated = match name {
-            "defined" => negated,
-            "undefined" => !negated,
-            _ => {
-                self.error(
-                    name_span,
-                    format!("unknown test `{name}` (known: defined, undefined)"),
-                );
-                return None;
-            }
-        };
-        if !args.is_empty() {
-            self.error(name_span, format!("test `{name}` takes no arguments"));
-            return None;
-        }
-        let sym = match &value.kind {
-            ExprKind::Name(n) if !NAMESPACES.contains(&n.as_str()) => Symbol::Derived(n.clone()),
-            ExprKind::Member { .. } => match self.path(value) {
-                Ok(sym) => sym,
-                Err(err) => {
-                    self.errors.push(err);
-                    return None;
-                }
-            },
-            _ => {
-                self.error(
-                    value.span,
-                    format!("`is {name}` applies to a name such as `attrs.<name>`"),
-                );
-                return None;
-            }
-        };
-        // Resolve anyway: testing a misspelled attribute should fail, not silently be false.
-        self.symbol(sym.clone(), value.span)?;
-        Some(ir(IrKind::IsDefined(sym, negated), Type::Bool, span))
     }
 
     fn binary(
@@ -714,13 +418,4 @@ impl Checker<'_> {
             span,
         ))
     }
-}
-
-/// How `device.features` must be used.
-const FEATURES_USAGE: &str = "`device.features` can only be used as `device.features.has(\"<feature>\")` with a string literal";
-
-/// Whether `e` is exactly `device.features`.
-fn is_device_features(e: &Expr) -> bool {
-    matches!(&e.kind, ExprKind::Member { base, name, .. }
-        if name == "features" && matches!(&base.kind, ExprKind::Name(d) if d == "device"))
 }

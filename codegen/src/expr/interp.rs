@@ -165,9 +165,7 @@ impl Interp<'_> {
             IrKind::List(items) => self.list(items),
             IrKind::Sym(sym) => self.symbol(sym, ir.ty),
             IrKind::Feature(name) => Ok(Value::Bool(self.env.has_feature(name))),
-            IrKind::IsDefined(sym, negated) => {
-                Ok(Value::Bool(self.env.get(sym)?.is_some() != *negated))
-            }
+            IrKind::IsDefined(sym, negated) => self.is_defined(sym, *negated),
             IrKind::Call(builtin, args) => self.call(*builtin, args, ir.ty),
             IrKind::Length(list) => Ok(Value::Int(rt::length(&self.list_value(list)?)?)),
             IrKind::Index(list, index) => {
@@ -190,6 +188,16 @@ impl Interp<'_> {
                 }
             }
         }
+    }
+
+    /// `sym is [not] defined`. A `derive` entry always exists, so it is not evaluated (the
+    /// lowered code does not evaluate it either).
+    fn is_defined(&mut self, sym: &Symbol, negated: bool) -> Result<Value, EvalError> {
+        let defined = match sym {
+            Symbol::Derived(_) => true,
+            _ => self.env.get(sym)?.is_some(),
+        };
+        Ok(Value::Bool(defined != negated))
     }
 
     fn list(&mut self, items: &[Ir]) -> Result<Value, EvalError> {
@@ -229,15 +237,13 @@ impl Interp<'_> {
             },
             Builtin::Max | Builtin::Min => {
                 let want_max = builtin == Builtin::Max;
-                // Every argument is evaluated, left to right, as Jinja does; the first extreme
-                // value wins on ties.
+                // Every argument is evaluated, left to right, as Jinja does. Floats fold with
+                // `f64::max` / `f64::min`, exactly as the lowered code does.
                 if ty == Type::Float {
                     let mut best = self.float(arg(0)?)?;
                     for a in &args[1..] {
                         let v = self.float(a)?;
-                        if (want_max && v > best) || (!want_max && v < best) {
-                            best = v;
-                        }
+                        best = if want_max { best.max(v) } else { best.min(v) };
                     }
                     Value::Float(best)
                 } else {

@@ -27,7 +27,8 @@ pub trait LowerScope {
     /// The value of `sym` (`&[i64]` for List symbols, see the module docs), e.g.
     /// `env.shapes.input` or `block_size(env)?`.
     fn symbol(&self, sym: &Symbol) -> TokenStream;
-    /// A `bool` expression: whether `sym` is defined, e.g. `attrs.num_heads.is_some()`.
+    /// A `bool` expression: whether `sym` is defined, e.g. `attrs.num_heads.is_some()`. Not
+    /// called for derived symbols, which are always defined.
     fn is_defined(&self, sym: &Symbol) -> TokenStream;
     /// A `bool` expression: whether the device has the feature `name`.
     fn feature(&self, name: &str) -> TokenStream;
@@ -170,6 +171,11 @@ impl Lowerer<'_> {
     }
 
     fn is_defined(&self, sym: &Symbol, negated: bool) -> Lowered {
+        if let Symbol::Derived(_) = sym {
+            // A `derive` entry always exists (the interpreter agrees).
+            let value = !negated;
+            return Lowered::new(quote!(#value), Prec::Atom);
+        }
         let defined = self.scope.is_defined(sym);
         if negated {
             Lowered::new(quote!(!#defined), Prec::Unary)

@@ -17,8 +17,10 @@ pub mod ast;
 pub mod builtins;
 mod check;
 mod interp;
+mod ir;
 mod lexer;
 mod lower;
+mod names;
 mod parser;
 
 // The runtime's pure arithmetic, compiled into codegen as well so that the interpreter and the
@@ -29,8 +31,9 @@ pub mod runtime;
 
 use std::fmt;
 
-pub use check::{Ir, IrKind, Scope, check};
+pub use check::{Scope, check};
 pub use interp::{Env, EvalTrace, Value, eval, eval_traced};
+pub use ir::{Ir, IrKind};
 pub use lower::{LowerScope, lower, lower_result};
 pub use parser::parse;
 pub use runtime::EvalError;

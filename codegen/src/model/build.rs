@@ -15,6 +15,10 @@ use crate::expr::{self, Symbol, Type};
 use crate::manifest::{BindingsRef, Manifest};
 use crate::webgpu;
 
+/// What a reference to a `derive` entry that failed to check resolves to: the entry's own
+/// errors were reported, so errors that only follow from it are dropped.
+const POISONED: &str = "\u{0}poisoned derive";
+
 /// Name resolution for one op's expressions.
 pub struct OpScope<'a> {
     pub op: &'a Op,
@@ -70,6 +74,7 @@ impl expr::Scope for OpScope<'_> {
             }
             Symbol::Derived(name) => match self.derived.get(name) {
                 Some(ty) => Ok(*ty),
+                None if self.op.poisoned.contains(name) => Err(POISONED.to_owned()),
                 None => Err(format!(
                     "undefined name `{name}` (not a `derive` entry of this op)"
                 )),
@@ -100,7 +105,7 @@ pub fn check_expr(
             ir,
         }),
         Err(errors) => {
-            for err in &errors {
+            for err in errors.iter().filter(|e| e.message != POISONED) {
                 diagnostics.push(expr_diagnostic(file, path, source, err));
             }
             None
@@ -165,6 +170,7 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         tunables: Vec::new(),
         derives: Vec::new(),
         variants: Vec::new(),
+        poisoned: BTreeSet::new(),
     };
     for (name, value) in &manifest.tunables {
         match value.as_i64() {
@@ -334,12 +340,15 @@ fn build_derives(
             Ok(ast) => {
                 parsed.insert(name.clone(), (source.as_str(), ast));
             }
-            Err(err) => diagnostics.push(expr_diagnostic(
-                file,
-                &format!("derive.{name}"),
-                source,
-                &err,
-            )),
+            Err(err) => {
+                op.poisoned.insert(name.clone());
+                diagnostics.push(expr_diagnostic(
+                    file,
+                    &format!("derive.{name}"),
+                    source,
+                    &err,
+                ));
+            }
         }
     }
     let deps: BTreeMap<&str, BTreeSet<String>> = parsed
@@ -362,6 +371,7 @@ fn build_derives(
                 format!("derive.{}", cycle[0]),
                 format!("cycle in `derive`: {}", cycle.join(" → ")),
             ));
+            op.poisoned.extend(manifest.derive.keys().cloned());
             return HashMap::new();
         }
     };
@@ -373,10 +383,14 @@ fn build_derives(
             op,
             derived: &types,
         };
-        if let Some(expr) = check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics)
-        {
-            types.insert(name.clone(), expr.ir.ty);
-            derives.push(Derived { name, expr });
+        match check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics) {
+            Some(expr) => {
+                types.insert(name.clone(), expr.ir.ty);
+                derives.push(Derived { name, expr });
+            }
+            None => {
+                op.poisoned.insert(name);
+            }
         }
     }
     op.derives = derives;

@@ -274,6 +274,8 @@ pub struct Op {
     pub derives: Vec<Derived>,
     /// Sorted by descending priority, manifest order among equals: the selection order.
     pub variants: Vec<Variant>,
+    /// `derive` entries that failed to parse or check (already reported).
+    pub poisoned: std::collections::BTreeSet<String>,
 }
 
 impl Op {

@@ -58,11 +58,27 @@ pub fn shaders(
                     continue;
                 }
             };
+            if templates.contains_key(&pass.template) && env.get_template(&pass.template).is_err() {
+                // The template itself failed to parse; that error is reported already.
+                continue;
+            }
+            let total = combinations.len();
+            let mut failures = Vec::new();
             for combination in combinations {
                 match shader(op, env, v, p, combination) {
                     Ok(shader) => shaders.push(shader),
-                    Err(diagnostic) => diagnostics.push(diagnostic),
+                    Err(diagnostic) => failures.push(diagnostic),
                 }
+            }
+            // The first failing combination says what is wrong; the others only how often.
+            if let Some(mut first) = failures.first().cloned() {
+                if failures.len() > 1 {
+                    first.message.push_str(&format!(
+                        "\n({} of the pass's {total} static combinations fail; the first is shown)",
+                        failures.len()
+                    ));
+                }
+                diagnostics.push(first);
             }
         }
     }

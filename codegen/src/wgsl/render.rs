@@ -71,7 +71,19 @@ pub fn template_diagnostic(name: &str, source: &str, err: &minijinja::Error) -> 
             };
             let mut diagnostic = Diagnostic::new(&file, format!("line {line}"), message);
             if !text.is_empty() {
-                diagnostic = diagnostic.at(&text, text.len() - text.trim_start().len() + 1);
+                // minijinja knows the byte range of the offending token; fall back to the
+                // first non-blank character of the line.
+                let line_start: usize = source
+                    .lines()
+                    .take(line.saturating_sub(1))
+                    .map(|l| l.len() + 1)
+                    .sum();
+                let column = err
+                    .range()
+                    .filter(|r| r.start >= line_start && r.start - line_start <= text.len())
+                    .map(|r| source[line_start..r.start].chars().count() + 1)
+                    .unwrap_or(text.len() - text.trim_start().len() + 1);
+                diagnostic = diagnostic.at(&text, column);
             }
             diagnostic
         }

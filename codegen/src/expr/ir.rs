@@ -1,0 +1,109 @@
+//! The typed IR the checker produces and the interpreter and lowering consume.
+
+use std::collections::BTreeSet;
+
+use super::ast::{BinOp, UnaryOp};
+use super::builtins::{Builtin, SHADER_F16};
+use super::{Span, Symbol, Type};
+
+/// A typed, resolved expression.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ir {
+    /// The operation.
+    pub kind: IrKind,
+    /// Its static type.
+    pub ty: Type,
+    /// The source range it came from.
+    pub span: Span,
+}
+
+/// The operations of the typed IR. Operands of a `Binary` have been made the same type
+/// (an Int operand meeting a Float is wrapped in `ToFloat`), except `Dtype` against `Str`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum IrKind {
+    /// An Int literal.
+    Int(i64),
+    /// A Float literal.
+    Float(f64),
+    /// A Bool literal.
+    Bool(bool),
+    /// A Str literal.
+    Str(String),
+    /// A list literal (every item is Int).
+    List(Vec<Ir>),
+    /// A resolved name.
+    Sym(Symbol),
+    /// `device.features.has("<name>")`.
+    Feature(String),
+    /// `sym is defined` (`negated`: `is not defined` / `is undefined`).
+    IsDefined(Symbol, bool),
+    /// A builtin call.
+    Call(Builtin, Vec<Ir>),
+    /// `list | length`.
+    Length(Box<Ir>),
+    /// `list[index]`.
+    Index(Box<Ir>, Box<Ir>),
+    /// Int → Float promotion, inserted by the checker.
+    ToFloat(Box<Ir>),
+    /// `-x` or `not x`.
+    Unary(UnaryOp, Box<Ir>),
+    /// A binary operation, including `and` / `or`.
+    Binary(BinOp, Box<Ir>, Box<Ir>),
+    /// `then if cond else otherwise`, stored as (cond, then, otherwise).
+    Cond(Box<Ir>, Box<Ir>, Box<Ir>),
+}
+
+impl Ir {
+    /// The direct operands.
+    pub fn children(&self) -> Vec<&Ir> {
+        match &self.kind {
+            IrKind::Int(_)
+            | IrKind::Float(_)
+            | IrKind::Bool(_)
+            | IrKind::Str(_)
+            | IrKind::Sym(_)
+            | IrKind::Feature(_)
+            | IrKind::IsDefined(..) => Vec::new(),
+            IrKind::List(items) | IrKind::Call(_, items) => items.iter().collect(),
+            IrKind::Length(x) | IrKind::ToFloat(x) | IrKind::Unary(_, x) => vec![x],
+            IrKind::Index(a, b) | IrKind::Binary(_, a, b) => vec![a, b],
+            IrKind::Cond(c, t, o) => vec![c, t, o],
+        }
+    }
+
+    /// Every symbol the expression reads, including those only tested with `is defined`.
+    /// Derived symbols are listed, not expanded.
+    pub fn symbols(&self) -> BTreeSet<Symbol> {
+        let mut out = BTreeSet::new();
+        self.walk(&mut |ir| match &ir.kind {
+            IrKind::Sym(s) | IrKind::IsDefined(s, _) => {
+                out.insert(s.clone());
+            }
+            _ => {}
+        });
+        out
+    }
+
+    /// Every device feature the expression asks about, including `shader-f16` for `f16Ok`.
+    pub fn features(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        self.walk(&mut |ir| match &ir.kind {
+            IrKind::Feature(name) => {
+                out.insert(name.clone());
+            }
+            IrKind::Call(Builtin::F16Ok, _) => {
+                out.insert(SHADER_F16.to_owned());
+            }
+            _ => {}
+        });
+        out
+    }
+
+    /// Calls `f` on this node and every descendant, parents first.
+    pub fn walk(&self, f: &mut dyn FnMut(&Ir)) {
+        f(self);
+        for child in self.children() {
+            child.walk(f);
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Name resolution inside the checker: namespace paths (`shapes.x`, `device.limits.y`),
+//! `derive` references, `device.features.has("…")` and `is defined` tests.
+
+use super::ast::{Expr, ExprKind};
+use super::builtins::{Builtin, FEATURES, NAMESPACES};
+use super::check::{Checker, ir};
+use super::{ExprError, Ir, IrKind, Span, Symbol, Type};
+
+/// How each namespace root continues, for "must be followed by" messages.
+fn namespace_hint(root: &str) -> &'static str {
+    match root {
+        "shapes" => "shapes.<role>",
+        "ranks" => "ranks.<role>",
+        "dtypes" => "dtypes.<typevar>",
+        "attrs" => "attrs.<name>",
+        "tunables" => "tunables.<NAME>",
+        _ => "device.limits.<limitName> or device.features.has(\"<feature>\")",
+    }
+}
+
+impl Checker<'_> {
+    /// A bare identifier: a `derive` reference (namespace roots alone are errors).
+    pub(super) fn name(&mut self, span: Span, name: &str) -> Option<Ir> {
+        if NAMESPACES.contains(&name) {
+            self.error(
+                span,
+                format!(
+                    "`{name}` must be followed by a member: {}",
+                    namespace_hint(name)
+                ),
+            );
+            return None;
+        }
+        let sym = Symbol::Derived(name.to_owned());
+        if Builtin::lookup(name).is_some() && self.scope.resolve(&sym).is_err() {
+            self.error(
+                span,
+                format!("`{name}` is a function: call it as `{name}(…)`"),
+            );
+            return None;
+        }
+        self.symbol(sym, span)
+    }
+
+    pub(super) fn member(&mut self, e: &Expr) -> Option<Ir> {
+        match self.path(e) {
+            Ok(sym) => self.symbol(sym, e.span),
+            Err(err) => {
+                self.errors.push(err);
+                None
+            }
+        }
+    }
+
+    /// Asks the scope for the type of `sym`.
+    pub(super) fn symbol(&mut self, sym: Symbol, span: Span) -> Option<Ir> {
+        match self.scope.resolve(&sym) {
+            Ok(ty) => Some(ir(IrKind::Sym(sym), ty, span)),
+            Err(message) => {
+                self.error(span, message);
+                None
+            }
+        }
+    }
+
+    /// Resolves a member chain such as `shapes.input` or `device.limits.maxBufferSize`.
+    pub(super) fn path(&self, e: &Expr) -> Result<Symbol, ExprError> {
+        let ExprKind::Member {
+            base,
+            name,
+            name_span,
+        } = &e.kind
+        else {
+            return Err(ExprError::new(e.span, "expected a name"));
+        };
+        let name = name.clone();
+        match &base.kind {
+            ExprKind::Name(root) => match root.as_str() {
+                "shapes" => Ok(Symbol::Shape(name)),
+                "ranks" => Ok(Symbol::Rank(name)),
+                "dtypes" => Ok(Symbol::Dtype(name)),
+                "attrs" => Ok(Symbol::Attr(name)),
+                "tunables" => Ok(Symbol::Tunable(name)),
+                "device" => Err(ExprError::new(
+                    e.span,
+                    match name.as_str() {
+                        "limits" => "`device.limits` must be followed by a limit name, e.g. \
+                                     `device.limits.maxComputeWorkgroupsPerDimension`"
+                            .to_owned(),
+                        "features" => FEATURES_USAGE.to_owned(),
+                        _ => format!(
+                            "unknown member `device.{name}` (known: device.features, device.limits)"
+                        ),
+                    },
+                )),
+                _ => Err(ExprError::new(
+                    base.span,
+                    format!(
+                        "unknown namespace `{root}` (known: {})",
+                        NAMESPACES.join(", ")
+                    ),
+                )),
+            },
+            ExprKind::Member {
+                base: inner,
+                name: middle,
+                ..
+            } if matches!(&inner.kind, ExprKind::Name(d) if d == "device") => match middle.as_str()
+            {
+                "limits" => Ok(Symbol::Limit(name)),
+                "features" => Err(ExprError::new(e.span, FEATURES_USAGE)),
+                _ => Err(ExprError::new(
+                    base.span,
+                    format!(
+                        "unknown member `device.{middle}` (known: device.features, device.limits)"
+                    ),
+                )),
+            },
+            _ => Err(ExprError::new(
+                *name_span,
+                format!(
+                    "member `.{name}` cannot be used here: only the namespaces {} have members",
+                    NAMESPACES.join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// `device.features.<method>(args)`: only `has("<known feature>")`.
+    pub(super) fn feature(&mut self, span: Span, method: &str, args: &[Expr]) -> Option<Ir> {
+        if method != "has" {
+            self.error(
+                span,
+                format!("unknown method `device.features.{method}` (known: has)"),
+            );
+            return None;
+        }
+        let [arg] = args else {
+            self.error(span, FEATURES_USAGE);
+            return None;
+        };
+        let ExprKind::Str(feature) = &arg.kind else {
+            self.error(arg.span, FEATURES_USAGE);
+            return None;
+        };
+        if !FEATURES.contains(&feature.as_str()) {
+            self.error(
+                arg.span,
+                format!(
+                    "unknown device feature `{feature}` (known: {})",
+                    FEATURES.join(", ")
+                ),
+            );
+            return None;
+        }
+        Some(ir(IrKind::Feature(feature.clone()), Type::Bool, span))
+    }
+
+    pub(super) fn test(
+        &mut self,
+        span: Span,
+        value: &Expr,
+        name: &str,
+        name_span: Span,
+        negated: bool,
+        args: &[Expr],
+    ) -> Option<Ir> {
+        let negated = match name {
+            "defined" => negated,
+            "undefined" => !negated,
+            _ => {
+                self.error(
+                    name_span,
+                    format!("unknown test `{name}` (known: defined, undefined)"),
+                );
+                return None;
+            }
+        };
+        if !args.is_empty() {
+            self.error(name_span, format!("test `{name}` takes no arguments"));
+            return None;
+        }
+        let sym = match &value.kind {
+            ExprKind::Name(n) if !NAMESPACES.contains(&n.as_str()) => Symbol::Derived(n.clone()),
+            ExprKind::Member { .. } => match self.path(value) {
+                Ok(sym) => sym,
+                Err(err) => {
+                    self.errors.push(err);
+                    return None;
+                }
+            },
+            _ => {
+                self.error(
+                    value.span,
+                    format!("`is {name}` applies to a name such as `attrs.<name>`"),
+                );
+                return None;
+            }
+        };
+        // Resolve anyway: testing a misspelled attribute should fail, not silently be false.
+        self.symbol(sym.clone(), value.span)?;
+        Some(ir(IrKind::IsDefined(sym, negated), Type::Bool, span))
+    }
+}
+
+/// How `device.features` must be used.
+const FEATURES_USAGE: &str = "`device.features` can only be used as `device.features.has(\"<feature>\")` with a string literal";
+
+/// Whether `e` is exactly `device.features`.
+pub(super) fn is_device_features(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Member { base, name, .. }
+        if name == "features" && matches!(&base.kind, ExprKind::Name(d) if d == "device"))
+}
