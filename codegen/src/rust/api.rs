@@ -82,6 +82,7 @@ fn attr_doc(attribute: &Attribute) -> String {
     let mut doc = format!(" {}", attribute.description);
     match default_text(attribute) {
         Some(default) => doc.push_str(&format!("\n\n Default: `{default}`.")),
+        None if attribute.description.contains("Required") => {}
         None => doc.push_str("\n\n Required."),
     }
     if let Some(allowed) = &attribute.allowed {
@@ -114,8 +115,8 @@ fn attrs_struct(op: &Op) -> TokenStream {
     let fields = op.attributes.iter().map(|a| {
         let name = ident(&a.name);
         let ty = attr_rust_type(a);
-        let doc = attr_doc(a);
-        quote!(#[doc = #doc] pub #name: #ty,)
+        let doc = super::doc_lines(&attr_doc(a));
+        quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
     let required: Vec<&Attribute> = op.attributes.iter().filter(|a| a.required).collect();
     let params = required.iter().map(|a| {
@@ -171,11 +172,11 @@ fn attrs_struct(op: &Op) -> TokenStream {
         };
         Some(quote!(rt::support::check_allowed(OP_NAME, #text, #value, &[#(#allowed),*])?;))
     });
-    let new_doc = if required.is_empty() {
+    let new_doc = super::doc_lines(&if required.is_empty() {
         " Attributes with the manifest's defaults.".to_owned()
     } else {
         " Attributes with the manifest's defaults; the required ones are the parameters.".to_owned()
-    };
+    });
     let default_impl = required.is_empty().then(|| {
         quote! {
             impl ::std::default::Default for Attrs {
@@ -189,7 +190,7 @@ fn attrs_struct(op: &Op) -> TokenStream {
         pub struct Attrs { #(#fields)* }
 
         impl Attrs {
-            #[doc = #new_doc]
+            #(#[doc = #new_doc])*
             pub fn new(#(#params),*) -> Self {
                 Attrs { #(#inits)* }
             }
@@ -220,8 +221,8 @@ fn dtypes_struct(op: &Op) -> TokenStream {
     let vars = float_type_vars(op);
     let fields = vars.iter().map(|v| {
         let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
-        let doc = format!(" The element type bound to type variable `{v}`.");
-        quote!(#[doc = #doc] pub #name: rt::DType,)
+        let doc = super::doc_lines(&format!(" The element type bound to type variable `{v}`."));
+        quote!(#(#[doc = #doc])* pub #name: rt::DType,)
     });
     quote! {
         /// The element types bound to the op's type variables.
@@ -237,20 +238,20 @@ fn io_structs(op: &Op) -> TokenStream {
         .collect();
     let shape_fields = op.inputs.iter().map(|t| {
         let name = ident(&t.role);
-        let doc = format!(" Shape of `{}`.", t.role);
-        quote!(#[doc = #doc] pub #name: &'a [usize],)
+        let doc = super::doc_lines(&format!(" Shape of `{}`.", t.role));
+        quote!(#(#[doc = #doc])* pub #name: &'a [usize],)
     });
     let input_fields = op.inputs.iter().map(|t| {
         let name = ident(&t.role);
         let ty = tensor_type(t);
-        let doc = format!(" {}", t.description);
-        quote!(#[doc = #doc] pub #name: &'a #ty,)
+        let doc = super::doc_lines(&format!(" {}", t.description));
+        quote!(#(#[doc = #doc])* pub #name: &'a #ty,)
     });
     let output_fields = op.outputs.iter().map(|t| {
         let name = ident(&t.role);
         let ty = tensor_type(t);
-        let doc = format!(" {}", t.description);
-        quote!(#[doc = #doc] pub #name: #ty,)
+        let doc = super::doc_lines(&format!(" {}", t.description));
+        quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
     let shape_inits = op.inputs.iter().map(|t| {
         let name = ident(&t.role);

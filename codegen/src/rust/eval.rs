@@ -25,7 +25,7 @@ impl LowerScope for EnvScope<'_> {
             }
             Symbol::Rank(role) => {
                 let role = ident(role);
-                quote!((env.shapes.#role.len() as i64))
+                quote!(rt::support::rank(&env.shapes.#role))
             }
             Symbol::Dtype(var) => {
                 if float_type_vars(self.op).contains(&var.as_str()) {
@@ -80,6 +80,16 @@ impl LowerScope for EnvScope<'_> {
     }
 }
 
+/// Lowers `ir` for the typed API (see `fold`).
+fn lower(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
+    expr::lower(&super::fold::fold(ir), scope)
+}
+
+/// Lowers `ir` to a `Result` expression for the typed API.
+fn lower_result(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
+    expr::lower_result(&super::fold::fold(ir), scope)
+}
+
 fn derive_fn(name: &str) -> proc_macro2::Ident {
     format_ident!("derive_{}", model::snake_ident(name))
 }
@@ -98,16 +108,6 @@ fn rust_type(ty: Type) -> TokenStream {
     }
 }
 
-/// A lowered expression as a value of its Rust type (lists owned).
-fn value(scope: &EnvScope<'_>, ir: &Ir) -> TokenStream {
-    let lowered = expr::lower(ir, scope);
-    if ir.ty == Type::List {
-        quote!((#lowered).to_vec())
-    } else {
-        lowered
-    }
-}
-
 pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let op = input.op;
     let scope = EnvScope { op };
@@ -115,32 +115,31 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let derives = op.derives.iter().map(|d| {
         let name = derive_fn(&d.name);
         let ty = rust_type(d.expr.ir.ty);
-        let body = value(&scope, &d.expr.ir);
-        let doc = format!(" `{}` = `{}`", d.name, d.expr.source);
+        let body = lower_result(&d.expr.ir, &scope);
+        let doc = super::doc_lines(&format!(" `{}` = `{}`", d.name, d.expr.source));
         quote! {
-            #[doc = #doc]
+            #(#[doc = #doc])*
             #[doc(hidden)]
-            pub fn #name(env: &Env<'_>) -> Result<#ty, EvalError> { Ok(#body) }
+            pub fn #name(env: &Env<'_>) -> Result<#ty, EvalError> { #body }
         }
     });
-    let explains = op
-        .derives
-        .iter()
-        .filter(|d| conjuncts(&d.expr.ir).len() > 1)
-        .map(|d| {
-            let name = explain_fn(&d.name);
-            let checks = conjuncts(&d.expr.ir)
-                .into_iter()
-                .map(|c| condition(op, &scope, &d.expr.source, c));
-            let doc = format!(
-                " Finds the first conjunct of `{}` that does not hold.",
-                d.name
-            );
-            quote! {
-                #[doc = #doc]
-                fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
-            }
-        });
+    let introspection = introspection(op);
+    let explains = op.derives.iter().filter(|d| explainable(d)).map(|d| {
+        let name = explain_fn(&d.name);
+        let folded = super::fold::fold(&d.expr.ir);
+        let checks: Vec<TokenStream> = conjuncts(&folded)
+            .into_iter()
+            .map(|c| condition(op, &scope, &d.expr.source, c))
+            .collect();
+        let doc = super::doc_lines(&format!(
+            " Finds the first conjunct of `{}` that does not hold.",
+            d.name
+        ));
+        quote! {
+            #(#[doc = #doc])*
+            fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
+        }
+    });
     let selection = selection(op, &scope);
     let mut plans = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
@@ -152,10 +151,55 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         #(#explains)*
         #selection
         #(#plans)*
+        #introspection
     })
 }
 
+/// Name-keyed access to `derive` entries and `when` lists, for the differential test against
+/// the interpreter and for tools that explain a selection.
+fn introspection(op: &Op) -> TokenStream {
+    let names: Vec<&str> = op.derives.iter().map(|d| d.name.as_str()).collect();
+    let functions = op.derives.iter().map(|d| derive_fn(&d.name));
+    let ids: Vec<&str> = op.variants.iter().map(|v| v.id.as_str()).collect();
+    let accepts = op
+        .variants
+        .iter()
+        .map(|v| format_ident!("accept_{}", model::snake_ident(&v.id)));
+    quote! {
+        /// The manifest's `derive` names, in dependency order.
+        #[doc(hidden)]
+        pub const DERIVED_NAMES: &[&str] = &[#(#names),*];
+
+        /// The variant ids, in selection order.
+        #[doc(hidden)]
+        pub const VARIANT_IDS: &[&str] = &[#(#ids),*];
+
+        /// Evaluates the `derive` entry `name` with the compiled code.
+        #[doc(hidden)]
+        pub fn derived_value(name: &str, env: &Env<'_>) -> Option<Result<rt::support::ExprValue, EvalError>> {
+            Some(match name {
+                #( #names => #functions(env).map(rt::support::ExprValue::from), )*
+                _ => return None,
+            })
+        }
+
+        /// Checks the `when` list of variant `id` with the compiled code.
+        #[doc(hidden)]
+        pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+            Some(match id {
+                #( #ids => #accepts(env), )*
+                _ => return None,
+            })
+        }
+    }
+}
+
 /// `a and b and c` → `[a, b, c]`.
+/// Whether a `derive` entry is a conjunction worth explaining clause by clause.
+fn explainable(derived: &model::Derived) -> bool {
+    conjuncts(&super::fold::fold(&derived.expr.ir)).len() > 1
+}
+
 fn conjuncts(ir: &Ir) -> Vec<&Ir> {
     match &ir.kind {
         IrKind::Binary(BinOp::And, lhs, rhs) => {
@@ -170,9 +214,7 @@ fn conjuncts(ir: &Ir) -> Vec<&Ir> {
 /// One checked condition: a reference to an explainable `derive` recurses into it.
 fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
     if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
-        && op
-            .derived(name)
-            .is_some_and(|d| conjuncts(&d.expr.ir).len() > 1)
+        && op.derived(name).is_some_and(explainable)
     {
         let function = explain_fn(name);
         return quote!(#function(env).map_err(|f| f.within(#name))?;);
@@ -181,8 +223,12 @@ fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStrea
         .get(ir.span.start..ir.span.end)
         .unwrap_or(source)
         .trim();
-    let lowered = expr::lower(ir, scope);
-    quote!(rt::support::require((|| -> Result<bool, EvalError> { Ok(#lowered) })(), #text)?;)
+    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind {
+        let function = derive_fn(name);
+        return quote!(rt::support::require(#function(env), #text)?;);
+    }
+    let body = lower_result(ir, scope);
+    quote!(rt::support::check(#text, env, |env: &Env<'_>| -> Result<bool, EvalError> { #body })?;)
 }
 
 fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
@@ -195,17 +241,30 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         let role = ident(&t.role);
         quote!(#role: ::std::vec::Vec::new(),)
     });
-    let output_shapes = op.outputs.iter().map(|t| {
+    let mut output_fns = Vec::new();
+    let output_shapes: Vec<TokenStream> = op.outputs.iter().map(|t| {
         let role = ident(&t.role);
         let role_text = &t.role;
-        let shape = t.shape.as_ref().map(|s| value(scope, &s.ir)).unwrap_or(quote!(::std::vec::Vec::new()));
+        let shape_fn = format_ident!("output_shape_{}", model::snake_ident(&t.role));
+        let shape = t.shape.as_ref().map(|s| lower_result(&s.ir, scope)).unwrap_or(quote!(Ok(::std::vec::Vec::new())));
         let shape_source = t.shape.as_ref().map_or("", |s| s.source.as_str());
+        let shape_doc = super::doc_lines(&format!(" Shape of output `{role_text}`: `{shape_source}`."));
+        output_fns.push(quote! {
+            #(#[doc = #shape_doc])*
+            fn #shape_fn(env: &Env<'_>) -> Result<::std::vec::Vec<i64>, EvalError> { #shape }
+        });
         let rank_check = t.rank_expr.as_ref().map(|r| {
-            let rank = expr::lower(&r.ir, scope);
+            let rank_fn = format_ident!("output_rank_{}", model::snake_ident(&t.role));
+            let rank = lower_result(&r.ir, scope);
             let rank_source = &r.source;
+            let rank_doc = super::doc_lines(&format!(" Rank of output `{role_text}`: `{rank_source}`."));
+            output_fns.push(quote! {
+                #(#[doc = #rank_doc])*
+                fn #rank_fn(env: &Env<'_>) -> Result<i64, EvalError> { #rank }
+            });
             quote! {
-                let rank = (|| -> Result<i64, EvalError> { let env = &*env; Ok(#rank) })().map_err(|e| output_error(#role_text, #rank_source, &e))?;
-                if rank != env.shapes.#role.len() as i64 {
+                let rank = #rank_fn(&env).map_err(|e| output_error(#role_text, #rank_source, &e))?;
+                if rank != rt::support::rank(&env.shapes.#role) {
                     return Err(rt::OpError::Input {
                         op: OP_NAME,
                         input: #role_text.into(),
@@ -215,11 +274,10 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             }
         });
         quote! {
-            env.shapes.#role = (|| -> Result<::std::vec::Vec<i64>, EvalError> { let env = &*env; Ok(#shape) })()
-                .map_err(|e| output_error(#role_text, #shape_source, &e))?;
+            env.shapes.#role = #shape_fn(&env).map_err(|e| output_error(#role_text, #shape_source, &e))?;
             #rank_check
         }
-    });
+    }).collect();
     quote! {
         /// Tensor shapes as expression integers, inputs and outputs.
         #[doc(hidden)]
@@ -244,13 +302,12 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             /// Input shapes as given; output shapes and ranks from the manifest's expressions.
             pub fn new(shapes: &Shapes<'_>, dtypes: DTypes, attrs: &'a Attrs, caps: &'a rt::DeviceCaps) -> Result<Self, rt::OpError> {
                 let mut env = Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, dtypes, attrs, caps };
-                {
-                    let env = &mut env;
-                    #(#output_shapes)*
-                }
+                #(#output_shapes)*
                 Ok(env)
             }
         }
+
+        #(#output_fns)*
     }
 }
 
@@ -263,12 +320,12 @@ fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             .when
             .iter()
             .map(|w| condition(op, scope, &w.source, &w.ir));
-        let doc = format!(
+        let doc = super::doc_lines(&format!(
             " Whether variant `{}` accepts the inputs: its `when` conditions in order.",
             variant.id
-        );
+        ));
         quote! {
-            #[doc = #doc]
+            #(#[doc = #doc])*
             #[doc(hidden)]
             pub fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
         }
@@ -345,7 +402,7 @@ fn variant_plan(
         });
         let static_values: Vec<&model::TemplateValue> =
             model::static_values(variant, pass).collect();
-        let keys = static_values.iter().map(|s| expr::lower(&s.expr.ir, scope));
+        let keys = static_values.iter().map(|s| lower(&s.expr.ir, scope));
         let mut arms = Vec::new();
         for (index, shader) in shaders.iter().enumerate() {
             let patterns = shader
@@ -372,7 +429,7 @@ fn variant_plan(
         });
         let overrides = crate::wgsl::dynamic_values(variant, pass).map(|d| {
             let name = &d.name;
-            let lowered = expr::lower(&d.expr.ir, scope);
+            let lowered = lower(&d.expr.ir, scope);
             let value = match d.expr.ir.ty {
                 Type::Float => quote!(#lowered),
                 Type::Bool => quote!(if #lowered { 1.0 } else { 0.0 }),
@@ -406,7 +463,7 @@ fn variant_plan(
     let intermediates = variant.intermediates.iter().map(|i| {
         let id = &i.id;
         let dtype = format_ident!("{}", i.dtype.runtime_variant());
-        let shape = expr::lower(&i.shape.ir, scope);
+        let shape = lower(&i.shape.ir, scope);
         quote!(rt::IntermediateSpec { id: #id, dtype: rt::DType::#dtype, len: rt::support::element_count(#id, &#shape)? })
     });
     let outputs = op.outputs.iter().map(|t| {
@@ -417,11 +474,11 @@ fn variant_plan(
     });
     let plan_fn = format_ident!("plan_{}", model::snake_ident(&variant.id));
     let id = &variant.id;
-    let doc = format!(" The plan of variant `{id}`.");
+    let doc = super::doc_lines(&format!(" The plan of variant `{id}`."));
     Ok(quote! {
         #(#items)*
 
-        #[doc = #doc]
+        #(#[doc = #doc])*
         fn #plan_fn(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             Ok(rt::Plan {
                 op: OP_NAME,
@@ -486,7 +543,7 @@ fn params_struct(
     let values = params.fields.iter().map(|f| {
         let field = ident(&model::snake_ident(&f.name));
         let text = &f.name;
-        let lowered = expr::lower(&f.value.ir, scope);
+        let lowered = lower(&f.value.ir, scope);
         let value = match f.wgsl_type {
             "u32" => quote!(rt::support::to_u32(#text, #lowered)?),
             "i32" => quote!(rt::support::to_i32(#text, #lowered)?),
@@ -496,13 +553,13 @@ fn params_struct(
         quote!(#field: #value,)
     });
     let rust_size = rust_size as usize;
-    let doc = format!(
+    let doc = super::doc_lines(&format!(
         " Uniform `{}` of {}; naga lays it out in {naga_size} bytes, padded here to {rust_size}.",
         params.name,
         parts.join("/")
-    );
+    ));
     let item = quote! {
-        #[doc = #doc]
+        #(#[doc = #doc])*
         #[repr(C)]
         #[derive(Clone, Copy, Debug, ::bytemuck::Pod, ::bytemuck::Zeroable)]
         struct #name { #(#fields)* _padding: [u32; #padding] }
@@ -519,11 +576,11 @@ fn params_struct(
 
 fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
     let count = |name: &str, e: &Expr| {
-        let lowered = expr::lower(&e.ir, scope);
+        let lowered = lower(&e.ir, scope);
         quote!(rt::support::to_u64(#name, #lowered)?)
     };
     let size = |name: &str, e: &Expr| {
-        let lowered = expr::lower(&e.ir, scope);
+        let lowered = lower(&e.ir, scope);
         quote!(rt::support::to_u32(#name, #lowered)?)
     };
     match dispatch {

@@ -34,6 +34,16 @@ impl Failure {
     }
 }
 
+/// Evaluates the condition `text` with `f`: `Ok` when it holds.
+pub fn check<E>(text: &'static str, env: &E, f: impl FnOnce(&E) -> Result<bool, EvalError>) -> Result<(), Failure> {
+    require(f(env), text)
+}
+
+/// The rank of a shape as an expression integer.
+pub fn rank(shape: &[i64]) -> i64 {
+    i64::try_from(shape.len()).unwrap_or(i64::MAX)
+}
+
 /// `Ok` when the condition `text` evaluated to true.
 pub fn require(value: Result<bool, EvalError>, text: &'static str) -> Result<(), Failure> {
     match value {
@@ -46,6 +56,47 @@ pub fn require(value: Result<bool, EvalError>, text: &'static str) -> Result<(),
             path: vec![text],
             error: Some(error),
         }),
+    }
+}
+
+/// The value of a compiled expression, for name-keyed access (tests, tools).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExprValue {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    /// Strings and dtypes (WGSL names).
+    Str(&'static str),
+    List(Vec<i64>),
+}
+
+impl From<i64> for ExprValue {
+    fn from(v: i64) -> Self {
+        ExprValue::Int(v)
+    }
+}
+
+impl From<f64> for ExprValue {
+    fn from(v: f64) -> Self {
+        ExprValue::Float(v)
+    }
+}
+
+impl From<bool> for ExprValue {
+    fn from(v: bool) -> Self {
+        ExprValue::Bool(v)
+    }
+}
+
+impl From<&'static str> for ExprValue {
+    fn from(v: &'static str) -> Self {
+        ExprValue::Str(v)
+    }
+}
+
+impl From<Vec<i64>> for ExprValue {
+    fn from(v: Vec<i64>) -> Self {
+        ExprValue::List(v)
     }
 }
 
