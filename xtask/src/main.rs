@@ -60,3 +60,16 @@ fn project_root() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or(manifest_dir)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The committed generated files are the golden outputs: plain `cargo test` fails when a
+    /// manifest or template changed without `cargo xtask codegen`, or a shader stopped
+    /// validating.
+    #[test]
+    fn generated_code_is_fresh() {
+        if let Err(err) = super::codegen::run(&super::project_root(), true) {
+            panic!("{err:#}");
+        }
+    }
+}
