@@ -1,0 +1,205 @@
+//! End-to-end tests of the `run-op` command: real safetensors files in, real files out, exit
+//! status 2 with a one-line error for contract violations and bad files, never a panic.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use examples::data::{DataRng, Tolerance, compare, round_to};
+use examples::reference::mrotary_embedding::{mrotary_embedding, rope_caches};
+use safetensors::tensor::TensorView;
+use safetensors::{Dtype, SafeTensors};
+
+/// A scratch folder unique to one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("run-op-tests-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir is writable");
+    dir
+}
+
+fn f32_bytes(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect()
+}
+
+fn i64_bytes(values: &[i64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Writes a safetensors file from (name, dtype, shape, bytes).
+fn write_file(path: &Path, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) {
+    let views: Vec<(String, TensorView<'_>)> = tensors
+        .iter()
+        .map(|(name, dtype, shape, bytes)| {
+            ((*name).to_owned(), TensorView::new(*dtype, shape.clone(), bytes).expect("consistent test tensor"))
+        })
+        .collect();
+    let bytes = safetensors::serialize(views, None::<HashMap<String, String>>).expect("serializable");
+    std::fs::write(path, bytes).expect("file is writable");
+}
+
+fn run_op(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_run-op")).args(args).output().expect("run-op starts")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The last stderr line: `run-op`'s own message (drivers may print before it).
+fn error_line(output: &Output) -> String {
+    stderr(output).lines().filter(|l| l.starts_with("run-op:")).last().unwrap_or_default().to_owned()
+}
+
+struct Problem {
+    x: Vec<f64>,
+    positions: Vec<i64>,
+    cos: Vec<f64>,
+    sin: Vec<f64>,
+}
+
+const SHAPE: [usize; 3] = [2, 3, 2 * 8];
+const MAX_POSITIONS: usize = 16;
+
+fn problem() -> Problem {
+    let mut rng = DataRng::new(11);
+    let x = round_to::<f32>(&rng.uniform(SHAPE.iter().product(), -1.0, 1.0));
+    let positions = rng.indices(3 * SHAPE[0] * SHAPE[1], MAX_POSITIONS as i64);
+    let (cos, sin) = rope_caches(MAX_POSITIONS, 4, 10000.0);
+    Problem { x, positions, cos: round_to::<f32>(&cos), sin: round_to::<f32>(&sin) }
+}
+
+fn write_problem(path: &Path, p: &Problem, positions: &[i64]) {
+    write_file(
+        path,
+        &[
+            ("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x)),
+            ("position_ids", Dtype::I64, vec![3, SHAPE[0], SHAPE[1]], i64_bytes(positions)),
+            ("cos_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.cos)),
+            ("sin_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.sin)),
+        ],
+    );
+}
+
+#[test]
+fn runs_mrotary_embedding_from_files_and_matches_the_reference() {
+    let dir = scratch("ok");
+    let (inputs, outputs) = (dir.join("in.safetensors"), dir.join("out.safetensors"));
+    let p = problem();
+    write_problem(&inputs, &p, &p.positions);
+    let output = run_op(&[
+        "MRotaryEmbedding",
+        "--inputs",
+        inputs.to_str().expect("utf-8 path"),
+        "--output",
+        outputs.to_str().expect("utf-8 path"),
+        "--attr",
+        "num_heads=2",
+        "--attr",
+        "mrope_section=2,1,1",
+        "--attr",
+        "scale=0.5",
+        "--repeat",
+        "3",
+    ]);
+    assert!(output.status.success(), "run-op failed: {}", stderr(&output));
+    let line = String::from_utf8_lossy(&output.stdout);
+    assert!(line.contains("com.microsoft.MRotaryEmbedding") && line.contains("variant rank3"), "{line}");
+    assert!(line.contains("GPU time"), "{line}");
+
+    let bytes = std::fs::read(&outputs).expect("output written");
+    let file = SafeTensors::deserialize(&bytes).expect("output is safetensors");
+    let view = file.tensor("output").expect("output tensor named by its role");
+    assert_eq!(view.dtype(), Dtype::F32);
+    assert_eq!(view.shape(), SHAPE);
+    let got: Vec<f64> =
+        view.data().chunks_exact(4).map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect();
+    let mut attrs = kernels::mrotary_embedding::Attrs::new(vec![2, 1, 1]);
+    attrs.num_heads = 2;
+    attrs.scale = 0.5;
+    let want = mrotary_embedding(&p.x, &SHAPE, &p.positions, &p.cos, &p.sin, MAX_POSITIONS, &attrs).expect("reference");
+    let comparison = compare(&got, &want, Tolerance::mrope(kernel_runtime::DType::F32));
+    assert!(comparison.passed(), "{comparison}");
+}
+
+fn expect_usage_error(args: &[&str], needle: &str) {
+    let output = run_op(args);
+    assert_eq!(output.status.code(), Some(2), "stderr: {}", stderr(&output));
+    let line = error_line(&output);
+    assert!(line.contains(needle), "expected `{needle}` in: {line}");
+    assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+}
+
+#[test]
+fn contract_violations_and_bad_files_exit_with_status_2() {
+    let dir = scratch("errors");
+    let (good, out) = (dir.join("good.safetensors"), dir.join("out.safetensors"));
+    let p = problem();
+    write_problem(&good, &p, &p.positions);
+    let good = good.to_str().expect("utf-8 path");
+    let out = out.to_str().expect("utf-8 path");
+
+    // A contract clause: the sections must sum to R/2 = 4.
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,2,2"],
+        "sectionsValid",
+    );
+    // A value outside the attribute's allowed set.
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,1,1", "--attr", "interleaved=2"],
+        "interleaved",
+    );
+    // A required attribute left out.
+    expect_usage_error(&["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "num_heads=2"], "mrope_section");
+    // An unknown op and an unknown attribute.
+    expect_usage_error(&["NoSuchOp", "--inputs", good, "--output", out], "unknown op");
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "mrope_section=2,1,1", "--attr", "heads=2"],
+        "unknown attribute",
+    );
+
+    // A position past the cache, caught on the host with stream, batch and token.
+    let mut positions = p.positions.clone();
+    positions[SHAPE[0] * SHAPE[1] + SHAPE[1] + 2] = MAX_POSITIONS as i64;
+    let far = dir.join("far.safetensors");
+    write_problem(&far, &p, &positions);
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", far.to_str().expect("utf-8"), "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,1,1"],
+        "stream 1 (height), batch 1, token 2",
+    );
+    // A negative position fails the checked narrowing.
+    positions[0] = -1;
+    let negative = dir.join("negative.safetensors");
+    write_problem(&negative, &p, &positions);
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", negative.to_str().expect("utf-8"), "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,1,1"],
+        "position_ids",
+    );
+
+    // Bad files: missing tensor, wrong dtype, not safetensors at all.
+    let missing = dir.join("missing.safetensors");
+    write_file(&missing, &[("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x))]);
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", missing.to_str().expect("utf-8"), "--output", out, "--attr", "mrope_section=2,1,1"],
+        "no tensor `position_ids`",
+    );
+    let wrong_dtype = dir.join("wrong.safetensors");
+    write_file(
+        &wrong_dtype,
+        &[
+            ("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x)),
+            ("position_ids", Dtype::F32, vec![3, SHAPE[0], SHAPE[1]], f32_bytes(&vec![0.0; 3 * SHAPE[0] * SHAPE[1]])),
+            ("cos_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.cos)),
+            ("sin_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.sin)),
+        ],
+    );
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", wrong_dtype.to_str().expect("utf-8"), "--output", out, "--attr", "mrope_section=2,1,1"],
+        "expected I64",
+    );
+    let garbage = dir.join("garbage.safetensors");
+    std::fs::write(&garbage, b"not a tensor file").expect("writable");
+    expect_usage_error(
+        &["MRotaryEmbedding", "--inputs", garbage.to_str().expect("utf-8"), "--output", out, "--attr", "mrope_section=2,1,1"],
+        "not a safetensors file",
+    );
+}
