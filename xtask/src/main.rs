@@ -72,4 +72,47 @@ mod tests {
             panic!("{err:#}");
         }
     }
+
+    /// `--check` names stale and orphaned files; writing repairs both.
+    #[test]
+    fn check_names_stale_and_orphaned_files() {
+        use std::fs;
+        let source = super::project_root();
+        let root = std::env::temp_dir().join(format!("xtask-check-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for dir in ["manifests", "templates", "kernels/kernels/src/host_checks"] {
+            let (from, to) = (source.join(dir), root.join(dir));
+            fs::create_dir_all(&to).expect("temp dir");
+            for entry in fs::read_dir(&from).expect("source dir").flatten() {
+                if entry.path().is_file() {
+                    fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+                }
+            }
+        }
+        let check = || super::codegen::run(&root, true).map_err(|e| format!("{e:#}"));
+        let missing = check().expect_err("nothing generated yet");
+        assert!(
+            missing.contains("stale:    kernels/kernels/src/generated/mod.rs"),
+            "{missing}"
+        );
+        super::codegen::run(&root, false).expect("generation succeeds");
+        check().expect("fresh after generating");
+
+        let generated = root.join(codegen::GENERATED_DIR);
+        fs::write(generated.join("mod.rs"), "// edited by hand\n").expect("write");
+        fs::write(generated.join("leftover.rs"), "// from a removed op\n").expect("write");
+        let report = check().expect_err("stale and orphaned files");
+        assert!(
+            report.contains("stale:    kernels/kernels/src/generated/mod.rs"),
+            "{report}"
+        );
+        assert!(
+            report.contains("orphaned: kernels/kernels/src/generated/leftover.rs"),
+            "{report}"
+        );
+        super::codegen::run(&root, false).expect("regeneration succeeds");
+        check().expect("fresh again");
+        assert!(!generated.join("leftover.rs").exists());
+        let _ = fs::remove_dir_all(&root);
+    }
 }
