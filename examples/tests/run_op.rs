@@ -18,7 +18,10 @@ fn scratch(test: &str) -> PathBuf {
 }
 
 fn f32_bytes(values: &[f64]) -> Vec<u8> {
-    values.iter().flat_map(|v| (*v as f32).to_le_bytes()).collect()
+    values
+        .iter()
+        .flat_map(|v| (*v as f32).to_le_bytes())
+        .collect()
 }
 
 fn i64_bytes(values: &[i64]) -> Vec<u8> {
@@ -30,15 +33,22 @@ fn write_file(path: &Path, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) {
     let views: Vec<(String, TensorView<'_>)> = tensors
         .iter()
         .map(|(name, dtype, shape, bytes)| {
-            ((*name).to_owned(), TensorView::new(*dtype, shape.clone(), bytes).expect("consistent test tensor"))
+            (
+                (*name).to_owned(),
+                TensorView::new(*dtype, shape.clone(), bytes).expect("consistent test tensor"),
+            )
         })
         .collect();
-    let bytes = safetensors::serialize(views, None::<HashMap<String, String>>).expect("serializable");
+    let bytes =
+        safetensors::serialize(views, None::<HashMap<String, String>>).expect("serializable");
     std::fs::write(path, bytes).expect("file is writable");
 }
 
 fn run_op(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_run-op")).args(args).output().expect("run-op starts")
+    Command::new(env!("CARGO_BIN_EXE_run-op"))
+        .args(args)
+        .output()
+        .expect("run-op starts")
 }
 
 fn stderr(output: &Output) -> String {
@@ -47,7 +57,11 @@ fn stderr(output: &Output) -> String {
 
 /// The last stderr line: `run-op`'s own message (drivers may print before it).
 fn error_line(output: &Output) -> String {
-    stderr(output).lines().filter(|l| l.starts_with("run-op:")).last().unwrap_or_default().to_owned()
+    stderr(output)
+        .lines()
+        .rfind(|l| l.starts_with("run-op:"))
+        .unwrap_or_default()
+        .to_owned()
 }
 
 struct Problem {
@@ -65,7 +79,12 @@ fn problem() -> Problem {
     let x = round_to::<f32>(&rng.uniform(SHAPE.iter().product(), -1.0, 1.0));
     let positions = rng.indices(3 * SHAPE[0] * SHAPE[1], MAX_POSITIONS as i64);
     let (cos, sin) = rope_caches(MAX_POSITIONS, 4, 10000.0);
-    Problem { x, positions, cos: round_to::<f32>(&cos), sin: round_to::<f32>(&sin) }
+    Problem {
+        x,
+        positions,
+        cos: round_to::<f32>(&cos),
+        sin: round_to::<f32>(&sin),
+    }
 }
 
 fn write_problem(path: &Path, p: &Problem, positions: &[i64]) {
@@ -73,9 +92,24 @@ fn write_problem(path: &Path, p: &Problem, positions: &[i64]) {
         path,
         &[
             ("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x)),
-            ("position_ids", Dtype::I64, vec![3, SHAPE[0], SHAPE[1]], i64_bytes(positions)),
-            ("cos_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.cos)),
-            ("sin_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.sin)),
+            (
+                "position_ids",
+                Dtype::I64,
+                vec![3, SHAPE[0], SHAPE[1]],
+                i64_bytes(positions),
+            ),
+            (
+                "cos_cache",
+                Dtype::F32,
+                vec![MAX_POSITIONS, 4],
+                f32_bytes(&p.cos),
+            ),
+            (
+                "sin_cache",
+                Dtype::F32,
+                vec![MAX_POSITIONS, 4],
+                f32_bytes(&p.sin),
+            ),
         ],
     );
 }
@@ -101,22 +135,43 @@ fn runs_mrotary_embedding_from_files_and_matches_the_reference() {
         "--repeat",
         "3",
     ]);
-    assert!(output.status.success(), "run-op failed: {}", stderr(&output));
+    assert!(
+        output.status.success(),
+        "run-op failed: {}",
+        stderr(&output)
+    );
     let line = String::from_utf8_lossy(&output.stdout);
-    assert!(line.contains("com.microsoft.MRotaryEmbedding") && line.contains("variant rank3"), "{line}");
+    assert!(
+        line.contains("com.microsoft.MRotaryEmbedding") && line.contains("variant rank3"),
+        "{line}"
+    );
     assert!(line.contains("GPU time"), "{line}");
 
     let bytes = std::fs::read(&outputs).expect("output written");
     let file = SafeTensors::deserialize(&bytes).expect("output is safetensors");
-    let view = file.tensor("output").expect("output tensor named by its role");
+    let view = file
+        .tensor("output")
+        .expect("output tensor named by its role");
     assert_eq!(view.dtype(), Dtype::F32);
     assert_eq!(view.shape(), SHAPE);
-    let got: Vec<f64> =
-        view.data().chunks_exact(4).map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect();
+    let got: Vec<f64> = view
+        .data()
+        .chunks_exact(4)
+        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect();
     let mut attrs = kernels::mrotary_embedding::Attrs::new(vec![2, 1, 1]);
     attrs.num_heads = 2;
     attrs.scale = 0.5;
-    let want = mrotary_embedding(&p.x, &SHAPE, &p.positions, &p.cos, &p.sin, MAX_POSITIONS, &attrs).expect("reference");
+    let want = mrotary_embedding(
+        &p.x,
+        &SHAPE,
+        &p.positions,
+        &p.cos,
+        &p.sin,
+        MAX_POSITIONS,
+        &attrs,
+    )
+    .expect("reference");
     let comparison = compare(&got, &want, Tolerance::mrope(kernel_runtime::DType::F32));
     assert!(comparison.passed(), "{comparison}");
 }
@@ -140,20 +195,66 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
 
     // A contract clause: the sections must sum to R/2 = 4.
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,2,2"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            good,
+            "--output",
+            out,
+            "--attr",
+            "num_heads=2",
+            "--attr",
+            "mrope_section=2,2,2",
+        ],
         "sectionsValid",
     );
     // A value outside the attribute's allowed set.
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,1,1", "--attr", "interleaved=2"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            good,
+            "--output",
+            out,
+            "--attr",
+            "num_heads=2",
+            "--attr",
+            "mrope_section=2,1,1",
+            "--attr",
+            "interleaved=2",
+        ],
         "interleaved",
     );
     // A required attribute left out.
-    expect_usage_error(&["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "num_heads=2"], "mrope_section");
-    // An unknown op and an unknown attribute.
-    expect_usage_error(&["NoSuchOp", "--inputs", good, "--output", out], "unknown op");
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", good, "--output", out, "--attr", "mrope_section=2,1,1", "--attr", "heads=2"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            good,
+            "--output",
+            out,
+            "--attr",
+            "num_heads=2",
+        ],
+        "mrope_section",
+    );
+    // An unknown op and an unknown attribute.
+    expect_usage_error(
+        &["NoSuchOp", "--inputs", good, "--output", out],
+        "unknown op",
+    );
+    expect_usage_error(
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            good,
+            "--output",
+            out,
+            "--attr",
+            "mrope_section=2,1,1",
+            "--attr",
+            "heads=2",
+        ],
         "unknown attribute",
     );
 
@@ -163,7 +264,17 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
     let far = dir.join("far.safetensors");
     write_problem(&far, &p, &positions);
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", far.to_str().expect("utf-8"), "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,1,1"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            far.to_str().expect("utf-8"),
+            "--output",
+            out,
+            "--attr",
+            "num_heads=2",
+            "--attr",
+            "mrope_section=2,1,1",
+        ],
         "stream 1 (height), batch 1, token 2",
     );
     // A negative position fails the checked narrowing.
@@ -171,15 +282,36 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
     let negative = dir.join("negative.safetensors");
     write_problem(&negative, &p, &positions);
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", negative.to_str().expect("utf-8"), "--output", out, "--attr", "num_heads=2", "--attr", "mrope_section=2,1,1"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            negative.to_str().expect("utf-8"),
+            "--output",
+            out,
+            "--attr",
+            "num_heads=2",
+            "--attr",
+            "mrope_section=2,1,1",
+        ],
         "position_ids",
     );
 
     // Bad files: missing tensor, wrong dtype, not safetensors at all.
     let missing = dir.join("missing.safetensors");
-    write_file(&missing, &[("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x))]);
+    write_file(
+        &missing,
+        &[("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x))],
+    );
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", missing.to_str().expect("utf-8"), "--output", out, "--attr", "mrope_section=2,1,1"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            missing.to_str().expect("utf-8"),
+            "--output",
+            out,
+            "--attr",
+            "mrope_section=2,1,1",
+        ],
         "no tensor `position_ids`",
     );
     let wrong_dtype = dir.join("wrong.safetensors");
@@ -187,19 +319,50 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
         &wrong_dtype,
         &[
             ("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x)),
-            ("position_ids", Dtype::F32, vec![3, SHAPE[0], SHAPE[1]], f32_bytes(&vec![0.0; 3 * SHAPE[0] * SHAPE[1]])),
-            ("cos_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.cos)),
-            ("sin_cache", Dtype::F32, vec![MAX_POSITIONS, 4], f32_bytes(&p.sin)),
+            (
+                "position_ids",
+                Dtype::F32,
+                vec![3, SHAPE[0], SHAPE[1]],
+                f32_bytes(&vec![0.0; 3 * SHAPE[0] * SHAPE[1]]),
+            ),
+            (
+                "cos_cache",
+                Dtype::F32,
+                vec![MAX_POSITIONS, 4],
+                f32_bytes(&p.cos),
+            ),
+            (
+                "sin_cache",
+                Dtype::F32,
+                vec![MAX_POSITIONS, 4],
+                f32_bytes(&p.sin),
+            ),
         ],
     );
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", wrong_dtype.to_str().expect("utf-8"), "--output", out, "--attr", "mrope_section=2,1,1"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            wrong_dtype.to_str().expect("utf-8"),
+            "--output",
+            out,
+            "--attr",
+            "mrope_section=2,1,1",
+        ],
         "expected I64",
     );
     let garbage = dir.join("garbage.safetensors");
     std::fs::write(&garbage, b"not a tensor file").expect("writable");
     expect_usage_error(
-        &["MRotaryEmbedding", "--inputs", garbage.to_str().expect("utf-8"), "--output", out, "--attr", "mrope_section=2,1,1"],
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            garbage.to_str().expect("utf-8"),
+            "--output",
+            out,
+            "--attr",
+            "mrope_section=2,1,1",
+        ],
         "not a safetensors file",
     );
 }

@@ -461,11 +461,14 @@ impl Parser {
             },
             Tok::Punct("(") => {
                 self.bump();
-                let inner = self.expr()?;
+                let mut inner = self.expr()?;
                 if self.peek_is_punct(",") {
                     return Err(self.error_here("`)` (tuples are not supported)"));
                 }
-                self.expect_punct(")")?;
+                let close = self.expect_punct(")")?;
+                // The parentheses belong to the expression's text, so that quoting a clause
+                // (as rejection messages do) keeps them balanced.
+                inner.span = span.to(close);
                 return Ok(inner);
             }
             Tok::Punct("[") => return self.list(),

@@ -223,9 +223,18 @@ fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStrea
         .get(ir.span.start..ir.span.end)
         .unwrap_or(source)
         .trim();
-    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind {
+    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
+        && let Some(derived) = op.derived(name)
+    {
+        // Quote the entry's own text, so the message shows the rule and not just its name.
         let function = derive_fn(name);
-        return quote!(rt::support::require(#function(env), #text)?;);
+        let folded = super::fold::fold(&derived.expr.ir);
+        let source = &derived.expr.source;
+        let inner = source
+            .get(folded.span.start..folded.span.end)
+            .unwrap_or(source)
+            .trim();
+        return quote!(rt::support::require(#function(env), #inner).map_err(|f| f.within(#name))?;);
     }
     let body = lower_result(ir, scope);
     quote!(rt::support::check(#text, env, |env: &Env<'_>| -> Result<bool, EvalError> { #body })?;)

@@ -43,8 +43,8 @@ fn run() -> Result<bool> {
     let adapter = ctx.adapter_info().name.clone();
     println!("adapter: {}", ctx.adapter_summary());
     println!(
-        "{:<32} {:<34} {:<10} {:<8} {:<16} {:<10} {:>10} {:>12}  {}",
-        "op", "case", "adapter", "variant", "shape", "dtype", "max err", "GPU µs", "result"
+        "{:<32} {:<34} {:<10} {:<8} {:<16} {:<10} {:>10} {:>12}  result",
+        "op", "case", "adapter", "variant", "shape", "dtype", "max err", "GPU µs"
     );
     let mut all_passed = true;
     for entry in kernels::OPS {

@@ -31,9 +31,10 @@ pub(crate) struct ParamsCache {
 /// Distinct parameter blocks kept at most; the cache is emptied when it grows past this.
 const PARAMS_CACHE_MAX: usize = 4096;
 
-/// Smallest buffer the runtime creates: a binding must cover at least one element of the
-/// shader's array type (up to `vec4<f32>`), even for empty tensors.
-pub(crate) const MIN_BUFFER_BYTES: u64 = 16;
+/// Smallest buffer the runtime creates (empty tensors still need a bindable buffer). Buffers
+/// are otherwise exactly the tensor's bytes rounded up to 4, so `arrayLength` in a shader is
+/// the element count (plus one padding element for an odd count of f16).
+pub(crate) const MIN_BUFFER_BYTES: u64 = 4;
 
 /// Optional timestamp writes for the plan's compute pass (query set, begin index, end index).
 pub(crate) type Timestamps<'a> = Option<(&'a wgpu::QuerySet, u32, u32)>;
@@ -346,8 +347,8 @@ mod tests {
 
     #[test]
     fn storage_sizes_are_aligned_and_never_empty() {
-        assert_eq!(storage_size(0), 16);
-        assert_eq!(storage_size(2), 16);
+        assert_eq!(storage_size(0), 4);
+        assert_eq!(storage_size(2), 4);
         assert_eq!(storage_size(18), 20);
         assert_eq!(storage_size(1024), 1024);
     }

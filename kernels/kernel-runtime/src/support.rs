@@ -35,7 +35,11 @@ impl Failure {
 }
 
 /// Evaluates the condition `text` with `f`: `Ok` when it holds.
-pub fn check<E>(text: &'static str, env: &E, f: impl FnOnce(&E) -> Result<bool, EvalError>) -> Result<(), Failure> {
+pub fn check<E>(
+    text: &'static str,
+    env: &E,
+    f: impl FnOnce(&E) -> Result<bool, EvalError>,
+) -> Result<(), Failure> {
     require(f(env), text)
 }
 

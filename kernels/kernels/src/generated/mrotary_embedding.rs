@@ -515,7 +515,11 @@ pub fn derive_rank4_contract(env: &Env<'_>) -> Result<bool, EvalError> {
 }
 /// Finds the first conjunct of `sectionsValid` that does not hold.
 fn explain_sections_valid(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::require(derive_sections_defined(env), "sectionsDefined")?;
+    rt::support::require(
+            derive_sections_defined(env),
+            "(attrs.mrope_section | length) == 3",
+        )
+        .map_err(|f| f.within("sectionsDefined"))?;
     rt::support::check(
         "attrs.mrope_section[0] >= 0",
         env,
@@ -581,7 +585,7 @@ fn explain_common_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
         },
     )?;
     rt::support::check(
-        "attrs.interleaved == 0 or attrs.interleaved == 1",
+        "(attrs.interleaved == 0 or attrs.interleaved == 1)",
         env,
         |env: &Env<'_>| -> Result<bool, EvalError> {
             Ok(
@@ -591,7 +595,7 @@ fn explain_common_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
         },
     )?;
     rt::support::check(
-        "attrs.mrope_layout == 0 or attrs.mrope_layout == 1",
+        "(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)",
         env,
         |env: &Env<'_>| -> Result<bool, EvalError> {
             Ok(
@@ -613,7 +617,7 @@ fn explain_common_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
         },
     )?;
     rt::support::check(
-        "attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0",
+        "(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)",
         env,
         |env: &Env<'_>| -> Result<bool, EvalError> {
             Ok(env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64)
@@ -738,7 +742,7 @@ fn explain_rank3_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
         },
     )?;
     rt::support::check(
-        "attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize",
+        "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
         env,
         |env: &Env<'_>| -> Result<bool, EvalError> {
             Ok(
@@ -791,7 +795,7 @@ fn explain_rank4_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
         },
     )?;
     rt::support::check(
-        "attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3)",
+        "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
         env,
         |env: &Env<'_>| -> Result<bool, EvalError> {
             Ok(
@@ -817,14 +821,22 @@ fn explain_rank4_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
 #[doc(hidden)]
 pub fn accept_rank3(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     explain_rank3_contract(env).map_err(|f| f.within("rank3Contract"))?;
-    rt::support::require(derive_pair_dispatch_ok(env), "pairDispatchOk")?;
+    rt::support::require(
+            derive_pair_dispatch_ok(env),
+            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
+        )
+        .map_err(|f| f.within("pairDispatchOk"))?;
     Ok(())
 }
 /// Whether variant `rank4` accepts the inputs: its `when` conditions in order.
 #[doc(hidden)]
 pub fn accept_rank4(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     explain_rank4_contract(env).map_err(|f| f.within("rank4Contract"))?;
-    rt::support::require(derive_pair_dispatch_ok(env), "pairDispatchOk")?;
+    rt::support::require(
+            derive_pair_dispatch_ok(env),
+            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
+        )
+        .map_err(|f| f.within("pairDispatchOk"))?;
     Ok(())
 }
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;

@@ -1,0 +1,583 @@
+//! GPU conformance and contract tests of `kernels::mrotary_embedding` on a real adapter
+//! (Mesa lavapipe in CI), against the float64 reference of spec §1.3 with the tolerances of
+//! spec §5. Contract tests violate one clause each and check the typed error.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{
+    Case, assert_all, attrs, ctx, expect_rejection, rank3, rank4, run_bypassing_host_checks,
+    vl_positions, worked_example, worked_examples,
+};
+use examples::reference::mrotary_embedding::rope_caches;
+use half::f16;
+use kernel_runtime::support::AttrValue;
+use kernel_runtime::{
+    Context, ContextOptions, DeviceCaps, Dispatch, Float, IndexTensor, OpError, RuntimeError,
+};
+use kernels::mrotary_embedding::{self as op, Attrs};
+
+/// rank 3/4 × interleaved 0/1 × mrope_layout 0/1 for element type `T`, B = 2, N = 3.
+fn all_combinations<T: Float>(seed: u64) {
+    let ctx = ctx();
+    let (b, s, n, h, m) = (2, 5, 3, 12, 16);
+    let mut failures = Vec::new();
+    for (rank, shape) in [(3, vec![b, s, n * h]), (4, vec![b, n, s, h])] {
+        for interleaved in [false, true] {
+            for layout in [false, true] {
+                let a = attrs(&[2, 2, 2], n as i64, interleaved, layout);
+                let label = format!("rank {rank}, interleaved {interleaved}, layout {layout}");
+                let case = Case::random(seed + rank, &shape, a, m);
+                failures.extend(case.check::<T>(ctx, &label, &format!("rank{rank}")).err());
+            }
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn all_combinations_f32() {
+    all_combinations::<f32>(100);
+}
+
+#[test]
+fn all_combinations_f16() {
+    all_combinations::<f16>(200);
+}
+
+#[test]
+fn odd_head_size_with_smaller_rotary_dim_copies_the_tail() {
+    let ctx = ctx();
+    let mut failures = Vec::new();
+    for (interleaved, layout) in [(false, false), (true, true), (false, true), (true, false)] {
+        let mut a = attrs(&[1, 0, 1], 2, interleaved, layout);
+        a.rotary_embedding_dim = 4;
+        let label = format!("H = 7, R = 4, interleaved {interleaved}, layout {layout}");
+        let r3 = Case::random(1, &[2, 3, 14], a.clone(), 6);
+        let r4 = Case::random(2, &[2, 2, 3, 7], a, 6);
+        failures.extend(r3.check::<f32>(ctx, &label, "rank3").err());
+        failures.extend(r4.check::<f32>(ctx, &label, "rank4").err());
+        failures.extend(r4.check::<f16>(ctx, &label, "rank4").err());
+    }
+    // R = 2 on H = 9: the tail (7 channels, odd) is longer than the rotary part.
+    let mut a = attrs(&[0, 0, 1], 3, true, false);
+    a.rotary_embedding_dim = 2;
+    let r4 = Case::random(3, &[2, 3, 2, 9], a, 6);
+    failures.extend(r4.check::<f32>(ctx, "H = 9, R = 2", "rank4").err());
+    assert_all(failures);
+}
+
+#[test]
+fn scale_multiplies_rotated_channels_only() {
+    let ctx = ctx();
+    let mut failures = Vec::new();
+    for scale in [0.5, -1.75] {
+        let mut a = attrs(&[1, 1, 1], 2, false, false);
+        a.rotary_embedding_dim = 6;
+        a.scale = scale;
+        let case = Case::random(3, &[2, 4, 2 * 10], a, 8);
+        let (_, got) = case.run::<f32>(ctx).unwrap();
+        failures.extend(case.compare::<f32>(&format!("scale {scale}"), &got).err());
+        // Channels 6..10 of every head are copied bit for bit, never scaled.
+        for (i, (&y, &x)) in got.iter().zip(&case.input).enumerate() {
+            if i % 10 >= 6 && y != f64::from(x as f32) {
+                failures.push(format!("scale {scale}: tail element {i} is {y}, input {x}"));
+            }
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn sequence_longer_than_the_cache_is_accepted() {
+    // S = 9 tokens, M = 4 cache rows: ORT refuses (NOT_IMPLEMENTED), the project accepts as
+    // long as every position is a valid row (spec §1.4).
+    let ctx = ctx();
+    let a = attrs(&[1, 2, 1], 2, false, false);
+    let r3 = Case::random(4, &[2, 9, 16], a.clone(), 4);
+    let r4 = Case::random(5, &[2, 2, 9, 8], a, 4);
+    let failures = [
+        r3.check::<f32>(ctx, "S > M", "rank3"),
+        r4.check::<f32>(ctx, "S > M", "rank4"),
+        r4.check::<f16>(ctx, "S > M", "rank4"),
+    ];
+    assert_all(failures.into_iter().filter_map(Result::err).collect());
+}
+
+#[test]
+fn rank4_ignores_the_num_heads_attribute() {
+    let case = Case::random(6, &[2, 3, 2, 8], attrs(&[2, 1, 1], 5, true, false), 5);
+    case.check::<f32>(ctx(), "rank 4, num_heads 5 != dim1 3", "rank4")
+        .unwrap();
+}
+
+#[test]
+fn worked_examples_m1_m2_m3_on_the_gpu() {
+    let mut failures = Vec::new();
+    for (name, case, variant, want) in &worked_examples() {
+        failures.extend(worked_example::<f32>(name, case, variant, want));
+        failures.extend(worked_example::<f16>(name, case, variant, want));
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn qwen_vl_sizes_head_128() {
+    let ctx = ctx();
+    let (cos, sin) = rope_caches(16, 64, 10000.0);
+    let mut failures = Vec::new();
+    // Qwen2-VL: sectioned [16, 24, 24]; Qwen3-VL: interleaved layout [24, 20, 20].
+    for (sections, layout) in [([16, 24, 24], false), ([24, 20, 20], true)] {
+        for (shape, variant) in [
+            (vec![2, 11, 2 * 128], "rank3"),
+            (vec![2, 2, 11, 128], "rank4"),
+        ] {
+            let mut case = Case::random(7, &shape, attrs(&sections, 2, false, layout), 16);
+            case.positions = vl_positions(2);
+            (case.cos, case.sin) = (cos.clone(), sin.clone());
+            let label = format!("Qwen-VL sections {sections:?}, layout {layout}");
+            failures.extend(case.check::<f32>(ctx, &label, variant).err());
+            failures.extend(case.check::<f16>(ctx, &label, variant).err());
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn empty_batch_or_sequence_gives_an_empty_output() {
+    let ctx = ctx();
+    let a = attrs(&[1, 1, 2], 2, false, false);
+    for shape in [
+        [0, 3, 16].as_slice(),
+        &[2, 0, 16],
+        &[0, 2, 3, 8],
+        &[2, 2, 0, 8],
+    ] {
+        let case = Case::random(8, shape, a.clone(), 4);
+        let variant = format!("rank{}", shape.len());
+        case.check::<f32>(ctx, &format!("empty {shape:?}"), &variant)
+            .unwrap();
+        let (_, got) = case.run::<f16>(ctx).unwrap();
+        assert!(got.is_empty(), "{shape:?}");
+    }
+}
+
+// ---- GPU-free planning and recording -------------------------------------------------
+
+#[test]
+fn plan_works_without_a_gpu() {
+    let caps = DeviceCaps::portable();
+    let case = Case::random(
+        9,
+        &[2, 5, 3 * 7],
+        {
+            let mut a = attrs(&[1, 1, 0], 3, false, false);
+            a.rotary_embedding_dim = 4;
+            a
+        },
+        8,
+    );
+    let plan = case.plan::<f32>(&caps).unwrap();
+    assert_eq!(plan.variant, "rank3");
+    assert_eq!(plan.passes.len(), 1);
+    // One task per rotation pair (tail channels two per task): ceil(7 / 2) per head.
+    let threads = 2 * 5 * 3 * 4;
+    assert_eq!(
+        plan.passes[0].dispatch,
+        Dispatch::Threads {
+            threads,
+            workgroup_size: 256
+        }
+    );
+    assert_eq!(plan.outputs[0].shape, [2, 5, 21]);
+    assert_eq!(plan.outputs[0].dtype, kernel_runtime::DType::F32);
+
+    let r4 = Case::random(9, &[2, 3, 5, 8], attrs(&[2, 1, 1], 0, true, true), 8);
+    assert_eq!(r4.plan::<f32>(&caps).unwrap().variant, "rank4");
+    // The portable device has no shader-f16, so f16 is rejected by the contract.
+    expect_rejection(r4.plan::<f16>(&caps), "rank4", "f16Ok(dtypes.T)");
+    // Nothing in this op's plan depends on what a real device adds beyond the defaults.
+    assert_eq!(
+        r4.plan::<f32>(ctx().caps()).unwrap(),
+        r4.plan::<f32>(&caps).unwrap()
+    );
+}
+
+#[test]
+fn two_ops_recorded_into_one_encoder_and_one_submit() {
+    let ctx = ctx();
+    let first = Case::random(10, &[2, 3, 2 * 8], attrs(&[2, 1, 1], 2, false, false), 6);
+    let second = Case::random(11, &[2, 2, 3, 6], attrs(&[1, 1, 1], 0, true, true), 6);
+    let (up1, up2) = (
+        first.upload::<f32>(ctx).unwrap(),
+        second.upload::<f32>(ctx).unwrap(),
+    );
+    let mut encoder = ctx.create_encoder();
+    let out1 = op::record(ctx, &mut encoder, &up1.inputs(), &first.attrs).unwrap();
+    let out2 = op::record(ctx, &mut encoder, &up2.inputs(), &second.attrs).unwrap();
+    ctx.submit(encoder).unwrap();
+    let got1 = examples::data::from_elem(&out1.output.to_vec(ctx).unwrap());
+    let got2 = examples::data::from_elem(&out2.output.to_vec(ctx).unwrap());
+    let failures = [
+        first.compare::<f32>("first recorded op", &got1),
+        second.compare::<f32>("second recorded op", &got2),
+    ];
+    assert_all(failures.into_iter().filter_map(Result::err).collect());
+}
+
+#[test]
+fn dispatches_split_over_x_and_y_cover_every_pair() {
+    // At most 4 workgroups per dimension: 2560 pair tasks (10 workgroups of 256) run as a
+    // 4 × 3 grid, so the shader must linearise workgroup ids and skip the 2 extra workgroups.
+    let mut ctx = Context::new().expect("a second context on the adapter");
+    ctx.set_dispatch_limit_for_testing(Some(4));
+    let mut failures = Vec::new();
+    for (rank, shape) in [(3, vec![2, 40, 4 * 16]), (4, vec![2, 4, 40, 16])] {
+        let case = Case::random(20, &shape, attrs(&[3, 3, 2], 4, true, false), 50);
+        let label = format!("split dispatch, rank {rank}");
+        failures.extend(
+            case.check::<f32>(&ctx, &label, &format!("rank{rank}"))
+                .err(),
+        );
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn shader_guard_passes_bad_positions_through_per_element_m4() {
+    let case = Case {
+        input_shape: vec![1, 1, 1, 6],
+        input: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        pos_shape: vec![3, 1, 1],
+        positions: vec![0, 0, 0],
+        cos_shape: vec![2, 3],
+        cos: vec![0.0; 6],
+        sin_shape: vec![2, 3],
+        sin: vec![1.0; 6],
+        attrs: Attrs::new(vec![1, 1, 1]),
+    };
+    let want = [
+        [1.0, -5.0, -6.0, 4.0, 2.0, 3.0],
+        [-4.0, 2.0, -6.0, 1.0, 5.0, 3.0],
+        [-4.0, -5.0, 3.0, 1.0, 2.0, 6.0],
+    ];
+    let mut failures = Vec::new();
+    for (stream, want) in want.iter().enumerate() {
+        for bad in [2, u32::MAX] {
+            let mut pos = vec![0; 3];
+            pos[stream] = bad;
+            let got = run_bypassing_host_checks(&case, pos);
+            let msg = format!("M4 stream {stream} = {bad}: got {got:?}, want {want:?}");
+            failures.extend((got != want).then_some(msg));
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn shader_guard_uses_cache_rows_not_the_padded_buffer_length() {
+    // M = 1, half = 1: the 4-byte cache lives in a 16-byte buffer (the runtime's minimum), so
+    // a guard derived from arrayLength sees 4 rows. Position 1 must still pass through.
+    let case = Case {
+        input_shape: vec![1, 1, 1, 2],
+        input: vec![3.0, 4.0],
+        pos_shape: vec![3, 1, 1],
+        positions: vec![0, 0, 0],
+        cos_shape: vec![1, 1],
+        cos: vec![0.5],
+        sin_shape: vec![1, 1],
+        sin: vec![0.25],
+        attrs: Attrs::new(vec![1, 0, 0]),
+    };
+    let got = run_bypassing_host_checks(&case, vec![1, 0, 0]);
+    let msg = "position 1 >= M = 1 must be passed through, not rotated with padding";
+    assert_eq!(got, [3.0, 4.0], "{msg}");
+}
+
+// ---- Contract clauses: each test violates one and checks the typed error -------------
+
+#[test]
+fn rejects_odd_effective_rotary_dim() {
+    let c = rank4(7, 3, attrs(&[1, 1, 1], 0, false, false));
+    expect_rejection(c.run::<f32>(ctx()), "rank4", "effectiveRotaryDim % 2 == 0");
+    let mut a = attrs(&[1, 0, 0], 2, false, false);
+    a.rotary_embedding_dim = 3;
+    let c = rank3(16, 1, a);
+    expect_rejection(c.run::<f32>(ctx()), "rank3", "effectiveRotaryDim % 2 == 0");
+}
+
+#[test]
+fn rejects_rotary_dim_larger_than_the_head() {
+    let mut a = attrs(&[1, 1, 1], 1, false, false);
+    a.rotary_embedding_dim = 6;
+    let c = rank4(4, 3, a.clone());
+    expect_rejection(
+        c.run::<f32>(ctx()),
+        "rank4",
+        "rotary_embedding_dim <= dim(shapes.input, 3)",
+    );
+    a.num_heads = 2;
+    let c = rank3(8, 3, a);
+    expect_rejection(
+        c.run::<f32>(ctx()),
+        "rank3",
+        "rotary_embedding_dim <= rank3HeadSize",
+    );
+}
+
+#[test]
+fn rejects_rotary_dim_without_num_heads() {
+    let mut a = attrs(&[1, 1, 0], 0, false, false);
+    a.rotary_embedding_dim = 4;
+    let c = rank4(8, 2, a);
+    let cond = expect_rejection(c.run::<f32>(ctx()), "rank4", "attrs.num_heads > 0");
+    assert!(cond.starts_with("rank4Contract › commonContract"), "{cond}");
+}
+
+#[test]
+fn rejects_rank3_without_num_heads() {
+    let c = rank3(8, 4, attrs(&[2, 1, 1], 0, false, false));
+    expect_rejection(c.run::<f32>(ctx()), "rank3", "attrs.num_heads >= 1");
+}
+
+#[test]
+fn rejects_hidden_size_not_divisible_by_num_heads() {
+    let c = rank3(10, 2, attrs(&[1, 1, 0], 3, false, false));
+    expect_rejection(
+        c.run::<f32>(ctx()),
+        "rank3",
+        "dim(shapes.input, 2) % attrs.num_heads == 0",
+    );
+}
+
+#[test]
+fn rejects_cos_and_sin_of_different_shapes() {
+    let a = attrs(&[2, 1, 1], 0, false, false);
+    let c = Case::with_shapes(14, &[1, 1, 2, 8], &[3, 1, 2], &[4, 4], &[5, 4], a);
+    expect_rejection(
+        c.run::<f32>(ctx()),
+        "rank4",
+        "sameShape(shapes.cos_cache, shapes.sin_cache)",
+    );
+}
+
+#[test]
+fn rejects_cos_cache_not_of_rank_2() {
+    let a = attrs(&[2, 1, 1], 0, false, false);
+    let c = Case::with_shapes(15, &[1, 1, 2, 8], &[3, 1, 2], &[4, 4, 1], &[4, 4, 1], a);
+    match c.run::<f32>(ctx()) {
+        Err(OpError::Input { input, rule, .. }) => {
+            assert_eq!(input, "cos_cache");
+            assert!(rule.contains("rank 2"), "{rule}");
+        }
+        other => panic!("expected OpError::Input for cos_cache, got {other:?}"),
+    }
+}
+
+#[test]
+fn rejects_cos_width_other_than_half_the_rotary_dim() {
+    // Sections summing to the (wrong) cache width get past sectionsValid to the width rule.
+    let c = rank4(8, 3, attrs(&[1, 1, 1], 0, false, false));
+    expect_rejection(
+        c.run::<f32>(ctx()),
+        "rank4",
+        "halfRotaryDim * 2 == effectiveRotaryDim",
+    );
+    let c = rank4(8, 3, attrs(&[2, 1, 1], 0, false, false));
+    expect_rejection(c.run::<f32>(ctx()), "rank4", "== halfRotaryDim");
+}
+
+#[test]
+fn rejects_bad_mrope_sections() {
+    let run = |sections: &[i64]| rank4(8, 4, attrs(sections, 0, false, false)).run::<f32>(ctx());
+    let sum =
+        "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim";
+    expect_rejection(run(&[2, 1, 2]), "rank4", sum);
+    expect_rejection(
+        run(&[3, -1, 2]),
+        "rank4",
+        "sectionsValid › attrs.mrope_section[1] >= 0",
+    );
+    expect_rejection(run(&[2, 2]), "rank4", "sectionsDefined");
+    expect_rejection(run(&[1, 1, 1, 1]), "rank4", "sectionsDefined");
+    match Attrs::from_raw(&[]) {
+        Err(OpError::Attribute {
+            attribute, rule, ..
+        }) => {
+            assert_eq!(attribute, "mrope_section");
+            assert!(rule.contains("required"), "{rule}");
+        }
+        other => panic!("expected a missing-attribute error, got {other:?}"),
+    }
+}
+
+#[test]
+fn section_length_rejection_quotes_the_manifest_text() {
+    // The failing clause is `sectionsDefined` = `attrs.mrope_section is defined and
+    // (attrs.mrope_section | length) == 3`; attributes are always defined in the typed API, so
+    // the rejection quotes the length clause, parentheses included.
+    let c = rank4(8, 4, attrs(&[2, 2], 0, false, false));
+    let cond = expect_rejection(
+        c.run::<f32>(ctx()),
+        "rank4",
+        "sectionsValid › sectionsDefined",
+    );
+    assert!(
+        cond.ends_with("sectionsValid › sectionsDefined › (attrs.mrope_section | length) == 3"),
+        "{cond}"
+    );
+}
+
+#[test]
+fn rejects_position_ids_not_shaped_3_b_s() {
+    let a = attrs(&[2, 1, 1], 0, false, false);
+    let with_pos = |pos: &[usize]| {
+        Case::with_shapes(16, &[2, 1, 3, 8], pos, &[4, 4], &[4, 4], a.clone()).run::<f32>(ctx())
+    };
+    expect_rejection(
+        with_pos(&[2, 2, 3]),
+        "rank4",
+        "dim(shapes.position_ids, 0) == 3",
+    );
+    expect_rejection(
+        with_pos(&[3, 1, 3]),
+        "rank4",
+        "dim(shapes.position_ids, 1) == dim(shapes.input, 0)",
+    );
+    expect_rejection(with_pos(&[3, 2, 4]), "rank4", "dim(shapes.position_ids, 2)");
+    match with_pos(&[3, 6]) {
+        Err(OpError::Input { input, rule, .. }) => {
+            assert_eq!(input, "position_ids");
+            assert!(rule.contains("rank 3"), "{rule}");
+        }
+        other => panic!("expected OpError::Input for position_ids, got {other:?}"),
+    }
+}
+
+#[test]
+fn rejects_flag_values_outside_the_manifest_sets() {
+    let sections = ("mrope_section".to_owned(), AttrValue::Ints(vec![2, 1, 1]));
+    for (name, value) in [
+        ("interleaved", 2),
+        ("mrope_layout", 2),
+        ("is_packed_batching", 1),
+    ] {
+        match Attrs::from_raw(&[sections.clone(), (name.to_owned(), AttrValue::Int(value))]) {
+            Err(OpError::Attribute {
+                attribute, rule, ..
+            }) => {
+                assert_eq!(attribute, name);
+                assert!(rule.contains("not allowed"), "{name}: {rule}");
+            }
+            other => panic!("{name} = {value}: expected OpError::Attribute, got {other:?}"),
+        }
+    }
+    let unknown = Attrs::from_raw(&[sections, ("foo".to_owned(), AttrValue::Int(1))]);
+    assert!(matches!(unknown, Err(OpError::Attribute { attribute, .. }) if attribute == "foo"));
+    // The typed struct can still say `true`; plan/run must refuse packed batching.
+    let mut a = attrs(&[2, 1, 1], 0, false, false);
+    a.is_packed_batching = true;
+    let err = rank4(8, 4, a).run::<f32>(ctx()).unwrap_err();
+    assert!(
+        matches!(&err, OpError::Attribute { attribute, .. } if attribute == "is_packed_batching"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn rejects_position_ids_past_the_cache_on_the_host() {
+    let mut c = Case::random(17, &[2, 3, 16], attrs(&[1, 2, 1], 2, false, false), 4);
+    // Stream 1 (height), batch 1, token 2.
+    c.positions[(2 + 1) * 3 + 2] = 4;
+    match c.run::<f32>(ctx()) {
+        Err(OpError::Input { input, rule, .. }) => {
+            assert_eq!(input, "position_ids");
+            for part in [
+                "position id 4",
+                "stream 1",
+                "height",
+                "batch 1",
+                "token 2",
+                "[0, 4)",
+            ] {
+                assert!(rule.contains(part), "missing `{part}` in: {rule}");
+            }
+        }
+        other => panic!("expected OpError::Input for position_ids, got {other:?}"),
+    }
+}
+
+#[test]
+fn rejects_negative_or_huge_position_ids_by_checked_narrowing() {
+    let ctx = ctx();
+    for (value, index) in [(-1i64, 4), (1i64 << 32, 2)] {
+        let mut data = vec![0i64; 6];
+        data[index] = value;
+        assert_eq!(
+            IndexTensor::from_i64(ctx, &[3, 1, 2], &data).unwrap_err(),
+            RuntimeError::Narrowing { index, value }
+        );
+    }
+    let mut c = Case::random(18, &[1, 1, 2, 8], attrs(&[2, 1, 1], 0, false, false), 4);
+    c.positions[3] = -1;
+    let err = c.run::<f32>(ctx).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            OpError::Runtime(RuntimeError::Narrowing {
+                index: 3,
+                value: -1
+            })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn rejects_f16_on_a_device_without_shader_f16() {
+    let opts = ContextOptions {
+        disable_features: vec!["shader-f16"],
+        ..ContextOptions::default()
+    };
+    let no_f16 = Context::with_options(&opts).expect("a second device on the same adapter");
+    assert!(!no_f16.caps().shader_f16);
+    let c = rank4(8, 4, attrs(&[2, 1, 1], 0, false, false));
+    let cond = expect_rejection(c.run::<f16>(&no_f16), "rank4", "f16Ok(dtypes.T)");
+    assert!(cond.starts_with("rank4Contract › commonContract"), "{cond}");
+    c.check::<f32>(&no_f16, "f32 without shader-f16", "rank4")
+        .unwrap();
+}
+
+#[test]
+fn rejects_input_of_rank_2_or_5() {
+    // Position ids (3, 1, 2) agree with B = 1 and S = 2 wherever those dims exist.
+    let a = attrs(&[2, 1, 1], 1, false, false);
+    for shape in [vec![1, 8], vec![1, 1, 2, 1, 8]] {
+        let c = Case::with_shapes(19, &shape, &[3, 1, 2], &[4, 4], &[4, 4], a.clone());
+        let err = c.run::<f32>(ctx()).unwrap_err();
+        let OpError::NoVariant { rejections, .. } = &err else {
+            panic!("{shape:?}: expected NoVariant, got {err:?}");
+        };
+        let variants: Vec<_> = rejections.iter().map(|r| r.variant).collect();
+        assert_eq!(variants, ["rank3", "rank4"], "{err}");
+        for r in rejections {
+            if shape.len() == 5 {
+                assert!(
+                    r.condition.ends_with("ranks.input == 3")
+                        || r.condition.ends_with("ranks.input == 4"),
+                    "{err}"
+                );
+            } else {
+                // The manifest reads dim(input, 2) before any rank clause, so rank 2 fails
+                // as an evaluation error of that conjunct.
+                let why = r
+                    .error
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                assert!(why.contains("rank-2"), "{err}");
+            }
+        }
+    }
+}
