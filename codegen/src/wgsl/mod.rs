@@ -58,7 +58,15 @@ pub fn shaders(
                     continue;
                 }
             };
-            if templates.contains_key(&pass.template) && env.get_template(&pass.template).is_err() {
+            if !templates.contains_key(&pass.template) {
+                diagnostics.push(Diagnostic::new(
+                    &op.file,
+                    format!("{}: source.shader", pass_path(op, v, p)),
+                    format!("template `{}` not found under templates/", pass.template),
+                ));
+                continue;
+            }
+            if env.get_template(&pass.template).is_err() {
                 // The template itself failed to parse; that error is reported already.
                 continue;
             }

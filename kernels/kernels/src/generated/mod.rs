@@ -2,6 +2,10 @@
 // Do not edit: change the manifest or the templates and run `cargo xtask codegen`.
 
 //! The generated op modules, one per manifest, and their registry.
+pub mod bias_softmax;
 pub mod mrotary_embedding;
 /// Every generated op, for tools that choose an op by name.
-pub static OPS: &[::kernel_runtime::registry::OpEntry] = &[mrotary_embedding::ENTRY];
+pub static OPS: &[::kernel_runtime::registry::OpEntry] = &[
+    bias_softmax::ENTRY,
+    mrotary_embedding::ENTRY,
+];

@@ -1,0 +1,87 @@
+override blockSize: u32;
+override biasBlockCount: u32;
+override innerRepeat: u32;
+
+struct Params {
+    blockSize: u32,
+    batchCount: u32,
+}
+
+@group(0) @binding(0) var<storage, read> data: array<f32>;
+@group(0) @binding(1) var<storage, read> bias: array<f32>;
+@group(0) @binding(2) var<storage, read_write> output: array<f32>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+const WORKGROUP_SIZE: u32 = 256u;
+// The identity of `max` that stays finite, so no infinity appears in the shader text.
+const LOWEST: f32 = -3.40282347e38;
+
+fn bias_row(row: u32) -> u32 {
+    return row / innerRepeat;
+}
+
+var<workgroup> reduction_scratch: array<f32, 256>;
+
+fn workgroup_max(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, subgroups: u32) -> f32 {
+    let partial = subgroupMax(value);
+    if (lane_in_subgroup == 0u) {
+        reduction_scratch[subgroup] = partial;
+    }
+    workgroupBarrier();
+    var result = reduction_scratch[0];
+    for (var i = 1u; i < subgroups; i += 1u) {
+        result = max(result, reduction_scratch[i]);
+    }
+    workgroupBarrier();
+    return result;
+}
+
+fn workgroup_sum(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, subgroups: u32) -> f32 {
+    let partial = subgroupAdd(value);
+    if (lane_in_subgroup == 0u) {
+        reduction_scratch[subgroup] = partial;
+    }
+    workgroupBarrier();
+    var result = reduction_scratch[0];
+    for (var i = 1u; i < subgroups; i += 1u) {
+        result += reduction_scratch[i];
+    }
+    workgroupBarrier();
+    return result;
+}
+
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+    @builtin(subgroup_id) subgroup: u32,
+    @builtin(subgroup_invocation_id) lane_in_subgroup: u32,
+    @builtin(num_subgroups) subgroups: u32,
+) {
+    // One workgroup per row; the runtime may split the rows over x and y.
+    let row = workgroup.x + workgroup.y * workgroups.x;
+    if (row >= params.batchCount) {
+        return;
+    }
+    let base = row * blockSize;
+    let bias_base = bias_row(row) * blockSize;
+
+    var local_max = LOWEST;
+    for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
+        local_max = max(local_max, f32(data[base + c]) + f32(bias[bias_base + c]));
+    }
+    let row_max = workgroup_max(local_max, lane, subgroup, lane_in_subgroup, subgroups);
+
+    var local_sum = 0.0;
+    for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
+        local_sum += exp(f32(data[base + c]) + f32(bias[bias_base + c]) - row_max);
+    }
+    let row_sum = workgroup_sum(local_sum, lane, subgroup, lane_in_subgroup, subgroups);
+
+    for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
+        let z = f32(data[base + c]) + f32(bias[bias_base + c]);
+        output[base + c] = f32(exp(z - row_max) / row_sum);
+    }
+}

@@ -1,0 +1,80 @@
+override biasBlockCount: u32;
+override innerRepeat: u32;
+
+struct Params {
+    blockSize: u32,
+    blocks: u32,
+}
+
+@group(0) @binding(0) var<storage, read> data: array<f32>;
+@group(0) @binding(1) var<storage, read> bias: array<f32>;
+@group(0) @binding(2) var<storage, read_write> blockMax: array<f32>;
+@group(0) @binding(3) var<storage, read_write> blockSum: array<f32>;
+@group(0) @binding(4) var<uniform> params: Params;
+
+const WORKGROUP_SIZE: u32 = 256u;
+const BLOCK_COLS: u32 = 2048u;
+const LOWEST: f32 = -3.40282347e38;
+
+var<workgroup> reduction_scratch: array<f32, 256>;
+
+fn workgroup_max(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, subgroups: u32) -> f32 {
+    reduction_scratch[lane] = value;
+    workgroupBarrier();
+    for (var stride = 256u / 2u; stride > 0u; stride /= 2u) {
+        if (lane < stride) {
+            reduction_scratch[lane] = max(reduction_scratch[lane], reduction_scratch[lane + stride]);
+        }
+        workgroupBarrier();
+    }
+    let result = reduction_scratch[0];
+    workgroupBarrier();
+    return result;
+}
+
+fn workgroup_sum(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, subgroups: u32) -> f32 {
+    reduction_scratch[lane] = value;
+    workgroupBarrier();
+    for (var stride = 256u / 2u; stride > 0u; stride /= 2u) {
+        if (lane < stride) {
+            reduction_scratch[lane] += reduction_scratch[lane + stride];
+        }
+        workgroupBarrier();
+    }
+    let result = reduction_scratch[0];
+    workgroupBarrier();
+    return result;
+}
+
+fn bias_row(row: u32) -> u32 {
+    return row % biasBlockCount;
+}
+
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let block = workgroup.x;
+    let row = workgroup.y;
+    let base = row * params.blockSize;
+    let bias_base = bias_row(row) * params.blockSize;
+    let start = block * BLOCK_COLS;
+    let end = min(start + BLOCK_COLS, params.blockSize);
+
+    var local_max = LOWEST;
+    for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
+        local_max = max(local_max, f32(data[base + c]) + f32(bias[bias_base + c]));
+    }
+    let block_max = workgroup_max(local_max, lane, 0u, 0u, 1u);
+    var local_sum = 0.0;
+    for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
+        local_sum += exp(f32(data[base + c]) + f32(bias[bias_base + c]) - block_max);
+    }
+    let block_sum = workgroup_sum(local_sum, lane, 0u, 0u, 1u);
+    if (lane == 0u) {
+        blockMax[row * params.blocks + block] = block_max;
+        blockSum[row * params.blocks + block] = block_sum;
+    }
+}

@@ -1,0 +1,42 @@
+enable f16;
+
+override biasBlockCount: u32;
+override innerRepeat: u32;
+
+struct Params {
+    blockSize: u32,
+}
+
+@group(0) @binding(0) var<storage, read> data: array<f16>;
+@group(0) @binding(1) var<storage, read> bias: array<f16>;
+@group(0) @binding(2) var<storage, read> rowMax: array<f32>;
+@group(0) @binding(3) var<storage, read> rowSum: array<f32>;
+@group(0) @binding(4) var<storage, read_write> output: array<f16>;
+@group(0) @binding(5) var<uniform> params: Params;
+
+const WORKGROUP_SIZE: u32 = 256u;
+const BLOCK_COLS: u32 = 2048u;
+
+fn bias_row(row: u32) -> u32 {
+    return row % biasBlockCount;
+}
+
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let block = workgroup.x;
+    let row = workgroup.y;
+    let base = row * params.blockSize;
+    let bias_base = bias_row(row) * params.blockSize;
+    let start = block * BLOCK_COLS;
+    let end = min(start + BLOCK_COLS, params.blockSize);
+    let row_max = rowMax[row];
+    let row_sum = rowSum[row];
+    for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
+        let z = f32(data[base + c]) + f32(bias[bias_base + c]);
+        output[base + c] = f16(exp(z - row_max) / row_sum);
+    }
+}

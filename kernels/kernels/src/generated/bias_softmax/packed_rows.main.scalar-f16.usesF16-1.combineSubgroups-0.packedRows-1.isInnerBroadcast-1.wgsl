@@ -1,0 +1,51 @@
+enable f16;
+
+override blockSize: u32;
+override biasBlockCount: u32;
+override innerRepeat: u32;
+
+struct Params {
+    blockSize: u32,
+    batchCount: u32,
+}
+
+@group(0) @binding(0) var<storage, read> data: array<f16>;
+@group(0) @binding(1) var<storage, read> bias: array<f16>;
+@group(0) @binding(2) var<storage, read_write> output: array<f16>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+const WORKGROUP_SIZE: u32 = 256u;
+// The identity of `max` that stays finite, so no infinity appears in the shader text.
+const LOWEST: f32 = -3.40282347e38;
+
+fn bias_row(row: u32) -> u32 {
+    return row / innerRepeat;
+}
+
+const MAX_ROW: u32 = 8u;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(global_invocation_id) invocation: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var row = invocation.x; row < params.batchCount; row += stride) {
+        let base = row * blockSize;
+        let bias_base = bias_row(row) * blockSize;
+        var z: array<f32, MAX_ROW>;
+        var row_max = LOWEST;
+        for (var c = 0u; c < blockSize; c += 1u) {
+            z[c] = f32(data[base + c]) + f32(bias[bias_base + c]);
+            row_max = max(row_max, z[c]);
+        }
+        var sum = 0.0;
+        for (var c = 0u; c < blockSize; c += 1u) {
+            z[c] = exp(z[c] - row_max);
+            sum += z[c];
+        }
+        for (var c = 0u; c < blockSize; c += 1u) {
+            output[base + c] = f16(z[c] / sum);
+        }
+    }
+}
