@@ -112,6 +112,25 @@ impl Tolerance {
         }
     }
 
+    /// Spec §5, BiasSoftmax float32: 1e-6 absolute.
+    pub const BIAS_SOFTMAX_F32: Tolerance = Tolerance {
+        abs: 1e-6,
+        rel: 0.0,
+    };
+    /// Spec §5, BiasSoftmax float16: 2e-3 absolute (outputs lie in [0, 1]).
+    pub const BIAS_SOFTMAX_F16: Tolerance = Tolerance {
+        abs: 2e-3,
+        rel: 0.0,
+    };
+
+    /// The BiasSoftmax tolerance for a kernel element type.
+    pub fn bias_softmax(dtype: DType) -> Tolerance {
+        match dtype {
+            DType::F16 => Self::BIAS_SOFTMAX_F16,
+            _ => Self::BIAS_SOFTMAX_F32,
+        }
+    }
+
     /// The error budget at reference value `want`.
     pub fn budget(&self, want: f64) -> f64 {
         self.abs + self.rel * want.abs()

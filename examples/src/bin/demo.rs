@@ -43,7 +43,7 @@ fn run() -> Result<bool> {
     let adapter = ctx.adapter_info().name.clone();
     println!("adapter: {}", ctx.adapter_summary());
     println!(
-        "{:<32} {:<34} {:<10} {:<8} {:<16} {:<10} {:>10} {:>12}  result",
+        "{:<32} {:<36} {:<10} {:<14} {:<18} {:<8} {:>10} {:>12}  result",
         "op", "case", "adapter", "variant", "shape", "dtype", "max err", "GPU µs"
     );
     let mut all_passed = true;
@@ -71,7 +71,7 @@ fn run() -> Result<bool> {
             let passed = comparison.passed();
             all_passed &= passed;
             println!(
-                "{:<32} {:<34} {:<10} {:<8} {:<16} {:<10} {:>10.2e} {:>12}  {}",
+                "{:<32} {:<36} {:<10} {:<14} {:<18} {:<8} {:>10.2e} {:>12}  {}",
                 entry.qualified_name,
                 case.name,
                 adapter.split_whitespace().next().unwrap_or(""),
@@ -121,8 +121,75 @@ fn cases_for(ctx: &Context, entry: &OpEntry) -> Result<Vec<Case>> {
             }
             Ok(cases)
         }
+        "com.microsoft.BiasSoftmax" => {
+            let mut cases = Vec::new();
+            for dtype in [DType::F32, DType::F16] {
+                // Attention scores (B, N, S, S) with a padding mask (B, 1, 1, S): inner broadcast.
+                cases.push(bias_softmax_case(
+                    ctx,
+                    "scores + padding mask (inner)",
+                    dtype,
+                    &[2, 8, 128, 128],
+                    &[2, 1, 1, 128],
+                    true,
+                )?);
+                // Long rows that need the split statistics passes.
+                cases.push(bias_softmax_case(
+                    ctx,
+                    "long rows (outer)",
+                    dtype,
+                    &[4, 131072],
+                    &[1, 131072],
+                    false,
+                )?);
+                // Many short rows, several per workgroup.
+                cases.push(bias_softmax_case(
+                    ctx,
+                    "short rows (outer)",
+                    dtype,
+                    &[16384, 8],
+                    &[64, 8],
+                    false,
+                )?);
+            }
+            Ok(cases)
+        }
         _ => Ok(Vec::new()),
     }
+}
+
+fn bias_softmax_case(
+    ctx: &Context,
+    name: &'static str,
+    dtype: DType,
+    shape: &[usize],
+    bias_shape: &[usize],
+    inner: bool,
+) -> Result<Case> {
+    let mut rng = DataRng::new(3);
+    let data = round_dtype(dtype, &rng.uniform(shape.iter().product(), -4.0, 4.0));
+    let bias = round_dtype(dtype, &rng.uniform(bias_shape.iter().product(), -2.0, 2.0));
+    let want = reference::bias_softmax::bias_softmax(&data, shape, &bias, -1, inner)?;
+    let attrs = vec![
+        ("axis".to_owned(), AttrValue::Int(-1)),
+        (
+            "is_inner_broadcast".to_owned(),
+            AttrValue::Int(i64::from(inner)),
+        ),
+    ];
+    let inputs = vec![
+        AnyTensor::from_f64(ctx, dtype, shape, &data)?,
+        AnyTensor::from_f64(ctx, dtype, bias_shape, &bias)?,
+    ];
+    Ok(Case {
+        name,
+        shape: shape.to_vec(),
+        dtype,
+        inputs,
+        attrs,
+        want,
+        tolerance: Tolerance::bias_softmax(dtype),
+    })
 }
 
 struct MropeSetup {

@@ -2,4 +2,5 @@
 //! the WGSL templates, so a conformance test compares two implementations of the spec rather
 //! than a shader with itself.
 
+pub mod bias_softmax;
 pub mod mrotary_embedding;
