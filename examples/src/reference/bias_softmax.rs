@@ -36,13 +36,13 @@ impl Rows {
         }
         ensure!(cols > 0, "the row length is 0 but the bias is not empty");
         ensure!(
-            bias_len % cols == 0,
+            bias_len.is_multiple_of(cols),
             "bias has {bias_len} elements, not a multiple of the row length {cols}"
         );
         let bias_rows = bias_len / cols;
         ensure!(bias_rows > 0, "the bias is smaller than one row");
         ensure!(
-            bias_rows <= rows && rows % bias_rows == 0,
+            bias_rows <= rows && rows.is_multiple_of(bias_rows),
             "{bias_rows} bias rows do not divide {rows} data rows"
         );
         Ok(Rows {
