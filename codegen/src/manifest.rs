@@ -123,6 +123,9 @@ pub struct FieldDecl {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VariantDecl {
     pub id: String,
+    /// What the variant does and when it is chosen (an extension of the seed format; optional).
+    #[serde(default)]
+    pub description: String,
     #[serde(default)]
     pub priority: i64,
     #[serde(default)]

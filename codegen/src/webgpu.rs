@@ -1,7 +1,7 @@
 //! The WebGPU names expressions may use: limits (`device.limits.*`) and features.
 //!
-//! Codegen does not depend on wgpu, so the mapping from WebGPU limit names to `wgpu::Limits`
-//! fields lives here; the generated code reads those fields.
+//! Codegen does not depend on wgpu, so the mapping from WebGPU limit names to the runtime's
+//! `DeviceCaps` lives here; the generated code reads those fields.
 
 /// WebGPU limit name → `wgpu::Limits` field.
 pub const LIMITS: &[(&str, &str)] = &[
@@ -57,13 +57,31 @@ pub const LIMITS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The adapter's subgroup size range, which browsers report beside the limits: WebGPU name →
+/// `DeviceCaps` field (0 when the adapter does not say).
+pub const SUBGROUP_SIZES: &[(&str, &str)] = &[
+    ("subgroupMinSize", "subgroup_min_size"),
+    ("subgroupMaxSize", "subgroup_max_size"),
+];
+
 /// WebGPU feature names `device.features.has(..)` may ask about.
 pub const FEATURES: &[&str] = &["shader-f16", "subgroups", "timestamp-query"];
 
-/// The `wgpu::Limits` field of a WebGPU limit name.
-pub fn limit_field(name: &str) -> Option<&'static str> {
+/// Whether `name` is a limit expressions may read.
+pub fn is_limit(name: &str) -> bool {
     LIMITS
         .iter()
+        .chain(SUBGROUP_SIZES)
+        .any(|(webgpu, _)| *webgpu == name)
+}
+
+/// The `DeviceCaps` path of a WebGPU limit, e.g. `["limits", "max_buffer_size"]`.
+pub fn limit_path(name: &str) -> Option<Vec<&'static str>> {
+    if let Some((_, field)) = LIMITS.iter().find(|(webgpu, _)| *webgpu == name) {
+        return Some(vec!["limits", field]);
+    }
+    SUBGROUP_SIZES
+        .iter()
         .find(|(webgpu, _)| *webgpu == name)
-        .map(|(_, field)| *field)
+        .map(|(_, field)| vec![*field])
 }

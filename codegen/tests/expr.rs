@@ -22,8 +22,6 @@
 //! The file also holds unit tests that check every expression of the seed manifests, and the
 //! differential test against minijinja (`differential.rs`).
 
-#[path = "expr/differential.rs"]
-mod differential;
 #[path = "expr/fixture.rs"]
 mod fixture;
 #[path = "expr/seeds.rs"]

@@ -66,7 +66,7 @@ impl expr::Scope for OpScope<'_> {
                 )),
             },
             Symbol::Limit(name) => {
-                if webgpu::LIMITS.iter().any(|(limit, _)| limit == name) {
+                if webgpu::is_limit(name) {
                     Ok(Type::Int)
                 } else {
                     Err(format!("unknown WebGPU limit `device.limits.{name}`"))

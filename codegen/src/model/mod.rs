@@ -246,6 +246,7 @@ pub struct Intermediate {
 #[derive(Debug, Clone)]
 pub struct Variant {
     pub id: String,
+    pub description: String,
     pub priority: i64,
     pub when: Vec<Expr>,
     pub constants: Vec<TemplateValue>,

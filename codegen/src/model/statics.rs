@@ -12,6 +12,8 @@ pub enum StaticVar {
     Dtype(String),
     Attr(String),
     Feature(String),
+    /// A boolean template value that depends on shapes or limits: both values are rendered.
+    Predicate(String),
 }
 
 /// One pre-rendered shader's inputs: the assignment and the values it gives.
@@ -63,7 +65,11 @@ pub fn enumerate_combinations(
 ) -> Result<Vec<Combination>, EvalError> {
     let mut vars = BTreeSet::new();
     for value in static_values(variant, pass) {
-        collect_vars(op, &value.expr.ir, &mut vars);
+        if super::variants::is_static(op, &value.expr.ir.symbols()) {
+            collect_vars(op, &value.expr.ir, &mut vars);
+        } else {
+            vars.insert(StaticVar::Predicate(value.name.clone()));
+        }
     }
     for binding in &pass.bindings {
         if let Some(ElementType::Var(var)) = &binding.element {
@@ -92,7 +98,11 @@ pub fn enumerate_combinations(
         };
         let mut values = Vec::new();
         for value in static_values(variant, pass) {
-            values.push((value.name.clone(), expr::eval(&value.expr.ir, &env)?));
+            let evaluated = match assignment.get(&StaticVar::Predicate(value.name.clone())) {
+                Some(assumed) => assumed.clone(),
+                None => expr::eval(&value.expr.ir, &env)?,
+            };
+            values.push((value.name.clone(), evaluated));
         }
         let dtypes: BTreeMap<String, DType> = assignment
             .iter()
@@ -140,7 +150,9 @@ fn domain(op: &Op, var: &StaticVar) -> Vec<Value> {
             },
             None => Vec::new(),
         },
-        StaticVar::Feature(_) => vec![Value::Bool(false), Value::Bool(true)],
+        StaticVar::Feature(_) | StaticVar::Predicate(_) => {
+            vec![Value::Bool(false), Value::Bool(true)]
+        }
     }
 }
 

@@ -145,6 +145,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
     }
     Variant {
         id: decl.id.clone(),
+        description: decl.description.clone(),
         priority: decl.priority,
         when,
         constants,
@@ -179,13 +180,15 @@ fn template_values(
         let Some(expr) = check_expr(cx.file, &path, &source, &cx.scope, cx.diagnostics) else {
             continue;
         };
-        let class = if is_static(cx.scope.op, &expr.ir.symbols()) {
+        // A boolean has two values whatever it depends on: both shaders are pre-rendered and
+        // the generated code picks one, so booleans may steer template control flow.
+        let class = if expr.ir.ty == Type::Bool || is_static(cx.scope.op, &expr.ir.symbols()) {
             Class::Static
         } else {
             Class::Dynamic
         };
-        if class == Class::Dynamic && !matches!(expr.ir.ty, Type::Int | Type::Float | Type::Bool) {
-            cx.error(&path, format!("a value that depends on shapes or limits must be an integer, float or boolean (it becomes a WGSL override), found {:?}", expr.ir.ty));
+        if class == Class::Dynamic && !matches!(expr.ir.ty, Type::Int | Type::Float) {
+            cx.error(&path, format!("a value that depends on shapes or limits must be an integer or a float (it becomes a WGSL override), found {:?}", expr.ir.ty));
             continue;
         }
         out.push(TemplateValue {

@@ -55,9 +55,9 @@ impl LowerScope for EnvScope<'_> {
                 quote!(#value)
             }
             Symbol::Limit(name) => {
-                let field =
-                    format_ident!("{}", webgpu::limit_field(name).unwrap_or("max_bind_groups"));
-                quote!(rt::support::limit(env.caps.limits.#field))
+                let path = webgpu::limit_path(name).unwrap_or_default();
+                let fields = path.iter().map(|f| format_ident!("{}", f));
+                quote!(rt::support::limit(env.caps #(.#fields)*))
             }
             Symbol::Derived(name) => {
                 let function = derive_fn(name);
@@ -116,30 +116,36 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         let name = derive_fn(&d.name);
         let ty = rust_type(d.expr.ir.ty);
         let body = lower_result(&d.expr.ir, &scope);
+        let param = env_param(&d.expr.ir);
         let doc = super::doc_lines(&format!(" `{}` = `{}`", d.name, d.expr.source));
         quote! {
             #(#[doc = #doc])*
             #[doc(hidden)]
-            pub fn #name(env: &Env<'_>) -> Result<#ty, EvalError> { #body }
+            pub fn #name(#param: &Env<'_>) -> Result<#ty, EvalError> { #body }
         }
     });
     let introspection = introspection(op);
-    let explains = op.derives.iter().filter(|d| explainable(d)).map(|d| {
-        let name = explain_fn(&d.name);
-        let folded = super::fold::fold(&d.expr.ir);
-        let checks: Vec<TokenStream> = conjuncts(&folded)
-            .into_iter()
-            .map(|c| condition(op, &scope, &d.expr.source, c))
-            .collect();
-        let doc = super::doc_lines(&format!(
-            " Finds the first conjunct of `{}` that does not hold.",
-            d.name
-        ));
-        quote! {
-            #(#[doc = #doc])*
-            fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
-        }
-    });
+    let used = used_explanations(op);
+    let explains = op
+        .derives
+        .iter()
+        .filter(|d| used.contains(d.name.as_str()))
+        .map(|d| {
+            let name = explain_fn(&d.name);
+            let folded = super::fold::fold(&d.expr.ir);
+            let checks: Vec<TokenStream> = conjuncts(&folded)
+                .into_iter()
+                .map(|c| condition(op, &scope, &d.expr.source, c))
+                .collect();
+            let doc = super::doc_lines(&format!(
+                " Finds the first conjunct of `{}` that does not hold.",
+                d.name
+            ));
+            quote! {
+                #(#[doc = #doc])*
+                fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
+            }
+        });
     let selection = selection(op, &scope);
     let mut plans = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
@@ -195,6 +201,38 @@ fn introspection(op: &Op) -> TokenStream {
 }
 
 /// `a and b and c` → `[a, b, c]`.
+/// The explainable `derive` entries some `when` condition reaches, directly or through
+/// another explanation: only those get an `explain_*` function.
+fn used_explanations(op: &Op) -> std::collections::BTreeSet<&str> {
+    let mut used = std::collections::BTreeSet::new();
+    let mut stack: Vec<Ir> = op
+        .variants
+        .iter()
+        .flat_map(|v| &v.when)
+        .map(|w| w.ir.clone())
+        .collect();
+    while let Some(ir) = stack.pop() {
+        if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
+            && let Some(derived) = op.derived(name)
+            && explainable(derived)
+            && used.insert(derived.name.as_str())
+        {
+            let folded = super::fold::fold(&derived.expr.ir);
+            stack.extend(conjuncts(&folded).into_iter().cloned());
+        }
+    }
+    used
+}
+
+/// `env`, or `_env` for a function whose expression reads nothing from it.
+fn env_param(ir: &Ir) -> proc_macro2::Ident {
+    if ir.symbols().is_empty() && ir.features().is_empty() {
+        format_ident!("_env")
+    } else {
+        format_ident!("env")
+    }
+}
+
 /// Whether a `derive` entry is a conjunction worth explaining clause by clause.
 fn explainable(derived: &model::Derived) -> bool {
     conjuncts(&super::fold::fold(&derived.expr.ir)).len() > 1
@@ -256,20 +294,22 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         let role_text = &t.role;
         let shape_fn = format_ident!("output_shape_{}", model::snake_ident(&t.role));
         let shape = t.shape.as_ref().map(|s| lower_result(&s.ir, scope)).unwrap_or(quote!(Ok(::std::vec::Vec::new())));
+        let param = t.shape.as_ref().map_or(format_ident!("_env"), |s| env_param(&s.ir));
         let shape_source = t.shape.as_ref().map_or("", |s| s.source.as_str());
         let shape_doc = super::doc_lines(&format!(" Shape of output `{role_text}`: `{shape_source}`."));
         output_fns.push(quote! {
             #(#[doc = #shape_doc])*
-            fn #shape_fn(env: &Env<'_>) -> Result<::std::vec::Vec<i64>, EvalError> { #shape }
+            fn #shape_fn(#param: &Env<'_>) -> Result<::std::vec::Vec<i64>, EvalError> { #shape }
         });
         let rank_check = t.rank_expr.as_ref().map(|r| {
             let rank_fn = format_ident!("output_rank_{}", model::snake_ident(&t.role));
             let rank = lower_result(&r.ir, scope);
+            let param = env_param(&r.ir);
             let rank_source = &r.source;
             let rank_doc = super::doc_lines(&format!(" Rank of output `{role_text}`: `{rank_source}`."));
             output_fns.push(quote! {
                 #(#[doc = #rank_doc])*
-                fn #rank_fn(env: &Env<'_>) -> Result<i64, EvalError> { #rank }
+                fn #rank_fn(#param: &Env<'_>) -> Result<i64, EvalError> { #rank }
             });
             quote! {
                 let rank = #rank_fn(&env).map_err(|e| output_error(#role_text, #rank_source, &e))?;
@@ -330,8 +370,8 @@ fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             .iter()
             .map(|w| condition(op, scope, &w.source, &w.ir));
         let doc = super::doc_lines(&format!(
-            " Whether variant `{}` accepts the inputs: its `when` conditions in order.",
-            variant.id
+            " Whether variant `{}` accepts the inputs: its `when` conditions in order.\n\n {}",
+            variant.id, variant.description
         ));
         quote! {
             #(#[doc = #doc])*

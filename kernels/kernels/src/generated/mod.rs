@@ -3,9 +3,11 @@
 
 //! The generated op modules, one per manifest, and their registry.
 pub mod bias_softmax;
+pub mod gated_relative_position_bias;
 pub mod mrotary_embedding;
 /// Every generated op, for tools that choose an op by name.
 pub static OPS: &[::kernel_runtime::registry::OpEntry] = &[
     bias_softmax::ENTRY,
+    gated_relative_position_bias::ENTRY,
     mrotary_embedding::ENTRY,
 ];
