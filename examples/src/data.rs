@@ -112,6 +112,26 @@ impl Tolerance {
         }
     }
 
+    /// Spec §5, GatedRelativePositionBias float32: 1e-5 relative (plus a hair of absolute
+    /// slack for exact zeros).
+    pub const GATED_BIAS_F32: Tolerance = Tolerance {
+        abs: 1e-7,
+        rel: 1e-5,
+    };
+    /// Spec §5, GatedRelativePositionBias float16: 1e-2 relative plus 1e-3 absolute near 0.
+    pub const GATED_BIAS_F16: Tolerance = Tolerance {
+        abs: 1e-3,
+        rel: 1e-2,
+    };
+
+    /// The GatedRelativePositionBias tolerance for a kernel element type.
+    pub fn gated_bias(dtype: DType) -> Tolerance {
+        match dtype {
+            DType::F16 => Self::GATED_BIAS_F16,
+            _ => Self::GATED_BIAS_F32,
+        }
+    }
+
     /// Spec §5, BiasSoftmax float32: 1e-6 absolute.
     pub const BIAS_SOFTMAX_F32: Tolerance = Tolerance {
         abs: 1e-6,

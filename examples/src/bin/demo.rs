@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result, bail};
 use examples::data::{DataRng, Tolerance, compare, round_to};
 use examples::reference;
+use examples::reference::gated_relative_position_bias::Sizes;
 use kernel_runtime::registry::OpEntry;
 use kernel_runtime::support::AttrValue;
 use kernel_runtime::{AnyTensor, Context, DType, IndexTensor};
@@ -43,14 +44,14 @@ fn run() -> Result<bool> {
     let adapter = ctx.adapter_info().name.clone();
     println!("adapter: {}", ctx.adapter_summary());
     println!(
-        "{:<32} {:<36} {:<10} {:<14} {:<18} {:<8} {:>10} {:>12}  result",
+        "{:<40} {:<34} {:<9} {:<18} {:<18} {:<8} {:>10} {:>12}  result",
         "op", "case", "adapter", "variant", "shape", "dtype", "max err", "GPU µs"
     );
     let mut all_passed = true;
     for entry in kernels::OPS {
         let cases = cases_for(&ctx, entry)?;
         if cases.is_empty() {
-            println!("{:<32} no demo case yet", entry.qualified_name);
+            println!("{:<40} no demo case yet", entry.qualified_name);
             continue;
         }
         for case in cases {
@@ -71,7 +72,7 @@ fn run() -> Result<bool> {
             let passed = comparison.passed();
             all_passed &= passed;
             println!(
-                "{:<32} {:<36} {:<10} {:<14} {:<18} {:<8} {:>10.2e} {:>12}  {}",
+                "{:<40} {:<34} {:<9} {:<18} {:<18} {:<8} {:>10.2e} {:>12}  {}",
                 entry.qualified_name,
                 case.name,
                 adapter.split_whitespace().next().unwrap_or(""),
@@ -154,8 +155,87 @@ fn cases_for(ctx: &Context, entry: &OpEntry) -> Result<Vec<Case>> {
             }
             Ok(cases)
         }
+        "com.microsoft.GatedRelativePositionBias" => {
+            let mut cases = Vec::new();
+            for dtype in [DType::F32, DType::F16] {
+                // WavLM: 16 heads of 64, D = 8 (head-parallel projection).
+                cases.push(gated_bias_case(
+                    ctx,
+                    "WavLM-like, 16 heads x 64, D 8",
+                    dtype,
+                    Sizes {
+                        batch: 2,
+                        seq: 200,
+                        heads: 16,
+                        head_size: 64,
+                        proj: 8,
+                    },
+                )?);
+                // A small head: the serial projection of the `row` variant.
+                cases.push(gated_bias_case(
+                    ctx,
+                    "small head, odd sequence",
+                    dtype,
+                    Sizes {
+                        batch: 3,
+                        seq: 77,
+                        heads: 4,
+                        head_size: 8,
+                        proj: 4,
+                    },
+                )?);
+            }
+            Ok(cases)
+        }
         _ => Ok(Vec::new()),
     }
+}
+
+fn gated_bias_case(ctx: &Context, name: &'static str, dtype: DType, sizes: Sizes) -> Result<Case> {
+    let Sizes {
+        batch,
+        seq,
+        heads,
+        head_size,
+        proj,
+    } = sizes;
+    let mut rng = DataRng::new(5);
+    let mut draw = |n: usize, scale: f64| round_dtype(dtype, &rng.uniform(n, -scale, scale));
+    let query = draw(batch * seq * heads * head_size, 1.0);
+    let query_bias = draw(heads * head_size, 0.5);
+    let rel_pos = draw(heads * seq * seq, 4.0);
+    let weight = draw(head_size * proj, 0.5);
+    let bias = draw(proj, 0.5);
+    // WavLM's `gru_rel_pos_const` starts at 1: a positive coefficient keeps the gate away from
+    // the cancellation near 0 that a relative tolerance cannot judge.
+    let eco_a = round_dtype(dtype, &rng.uniform(heads, 0.5, 1.5));
+    let want = reference::gated_relative_position_bias::gated_relative_position_bias(
+        sizes,
+        &query,
+        &query_bias,
+        &rel_pos,
+        &weight,
+        &bias,
+        &eco_a,
+    )?;
+    let inputs = vec![
+        AnyTensor::from_f64(ctx, dtype, &[batch, seq, heads * head_size], &query)?,
+        AnyTensor::from_f64(ctx, dtype, &[heads * head_size], &query_bias)?,
+        AnyTensor::from_f64(ctx, dtype, &[1, heads, seq, seq], &rel_pos)?,
+        AnyTensor::from_f64(ctx, dtype, &[head_size, proj], &weight)?,
+        AnyTensor::from_f64(ctx, dtype, &[proj], &bias)?,
+        AnyTensor::from_f64(ctx, dtype, &[1, heads, 1, 1], &eco_a)?,
+    ];
+    let attrs = vec![("num_heads".to_owned(), AttrValue::Int(heads as i64))];
+    Ok(Case {
+        name,
+        shape: vec![batch, heads, seq, seq],
+        dtype,
+        inputs,
+        attrs,
+        want,
+        tolerance: Tolerance::gated_bias(dtype),
+    })
 }
 
 fn bias_softmax_case(

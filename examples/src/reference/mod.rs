@@ -3,4 +3,5 @@
 //! than a shader with itself.
 
 pub mod bias_softmax;
+pub mod gated_relative_position_bias;
 pub mod mrotary_embedding;
