@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{Context as _, Result, bail};
 use examples::data::{DataRng, Tolerance, compare, round_to};
 use examples::reference;
-use examples::reference::gated_relative_position_bias::Sizes;
+use examples::reference::gated_relative_position_bias::{Problem, Sizes};
 use kernel_runtime::registry::OpEntry;
 use kernel_runtime::support::AttrValue;
 use kernel_runtime::{AnyTensor, Context, DType, IndexTensor};
@@ -209,15 +209,16 @@ fn gated_bias_case(ctx: &Context, name: &'static str, dtype: DType, sizes: Sizes
     // WavLM's `gru_rel_pos_const` starts at 1: a positive coefficient keeps the gate away from
     // the cancellation near 0 that a relative tolerance cannot judge.
     let eco_a = round_dtype(dtype, &rng.uniform(heads, 0.5, 1.5));
-    let want = reference::gated_relative_position_bias::gated_relative_position_bias(
+    let want = Problem {
         sizes,
-        &query,
-        &query_bias,
-        &rel_pos,
-        &weight,
-        &bias,
-        &eco_a,
-    )?;
+        query: &query,
+        query_bias: &query_bias,
+        rel_pos: &rel_pos,
+        weight: &weight,
+        bias: &bias,
+        eco_a: &eco_a,
+    }
+    .output()?;
     let inputs = vec![
         AnyTensor::from_f64(ctx, dtype, &[batch, seq, heads * head_size], &query)?,
         AnyTensor::from_f64(ctx, dtype, &[heads * head_size], &query_bias)?,

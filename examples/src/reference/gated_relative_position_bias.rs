@@ -26,103 +26,109 @@ fn logistic(v: f64) -> f64 {
     1.0 / (1.0 + (-v).exp())
 }
 
-/// The gate of row `(b, n, s)` (G1–G4).
-pub fn gate(
-    sizes: Sizes,
-    query: &[f64],
-    query_bias: &[f64],
-    weight: &[f64],
-    bias: &[f64],
-    eco_a: &[f64],
-    b: usize,
-    n: usize,
-    s: usize,
-) -> f64 {
-    let Sizes {
-        seq,
-        heads,
-        head_size,
-        proj,
-        ..
-    } = sizes;
-    let hidden = heads * head_size;
-    let q: Vec<f64> = (0..head_size)
-        .map(|k| query[(b * seq + s) * hidden + n * head_size + k] + query_bias[n * head_size + k])
-        .collect();
-    let projection: Vec<f64> = (0..proj)
-        .map(|e| {
-            (0..head_size)
-                .map(|k| q[k] * weight[k * proj + e])
-                .sum::<f64>()
-                + bias[e]
-        })
-        .collect();
-    let gate_u = logistic(projection[..proj / 2].iter().sum());
-    let gate_r = logistic(projection[proj / 2..].iter().sum());
-    gate_u * (gate_r * eco_a[n] - 1.0) + 2.0
+/// One problem's inputs, row-major as the op takes them.
+#[derive(Debug, Clone, Copy)]
+pub struct Problem<'a> {
+    pub sizes: Sizes,
+    /// `(B, S, N*H)`.
+    pub query: &'a [f64],
+    /// `(N*H)`.
+    pub query_bias: &'a [f64],
+    /// `(1, N, S, S)`.
+    pub rel_pos: &'a [f64],
+    /// `(H, D)`.
+    pub weight: &'a [f64],
+    /// `(D)`.
+    pub bias: &'a [f64],
+    /// `(1, N, 1, 1)`.
+    pub eco_a: &'a [f64],
 }
 
-/// The whole output `(B, N, S, S)` (G5).
-pub fn gated_relative_position_bias(
-    sizes: Sizes,
-    query: &[f64],
-    query_bias: &[f64],
-    rel_pos: &[f64],
-    weight: &[f64],
-    bias: &[f64],
-    eco_a: &[f64],
-) -> Result<Vec<f64>> {
-    let Sizes {
-        batch,
-        seq,
-        heads,
-        head_size,
-        proj,
-    } = sizes;
-    ensure!(
-        proj % 2 == 0 && (2..=32).contains(&proj),
-        "D = {proj} must be even and in [2, 32]"
-    );
-    ensure!(
-        query.len() == batch * seq * heads * head_size,
-        "query_layer has {} elements",
-        query.len()
-    );
-    ensure!(
-        query_bias.len() == heads * head_size,
-        "query_bias has {} elements",
-        query_bias.len()
-    );
-    ensure!(
-        rel_pos.len() == heads * seq * seq,
-        "rel_pos has {} elements",
-        rel_pos.len()
-    );
-    ensure!(
-        weight.len() == head_size * proj,
-        "weight has {} elements",
-        weight.len()
-    );
-    ensure!(
-        bias.len() == proj && eco_a.len() == heads,
-        "bias or eco_a has the wrong length"
-    );
-    let mut out = vec![0.0; sizes.output_len()];
-    for b in 0..batch {
-        for n in 0..heads {
-            for s in 0..seq {
-                let g = gate(sizes, query, query_bias, weight, bias, eco_a, b, n, s);
-                for t in 0..seq {
-                    out[((b * heads + n) * seq + s) * seq + t] =
-                        g * rel_pos[(n * seq + s) * seq + t];
+impl Problem<'_> {
+    /// The gate of row `(b, n, s)` (G1–G4).
+    pub fn gate(&self, b: usize, n: usize, s: usize) -> f64 {
+        let Sizes {
+            seq,
+            heads,
+            head_size,
+            proj,
+            ..
+        } = self.sizes;
+        let hidden = heads * head_size;
+        let q: Vec<f64> = (0..head_size)
+            .map(|k| {
+                self.query[(b * seq + s) * hidden + n * head_size + k]
+                    + self.query_bias[n * head_size + k]
+            })
+            .collect();
+        let projection: Vec<f64> = (0..proj)
+            .map(|e| {
+                (0..head_size)
+                    .map(|k| q[k] * self.weight[k * proj + e])
+                    .sum::<f64>()
+                    + self.bias[e]
+            })
+            .collect();
+        let gate_u = logistic(projection[..proj / 2].iter().sum());
+        let gate_r = logistic(projection[proj / 2..].iter().sum());
+        gate_u * (gate_r * self.eco_a[n] - 1.0) + 2.0
+    }
+
+    /// The whole output `(B, N, S, S)` (G5); errors name an input of the wrong size.
+    pub fn output(&self) -> Result<Vec<f64>> {
+        let Sizes {
+            batch,
+            seq,
+            heads,
+            head_size,
+            proj,
+        } = self.sizes;
+        ensure!(
+            proj % 2 == 0 && (2..=32).contains(&proj),
+            "D = {proj} must be even and in [2, 32]"
+        );
+        ensure!(
+            self.query.len() == batch * seq * heads * head_size,
+            "query_layer has {} elements",
+            self.query.len()
+        );
+        ensure!(
+            self.query_bias.len() == heads * head_size,
+            "query_bias has {} elements",
+            self.query_bias.len()
+        );
+        ensure!(
+            self.rel_pos.len() == heads * seq * seq,
+            "rel_pos has {} elements",
+            self.rel_pos.len()
+        );
+        ensure!(
+            self.weight.len() == head_size * proj,
+            "weight has {} elements",
+            self.weight.len()
+        );
+        ensure!(
+            self.bias.len() == proj && self.eco_a.len() == heads,
+            "bias or eco_a has the wrong length"
+        );
+        let mut out = vec![0.0; self.sizes.output_len()];
+        for b in 0..batch {
+            for n in 0..heads {
+                for s in 0..seq {
+                    let g = self.gate(b, n, s);
+                    for t in 0..seq {
+                        out[((b * heads + n) * seq + s) * seq + t] =
+                            g * self.rel_pos[(n * seq + s) * seq + t];
+                    }
                 }
             }
         }
+        Ok(out)
     }
-    Ok(out)
 }
 
 #[cfg(test)]
+#[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
 mod tests {
     use super::*;
 
@@ -144,15 +150,16 @@ mod tests {
         let bias = [0.1, -0.1, 0.0, 0.2];
         let eco_a = [1.0, 2.0];
         let rel_pos = [1.0, -2.0, 0.5, 4.0, 0.0, 1.0, -1.0, 3.0];
-        let got = gated_relative_position_bias(
+        let got = Problem {
             sizes,
-            &query,
-            &query_bias,
-            &rel_pos,
-            &weight,
-            &bias,
-            &eco_a,
-        )
+            query: &query,
+            query_bias: &query_bias,
+            rel_pos: &rel_pos,
+            weight: &weight,
+            bias: &bias,
+            eco_a: &eco_a,
+        }
+        .output()
         .expect("valid");
         let want = [
             1.5303504602143496,
