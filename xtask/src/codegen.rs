@@ -78,7 +78,7 @@ pub fn run(root: &Path, check: bool) -> Result<()> {
 pub fn read_inputs(root: &Path) -> Result<codegen::Inputs> {
     let mut manifests = BTreeMap::new();
     for path in list_files(root, &root.join("manifests"))? {
-        if path.ends_with(".json") {
+        if path.ends_with(".manifest.json") {
             let text =
                 fs::read_to_string(root.join(&path)).with_context(|| format!("reading {path}"))?;
             manifests.insert(path, text);
