@@ -30,6 +30,25 @@ pub fn run(root: &Path) -> Result<()> {
     step("tests", || {
         cargo(root, &["test", "--workspace", "--locked"])
     })?;
+    // The benchmark harness on small shapes, each checked against the float64 reference, so
+    // it cannot rot; the test profile is enough (dependencies are optimised there).
+    step("benchmark harness (quick)", || {
+        cargo(
+            root,
+            &[
+                "run",
+                "--locked",
+                "-p",
+                "examples",
+                "--bin",
+                "bench",
+                "--",
+                "--quick",
+                "--repetitions",
+                "20",
+            ],
+        )
+    })?;
     eprintln!("ci: all steps passed");
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Project automation, the only entry point for generated code, CI and the demo:
-//! `cargo xtask codegen [--check]`, `cargo xtask ci`, `cargo xtask demo`.
+//! `cargo xtask codegen [--check]`, `cargo xtask ci`, `cargo xtask demo`, `cargo xtask bench`.
 
 mod ci;
 mod codegen;
@@ -28,6 +28,12 @@ enum Command {
     Ci,
     /// The main job: generate, then run every op on the best adapter against a CPU reference.
     Demo,
+    /// Benchmarks: every case of manifests/*.bench.json against the copy-kernel ceiling.
+    Bench {
+        /// Arguments for the harness (`--quick`, `--json PATH`, `--filter TEXT`, ...).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -42,6 +48,11 @@ fn main() -> ExitCode {
                 &["run", "--release", "-p", "examples", "--bin", "demo"],
             )
         }),
+        Command::Bench { args } => {
+            let mut cargo_args = vec!["run", "--release", "-p", "examples", "--bin", "bench", "--"];
+            cargo_args.extend(args.iter().map(String::as_str));
+            ci::cargo(&root, &cargo_args)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

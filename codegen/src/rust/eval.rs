@@ -133,17 +133,38 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         .map(|d| {
             let name = explain_fn(&d.name);
             let folded = super::fold::fold(&d.expr.ir);
-            let checks: Vec<TokenStream> = conjuncts(&folded)
+            let (guard, clauses) = clauses(&folded).unwrap_or((None, vec![&folded]));
+            let mut checks: Vec<TokenStream> = clauses
                 .into_iter()
                 .map(|c| condition(op, &scope, &d.expr.source, c))
                 .collect();
+            if let Some(disjunction) = guard {
+                // Only a false disjunction is explained, by the clauses of its last alternative.
+                let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
+                let whole = lower_result(disjunction, &scope);
+                checks.insert(0, quote! {
+                    if rt::support::holds(#text, env, |env: &Env<'_>| -> Result<bool, EvalError> { #whole })? {
+                        return Ok(());
+                    }
+                });
+
+            }
+            let tail = match guard {
+                // A false disjunction has a failing clause in its last alternative, so this is
+                // only reached if the two disagree, which would be a codegen bug.
+                Some(disjunction) => {
+                    let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
+                    quote!(Err(rt::support::Failure { path: vec![#text], error: None }))
+                }
+                None => quote!(Ok(())),
+            };
             let doc = super::doc_lines(&format!(
                 " Finds the first conjunct of `{}` that does not hold.",
                 d.name
             ));
             quote! {
                 #(#[doc = #doc])*
-                fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
+                fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* #tail }
             }
         });
     let selection = selection(op, &scope);
@@ -218,7 +239,9 @@ fn used_explanations(op: &Op) -> std::collections::BTreeSet<&str> {
             && used.insert(derived.name.as_str())
         {
             let folded = super::fold::fold(&derived.expr.ir);
-            stack.extend(conjuncts(&folded).into_iter().cloned());
+            if let Some((_, clauses)) = clauses(&folded) {
+                stack.extend(clauses.into_iter().cloned());
+            }
         }
     }
     used
@@ -233,9 +256,27 @@ fn env_param(ir: &Ir) -> proc_macro2::Ident {
     }
 }
 
-/// Whether a `derive` entry is a conjunction worth explaining clause by clause.
+/// How a `derive` entry is explained clause by clause: a conjunction by its conjuncts; a
+/// disjunction whose last alternative is a conjunction (the general case after special
+/// cases, like BiasSoftmax's `biasContract`) by that alternative's conjuncts once the whole
+/// disjunction is false.
+fn clauses(folded: &Ir) -> Option<(Option<&Ir>, Vec<&Ir>)> {
+    let all = conjuncts(folded);
+    if all.len() > 1 {
+        return Some((None, all));
+    }
+    if let IrKind::Binary(BinOp::Or, _, last) = &folded.kind {
+        let last = conjuncts(last);
+        if last.len() > 1 {
+            return Some((Some(folded), last));
+        }
+    }
+    None
+}
+
+/// Whether a `derive` entry is explained clause by clause.
 fn explainable(derived: &model::Derived) -> bool {
-    conjuncts(&super::fold::fold(&derived.expr.ir)).len() > 1
+    clauses(&super::fold::fold(&derived.expr.ir)).is_some()
 }
 
 fn conjuncts(ir: &Ir) -> Vec<&Ir> {
@@ -463,6 +504,17 @@ fn variant_plan(
             arms.push(quote!((#(#patterns,)*) => #index,));
         }
         let what = format!("{}: variant `{}`, pass `{}`", op.name, variant.id, pass.id);
+        let override_names: Vec<&str> = crate::wgsl::dynamic_values(variant, pass)
+            .map(|d| d.name.as_str())
+            .collect();
+        let infos_name = upper_ident(&["SHADERS", &variant.id, &pass.id]);
+        let infos = shaders.iter().enumerate().map(|(index, s)| {
+            let features = &s.features;
+            quote!(rt::support::ShaderInfo { kernel: &#statics[#index], features: &[#(#features),*], overrides: &[#(#override_names),*] })
+        });
+        items.push(quote! {
+            static #infos_name: [rt::support::ShaderInfo; #count] = [#(#infos),*];
+        });
         items.push(quote! {
             static #statics: [rt::Kernel; #count] = [#(#kernels),*];
 

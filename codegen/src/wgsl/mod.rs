@@ -29,6 +29,8 @@ pub struct Shader {
     pub digest: String,
     /// Byte size of the uniform struct, when the pass has one.
     pub uniform_size: Option<u32>,
+    /// WebGPU features the shader needs (`shader-f16`, `subgroups`), sorted.
+    pub features: Vec<String>,
 }
 
 /// Renders and validates all shaders of an op. Template names are relative to `templates/`.
@@ -180,6 +182,11 @@ fn shader(
     let digest = Sha256::digest(text.as_bytes());
     let digest: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     let uniform_size = reflection.uniform_sizes.first().map(|(_, size)| *size);
+    let mut features: Vec<String> = combination.features.iter().cloned().collect();
+    if f16 {
+        features.push("shader-f16".to_owned());
+    }
+    features.sort();
     Ok(Shader {
         variant: v,
         pass: p,
@@ -188,6 +195,7 @@ fn shader(
         text,
         digest,
         uniform_size,
+        features,
     })
 }
 

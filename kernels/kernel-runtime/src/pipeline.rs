@@ -67,20 +67,7 @@ impl Context {
         if let Some(p) = maps.pipelines.get(&key) {
             return Ok(p.clone());
         }
-        let module = match maps.modules.get(kernel.digest) {
-            Some(m) => m.clone(),
-            None => {
-                let m = self.scoped(kernel.label, || {
-                    self.device
-                        .create_shader_module(wgpu::ShaderModuleDescriptor {
-                            label: Some(kernel.label),
-                            source: wgpu::ShaderSource::Wgsl(kernel.source.into()),
-                        })
-                })?;
-                maps.modules.insert(kernel.digest, m.clone());
-                m
-            }
-        };
+        let module = self.module(&mut maps, kernel)?;
         let pipeline = self.scoped(kernel.label, || {
             self.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -100,6 +87,33 @@ impl Context {
         })?;
         maps.pipelines.insert(key, pipeline.clone());
         Ok(pipeline)
+    }
+
+    /// The shader module of `kernel`, compiled on first use.
+    fn module(
+        &self,
+        maps: &mut CacheMaps,
+        kernel: &'static Kernel,
+    ) -> Result<wgpu::ShaderModule, RuntimeError> {
+        if let Some(m) = maps.modules.get(kernel.digest) {
+            return Ok(m.clone());
+        }
+        let m = self.scoped(kernel.label, || {
+            self.device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(kernel.label),
+                    source: wgpu::ShaderSource::Wgsl(kernel.source.into()),
+                })
+        })?;
+        maps.modules.insert(kernel.digest, m.clone());
+        Ok(m)
+    }
+
+    /// Compiles the shader module of `kernel` ahead of time, for kernels whose pipelines
+    /// depend on override values known only with the shapes.
+    pub fn precompile_module(&self, kernel: &'static Kernel) -> Result<(), RuntimeError> {
+        let mut maps = lock(&self.pipelines.inner);
+        self.module(&mut maps, kernel).map(drop)
     }
 
     /// Creates (and caches) the pipeline for `kernel` with these override values ahead of

@@ -34,6 +34,35 @@ impl Failure {
     }
 }
 
+/// One pre-rendered shader of an op, as `precompile` sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct ShaderInfo {
+    pub kernel: &'static crate::plan::Kernel,
+    /// WebGPU features the shader uses (`shader-f16`, `subgroups`).
+    pub features: &'static [&'static str],
+    /// Names of the overrides its pipelines take; empty when one pipeline serves all shapes.
+    pub overrides: &'static [&'static str],
+}
+
+/// Compiles every shader of `shaders` the device can run: the whole pipeline when it takes no
+/// overrides, the shader module otherwise (its pipelines depend on shapes). Returns how many
+/// shaders were prepared.
+pub fn precompile(ctx: &crate::Context, shaders: &[ShaderInfo]) -> Result<usize, OpError> {
+    let mut prepared = 0;
+    for shader in shaders
+        .iter()
+        .filter(|s| s.features.iter().all(|f| ctx.caps().has_feature(f)))
+    {
+        if shader.overrides.is_empty() {
+            ctx.precompile(shader.kernel, &[])?;
+        } else {
+            ctx.precompile_module(shader.kernel)?;
+        }
+        prepared += 1;
+    }
+    Ok(prepared)
+}
+
 /// Evaluates the condition `text` with `f`: `Ok` when it holds.
 pub fn check<E>(
     text: &'static str,
@@ -41,6 +70,19 @@ pub fn check<E>(
     f: impl FnOnce(&E) -> Result<bool, EvalError>,
 ) -> Result<(), Failure> {
     require(f(env), text)
+}
+
+/// Evaluates the condition `text` with `f`, keeping its value; evaluation errors become a
+/// failure of `text`.
+pub fn holds<E>(
+    text: &'static str,
+    env: &E,
+    f: impl FnOnce(&E) -> Result<bool, EvalError>,
+) -> Result<bool, Failure> {
+    f(env).map_err(|error| Failure {
+        path: vec![text],
+        error: Some(error),
+    })
 }
 
 /// The rank of a shape as an expression integer.

@@ -260,6 +260,79 @@ pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
                 )? == 0i64,
     )
 }
+/// Finds the first conjunct of `biasContract` that does not hold.
+fn explain_bias_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
+    if rt::support::holds(
+        "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(
+                rt::expr::numel(env.shapes.data.as_slice())? == 0i64
+                    && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
+                    || derive_block_size(env)? > 0i64
+                        && derive_bias_block_count(env)? > 0i64
+                        && rt::expr::rem(
+                            rt::expr::numel(env.shapes.bias.as_slice())?,
+                            derive_block_size(env)?,
+                        )? == 0i64
+                        && derive_bias_block_count(env)? <= derive_batch_count(env)?
+                        && rt::expr::rem(
+                            derive_batch_count(env)?,
+                            derive_bias_block_count(env)?,
+                        )? == 0i64,
+            )
+        },
+    )? {
+        return Ok(());
+    }
+    rt::support::check(
+        "blockSize > 0",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_block_size(env)? > 0i64) },
+    )?;
+    rt::support::check(
+        "biasBlockCount > 0",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(derive_bias_block_count(env)? > 0i64)
+        },
+    )?;
+    rt::support::check(
+        "numel(shapes.bias) % blockSize == 0",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(
+                rt::expr::rem(
+                    rt::expr::numel(env.shapes.bias.as_slice())?,
+                    derive_block_size(env)?,
+                )? == 0i64,
+            )
+        },
+    )?;
+    rt::support::check(
+        "biasBlockCount <= batchCount",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(derive_bias_block_count(env)? <= derive_batch_count(env)?)
+        },
+    )?;
+    rt::support::check(
+        "batchCount % biasBlockCount == 0",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(
+                rt::expr::rem(derive_batch_count(env)?, derive_bias_block_count(env)?)?
+                    == 0i64,
+            )
+        },
+    )?;
+    Err(rt::support::Failure {
+        path: vec![
+            "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)"
+        ],
+        error: None,
+    })
+}
 /// Whether variant `longrow_split` accepts the inputs: its `when` conditions in order.
 #[doc(hidden)]
 pub fn accept_longrow_split(env: &Env<'_>) -> Result<(), rt::support::Failure> {
@@ -297,11 +370,7 @@ pub fn accept_longrow_split(env: &Env<'_>) -> Result<(), rt::support::Failure> {
             Ok(env.attrs.axis < rt::support::rank(&env.shapes.data))
         },
     )?;
-    rt::support::require(
-            derive_bias_contract(env),
-            "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
-        )
-        .map_err(|f| f.within("biasContract"))?;
+    explain_bias_contract(env).map_err(|f| f.within("biasContract"))?;
     rt::support::check(
         "blockSize >= 65536",
         env,
@@ -391,11 +460,7 @@ pub fn accept_packed_rows(env: &Env<'_>) -> Result<(), rt::support::Failure> {
             Ok(env.attrs.axis < rt::support::rank(&env.shapes.data))
         },
     )?;
-    rt::support::require(
-            derive_bias_contract(env),
-            "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
-        )
-        .map_err(|f| f.within("biasContract"))?;
+    explain_bias_contract(env).map_err(|f| f.within("biasContract"))?;
     rt::support::check(
         "blockSize > 0",
         env,
@@ -466,11 +531,7 @@ pub fn accept_adaptive_row(env: &Env<'_>) -> Result<(), rt::support::Failure> {
             Ok(env.attrs.axis < rt::support::rank(&env.shapes.data))
         },
     )?;
-    rt::support::require(
-            derive_bias_contract(env),
-            "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
-        )
-        .map_err(|f| f.within("biasContract"))?;
+    explain_bias_contract(env).map_err(|f| f.within("biasContract"))?;
     rt::support::check(
         "numel(shapes.data) >= 0",
         env,
@@ -514,6 +575,28 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
+static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 4usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[0usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[1usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[2usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[3usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+];
 static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -607,6 +690,18 @@ fn fill_params_longrow_split_block_stats(
     };
     Ok(::bytemuck::bytes_of(&params).to_vec())
 }
+static SHADERS_LONGROW_SPLIT_ROW_STATS: [rt::support::ShaderInfo; 2usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_ROW_STATS[0usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_ROW_STATS[1usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+];
 static KERNELS_LONGROW_SPLIT_ROW_STATS: [rt::Kernel; 2usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowStats",
@@ -676,6 +771,28 @@ fn fill_params_longrow_split_row_stats(
     };
     Ok(::bytemuck::bytes_of(&params).to_vec())
 }
+static SHADERS_LONGROW_SPLIT_NORMALIZE: [rt::support::ShaderInfo; 4usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[0usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[1usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[2usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[3usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+];
 static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -828,6 +945,28 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
+static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 4usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[0usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[1usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[2usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[3usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+];
 static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -941,6 +1080,48 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
+static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 8usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[0usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[1usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[2usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[3usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[4usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[5usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[6usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[7usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+];
 static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1132,6 +1313,22 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
             _ => return None,
         },
     )
+}
+/// Compiles, ahead of the first call, every shader of this op the device can run: the
+/// whole pipeline where one serves all shapes, the shader module where pipelines take
+/// shape-dependent overrides. Returns the number of shaders prepared.
+pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+    let mut prepared = 0;
+    for shaders in [
+        &SHADERS_LONGROW_SPLIT_BLOCK_STATS[..],
+        &SHADERS_LONGROW_SPLIT_ROW_STATS[..],
+        &SHADERS_LONGROW_SPLIT_NORMALIZE[..],
+        &SHADERS_PACKED_ROWS_MAIN[..],
+        &SHADERS_ADAPTIVE_ROW_MAIN[..],
+    ] {
+        prepared += rt::support::precompile(ctx, shaders)?;
+    }
+    Ok(prepared)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.

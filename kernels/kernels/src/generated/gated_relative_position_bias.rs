@@ -491,6 +491,54 @@ fn explain_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
         .map_err(|f| f.within("ecoContract"))?;
     Ok(())
 }
+/// Finds the first conjunct of `longAlignedRows` that does not hold.
+fn explain_long_aligned_rows(env: &Env<'_>) -> Result<(), rt::support::Failure> {
+    rt::support::require(derive_vec4_rows(env), "seqLen % 4 == 0")
+        .map_err(|f| f.within("vec4Rows"))?;
+    rt::support::check(
+        "seqLen >= tunables.LONG_ROW",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_seq_len(env)? >= 256i64) },
+    )?;
+    rt::support::check(
+        "headSize >= 8 * projDim",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?)
+        },
+    )?;
+    Ok(())
+}
+/// Finds the first conjunct of `headParallel` that does not hold.
+fn explain_head_parallel(env: &Env<'_>) -> Result<(), rt::support::Failure> {
+    if rt::support::holds(
+        "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(
+                derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
+                    || !derive_fixed_subgroup_size(env)?
+                        && derive_long_aligned_rows(env)?,
+            )
+        },
+    )? {
+        return Ok(());
+    }
+    rt::support::check(
+        "not fixedSubgroupSize",
+        env,
+        |env: &Env<'_>| -> Result<bool, EvalError> {
+            Ok(!derive_fixed_subgroup_size(env)?)
+        },
+    )?;
+    explain_long_aligned_rows(env).map_err(|f| f.within("longAlignedRows"))?;
+    Err(rt::support::Failure {
+        path: vec![
+            "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)"
+        ],
+        error: None,
+    })
+}
 /// Whether variant `row_head_subgroups` accepts the inputs: its `when` conditions in order.
 ///
 /// Like `row_head_tree`, with the two gate sums reduced by subgroup operations and the subgroup leaders' partial sums combined in workgroup memory. Requires `subgroups`.
@@ -509,11 +557,7 @@ pub fn accept_row_head_subgroups(env: &Env<'_>) -> Result<(), rt::support::Failu
             Ok(env.caps.has_feature("subgroups"))
         },
     )?;
-    rt::support::require(
-            derive_head_parallel(env),
-            "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)",
-        )
-        .map_err(|f| f.within("headParallel"))?;
+    explain_head_parallel(env).map_err(|f| f.within("headParallel"))?;
     Ok(())
 }
 /// Whether variant `row_head_tree` accepts the inputs: its `when` conditions in order.
@@ -527,11 +571,7 @@ pub fn accept_row_head_tree(env: &Env<'_>) -> Result<(), rt::support::Failure> {
             "ceilDiv(rows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         )
         .map_err(|f| f.within("dispatchOk"))?;
-    rt::support::require(
-            derive_head_parallel(env),
-            "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)",
-        )
-        .map_err(|f| f.within("headParallel"))?;
+    explain_head_parallel(env).map_err(|f| f.within("headParallel"))?;
     Ok(())
 }
 /// Whether variant `row` accepts the inputs: its `when` conditions in order.
@@ -569,6 +609,28 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
+static SHADERS_ROW_HEAD_SUBGROUPS_MAIN: [rt::support::ShaderInfo; 4usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[0usize],
+        features: &["subgroups"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[1usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[2usize],
+        features: &["subgroups"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[3usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &[],
+    },
+];
 static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -700,6 +762,28 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
+static SHADERS_ROW_HEAD_TREE_MAIN: [rt::support::ShaderInfo; 4usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[0usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[1usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[2usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[3usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+];
 static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -823,6 +907,28 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
+static SHADERS_ROW_MAIN: [rt::support::ShaderInfo; 4usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_MAIN[0usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_MAIN[1usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_MAIN[2usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ROW_MAIN[3usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+];
 static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -1014,6 +1120,20 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
             _ => return None,
         },
     )
+}
+/// Compiles, ahead of the first call, every shader of this op the device can run: the
+/// whole pipeline where one serves all shapes, the shader module where pipelines take
+/// shape-dependent overrides. Returns the number of shaders prepared.
+pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+    let mut prepared = 0;
+    for shaders in [
+        &SHADERS_ROW_HEAD_SUBGROUPS_MAIN[..],
+        &SHADERS_ROW_HEAD_TREE_MAIN[..],
+        &SHADERS_ROW_MAIN[..],
+    ] {
+        prepared += rt::support::precompile(ctx, shaders)?;
+    }
+    Ok(prepared)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.

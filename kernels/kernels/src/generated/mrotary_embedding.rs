@@ -857,6 +857,48 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
+static SHADERS_RANK3_MAIN: [rt::support::ShaderInfo; 8usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[0usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[1usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[2usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[3usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[4usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[5usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[6usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[7usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+];
 static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1046,6 +1088,48 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
+static SHADERS_RANK4_MAIN: [rt::support::ShaderInfo; 8usize] = [
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[0usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[1usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[2usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[3usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[4usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[5usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[6usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[7usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+];
 static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1314,6 +1398,16 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
             _ => return None,
         },
     )
+}
+/// Compiles, ahead of the first call, every shader of this op the device can run: the
+/// whole pipeline where one serves all shapes, the shader module where pipelines take
+/// shape-dependent overrides. Returns the number of shaders prepared.
+pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+    let mut prepared = 0;
+    for shaders in [&SHADERS_RANK3_MAIN[..], &SHADERS_RANK4_MAIN[..]] {
+        prepared += rt::support::precompile(ctx, shaders)?;
+    }
+    Ok(prepared)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.

@@ -1,0 +1,73 @@
+//! The bandwidth ceiling of a run: a plain WGSL copy kernel (`vec4<f32>` words, one per
+//! invocation) timed in the same process, on the same adapter, as the op cases.
+
+use anyhow::{Result, bail};
+use kernel_runtime::{Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
+use serde::Serialize;
+
+static COPY: Kernel = Kernel {
+    label: "bench.copy",
+    source: "@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = (workgroup.x + workgroup.y * workgroups.x) * 256u + lane;
+    if (i < arrayLength(&dst)) {
+        dst[i] = src[i];
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-vec4-v1",
+};
+
+/// The copy kernel's measured rate.
+#[derive(Debug, Clone, Serialize)]
+pub struct CopyResult {
+    /// Bytes copied per repetition (each is read once and written once).
+    pub bytes: u64,
+    pub median_us: f64,
+    /// Read plus written bytes per second, in GB/s.
+    pub gbps: f64,
+}
+
+/// Copies `bytes` (rounded down to 16) `repetitions` times and reports the median rate.
+pub fn measure(ctx: &Context, bytes: u64, repetitions: usize) -> Result<CopyResult> {
+    let words = (bytes / 16) as usize;
+    let src = Tensor::<f32>::from_slice(ctx, &[words * 4], &vec![1.0; words * 4])?;
+    let dst = Tensor::<f32>::zeros(ctx, &[words * 4])?;
+    let plan = Plan {
+        op: "bench",
+        variant: "copy",
+        passes: vec![PlannedPass {
+            id: "copy",
+            kernel: &COPY,
+            overrides: vec![],
+            bindings: vec![Binding::Arg(0), Binding::Arg(1)],
+            params: vec![],
+            dispatch: Dispatch::Threads {
+                threads: words as u64,
+                workgroup_size: 256,
+            },
+        }],
+        intermediates: vec![],
+        outputs: vec![],
+    };
+    let mut times = ctx.time_plan(&plan, &[src.buffer(), dst.buffer()], repetitions)?;
+    if times.is_empty() {
+        bail!("no timings");
+    }
+    times.sort();
+    let median = times[times.len() / 2].as_secs_f64();
+    let copied = words as u64 * 16;
+    Ok(CopyResult {
+        bytes: copied,
+        median_us: median * 1e6,
+        gbps: 2.0 * copied as f64 / median / 1e9,
+    })
+}

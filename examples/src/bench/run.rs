@@ -1,0 +1,264 @@
+//! Runs one benchmark case on one dtype: random inputs, an optional check against the float64
+//! reference, the cold first call, then timed repetitions.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use half::f16;
+use kernel_runtime::registry::{OpEntry, TensorKind};
+use kernel_runtime::support::AttrValue;
+use kernel_runtime::{AnyTensor, Context, DType, IndexTensor, Tensor};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use super::spec::BenchCase;
+use crate::data::{Tolerance, compare};
+
+/// Host copies of the generated inputs, in their kernel element type.
+pub enum HostData {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    Index(Vec<i64>),
+}
+
+impl HostData {
+    fn to_f64(&self) -> Vec<f64> {
+        match self {
+            HostData::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            HostData::F16(v) => v.iter().map(|&x| x.to_f64()).collect(),
+            HostData::Index(v) => v.iter().map(|&x| x as f64).collect(),
+        }
+    }
+
+    /// Bytes the GPU stores: index tensors are narrowed to u32.
+    fn storage_bytes(&self) -> u64 {
+        match self {
+            HostData::F32(v) => 4 * v.len() as u64,
+            HostData::F16(v) => 2 * v.len() as u64,
+            HostData::Index(v) => 4 * v.len() as u64,
+        }
+    }
+}
+
+/// The measurements of one case and dtype.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub op: String,
+    pub case: String,
+    pub dtype: String,
+    pub variant: String,
+    pub shapes: Vec<(String, Vec<usize>)>,
+    /// Each input read `reads` times, each output written once.
+    pub minimal_bytes: u64,
+    pub repetitions: usize,
+    pub median_us: f64,
+    pub min_us: f64,
+    pub gbps: f64,
+    /// `gbps` over the copy kernel's rate measured in the same run.
+    pub fraction_of_copy: f64,
+    /// Wall time of the first call: pipeline creation, upload of uniforms, one dispatch.
+    pub cold_start_ms: f64,
+    /// Largest absolute error against the float64 reference, when checked.
+    pub max_abs_error: Option<f64>,
+}
+
+/// A fast generator per chunk, so gigabyte inputs are filled on every core.
+fn fill<T: Send>(len: usize, seed: u64, make: impl Fn(&mut StdRng) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16);
+    let chunk = len.div_ceil(threads).max(1 << 16);
+    let mut out: Vec<Vec<T>> = Vec::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..len.div_ceil(chunk))
+            .map(|i| {
+                let make = &make;
+                let n = chunk.min(len - i * chunk);
+                scope.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(
+                        seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                    );
+                    (0..n).map(|_| make(&mut rng)).collect::<Vec<T>>()
+                })
+            })
+            .collect();
+        out = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect();
+    });
+    out.into_iter().flatten().collect()
+}
+
+/// Generates every input of `case` for `entry` in `dtype`.
+pub fn generate(
+    entry: &OpEntry,
+    case: &BenchCase,
+    dtype: DType,
+    seed: u64,
+) -> Result<Vec<(String, Vec<usize>, HostData)>> {
+    let mut inputs = Vec::new();
+    for (i, role) in entry.inputs.iter().enumerate() {
+        let spec = case
+            .inputs
+            .get(role.role)
+            .with_context(|| format!("case `{}` has no input `{}`", case.name, role.role))?;
+        let len: usize = spec.shape.iter().product();
+        let seed = seed.wrapping_add(i as u64 * 1_000_003);
+        let data = match role.kind {
+            TensorKind::Index => {
+                let bound = spec
+                    .indices_below
+                    .context("index inputs need `indicesBelow`")?
+                    .max(1);
+                HostData::Index(fill(len, seed, |rng| rng.random_range(0..bound)))
+            }
+            TensorKind::Float { .. } => {
+                let [lo, hi] = spec.range.unwrap_or([-1.0, 1.0]);
+                match dtype {
+                    DType::F16 => HostData::F16(fill(len, seed, |rng| {
+                        f16::from_f64(rng.random_range(lo..hi))
+                    })),
+                    _ => HostData::F32(fill(len, seed, |rng| rng.random_range(lo..hi) as f32)),
+                }
+            }
+        };
+        inputs.push((role.role.to_owned(), spec.shape.clone(), data));
+    }
+    Ok(inputs)
+}
+
+/// JSON attribute values as the untyped entry points take them.
+pub fn attrs(case: &BenchCase) -> Result<Vec<(String, AttrValue)>> {
+    case.attrs
+        .iter()
+        .map(|(name, value)| {
+            let value = match value {
+                serde_json::Value::Number(n) if n.is_i64() => {
+                    AttrValue::Int(n.as_i64().unwrap_or_default())
+                }
+                serde_json::Value::Number(n) => AttrValue::Float(n.as_f64().unwrap_or_default()),
+                serde_json::Value::Array(items) => AttrValue::Ints(
+                    items
+                        .iter()
+                        .map(|v| v.as_i64().context("integer lists only"))
+                        .collect::<Result<_>>()?,
+                ),
+                serde_json::Value::String(s) => AttrValue::Str(s.clone()),
+                other => bail!("attribute `{name}`: unsupported value {other}"),
+            };
+            Ok((name.clone(), value))
+        })
+        .collect()
+}
+
+fn upload(ctx: &Context, shape: &[usize], data: &HostData) -> Result<AnyTensor> {
+    Ok(match data {
+        HostData::F32(v) => AnyTensor::F32(Tensor::from_slice(ctx, shape, v)?),
+        HostData::F16(v) => AnyTensor::F16(Tensor::from_slice(ctx, shape, v)?),
+        HostData::Index(v) => AnyTensor::Index(IndexTensor::from_i64(ctx, shape, v)?),
+    })
+}
+
+/// Options of one harness run.
+pub struct RunOptions {
+    pub repetitions: usize,
+    /// Check every case against the float64 reference before timing it.
+    pub check: bool,
+    /// Copy-kernel rate of this run, GB/s.
+    pub copy_gbps: f64,
+}
+
+/// Generates, checks (optionally), warms up and times one case in one dtype.
+pub fn run_case(
+    ctx: &Context,
+    entry: &OpEntry,
+    case: &BenchCase,
+    dtype: DType,
+    options: &RunOptions,
+) -> Result<CaseResult> {
+    let host = generate(entry, case, dtype, 0x5eed)?;
+    let attrs = attrs(case)?;
+    let tensors: Vec<AnyTensor> = host
+        .iter()
+        .map(|(_, shape, data)| upload(ctx, shape, data))
+        .collect::<Result<_>>()?;
+    let refs: Vec<&AnyTensor> = tensors.iter().collect();
+
+    let started = Instant::now();
+    let first = (entry.run)(ctx, &refs, &attrs, 0)?;
+    let cold_start = started.elapsed();
+
+    let max_abs_error = if options.check {
+        let inputs: Vec<(String, Vec<usize>, Vec<f64>)> = host
+            .iter()
+            .map(|(r, s, d)| (r.clone(), s.clone(), d.to_f64()))
+            .collect();
+        let want = crate::reference::by_op(entry.qualified_name, &inputs, &attrs)?;
+        let got = first
+            .outputs
+            .first()
+            .context("no output")?
+            .to_f64_vec(ctx)?;
+        let comparison = compare(&got, &want, tolerance(entry.qualified_name, dtype));
+        if !comparison.passed() {
+            bail!(
+                "{} / {} / {dtype}: result differs from the float64 reference: {comparison}",
+                entry.name,
+                case.name
+            );
+        }
+        Some(comparison.max_abs)
+    } else {
+        None
+    };
+    drop(first);
+
+    let timed = (entry.run)(ctx, &refs, &attrs, options.repetitions)?;
+    let mut times: Vec<Duration> = timed.gpu_times.clone();
+    if times.is_empty() {
+        bail!("the adapter has no timestamp queries");
+    }
+    times.sort();
+    let median = times[times.len() / 2].as_secs_f64();
+    let output_bytes: u64 = timed
+        .outputs
+        .iter()
+        .map(|o| (o.numel() * o.dtype().size_bytes()) as u64)
+        .sum();
+    let input_bytes: u64 = host
+        .iter()
+        .map(|(role, _, data)| {
+            u64::from(*case.reads.get(role).unwrap_or(&1)) * data.storage_bytes()
+        })
+        .sum();
+    let minimal_bytes = input_bytes + output_bytes;
+    let gbps = minimal_bytes as f64 / median / 1e9;
+    Ok(CaseResult {
+        op: entry.qualified_name.to_owned(),
+        case: case.name.clone(),
+        dtype: dtype.onnx_name().to_owned(),
+        variant: timed.variant.to_owned(),
+        shapes: host
+            .iter()
+            .map(|(role, shape, _)| (role.clone(), shape.clone()))
+            .collect(),
+        minimal_bytes,
+        repetitions: times.len(),
+        median_us: median * 1e6,
+        min_us: times[0].as_secs_f64() * 1e6,
+        gbps,
+        fraction_of_copy: gbps / options.copy_gbps,
+        cold_start_ms: cold_start.as_secs_f64() * 1e3,
+        max_abs_error,
+    })
+}
+
+fn tolerance(op: &str, dtype: DType) -> Tolerance {
+    match op {
+        "com.microsoft.BiasSoftmax" => Tolerance::bias_softmax(dtype),
+        "com.microsoft.GatedRelativePositionBias" => Tolerance::gated_bias(dtype),
+        _ => Tolerance::mrope(dtype),
+    }
+}

@@ -1,0 +1,183 @@
+//! The benchmark harness (`cargo xtask bench`): times every case of `manifests/*.bench.json`
+//! on the selected adapter with timestamp queries, against the copy-kernel ceiling measured
+//! in the same run, and measures the host-side cost of calls. Prints a table and writes JSON.
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, Result, bail};
+use clap::Parser;
+use examples::bench::run::{CaseResult, RunOptions, run_case};
+use examples::bench::{copy, host, spec};
+use kernel_runtime::{Context, ContextOptions, DType};
+use serde::Serialize;
+
+#[derive(Parser)]
+#[command(about = "Time every benchmark case of manifests/*.bench.json on the selected adapter")]
+struct Args {
+    /// Small shapes, each checked against the float64 reference first: for software adapters
+    /// and CI, so the harness cannot rot.
+    #[arg(long)]
+    quick: bool,
+    /// Where to write the results as JSON.
+    #[arg(long, default_value = "target/bench/results.json")]
+    json: PathBuf,
+    /// Folder holding the `*.bench.json` files.
+    #[arg(long, default_value = "manifests")]
+    cases: PathBuf,
+    /// Only cases whose op or name contains this text.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Timed repetitions per case (after a warm-up); at least 20.
+    #[arg(long, default_value_t = 50)]
+    repetitions: usize,
+    /// Also check full-size cases against the float64 reference (slow on the host).
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(Serialize)]
+struct Report {
+    adapter: String,
+    unix_time: u64,
+    quick: bool,
+    copy: copy::CopyResult,
+    cases: Vec<CaseResult>,
+    host: Vec<host::HostResult>,
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if args.repetitions < 20 {
+        bail!(
+            "--repetitions must be at least 20 (got {})",
+            args.repetitions
+        );
+    }
+    let files = spec::load_dir(&args.cases)?;
+    let options = ContextOptions::default();
+    let ctx = Context::with_options(&options).context("no adapter")?;
+    println!("adapter: {}", ctx.adapter_summary());
+
+    let copy_bytes: u64 = if args.quick { 16 << 20 } else { 1 << 30 };
+    let copy = copy::measure(&ctx, copy_bytes, args.repetitions)?;
+    println!(
+        "copy kernel: {} MiB, {:.1} µs, {:.0} GB/s",
+        copy.bytes >> 20,
+        copy.median_us,
+        copy.gbps
+    );
+
+    let run_options = RunOptions {
+        repetitions: args.repetitions,
+        check: args.quick || args.check,
+        copy_gbps: copy.gbps,
+    };
+    let mut jobs = Vec::new();
+    for file in &files {
+        let entry = kernels::OPS
+            .iter()
+            .find(|e| e.qualified_name == file.op)
+            .with_context(|| format!("bench file for unknown op `{}`", file.op))?;
+        for case in &file.cases {
+            let case = if args.quick {
+                case.quick()
+            } else {
+                case.clone()
+            };
+            if args
+                .filter
+                .as_ref()
+                .is_some_and(|f| !file.op.contains(f.as_str()) && !case.name.contains(f.as_str()))
+            {
+                continue;
+            }
+            for dtype in &case.dtypes {
+                let dtype = DType::from_onnx_name(dtype)
+                    .with_context(|| format!("unknown dtype `{dtype}`"))?;
+                jobs.push((entry, case.clone(), dtype));
+            }
+        }
+    }
+    let mut cases = Vec::new();
+    for (i, (entry, case, dtype)) in jobs.iter().enumerate() {
+        eprintln!(
+            "[{}/{}] {} / {} / {}",
+            i + 1,
+            jobs.len(),
+            entry.name,
+            case.name,
+            dtype
+        );
+        cases.push(run_case(&ctx, entry, case, *dtype, &run_options)?);
+    }
+    drop(ctx);
+
+    eprintln!("host-side costs…");
+    let host = host::measure(&options, 200, 1000)?;
+
+    print_tables(&copy, &cases, &host);
+    let unix_time = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let adapter = Context::with_options(&options)?.adapter_summary();
+    let report = Report {
+        adapter,
+        unix_time,
+        quick: args.quick,
+        copy,
+        cases,
+        host,
+    };
+    if let Some(parent) = args.json.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)?;
+    eprintln!("wrote {}", args.json.display());
+    Ok(())
+}
+
+fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::HostResult]) {
+    println!();
+    println!("copy ceiling: {:.0} GB/s", copy.gbps);
+    println!(
+        "{:<26} {:<50} {:<8} {:<18} {:>11} {:>9} {:>7} {:>9}",
+        "op", "case", "dtype", "variant", "median µs", "GB/s", "copy %", "first ms"
+    );
+    for c in cases {
+        println!(
+            "{:<26} {:<50} {:<8} {:<18} {:>11.1} {:>9.0} {:>6.1}% {:>9.1}",
+            c.op.trim_start_matches("com.microsoft."),
+            c.case,
+            c.dtype,
+            c.variant,
+            c.median_us,
+            c.gbps,
+            100.0 * c.fraction_of_copy,
+            c.cold_start_ms
+        );
+    }
+    println!();
+    println!(
+        "{:<26} {:>14} {:>14} {:>12} {:>16} {:>12} {:>14}",
+        "op (host side)",
+        "cold call ms",
+        "precompile ms",
+        "shaders",
+        "then first ms",
+        "warm run µs",
+        "record µs/op"
+    );
+    for h in host {
+        println!(
+            "{:<26} {:>14.1} {:>14.1} {:>12} {:>16.2} {:>12.1} {:>14.2}",
+            h.op.trim_start_matches("com.microsoft."),
+            h.cold_first_call_ms,
+            h.precompile_ms,
+            h.precompiled_shaders,
+            h.first_call_after_precompile_ms,
+            h.warm_run_us,
+            h.record_us_per_op
+        );
+    }
+}
