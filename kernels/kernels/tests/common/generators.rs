@@ -10,7 +10,7 @@ use codegen::expr::Value;
 use super::random_env::{RandomEnv, Rng, nudge, random_caps, random_dims};
 
 /// The WGSL name of a random float type of `T`; the index type `M` is fixed.
-fn dtypes(rng: &mut Rng, env: &mut RandomEnv, vars: &[&str]) {
+pub fn dtypes(rng: &mut Rng, env: &mut RandomEnv, vars: &[&str]) {
     for var in vars {
         let dtype = if *var == "M" {
             "i64"
@@ -21,15 +21,15 @@ fn dtypes(rng: &mut Rng, env: &mut RandomEnv, vars: &[&str]) {
     }
 }
 
-fn set_shape(env: &mut RandomEnv, role: &str, dims: Vec<i64>) {
+pub fn set_shape(env: &mut RandomEnv, role: &str, dims: Vec<i64>) {
     env.shapes.insert(role.to_owned(), dims);
 }
 
-fn shape(env: &RandomEnv, role: &str) -> Vec<i64> {
+pub fn shape(env: &RandomEnv, role: &str) -> Vec<i64> {
     env.shapes.get(role).cloned().unwrap_or_default()
 }
 
-fn int(v: i64) -> Value {
+pub fn int(v: i64) -> Value {
     Value::Int(v)
 }
 

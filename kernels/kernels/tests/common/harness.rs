@@ -32,6 +32,9 @@ pub struct Mutation {
     pub minijinja: Option<(String, String)>,
     /// (ours, theirs): the interpreter's derive `ours` is compared with the generated `theirs`.
     pub generated: Option<(String, String)>,
+    /// (ours, theirs): the interpreter's acceptance of variant `ours` is compared with the
+    /// generated acceptance of variant `theirs`.
+    pub generated_accept: Option<(String, String)>,
 }
 
 /// How many comparisons of one category were exact, and how many were not comparable.
@@ -353,10 +356,14 @@ impl OneEnv<'_> {
             None => Verdict::Disagree,
         };
         tally.accept.add(verdict);
+        let read = match &self.mutation.generated_accept {
+            Some((ours, theirs)) if ours == variant => theirs.as_str(),
+            _ => variant,
+        };
         let gen_accept = self
             .generated
             .as_ref()
-            .map(|g| g.accepted.get(variant).cloned());
+            .map(|g| g.accepted.get(read).cloned());
         if gen_accept.is_some() {
             tally.generated += 1;
             tally.generated_errors += usize::from(matches!(ours_accept, Err(Some(_))));

@@ -5,7 +5,9 @@
 //! Known, documented differences from our language, which the comparison tolerates:
 //! minijinja's `/` is true division (the caller skips values an inexact division reached),
 //! its integers widen to i128 instead of overflowing, and it counts negative list indices from
-//! the end; [`ours_only`] lists those failures only we have.
+//! the end; [`ours_only`] lists those failures only we have. Strict undefined lets a list
+//! literal hold an undefined name where we fail on reading it; [`eval`] counts such a list as
+//! a failure.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -176,11 +178,22 @@ pub fn context(env: &RandomEnv, limit_names: &BTreeSet<String>) -> Mj {
     })
 }
 
+/// Whether `v` is undefined or a list holding an undefined item. Strict mode fails only where
+/// an undefined value is used, and a list literal does not use its items: `[1, attrs.absent]`
+/// is a list with an undefined in it, where for us reading `attrs.absent` already fails.
+fn holds_undefined(v: &Mj) -> bool {
+    v.is_undefined()
+        || (v.kind() == ValueKind::Seq
+            && v.try_iter()
+                .is_ok_and(|mut items| items.any(|item| holds_undefined(&item))))
+}
+
 /// Evaluates a compiled expression. A bare failed derive evaluates to undefined even in
-/// strict mode: that counts as an error, as it is for us.
+/// strict mode, and a list literal may hold an undefined name: both count as errors, as they
+/// are for us.
 pub fn eval(expr: &minijinja::Expression<'_, '_>, ctx: &Mj) -> Result<Mj, MjError> {
     expr.eval(ctx.clone()).and_then(|v| {
-        if v.is_undefined() {
+        if holds_undefined(&v) {
             Err(MjError::new(ErrorKind::UndefinedError, "undefined result"))
         } else {
             Ok(v)

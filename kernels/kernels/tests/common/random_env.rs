@@ -83,7 +83,7 @@ impl RandomEnv {
     }
 
     /// A one-paragraph description for failure messages (the full `wgpu::Limits` would drown
-    /// the interesting part, and the seeds read only one limit).
+    /// the interesting part, and the manifests read only these limits).
     pub fn describe(&self) -> String {
         let mut out = String::new();
         let _ = write!(out, "shapes: {:?}\n    attrs: {{", self.shapes);
@@ -94,10 +94,12 @@ impl RandomEnv {
         let _ = write!(
             out,
             "}}\n    dtypes: {:?}, tunables: {:?}\n    maxComputeWorkgroupsPerDimension: {}, \
-             shader-f16: {}, subgroups: {}, timestamp-query: {}",
+             subgroup sizes: {}..={}, shader-f16: {}, subgroups: {}, timestamp-query: {}",
             self.dtypes,
             self.tunables,
             self.caps.limits.max_compute_workgroups_per_dimension,
+            self.caps.subgroup_min_size,
+            self.caps.subgroup_max_size,
             self.caps.shader_f16,
             self.caps.subgroups,
             self.caps.timestamp_query,

@@ -1,0 +1,985 @@
+//! GPU conformance and contract tests of `kernels::bias_softmax` on a real adapter (Mesa
+//! lavapipe in CI), against the float64 reference of spec §2.2 (B1–B6) with the tolerances of
+//! spec §5. Contract tests violate one clause each and check the typed error.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/bias_softmax.rs"]
+mod common;
+
+use common::{Case, assert_all, attrs, context_without, ctx, expect_rejection, rows_sum_to_one};
+use examples::data::{self, DataRng, Tolerance, compare};
+use examples::reference::mrotary_embedding::mrotary_embedding;
+use half::f16;
+use kernel_runtime::support::AttrValue;
+use kernel_runtime::{Context, DType, DeviceCaps, Dispatch, Float, IndexTensor, OpError, Tensor};
+use kernels::bias_softmax::{self as op, Attrs, DTypes};
+use kernels::mrotary_embedding as mrope;
+
+const ADAPTIVE: &str = "adaptive_row";
+const PACKED: &str = "packed_rows";
+const LONGROW: &str = "longrow_split";
+const ALL_VARIANTS: [&str; 3] = [LONGROW, PACKED, ADAPTIVE];
+
+/// Spec §2.5 data `(2,2,3)`, shared by worked examples B1 and B2.
+const WORKED_DATA: [f64; 12] = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 3.0];
+/// Spec §2.5 bias values, `(2,1,3)` in B1 and `(2,3)` in B2.
+const WORKED_BIAS: [f64; 6] = [0.0, 0.0, -10000.0, 0.0, -1.0, 0.0];
+
+/// `softmax(scores + mask)` over the last axis with numpy broadcasting of `mask` against
+/// `scores` (shapes aligned on the right, mask dims of size 1 repeated). Written
+/// independently of the flat-row reference, so agreement shows the row rule of spec B4
+/// reproduces what a model's `Add` + `Softmax` computes for the attention mask shapes.
+fn add_then_softmax(
+    scores: &[f64],
+    shape: &[usize],
+    mask: &[f64],
+    mask_shape: &[usize],
+) -> Vec<f64> {
+    assert!(
+        mask_shape.len() <= shape.len(),
+        "mask rank above scores rank"
+    );
+    let pad = shape.len() - mask_shape.len();
+    // Element strides of the mask per scores axis; 0 where the mask broadcasts.
+    let mut strides = vec![0; shape.len()];
+    let mut stride = 1;
+    for (i, &d) in mask_shape.iter().enumerate().rev() {
+        let axis = pad + i;
+        assert!(
+            d == 1 || d == shape[axis],
+            "mask {mask_shape:?} does not broadcast to {shape:?}"
+        );
+        strides[axis] = if d == 1 { 0 } else { stride };
+        stride *= d;
+    }
+    let z: Vec<f64> = (0..scores.len())
+        .map(|flat| {
+            let index = data::unravel(flat, shape);
+            let m: usize = index.iter().zip(&strides).map(|(i, s)| i * s).sum();
+            scores[flat] + mask[m]
+        })
+        .collect();
+    let cols = *shape.last().expect("rank >= 1");
+    z.chunks(cols)
+        .flat_map(|row| {
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
+            let sum: f64 = e.iter().sum();
+            e.into_iter().map(move |v| v / sum)
+        })
+        .collect()
+}
+
+/// Wherever the reference is exactly 0 (an `exp` that underflows, or a `-inf` logit), the
+/// kernel must write exactly 0 too: masked keys may not leak probability.
+fn exact_zeros(label: &str, got: &[f64], want: &[f64]) -> Vec<String> {
+    let leaks: Vec<usize> = (0..want.len().min(got.len()))
+        .filter(|&i| want[i] == 0.0 && got[i] != 0.0)
+        .collect();
+    match leaks.first() {
+        None => Vec::new(),
+        Some(&i) => vec![format!(
+            "{label}: {} masked elements are not exactly 0, first [{i}] = {}",
+            leaks.len(),
+            got[i]
+        )],
+    }
+}
+
+// ---- Every variant, dtype and broadcast mode ------------------------------------------
+
+/// A shape that selects `variant`, with bias layouts for inner and outer broadcast that map
+/// rows differently (so a kernel using the wrong rule fails).
+struct VariantShape {
+    variant: &'static str,
+    shape: Vec<usize>,
+    axis: i64,
+    inner_bias: Vec<usize>,
+    outer_bias: Vec<usize>,
+}
+
+fn variant_shapes() -> [VariantShape; 3] {
+    let v =
+        |variant, shape: &[usize], axis, inner_bias: &[usize], outer_bias: &[usize]| VariantShape {
+            variant,
+            shape: shape.to_vec(),
+            axis,
+            inner_bias: inner_bias.to_vec(),
+            outer_bias: outer_bias.to_vec(),
+        };
+    [
+        // Rw = 12, C = 300 > the 256 lanes, so lanes loop over the row.
+        v(ADAPTIVE, &[3, 4, 300], -1, &[3, 1, 300], &[4, 300]),
+        // Rw = 128, C = 7.
+        v(PACKED, &[4, 32, 7], 2, &[4, 1, 7], &[32, 7]),
+        // Rw = 4, C = 70000 = 34 full blocks of 2048 and a partial one of 368.
+        v(LONGROW, &[4, 70_000], 1, &[2, 70_000], &[2, 70_000]),
+    ]
+}
+
+fn each_variant<T: Float>(seed: u64) {
+    let ctx = ctx();
+    let mut failures = Vec::new();
+    for VariantShape {
+        variant,
+        shape,
+        axis,
+        inner_bias,
+        outer_bias,
+    } in variant_shapes()
+    {
+        let inner = Case::random(seed, &shape, &inner_bias, axis, true).with_peaks();
+        let outer = Case::random(seed + 1, &shape, &outer_bias, axis, false).with_peaks();
+        for case in [&inner, &outer] {
+            failures.extend(case.check::<T>(ctx, variant, variant).err());
+        }
+        // The two modes must really differ on these layouts, or the test would not see a
+        // kernel that applies the wrong one.
+        let swapped = inner.with_inner(false);
+        let diff = compare(
+            &inner.reference::<T>(),
+            &swapped.reference::<T>(),
+            Tolerance::bias_softmax(T::DTYPE),
+        );
+        assert!(
+            !diff.passed(),
+            "{variant}: inner and outer agree on {shape:?}"
+        );
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn each_variant_inner_and_outer_f32() {
+    each_variant::<f32>(100);
+}
+
+#[test]
+fn each_variant_inner_and_outer_f16() {
+    each_variant::<f16>(200);
+}
+
+#[test]
+fn worked_examples_b1_b2_on_the_gpu() {
+    let b1 = Case {
+        shape: vec![2, 2, 3],
+        data: WORKED_DATA.to_vec(),
+        bias_shape: vec![2, 1, 3],
+        bias: WORKED_BIAS.to_vec(),
+        attrs: attrs(2, true),
+    };
+    let b1_want = [
+        0.2689414213699951,
+        0.7310585786300049,
+        0.0,
+        0.7310585786300049,
+        0.2689414213699951,
+        0.0,
+        0.4223187982515182,
+        0.1553624034969636,
+        0.4223187982515182,
+        0.0466126225779739,
+        0.0171478255455204,
+        0.9362395518765058,
+    ];
+    let b2 = Case {
+        bias_shape: vec![2, 3],
+        attrs: attrs(-1, false),
+        ..b1.clone()
+    };
+    let b2_want = [
+        0.2689414213699951,
+        0.7310585786300049,
+        0.0,
+        0.7869860421615984,
+        0.1065069789192007,
+        0.1065069789192007,
+        0.5,
+        0.5,
+        0.0,
+        0.0466126225779739,
+        0.0171478255455204,
+        0.9362395518765058,
+    ];
+    let mut failures = Vec::new();
+    for (name, case, want) in [("B1", &b1, b1_want), ("B2", &b2, b2_want)] {
+        let (v32, got32) = case.run::<f32>(ctx()).unwrap();
+        let (v16, got16) = case.run::<f16>(ctx()).unwrap();
+        assert_eq!((v32, v16), (ADAPTIVE, ADAPTIVE), "{name}");
+        failures.extend(case.compare_with::<f32>(name, &got32, &want).err());
+        failures.extend(case.compare_with::<f16>(name, &got16, &want).err());
+        failures.extend(exact_zeros(name, &got32, &want));
+        failures.extend(exact_zeros(name, &got16, &want));
+    }
+    assert_all(failures);
+}
+
+// ---- Variant boundaries ----------------------------------------------------------------
+
+#[test]
+fn row_length_8_and_9_with_64_rows() {
+    let ctx = ctx();
+    let mut failures = Vec::new();
+    for (cols, variant) in [(8, PACKED), (9, ADAPTIVE)] {
+        let inner = Case::random(cols as u64, &[2, 32, cols], &[2, 1, cols], 2, true);
+        let outer = Case::random(cols as u64 + 10, &[64, cols], &[4, cols], 1, false);
+        for case in [&inner, &outer] {
+            let label = format!("C = {cols}, Rw = 64");
+            failures.extend(case.check::<f32>(ctx, &label, variant).err());
+            failures.extend(case.check::<f16>(ctx, &label, variant).err());
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn row_count_63_and_64_at_short_rows() {
+    let ctx = ctx();
+    let mut failures = Vec::new();
+    // Row lengths 8 (the packed maximum), 5 and 1 (every output exactly 1).
+    for cols in [8, 5, 1] {
+        for (rows, variant) in [(63, ADAPTIVE), (64, PACKED)] {
+            let label = format!("Rw = {rows}, C = {cols}");
+            // 9 bias rows divide 63 data rows, 8 divide 64.
+            let k = if rows == 63 { 9 } else { 8 };
+            let inner = Case::random(rows as u64, &[rows, cols], &[k, cols], 1, true);
+            let outer = inner.with_inner(false);
+            for case in [&inner, &outer] {
+                failures.extend(case.check::<f32>(ctx, &label, variant).err());
+                failures.extend(case.check::<f16>(ctx, &label, variant).err());
+            }
+            if cols == 1 {
+                let (_, got) = inner.run::<f32>(ctx).unwrap();
+                assert!(got.iter().all(|&v| v == 1.0), "{label}: {got:?}");
+            }
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn row_length_65535_and_65536_with_two_rows() {
+    let ctx = ctx();
+    let mut failures = Vec::new();
+    for (cols, variant) in [(65_535, ADAPTIVE), (65_536, LONGROW)] {
+        let label = format!("C = {cols}");
+        // A full bias (K = Rw) and a single bias row (K = 1), one in each mode.
+        let full = Case::random(cols as u64, &[2, cols], &[2, cols], -1, true).with_peaks();
+        let single = Case::random(cols as u64 + 1, &[2, cols], &[1, cols], 1, false).with_peaks();
+        for case in [&full, &single] {
+            failures.extend(case.check::<f32>(ctx, &label, variant).err());
+            failures.extend(case.check::<f16>(ctx, &label, variant).err());
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn long_row_with_more_blocks_than_lanes() {
+    // 600000 columns = 293 blocks of 2048: the row-statistics pass folds more blocks than
+    // its 256 lanes, so each lane loops.
+    let ctx = ctx();
+    let case = Case::random(5, &[1, 600_000], &[1, 600_000], -1, true).with_peaks();
+    let mut failures = Vec::new();
+    failures.extend(case.check::<f32>(ctx, "293 blocks", LONGROW).err());
+    failures.extend(case.check::<f16>(ctx, "293 blocks", LONGROW).err());
+    assert_all(failures);
+}
+
+// ---- Attention masks equal Add + Softmax -------------------------------------------------
+
+/// Scores `(B,N,S,S)` and a padding mask `(B,1,1,S)`: batch `b` has `valid[b]` keys, the rest
+/// masked with -10000; valid keys get small random biases.
+fn padding_case(seed: u64, b: usize, n: usize, s: usize, valid: &[usize]) -> Case {
+    let mut rng = DataRng::new(seed);
+    let scores = rng.uniform(b * n * s * s, -4.0, 4.0);
+    let mut mask = rng.uniform(b * s, -1.0, 1.0);
+    for (batch, &len) in valid.iter().enumerate() {
+        mask[batch * s + len..(batch + 1) * s].fill(-10000.0);
+    }
+    Case {
+        shape: vec![b, n, s, s],
+        data: scores,
+        bias_shape: vec![b, 1, 1, s],
+        bias: mask,
+        attrs: attrs(-1, true),
+    }
+}
+
+/// Runs `case` on the GPU and compares with numpy-style Add + Softmax on the rounded inputs.
+fn check_against_add_softmax<T: Float>(case: &Case, label: &str, variant: &str) -> Vec<String> {
+    let (got_variant, got) = case.run::<T>(ctx()).unwrap();
+    let want = add_then_softmax(
+        &data::round_to::<T>(&case.data),
+        &case.shape,
+        &data::round_to::<T>(&case.bias),
+        &case.bias_shape,
+    );
+    let mut failures = Vec::new();
+    if got_variant != variant {
+        failures.push(format!(
+            "{}: variant {got_variant}, expected {variant}",
+            case.describe::<T>(label)
+        ));
+    }
+    failures.extend(case.compare_with::<T>(label, &got, &want).err());
+    failures.extend(exact_zeros(&case.describe::<T>(label), &got, &want));
+    failures
+}
+
+#[test]
+fn attention_padding_mask_inner_equals_add_then_softmax() {
+    let mut failures = Vec::new();
+    // S = 8: Rw = 64 rows of 8 (packed); S = 12: Rw = 96 rows of 12 (adaptive).
+    for (s, valid, variant) in [(8, [5, 8], PACKED), (12, [12, 7], ADAPTIVE)] {
+        let case = padding_case(s as u64, 2, 4, s, &valid);
+        let label = format!("(2,4,{s},{s}) + (2,1,1,{s}) inner");
+        failures.extend(check_against_add_softmax::<f32>(&case, &label, variant));
+        failures.extend(check_against_add_softmax::<f16>(&case, &label, variant));
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn attention_masks_outer_equal_add_then_softmax() {
+    let (b, n) = (2, 3);
+    let mut failures = Vec::new();
+    // S = 8: Rw = 48 < 64 rows; S = 12 and 16: rows longer than 8. All adaptive.
+    for (s, variant) in [(8, ADAPTIVE), (12, ADAPTIVE), (16, ADAPTIVE)] {
+        let shape = [b, n, s, s];
+        for mask_shape in [
+            vec![1, n, s, s],
+            vec![n, s, s],
+            vec![1, 1, s, s],
+            vec![s, s],
+        ] {
+            let mut case = Case::random(s as u64, &shape, &mask_shape, -1, false);
+            // A causal mask on top of the random values: key j > query i is masked.
+            for (k, v) in case.bias.iter_mut().enumerate() {
+                let (i, j) = ((k / s) % s, k % s);
+                if j > i {
+                    *v = -10000.0;
+                }
+            }
+            let label = format!("{shape:?} + {mask_shape:?} outer");
+            failures.extend(check_against_add_softmax::<f32>(&case, &label, variant));
+            failures.extend(check_against_add_softmax::<f16>(&case, &label, variant));
+        }
+    }
+    // Rw = 2 * 4 * 8 = 64 rows of 8: the packed variant with a (1,N,S,S) mask.
+    let case = Case::random(9, &[2, 4, 8, 8], &[1, 4, 8, 8], 3, false);
+    failures.extend(check_against_add_softmax::<f32>(
+        &case,
+        "(2,4,8,8) + (1,4,8,8)",
+        PACKED,
+    ));
+    failures.extend(check_against_add_softmax::<f16>(
+        &case,
+        "(2,4,8,8) + (1,4,8,8)",
+        PACKED,
+    ));
+    assert_all(failures);
+}
+
+#[test]
+fn mask_b_1_s_s_follows_the_flat_row_rule_not_numpy() {
+    // Spec §2.3: (B,1,S,S) is accepted and computes the flat-row result, which is not numpy's
+    // broadcast for N > 1; the kernel must follow the flat rule in both modes.
+    let (b, n, s) = (2, 3, 8);
+    for inner in [true, false] {
+        let case = Case::random(30, &[b, n, s, s], &[b, 1, s, s], -1, inner);
+        let got = case.check::<f32>(ctx(), "(B,1,S,S)", ADAPTIVE).unwrap();
+        let numpy = add_then_softmax(&case.data, &case.shape, &case.bias, &case.bias_shape);
+        let cmp = compare(&got, &numpy, Tolerance::BIAS_SOFTMAX_F32);
+        assert!(
+            !cmp.passed(),
+            "inner {inner}: (B,1,S,S) unexpectedly equals numpy"
+        );
+    }
+}
+
+// ---- Adaptive row with and without subgroups ------------------------------------------
+
+#[test]
+fn adaptive_row_with_and_without_subgroups() {
+    let with = ctx();
+    assert!(
+        with.caps().subgroups,
+        "the default device should have subgroups (lavapipe does): {with:?}"
+    );
+    let without = context_without("subgroups");
+    let mut failures = Vec::new();
+    // C = 37 leaves most lanes idle; C = 1000 spreads the row over every lane and subgroup.
+    for (cols, rows) in [(37, 6), (300, 4), (1000, 4)] {
+        for inner in [true, false] {
+            let case = Case::random(cols as u64, &[rows, cols], &[2, cols], 1, inner);
+            let sub = case.plan::<f32>(with.caps()).unwrap();
+            let tree = case.plan::<f32>(without.caps()).unwrap();
+            assert_eq!((sub.variant, tree.variant), (ADAPTIVE, ADAPTIVE));
+            let (ks, kt) = (sub.passes[0].kernel, tree.passes[0].kernel);
+            assert_eq!(ks.label, kt.label, "the same pass of the same variant");
+            assert_ne!(
+                ks.digest, kt.digest,
+                "subgroup and tree shaders must differ"
+            );
+            assert!(ks.source.contains("subgroupMax"), "{}", ks.source);
+            assert!(!kt.source.contains("subgroupMax"), "{}", kt.source);
+            for ctx in [with, &without] {
+                let label = format!("subgroups {}", ctx.caps().subgroups);
+                failures.extend(case.check::<f32>(ctx, &label, ADAPTIVE).err());
+                failures.extend(case.check::<f16>(ctx, &label, ADAPTIVE).err());
+            }
+        }
+    }
+    // The other variants never combine through subgroups: same shaders either way.
+    for v in variant_shapes().into_iter().skip(1) {
+        let case = Case::random(1, &v.shape, &v.inner_bias, v.axis, true);
+        let (a, b) = (
+            case.plan::<f32>(with.caps()).unwrap(),
+            case.plan::<f32>(without.caps()).unwrap(),
+        );
+        assert_eq!(a, b, "{}", a.variant);
+    }
+    assert_all(failures);
+}
+
+// ---- Axis handling ---------------------------------------------------------------------
+
+#[test]
+fn negative_and_middle_axes() {
+    let ctx = ctx();
+    let shape = [2, 3, 4, 5];
+    let mut failures = Vec::new();
+    // axis 1 and -3: Rw = 2, C = 60; axis 0 and -4: Rw = 1, C = 120; axis 2 and -2: Rw = 6,
+    // C = 20; axis 3 and -1: Rw = 24, C = 5 (too few rows for packed_rows).
+    for (axis, twin, rows, cols) in [
+        (1, -3, 2, 60),
+        (0, -4, 1, 120),
+        (2, -2, 6, 20),
+        (3, -1, 24, 5),
+    ] {
+        for (k, inner) in [(1, true), (rows, false)] {
+            let case = Case::random(axis as u64 + 40, &shape, &[k, cols], axis, inner);
+            let label = format!("axis {axis}");
+            let got = case.check::<f32>(ctx, &label, ADAPTIVE);
+            let plan = case.plan::<f32>(ctx.caps()).unwrap();
+            assert_eq!(plan.passes[0].dispatch, Dispatch::Workgroups(rows as u64));
+            let mut negative = case.clone();
+            negative.attrs.axis = twin;
+            let twin_got = negative.check::<f32>(ctx, &format!("axis {twin}"), ADAPTIVE);
+            match (got, twin_got) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "axis {axis} and {twin} must agree bit for bit"),
+                (a, b) => failures.extend(a.err().into_iter().chain(b.err())),
+            }
+            failures.extend(case.check::<f16>(ctx, &label, ADAPTIVE).err());
+        }
+    }
+    // The default axis is 1.
+    let mut case = Case::random(47, &shape, &[1, 60], 1, true);
+    case.attrs = Attrs::new(true);
+    failures.extend(case.check::<f32>(ctx, "default axis", ADAPTIVE).err());
+    assert_all(failures);
+}
+
+// ---- Masking: -inf gives NaN rows, -10000 gives exact zeros ----------------------------
+
+/// One shape per variant for the masking tests: variant, data, bias (axis -1), mode.
+fn masking_shapes() -> [(&'static str, Vec<usize>, Vec<usize>, bool); 3] {
+    [
+        (ADAPTIVE, vec![6, 20], vec![3, 20], true),
+        (PACKED, vec![64, 6], vec![8, 6], false),
+        // Rw = 4 rows of 32 blocks; the masked third of row 0 spans whole blocks.
+        (LONGROW, vec![4, 65_536], vec![2, 65_536], true),
+    ]
+}
+
+/// Masks with `value` in data and bias: the first third of row 0 in data; the second half
+/// of the bias row `q` of the last row (so every row sharing it is half masked). With
+/// `fully`, row 1 is masked entirely in data and the last row's first half in data too, so
+/// the last row is masked as a whole only through the sum of data and bias. Without it,
+/// row 1 keeps its last key, which must then get probability exactly 1.
+fn masked_case(
+    seed: u64,
+    shape: &[usize],
+    bias_shape: &[usize],
+    inner: bool,
+    value: f64,
+    fully: bool,
+) -> Case {
+    let mut case = Case::random(seed, shape, bias_shape, -1, inner);
+    let cols = *shape.last().unwrap();
+    let rows = case.data.len() / cols;
+    let k = case.bias.len() / cols;
+    let bias_row = |r: usize| if inner { r / (rows / k) } else { r % k };
+    let (last, q) = (rows - 1, bias_row(rows - 1));
+    assert_ne!(bias_row(1), q, "row 1 must not share the masked bias row");
+    case.data[..cols / 3].fill(value);
+    case.bias[q * cols + cols / 2..(q + 1) * cols].fill(value);
+    if fully {
+        case.data[cols..2 * cols].fill(value);
+        case.data[last * cols..last * cols + cols / 2].fill(value);
+    } else {
+        case.data[cols..2 * cols - 1].fill(value);
+    }
+    case
+}
+
+/// The row-sum tolerance: f16 outputs are rounded one by one, tiny ones as subnormals.
+fn sum_tolerance<T: Float>() -> f64 {
+    if T::DTYPE == DType::F16 { 1e-2 } else { 1e-5 }
+}
+
+fn fully_masked_rows<T: Float>() -> Vec<String> {
+    let mut failures = Vec::new();
+    for (variant, shape, bias_shape, inner) in masking_shapes() {
+        let case = masked_case(50, &shape, &bias_shape, inner, f64::NEG_INFINITY, true);
+        let label = format!("-inf masks, {variant}");
+        let got = match case.check::<T>(ctx(), &label, variant) {
+            Ok(got) => got,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        let cols = *shape.last().unwrap();
+        let rows = got.len() / cols;
+        for r in [1, rows - 1] {
+            let row = &got[r * cols..(r + 1) * cols];
+            if let Some(bad) = row.iter().find(|v| !v.is_nan()) {
+                failures.push(format!(
+                    "{}: fully masked row {r} must be NaN, has {bad}",
+                    case.describe::<T>(&label)
+                ));
+            }
+        }
+        let nan_rows = got
+            .chunks(cols)
+            .filter(|r| r.iter().any(|v| v.is_nan()))
+            .count();
+        if nan_rows != 2 {
+            failures.push(format!(
+                "{}: {nan_rows} rows have NaN, expected 2",
+                case.describe::<T>(&label)
+            ));
+        }
+        failures.extend(exact_zeros(
+            &case.describe::<T>(&label),
+            &got,
+            &case.reference::<T>(),
+        ));
+        failures.extend(rows_sum_to_one(&label, &got, cols, sum_tolerance::<T>()));
+    }
+    failures
+}
+
+#[test]
+fn fully_masked_rows_give_nan_in_every_variant() {
+    let mut failures = fully_masked_rows::<f32>();
+    failures.extend(fully_masked_rows::<f16>());
+    assert_all(failures);
+}
+
+fn large_finite_masks<T: Float>() -> Vec<String> {
+    let mut failures = Vec::new();
+    for (variant, shape, bias_shape, inner) in masking_shapes() {
+        // No row is masked as a whole here: with every logit near -10000, f32 addition
+        // itself is only accurate to about 5e-4 and the spec tolerance would not apply.
+        let case = masked_case(60, &shape, &bias_shape, inner, -10000.0, false);
+        let label = format!("-10000 masks, {variant}");
+        let got = match case.check::<T>(ctx(), &label, variant) {
+            Ok(got) => got,
+            Err(e) => {
+                failures.push(e);
+                continue;
+            }
+        };
+        let want = case.reference::<T>();
+        assert!(want.contains(&0.0), "{label}: the case masks nothing");
+        failures.extend(exact_zeros(&case.describe::<T>(&label), &got, &want));
+        let cols = *shape.last().unwrap();
+        if got[2 * cols - 1] != 1.0 {
+            failures.push(format!(
+                "{}: the only unmasked key of row 1 has probability {}, not 1",
+                case.describe::<T>(&label),
+                got[2 * cols - 1]
+            ));
+        }
+        failures.extend(rows_sum_to_one(&label, &got, cols, sum_tolerance::<T>()));
+    }
+    failures
+}
+
+#[test]
+fn large_finite_masks_give_exact_zeros_in_every_variant() {
+    let mut failures = large_finite_masks::<f32>();
+    failures.extend(large_finite_masks::<f16>());
+    assert_all(failures);
+}
+
+// ---- Empty tensors, split dispatches, several ops in one submit ------------------------
+
+#[test]
+fn empty_tensors_give_empty_outputs() {
+    let ctx = ctx();
+    let cases: [(&[usize], &[usize], i64); 6] = [
+        (&[0, 5], &[0, 5], 1),
+        // C = 0: 3 rows of nothing, still dispatched as 3 workgroups.
+        (&[3, 0], &[0], 1),
+        (&[70, 0], &[0, 0], -1),
+        (&[2, 0, 4], &[0, 4], -1),
+        (&[0], &[0], 0),
+        // Would be a long row, but there are no rows.
+        (&[0, 70_000], &[0, 70_000], 1),
+    ];
+    for (shape, bias_shape, axis) in cases {
+        for inner in [true, false] {
+            let case = Case::random(70, shape, bias_shape, axis, inner);
+            let label = format!("empty {shape:?} + {bias_shape:?}");
+            let got = case.check::<f32>(ctx, &label, ADAPTIVE).unwrap();
+            assert!(got.is_empty(), "{label}");
+            let got = case.check::<f16>(ctx, &label, ADAPTIVE).unwrap();
+            assert!(got.is_empty(), "{label}");
+        }
+    }
+}
+
+#[test]
+fn rows_split_over_x_and_y_dispatch() {
+    // At most 4 workgroups per dimension. adaptive_row runs one workgroup per row: 10 rows
+    // become a 4 x 3 grid, so the shader must linearise x/y and skip the 2 extra workgroups.
+    // packed_rows is a grid-stride loop: 2000 rows need 8 workgroups of 256, clamped to 4,
+    // so every invocation handles two rows.
+    let mut ctx = Context::new().expect("a second context on the adapter");
+    ctx.set_dispatch_limit_for_testing(Some(4));
+    let mut failures = Vec::new();
+    let shapes = [
+        (ADAPTIVE, vec![10, 37], vec![2, 37], vec![5, 37], [4, 3, 1]),
+        (
+            ADAPTIVE,
+            vec![2, 5, 300],
+            vec![2, 1, 300],
+            vec![5, 300],
+            [4, 3, 1],
+        ),
+        (PACKED, vec![2000, 4], vec![8, 4], vec![40, 4], [4, 1, 1]),
+    ];
+    for (variant, shape, inner_bias, outer_bias, grid) in shapes {
+        for (bias, inner) in [(inner_bias, true), (outer_bias, false)] {
+            let case = Case::random(80, &shape, &bias, -1, inner);
+            let plan = case.plan::<f32>(ctx.caps()).unwrap();
+            assert_eq!(
+                plan.passes[0].dispatch.workgroups(4).unwrap(),
+                grid,
+                "{shape:?}"
+            );
+            let label = format!("split dispatch {shape:?}");
+            failures.extend(case.check::<f32>(&ctx, &label, variant).err());
+            failures.extend(case.check::<f16>(&ctx, &label, variant).err());
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn bias_softmax_and_mrope_recorded_into_one_submit() {
+    // Two long-row ops of the same shape (f32, then f16) need intermediates of the same sizes,
+    // so the second takes the first one's buffers from the pool while both sit in one
+    // encoder; a packed-rows op and an MRotaryEmbedding run in between and after.
+    let ctx = ctx();
+    let long_a = Case::random(90, &[2, 65_536], &[2, 65_536], -1, true).with_peaks();
+    let long_b = Case::random(91, &[2, 65_536], &[1, 65_536], -1, false).with_peaks();
+    let packed = Case::random(92, &[96, 6], &[12, 6], 1, false);
+    let up_a = long_a.upload::<f32>(ctx).unwrap();
+    let up_b = long_b.upload::<f16>(ctx).unwrap();
+    let up_p = packed.upload::<f32>(ctx).unwrap();
+
+    // MRotaryEmbedding (1, 3, 2 * 8): 2 heads of 8, sections [2, 1, 1], 4 cache rows.
+    let mut rng = DataRng::new(93);
+    let rope_shape = [1, 3, 16];
+    let x = rng.uniform(48, -2.0, 2.0);
+    let positions = rng.indices(9, 4);
+    let (cos, sin) = (rng.uniform(16, -1.0, 1.0), rng.uniform(16, -1.0, 1.0));
+    let mut rope_attrs = mrope::Attrs::new(vec![2, 1, 1]);
+    rope_attrs.num_heads = 2;
+    let input = Tensor::from_slice(ctx, &rope_shape, &data::to_elem::<f32>(&x)).unwrap();
+    let position_ids = IndexTensor::from_i64(ctx, &[3, 1, 3], &positions).unwrap();
+    let cos_cache = Tensor::from_slice(ctx, &[4, 4], &data::to_elem::<f32>(&cos)).unwrap();
+    let sin_cache = Tensor::from_slice(ctx, &[4, 4], &data::to_elem::<f32>(&sin)).unwrap();
+    let rope_inputs = mrope::Inputs {
+        input: &input,
+        position_ids: &position_ids,
+        cos_cache: &cos_cache,
+        sin_cache: &sin_cache,
+    };
+
+    let mut encoder = ctx.create_encoder();
+    let out_a = op::record(ctx, &mut encoder, &up_a.inputs(), &long_a.attrs).unwrap();
+    let out_r = mrope::record(ctx, &mut encoder, &rope_inputs, &rope_attrs).unwrap();
+    let out_b = op::record(ctx, &mut encoder, &up_b.inputs(), &long_b.attrs).unwrap();
+    let out_p = op::record(ctx, &mut encoder, &up_p.inputs(), &packed.attrs).unwrap();
+    ctx.submit(encoder).unwrap();
+
+    let got_a = data::from_elem(&out_a.output.to_vec(ctx).unwrap());
+    let got_b = data::from_elem(&out_b.output.to_vec(ctx).unwrap());
+    let got_p = data::from_elem(&out_p.output.to_vec(ctx).unwrap());
+    let got_r = data::from_elem(&out_r.output.to_vec(ctx).unwrap());
+    let want_r = mrotary_embedding(
+        &data::round_to::<f32>(&x),
+        &rope_shape,
+        &positions,
+        &data::round_to::<f32>(&cos),
+        &data::round_to::<f32>(&sin),
+        4,
+        &rope_attrs,
+    )
+    .unwrap();
+    let rope_cmp = compare(&got_r, &want_r, Tolerance::MROPE_F32);
+    let mut failures: Vec<String> = [
+        long_a.compare_with::<f32>("recorded long row", &got_a, &long_a.reference::<f32>()),
+        long_b.compare_with::<f16>("recorded long row", &got_b, &long_b.reference::<f16>()),
+        packed.compare_with::<f32>("recorded packed", &got_p, &packed.reference::<f32>()),
+    ]
+    .into_iter()
+    .filter_map(Result::err)
+    .collect();
+    if !rope_cmp.passed() {
+        failures.push(format!("MRotaryEmbedding recorded in between: {rope_cmp}"));
+    }
+    assert_all(failures);
+}
+
+// ---- GPU-free planning ------------------------------------------------------------------
+
+#[test]
+fn plans_without_a_gpu() {
+    let caps = DeviceCaps::portable();
+    let plan = |shape: &[usize], bias: &[usize], inner: bool| {
+        Case::random(1, shape, bias, -1, inner)
+            .plan::<f32>(&caps)
+            .unwrap()
+    };
+    let overrides = |p: &kernel_runtime::Plan| p.passes[0].overrides.clone();
+
+    let adaptive = plan(&[3, 4, 300], &[3, 1, 300], true);
+    assert_eq!(adaptive.variant, ADAPTIVE);
+    assert_eq!(adaptive.passes[0].dispatch, Dispatch::Workgroups(12));
+    // K = 3 bias rows, each repeated for 4 data rows.
+    assert_eq!(
+        overrides(&adaptive),
+        [
+            ("blockSize", 300.0),
+            ("biasBlockCount", 3.0),
+            ("innerRepeat", 4.0)
+        ]
+    );
+    assert!(!adaptive.passes[0].kernel.source.contains("subgroupMax"));
+
+    let packed = plan(&[4, 32, 7], &[32, 7], false);
+    assert_eq!(packed.variant, PACKED);
+    assert_eq!(
+        packed.passes[0].dispatch,
+        Dispatch::GridStride {
+            items: 128,
+            workgroup_size: 256
+        }
+    );
+
+    let long = plan(&[4, 70_000], &[2, 70_000], true);
+    assert_eq!(long.variant, LONGROW);
+    let ids: Vec<_> = long.passes.iter().map(|p| p.id).collect();
+    assert_eq!(ids, ["block_stats", "row_stats", "normalize"]);
+    assert_eq!(long.passes[0].dispatch, Dispatch::Grid { x: 35, y: 4 });
+    assert_eq!(long.passes[1].dispatch, Dispatch::Grid { x: 4, y: 1 });
+    assert_eq!(long.passes[2].dispatch, Dispatch::Grid { x: 35, y: 4 });
+    let lens: Vec<_> = long.intermediates.iter().map(|i| (i.id, i.len)).collect();
+    assert_eq!(
+        lens,
+        [
+            ("blockMax", 140),
+            ("blockSum", 140),
+            ("rowMax", 4),
+            ("rowSum", 4)
+        ]
+    );
+    assert_eq!(long.outputs[0].shape, [4, 70_000]);
+
+    // Long rows fall back to one workgroup per row when the block grid would not fit the
+    // device: too many rows for y, or too many blocks for x.
+    let mut small = caps.clone();
+    small.limits.max_compute_workgroups_per_dimension = 16;
+    for (shape, clause) in [
+        (
+            [17, 65_536],
+            "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
+        ),
+        // 33 blocks of 2048 along x.
+        (
+            [1, 65_537],
+            "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits",
+        ),
+    ] {
+        let case = Case::random(1, &shape, &shape, -1, true);
+        assert_eq!(
+            case.plan::<f32>(&caps).unwrap().variant,
+            LONGROW,
+            "{shape:?}"
+        );
+        let fallback = case.plan::<f32>(&small).unwrap();
+        assert_eq!(fallback.variant, ADAPTIVE, "{shape:?}");
+        assert_eq!(
+            fallback.passes[0].dispatch,
+            Dispatch::Workgroups(shape[0] as u64)
+        );
+        let env = op::Env::new(
+            &case.shapes(),
+            DTypes { t: DType::F32 },
+            &case.attrs,
+            &small,
+        );
+        let why = op::accept_longrow_split(&env.unwrap()).unwrap_err();
+        let why = why.into_rejection(LONGROW);
+        assert!(why.condition.starts_with(clause), "{shape:?}: {why}");
+    }
+
+    // The portable device has no shader-f16: every variant refuses f16.
+    let case = Case::random(1, &[64, 8], &[1, 8], -1, true);
+    expect_rejection(
+        case.plan::<f16>(&caps),
+        &[PACKED, ADAPTIVE],
+        "f16Ok(dtypes.T)",
+    );
+}
+
+// ---- Contract clauses: each test violates one and checks the typed error ---------------
+
+/// The text the rejection of a bias layout quotes: `biasContract` is one disjunction, so every
+/// variant is rejected by it as a whole.
+const BIAS_CONTRACT: &str = "biasContract › ";
+
+fn bias_rejection(shape: &[usize], bias_shape: &[usize], clause: &str) {
+    let case = Case::random(3, shape, bias_shape, -1, true);
+    for conditions in [
+        expect_rejection(case.run::<f32>(ctx()), &ALL_VARIANTS, clause),
+        expect_rejection(
+            case.with_inner(false).run::<f16>(ctx()),
+            &ALL_VARIANTS,
+            clause,
+        ),
+    ] {
+        for c in conditions {
+            assert!(c.starts_with(BIAS_CONTRACT), "{c}");
+        }
+    }
+    // The reference refuses the same layout.
+    assert!(
+        examples::reference::bias_softmax::Rows::new(shape, case.bias.len(), -1).is_err(),
+        "the reference accepts {shape:?} + {bias_shape:?}"
+    );
+}
+
+#[test]
+fn rejects_bias_not_a_multiple_of_the_row_length() {
+    // 4 elements against rows of 3.
+    bias_rejection(&[4, 3], &[4], "numel(shapes.bias) % blockSize == 0");
+}
+
+#[test]
+fn rejects_bias_rows_not_dividing_data_rows() {
+    // K = 3 bias rows for Rw = 4 data rows.
+    bias_rejection(&[4, 3], &[3, 3], "batchCount % biasBlockCount == 0");
+}
+
+#[test]
+fn rejects_more_bias_rows_than_data_rows() {
+    // K = 4 bias rows for Rw = 2 data rows (the numpy-style (1,C) bias of an empty data is
+    // the Rw = 0 case of the same clause).
+    bias_rejection(&[2, 3], &[4, 3], "biasBlockCount <= batchCount");
+    bias_rejection(&[0, 3], &[1, 3], "biasBlockCount <= batchCount");
+}
+
+#[test]
+fn rejects_bias_smaller_than_one_row() {
+    // K = 0: an empty bias with non-empty data.
+    bias_rejection(&[4, 3], &[0, 3], "biasBlockCount > 0");
+}
+
+#[test]
+fn rejects_axis_out_of_range_on_both_sides() {
+    let case = Case::random(4, &[2, 3, 4], &[1, 4], 3, true);
+    expect_rejection(
+        case.run::<f32>(ctx()),
+        &ALL_VARIANTS,
+        "attrs.axis < ranks.data",
+    );
+    let mut case = case;
+    case.attrs.axis = -4;
+    expect_rejection(
+        case.run::<f32>(ctx()),
+        &ALL_VARIANTS,
+        "attrs.axis + ranks.data >= 0",
+    );
+    // The edges themselves are valid: axis 2 gives rows of 4, axis -3 one row of 24.
+    for (axis, bias) in [(2, [2, 4]), (-3, [1, 24])] {
+        let c = Case::random(5, &[2, 3, 4], &bias, axis, true);
+        c.check::<f32>(ctx(), &format!("axis {axis}"), ADAPTIVE)
+            .unwrap();
+    }
+}
+
+#[test]
+fn rejects_rank_0_data() {
+    let case = Case::random(6, &[], &[1], 0, true);
+    expect_rejection(case.run::<f32>(ctx()), &ALL_VARIANTS, "ranks.data >= 1");
+    let mut case = case;
+    case.attrs.axis = -1;
+    expect_rejection(case.run::<f16>(ctx()), &ALL_VARIANTS, "ranks.data >= 1");
+}
+
+#[test]
+fn attributes_from_raw() {
+    let axis = ("axis".to_owned(), AttrValue::Int(-1));
+    match Attrs::from_raw(std::slice::from_ref(&axis)) {
+        Err(OpError::Attribute {
+            attribute, rule, ..
+        }) => {
+            assert_eq!(attribute, "is_inner_broadcast");
+            assert!(rule.contains("required"), "{rule}");
+        }
+        other => panic!("expected a missing-attribute error, got {other:?}"),
+    }
+    // ORT reads the flag as `!= 0`; axis keeps its default of 1 when not given.
+    let flag = |v: AttrValue| ("is_inner_broadcast".to_owned(), v);
+    let a = Attrs::from_raw(&[flag(AttrValue::Int(2))]).unwrap();
+    assert_eq!(a, attrs(1, true));
+    let a = Attrs::from_raw(&[axis.clone(), flag(AttrValue::Int(0))]).unwrap();
+    assert_eq!(a, attrs(-1, false));
+    match Attrs::from_raw(&[flag(AttrValue::Float(1.0))]) {
+        Err(OpError::Attribute { attribute, .. }) => assert_eq!(attribute, "is_inner_broadcast"),
+        other => panic!("expected a wrong-kind error, got {other:?}"),
+    }
+    // `broadcast_axis` is only mentioned by the schema text; the attribute no longer exists.
+    let unknown = Attrs::from_raw(&[
+        flag(AttrValue::Int(1)),
+        ("broadcast_axis".to_owned(), AttrValue::Int(1)),
+    ]);
+    match unknown {
+        Err(OpError::Attribute { attribute, .. }) => assert_eq!(attribute, "broadcast_axis"),
+        other => panic!("expected an unknown-attribute error, got {other:?}"),
+    }
+}
+
+#[test]
+fn rejects_f16_on_a_device_without_shader_f16() {
+    let no_f16 = context_without("shader-f16");
+    for v in variant_shapes() {
+        let case = Case::random(7, &v.shape, &v.inner_bias, v.axis, true);
+        let result = case.run::<f16>(&no_f16);
+        let conditions = expect_rejection(result, &[v.variant], "f16Ok(dtypes.T)");
+        assert!(conditions[0].ends_with("f16Ok(dtypes.T)"), "{conditions:?}");
+    }
+    // f32 still runs on that device.
+    let case = Case::random(8, &[5, 33], &[5, 33], 1, false);
+    case.check::<f32>(&no_f16, "f32 without shader-f16", ADAPTIVE)
+        .unwrap();
+}
