@@ -26,9 +26,68 @@ fn main(
     digest: "bench-copy-vec4-v1",
 };
 
+/// The same copy one f16 element per invocation: how fast the adapter moves 16-bit storage
+/// elements, which kernels with f16 tensors do.
+static COPY_F16: Kernel = Kernel {
+    label: "bench.copy_f16",
+    source: "enable f16;
+
+@group(0) @binding(0) var<storage, read> src: array<f16>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f16>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = (workgroup.x + workgroup.y * workgroups.x) * 256u + lane;
+    if (i < arrayLength(&dst)) {
+        dst[i] = src[i];
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-f16-v1",
+};
+
+/// The same copy one f32 element per invocation.
+static COPY_F32: Kernel = Kernel {
+    label: "bench.copy_f32",
+    source: "@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = (workgroup.x + workgroup.y * workgroups.x) * 256u + lane;
+    if (i < arrayLength(&dst)) {
+        dst[i] = src[i];
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-f32-v1",
+};
+
+/// Which copy kernel to time.
+#[derive(Debug, Clone, Copy)]
+pub enum CopyKind {
+    /// `vec4<f32>` words: the ceiling.
+    Vec4,
+    /// One f32 per invocation.
+    F32,
+    /// One f16 per invocation.
+    F16,
+}
+
 /// The copy kernel's measured rate.
 #[derive(Debug, Clone, Serialize)]
 pub struct CopyResult {
+    pub kernel: String,
     /// Bytes copied per repetition (each is read once and written once).
     pub bytes: u64,
     pub median_us: f64,
@@ -37,21 +96,31 @@ pub struct CopyResult {
 }
 
 /// Copies `bytes` (rounded down to 16) `repetitions` times and reports the median rate.
-pub fn measure(ctx: &Context, bytes: u64, repetitions: usize) -> Result<CopyResult> {
+pub fn measure(
+    ctx: &Context,
+    kind: CopyKind,
+    bytes: u64,
+    repetitions: usize,
+) -> Result<CopyResult> {
     let words = (bytes / 16) as usize;
     let src = Tensor::<f32>::from_slice(ctx, &[words * 4], &vec![1.0; words * 4])?;
     let dst = Tensor::<f32>::zeros(ctx, &[words * 4])?;
+    let (kernel, threads) = match kind {
+        CopyKind::Vec4 => (&COPY, words),
+        CopyKind::F32 => (&COPY_F32, words * 4),
+        CopyKind::F16 => (&COPY_F16, words * 8),
+    };
     let plan = Plan {
         op: "bench",
         variant: "copy",
         passes: vec![PlannedPass {
             id: "copy",
-            kernel: &COPY,
+            kernel,
             overrides: vec![],
             bindings: vec![Binding::Arg(0), Binding::Arg(1)],
             params: vec![],
             dispatch: Dispatch::Threads {
-                threads: words as u64,
+                threads: threads as u64,
                 workgroup_size: 256,
             },
         }],
@@ -66,6 +135,7 @@ pub fn measure(ctx: &Context, bytes: u64, repetitions: usize) -> Result<CopyResu
     let median = times[times.len() / 2].as_secs_f64();
     let copied = words as u64 * 16;
     Ok(CopyResult {
+        kernel: kernel.label.to_owned(),
         bytes: copied,
         median_us: median * 1e6,
         gbps: 2.0 * copied as f64 / median / 1e9,

@@ -42,6 +42,7 @@ struct Report {
     unix_time: u64,
     quick: bool,
     copy: copy::CopyResult,
+    element_copies: Vec<copy::CopyResult>,
     cases: Vec<CaseResult>,
     host: Vec<host::HostResult>,
 }
@@ -60,13 +61,36 @@ fn main() -> Result<()> {
     println!("adapter: {}", ctx.adapter_summary());
 
     let copy_bytes: u64 = if args.quick { 16 << 20 } else { 1 << 30 };
-    let copy = copy::measure(&ctx, copy_bytes, args.repetitions)?;
+    let copy = copy::measure(&ctx, copy::CopyKind::Vec4, copy_bytes, args.repetitions)?;
     println!(
         "copy kernel: {} MiB, {:.1} µs, {:.0} GB/s",
         copy.bytes >> 20,
         copy.median_us,
         copy.gbps
     );
+    // Element-wise copies say what scalar f32 and f16 accesses cost on this adapter.
+    let mut element_copies = vec![copy::measure(
+        &ctx,
+        copy::CopyKind::F32,
+        copy_bytes,
+        args.repetitions,
+    )?];
+    if ctx.caps().shader_f16 {
+        element_copies.push(copy::measure(
+            &ctx,
+            copy::CopyKind::F16,
+            copy_bytes,
+            args.repetitions,
+        )?);
+    }
+    for c in &element_copies {
+        println!(
+            "{}: {:.0} GB/s ({:.0}% of the vec4 copy)",
+            c.kernel,
+            c.gbps,
+            100.0 * c.gbps / copy.gbps
+        );
+    }
 
     let run_options = RunOptions {
         repetitions: args.repetitions,
@@ -126,6 +150,7 @@ fn main() -> Result<()> {
         unix_time,
         quick: args.quick,
         copy,
+        element_copies,
         cases,
         host,
     };

@@ -79,8 +79,9 @@ impl Context {
                     entry_point: Some(kernel.entry_point),
                     compilation_options: wgpu::PipelineCompilationOptions {
                         constants: overrides,
-                        // WGSL promises zeroed workgroup memory; templates may rely on it.
-                        zero_initialize_workgroup_memory: true,
+                        // Zeroing costs every workgroup a pass over its shared memory; templates
+                        // write workgroup memory before reading it (ARCHITECTURE.md), so skip it.
+                        zero_initialize_workgroup_memory: false,
                     },
                     cache: None,
                 })

@@ -604,7 +604,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "090163d20c27b44a0877f08f39524c84",
+        digest: "7abfd8c8cf85f3527ee833363b942c52",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -612,7 +612,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "18e614c7bac5a1edf6a2eed3e4b26680",
+        digest: "cca2d3bbe6d280b07eaed25a9a6d8da1",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -620,7 +620,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "b82073299a8bae41ed5eff0636d95f1c",
+        digest: "03a143b3a24f9e94da749399e09cf99f",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -628,7 +628,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "4a63e0168003f919723e1e8b32500ccd",
+        digest: "c6e8e2230e670030901d27bb472840bd",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -709,7 +709,7 @@ static KERNELS_LONGROW_SPLIT_ROW_STATS: [rt::Kernel; 2usize] = [
             "bias_softmax/longrow_split.row_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-row.wgsl"
         ),
         entry_point: "main",
-        digest: "5f0fd0e7f116c509fbe24b7d276a0d4f",
+        digest: "169052bdbc41c21465994962fe726265",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowStats",
@@ -717,7 +717,7 @@ static KERNELS_LONGROW_SPLIT_ROW_STATS: [rt::Kernel; 2usize] = [
             "bias_softmax/longrow_split.row_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-row.wgsl"
         ),
         entry_point: "main",
-        digest: "8032bf46d91d2721b484d09c4c4002f2",
+        digest: "ca5e1ff21e961afc005c48275dbbca20",
     },
 ];
 fn kernel_longrow_split_row_stats(
@@ -974,7 +974,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ece23be3eaf1b0d130a2a49aef878195",
+        digest: "ce4c0660f6269de689918d258c600ef6",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -982,7 +982,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "9a1ab485e7d4fb31fac5d18cf6d07bab",
+        digest: "652f3bd884c2db64338412fe410992b6",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -990,7 +990,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "55df05c1cccee3184b437f415546cba1",
+        digest: "fcb87b878f5e5fc1bd63c8ec09eefce7",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -998,7 +998,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "28cbb1c7c350cf8925c651ca4838aa1f",
+        digest: "1535b382a826eab860038f9d83c3c87b",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1129,7 +1129,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "060d94798eba316de3178ea3e59ae3bf",
+        digest: "15ec92997f509e7de87de34261a2043c",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1137,7 +1137,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "6c642e543ebfacd4dece0c7163a756b8",
+        digest: "619dd6754293edc2bf43d2b8aa40b293",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1145,7 +1145,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "e906b9fdc56b44a2bb374b50aa4e85ff",
+        digest: "d4852de7dc03ca0a09fd606b56d5d172",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1153,7 +1153,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "92e96bd65124d1a5d555602f674e9037",
+        digest: "09a608fb176cca5ceb7c7607fc753ccc",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1161,7 +1161,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "99cc9aa4fc3cca3118794984a6abacbb",
+        digest: "c833203eafcfa213080fda2250c52210",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1169,7 +1169,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "8f2938068061e05d2bb5769c8f0ed3f0",
+        digest: "65a86eb5b2379c7c0dfd8fe846910c0a",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1177,7 +1177,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "ad33332d7b378ddff4c34b5fdb7d8137",
+        digest: "08dab17bf3f24427dc04ef6ef386ccd8",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1185,7 +1185,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "2d0e150826f770697daff513ae46eb4b",
+        digest: "81ba482f1dec2c20059ae6f5a14f6f81",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

@@ -344,20 +344,23 @@ pub fn derive_contract(env: &Env<'_>) -> Result<bool, EvalError> {
             && derive_eco_contract(env)?,
     )
 }
-/// `rows` = `batchSize * attrs.num_heads * seqLen`
+/// `relRows` = `attrs.num_heads * seqLen if batchSize > 0 else 0`
 #[doc(hidden)]
-pub fn derive_rows(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::mul(
-        rt::expr::mul(derive_batch_size(env)?, env.attrs.num_heads)?,
-        derive_seq_len(env)?,
+pub fn derive_rel_rows(env: &Env<'_>) -> Result<i64, EvalError> {
+    Ok(
+        if derive_batch_size(env)? > 0i64 {
+            rt::expr::mul(env.attrs.num_heads, derive_seq_len(env)?)?
+        } else {
+            0i64
+        },
     )
 }
-/// `dispatchOk` = `ceilDiv(rows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension`
+/// `dispatchOk` = `ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension`
 #[doc(hidden)]
 pub fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
     Ok(
         rt::expr::ceil_div(
-            derive_rows(env)?,
+            derive_rel_rows(env)?,
             rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
         )? <= rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
     )
@@ -541,13 +544,13 @@ fn explain_head_parallel(env: &Env<'_>) -> Result<(), rt::support::Failure> {
 }
 /// Whether variant `row_head_subgroups` accepts the inputs: its `when` conditions in order.
 ///
-/// Like `row_head_tree`, with the two gate sums reduced by subgroup operations and the subgroup leaders' partial sums combined in workgroup memory. Requires `subgroups`.
+/// Like `row_head_tree`, with each batch's two gate sums reduced by subgroup shuffles (and, where a subgroup is smaller than a batch's lane group, combined across subgroups in workgroup memory). Requires `subgroups`.
 #[doc(hidden)]
 pub fn accept_row_head_subgroups(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     explain_contract(env).map_err(|f| f.within("contract"))?;
     rt::support::require(
             derive_dispatch_ok(env),
-            "ceilDiv(rows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         )
         .map_err(|f| f.within("dispatchOk"))?;
     rt::support::check(
@@ -562,13 +565,13 @@ pub fn accept_row_head_subgroups(env: &Env<'_>) -> Result<(), rt::support::Failu
 }
 /// Whether variant `row_head_tree` accepts the inputs: its `when` conditions in order.
 ///
-/// One workgroup per output row, with the head's `head_size x D` projection products spread over every lane and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
+/// Like `row`, but each batch's `head_size x D` projection products are spread over a group of 32 lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
 #[doc(hidden)]
 pub fn accept_row_head_tree(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     explain_contract(env).map_err(|f| f.within("contract"))?;
     rt::support::require(
             derive_dispatch_ok(env),
-            "ceilDiv(rows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         )
         .map_err(|f| f.within("dispatchOk"))?;
     explain_head_parallel(env).map_err(|f| f.within("headParallel"))?;
@@ -576,13 +579,13 @@ pub fn accept_row_head_tree(env: &Env<'_>) -> Result<(), rt::support::Failure> {
 }
 /// Whether variant `row` accepts the inputs: its `when` conditions in order.
 ///
-/// One workgroup per output row: `D` lanes project the biased query row, one lane forms the gate in workgroup memory, and all lanes stream the `rel_pos` row, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Output rows are ordered so that consecutive workgroups share one `rel_pos` row across batches, which the cache then serves. Selectable on every device.
+/// One workgroup per `rel_pos` row (head, query position), producing that row of the output for every batch, so `rel_pos` is read once: `D` lanes per batch project the biased query row serially, the gates go to workgroup memory, and all lanes stream the row, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch.)
 #[doc(hidden)]
 pub fn accept_row(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     explain_contract(env).map_err(|f| f.within("contract"))?;
     rt::support::require(
             derive_dispatch_ok(env),
-            "ceilDiv(rows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         )
         .map_err(|f| f.within("dispatchOk"))?;
     Ok(())
@@ -638,7 +641,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "77a43eafeae6ec210290f022d1381995",
+        digest: "f013df4ecfb7496f36581f716d2169bf",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -646,7 +649,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "3ae1d8daeed42a508669b98658f8974b",
+        digest: "a7761e7145a004bcc711c296a6edbbab",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -654,7 +657,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "ff873ddb7274b754fdd2f4866103ecfe",
+        digest: "a39f165d05b0602316741344a3079ef2",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -662,7 +665,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a4ac1ecfa892f7adc67f01fae973d361",
+        digest: "fb3eb64ccd594acc264bbfd2f4aea724",
     },
 ];
 fn kernel_row_head_subgroups_main(
@@ -698,7 +701,7 @@ fn kernel_row_head_subgroups_main(
 #[repr(C)]
 #[derive(Clone, Copy, Debug, ::bytemuck::Pod, ::bytemuck::Zeroable)]
 struct ParamsRowHeadSubgroupsMain {
-    rows: u32,
+    rel_rows: u32,
     batch_size: u32,
     num_heads: u32,
     seq_len: u32,
@@ -710,7 +713,7 @@ const _: () = assert!(
     ::std::mem::size_of:: < ParamsRowHeadSubgroupsMain > () == 32usize
 );
 const _: () = assert!(
-    ::std::mem::offset_of!(ParamsRowHeadSubgroupsMain, rows) == 0usize
+    ::std::mem::offset_of!(ParamsRowHeadSubgroupsMain, rel_rows) == 0usize
 );
 const _: () = assert!(
     ::std::mem::offset_of!(ParamsRowHeadSubgroupsMain, batch_size) == 4usize
@@ -731,7 +734,7 @@ fn fill_params_row_head_subgroups_main(
     env: &Env<'_>,
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     let params = ParamsRowHeadSubgroupsMain {
-        rows: rt::support::to_u32("rows", derive_rows(env)?)?,
+        rel_rows: rt::support::to_u32("relRows", derive_rel_rows(env)?)?,
         batch_size: rt::support::to_u32("batchSize", derive_batch_size(env)?)?,
         num_heads: rt::support::to_u32("numHeads", env.attrs.num_heads)?,
         seq_len: rt::support::to_u32("seqLen", derive_seq_len(env)?)?,
@@ -753,7 +756,7 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : fill_params_row_head_subgroups_main(env) ?,
             dispatch : rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
-            derive_rows(env) ?) ?) }
+            derive_rel_rows(env) ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -791,7 +794,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "68acd3560a399e03a368fe25c58d8d42",
+        digest: "cde6e0565f9a7ed5fbe72e61bf20e354",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -799,7 +802,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "2b236fd50e4d8fe77463f6a4927cf1a4",
+        digest: "311715a10962fbd9eb18e22cb7418f23",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -807,7 +810,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "ea12af2499287ebe690b7103907081e0",
+        digest: "060855ad99d3f4f2f99669a92bb222bf",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -815,7 +818,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "36d68a918a126fcff9e0618ef5c1b2f1",
+        digest: "421c8f2965da22a65af5a45d7faac3fc",
     },
 ];
 fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -849,7 +852,7 @@ fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalE
 #[repr(C)]
 #[derive(Clone, Copy, Debug, ::bytemuck::Pod, ::bytemuck::Zeroable)]
 struct ParamsRowHeadTreeMain {
-    rows: u32,
+    rel_rows: u32,
     batch_size: u32,
     num_heads: u32,
     seq_len: u32,
@@ -858,7 +861,7 @@ struct ParamsRowHeadTreeMain {
     _padding: [u32; 2usize],
 }
 const _: () = assert!(::std::mem::size_of:: < ParamsRowHeadTreeMain > () == 32usize);
-const _: () = assert!(::std::mem::offset_of!(ParamsRowHeadTreeMain, rows) == 0usize);
+const _: () = assert!(::std::mem::offset_of!(ParamsRowHeadTreeMain, rel_rows) == 0usize);
 const _: () = assert!(
     ::std::mem::offset_of!(ParamsRowHeadTreeMain, batch_size) == 4usize
 );
@@ -876,7 +879,7 @@ fn fill_params_row_head_tree_main(
     env: &Env<'_>,
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     let params = ParamsRowHeadTreeMain {
-        rows: rt::support::to_u32("rows", derive_rows(env)?)?,
+        rel_rows: rt::support::to_u32("relRows", derive_rel_rows(env)?)?,
         batch_size: rt::support::to_u32("batchSize", derive_batch_size(env)?)?,
         num_heads: rt::support::to_u32("numHeads", env.attrs.num_heads)?,
         seq_len: rt::support::to_u32("seqLen", derive_seq_len(env)?)?,
@@ -898,7 +901,7 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : fill_params_row_head_tree_main(env) ?,
             dispatch : rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
-            derive_rows(env) ?) ?) }
+            derive_rel_rows(env) ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -936,7 +939,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "3571493467a829351db966c3a053923e",
+        digest: "a65ab06ae9f529d9c7f2ca64ef301b09",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -944,7 +947,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "9a60dd632a12ba8590242dd8115cc1b5",
+        digest: "706faaa45d800852229063a7460ef8ae",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -952,7 +955,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "d5e4c805383a16c6e23ae2fc57be11c7",
+        digest: "0d7e8cdd971936ba65d61b3673169770",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -960,7 +963,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "bdaab6facc7bfb7bbfbe7069670691d6",
+        digest: "90280abab81abf7f5827aa6947f1b153",
     },
 ];
 fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -994,7 +997,7 @@ fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, ::bytemuck::Pod, ::bytemuck::Zeroable)]
 struct ParamsRowMain {
-    rows: u32,
+    rel_rows: u32,
     batch_size: u32,
     num_heads: u32,
     seq_len: u32,
@@ -1003,7 +1006,7 @@ struct ParamsRowMain {
     _padding: [u32; 2usize],
 }
 const _: () = assert!(::std::mem::size_of:: < ParamsRowMain > () == 32usize);
-const _: () = assert!(::std::mem::offset_of!(ParamsRowMain, rows) == 0usize);
+const _: () = assert!(::std::mem::offset_of!(ParamsRowMain, rel_rows) == 0usize);
 const _: () = assert!(::std::mem::offset_of!(ParamsRowMain, batch_size) == 4usize);
 const _: () = assert!(::std::mem::offset_of!(ParamsRowMain, num_heads) == 8usize);
 const _: () = assert!(::std::mem::offset_of!(ParamsRowMain, seq_len) == 12usize);
@@ -1011,7 +1014,7 @@ const _: () = assert!(::std::mem::offset_of!(ParamsRowMain, head_size) == 16usiz
 const _: () = assert!(::std::mem::offset_of!(ParamsRowMain, proj_dim) == 20usize);
 fn fill_params_row_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
     let params = ParamsRowMain {
-        rows: rt::support::to_u32("rows", derive_rows(env)?)?,
+        rel_rows: rt::support::to_u32("relRows", derive_rel_rows(env)?)?,
         batch_size: rt::support::to_u32("batchSize", derive_batch_size(env)?)?,
         num_heads: rt::support::to_u32("numHeads", env.attrs.num_heads)?,
         seq_len: rt::support::to_u32("seqLen", derive_seq_len(env)?)?,
@@ -1032,8 +1035,8 @@ fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Arg(5usize), rt::Binding::Arg(6usize), rt::Binding::Params],
             params : fill_params_row_main(env) ?, dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups", derive_rows(env)
-            ?) ?) }
+            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
+            derive_rel_rows(env) ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -1056,7 +1059,7 @@ pub const DERIVED_NAMES: &[&str] = &[
     "headSize",
     "weightContract",
     "contract",
-    "rows",
+    "relRows",
     "dispatchOk",
     "fixedSubgroupSize",
     "headLanesFilled",
@@ -1092,7 +1095,7 @@ pub fn derived_value(
                 derive_weight_contract(env).map(rt::support::ExprValue::from)
             }
             "contract" => derive_contract(env).map(rt::support::ExprValue::from),
-            "rows" => derive_rows(env).map(rt::support::ExprValue::from),
+            "relRows" => derive_rel_rows(env).map(rt::support::ExprValue::from),
             "dispatchOk" => derive_dispatch_ok(env).map(rt::support::ExprValue::from),
             "fixedSubgroupSize" => {
                 derive_fixed_subgroup_size(env).map(rt::support::ExprValue::from)

@@ -906,7 +906,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "7c09e4c1ae7048a506871696f9949fa5",
+        digest: "948c63aa5478d5c637949296cdf85b12",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -914,7 +914,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "348fa6d03118b434d034ac20a842e40c",
+        digest: "340716a5f69fc50cd620701e462c11cb",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -922,7 +922,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "61907526038d293572e5098462128db2",
+        digest: "adf9252a3c083d4cc66c2d23ee3ca6c9",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -930,7 +930,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "d6ab69e89e8e46c26a1dca2cab8b075e",
+        digest: "a45c371bb2ac8834ef14585132a8ee94",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -938,7 +938,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "b730686787f946ef90527f9adbfd58b0",
+        digest: "4716187b8d7463f1aca0e34b505a6a06",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -946,7 +946,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "7872cf5abd69e9d5928189e0e723eb28",
+        digest: "9446a06fbd464f6532254df11f6e3b6c",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -954,7 +954,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "675431ecd8a50f8e4fc8e248e7d8689f",
+        digest: "aa7a3228b9d70b536dfc32a854aa9c36",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -962,7 +962,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "0930ddaf053fe8c57798782691aebee0",
+        digest: "ca714fd09f919a9c61e2d94a394fe9bb",
     },
 ];
 fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1137,7 +1137,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "bccdb0a44df22fcebf4e4e33f674e662",
+        digest: "473aab372468fd374e8802abab3f24a7",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1145,7 +1145,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "4690ecb3c38c20f7a33d2cc081dc7f7a",
+        digest: "c7da8b5234e262a171df5565324d343b",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1153,7 +1153,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "2e8152997bdf7268b14345f7f6c5eaae",
+        digest: "6be655c51cfa8929b136d417516121c1",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1161,7 +1161,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "b81396ed6a500acbb4c16bcdbcdf2c20",
+        digest: "dab92401d98ab775424be0b5e88b1c24",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1169,7 +1169,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "35b787cf7213faf3ad019fe8698b47bd",
+        digest: "d13c56563620bb4fde9b172f7b7b43ab",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1177,7 +1177,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "884dca134b45543e915e70ae286c6cb1",
+        digest: "bca7e314ba7bcf3bf0eb1a4f459cf47d",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1185,7 +1185,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "b99a30b6421857a6278faea1a4952191",
+        digest: "74b80f1d20a2872b47a4b31a492c2016",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1193,7 +1193,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "44d65b091192a1b53008f9522d5af01b",
+        digest: "f2413ca3a34d6ed9cd7ff3cd56f64c87",
     },
 ];
 fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

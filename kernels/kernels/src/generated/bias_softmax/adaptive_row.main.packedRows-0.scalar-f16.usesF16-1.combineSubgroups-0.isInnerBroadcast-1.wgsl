@@ -52,6 +52,7 @@ fn workgroup_sum(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, su
     return result;
 }
 
+const PER_LANE: u32 = 8u;
 
 @compute @workgroup_size(256)
 fn main(
@@ -70,20 +71,52 @@ fn main(
     let base = row * blockSize;
     let bias_base = bias_row(row) * blockSize;
 
+    // Rows of up to WORKGROUP_SIZE * PER_LANE elements are read once and kept in registers;
+    // longer rows are read three times (max, sum, write), from cache for the later two.
+    let cached = blockSize <= WORKGROUP_SIZE * PER_LANE;
+    var z: array<f32, PER_LANE>;
     var local_max = LOWEST;
-    for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
-        local_max = max(local_max, f32(data[base + c]) + f32(bias[bias_base + c]));
+    if (cached) {
+        for (var i = 0u; i < PER_LANE; i += 1u) {
+            let c = lane + i * WORKGROUP_SIZE;
+            if (c < blockSize) {
+                z[i] = f32(data[base + c]) + f32(bias[bias_base + c]);
+                local_max = max(local_max, z[i]);
+            }
+        }
+    } else {
+        for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
+            local_max = max(local_max, f32(data[base + c]) + f32(bias[bias_base + c]));
+        }
     }
     let row_max = workgroup_max(local_max, lane, subgroup, lane_in_subgroup, subgroups);
 
     var local_sum = 0.0;
-    for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
-        local_sum += exp(f32(data[base + c]) + f32(bias[bias_base + c]) - row_max);
+    if (cached) {
+        for (var i = 0u; i < PER_LANE; i += 1u) {
+            if (lane + i * WORKGROUP_SIZE < blockSize) {
+                z[i] = exp(z[i] - row_max);
+                local_sum += z[i];
+            }
+        }
+    } else {
+        for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
+            local_sum += exp(f32(data[base + c]) + f32(bias[bias_base + c]) - row_max);
+        }
     }
     let row_sum = workgroup_sum(local_sum, lane, subgroup, lane_in_subgroup, subgroups);
 
-    for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
-        let z = f32(data[base + c]) + f32(bias[bias_base + c]);
-        output[base + c] = f16(exp(z - row_max) / row_sum);
+    if (cached) {
+        for (var i = 0u; i < PER_LANE; i += 1u) {
+            let c = lane + i * WORKGROUP_SIZE;
+            if (c < blockSize) {
+                output[base + c] = f16(z[i] / row_sum);
+            }
+        }
+    } else {
+        for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
+            let value = f32(data[base + c]) + f32(bias[bias_base + c]);
+            output[base + c] = f16(exp(value - row_max) / row_sum);
+        }
     }
 }

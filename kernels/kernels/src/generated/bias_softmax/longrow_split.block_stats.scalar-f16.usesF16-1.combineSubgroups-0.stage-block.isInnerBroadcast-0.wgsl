@@ -17,6 +17,7 @@ struct Params {
 const WORKGROUP_SIZE: u32 = 256u;
 const BLOCK_COLS: u32 = 2048u;
 const LOWEST: f32 = -3.40282347e38;
+const PER_LANE: u32 = (BLOCK_COLS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
 var<workgroup> reduction_scratch: array<f32, 256>;
 
@@ -65,14 +66,22 @@ fn main(
     let start = block * BLOCK_COLS;
     let end = min(start + BLOCK_COLS, params.blockSize);
 
+    // A block is read once: each lane keeps its BLOCK_COLS / WORKGROUP_SIZE values.
+    var z: array<f32, PER_LANE>;
     var local_max = LOWEST;
-    for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
-        local_max = max(local_max, f32(data[base + c]) + f32(bias[bias_base + c]));
+    for (var i = 0u; i < PER_LANE; i += 1u) {
+        let c = start + lane + i * WORKGROUP_SIZE;
+        if (c < end) {
+            z[i] = f32(data[base + c]) + f32(bias[bias_base + c]);
+            local_max = max(local_max, z[i]);
+        }
     }
     let block_max = workgroup_max(local_max, lane, 0u, 0u, 1u);
     var local_sum = 0.0;
-    for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
-        local_sum += exp(f32(data[base + c]) + f32(bias[bias_base + c]) - block_max);
+    for (var i = 0u; i < PER_LANE; i += 1u) {
+        if (start + lane + i * WORKGROUP_SIZE < end) {
+            local_sum += exp(z[i] - block_max);
+        }
     }
     let block_sum = workgroup_sum(local_sum, lane, 0u, 0u, 1u);
     if (lane == 0u) {

@@ -1,7 +1,7 @@
 enable f16;
 
 struct Params {
-    rows: u32,
+    relRows: u32,
     batchSize: u32,
     numHeads: u32,
     seqLen: u32,
@@ -20,13 +20,24 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 const MAX_PROJ: u32 = 32u;
+// Batches whose gates one pass computes: D lanes each.
+const CHUNK: u32 = WORKGROUP_SIZE / 2u;
+var<workgroup> projection: array<f32, WORKGROUP_SIZE>;
+var<workgroup> gates: array<f32, CHUNK>;
 
 fn logistic(v: f32) -> f32 {
     return 1.0 / (1.0 + exp(-v));
 }
 
-var<workgroup> projection: array<f32, MAX_PROJ>;
-var<workgroup> shared_gate: f32;
+fn gate_of(sum_u: f32, sum_r: f32, n: u32) -> f32 {
+    return logistic(sum_u) * (logistic(sum_r) * f32(eco_a[n]) - 1.0) + 2.0;
+}
+
+fn query_value(b: u32, s: u32, n: u32, k: u32) -> f32 {
+    let hidden = params.numHeads * params.headSize;
+    return f32(query_layer[(b * params.seqLen + s) * hidden + n * params.headSize + k])
+        + f32(query_bias[n * params.headSize + k]);
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -36,48 +47,65 @@ fn main(
 ) {
     // The runtime may split the rows over x and y.
     let row = workgroup.x + workgroup.y * workgroups.x;
-    if (row >= params.rows) {
+    if (row >= params.relRows) {
         return;
     }
-    // Rows run batch-fastest, so the workgroups of one rel_pos row are adjacent in time.
-    let b = row % params.batchSize;
-    let head_row = row / params.batchSize;
-    let s = head_row % params.seqLen;
-    let n = head_row / params.seqLen;
-    let hidden = params.numHeads * params.headSize;
-    let query_base = (b * params.seqLen + s) * hidden + n * params.headSize;
-    let bias_base = n * params.headSize;
+    let s = row % params.seqLen;
+    let n = row / params.seqLen;
     let half = params.projDim / 2u;
+    let rel_base = row * params.seqLen;
+    let row_stride = params.seqLen * params.seqLen;
 
-    if (lane < params.projDim) {
-        var acc = f32(bias[lane]);
-        for (var k = 0u; k < params.headSize; k += 1u) {
-            let q = f32(query_layer[query_base + k]) + f32(query_bias[bias_base + k]);
-            acc += q * f32(weight[k * params.projDim + lane]);
+    let batch_lanes = params.projDim;
+    let chunk = WORKGROUP_SIZE / params.projDim;
+    let local_batch = lane / batch_lanes;
+    let lane_in_batch = lane % batch_lanes;
+    for (var first = 0u; first < params.batchSize; first += chunk) {
+        let b = first + local_batch;
+        let in_chunk = local_batch < chunk && b < params.batchSize;
+        if (in_chunk) {
+            var acc = f32(bias[lane_in_batch]);
+            for (var k = 0u; k < params.headSize; k += 1u) {
+                acc += query_value(b, s, n, k) * f32(weight[k * params.projDim + lane_in_batch]);
+            }
+            projection[lane] = acc;
         }
-        projection[lane] = acc;
-    }
-    workgroupBarrier();
-    if (lane == 0u) {
-        var sum_u = 0.0;
-        var sum_r = 0.0;
-        for (var e = 0u; e < params.projDim; e += 1u) {
-            if (e < half) {
-                sum_u += projection[e];
-            } else {
-                sum_r += projection[e];
+        workgroupBarrier();
+        if (lane < chunk && first + lane < params.batchSize) {
+            var sum_u = 0.0;
+            var sum_r = 0.0;
+            for (var e = 0u; e < params.projDim; e += 1u) {
+                let value = projection[lane * params.projDim + e];
+                if (e < half) {
+                    sum_u += value;
+                } else {
+                    sum_r += value;
+                }
+            }
+            gates[lane] = gate_of(sum_u, sum_r, n);
+        }
+        workgroupBarrier();
+
+        let batches = min(chunk, params.batchSize - first);
+        let out_base = (first * params.numHeads + n) * row_stride + s * params.seqLen;
+        let batch_stride = params.numHeads * row_stride;
+        for (var t = lane * 4u; t < params.seqLen; t += WORKGROUP_SIZE * 4u) {
+            let r = vec4<f32>(
+                f32(rel_pos[rel_base + t]),
+                f32(rel_pos[rel_base + t + 1u]),
+                f32(rel_pos[rel_base + t + 2u]),
+                f32(rel_pos[rel_base + t + 3u]),
+            );
+            for (var i = 0u; i < batches; i += 1u) {
+                let out = out_base + i * batch_stride + t;
+                let scaled = gates[i] * r;
+                output[out] = f16(scaled.x);
+                output[out + 1u] = f16(scaled.y);
+                output[out + 2u] = f16(scaled.z);
+                output[out + 3u] = f16(scaled.w);
             }
         }
-        shared_gate = logistic(sum_u) * (logistic(sum_r) * f32(eco_a[n]) - 1.0) + 2.0;
-    }
-    let gate = workgroupUniformLoad(&shared_gate);
-
-    let rel_base = (n * params.seqLen + s) * params.seqLen;
-    let out_base = ((b * params.numHeads + n) * params.seqLen + s) * params.seqLen;
-    for (var t = lane * 4u; t < params.seqLen; t += WORKGROUP_SIZE * 4u) {
-        output[out_base + t] = f16(gate * f32(rel_pos[rel_base + t]));
-        output[out_base + t + 1u] = f16(gate * f32(rel_pos[rel_base + t + 1u]));
-        output[out_base + t + 2u] = f16(gate * f32(rel_pos[rel_base + t + 2u]));
-        output[out_base + t + 3u] = f16(gate * f32(rel_pos[rel_base + t + 3u]));
+        // The next chunk rewrites the gates and the scratch.
+        workgroupBarrier();
     }
 }

@@ -1,7 +1,7 @@
 enable f16;
 
 struct Params {
-    rows: u32,
+    relRows: u32,
     batchSize: u32,
     numHeads: u32,
     seqLen: u32,
@@ -20,41 +20,25 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 const MAX_PROJ: u32 = 32u;
+// Lanes that reduce one batch's projection; a power of two.
+const BATCH_LANES: u32 = 32u;
+const CHUNK: u32 = WORKGROUP_SIZE / BATCH_LANES;
+var<workgroup> sums: array<vec2<f32>, WORKGROUP_SIZE>;
+var<workgroup> gates: array<f32, CHUNK>;
 
 fn logistic(v: f32) -> f32 {
     return 1.0 / (1.0 + exp(-v));
 }
 
-var<workgroup> reduction_scratch: array<f32, 256>;
-
-fn workgroup_max(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, subgroups: u32) -> f32 {
-    reduction_scratch[lane] = value;
-    workgroupBarrier();
-    for (var stride = 256u / 2u; stride > 0u; stride /= 2u) {
-        if (lane < stride) {
-            reduction_scratch[lane] = max(reduction_scratch[lane], reduction_scratch[lane + stride]);
-        }
-        workgroupBarrier();
-    }
-    let result = reduction_scratch[0];
-    workgroupBarrier();
-    return result;
+fn gate_of(sum_u: f32, sum_r: f32, n: u32) -> f32 {
+    return logistic(sum_u) * (logistic(sum_r) * f32(eco_a[n]) - 1.0) + 2.0;
 }
 
-fn workgroup_sum(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, subgroups: u32) -> f32 {
-    reduction_scratch[lane] = value;
-    workgroupBarrier();
-    for (var stride = 256u / 2u; stride > 0u; stride /= 2u) {
-        if (lane < stride) {
-            reduction_scratch[lane] += reduction_scratch[lane + stride];
-        }
-        workgroupBarrier();
-    }
-    let result = reduction_scratch[0];
-    workgroupBarrier();
-    return result;
+fn query_value(b: u32, s: u32, n: u32, k: u32) -> f32 {
+    let hidden = params.numHeads * params.headSize;
+    return f32(query_layer[(b * params.seqLen + s) * hidden + n * params.headSize + k])
+        + f32(query_bias[n * params.headSize + k]);
 }
-
 
 @compute @workgroup_size(256)
 fn main(
@@ -62,52 +46,71 @@ fn main(
     @builtin(num_workgroups) workgroups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let subgroup = 0u;
-    let lane_in_subgroup = 0u;
-    let subgroups = 1u;
     // The runtime may split the rows over x and y.
     let row = workgroup.x + workgroup.y * workgroups.x;
-    if (row >= params.rows) {
+    if (row >= params.relRows) {
         return;
     }
-    // Rows run batch-fastest, so the workgroups of one rel_pos row are adjacent in time.
-    let b = row % params.batchSize;
-    let head_row = row / params.batchSize;
-    let s = head_row % params.seqLen;
-    let n = head_row / params.seqLen;
-    let hidden = params.numHeads * params.headSize;
-    let query_base = (b * params.seqLen + s) * hidden + n * params.headSize;
-    let bias_base = n * params.headSize;
+    let s = row % params.seqLen;
+    let n = row / params.seqLen;
     let half = params.projDim / 2u;
+    let rel_base = row * params.seqLen;
+    let row_stride = params.seqLen * params.seqLen;
 
-    var partial_u = 0.0;
-    var partial_r = 0.0;
-    let products = params.headSize * params.projDim;
-    for (var p = lane; p < products; p += WORKGROUP_SIZE) {
-        let k = p / params.projDim;
-        let e = p % params.projDim;
-        let q = f32(query_layer[query_base + k]) + f32(query_bias[bias_base + k]);
-        let product = q * f32(weight[p]);
-        if (e < half) {
-            partial_u += product;
-        } else {
-            partial_r += product;
+    let batch_lanes = BATCH_LANES;
+    let chunk = CHUNK;
+    let local_batch = lane / batch_lanes;
+    let lane_in_batch = lane % batch_lanes;
+    for (var first = 0u; first < params.batchSize; first += chunk) {
+        let b = first + local_batch;
+        let in_chunk = local_batch < chunk && b < params.batchSize;
+        var partial = vec2<f32>(0.0, 0.0);
+        if (in_chunk) {
+            let products = params.headSize * params.projDim;
+            for (var p = lane_in_batch; p < products; p += BATCH_LANES) {
+                let k = p / params.projDim;
+                let e = p % params.projDim;
+                let product = query_value(b, s, n, k) * f32(weight[p]);
+                if (e < half) {
+                    partial.x += product;
+                } else {
+                    partial.y += product;
+                }
+            }
         }
-    }
-    var sum_u = workgroup_sum(partial_u, lane, subgroup, lane_in_subgroup, subgroups);
-    var sum_r = workgroup_sum(partial_r, lane, subgroup, lane_in_subgroup, subgroups);
-    for (var e = 0u; e < params.projDim; e += 1u) {
-        if (e < half) {
-            sum_u += f32(bias[e]);
-        } else {
-            sum_r += f32(bias[e]);
+        sums[lane] = partial;
+        workgroupBarrier();
+        for (var stride = BATCH_LANES / 2u; stride > 0u; stride /= 2u) {
+            if (lane_in_batch < stride) {
+                sums[lane] += sums[lane + stride];
+            }
+            workgroupBarrier();
         }
-    }
-    let gate = logistic(sum_u) * (logistic(sum_r) * f32(eco_a[n]) - 1.0) + 2.0;
+        if (lane_in_batch == 0u && in_chunk) {
+            let total = sums[lane];
+            var sum_u = total.x;
+            var sum_r = total.y;
+            for (var e = 0u; e < params.projDim; e += 1u) {
+                if (e < half) {
+                    sum_u += f32(bias[e]);
+                } else {
+                    sum_r += f32(bias[e]);
+                }
+            }
+            gates[local_batch] = gate_of(sum_u, sum_r, n);
+        }
+        workgroupBarrier();
 
-    let rel_base = (n * params.seqLen + s) * params.seqLen;
-    let out_base = ((b * params.numHeads + n) * params.seqLen + s) * params.seqLen;
-    for (var t = lane; t < params.seqLen; t += WORKGROUP_SIZE) {
-        output[out_base + t] = f16(gate * f32(rel_pos[rel_base + t]));
+        let batches = min(chunk, params.batchSize - first);
+        let out_base = (first * params.numHeads + n) * row_stride + s * params.seqLen;
+        let batch_stride = params.numHeads * row_stride;
+        for (var t = lane; t < params.seqLen; t += WORKGROUP_SIZE) {
+            let r = f32(rel_pos[rel_base + t]);
+            for (var i = 0u; i < batches; i += 1u) {
+                output[out_base + i * batch_stride + t] = f16(gates[i] * r);
+            }
+        }
+        // The next chunk rewrites the gates and the scratch.
+        workgroupBarrier();
     }
 }

@@ -46,12 +46,14 @@ fn main(
     if (task >= params.pairCount) {
         return;
     }
+    // Integer division by uniform values is the costliest arithmetic here: three per task.
     let tasks_per_head = (params.headSize + 1u) / 2u;
     let row = task / tasks_per_head;
-    let t = task % tasks_per_head;
+    let t = task - row * tasks_per_head;
     // Rows are (batch, token, head) in that order.
-    let s = (row / params.numHeads) % params.sequenceLength;
-    let b = row / (params.numHeads * params.sequenceLength);
+    let token = row / params.numHeads;
+    let b = token / params.sequenceLength;
+    let s = token - b * params.sequenceLength;
     let base = row * params.headSize;
     let half = params.halfRotaryDim;
     if (t >= half) {

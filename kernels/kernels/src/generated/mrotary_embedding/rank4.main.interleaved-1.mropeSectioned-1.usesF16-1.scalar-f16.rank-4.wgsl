@@ -45,12 +45,14 @@ fn main(
     if (task >= params.pairCount) {
         return;
     }
+    // Integer division by uniform values is the costliest arithmetic here: three per task.
     let tasks_per_head = (params.headSize + 1u) / 2u;
     let row = task / tasks_per_head;
-    let t = task % tasks_per_head;
+    let t = task - row * tasks_per_head;
     // Rows are (batch, head, token) in that order.
-    let s = row % params.sequenceLength;
-    let b = row / (params.sequenceLength * params.numHeads);
+    let batch_head = row / params.sequenceLength;
+    let s = row - batch_head * params.sequenceLength;
+    let b = batch_head / params.numHeads;
     let base = row * params.headSize;
     let half = params.halfRotaryDim;
     if (t >= half) {

@@ -1,0 +1,959 @@
+//! GPU conformance and contract tests of `kernels::gated_relative_position_bias` on a real
+//! adapter (Mesa lavapipe in CI: subgroup size 8/8, `subgroups` and `shader-f16`), against
+//! the float64 reference of spec §3.2 (G1–G5) with the tolerances of spec §5. Each variant is
+//! run in f32 and f16 on vec4-aligned and unaligned rows; contract tests violate one clause
+//! of spec §3.3 each and check the typed error.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "common/gated_bias.rs"]
+mod common;
+
+use common::{
+    ALL_VARIANTS, Case, CaseShapes, ROW, SUBGROUPS, TREE, assert_all, context_without,
+    create_context, ctx, expect_rejection, expected_variant, sizes, tree_ctx,
+};
+use examples::data::{DataRng, Tolerance, compare};
+use examples::reference::gated_relative_position_bias::Sizes;
+use half::f16;
+use kernel_runtime::support::AttrValue;
+use kernel_runtime::{
+    AnyTensor, Context, ContextOptions, DType, DeviceCaps, Float, OpError, RuntimeError,
+};
+use kernels::gated_relative_position_bias::{self as op, Attrs};
+
+/// Runs `cases` in f32 and f16 on `ctx`, each expecting `variant`; collects the failures.
+fn check_both_dtypes(ctx: &Context, label: &str, cases: &[Case], variant: &str) -> Vec<String> {
+    let mut failures = Vec::new();
+    for case in cases {
+        failures.extend(case.check::<f32>(ctx, label, variant).err());
+        failures.extend(case.check::<f16>(ctx, label, variant).err());
+    }
+    failures
+}
+
+/// Problems covering both row forms: `S % 4 == 0` (vec4 stream) and not (scalar stream).
+fn aligned_and_unaligned(seed: u64, shapes: &[(usize, usize, usize, usize)]) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (i, &(batch, heads, head_size, proj)) in shapes.iter().enumerate() {
+        for seq in [8, 7] {
+            let s = sizes(batch, seq, heads, head_size, proj);
+            cases.push(Case::random(seed + 10 * i as u64 + seq as u64, s));
+        }
+    }
+    cases
+}
+
+// ---- One test per variant: f32/f16 × aligned/unaligned ------------------------------
+
+#[test]
+fn row_variant_for_small_heads() {
+    // head_size < 4 * D: the D projection lanes work serially, whatever the subgroup size.
+    // D = 32 (the largest) fills every slot of the shader's projection array.
+    let cases = aligned_and_unaligned(1, &[(2, 3, 4, 4), (2, 2, 8, 4), (1, 2, 16, 32)]);
+    let mut failures = check_both_dtypes(ctx(), "row, default context", &cases, ROW);
+    failures.extend(check_both_dtypes(
+        tree_ctx(),
+        "row, no subgroups",
+        &cases,
+        ROW,
+    ));
+    assert_all(failures);
+}
+
+/// Head-parallel problems: `H >= 4 D` with D = 8, 6 (odd half), 2 (smallest); the last two
+/// problems are long (`S >= LONG_ROW`), head-parallel also on adapters without one fixed
+/// subgroup size, and longer than a workgroup's stride (256 scalars, 1024 vec4 elements),
+/// so every lane loops over the row.
+fn head_parallel_cases(seed: u64) -> Vec<Case> {
+    let mut cases = aligned_and_unaligned(seed, &[(2, 2, 32, 8), (2, 3, 24, 6), (2, 2, 8, 2)]);
+    cases.push(Case::random(seed + 100, sizes(1, 263, 1, 64, 8)));
+    cases.push(Case::random(seed + 101, sizes(1, 1028, 1, 64, 8)));
+    cases
+}
+
+#[test]
+fn batches_beyond_one_workgroup_chunk() {
+    // One workgroup serves a rel_pos row for every batch, computing the gates of a chunk of
+    // batches at a time (256 lanes: 8 batches of 32 lanes when head-parallel, 256 / D
+    // otherwise), so B past a chunk, with a partial last chunk, must loop correctly.
+    let mut failures = Vec::new();
+    for (s, seed) in [
+        (sizes(17, 5, 2, 16, 4), 140), // head-parallel: chunks of 8, 8, 1
+        (sizes(9, 6, 2, 16, 32), 141), // row, D = 32: chunks of 8, 1
+        (sizes(67, 3, 1, 4, 4), 142),  // row, D = 4: chunks of 64, 3
+        (sizes(45, 4, 1, 6, 6), 143),  // row, D = 6: 42 batches per chunk, 4 lanes idle
+    ] {
+        let case = Case::random(seed, s);
+        for ctx in [ctx(), tree_ctx()] {
+            let label = format!("B = {} on {:?}", s.batch, ctx.caps().feature_names());
+            failures.extend(case.check_expected::<f32>(ctx, &label).err());
+            failures.extend(case.check_expected::<f16>(ctx, &label).err());
+        }
+    }
+    assert_all(failures);
+}
+
+/// Runs [`head_parallel_cases`] in f32 and f16 on `ctx`, where they must select `variant`.
+fn head_parallel_variant(ctx: &Context, variant: &str, seed: u64) {
+    let mut failures = Vec::new();
+    for case in &head_parallel_cases(seed) {
+        // On an adapter with one subgroup size (lavapipe: 8/8) all of them are head-parallel;
+        // elsewhere the short ones run `row`, which says so here instead of passing quietly.
+        let expected = expected_variant(ctx.caps(), case.sizes());
+        if expected != variant {
+            failures.push(format!(
+                "{:?}: the card's rule selects `{expected}` on this adapter (subgroup sizes \
+                 {}..{}), so `{variant}` is not exercised",
+                case.sizes(),
+                ctx.caps().subgroup_min_size,
+                ctx.caps().subgroup_max_size
+            ));
+        }
+        failures.extend(case.check::<f32>(ctx, variant, expected).err());
+        failures.extend(case.check::<f16>(ctx, variant, expected).err());
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn row_head_tree_without_subgroups() {
+    let ctx = tree_ctx();
+    assert!(!ctx.caps().subgroups, "the tree context offers subgroups");
+    head_parallel_variant(ctx, TREE, 20);
+}
+
+#[test]
+fn row_head_subgroups_on_the_default_context() {
+    let ctx = ctx();
+    let msg = "the default context must offer subgroups (lavapipe does)";
+    assert!(ctx.caps().subgroups, "{msg}");
+    head_parallel_variant(ctx, SUBGROUPS, 40);
+}
+
+#[test]
+fn the_two_contexts_plan_different_shaders_for_one_request() {
+    let (with, without) = (ctx().caps(), tree_ctx().caps());
+    let head = Case::random(60, sizes(2, 8, 2, 32, 8));
+    let (a, b) = (
+        head.plan::<f32>(with).unwrap(),
+        head.plan::<f32>(without).unwrap(),
+    );
+    assert_eq!((a.variant, b.variant), (SUBGROUPS, TREE));
+    let (ka, kb) = (a.passes[0].kernel, b.passes[0].kernel);
+    assert_eq!(ka.label, "GatedRelativePositionBias.RowHeadSubgroups");
+    assert_eq!(kb.label, "GatedRelativePositionBias.RowHeadTree");
+    assert_ne!(ka.digest, kb.digest, "one shader for both variants");
+    assert!(ka.source.contains("subgroup") && !kb.source.contains("subgroup"));
+    // Same uniforms, dispatch and outputs: only the shader differs.
+    assert_eq!(a.passes[0].params, b.passes[0].params);
+    assert_eq!(a.passes[0].dispatch, b.passes[0].dispatch);
+    assert_eq!(a.outputs, b.outputs);
+
+    // A small head runs `row` on both devices, with the same shader.
+    let small = Case::random(61, sizes(2, 8, 2, 4, 4));
+    assert_eq!(
+        small.plan::<f32>(with).unwrap(),
+        small.plan::<f32>(without).unwrap()
+    );
+    assert_eq!(small.plan::<f32>(with).unwrap().variant, ROW);
+
+    // vec4Rows picks a different shader of the same variant; so does the element type.
+    for (case, variant) in [(&head, SUBGROUPS), (&small, ROW)] {
+        let mut unaligned = case.sizes();
+        unaligned.seq = 7;
+        let unaligned = Case::random(62, unaligned);
+        let (aligned, scalar) = (
+            case.plan::<f32>(with).unwrap(),
+            unaligned.plan::<f32>(with).unwrap(),
+        );
+        let half = case.plan::<f16>(with).unwrap();
+        assert_eq!((aligned.variant, scalar.variant), (variant, variant));
+        let digests = [&aligned, &scalar, &half].map(|p| p.passes[0].kernel.digest);
+        assert!(
+            digests[0] != digests[1] && digests[0] != digests[2] && digests[1] != digests[2],
+            "{variant}: vec4, scalar and f16 shaders share a digest: {digests:?}"
+        );
+    }
+}
+
+#[test]
+fn selection_rule_of_the_card_without_a_gpu() {
+    // Synthetic adapters: one subgroup size (8/8), a variable range (4..64) and none reported.
+    let base = DeviceCaps {
+        subgroups: true,
+        shader_f16: true,
+        ..DeviceCaps::portable()
+    };
+    let fixed = DeviceCaps {
+        subgroup_min_size: 8,
+        subgroup_max_size: 8,
+        ..base.clone()
+    };
+    let variable = DeviceCaps {
+        subgroup_min_size: 4,
+        subgroup_max_size: 64,
+        ..base.clone()
+    };
+    let unreported = base;
+    let fixed_no_subgroups = DeviceCaps {
+        subgroups: false,
+        ..fixed.clone()
+    };
+    let devices = [
+        ("fixed 8/8", &fixed),
+        ("variable 4..64", &variable),
+        ("unreported", &unreported),
+        ("fixed 8/8 without subgroups", &fixed_no_subgroups),
+        ("portable", &DeviceCaps::portable()),
+    ];
+    // (S, H, D) and the variant on each device above, in order.
+    let table: [(usize, usize, usize, [&str; 5]); 8] = [
+        (8, 32, 8, [SUBGROUPS, ROW, ROW, TREE, ROW]),
+        (8, 28, 8, [ROW, ROW, ROW, ROW, ROW]),
+        (256, 64, 8, [SUBGROUPS, SUBGROUPS, SUBGROUPS, TREE, TREE]),
+        (252, 64, 8, [SUBGROUPS, ROW, ROW, TREE, ROW]),
+        (260, 64, 8, [SUBGROUPS, SUBGROUPS, SUBGROUPS, TREE, TREE]),
+        (258, 64, 8, [SUBGROUPS, ROW, ROW, TREE, ROW]),
+        (256, 48, 8, [SUBGROUPS, ROW, ROW, TREE, ROW]),
+        (256, 16, 2, [SUBGROUPS, SUBGROUPS, SUBGROUPS, TREE, TREE]),
+    ];
+    let mut failures = Vec::new();
+    for (seq, head_size, proj, want) in table {
+        let s = sizes(1, seq, 2, head_size, proj);
+        let case = Case::with_shapes(63, CaseShapes::valid(s), 2);
+        for ((name, caps), want) in devices.iter().zip(want) {
+            let got = case.plan::<f32>(caps).map(|p| p.variant);
+            if got.as_ref().ok() != Some(&want) {
+                failures.push(format!(
+                    "{name}, S {seq} H {head_size} D {proj}: {got:?}, want {want}"
+                ));
+            }
+            // The helper the GPU tests use agrees with this table.
+            assert_eq!(expected_variant(caps, s), want, "{name} {s:?}");
+        }
+    }
+    assert_all(failures);
+}
+
+// ---- Model shapes ----------------------------------------------------------------------
+
+/// WavLM-Large attention: 16 heads × 64, gate projection D = 8.
+fn wavlm(batch: usize, seq: usize) -> Sizes {
+    sizes(batch, seq, 16, 64, 8)
+}
+
+#[test]
+fn wavlm_full_length_utterance() {
+    // S = 1500 (30 s of audio at 50 frames/s) with B = 1: 36M outputs, vec4 rows longer than
+    // one workgroup stride, 512 products per gate. Run in f16 (72 MB per tensor); in f32
+    // rel_pos and the output take 144 MB each, more than lavapipe's 128 MiB storage binding
+    // limit, so there the upload must fail with a clean error. (f32 runs the WavLM head shape
+    // in `wavlm_two_utterances`.)
+    let ctx = ctx();
+    let case = Case::random(70, wavlm(1, 1500));
+    let (variant, got) = case.run::<f16>(ctx).unwrap();
+    assert_eq!(variant, SUBGROUPS);
+    case.compare_by_rows::<f16>("WavLM S = 1500", &got).unwrap();
+
+    let bytes = 16 * 1500 * 1500 * 4;
+    let limit = ctx.caps().limits.max_storage_buffer_binding_size;
+    match case.run::<f32>(ctx) {
+        Err(OpError::Runtime(RuntimeError::TooLarge { bytes: b, .. })) if bytes > limit => {
+            assert_eq!(b, bytes);
+        }
+        Ok((variant, got)) if bytes <= limit => {
+            assert_eq!(variant, SUBGROUPS);
+            case.compare_by_rows::<f32>("WavLM S = 1500", &got).unwrap();
+        }
+        other => panic!("f32 S = 1500 ({bytes} bytes, binding limit {limit}): {other:?}"),
+    }
+}
+
+#[test]
+fn wavlm_two_utterances() {
+    let mut failures = Vec::new();
+    for (seq, seed) in [(300, 72), (150, 73)] {
+        let case = Case::random(seed, wavlm(2, seq));
+        let label = format!("WavLM B = 2, S = {seq}");
+        // Head-parallel on lavapipe (H = 8 D); elsewhere the card's rule decides.
+        failures.extend(case.check_expected::<f32>(ctx(), &label).err());
+        failures.extend(case.check_expected::<f16>(ctx(), &label).err());
+        failures.extend(case.check_expected::<f32>(tree_ctx(), &label).err());
+    }
+    assert_all(failures);
+}
+
+// ---- Spec §3.4 worked example G1 ---------------------------------------------------------
+
+const G1_QUERY: [f64; 16] = [
+    1.0, 0.0, 0.5, -0.5, 0.0, 1.0, 2.0, 0.0, -1.0, 1.0, 0.0, 0.0, 0.5, 0.5, -1.0, 1.0,
+];
+const G1_QUERY_BIAS: [f64; 4] = [0.0, 0.5, 0.0, -0.5];
+const G1_WEIGHT: [f64; 8] = [1.0, 0.0, 0.5, -1.0, 0.0, 1.0, -0.5, 0.5];
+const G1_BIAS: [f64; 4] = [0.1, -0.1, 0.0, 0.2];
+const G1_ECO_A: [f64; 2] = [1.0, 2.0];
+const G1_REL_POS: [f64; 8] = [1.0, -2.0, 0.5, 4.0, 0.0, 1.0, -1.0, 3.0];
+#[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
+const G1_OUTPUT: [f64; 16] = [
+    1.5303504602143496,
+    -3.0607009204286992,
+    0.8159778830762814,
+    6.5278230646102510,
+    0.0,
+    1.9905634491462312,
+    -1.6893634262038661,
+    5.0680902786115980,
+    1.7934603825791993,
+    -3.5869207651583985,
+    0.7904976047594078,
+    6.3239808380752620,
+    0.0,
+    2.0376287213484760,
+    -2.1269954479760793,
+    6.3809863439282380,
+];
+
+/// G1 exactly as printed: B = 2, S = 2, N = 2, H = 2, D = 4.
+fn g1() -> Case {
+    Case {
+        shapes: CaseShapes::valid(sizes(2, 2, 2, 2, 4)),
+        query: G1_QUERY.to_vec(),
+        query_bias: G1_QUERY_BIAS.to_vec(),
+        rel_pos: G1_REL_POS.to_vec(),
+        weight: G1_WEIGHT.to_vec(),
+        bias: G1_BIAS.to_vec(),
+        eco_a: G1_ECO_A.to_vec(),
+        attrs: Attrs::new(2),
+    }
+}
+
+/// G1 with the head padded to H = 16 (so `H >= 4 D` and the head-parallel variants run):
+/// the padded query elements are random, their weight rows zero, so the projection, the
+/// gates and the output are exactly those of G1.
+fn g1_padded() -> Case {
+    const H: usize = 16;
+    let mut rng = DataRng::new(80);
+    let g1 = g1();
+    let pad = |head: &[f64], rng: &mut DataRng| {
+        let mut v = head.to_vec();
+        v.extend(rng.uniform(H - head.len(), -1.0, 1.0));
+        v
+    };
+    let query = g1.query.chunks(2).flat_map(|h| pad(h, &mut rng)).collect();
+    let query_bias = g1
+        .query_bias
+        .chunks(2)
+        .flat_map(|h| pad(h, &mut rng))
+        .collect();
+    let mut weight = g1.weight.clone();
+    weight.resize(H * 4, 0.0);
+    Case {
+        shapes: CaseShapes::valid(sizes(2, 2, 2, H, 4)),
+        query,
+        query_bias,
+        weight,
+        attrs: Attrs::new(2),
+        ..g1
+    }
+}
+
+fn worked_example<T: Float>(ctx: &Context, label: &str, case: &Case) -> Vec<String> {
+    let mut failures = Vec::new();
+    let want_variant = expected_variant(ctx.caps(), case.sizes());
+    match case.run::<T>(ctx) {
+        Err(e) => failures.push(format!("{label} [{}]: {e}", T::DTYPE)),
+        Ok((variant, got)) => {
+            if variant != want_variant {
+                failures.push(format!("{label} [{}]: variant {variant}", T::DTYPE));
+            }
+            let cmp = compare(&got, &G1_OUTPUT, Tolerance::gated_bias(T::DTYPE));
+            if !cmp.passed() {
+                failures.push(format!(
+                    "{label} [{}]: {cmp}{}",
+                    T::DTYPE,
+                    case.worst_at(&cmp)
+                ));
+            }
+        }
+    }
+    failures
+}
+
+#[test]
+fn worked_example_g1_on_every_variant() {
+    let mut failures = Vec::new();
+    for (label, case, ctx, variant) in [
+        ("G1", g1(), ctx(), ROW),
+        ("G1 padded to H = 16", g1_padded(), ctx(), SUBGROUPS),
+        (
+            "G1 padded to H = 16, no subgroups",
+            g1_padded(),
+            tree_ctx(),
+            TREE,
+        ),
+    ] {
+        // The expected variant holds on adapters with one subgroup size, as lavapipe has.
+        if expected_variant(ctx.caps(), case.sizes()) != variant {
+            failures.push(format!("{label}: this adapter would not run {variant}"));
+        }
+        failures.extend(worked_example::<f32>(ctx, label, &case));
+        failures.extend(worked_example::<f16>(ctx, label, &case));
+    }
+    // The padding really leaves the reference unchanged.
+    let padded = g1_padded().problem().output().unwrap();
+    let exact = Tolerance {
+        abs: 1e-12,
+        rel: 0.0,
+    };
+    assert!(compare(&padded, &G1_OUTPUT, exact).passed());
+    assert_all(failures);
+}
+
+// ---- Broadcasts: rel_pos over batches, eco_a per head --------------------------------------
+
+/// Per-head transformations of a `(1, N, S, S)` tensor.
+fn map_heads(rel: &[f64], s: Sizes, f: impl Fn(usize, usize, usize) -> f64) -> Vec<f64> {
+    let mut out = Vec::with_capacity(rel.len());
+    for n in 0..s.heads {
+        for i in 0..s.seq {
+            for j in 0..s.seq {
+                out.push(f(n, i, j));
+            }
+        }
+    }
+    out
+}
+
+/// Outputs a kernel with a wrong broadcast would produce, each from modified inputs: these
+/// must all fail the tolerance, or the test data could not catch that mistake.
+fn wrong_broadcasts(case: &Case) -> Vec<(&'static str, Vec<f64>)> {
+    let c = case.rounded::<f32>();
+    let s = c.sizes();
+    let at = |n: usize, i: usize, j: usize| c.rel_pos[(n * s.seq + i) * s.seq + j];
+    let hidden = s.heads * s.head_size;
+    let batch0 = &c.query[..s.seq * hidden];
+    let variants: [(&'static str, Case); 5] = [
+        (
+            "eco_a[0] for every head",
+            Case {
+                eco_a: vec![c.eco_a[0]; s.heads],
+                ..c.clone()
+            },
+        ),
+        (
+            "eco_a in reverse head order",
+            Case {
+                eco_a: c.eco_a.iter().rev().copied().collect(),
+                ..c.clone()
+            },
+        ),
+        (
+            "rel_pos of head 0 for every head",
+            Case {
+                rel_pos: map_heads(&c.rel_pos, s, |_, i, j| at(0, i, j)),
+                ..c.clone()
+            },
+        ),
+        (
+            "rel_pos rows and columns swapped",
+            Case {
+                rel_pos: map_heads(&c.rel_pos, s, |n, i, j| at(n, j, i)),
+                ..c.clone()
+            },
+        ),
+        (
+            "batch 0's gates for every batch",
+            Case {
+                query: batch0.repeat(s.batch),
+                ..c.clone()
+            },
+        ),
+    ];
+    let mut outputs: Vec<_> = variants
+        .into_iter()
+        .map(|(what, wrong)| (what, wrong.problem().output().unwrap()))
+        .collect();
+    // rel_pos indexed as if it were (B, N, S, S): batches past the first read beyond the
+    // buffer, which robust buffer access turns into zeros (or other in-bounds values).
+    let mut per_batch = c.problem().output().unwrap();
+    per_batch[s.heads * s.seq * s.seq..].fill(0.0);
+    outputs.push(("rel_pos indexed by batch", per_batch));
+    outputs
+}
+
+#[test]
+fn rel_pos_is_shared_by_batches_and_eco_a_is_per_head() {
+    let mut failures = Vec::new();
+    // `row` on both contexts, then each head-parallel variant.
+    for s in [sizes(3, 6, 4, 4, 4), sizes(3, 5, 4, 16, 4)] {
+        let mut case = Case::random(90 + s.head_size as u64, s);
+        // Distinct per-head constants, all positive so the relative tolerance applies.
+        case.eco_a = vec![0.55, 0.85, 1.15, 1.45];
+        let want = case.reference::<f32>();
+        for (what, wrong) in wrong_broadcasts(&case) {
+            let cmp = compare(&wrong, &want, Tolerance::GATED_BIAS_F16);
+            if cmp.passed() {
+                failures.push(format!("{s:?}: a kernel using {what} would pass: {cmp}"));
+            }
+        }
+        for ctx in [ctx(), tree_ctx()] {
+            let label = format!("B = 3 broadcast on {:?}", ctx.caps().feature_names());
+            failures.extend(case.check_expected::<f32>(ctx, &label).err());
+            failures.extend(case.check_expected::<f16>(ctx, &label).err());
+        }
+    }
+    assert_all(failures);
+}
+
+/// Absolute tolerance for outputs whose gate may cross 0: the relative budget of spec §5
+/// applied to the largest output magnitude, `|g| <= 3` times the largest `|rel_pos|`.
+fn signed_eco_tolerance(dtype: DType, rel_pos: &[f64]) -> Tolerance {
+    let base = Tolerance::gated_bias(dtype);
+    let max_rel = rel_pos.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+    Tolerance {
+        abs: base.abs + base.rel * 3.0 * max_rel,
+        rel: 0.0,
+    }
+}
+
+fn check_signed<T: Float>(ctx: &Context, case: &Case, label: &str) -> Vec<String> {
+    let variant = expected_variant(ctx.caps(), case.sizes());
+    let tol = signed_eco_tolerance(T::DTYPE, &case.rel_pos);
+    let want = case.reference::<T>();
+    let mut failures = Vec::new();
+    // The data must tell eco_a from |eco_a|, or a dropped sign would pass.
+    let abs_eco = Case {
+        eco_a: case.eco_a.iter().map(|e| e.abs()).collect(),
+        ..case.rounded::<T>()
+    };
+    let unsigned = abs_eco.problem().output().unwrap();
+    if compare(&unsigned, &want, tol).passed() {
+        failures.push(format!("{label}: |eco_a| would pass {tol:?}"));
+    }
+    match case.run::<T>(ctx) {
+        Err(e) => failures.push(format!("{label} [{}]: {e}", T::DTYPE)),
+        Ok((got_variant, got)) => {
+            if got_variant != variant {
+                failures.push(format!("{label}: variant {got_variant}, want {variant}"));
+            }
+            failures.extend(case.judge::<T>(label, &got, &want, tol).err());
+        }
+    }
+    failures
+}
+
+#[test]
+fn eco_a_of_both_signs_with_an_absolute_tolerance() {
+    let mut failures = Vec::new();
+    for s in [sizes(2, 9, 4, 4, 4), sizes(2, 12, 4, 16, 4)] {
+        let mut case = Case::random(100 + s.seq as u64, s);
+        case.eco_a = vec![-1.5, -0.6, 0.7, 1.4];
+        // Shift the half-sums up so that both logistics lean towards 1: with eco_a = -1.5
+        // the gate 2 - gate_u * (1 + 1.5 gate_r) then comes close to 0, the region where
+        // only an absolute tolerance can judge it.
+        case.bias = case.bias.iter().map(|b| b + 0.75).collect();
+        let rounded = case.rounded::<f32>();
+        let problem = rounded.problem();
+        let gates: Vec<f64> = (0..s.batch)
+            .flat_map(|b| (0..s.seq).map(move |i| (b, i)))
+            .map(|(b, i)| problem.gate(b, 0, i))
+            .collect();
+        let smallest = gates.iter().fold(f64::INFINITY, |m, g| m.min(g.abs()));
+        assert!(
+            gates.iter().all(|&g| g < 1.0) && smallest < 0.5,
+            "{s:?}: head 0 (eco_a = -1.5) should have gates below 1 and near 0: {gates:?}"
+        );
+        for ctx in [ctx(), tree_ctx()] {
+            let label = format!("signed eco_a {s:?} on {:?}", ctx.caps().feature_names());
+            failures.extend(check_signed::<f32>(ctx, &case, &label));
+            failures.extend(check_signed::<f16>(ctx, &case, &label));
+        }
+    }
+    assert_all(failures);
+}
+
+// ---- Empty batch or sequence ----------------------------------------------------------------
+
+#[test]
+fn empty_batch_or_sequence_gives_an_empty_output() {
+    let mut failures = Vec::new();
+    for s in [
+        sizes(0, 5, 2, 4, 4),
+        sizes(0, 8, 2, 16, 4),
+        sizes(2, 0, 2, 4, 4),
+        sizes(2, 0, 2, 16, 4),
+    ] {
+        let case = Case::random(110, s);
+        for ctx in [ctx(), tree_ctx()] {
+            let variant = expected_variant(ctx.caps(), s);
+            for result in [case.run::<f32>(ctx), case.run::<f16>(ctx)] {
+                // `run` asserts the output shape (B, N, S, S).
+                match result {
+                    Ok((v, got)) if v == variant && got.is_empty() => {}
+                    other => failures.push(format!("empty {s:?}: {other:?}, want {variant}")),
+                }
+            }
+        }
+        let plan = case.plan::<f32>(ctx().caps()).unwrap();
+        assert!(
+            plan.is_empty(65535),
+            "{s:?}: an empty problem dispatches work"
+        );
+        assert_eq!(plan.outputs[0].shape, [s.batch, s.heads, s.seq, s.seq]);
+    }
+    assert_all(failures);
+}
+
+// ---- Dispatch split over x and y -----------------------------------------------------------
+
+#[test]
+fn rows_split_over_x_and_y_are_all_computed() {
+    // At most 7 workgroups per dimension, so every problem's workgroups (one per rel_pos row)
+    // run as a 7 × k grid whose overshoot workgroups must return. `dispatchOk` reads the
+    // device's limit, which the hook leaves alone, so selection is unchanged.
+    const LIMIT: u32 = 7;
+    let mut with = create_context(&ContextOptions::default());
+    let mut without = context_without(&["subgroups"]);
+    with.set_dispatch_limit_for_testing(Some(LIMIT));
+    without.set_dispatch_limit_for_testing(Some(LIMIT));
+    let mut failures = Vec::new();
+    for (s, seed) in [
+        (sizes(2, 9, 2, 4, 4), 120),
+        (sizes(2, 8, 3, 4, 4), 121),
+        (sizes(2, 12, 2, 32, 8), 122),
+        (sizes(3, 7, 2, 16, 4), 123),
+    ] {
+        let case = Case::random(seed, s);
+        for ctx in [&with, &without] {
+            let plan = case.plan::<f32>(ctx.caps()).unwrap();
+            let grid = plan.passes[0].workgroups(LIMIT).unwrap();
+            assert!(grid[1] > 1, "{s:?}: {grid:?} is not split");
+            let label = format!("split {grid:?} on {:?}", ctx.caps().feature_names());
+            failures.extend(case.check_expected::<f32>(ctx, &label).err());
+            failures.extend(case.check_expected::<f16>(ctx, &label).err());
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn rejects_more_rows_than_a_two_dimensional_dispatch_holds() {
+    // N * S = 65536 * 65536 rel_pos rows (and as many output rows, B = 1) > 65535²: planned
+    // only, nothing is allocated.
+    let s = sizes(1, 65536, 65536, 2, 2);
+    let case = Case {
+        shapes: CaseShapes::valid(s),
+        query: vec![],
+        query_bias: vec![],
+        rel_pos: vec![],
+        weight: vec![],
+        bias: vec![],
+        eco_a: vec![],
+        attrs: Attrs::new(65536),
+    };
+    let cond = expect_rejection(case.plan::<f32>(&DeviceCaps::portable()), "dispatchOk");
+    assert!(cond.starts_with("dispatchOk › ceilDiv("), "{cond}");
+}
+
+// ---- Contract clauses of spec §3.3: each test violates one and checks the typed error ----
+
+/// Valid shapes `(B, S, N, H, D) = (2, 3, 2, 4, 4)` to violate one clause at a time.
+const BASE: Sizes = Sizes {
+    batch: 2,
+    seq: 3,
+    heads: 2,
+    head_size: 4,
+    proj: 4,
+};
+
+fn run_shapes(shapes: CaseShapes, num_heads: i64) -> Result<(&'static str, Vec<f64>), OpError> {
+    Case::with_shapes(130, shapes, num_heads).run::<f32>(ctx())
+}
+
+fn expect_input_error<T: std::fmt::Debug>(result: Result<T, OpError>, input: &str, rule: &str) {
+    match result {
+        Err(OpError::Input {
+            input: got,
+            rule: got_rule,
+            ..
+        }) => {
+            assert_eq!(got, input, "{got_rule}");
+            assert!(got_rule.contains(rule), "`{rule}` not in: {got_rule}");
+        }
+        other => panic!("expected OpError::Input for `{input}` ({rule}), got {other:?}"),
+    }
+}
+
+#[test]
+fn the_base_case_of_the_contract_tests_is_accepted() {
+    let case = Case::with_shapes(130, CaseShapes::valid(BASE), 2);
+    case.check::<f32>(ctx(), "contract base", ROW).unwrap();
+}
+
+#[test]
+fn rejects_missing_or_malformed_num_heads() {
+    let expect_attribute =
+        |raw: &[(String, AttrValue)], name: &str, rule: &str| match Attrs::from_raw(raw) {
+            Err(OpError::Attribute {
+                attribute,
+                rule: got,
+                ..
+            }) => {
+                assert_eq!(attribute, name, "{got}");
+                assert!(got.contains(rule), "`{rule}` not in: {got}");
+            }
+            other => panic!("{raw:?}: expected OpError::Attribute for `{name}`, got {other:?}"),
+        };
+    expect_attribute(&[], "num_heads", "required");
+    expect_attribute(
+        &[("num_heads".into(), AttrValue::Float(2.0))],
+        "num_heads",
+        "integer",
+    );
+    expect_attribute(
+        &[
+            ("num_heads".into(), AttrValue::Int(2)),
+            ("num_head".into(), AttrValue::Int(2)),
+        ],
+        "num_head",
+        "",
+    );
+    // The untyped entry point reports the same missing attribute before touching the GPU.
+    let case = Case::random(131, BASE);
+    let up = |shape: &[usize], v: &[f64]| AnyTensor::from_f64(ctx(), DType::F32, shape, v).unwrap();
+    let inputs = [
+        up(&case.shapes.query_layer, &case.query),
+        up(&case.shapes.query_bias, &case.query_bias),
+        up(&case.shapes.rel_pos, &case.rel_pos),
+        up(&case.shapes.weight, &case.weight),
+        up(&case.shapes.bias, &case.bias),
+        up(&case.shapes.eco_a, &case.eco_a),
+    ];
+    let refs: Vec<&AnyTensor> = inputs.iter().collect();
+    match (op::ENTRY.run)(ctx(), &refs, &[], 0) {
+        Err(OpError::Attribute { attribute, .. }) => assert_eq!(attribute, "num_heads"),
+        Err(e) => panic!("expected a missing-attribute error, got {e:?}"),
+        Ok(r) => panic!("accepted without num_heads: variant {}", r.variant),
+    }
+}
+
+#[test]
+fn rejects_num_heads_zero_or_negative() {
+    for num_heads in [0, -2] {
+        // `from_raw` has no value rule for num_heads; the contract is where it fails.
+        let attrs = Attrs::from_raw(&[("num_heads".into(), AttrValue::Int(num_heads))]).unwrap();
+        assert_eq!(attrs.num_heads, num_heads);
+        let cond = expect_rejection(
+            run_shapes(CaseShapes::valid(BASE), num_heads),
+            "attrs.num_heads > 0",
+        );
+        assert_eq!(cond, "contract › queryContract › attrs.num_heads > 0");
+    }
+}
+
+#[test]
+fn rejects_hidden_not_divisible_by_num_heads_or_empty() {
+    let shapes = |hidden: usize| CaseShapes {
+        query_layer: vec![2, 3, hidden],
+        query_bias: vec![hidden],
+        ..CaseShapes::valid(BASE)
+    };
+    let cond = expect_rejection(run_shapes(shapes(10), 3), "hidden % attrs.num_heads == 0");
+    assert_eq!(
+        cond,
+        "contract › queryContract › hidden % attrs.num_heads == 0"
+    );
+    expect_rejection(run_shapes(shapes(0), 2), "queryContract › hidden > 0");
+}
+
+#[test]
+fn rejects_query_bias_of_the_wrong_length_or_rank() {
+    for query_bias in [vec![9], vec![7]] {
+        let shapes = CaseShapes {
+            query_bias,
+            ..CaseShapes::valid(BASE)
+        };
+        expect_rejection(
+            run_shapes(shapes, 2),
+            "queryContract › sameShape(shapes.query_bias, [hidden])",
+        );
+    }
+    let shapes = CaseShapes {
+        query_bias: vec![2, 4],
+        ..CaseShapes::valid(BASE)
+    };
+    expect_input_error(run_shapes(shapes, 2), "query_bias", "rank 1");
+}
+
+#[test]
+fn rejects_rel_pos_not_shaped_1_n_s_s() {
+    for rel_pos in [
+        vec![2, 2, 3, 3], // one per batch: ORT and the spec require a single batch
+        vec![1, 3, 3, 3], // wrong N
+        vec![1, 2, 4, 4], // wrong S
+        vec![1, 2, 3, 4], // S × (S + 1)
+    ] {
+        let shapes = CaseShapes {
+            rel_pos,
+            ..CaseShapes::valid(BASE)
+        };
+        let cond = expect_rejection(run_shapes(shapes, 2), "relPosContract");
+        assert_eq!(
+            cond,
+            "contract › relPosContract › sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])"
+        );
+    }
+    let shapes = CaseShapes {
+        rel_pos: vec![2, 3, 3],
+        ..CaseShapes::valid(BASE)
+    };
+    expect_input_error(run_shapes(shapes, 2), "rel_pos", "rank 4");
+}
+
+#[test]
+fn rejects_weight_rows_other_than_the_head_size() {
+    for weight in [vec![5, 4], vec![8, 4]] {
+        let shapes = CaseShapes {
+            weight,
+            ..CaseShapes::valid(BASE)
+        };
+        expect_rejection(
+            run_shapes(shapes, 2),
+            "weightContract › dim(shapes.weight, 0) == headSize",
+        );
+    }
+    let shapes = CaseShapes {
+        weight: vec![16],
+        ..CaseShapes::valid(BASE)
+    };
+    expect_input_error(run_shapes(shapes, 2), "weight", "rank 2");
+}
+
+#[test]
+fn rejects_odd_zero_or_oversized_projection() {
+    for (proj, clause) in [
+        (3, "projDim % 2 == 0"),
+        (33, "projDim % 2 == 0"),
+        (0, "projDim >= 2"),
+        (34, "projDim <= 32"),
+    ] {
+        let shapes = CaseShapes {
+            weight: vec![4, proj],
+            bias: vec![proj],
+            ..CaseShapes::valid(BASE)
+        };
+        let cond = expect_rejection(run_shapes(shapes, 2), clause);
+        assert_eq!(
+            cond,
+            format!("contract › weightContract › {clause}"),
+            "D = {proj}"
+        );
+    }
+}
+
+#[test]
+fn rejects_bias_not_of_length_d() {
+    for bias in [vec![2], vec![6], vec![1, 4]] {
+        let result = run_shapes(
+            CaseShapes {
+                bias: bias.clone(),
+                ..CaseShapes::valid(BASE)
+            },
+            2,
+        );
+        if bias.len() == 1 {
+            expect_rejection(result, "biasContract › sameShape(shapes.bias, [projDim])");
+        } else {
+            expect_input_error(result, "bias", "rank 1");
+        }
+    }
+}
+
+#[test]
+fn rejects_eco_a_not_shaped_1_n_1_1() {
+    for eco_a in [
+        vec![1, 1, 1, 1],
+        vec![1, 2, 1, 2],
+        vec![2, 1, 1, 1],
+        vec![1, 3, 1, 1],
+    ] {
+        let shapes = CaseShapes {
+            eco_a,
+            ..CaseShapes::valid(BASE)
+        };
+        expect_rejection(
+            run_shapes(shapes, 2),
+            "ecoContract › sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])",
+        );
+    }
+    let shapes = CaseShapes {
+        eco_a: vec![2],
+        ..CaseShapes::valid(BASE)
+    };
+    expect_input_error(run_shapes(shapes, 2), "eco_a", "rank 4");
+}
+
+#[test]
+fn rejects_the_token_offset_form() {
+    // ORT's padding-removed form: a rank-2 query (T, N*H) with a 7th input token_offset (B, S).
+    let shapes = CaseShapes {
+        query_layer: vec![6, 8],
+        ..CaseShapes::valid(BASE)
+    };
+    expect_input_error(run_shapes(shapes, 2), "query_layer", "rank 3");
+
+    let ctx = ctx();
+    let case = Case::random(132, BASE);
+    let up = |shape: &[usize], v: &[f64]| AnyTensor::from_f64(ctx, DType::F32, shape, v).unwrap();
+    let token_offset = AnyTensor::from_f64(ctx, DType::I64, &[2, 3], &[0.0; 6]).unwrap();
+    let inputs = [
+        up(&case.shapes.query_layer, &case.query),
+        up(&case.shapes.query_bias, &case.query_bias),
+        up(&case.shapes.rel_pos, &case.rel_pos),
+        up(&case.shapes.weight, &case.weight),
+        up(&case.shapes.bias, &case.bias),
+        up(&case.shapes.eco_a, &case.eco_a),
+        token_offset,
+    ];
+    let refs: Vec<&AnyTensor> = inputs.iter().collect();
+    let raw = [("num_heads".to_owned(), AttrValue::Int(2))];
+    match (op::ENTRY.run)(ctx, &refs, &raw, 0) {
+        Err(OpError::Input { rule, .. }) => {
+            assert!(
+                rule.contains("expected 6 inputs") && rule.contains("got 7"),
+                "{rule}"
+            );
+        }
+        Err(e) => panic!("expected OpError::Input for a 7th input, got {e:?}"),
+        Ok(r) => panic!("a 7th input was accepted: variant {}", r.variant),
+    }
+    // The same six inputs without token_offset run.
+    let run = (op::ENTRY.run)(ctx, &refs[..6], &raw, 0).unwrap();
+    assert_eq!(run.variant, ROW);
+    assert_eq!(run.outputs[0].shape(), [2, 2, 3, 3]);
+}
+
+#[test]
+fn rejects_f16_on_a_device_without_shader_f16() {
+    let no_f16 = context_without(&["shader-f16"]);
+    assert!(!no_f16.caps().shader_f16);
+    let mut failures = Vec::new();
+    for s in [BASE, sizes(2, 8, 2, 32, 8)] {
+        let case = Case::random(133, s);
+        let cond = expect_rejection(case.run::<f16>(&no_f16), "f16Ok(dtypes.T)");
+        assert_eq!(cond, "contract › f16Ok(dtypes.T)");
+        // f32 still runs, on the variant the device's other features allow.
+        failures.extend(
+            case.check_expected::<f32>(&no_f16, "f32 without shader-f16")
+                .err(),
+        );
+    }
+    assert_all(failures);
+}
+
+#[test]
+fn every_variant_is_listed_in_rejections() {
+    // A guard for `expect_rejection`: the manifest's variants, in priority order.
+    assert_eq!(op::VARIANT_IDS, ALL_VARIANTS);
+}
