@@ -276,6 +276,51 @@ fn shader_guard_passes_bad_positions_through_per_element_m4() {
 }
 
 #[test]
+fn shader_guard_passes_bad_positions_through_on_the_wide_path() {
+    // Head 8 (half 4, no tail) takes the four-pairs-per-invocation path; with both pairings
+    // and both layouts, a bad position must pass through exactly the pairs of its stream.
+    use examples::reference::mrotary_embedding::mrotary_embedding;
+    let input: Vec<f64> = (1..=16).map(f64::from).collect();
+    let cos: Vec<f64> = (0..8).map(|i| 0.1 * f64::from(i)).collect();
+    let sin: Vec<f64> = (0..8).map(|i| 1.0 - 0.1 * f64::from(i)).collect();
+    let mut failures = Vec::new();
+    for (interleaved, layout) in [(false, false), (false, true), (true, false), (true, true)] {
+        let mut attrs = Attrs::new(vec![2, 1, 1]);
+        attrs.interleaved = interleaved;
+        attrs.mrope_layout = layout;
+        let case = Case {
+            input_shape: vec![1, 1, 2, 8],
+            input: input.clone(),
+            pos_shape: vec![3, 1, 2],
+            positions: vec![0; 6],
+            cos_shape: vec![2, 4],
+            cos: cos.clone(),
+            sin_shape: vec![2, 4],
+            sin: sin.clone(),
+            attrs: attrs.clone(),
+        };
+        for stream in 0..3 {
+            let mut positions = vec![1u32, 0, 1, 0, 0, 1];
+            positions[stream * 2 + 1] = 7;
+            let got = run_bypassing_host_checks(&case, positions.clone());
+            let as_i64: Vec<i64> = positions.iter().map(|&p| i64::from(p)).collect();
+            let want = mrotary_embedding(&input, &[1, 1, 2, 8], &as_i64, &cos, &sin, 2, &attrs)
+                .expect("reference");
+            if got
+                .iter()
+                .zip(&want)
+                .any(|(g, w)| (g - w).abs() > 1e-5 * (1.0 + w.abs()))
+            {
+                failures.push(format!(
+                    "interleaved {interleaved}, layout {layout}, bad stream {stream}: got {got:?}, want {want:?}"
+                ));
+            }
+        }
+    }
+    assert_all(failures);
+}
+
+#[test]
 fn shader_guard_uses_cache_rows_not_the_padded_buffer_length() {
     // M = 1, half = 1: the 4-byte cache lives in a 16-byte buffer (the runtime's minimum), so
     // a guard derived from arrayLength sees 4 rows. Position 1 must still pass through.

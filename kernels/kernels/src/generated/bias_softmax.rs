@@ -604,7 +604,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "7abfd8c8cf85f3527ee833363b942c52",
+        digest: "74a630c324ec7db99cf54869e036c503",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -612,7 +612,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "cca2d3bbe6d280b07eaed25a9a6d8da1",
+        digest: "33f52852e10e5a8a28388cf414d2bfcb",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -620,7 +620,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "03a143b3a24f9e94da749399e09cf99f",
+        digest: "3de55b619618435905f711e9eabac02e",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -628,7 +628,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "c6e8e2230e670030901d27bb472840bd",
+        digest: "0eec7617a78de84336d752d7bdf1234f",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -800,7 +800,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ec28261ce004d2fa811fa9fc9a6a24f3",
+        digest: "a1893a4bb0c3817e0ced44506c7ada49",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -808,7 +808,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "b5023a0981208d10bf5259ed977a5678",
+        digest: "f215b215b4349cd3c60d477d186e6f79",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -816,7 +816,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "4b24d6898f527fd8e51e71f0bba0862e",
+        digest: "0ac8fc3a1c24255857a85910a3386a58",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -824,7 +824,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 4usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "646e1ebc1792c78c5680c04b45203c68",
+        digest: "a0ab3e85e6ded5be4cabbc7bb9711c96",
     },
 ];
 fn kernel_longrow_split_normalize(
@@ -974,7 +974,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ce4c0660f6269de689918d258c600ef6",
+        digest: "b6c2ea9f99b0925b4aff9072a9038fb9",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -982,7 +982,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "652f3bd884c2db64338412fe410992b6",
+        digest: "13d1d2763e5f6b5e708353a7f68796ed",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -990,7 +990,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "fcb87b878f5e5fc1bd63c8ec09eefce7",
+        digest: "7fe4bded5ed584266540253aadf795e1",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -998,7 +998,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "1535b382a826eab860038f9d83c3c87b",
+        digest: "de4f236d36acd2519ba0ee5694fb6a2e",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1129,7 +1129,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "15ec92997f509e7de87de34261a2043c",
+        digest: "ae4a4b58088ff6b40a6bc94e3b87aac4",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1137,7 +1137,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.wgsl"
         ),
         entry_point: "main",
-        digest: "619dd6754293edc2bf43d2b8aa40b293",
+        digest: "2f8ab11dfad4b8284e8a961c4675d194",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1145,7 +1145,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "d4852de7dc03ca0a09fd606b56d5d172",
+        digest: "18914ec84751f7b830b843c8f225bc15",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1153,7 +1153,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.wgsl"
         ),
         entry_point: "main",
-        digest: "09a608fb176cca5ceb7c7607fc753ccc",
+        digest: "40b24aa394e13dc441a28c3e5f593a56",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1161,7 +1161,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "c833203eafcfa213080fda2250c52210",
+        digest: "aae01d2ba5098b0d175a5ffce322cb6a",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1169,7 +1169,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "65a86eb5b2379c7c0dfd8fe846910c0a",
+        digest: "a221fd057777e26ab4976e4793bfd74f",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1177,7 +1177,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "08dab17bf3f24427dc04ef6ef386ccd8",
+        digest: "d56367f135aaff847906a1d5bddb72b8",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1185,7 +1185,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "81ba482f1dec2c20059ae6f5a14f6f81",
+        digest: "074cf1a01c00a37a3c6cc7177428cd88",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

@@ -53,6 +53,16 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
+const VECTOR: u32 = 4u;
+
+// The column of a block that register slot `i` of `lane` holds: runs of VECTOR adjacent
+// columns (wide loads) when the row length keeps them 16-byte aligned.
+fn block_column(i: u32, lane: u32) -> u32 {
+    if (params.blockSize % VECTOR == 0u) {
+        return (lane + (i / VECTOR) * WORKGROUP_SIZE) * VECTOR + i % VECTOR;
+    }
+    return lane + i * WORKGROUP_SIZE;
+}
 
 @compute @workgroup_size(256)
 fn main(
@@ -70,7 +80,7 @@ fn main(
     var z: array<f32, PER_LANE>;
     var local_max = LOWEST;
     for (var i = 0u; i < PER_LANE; i += 1u) {
-        let c = start + lane + i * WORKGROUP_SIZE;
+        let c = start + block_column(i, lane);
         if (c < end) {
             z[i] = f32(data[base + c]) + f32(bias[bias_base + c]);
             local_max = max(local_max, z[i]);
@@ -79,7 +89,7 @@ fn main(
     let block_max = workgroup_max(local_max, lane, 0u, 0u, 1u);
     var local_sum = 0.0;
     for (var i = 0u; i < PER_LANE; i += 1u) {
-        if (start + lane + i * WORKGROUP_SIZE < end) {
+        if (start + block_column(i, lane) < end) {
             local_sum += exp(z[i] - block_max);
         }
     }

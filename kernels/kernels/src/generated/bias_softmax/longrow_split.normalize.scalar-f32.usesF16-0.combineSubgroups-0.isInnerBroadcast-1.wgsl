@@ -14,6 +14,7 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 const BLOCK_COLS: u32 = 2048u;
+const VECTOR: u32 = 4u;
 
 fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
@@ -33,8 +34,19 @@ fn main(
     let end = min(start + BLOCK_COLS, params.blockSize);
     let row_max = rowMax[row];
     let row_sum = rowSum[row];
-    for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
-        let z = f32(data[base + c]) + f32(bias[bias_base + c]);
-        output[base + c] = f32(exp(z - row_max) / row_sum);
+    let inverse = 1.0 / row_sum;
+    if (params.blockSize % VECTOR == 0u) {
+        // Runs of VECTOR adjacent columns per lane compile to wide loads and stores.
+        for (var c = start + lane * VECTOR; c < end; c += WORKGROUP_SIZE * VECTOR) {
+            for (var k = 0u; k < VECTOR; k += 1u) {
+                let z = f32(data[base + c + k]) + f32(bias[bias_base + c + k]);
+                output[base + c + k] = f32(exp(z - row_max) * inverse);
+            }
+        }
+    } else {
+        for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
+            let z = f32(data[base + c]) + f32(bias[bias_base + c]);
+            output[base + c] = f32(exp(z - row_max) * inverse);
+        }
     }
 }

@@ -20,44 +20,38 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
-// A tile of rows per workgroup step: each row gets `group` lanes (its length rounded up to a
-// power of two), one element per lane, so loads and stores are contiguous across lanes.
-var<workgroup> tile_values: array<f32, WORKGROUP_SIZE>;
+const MAX_ROW: u32 = 8u;
 
 @compute @workgroup_size(256)
 fn main(
-    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(global_invocation_id) invocation: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
 ) {
-    var group = 1u;
-    while (group < blockSize) {
-        group *= 2u;
-    }
-    let rows_per_tile = WORKGROUP_SIZE / group;
-    let row_in_tile = lane / group;
-    let column = lane % group;
-    let first_lane = lane - column;
-    for (var tile = workgroup.x; tile * rows_per_tile < params.batchCount; tile += workgroups.x) {
-        let row = tile * rows_per_tile + row_in_tile;
-        let valid = row < params.batchCount && column < blockSize && row_in_tile < rows_per_tile;
-        var z = LOWEST;
-        if (valid) {
-            z = f32(data[row * blockSize + column]) + f32(bias[bias_row(row) * blockSize + column]);
-        }
-        tile_values[lane] = z;
-        workgroupBarrier();
+    // One row per invocation, its (at most 8) adjacent elements read and written together.
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var row = invocation.x; row < params.batchCount; row += stride) {
+        let base = row * blockSize;
+        let bias_base = bias_row(row) * blockSize;
+        var z: array<f32, MAX_ROW>;
         var row_max = LOWEST;
-        for (var c = 0u; c < blockSize; c += 1u) {
-            row_max = max(row_max, tile_values[first_lane + c]);
+        for (var c = 0u; c < MAX_ROW; c += 1u) {
+            if (c < blockSize) {
+                z[c] = f32(data[base + c]) + f32(bias[bias_base + c]);
+                row_max = max(row_max, z[c]);
+            }
         }
         var sum = 0.0;
-        for (var c = 0u; c < blockSize; c += 1u) {
-            sum += exp(tile_values[first_lane + c] - row_max);
+        for (var c = 0u; c < MAX_ROW; c += 1u) {
+            if (c < blockSize) {
+                z[c] = exp(z[c] - row_max);
+                sum += z[c];
+            }
         }
-        if (valid) {
-            output[row * blockSize + column] = f32(exp(z - row_max) / sum);
+        let inverse = 1.0 / sum;
+        for (var c = 0u; c < MAX_ROW; c += 1u) {
+            if (c < blockSize) {
+                output[base + c] = f32(z[c] * inverse);
+            }
         }
-        workgroupBarrier();
     }
 }
