@@ -91,14 +91,19 @@ mod tests {
         let source = super::project_root();
         let root = std::env::temp_dir().join(format!("xtask-check-{}", std::process::id()));
         let _ = fs::remove_dir_all(&root);
-        for dir in ["manifests", "templates", "kernels/kernels/src/host_checks"] {
-            let (from, to) = (source.join(dir), root.join(dir));
-            fs::create_dir_all(&to).expect("temp dir");
-            for entry in fs::read_dir(&from).expect("source dir").flatten() {
-                if entry.path().is_file() {
-                    fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+        fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+            fs::create_dir_all(to).expect("temp dir");
+            for entry in fs::read_dir(from).expect("source dir").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    copy_tree(&path, &to.join(entry.file_name()));
+                } else {
+                    fs::copy(&path, to.join(entry.file_name())).expect("copy");
                 }
             }
+        }
+        for dir in ["manifests", "templates", "kernels/kernels/src/host_checks"] {
+            copy_tree(&source.join(dir), &root.join(dir));
         }
         let check = || super::codegen::run(&root, true).map_err(|e| format!("{e:#}"));
         let missing = check().expect_err("nothing generated yet");
