@@ -276,9 +276,9 @@ fn shader_guard_passes_bad_positions_through_per_element_m4() {
 }
 
 #[test]
-fn shader_guard_passes_bad_positions_through_on_the_wide_path() {
-    // Head 8 (half 4, no tail) takes the four-pairs-per-invocation path; with both pairings
-    // and both layouts, a bad position must pass through exactly the pairs of its stream.
+fn shader_guard_passes_bad_positions_through_for_every_pairing_and_layout() {
+    // With both pairings and both layouts, a bad position must pass through exactly the pairs
+    // whose half-index maps to its stream, and every other pair must still rotate.
     use examples::reference::mrotary_embedding::mrotary_embedding;
     let input: Vec<f64> = (1..=16).map(f64::from).collect();
     let cos: Vec<f64> = (0..8).map(|i| 0.1 * f64::from(i)).collect();

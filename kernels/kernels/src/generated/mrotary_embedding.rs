@@ -906,7 +906,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "939419564a1af1c60fa643c708fb035f",
+        digest: "948c63aa5478d5c637949296cdf85b12",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -914,7 +914,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "5cabbcb382a5b8a74c76cd2b78beff3a",
+        digest: "340716a5f69fc50cd620701e462c11cb",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -922,7 +922,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "17f0bb29e6c80c9ba2544a7f4895f6f9",
+        digest: "adf9252a3c083d4cc66c2d23ee3ca6c9",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -930,7 +930,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "b73018aa200ae4893adb963f85a7e7b7",
+        digest: "a45c371bb2ac8834ef14585132a8ee94",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -938,7 +938,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "4b718b0dc15b7b2368b34910c4b0039e",
+        digest: "4716187b8d7463f1aca0e34b505a6a06",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -946,7 +946,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "96c64d3f185ed2e0c87521901b6d2fd2",
+        digest: "9446a06fbd464f6532254df11f6e3b6c",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -954,7 +954,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "cfa6c550f9026df68cf8945c695525fc",
+        digest: "aa7a3228b9d70b536dfc32a854aa9c36",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -962,7 +962,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.wgsl"
         ),
         entry_point: "main",
-        digest: "fada0df7f48155903ba1eeff6da84dac",
+        digest: "ca714fd09f919a9c61e2d94a394fe9bb",
     },
 ];
 fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1137,7 +1137,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "392cd963f3fc60b7ed2df379439efb2b",
+        digest: "473aab372468fd374e8802abab3f24a7",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1145,7 +1145,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "08d5ac06edad9e6a7acbf8a80db00783",
+        digest: "c7da8b5234e262a171df5565324d343b",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1153,7 +1153,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "da38a5b5aa15ccf20adf6a96f84e817a",
+        digest: "6be655c51cfa8929b136d417516121c1",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1161,7 +1161,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "20e88b09888cc9c418e10c6a6c5fefcc",
+        digest: "dab92401d98ab775424be0b5e88b1c24",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1169,7 +1169,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "24f31c7d32e62b9f6316f8a9c5c37a6b",
+        digest: "d13c56563620bb4fde9b172f7b7b43ab",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1177,7 +1177,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "b17c1b39dd74ddbd419a4c9cc7549bde",
+        digest: "bca7e314ba7bcf3bf0eb1a4f459cf47d",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1185,7 +1185,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "d0c4127762e5cdef03ef6beeadff9400",
+        digest: "74b80f1d20a2872b47a4b31a492c2016",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1193,7 +1193,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.wgsl"
         ),
         entry_point: "main",
-        digest: "a655e27b8a53376f0f5444bb1c1aad54",
+        digest: "f2413ca3a34d6ed9cd7ff3cd56f64c87",
     },
 ];
 fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

@@ -34,53 +34,6 @@ fn stream_of(j: u32) -> u32 {
     return 2u;
 }
 
-// The row (batch, token, head) element offset, batch and token of row `row`.
-fn row_origin(row: u32) -> vec3<u32> {
-    let token = row / params.numHeads;
-    let b = token / params.sequenceLength;
-    return vec3<u32>(row * params.headSize, b, token - b * params.sequenceLength);
-}
-
-// Rotates pairs j0 .. j0+3 of one head (j0 a multiple of 4, no tail channels).
-fn rotate_quad(pair: u32, tasks_per_head: u32) {
-    let row = pair / tasks_per_head;
-    let j0 = pair - row * tasks_per_head;
-    let origin = row_origin(row);
-    let base = origin.x;
-    let half = params.halfRotaryDim;
-    let token = origin.y * params.sequenceLength + origin.z;
-    let streams = params.batchSize * params.sequenceLength;
-    let positions = vec3<u32>(position_ids[token], position_ids[token + streams], position_ids[token + 2u * streams]);
-    let rows = arrayLength(&cos_cache) / half;
-    var cos_values: vec4<f32>;
-    var sin_values: vec4<f32>;
-    var keep: vec4<bool>;
-    for (var k = 0u; k < 4u; k += 1u) {
-        let j = j0 + k;
-        let position = positions[stream_of(j)];
-        keep[k] = position >= rows;
-        let cache = select(position * half + j, 0u, keep[k]);
-        cos_values[k] = params.scale * f32(cos_cache[cache]);
-        sin_values[k] = params.scale * f32(sin_cache[cache]);
-    }
-    // Pairs (j, j + half): two runs of four adjacent elements.
-    let first = base + j0;
-    let second = first + half;
-    let a = vec4<f32>(f32(x[first]), f32(x[first + 1u]), f32(x[first + 2u]), f32(x[first + 3u]));
-    let b = vec4<f32>(f32(x[second]), f32(x[second + 1u]), f32(x[second + 2u]), f32(x[second + 3u]));
-    // Positions past the cache pass their pair through (see the scalar path).
-    let ya = select(a * cos_values - b * sin_values, a, keep);
-    let yb = select(b * cos_values + a * sin_values, b, keep);
-    y[first] = f16(ya.x);
-    y[first + 1u] = f16(ya.y);
-    y[first + 2u] = f16(ya.z);
-    y[first + 3u] = f16(ya.w);
-    y[second] = f16(yb.x);
-    y[second + 1u] = f16(yb.y);
-    y[second + 2u] = f16(yb.z);
-    y[second + 3u] = f16(yb.w);
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) workgroup: vec3<u32>,
@@ -94,22 +47,13 @@ fn main(
     }
     // Integer division by uniform values is the costliest arithmetic here: three per task.
     let tasks_per_head = (params.headSize + 1u) / 2u;
-    if (params.headSize == params.rotaryDim && params.halfRotaryDim % 4u == 0u) {
-        // Heads without a tail whose pair count is a multiple of 4: the first quarter of the
-        // invocations rotate four adjacent pairs each, so every access is a run of adjacent
-        // elements (wide loads and stores); the rest have nothing to do.
-        let pair = task * 4u;
-        if (pair < params.pairCount) {
-            rotate_quad(pair, tasks_per_head);
-        }
-        return;
-    }
     let row = task / tasks_per_head;
     let t = task - row * tasks_per_head;
-    let origin = row_origin(row);
-    let b = origin.y;
-    let s = origin.z;
-    let base = origin.x;
+    // Rows are (batch, token, head) in that order.
+    let token = row / params.numHeads;
+    let b = token / params.sequenceLength;
+    let s = token - b * params.sequenceLength;
+    let base = row * params.headSize;
     let half = params.halfRotaryDim;
     if (t >= half) {
         // Channels past the rotary dimension are copied, two per task.
