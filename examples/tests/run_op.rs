@@ -366,3 +366,136 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
         "not a safetensors file",
     );
 }
+
+/// Runs `run-op` on `tensors` and returns the `output` tensor and the printed line.
+fn run_to_output(
+    test: &str,
+    op: &str,
+    tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)],
+    attrs: &[&str],
+) -> (Vec<f64>, String) {
+    let dir = scratch(test);
+    let (inputs, outputs) = (dir.join("in.safetensors"), dir.join("out.safetensors"));
+    write_file(&inputs, tensors);
+    let mut args = vec![
+        op,
+        "--inputs",
+        inputs.to_str().expect("utf-8"),
+        "--output",
+        outputs.to_str().expect("utf-8"),
+    ];
+    for attr in attrs {
+        args.extend(["--attr", attr]);
+    }
+    let output = run_op(&args);
+    assert!(
+        output.status.success(),
+        "run-op {op} failed: {}",
+        stderr(&output)
+    );
+    let bytes = std::fs::read(&outputs).expect("output written");
+    let file = SafeTensors::deserialize(&bytes).expect("output is safetensors");
+    let view = file
+        .tensor("output")
+        .expect("output tensor named by its role");
+    let got = view
+        .data()
+        .chunks_exact(4)
+        .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .collect();
+    (got, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn runs_bias_softmax_with_data_and_bias_roles() {
+    let mut rng = DataRng::new(21);
+    let data = round_to::<f32>(&rng.uniform(6 * 10, -3.0, 3.0));
+    let bias = round_to::<f32>(&rng.uniform(2 * 10, -3.0, 3.0));
+    let tensors = [
+        ("data", Dtype::F32, vec![2, 3, 10], f32_bytes(&data)),
+        ("bias", Dtype::F32, vec![2, 1, 10], f32_bytes(&bias)),
+    ];
+    let (got, line) = run_to_output(
+        "softmax",
+        "com.microsoft.BiasSoftmax",
+        &tensors,
+        &["axis=-1", "is_inner_broadcast=1"],
+    );
+    assert!(line.contains("variant adaptive_row"), "{line}");
+    let want = examples::reference::bias_softmax::bias_softmax(&data, &[2, 3, 10], &bias, -1, true)
+        .expect("reference");
+    let comparison = compare(
+        &got,
+        &want,
+        Tolerance::bias_softmax(kernel_runtime::DType::F32),
+    );
+    assert!(comparison.passed(), "{comparison}");
+    // The required attribute is named in the error when left out.
+    let dir = scratch("softmax-missing");
+    let path = dir.join("in.safetensors");
+    write_file(&path, &tensors);
+    let out = dir.join("out.safetensors");
+    expect_usage_error(
+        &[
+            "BiasSoftmax",
+            "--inputs",
+            path.to_str().expect("utf-8"),
+            "--output",
+            out.to_str().expect("utf-8"),
+            "--attr",
+            "axis=-1",
+        ],
+        "is_inner_broadcast",
+    );
+}
+
+#[test]
+fn runs_gated_relative_position_bias_with_its_roles() {
+    use examples::reference::gated_relative_position_bias::{Problem, Sizes};
+    let sizes = Sizes {
+        batch: 2,
+        seq: 5,
+        heads: 2,
+        head_size: 4,
+        proj: 4,
+    };
+    let mut rng = DataRng::new(22);
+    let mut draw = |n: usize, lo: f64, hi: f64| round_to::<f32>(&rng.uniform(n, lo, hi));
+    let query = draw(2 * 5 * 8, -1.0, 1.0);
+    let query_bias = draw(8, -0.5, 0.5);
+    let rel_pos = draw(2 * 5 * 5, -2.0, 2.0);
+    let weight = draw(4 * 4, -0.5, 0.5);
+    let bias = draw(4, -0.5, 0.5);
+    let eco_a = draw(2, 0.5, 1.5);
+    let tensors = [
+        ("query_layer", Dtype::F32, vec![2, 5, 8], f32_bytes(&query)),
+        ("query_bias", Dtype::F32, vec![8], f32_bytes(&query_bias)),
+        ("rel_pos", Dtype::F32, vec![1, 2, 5, 5], f32_bytes(&rel_pos)),
+        ("weight", Dtype::F32, vec![4, 4], f32_bytes(&weight)),
+        ("bias", Dtype::F32, vec![4], f32_bytes(&bias)),
+        ("eco_a", Dtype::F32, vec![1, 2, 1, 1], f32_bytes(&eco_a)),
+    ];
+    let (got, line) = run_to_output(
+        "gated",
+        "com.microsoft.GatedRelativePositionBias",
+        &tensors,
+        &["num_heads=2"],
+    );
+    assert!(line.contains("variant row"), "{line}");
+    let problem = Problem {
+        sizes,
+        query: &query,
+        query_bias: &query_bias,
+        rel_pos: &rel_pos,
+        weight: &weight,
+        bias: &bias,
+        eco_a: &eco_a,
+    };
+    let want = problem.output().expect("reference");
+    let comparison = compare(
+        &got,
+        &want,
+        Tolerance::gated_bias(kernel_runtime::DType::F32),
+    );
+    assert!(comparison.passed(), "{comparison}");
+}
