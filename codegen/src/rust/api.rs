@@ -305,7 +305,13 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
     let outputs = op.outputs.iter().map(role_info);
     let attributes = op.attributes.iter().map(|a| {
         let name = &a.name;
-        let rust_type = attr_rust_type(a).to_string().replace(":: std :: vec :: ", "").replace(":: std :: string :: ", "").replace(' ', "");
+        let rust_type = match a.repr {
+            AttrRepr::Bool => "bool",
+            AttrRepr::I64 => "i64",
+            AttrRepr::F32 => "f32",
+            AttrRepr::IntList => "Vec<i64>",
+            AttrRepr::Str => "String",
+        };
         let default = match default_text(a) {
             Some(text) => quote!(Some(#text)),
             None => quote!(None),
