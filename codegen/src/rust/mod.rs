@@ -5,6 +5,7 @@ mod api;
 mod entry;
 mod eval;
 mod fold;
+mod plan;
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};

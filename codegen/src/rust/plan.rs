@@ -1,0 +1,276 @@
+//! The plan of each variant in a generated op module: which pre-rendered shader a pass uses
+//! (a match on its static values), its overrides, its uniform struct (layout asserted against
+//! naga's), its dispatch, the variant's intermediates and the op's outputs.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::api::float_type_vars;
+use super::eval::{EnvScope, lower};
+use super::{OpInput, camel_ident, ident, upper_ident};
+use crate::expr::{Type, Value};
+use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
+
+fn pattern(value: &Value) -> Result<TokenStream, String> {
+    Ok(match value {
+        Value::Bool(b) => quote!(#b),
+        Value::Int(i) => quote!(#i),
+        Value::Str(s) | Value::Dtype(s) => quote!(#s),
+        Value::Float(_) | Value::List(_) => {
+            return Err(format!(
+                "static value {value:?} cannot select a shader (only booleans, integers, strings and dtypes can)"
+            ));
+        }
+    })
+}
+
+pub(super) fn variant_plan(
+    input: &OpInput<'_>,
+    scope: &EnvScope<'_>,
+    v: usize,
+    variant: &Variant,
+) -> Result<TokenStream, String> {
+    let op = input.op;
+    let mut items = Vec::new();
+    let mut passes = Vec::new();
+    for (p, pass) in variant.passes.iter().enumerate() {
+        let shaders: Vec<&crate::wgsl::Shader> = input
+            .shaders
+            .iter()
+            .filter(|s| s.variant == v && s.pass == p)
+            .collect();
+        let statics = upper_ident(&["KERNELS", &variant.id, &pass.id]);
+        let kernel_fn = format_ident!(
+            "kernel_{}_{}",
+            model::snake_ident(&variant.id),
+            model::snake_ident(&pass.id)
+        );
+        let count = shaders.len();
+        let label = &pass.label;
+        let kernels = shaders.iter().map(|s| {
+            let path = format!("{}/{}", op.module, s.file_name);
+            let digest = &s.digest;
+            quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest })
+        });
+        let static_values: Vec<&model::TemplateValue> =
+            model::static_values(variant, pass).collect();
+        let keys = static_values.iter().map(|s| lower(&s.expr.ir, scope));
+        let mut arms = Vec::new();
+        for (index, shader) in shaders.iter().enumerate() {
+            let patterns = shader
+                .combination
+                .values
+                .iter()
+                .map(|(_, value)| pattern(value))
+                .collect::<Result<Vec<_>, _>>()?;
+            arms.push(quote!((#(#patterns,)*) => #index,));
+        }
+        let what = format!("{}: variant `{}`, pass `{}`", op.name, variant.id, pass.id);
+        let override_names: Vec<&str> = crate::wgsl::dynamic_values(variant, pass)
+            .map(|d| d.name.as_str())
+            .collect();
+        let infos_name = upper_ident(&["SHADERS", &variant.id, &pass.id]);
+        let infos = shaders.iter().enumerate().map(|(index, s)| {
+            let features = &s.features;
+            quote!(rt::support::ShaderInfo { kernel: &#statics[#index], features: &[#(#features),*], overrides: &[#(#override_names),*] })
+        });
+        items.push(quote! {
+            static #infos_name: [rt::support::ShaderInfo; #count] = [#(#infos),*];
+        });
+        items.push(quote! {
+            static #statics: [rt::Kernel; #count] = [#(#kernels),*];
+
+            fn #kernel_fn(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
+                let key = (#(#keys,)*);
+                let index = match key {
+                    #(#arms)*
+                    #[allow(unreachable_patterns)]
+                    _ => return Err(EvalError::new(format!("{}: no pre-rendered shader for {key:?}", #what))),
+                };
+                Ok(&#statics[index])
+            }
+        });
+        let overrides = crate::wgsl::dynamic_values(variant, pass).map(|d| {
+            let name = &d.name;
+            let lowered = lower(&d.expr.ir, scope);
+            let value = match d.expr.ir.ty {
+                Type::Float => quote!(#lowered),
+                Type::Bool => quote!(if #lowered { 1.0 } else { 0.0 }),
+                _ => quote!(f64::from(rt::support::to_u32(#name, #lowered)?)),
+            };
+            quote!((#name, #value))
+        });
+        let bindings = pass.bindings.iter().map(|b| match &b.target {
+            BindingTarget::Tensor(i) => quote!(rt::Binding::Arg(#i)),
+            BindingTarget::Intermediate(i) => quote!(rt::Binding::Intermediate(#i)),
+            BindingTarget::Params => quote!(rt::Binding::Params),
+        });
+        let params = match pass.bindings.iter().find_map(|b| b.params.as_ref()) {
+            Some(params) => {
+                let size = shaders
+                    .first()
+                    .and_then(|s| s.uniform_size)
+                    .unwrap_or(4 * params.fields.len() as u32);
+                let (item, call) = params_struct(scope, &[&variant.id, &pass.id], params, size);
+                items.push(item);
+                call
+            }
+            None => quote!(::std::vec::Vec::new()),
+        };
+        let dispatch = dispatch(scope, &pass.dispatch);
+        let id = &pass.id;
+        passes.push(quote! {
+            rt::PlannedPass { id: #id, kernel: #kernel_fn(env)?, overrides: vec![#(#overrides),*], bindings: vec![#(#bindings),*], params: #params, dispatch: #dispatch }
+        });
+    }
+    let intermediates = variant.intermediates.iter().map(|i| {
+        let id = &i.id;
+        let dtype = format_ident!("{}", i.dtype.runtime_variant());
+        let shape = lower(&i.shape.ir, scope);
+        quote!(rt::IntermediateSpec { id: #id, dtype: rt::DType::#dtype, len: rt::support::element_count(#id, &#shape)? })
+    });
+    let outputs = op.outputs.iter().map(|t| {
+        let role = &t.role;
+        let field = ident(role);
+        let dtype = tensor_dtype(op, t);
+        quote!(rt::OutputSpec { role: #role, dtype: #dtype, shape: rt::support::to_shape(#role, &env.shapes.#field)? })
+    });
+    let plan_fn = format_ident!("plan_{}", model::snake_ident(&variant.id));
+    let id = &variant.id;
+    let doc = super::doc_lines(&format!(" The plan of variant `{id}`."));
+    Ok(quote! {
+        #(#items)*
+
+        #(#[doc = #doc])*
+        fn #plan_fn(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
+            Ok(rt::Plan {
+                op: OP_NAME,
+                variant: #id,
+                passes: vec![#(#passes),*],
+                intermediates: vec![#(#intermediates),*],
+                outputs: vec![#(#outputs),*],
+            })
+        }
+    })
+}
+
+/// The runtime dtype of a tensor, read from the environment for type variables.
+fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
+    match (&tensor.storage, &tensor.dtype) {
+        (Storage::U32Checked, _) => quote!(rt::DType::U32),
+        (_, DTypeRef::Var(var)) if float_type_vars(op).contains(&var.as_str()) => {
+            let field = ident(&model::snake_ident(var).to_ascii_lowercase());
+            quote!(env.dtypes.#field)
+        }
+        (_, DTypeRef::Var(var)) => {
+            let d = op
+                .type_var(var)
+                .and_then(|t| t.allowed.first())
+                .map_or("F32", |d| d.runtime_variant());
+            let d = format_ident!("{}", d);
+            quote!(rt::DType::#d)
+        }
+        (_, DTypeRef::Fixed(d)) => {
+            let d = format_ident!("{}", d.runtime_variant());
+            quote!(rt::DType::#d)
+        }
+    }
+}
+
+/// A `#[repr(C)]` uniform struct whose layout is asserted against naga's, and the call that
+/// fills it.
+fn params_struct(
+    scope: &EnvScope<'_>,
+    parts: &[&str],
+    params: &model::ParamsStruct,
+    naga_size: u32,
+) -> (TokenStream, TokenStream) {
+    let mut name_parts = vec!["Params"];
+    name_parts.extend_from_slice(parts);
+    let name = camel_ident(&name_parts);
+    let fill = format_ident!("fill_{}", model::snake_ident(&name.to_string()));
+    let rust_size = naga_size.div_ceil(16) * 16;
+    let padding = ((rust_size - 4 * params.fields.len() as u32) / 4) as usize;
+    let fields = params.fields.iter().map(|f| {
+        let field = ident(&model::snake_ident(&f.name));
+        let ty = format_ident!("{}", f.wgsl_type);
+        quote!(#field: #ty,)
+    });
+    let offsets = params.fields.iter().enumerate().map(|(i, f)| {
+        let field = ident(&model::snake_ident(&f.name));
+        let offset = 4 * i;
+        quote!(
+            const _: () = assert!(::std::mem::offset_of!(#name, #field) == #offset);
+        )
+    });
+    let values = params.fields.iter().map(|f| {
+        let field = ident(&model::snake_ident(&f.name));
+        let text = &f.name;
+        let lowered = lower(&f.value.ir, scope);
+        let value = match f.wgsl_type {
+            "u32" => quote!(rt::support::to_u32(#text, #lowered)?),
+            "i32" => quote!(rt::support::to_i32(#text, #lowered)?),
+            _ if f.value.ir.ty == Type::Int => quote!((#lowered) as f32),
+            _ => quote!((#lowered) as f32),
+        };
+        quote!(#field: #value,)
+    });
+    let rust_size = rust_size as usize;
+    let doc = super::doc_lines(&format!(
+        " Uniform `{}` of {}; naga lays it out in {naga_size} bytes, padded here to {rust_size}.",
+        params.name,
+        parts.join("/")
+    ));
+    let item = quote! {
+        #(#[doc = #doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, ::bytemuck::Pod, ::bytemuck::Zeroable)]
+        struct #name { #(#fields)* _padding: [u32; #padding] }
+        const _: () = assert!(::std::mem::size_of::<#name>() == #rust_size);
+        #(#offsets)*
+
+        fn #fill(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
+            let params = #name { #(#values)* _padding: [0; #padding] };
+            Ok(::bytemuck::bytes_of(&params).to_vec())
+        }
+    };
+    (item, quote!(#fill(env)?))
+}
+
+fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
+    let count = |name: &str, e: &Expr| {
+        let lowered = lower(&e.ir, scope);
+        quote!(rt::support::to_u64(#name, #lowered)?)
+    };
+    let size = |name: &str, e: &Expr| {
+        let lowered = lower(&e.ir, scope);
+        quote!(rt::support::to_u32(#name, #lowered)?)
+    };
+    match dispatch {
+        Dispatch::Threads {
+            threads,
+            workgroup_size,
+        } => {
+            let t = count("threads", threads);
+            let w = size("workgroupSize", workgroup_size);
+            quote!(rt::Dispatch::Threads { threads: #t, workgroup_size: #w })
+        }
+        Dispatch::Workgroups(n) => {
+            let n = count("workgroups", n);
+            quote!(rt::Dispatch::Workgroups(#n))
+        }
+        Dispatch::Grid { x, y } => {
+            let x = count("x", x);
+            let y = y.as_ref().map_or(quote!(1), |y| count("y", y));
+            quote!(rt::Dispatch::Grid { x: #x, y: #y })
+        }
+        Dispatch::GridStride {
+            items,
+            workgroup_size,
+        } => {
+            let i = count("gridStride", items);
+            let w = size("workgroupSize", workgroup_size);
+            quote!(rt::Dispatch::GridStride { items: #i, workgroup_size: #w })
+        }
+    }
+}
