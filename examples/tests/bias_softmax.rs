@@ -1,122 +1,32 @@
-//! GPU conformance and contract tests of `kernels::bias_softmax` on a real adapter (Mesa
-//! lavapipe in CI), against the float64 reference of spec §2.2 (B1–B6) with the tolerances of
-//! spec §5. Contract tests violate one clause each and check the typed error.
+//! GPU conformance tests of `kernels::bias_softmax` on a real adapter (Mesa lavapipe in CI):
+//! every variant, dtype and broadcast mode against the float64 reference of spec §2.2 (B1–B6)
+//! with the tolerances of spec §5, variant boundaries, attention masks, subgroups, axes,
+//! masking, empty tensors, split dispatches and several ops in one submit. GPU-free planning
+//! and the contract clauses are tested in `bias_softmax_contract.rs`.
 
 #![allow(clippy::unwrap_used)]
 
 #[path = "common/bias_softmax.rs"]
 mod common;
 
-use common::{Case, assert_all, attrs, context_without, ctx, expect_rejection, rows_sum_to_one};
+use common::{
+    ADAPTIVE, Case, LONGROW, PACKED, VariantShape, add_then_softmax, assert_all, attrs,
+    check_against_add_softmax, context_without, ctx, exact_zeros, masked_case, masking_shapes,
+    padding_case, rows_sum_to_one, sum_tolerance, variant_shapes,
+};
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::mrotary_embedding::mrotary_embedding;
 use half::f16;
-use kernel_runtime::support::AttrValue;
-use kernel_runtime::{Context, DType, DeviceCaps, Dispatch, Float, IndexTensor, OpError, Tensor};
-use kernels::bias_softmax::{self as op, Attrs, DTypes};
+use kernel_runtime::{Context, Dispatch, Float, IndexTensor, Tensor};
+use kernels::bias_softmax::{self as op, Attrs};
 use kernels::mrotary_embedding as mrope;
-
-const ADAPTIVE: &str = "adaptive_row";
-const PACKED: &str = "packed_rows";
-const LONGROW: &str = "longrow_split";
-const ALL_VARIANTS: [&str; 3] = [LONGROW, PACKED, ADAPTIVE];
 
 /// Spec §2.5 data `(2,2,3)`, shared by worked examples B1 and B2.
 const WORKED_DATA: [f64; 12] = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 3.0];
 /// Spec §2.5 bias values, `(2,1,3)` in B1 and `(2,3)` in B2.
 const WORKED_BIAS: [f64; 6] = [0.0, 0.0, -10000.0, 0.0, -1.0, 0.0];
 
-/// `softmax(scores + mask)` over the last axis with numpy broadcasting of `mask` against
-/// `scores` (shapes aligned on the right, mask dims of size 1 repeated). Written
-/// independently of the flat-row reference, so agreement shows the row rule of spec B4
-/// reproduces what a model's `Add` + `Softmax` computes for the attention mask shapes.
-fn add_then_softmax(
-    scores: &[f64],
-    shape: &[usize],
-    mask: &[f64],
-    mask_shape: &[usize],
-) -> Vec<f64> {
-    assert!(
-        mask_shape.len() <= shape.len(),
-        "mask rank above scores rank"
-    );
-    let pad = shape.len() - mask_shape.len();
-    // Element strides of the mask per scores axis; 0 where the mask broadcasts.
-    let mut strides = vec![0; shape.len()];
-    let mut stride = 1;
-    for (i, &d) in mask_shape.iter().enumerate().rev() {
-        let axis = pad + i;
-        assert!(
-            d == 1 || d == shape[axis],
-            "mask {mask_shape:?} does not broadcast to {shape:?}"
-        );
-        strides[axis] = if d == 1 { 0 } else { stride };
-        stride *= d;
-    }
-    let z: Vec<f64> = (0..scores.len())
-        .map(|flat| {
-            let index = data::unravel(flat, shape);
-            let m: usize = index.iter().zip(&strides).map(|(i, s)| i * s).sum();
-            scores[flat] + mask[m]
-        })
-        .collect();
-    let cols = *shape.last().expect("rank >= 1");
-    z.chunks(cols)
-        .flat_map(|row| {
-            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let e: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
-            let sum: f64 = e.iter().sum();
-            e.into_iter().map(move |v| v / sum)
-        })
-        .collect()
-}
-
-/// Wherever the reference is exactly 0 (an `exp` that underflows, or a `-inf` logit), the
-/// kernel must write exactly 0 too: masked keys may not leak probability.
-fn exact_zeros(label: &str, got: &[f64], want: &[f64]) -> Vec<String> {
-    let leaks: Vec<usize> = (0..want.len().min(got.len()))
-        .filter(|&i| want[i] == 0.0 && got[i] != 0.0)
-        .collect();
-    match leaks.first() {
-        None => Vec::new(),
-        Some(&i) => vec![format!(
-            "{label}: {} masked elements are not exactly 0, first [{i}] = {}",
-            leaks.len(),
-            got[i]
-        )],
-    }
-}
-
 // ---- Every variant, dtype and broadcast mode ------------------------------------------
-
-/// A shape that selects `variant`, with bias layouts for inner and outer broadcast that map
-/// rows differently (so a kernel using the wrong rule fails).
-struct VariantShape {
-    variant: &'static str,
-    shape: Vec<usize>,
-    axis: i64,
-    inner_bias: Vec<usize>,
-    outer_bias: Vec<usize>,
-}
-
-fn variant_shapes() -> [VariantShape; 3] {
-    let v =
-        |variant, shape: &[usize], axis, inner_bias: &[usize], outer_bias: &[usize]| VariantShape {
-            variant,
-            shape: shape.to_vec(),
-            axis,
-            inner_bias: inner_bias.to_vec(),
-            outer_bias: outer_bias.to_vec(),
-        };
-    [
-        // Rw = 12, C = 300 > the 256 lanes, so lanes loop over the row.
-        v(ADAPTIVE, &[3, 4, 300], -1, &[3, 1, 300], &[4, 300]),
-        // Rw = 128, C = 7.
-        v(PACKED, &[4, 32, 7], 2, &[4, 1, 7], &[32, 7]),
-        // Rw = 4, C = 70000 = 34 full blocks of 2048 and a partial one of 368.
-        v(LONGROW, &[4, 70_000], 1, &[2, 70_000], &[2, 70_000]),
-    ]
-}
 
 fn each_variant<T: Float>(seed: u64) {
     let ctx = ctx();
@@ -289,45 +199,6 @@ fn long_row_with_more_blocks_than_lanes() {
 
 // ---- Attention masks equal Add + Softmax -------------------------------------------------
 
-/// Scores `(B,N,S,S)` and a padding mask `(B,1,1,S)`: batch `b` has `valid[b]` keys, the rest
-/// masked with -10000; valid keys get small random biases.
-fn padding_case(seed: u64, b: usize, n: usize, s: usize, valid: &[usize]) -> Case {
-    let mut rng = DataRng::new(seed);
-    let scores = rng.uniform(b * n * s * s, -4.0, 4.0);
-    let mut mask = rng.uniform(b * s, -1.0, 1.0);
-    for (batch, &len) in valid.iter().enumerate() {
-        mask[batch * s + len..(batch + 1) * s].fill(-10000.0);
-    }
-    Case {
-        shape: vec![b, n, s, s],
-        data: scores,
-        bias_shape: vec![b, 1, 1, s],
-        bias: mask,
-        attrs: attrs(-1, true),
-    }
-}
-
-/// Runs `case` on the GPU and compares with numpy-style Add + Softmax on the rounded inputs.
-fn check_against_add_softmax<T: Float>(case: &Case, label: &str, variant: &str) -> Vec<String> {
-    let (got_variant, got) = case.run::<T>(ctx()).unwrap();
-    let want = add_then_softmax(
-        &data::round_to::<T>(&case.data),
-        &case.shape,
-        &data::round_to::<T>(&case.bias),
-        &case.bias_shape,
-    );
-    let mut failures = Vec::new();
-    if got_variant != variant {
-        failures.push(format!(
-            "{}: variant {got_variant}, expected {variant}",
-            case.describe::<T>(label)
-        ));
-    }
-    failures.extend(case.compare_with::<T>(label, &got, &want).err());
-    failures.extend(exact_zeros(&case.describe::<T>(label), &got, &want));
-    failures
-}
-
 #[test]
 fn attention_padding_mask_inner_equals_add_then_softmax() {
     let mut failures = Vec::new();
@@ -483,52 +354,6 @@ fn negative_and_middle_axes() {
 }
 
 // ---- Masking: -inf gives NaN rows, -10000 gives exact zeros ----------------------------
-
-/// One shape per variant for the masking tests: variant, data, bias (axis -1), mode.
-fn masking_shapes() -> [(&'static str, Vec<usize>, Vec<usize>, bool); 3] {
-    [
-        (ADAPTIVE, vec![6, 20], vec![3, 20], true),
-        (PACKED, vec![64, 6], vec![8, 6], false),
-        // Rw = 4 rows of 32 blocks; the masked third of row 0 spans whole blocks.
-        (LONGROW, vec![4, 65_536], vec![2, 65_536], true),
-    ]
-}
-
-/// Masks with `value` in data and bias: the first third of row 0 in data; the second half
-/// of the bias row `q` of the last row (so every row sharing it is half masked). With
-/// `fully`, row 1 is masked entirely in data and the last row's first half in data too, so
-/// the last row is masked as a whole only through the sum of data and bias. Without it,
-/// row 1 keeps its last key, which must then get probability exactly 1.
-fn masked_case(
-    seed: u64,
-    shape: &[usize],
-    bias_shape: &[usize],
-    inner: bool,
-    value: f64,
-    fully: bool,
-) -> Case {
-    let mut case = Case::random(seed, shape, bias_shape, -1, inner);
-    let cols = *shape.last().unwrap();
-    let rows = case.data.len() / cols;
-    let k = case.bias.len() / cols;
-    let bias_row = |r: usize| if inner { r / (rows / k) } else { r % k };
-    let (last, q) = (rows - 1, bias_row(rows - 1));
-    assert_ne!(bias_row(1), q, "row 1 must not share the masked bias row");
-    case.data[..cols / 3].fill(value);
-    case.bias[q * cols + cols / 2..(q + 1) * cols].fill(value);
-    if fully {
-        case.data[cols..2 * cols].fill(value);
-        case.data[last * cols..last * cols + cols / 2].fill(value);
-    } else {
-        case.data[cols..2 * cols - 1].fill(value);
-    }
-    case
-}
-
-/// The row-sum tolerance: f16 outputs are rounded one by one, tiny ones as subnormals.
-fn sum_tolerance<T: Float>() -> f64 {
-    if T::DTYPE == DType::F16 { 1e-2 } else { 1e-5 }
-}
 
 fn fully_masked_rows<T: Float>() -> Vec<String> {
     let mut failures = Vec::new();
@@ -747,239 +572,4 @@ fn bias_softmax_and_mrope_recorded_into_one_submit() {
         failures.push(format!("MRotaryEmbedding recorded in between: {rope_cmp}"));
     }
     assert_all(failures);
-}
-
-// ---- GPU-free planning ------------------------------------------------------------------
-
-#[test]
-fn plans_without_a_gpu() {
-    let caps = DeviceCaps::portable();
-    let plan = |shape: &[usize], bias: &[usize], inner: bool| {
-        Case::random(1, shape, bias, -1, inner)
-            .plan::<f32>(&caps)
-            .unwrap()
-    };
-    let overrides = |p: &kernel_runtime::Plan| p.passes[0].overrides.clone();
-
-    let adaptive = plan(&[3, 4, 300], &[3, 1, 300], true);
-    assert_eq!(adaptive.variant, ADAPTIVE);
-    assert_eq!(adaptive.passes[0].dispatch, Dispatch::Workgroups(12));
-    // K = 3 bias rows, each repeated for 4 data rows.
-    assert_eq!(
-        overrides(&adaptive),
-        [
-            ("blockSize", 300.0),
-            ("biasBlockCount", 3.0),
-            ("innerRepeat", 4.0)
-        ]
-    );
-    assert!(!adaptive.passes[0].kernel.source.contains("subgroupMax"));
-
-    let packed = plan(&[4, 32, 7], &[32, 7], false);
-    assert_eq!(packed.variant, PACKED);
-    assert_eq!(
-        packed.passes[0].dispatch,
-        Dispatch::GridStride {
-            items: 128,
-            workgroup_size: 256
-        }
-    );
-
-    let long = plan(&[4, 70_000], &[2, 70_000], true);
-    assert_eq!(long.variant, LONGROW);
-    let ids: Vec<_> = long.passes.iter().map(|p| p.id).collect();
-    assert_eq!(ids, ["block_stats", "row_stats", "normalize"]);
-    assert_eq!(long.passes[0].dispatch, Dispatch::Grid { x: 35, y: 4 });
-    assert_eq!(long.passes[1].dispatch, Dispatch::Grid { x: 4, y: 1 });
-    assert_eq!(long.passes[2].dispatch, Dispatch::Grid { x: 35, y: 4 });
-    let lens: Vec<_> = long.intermediates.iter().map(|i| (i.id, i.len)).collect();
-    assert_eq!(
-        lens,
-        [
-            ("blockMax", 140),
-            ("blockSum", 140),
-            ("rowMax", 4),
-            ("rowSum", 4)
-        ]
-    );
-    assert_eq!(long.outputs[0].shape, [4, 70_000]);
-
-    // Long rows fall back to one workgroup per row when the block grid would not fit the
-    // device: too many rows for y, or too many blocks for x.
-    let mut small = caps.clone();
-    small.limits.max_compute_workgroups_per_dimension = 16;
-    for (shape, clause) in [
-        (
-            [17, 65_536],
-            "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
-        ),
-        // 33 blocks of 2048 along x.
-        (
-            [1, 65_537],
-            "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits",
-        ),
-    ] {
-        let case = Case::random(1, &shape, &shape, -1, true);
-        assert_eq!(
-            case.plan::<f32>(&caps).unwrap().variant,
-            LONGROW,
-            "{shape:?}"
-        );
-        let fallback = case.plan::<f32>(&small).unwrap();
-        assert_eq!(fallback.variant, ADAPTIVE, "{shape:?}");
-        assert_eq!(
-            fallback.passes[0].dispatch,
-            Dispatch::Workgroups(shape[0] as u64)
-        );
-        let env = op::Env::new(
-            &case.shapes(),
-            DTypes { t: DType::F32 },
-            &case.attrs,
-            &small,
-        );
-        let why = op::accept_longrow_split(&env.unwrap()).unwrap_err();
-        let why = why.into_rejection(LONGROW);
-        assert!(why.condition.starts_with(clause), "{shape:?}: {why}");
-    }
-
-    // The portable device has no shader-f16: every variant refuses f16.
-    let case = Case::random(1, &[64, 8], &[1, 8], -1, true);
-    expect_rejection(
-        case.plan::<f16>(&caps),
-        &[PACKED, ADAPTIVE],
-        "f16Ok(dtypes.T)",
-    );
-}
-
-// ---- Contract clauses: each test violates one and checks the typed error ---------------
-
-/// The text the rejection of a bias layout quotes: `biasContract` is one disjunction, so every
-/// variant is rejected by it as a whole.
-const BIAS_CONTRACT: &str = "biasContract › ";
-
-fn bias_rejection(shape: &[usize], bias_shape: &[usize], clause: &str) {
-    let case = Case::random(3, shape, bias_shape, -1, true);
-    for conditions in [
-        expect_rejection(case.run::<f32>(ctx()), &ALL_VARIANTS, clause),
-        expect_rejection(
-            case.with_inner(false).run::<f16>(ctx()),
-            &ALL_VARIANTS,
-            clause,
-        ),
-    ] {
-        for c in conditions {
-            assert!(c.starts_with(BIAS_CONTRACT), "{c}");
-        }
-    }
-    // The reference refuses the same layout.
-    assert!(
-        examples::reference::bias_softmax::Rows::new(shape, case.bias.len(), -1).is_err(),
-        "the reference accepts {shape:?} + {bias_shape:?}"
-    );
-}
-
-#[test]
-fn rejects_bias_not_a_multiple_of_the_row_length() {
-    // 4 elements against rows of 3.
-    bias_rejection(&[4, 3], &[4], "numel(shapes.bias) % blockSize == 0");
-}
-
-#[test]
-fn rejects_bias_rows_not_dividing_data_rows() {
-    // K = 3 bias rows for Rw = 4 data rows.
-    bias_rejection(&[4, 3], &[3, 3], "batchCount % biasBlockCount == 0");
-}
-
-#[test]
-fn rejects_more_bias_rows_than_data_rows() {
-    // K = 4 bias rows for Rw = 2 data rows (the numpy-style (1,C) bias of an empty data is
-    // the Rw = 0 case of the same clause).
-    bias_rejection(&[2, 3], &[4, 3], "biasBlockCount <= batchCount");
-    bias_rejection(&[0, 3], &[1, 3], "biasBlockCount <= batchCount");
-}
-
-#[test]
-fn rejects_bias_smaller_than_one_row() {
-    // K = 0: an empty bias with non-empty data.
-    bias_rejection(&[4, 3], &[0, 3], "biasBlockCount > 0");
-}
-
-#[test]
-fn rejects_axis_out_of_range_on_both_sides() {
-    let case = Case::random(4, &[2, 3, 4], &[1, 4], 3, true);
-    expect_rejection(
-        case.run::<f32>(ctx()),
-        &ALL_VARIANTS,
-        "attrs.axis < ranks.data",
-    );
-    let mut case = case;
-    case.attrs.axis = -4;
-    expect_rejection(
-        case.run::<f32>(ctx()),
-        &ALL_VARIANTS,
-        "attrs.axis + ranks.data >= 0",
-    );
-    // The edges themselves are valid: axis 2 gives rows of 4, axis -3 one row of 24.
-    for (axis, bias) in [(2, [2, 4]), (-3, [1, 24])] {
-        let c = Case::random(5, &[2, 3, 4], &bias, axis, true);
-        c.check::<f32>(ctx(), &format!("axis {axis}"), ADAPTIVE)
-            .unwrap();
-    }
-}
-
-#[test]
-fn rejects_rank_0_data() {
-    let case = Case::random(6, &[], &[1], 0, true);
-    expect_rejection(case.run::<f32>(ctx()), &ALL_VARIANTS, "ranks.data >= 1");
-    let mut case = case;
-    case.attrs.axis = -1;
-    expect_rejection(case.run::<f16>(ctx()), &ALL_VARIANTS, "ranks.data >= 1");
-}
-
-#[test]
-fn attributes_from_raw() {
-    let axis = ("axis".to_owned(), AttrValue::Int(-1));
-    match Attrs::from_raw(std::slice::from_ref(&axis)) {
-        Err(OpError::Attribute {
-            attribute, rule, ..
-        }) => {
-            assert_eq!(attribute, "is_inner_broadcast");
-            assert!(rule.contains("required"), "{rule}");
-        }
-        other => panic!("expected a missing-attribute error, got {other:?}"),
-    }
-    // ORT reads the flag as `!= 0`; axis keeps its default of 1 when not given.
-    let flag = |v: AttrValue| ("is_inner_broadcast".to_owned(), v);
-    let a = Attrs::from_raw(&[flag(AttrValue::Int(2))]).unwrap();
-    assert_eq!(a, attrs(1, true));
-    let a = Attrs::from_raw(&[axis.clone(), flag(AttrValue::Int(0))]).unwrap();
-    assert_eq!(a, attrs(-1, false));
-    match Attrs::from_raw(&[flag(AttrValue::Float(1.0))]) {
-        Err(OpError::Attribute { attribute, .. }) => assert_eq!(attribute, "is_inner_broadcast"),
-        other => panic!("expected a wrong-kind error, got {other:?}"),
-    }
-    // `broadcast_axis` is only mentioned by the schema text; the attribute no longer exists.
-    let unknown = Attrs::from_raw(&[
-        flag(AttrValue::Int(1)),
-        ("broadcast_axis".to_owned(), AttrValue::Int(1)),
-    ]);
-    match unknown {
-        Err(OpError::Attribute { attribute, .. }) => assert_eq!(attribute, "broadcast_axis"),
-        other => panic!("expected an unknown-attribute error, got {other:?}"),
-    }
-}
-
-#[test]
-fn rejects_f16_on_a_device_without_shader_f16() {
-    let no_f16 = context_without("shader-f16");
-    for v in variant_shapes() {
-        let case = Case::random(7, &v.shape, &v.inner_bias, v.axis, true);
-        let result = case.run::<f16>(&no_f16);
-        let conditions = expect_rejection(result, &[v.variant], "f16Ok(dtypes.T)");
-        assert!(conditions[0].ends_with("f16Ok(dtypes.T)"), "{conditions:?}");
-    }
-    // f32 still runs on that device.
-    let case = Case::random(8, &[5, 33], &[5, 33], 1, false);
-    case.check::<f32>(&no_f16, "f32 without shader-f16", ADAPTIVE)
-        .unwrap();
 }

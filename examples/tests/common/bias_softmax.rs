@@ -1,16 +1,25 @@
 //! Helpers of the BiasSoftmax GPU tests: one shared context per test binary, extra contexts
 //! with a feature switched off, and a BiasSoftmax case (shapes, seeded data, attributes) that
-//! can be planned without a GPU, run on one, and checked against the float64 reference.
+//! can be planned without a GPU, run on one, and checked against the float64 reference; also
+//! the variant ids, a shape per variant, masked and padded cases, and an independent
+//! numpy-style Add + Softmax for comparison.
 
-// A panic is the failure report of a test.
-#![allow(clippy::unwrap_used)]
+// Each test binary compiles this module on its own and may not use every helper; a panic
+// is the failure report of a test.
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::sync::OnceLock;
 
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::bias_softmax::bias_softmax as reference;
-use kernel_runtime::{Context, ContextOptions, DeviceCaps, Float, OpError, Plan, Tensor};
+use kernel_runtime::{Context, ContextOptions, DType, DeviceCaps, Float, OpError, Plan, Tensor};
 use kernels::bias_softmax::{self as op, Attrs, DTypes, Inputs, Shapes};
+
+/// Variant ids.
+pub const ADAPTIVE: &str = "adaptive_row";
+pub const PACKED: &str = "packed_rows";
+pub const LONGROW: &str = "longrow_split";
+pub const ALL_VARIANTS: [&str; 3] = [LONGROW, PACKED, ADAPTIVE];
 
 /// The context every test of the binary shares (creating a lavapipe device is slow).
 ///
@@ -282,4 +291,179 @@ pub fn rows_sum_to_one(label: &str, got: &[f64], cols: usize, tol: f64) -> Vec<S
             ((sum - 1.0).abs() > tol).then(|| format!("{label}: row {r} sums to {sum}"))
         })
         .collect()
+}
+
+/// `softmax(scores + mask)` over the last axis with numpy broadcasting of `mask` against
+/// `scores` (shapes aligned on the right, mask dims of size 1 repeated). Written
+/// independently of the flat-row reference, so agreement shows the row rule of spec B4
+/// reproduces what a model's `Add` + `Softmax` computes for the attention mask shapes.
+pub fn add_then_softmax(
+    scores: &[f64],
+    shape: &[usize],
+    mask: &[f64],
+    mask_shape: &[usize],
+) -> Vec<f64> {
+    assert!(
+        mask_shape.len() <= shape.len(),
+        "mask rank above scores rank"
+    );
+    let pad = shape.len() - mask_shape.len();
+    // Element strides of the mask per scores axis; 0 where the mask broadcasts.
+    let mut strides = vec![0; shape.len()];
+    let mut stride = 1;
+    for (i, &d) in mask_shape.iter().enumerate().rev() {
+        let axis = pad + i;
+        assert!(
+            d == 1 || d == shape[axis],
+            "mask {mask_shape:?} does not broadcast to {shape:?}"
+        );
+        strides[axis] = if d == 1 { 0 } else { stride };
+        stride *= d;
+    }
+    let z: Vec<f64> = (0..scores.len())
+        .map(|flat| {
+            let index = data::unravel(flat, shape);
+            let m: usize = index.iter().zip(&strides).map(|(i, s)| i * s).sum();
+            scores[flat] + mask[m]
+        })
+        .collect();
+    let cols = *shape.last().expect("rank >= 1");
+    z.chunks(cols)
+        .flat_map(|row| {
+            let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = row.iter().map(|v| (v - max).exp()).collect();
+            let sum: f64 = e.iter().sum();
+            e.into_iter().map(move |v| v / sum)
+        })
+        .collect()
+}
+
+/// Wherever the reference is exactly 0 (an `exp` that underflows, or a `-inf` logit), the
+/// kernel must write exactly 0 too: masked keys may not leak probability.
+pub fn exact_zeros(label: &str, got: &[f64], want: &[f64]) -> Vec<String> {
+    let leaks: Vec<usize> = (0..want.len().min(got.len()))
+        .filter(|&i| want[i] == 0.0 && got[i] != 0.0)
+        .collect();
+    match leaks.first() {
+        None => Vec::new(),
+        Some(&i) => vec![format!(
+            "{label}: {} masked elements are not exactly 0, first [{i}] = {}",
+            leaks.len(),
+            got[i]
+        )],
+    }
+}
+
+/// A shape that selects `variant`, with bias layouts for inner and outer broadcast that map
+/// rows differently (so a kernel using the wrong rule fails).
+pub struct VariantShape {
+    pub variant: &'static str,
+    pub shape: Vec<usize>,
+    pub axis: i64,
+    pub inner_bias: Vec<usize>,
+    pub outer_bias: Vec<usize>,
+}
+
+pub fn variant_shapes() -> [VariantShape; 3] {
+    let v =
+        |variant, shape: &[usize], axis, inner_bias: &[usize], outer_bias: &[usize]| VariantShape {
+            variant,
+            shape: shape.to_vec(),
+            axis,
+            inner_bias: inner_bias.to_vec(),
+            outer_bias: outer_bias.to_vec(),
+        };
+    [
+        // Rw = 12, C = 300 > the 256 lanes, so lanes loop over the row.
+        v(ADAPTIVE, &[3, 4, 300], -1, &[3, 1, 300], &[4, 300]),
+        // Rw = 128, C = 7.
+        v(PACKED, &[4, 32, 7], 2, &[4, 1, 7], &[32, 7]),
+        // Rw = 4, C = 70000 = 34 full blocks of 2048 and a partial one of 368.
+        v(LONGROW, &[4, 70_000], 1, &[2, 70_000], &[2, 70_000]),
+    ]
+}
+
+/// Scores `(B,N,S,S)` and a padding mask `(B,1,1,S)`: batch `b` has `valid[b]` keys, the rest
+/// masked with -10000; valid keys get small random biases.
+pub fn padding_case(seed: u64, b: usize, n: usize, s: usize, valid: &[usize]) -> Case {
+    let mut rng = DataRng::new(seed);
+    let scores = rng.uniform(b * n * s * s, -4.0, 4.0);
+    let mut mask = rng.uniform(b * s, -1.0, 1.0);
+    for (batch, &len) in valid.iter().enumerate() {
+        mask[batch * s + len..(batch + 1) * s].fill(-10000.0);
+    }
+    Case {
+        shape: vec![b, n, s, s],
+        data: scores,
+        bias_shape: vec![b, 1, 1, s],
+        bias: mask,
+        attrs: attrs(-1, true),
+    }
+}
+
+/// Runs `case` on the GPU and compares with numpy-style Add + Softmax on the rounded inputs.
+pub fn check_against_add_softmax<T: Float>(case: &Case, label: &str, variant: &str) -> Vec<String> {
+    let (got_variant, got) = case.run::<T>(ctx()).unwrap();
+    let want = add_then_softmax(
+        &data::round_to::<T>(&case.data),
+        &case.shape,
+        &data::round_to::<T>(&case.bias),
+        &case.bias_shape,
+    );
+    let mut failures = Vec::new();
+    if got_variant != variant {
+        failures.push(format!(
+            "{}: variant {got_variant}, expected {variant}",
+            case.describe::<T>(label)
+        ));
+    }
+    failures.extend(case.compare_with::<T>(label, &got, &want).err());
+    failures.extend(exact_zeros(&case.describe::<T>(label), &got, &want));
+    failures
+}
+
+/// One shape per variant for the masking tests: variant, data, bias (axis -1), mode.
+pub fn masking_shapes() -> [(&'static str, Vec<usize>, Vec<usize>, bool); 3] {
+    [
+        (ADAPTIVE, vec![6, 20], vec![3, 20], true),
+        (PACKED, vec![64, 6], vec![8, 6], false),
+        // Rw = 4 rows of 32 blocks; the masked third of row 0 spans whole blocks.
+        (LONGROW, vec![4, 65_536], vec![2, 65_536], true),
+    ]
+}
+
+/// Masks with `value` in data and bias: the first third of row 0 in data; the second half
+/// of the bias row `q` of the last row (so every row sharing it is half masked). With
+/// `fully`, row 1 is masked entirely in data and the last row's first half in data too, so
+/// the last row is masked as a whole only through the sum of data and bias. Without it,
+/// row 1 keeps its last key, which must then get probability exactly 1.
+pub fn masked_case(
+    seed: u64,
+    shape: &[usize],
+    bias_shape: &[usize],
+    inner: bool,
+    value: f64,
+    fully: bool,
+) -> Case {
+    let mut case = Case::random(seed, shape, bias_shape, -1, inner);
+    let cols = *shape.last().unwrap();
+    let rows = case.data.len() / cols;
+    let k = case.bias.len() / cols;
+    let bias_row = |r: usize| if inner { r / (rows / k) } else { r % k };
+    let (last, q) = (rows - 1, bias_row(rows - 1));
+    assert_ne!(bias_row(1), q, "row 1 must not share the masked bias row");
+    case.data[..cols / 3].fill(value);
+    case.bias[q * cols + cols / 2..(q + 1) * cols].fill(value);
+    if fully {
+        case.data[cols..2 * cols].fill(value);
+        case.data[last * cols..last * cols + cols / 2].fill(value);
+    } else {
+        case.data[cols..2 * cols - 1].fill(value);
+    }
+    case
+}
+
+/// The row-sum tolerance: f16 outputs are rounded one by one, tiny ones as subnormals.
+pub fn sum_tolerance<T: Float>() -> f64 {
+    if T::DTYPE == DType::F16 { 1e-2 } else { 1e-5 }
 }

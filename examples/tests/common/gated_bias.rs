@@ -432,3 +432,77 @@ pub fn expect_rejection<T>(result: Result<T, OpError>, fragment: &str) -> String
 pub fn assert_all(failures: Vec<String>) {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
+
+// ---- Spec §3.4 worked example G1 ---------------------------------------------------------
+
+const G1_QUERY: [f64; 16] = [
+    1.0, 0.0, 0.5, -0.5, 0.0, 1.0, 2.0, 0.0, -1.0, 1.0, 0.0, 0.0, 0.5, 0.5, -1.0, 1.0,
+];
+const G1_QUERY_BIAS: [f64; 4] = [0.0, 0.5, 0.0, -0.5];
+const G1_WEIGHT: [f64; 8] = [1.0, 0.0, 0.5, -1.0, 0.0, 1.0, -0.5, 0.5];
+const G1_BIAS: [f64; 4] = [0.1, -0.1, 0.0, 0.2];
+const G1_ECO_A: [f64; 2] = [1.0, 2.0];
+const G1_REL_POS: [f64; 8] = [1.0, -2.0, 0.5, 4.0, 0.0, 1.0, -1.0, 3.0];
+#[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
+pub const G1_OUTPUT: [f64; 16] = [
+    1.5303504602143496,
+    -3.0607009204286992,
+    0.8159778830762814,
+    6.5278230646102510,
+    0.0,
+    1.9905634491462312,
+    -1.6893634262038661,
+    5.0680902786115980,
+    1.7934603825791993,
+    -3.5869207651583985,
+    0.7904976047594078,
+    6.3239808380752620,
+    0.0,
+    2.0376287213484760,
+    -2.1269954479760793,
+    6.3809863439282380,
+];
+
+/// G1 exactly as printed: B = 2, S = 2, N = 2, H = 2, D = 4.
+pub fn g1() -> Case {
+    Case {
+        shapes: CaseShapes::valid(sizes(2, 2, 2, 2, 4)),
+        query: G1_QUERY.to_vec(),
+        query_bias: G1_QUERY_BIAS.to_vec(),
+        rel_pos: G1_REL_POS.to_vec(),
+        weight: G1_WEIGHT.to_vec(),
+        bias: G1_BIAS.to_vec(),
+        eco_a: G1_ECO_A.to_vec(),
+        attrs: Attrs::new(2),
+    }
+}
+
+/// G1 with the head padded to H = 16 (so `H >= 4 D` and the head-parallel variants run):
+/// the padded query elements are random, their weight rows zero, so the projection, the
+/// gates and the output are exactly those of G1.
+pub fn g1_padded() -> Case {
+    const H: usize = 16;
+    let mut rng = DataRng::new(80);
+    let g1 = g1();
+    let pad = |head: &[f64], rng: &mut DataRng| {
+        let mut v = head.to_vec();
+        v.extend(rng.uniform(H - head.len(), -1.0, 1.0));
+        v
+    };
+    let query = g1.query.chunks(2).flat_map(|h| pad(h, &mut rng)).collect();
+    let query_bias = g1
+        .query_bias
+        .chunks(2)
+        .flat_map(|h| pad(h, &mut rng))
+        .collect();
+    let mut weight = g1.weight.clone();
+    weight.resize(H * 4, 0.0);
+    Case {
+        shapes: CaseShapes::valid(sizes(2, 2, 2, H, 4)),
+        query,
+        query_bias,
+        weight,
+        attrs: Attrs::new(2),
+        ..g1
+    }
+}
