@@ -12,7 +12,10 @@ use crate::tensor::AnyTensor;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TensorKind {
     /// A floating-point tensor whose dtype is a type variable (f32 or f16).
-    Float { type_var: &'static str },
+    Float {
+        /// The type variable's name (`T`).
+        type_var: &'static str,
+    },
     /// Logical int64 stored as u32 after a checked narrowing.
     Index,
 }
@@ -20,19 +23,24 @@ pub enum TensorKind {
 /// One input or output of an op.
 #[derive(Debug, Clone, Copy)]
 pub struct RoleInfo {
+    /// The manifest's role name (`input`, `position_ids`, ...).
     pub role: &'static str,
+    /// How the tensor is stored.
     pub kind: TensorKind,
+    /// The manifest's description.
     pub description: &'static str,
 }
 
 /// One attribute of an op, as a tool shows it.
 #[derive(Debug, Clone, Copy)]
 pub struct AttrInfo {
+    /// The attribute name.
     pub name: &'static str,
     /// Rust type in the typed API (`bool`, `i64`, `f32`, `Vec<i64>`, `String`).
     pub rust_type: &'static str,
     /// The manifest default, or `None` for required attributes.
     pub default: Option<&'static str>,
+    /// The manifest's description.
     pub description: &'static str,
 }
 
@@ -40,8 +48,11 @@ pub struct AttrInfo {
 /// (index tensors keep their narrowed values on the host).
 #[derive(Debug, Clone, Copy)]
 pub struct ArgView<'a> {
+    /// The input role.
     pub role: &'static str,
+    /// Its shape.
     pub shape: &'a [usize],
+    /// The narrowed values of an index tensor; `None` for float tensors.
     pub index_values: Option<&'a [u32]>,
 }
 
@@ -80,11 +91,17 @@ pub type DynRunFn =
 pub struct OpEntry {
     /// `domain.name`, e.g. `com.microsoft.MRotaryEmbedding`.
     pub qualified_name: &'static str,
+    /// The bare name, e.g. `MRotaryEmbedding`.
     pub name: &'static str,
+    /// The manifest's description.
     pub description: &'static str,
+    /// Inputs in manifest order.
     pub inputs: &'static [RoleInfo],
+    /// Outputs in manifest order.
     pub outputs: &'static [RoleInfo],
+    /// Attributes, sorted by name.
     pub attributes: &'static [AttrInfo],
+    /// Runs the op on untyped inputs.
     pub run: DynRunFn,
 }
 

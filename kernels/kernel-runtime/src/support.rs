@@ -13,7 +13,9 @@ use crate::tensor::AnyTensor;
 /// conjunct, and the evaluation error if it could not be evaluated at all.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
+    /// `derive` names from the `when` condition down to the failing clause's source text.
     pub path: Vec<&'static str>,
+    /// Why the clause could not be evaluated; `None` when it was simply false.
     pub error: Option<EvalError>,
 }
 
@@ -37,6 +39,7 @@ impl Failure {
 /// One pre-rendered shader of an op, as `precompile` sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct ShaderInfo {
+    /// The shader.
     pub kernel: &'static crate::plan::Kernel,
     /// WebGPU features the shader uses (`shader-f16`, `subgroups`).
     pub features: &'static [&'static str],
@@ -108,11 +111,15 @@ pub fn require(value: Result<bool, EvalError>, text: &'static str) -> Result<(),
 /// The value of a compiled expression, for name-keyed access (tests, tools).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprValue {
+    /// An integer.
     Int(i64),
+    /// A float.
     Float(f64),
+    /// A boolean.
     Bool(bool),
     /// Strings and dtypes (WGSL names).
     Str(&'static str),
+    /// An integer list (shapes).
     List(Vec<i64>),
 }
 
@@ -198,9 +205,13 @@ pub fn limit(value: impl Into<u64>) -> i64 {
 /// An attribute value given by name, as ONNX attributes are (for tools such as `run-op`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
+    /// `name=3`.
     Int(i64),
+    /// `name=0.5`.
     Float(f64),
+    /// `name=16,24,24`.
     Ints(Vec<i64>),
+    /// Anything else.
     Str(String),
 }
 
@@ -299,6 +310,7 @@ impl<'a> RawAttrs<'a> {
         }
     }
 
+    /// An integer attribute, if given.
     pub fn int(&self, name: &str) -> Result<Option<i64>, OpError> {
         match self.get(name) {
             None => Ok(None),
@@ -312,6 +324,7 @@ impl<'a> RawAttrs<'a> {
         Ok(self.int(name)?.map(|v| v != 0))
     }
 
+    /// A float attribute (integers convert), if given.
     pub fn float(&self, name: &str) -> Result<Option<f32>, OpError> {
         match self.get(name) {
             None => Ok(None),
@@ -321,6 +334,7 @@ impl<'a> RawAttrs<'a> {
         }
     }
 
+    /// An integer-list attribute (a single integer is a list of one), if given.
     pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>, OpError> {
         match self.get(name) {
             None => Ok(None),
@@ -330,6 +344,7 @@ impl<'a> RawAttrs<'a> {
         }
     }
 
+    /// A string attribute, if given.
     pub fn string(&self, name: &str) -> Result<Option<String>, OpError> {
         match self.get(name) {
             None => Ok(None),
