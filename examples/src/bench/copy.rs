@@ -73,6 +73,66 @@ fn main(
     digest: "bench-copy-f32-v1",
 };
 
+/// The same copy, four adjacent f32 elements per invocation through a scalar array: whether
+/// the compiler merges adjacent element accesses into wide ones.
+static COPY_F32_RUNS: Kernel = Kernel {
+    label: "bench.copy_f32_runs",
+    source: "@group(0) @binding(0) var<storage, read> src: array<f32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = ((workgroup.x + workgroup.y * workgroups.x) * 256u + lane) * 4u;
+    if (i < arrayLength(&dst)) {
+        let a = src[i];
+        let b = src[i + 1u];
+        let c = src[i + 2u];
+        let d = src[i + 3u];
+        dst[i] = a;
+        dst[i + 1u] = b;
+        dst[i + 2u] = c;
+        dst[i + 3u] = d;
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-f32-runs-v1",
+};
+
+/// Eight adjacent f16 elements per invocation through a scalar array.
+static COPY_F16_RUNS: Kernel = Kernel {
+    label: "bench.copy_f16_runs",
+    source: "enable f16;
+
+@group(0) @binding(0) var<storage, read> src: array<f16>;
+@group(0) @binding(1) var<storage, read_write> dst: array<f16>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = ((workgroup.x + workgroup.y * workgroups.x) * 256u + lane) * 8u;
+    if (i < arrayLength(&dst)) {
+        var v: array<f16, 8>;
+        for (var k = 0u; k < 8u; k += 1u) {
+            v[k] = src[i + k];
+        }
+        for (var k = 0u; k < 8u; k += 1u) {
+            dst[i + k] = v[k];
+        }
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-f16-runs-v1",
+};
+
 /// Which copy kernel to time.
 #[derive(Debug, Clone, Copy)]
 pub enum CopyKind {
@@ -82,6 +142,10 @@ pub enum CopyKind {
     F32,
     /// One f16 per invocation.
     F16,
+    /// Four adjacent f32 per invocation, element-wise accesses.
+    F32Runs,
+    /// Eight adjacent f16 per invocation, element-wise accesses.
+    F16Runs,
 }
 
 /// The copy kernel's measured rate.
@@ -109,6 +173,8 @@ pub fn measure(
         CopyKind::Vec4 => (&COPY, words),
         CopyKind::F32 => (&COPY_F32, words * 4),
         CopyKind::F16 => (&COPY_F16, words * 8),
+        CopyKind::F32Runs => (&COPY_F32_RUNS, words),
+        CopyKind::F16Runs => (&COPY_F16_RUNS, words),
     };
     let plan = Plan {
         op: "bench",

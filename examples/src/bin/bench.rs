@@ -69,19 +69,13 @@ fn main() -> Result<()> {
         copy.gbps
     );
     // Element-wise copies say what scalar f32 and f16 accesses cost on this adapter.
-    let mut element_copies = vec![copy::measure(
-        &ctx,
-        copy::CopyKind::F32,
-        copy_bytes,
-        args.repetitions,
-    )?];
+    let mut element_copies = Vec::new();
+    let mut kinds = vec![copy::CopyKind::F32, copy::CopyKind::F32Runs];
     if ctx.caps().shader_f16 {
-        element_copies.push(copy::measure(
-            &ctx,
-            copy::CopyKind::F16,
-            copy_bytes,
-            args.repetitions,
-        )?);
+        kinds.extend([copy::CopyKind::F16, copy::CopyKind::F16Runs]);
+    }
+    for kind in kinds {
+        element_copies.push(copy::measure(&ctx, kind, copy_bytes, args.repetitions)?);
     }
     for c in &element_copies {
         println!(
