@@ -90,6 +90,11 @@ pub struct BindingDecl {
     pub element_type: Option<String>,
     #[serde(default, rename = "struct")]
     pub struct_: Option<StructDecl>,
+    /// Names a static boolean of the pass (a constant or source input): where it is true, the
+    /// shader sees the buffer as `array<vec4<T>>`, four elements per word. An extension of the
+    /// seed format; the manifest must make the predicate imply a length that is a multiple of 4.
+    #[serde(default)]
+    pub vec4_when: Option<String>,
 }
 
 /// WebGPU buffer binding type.

@@ -212,6 +212,8 @@ pub struct Binding {
     pub access: Access,
     pub element: Option<ElementType>,
     pub params: Option<ParamsStruct>,
+    /// The static boolean of the pass under which the buffer is seen as `vec4` words.
+    pub vec4_when: Option<String>,
 }
 
 /// How a pass is dispatched.

@@ -111,6 +111,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
                     list,
                     &intermediates,
                     &constants,
+                    &inputs,
                 ),
                 None => {
                     cx.error(
@@ -129,6 +130,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
                 list,
                 &intermediates,
                 &constants,
+                &inputs,
             ),
         };
         let Some(dispatch) = build_dispatch(cx, &format!("{path}.dispatch"), &pass.dispatch) else {
@@ -220,6 +222,7 @@ fn build_bindings(
     decls: &[BindingDecl],
     intermediates: &[Intermediate],
     constants: &[TemplateValue],
+    inputs: &[TemplateValue],
 ) -> Vec<Binding> {
     let op = cx.scope.op;
     let mut out = Vec::new();
@@ -358,12 +361,51 @@ fn build_bindings(
                 }
             },
         };
+        let vec4_when = match &decl.vec4_when {
+            None => None,
+            Some(name) => {
+                let value = constants.iter().chain(inputs).find(|v| &v.name == name);
+                match value {
+                    Some(v)
+                        if v.class == Class::Static
+                            && v.expr.ir.ty == Type::Bool
+                            && element.is_some() =>
+                    {
+                        Some(name.clone())
+                    }
+                    Some(_) if element.is_none() => {
+                        cx.error(
+                            format!("{path}.vec4When"),
+                            "only storage bindings can be seen as vec4 words",
+                        );
+                        None
+                    }
+                    Some(_) => {
+                        cx.error(
+                            format!("{path}.vec4When"),
+                            format!("`{name}` must be a boolean of the pass (it is not)"),
+                        );
+                        None
+                    }
+                    None => {
+                        cx.error(
+                            format!("{path}.vec4When"),
+                            format!(
+                                "`{name}` is neither a constant nor a source input of this pass"
+                            ),
+                        );
+                        None
+                    }
+                }
+            }
+        };
         out.push(Binding {
             name: decl.name.clone(),
             target,
             access,
             element,
             params,
+            vec4_when,
         });
     }
     out

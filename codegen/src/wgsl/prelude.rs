@@ -13,6 +13,8 @@ pub struct ResolvedBinding<'a> {
     pub binding: &'a Binding,
     /// `None` for the uniform params binding.
     pub element: Option<DType>,
+    /// Seen as `vec4` words under this combination.
+    pub vec4: bool,
 }
 
 /// Resolves element types; `Err` names a binding whose element type is unknown here.
@@ -33,10 +35,14 @@ pub fn resolve_bindings<'a>(
                     )
                 })?),
             };
+            let vec4 = binding.vec4_when.as_ref().is_some_and(|name| {
+                combination.value(name) == Some(&crate::expr::Value::Bool(true))
+            });
             Ok(ResolvedBinding {
                 index: index as u32,
                 binding,
                 element,
+                vec4,
             })
         })
         .collect()
@@ -111,6 +117,7 @@ pub fn prelude(
         };
         let ty = match (&binding.binding.params, binding.element) {
             (Some(params), _) => params.name.clone(),
+            (None, Some(element)) if binding.vec4 => format!("array<vec4<{}>>", element.wgsl()),
             (None, Some(element)) => format!("array<{}>", element.wgsl()),
             (None, None) => "array<u32>".to_owned(),
         };

@@ -7,7 +7,7 @@ use naga::valid::{Capabilities, ValidationFlags, Validator};
 use naga::{AddressSpace, ScalarKind, StorageAccess, TypeInner};
 
 use super::prelude::ResolvedBinding;
-use crate::model::{Access, DType};
+use crate::model::Access;
 
 /// What the shader was validated with and what reflection found.
 #[derive(Debug, Clone)]
@@ -144,15 +144,27 @@ pub fn cross_check(
                     ));
                 }
                 let element = match inner {
-                    TypeInner::Array { base, .. } => scalar_name(&module.types[*base].inner),
+                    TypeInner::Array { base, .. } => match &module.types[*base].inner {
+                        TypeInner::Vector {
+                            size: naga::VectorSize::Quad,
+                            scalar,
+                        } => scalar_name(&TypeInner::Scalar(*scalar)).map(|s| format!("vec4<{s}>")),
+                        other => scalar_name(other).map(str::to_owned),
+                    },
                     _ => None,
                 };
-                let want = expected.element.map(DType::wgsl);
+                let want = expected.element.map(|d| {
+                    if expected.vec4 {
+                        format!("vec4<{}>", d.wgsl())
+                    } else {
+                        d.wgsl().to_owned()
+                    }
+                });
                 if element != want {
                     problems.push(format!(
                         "`{name}` is `array<{}>` in the shader but the manifest's element type is `{}`",
-                        element.unwrap_or("?"),
-                        want.unwrap_or("?")
+                        element.as_deref().unwrap_or("?"),
+                        want.as_deref().unwrap_or("?")
                     ));
                 }
             }

@@ -657,7 +657,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a39f165d05b0602316741344a3079ef2",
+        digest: "1a0c27a07c09a2c39b363275536a8ce9",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -665,7 +665,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "fb3eb64ccd594acc264bbfd2f4aea724",
+        digest: "236b0c89470ebce4b6e4c47e2f5b5f0b",
     },
 ];
 fn kernel_row_head_subgroups_main(
@@ -810,7 +810,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "060855ad99d3f4f2f99669a92bb222bf",
+        digest: "c4c868dfbbb00960dd387556754b0597",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -818,7 +818,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "421c8f2965da22a65af5a45d7faac3fc",
+        digest: "3e0d62bc0d74a3d7aa044ec1dc494c2f",
     },
 ];
 fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -955,7 +955,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "0d7e8cdd971936ba65d61b3673169770",
+        digest: "b4b9d70c647641c3a1aeefba70d31b3e",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -963,7 +963,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "90280abab81abf7f5827aa6947f1b153",
+        digest: "76c3afe984e1b122c655541efc46f3d5",
     },
 ];
 fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

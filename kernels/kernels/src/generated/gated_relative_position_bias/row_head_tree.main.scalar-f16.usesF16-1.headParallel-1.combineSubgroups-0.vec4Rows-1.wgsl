@@ -11,11 +11,11 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> query_layer: array<f16>;
 @group(0) @binding(1) var<storage, read> query_bias: array<f16>;
-@group(0) @binding(2) var<storage, read> rel_pos: array<f16>;
+@group(0) @binding(2) var<storage, read> rel_pos: array<vec4<f16>>;
 @group(0) @binding(3) var<storage, read> weight: array<f16>;
 @group(0) @binding(4) var<storage, read> bias: array<f16>;
 @group(0) @binding(5) var<storage, read> eco_a: array<f16>;
-@group(0) @binding(6) var<storage, read_write> output: array<f16>;
+@group(0) @binding(6) var<storage, read_write> output: array<vec4<f16>>;
 @group(0) @binding(7) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 256u;
@@ -104,20 +104,11 @@ fn main(
         let batches = min(chunk, params.batchSize - first);
         let out_base = (first * params.numHeads + n) * row_stride + s * params.seqLen;
         let batch_stride = params.numHeads * row_stride;
+        // rel_pos and output are seen as vec4 words here (the manifest's `vec4When`).
         for (var t = lane * 4u; t < params.seqLen; t += WORKGROUP_SIZE * 4u) {
-            let r = vec4<f32>(
-                f32(rel_pos[rel_base + t]),
-                f32(rel_pos[rel_base + t + 1u]),
-                f32(rel_pos[rel_base + t + 2u]),
-                f32(rel_pos[rel_base + t + 3u]),
-            );
+            let r = vec4<f32>(rel_pos[(rel_base + t) / 4u]);
             for (var i = 0u; i < batches; i += 1u) {
-                let out = out_base + i * batch_stride + t;
-                let scaled = gates[i] * r;
-                output[out] = f16(scaled.x);
-                output[out + 1u] = f16(scaled.y);
-                output[out + 2u] = f16(scaled.z);
-                output[out + 3u] = f16(scaled.w);
+                output[(out_base + i * batch_stride + t) / 4u] = vec4<f16>(gates[i] * r);
             }
         }
         // The next chunk rewrites the gates and the scratch.
