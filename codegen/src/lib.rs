@@ -7,6 +7,7 @@
 
 pub mod diag;
 pub mod expr;
+pub mod hints;
 pub mod manifest;
 pub mod model;
 pub mod rust;
@@ -27,6 +28,8 @@ pub struct Inputs {
     pub manifests: BTreeMap<String, String>,
     /// Template name relative to `templates/` (`x.wgsl.jinja`, `macros/y.jinja`) → contents.
     pub templates: BTreeMap<String, String>,
+    /// Implementation hints (`manifests/<op>.hints.json`) → contents; see [`hints`].
+    pub hints: BTreeMap<String, String>,
     /// Op modules (`mrotary_embedding`) that have hand-written host-side checks in
     /// `kernels/kernels/src/host_checks/<module>.rs`; the generated code calls them.
     pub host_checks: BTreeSet<String>,
@@ -54,18 +57,39 @@ pub struct Output {
 /// Runs the whole pipeline. Errors from every manifest and template are collected.
 pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
+    let mut hints = Vec::new();
+    for (path, text) in &inputs.hints {
+        match hints::parse(path, text) {
+            Ok(parsed) => hints.push((path.as_str(), parsed, false)),
+            Err(diagnostic) => diagnostics.push(diagnostic),
+        }
+    }
     let mut ops = Vec::new();
     for (path, text) in &inputs.manifests {
-        let manifest = match manifest::parse(text) {
+        let mut manifest = match manifest::parse(text) {
             Ok(manifest) => manifest,
             Err((json_path, message)) => {
                 diagnostics.push(Diagnostic::new(path, json_path, message));
                 continue;
             }
         };
+        let qualified = format!("{}.{}", manifest.domain, manifest.name);
+        for (hints_path, op_hints, used) in hints.iter_mut().filter(|(_, h, _)| h.op == qualified) {
+            hints::apply(hints_path, op_hints, &mut manifest, &mut diagnostics);
+            *used = true;
+        }
         match model::build_op(path, &manifest) {
             Ok(op) => ops.push(op),
             Err(errors) => diagnostics.extend(errors),
+        }
+    }
+    for (path, op_hints, used) in &hints {
+        if !used {
+            diagnostics.push(Diagnostic::new(
+                path,
+                "op",
+                format!("no manifest defines `{}`", op_hints.op),
+            ));
         }
     }
     let mut seen = BTreeSet::new();

@@ -1,6 +1,6 @@
 //! Data-driven codegen error tests: every folder under `tests/errors/` holds a `manifest.json`,
-//! its templates (`*.jinja`) and `expected.txt`, the exact diagnostics `generate` reports (or
-//! `ok: …` when it succeeds). Run with `UPDATE_EXPECT=1` to rewrite the expectations.
+//! optionally `hints.json`, its templates (`*.jinja`) and `expected.txt`: the exact diagnostics
+//! `generate` reports (or `ok: …` when it succeeds). Run with `UPDATE_EXPECT=1` to rewrite the expectations.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -22,6 +22,11 @@ fn run_case(dir: &Path) -> String {
             inputs
                 .manifests
                 .insert(format!("manifests/{name}.manifest.json"), text);
+        } else if file == "hints.json" {
+            let text = fs::read_to_string(&path).expect("hints are readable");
+            inputs
+                .hints
+                .insert(format!("manifests/{name}.hints.json"), text);
         } else if file.ends_with(".jinja") {
             templates.insert(
                 file,

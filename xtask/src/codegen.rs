@@ -74,15 +74,22 @@ pub fn run(root: &Path, check: bool) -> Result<()> {
     Ok(())
 }
 
-/// Reads `manifests/*.json`, `templates/**` and `kernels/kernels/src/host_checks/*.rs`.
+/// Reads `manifests/*.manifest.json` and `*.hints.json`, `templates/**` and
+/// `kernels/kernels/src/host_checks/*.rs`.
 pub fn read_inputs(root: &Path) -> Result<codegen::Inputs> {
     let mut manifests = BTreeMap::new();
+    let mut hints = BTreeMap::new();
     for path in list_files(root, &root.join("manifests"))? {
-        if path.ends_with(".manifest.json") {
-            let text =
-                fs::read_to_string(root.join(&path)).with_context(|| format!("reading {path}"))?;
-            manifests.insert(path, text);
-        }
+        let target = if path.ends_with(".manifest.json") {
+            &mut manifests
+        } else if path.ends_with(".hints.json") {
+            &mut hints
+        } else {
+            continue;
+        };
+        let text =
+            fs::read_to_string(root.join(&path)).with_context(|| format!("reading {path}"))?;
+        target.insert(path, text);
     }
     let mut templates = BTreeMap::new();
     let template_dir = root.join("templates");
@@ -104,6 +111,7 @@ pub fn read_inputs(root: &Path) -> Result<codegen::Inputs> {
     Ok(codegen::Inputs {
         manifests,
         templates,
+        hints,
         host_checks,
     })
 }

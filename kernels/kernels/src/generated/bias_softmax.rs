@@ -575,7 +575,7 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
-static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 4usize] = [
+static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 8usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[0usize],
         features: &[],
@@ -596,39 +596,91 @@ static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 4usize] = [
         features: &["shader-f16"],
         overrides: &["biasBlockCount", "innerRepeat"],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[4usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[5usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[6usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[7usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
 ];
-static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 4usize] = [
+static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "74a630c324ec7db99cf54869e036c503",
+        digest: "c3c1e31b7f3c617b48c2b5f0badce508",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "33f52852e10e5a8a28388cf414d2bfcb",
+        digest: "8d358925dcbf002c4d6ab30f02d60841",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "3de55b619618435905f711e9eabac02e",
+        digest: "65c58a0137b0f37d32f86ba1b275fcc0",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "0eec7617a78de84336d752d7bdf1234f",
+        digest: "5cd7c58563edca40f2b2ea122aa03d0e",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "5edfae8609cfac89b6fa50813d1481a0",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "e9d68732b20287aeaef4ac86397f8d03",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "f16907231f4a80934848e48bc2b833b2",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "340859d3442369d26b41f8a5a954e1e8",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -640,12 +692,18 @@ fn kernel_longrow_split_block_stats(
         false,
         "block",
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
+        derive_block_size(env)? > 0i64
+            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
     );
     let index = match key {
-        ("f32", false, false, "block", false) => 0usize,
-        ("f16", true, false, "block", false) => 1usize,
-        ("f32", false, false, "block", true) => 2usize,
-        ("f16", true, false, "block", true) => 3usize,
+        ("f32", false, false, "block", false, false) => 0usize,
+        ("f16", true, false, "block", false, false) => 1usize,
+        ("f32", false, false, "block", true, false) => 2usize,
+        ("f16", true, false, "block", true, false) => 3usize,
+        ("f32", false, false, "block", false, true) => 4usize,
+        ("f16", true, false, "block", false, true) => 5usize,
+        ("f32", false, false, "block", true, true) => 6usize,
+        ("f16", true, false, "block", true, true) => 7usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -771,7 +829,7 @@ fn fill_params_longrow_split_row_stats(
     };
     Ok(::bytemuck::bytes_of(&params).to_vec())
 }
-static SHADERS_LONGROW_SPLIT_NORMALIZE: [rt::support::ShaderInfo; 4usize] = [
+static SHADERS_LONGROW_SPLIT_NORMALIZE: [rt::support::ShaderInfo; 8usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[0usize],
         features: &[],
@@ -792,39 +850,91 @@ static SHADERS_LONGROW_SPLIT_NORMALIZE: [rt::support::ShaderInfo; 4usize] = [
         features: &["shader-f16"],
         overrides: &["biasBlockCount", "innerRepeat"],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[4usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[5usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[6usize],
+        features: &[],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[7usize],
+        features: &["shader-f16"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
 ];
-static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 4usize] = [
+static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a1893a4bb0c3817e0ced44506c7ada49",
+        digest: "b9bcaad6daed2e235b101bff29965bdd",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f215b215b4349cd3c60d477d186e6f79",
+        digest: "db8d38fbcb072ae6dfbbb22f4f309148",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "0ac8fc3a1c24255857a85910a3386a58",
+        digest: "5b204382aae4c3f1df1c37e789ae5ad0",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a0ab3e85e6ded5be4cabbc7bb9711c96",
+        digest: "e01d8fa259b23c776d24ac60d1dcfdbf",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowNormalize",
+        source: include_str!(
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "ad971a52fe3c6daa1b637c8759bcc990",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowNormalize",
+        source: include_str!(
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "e41ac1731d65fde0ff13743c721afa8b",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowNormalize",
+        source: include_str!(
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "7b8d05f2bfb3f10cc485fe956ec1ab1a",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowNormalize",
+        source: include_str!(
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "940c8e5dc372b7571c58755c70a271ae",
     },
 ];
 fn kernel_longrow_split_normalize(
@@ -835,12 +945,18 @@ fn kernel_longrow_split_normalize(
         env.dtypes.t.wgsl_name() == "f16",
         false,
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
+        derive_block_size(env)? > 0i64
+            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
     );
     let index = match key {
-        ("f32", false, false, false) => 0usize,
-        ("f16", true, false, false) => 1usize,
-        ("f32", false, false, true) => 2usize,
-        ("f16", true, false, true) => 3usize,
+        ("f32", false, false, false, false) => 0usize,
+        ("f16", true, false, false, false) => 1usize,
+        ("f32", false, false, true, false) => 2usize,
+        ("f16", true, false, true, false) => 3usize,
+        ("f32", false, false, false, true) => 4usize,
+        ("f16", true, false, false, true) => 5usize,
+        ("f32", false, false, true, true) => 6usize,
+        ("f16", true, false, true, true) => 7usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -945,7 +1061,7 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 4usize] = [
+static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 8usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_PACKED_ROWS_MAIN[0usize],
         features: &[],
@@ -966,39 +1082,91 @@ static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 4usize] = [
         features: &["shader-f16"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[4usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[5usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[6usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[7usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
 ];
-static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 4usize] = [
+static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "b6c2ea9f99b0925b4aff9072a9038fb9",
+        digest: "a2689846f11780a83617070bea86d8ac",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "13d1d2763e5f6b5e708353a7f68796ed",
+        digest: "2fcd3727f29b514d977bcf5075d43eec",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "7fe4bded5ed584266540253aadf795e1",
+        digest: "a5f350b268da952a767e2f0bcb3cf90a",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "de4f236d36acd2519ba0ee5694fb6a2e",
+        digest: "47a3d16cb2d5edbbfe4db88aebbaa591",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.PackedRows",
+        source: include_str!(
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "7781d17acef0159c434d960575ec9083",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.PackedRows",
+        source: include_str!(
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "9fc18df1bd1630bc8510a4cc7d10da18",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.PackedRows",
+        source: include_str!(
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "d7bb5373e3a0447e13d2e725b9530e64",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.PackedRows",
+        source: include_str!(
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "2a70f13fcb82a35aef2feb26a94bf211",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1008,12 +1176,18 @@ fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalErr
         false,
         true,
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
+        derive_block_size(env)? > 0i64
+            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
     );
     let index = match key {
-        ("f32", false, false, true, false) => 0usize,
-        ("f16", true, false, true, false) => 1usize,
-        ("f32", false, false, true, true) => 2usize,
-        ("f16", true, false, true, true) => 3usize,
+        ("f32", false, false, true, false, false) => 0usize,
+        ("f16", true, false, true, false, false) => 1usize,
+        ("f32", false, false, true, true, false) => 2usize,
+        ("f16", true, false, true, true, false) => 3usize,
+        ("f32", false, false, true, false, true) => 4usize,
+        ("f16", true, false, true, false, true) => 5usize,
+        ("f32", false, false, true, true, true) => 6usize,
+        ("f16", true, false, true, true, true) => 7usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1080,7 +1254,7 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 8usize] = [
+static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 16usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[0usize],
         features: &[],
@@ -1121,71 +1295,175 @@ static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 8usize] = [
         features: &["shader-f16", "subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[8usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[9usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[10usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[11usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[12usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[13usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[14usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[15usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
 ];
-static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 8usize] = [
+static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ae4a4b58088ff6b40a6bc94e3b87aac4",
+        digest: "bb3ca176a67c8dc8e50d673508184f43",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "2f8ab11dfad4b8284e8a961c4675d194",
+        digest: "013b7b7443e583340ce5f93461e2e217",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "18914ec84751f7b830b843c8f225bc15",
+        digest: "856b49e662738d950b656ca65a92057f",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "40b24aa394e13dc441a28c3e5f593a56",
+        digest: "f7567f8fbd1002aed227298bb7a22ca9",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "aae01d2ba5098b0d175a5ffce322cb6a",
+        digest: "397c5b2bd22a3177f69ac0b497212232",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a221fd057777e26ab4976e4793bfd74f",
+        digest: "b4d22eea54b94b574c7b695ea1b49047",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "d56367f135aaff847906a1d5bddb72b8",
+        digest: "706fbfe3894da9eae444671ca6115382",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "074cf1a01c00a37a3c6cc7177428cd88",
+        digest: "7eee98adbe461c29d90799182e043640",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "6c7b41eac3bc2967d7c73b6fc6a0b469",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "ff11b02b05137ece8d7781b839777569",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "0a4d2006779c69c44678079dcf108593",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "20c06982714be6e5074736669cf13653",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "f90cefede2898bcf08d2e24d80131328",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "a5e697d9d79d62ceb256864a1dbbc908",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "255cb7e8667b49e05bf0ac12293fe045",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "213d92c841443a46fbf0af11b54000b6",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1195,16 +1473,26 @@ fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalEr
         env.dtypes.t.wgsl_name() == "f16",
         env.caps.has_feature("subgroups"),
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
+        derive_block_size(env)? > 0i64
+            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
     );
     let index = match key {
-        (false, "f32", false, false, false) => 0usize,
-        (false, "f16", true, false, false) => 1usize,
-        (false, "f32", false, false, true) => 2usize,
-        (false, "f16", true, false, true) => 3usize,
-        (false, "f32", false, true, false) => 4usize,
-        (false, "f16", true, true, false) => 5usize,
-        (false, "f32", false, true, true) => 6usize,
-        (false, "f16", true, true, true) => 7usize,
+        (false, "f32", false, false, false, false) => 0usize,
+        (false, "f16", true, false, false, false) => 1usize,
+        (false, "f32", false, false, true, false) => 2usize,
+        (false, "f16", true, false, true, false) => 3usize,
+        (false, "f32", false, true, false, false) => 4usize,
+        (false, "f16", true, true, false, false) => 5usize,
+        (false, "f32", false, true, true, false) => 6usize,
+        (false, "f16", true, true, true, false) => 7usize,
+        (false, "f32", false, false, false, true) => 8usize,
+        (false, "f16", true, false, false, true) => 9usize,
+        (false, "f32", false, false, true, true) => 10usize,
+        (false, "f16", true, false, true, true) => 11usize,
+        (false, "f32", false, true, false, true) => 12usize,
+        (false, "f16", true, true, false, true) => 13usize,
+        (false, "f32", false, true, true, true) => 14usize,
+        (false, "f16", true, true, true, true) => 15usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(

@@ -1,0 +1,82 @@
+override blockSize: u32;
+override biasBlockCount: u32;
+override innerRepeat: u32;
+
+struct Params {
+    blockSize: u32,
+    batchCount: u32,
+}
+
+@group(0) @binding(0) var<storage, read> data: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> bias: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> output: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> params: Params;
+
+const WORKGROUP_SIZE: u32 = 256u;
+// The identity of `max` that stays finite, so no infinity appears in the shader text.
+const LOWEST: f32 = -3.40282347e38;
+
+fn bias_row(row: u32) -> u32 {
+    return row / innerRepeat;
+}
+
+fn data_at(i: u32) -> f32 {
+    return f32(data[i / 4u][i % 4u]);
+}
+
+fn bias_at(i: u32) -> f32 {
+    return f32(bias[i / 4u][i % 4u]);
+}
+
+// `i` is a multiple of 4.
+fn store4(i: u32, value: vec4<f32>) {
+    output[i / 4u] = vec4<f32>(value);
+}
+
+fn store1(i: u32, value: f32) {
+    output[i / 4u][i % 4u] = f32(value);
+}
+
+const MAX_ROW: u32 = 8u;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(global_invocation_id) invocation: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+) {
+    // One row per invocation, its (at most 8) adjacent elements read and written together.
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var row = invocation.x; row < params.batchCount; row += stride) {
+        let base = row * blockSize;
+        let bias_base = bias_row(row) * blockSize;
+        var z: array<f32, MAX_ROW>;
+        var row_max = LOWEST;
+        for (var c = 0u; c < MAX_ROW; c += 1u) {
+            if (c < blockSize) {
+                z[c] = data_at(base + c) + bias_at(bias_base + c);
+                row_max = max(row_max, z[c]);
+            }
+        }
+        var sum = 0.0;
+        for (var c = 0u; c < MAX_ROW; c += 1u) {
+            if (c < blockSize) {
+                z[c] = exp(z[c] - row_max);
+                sum += z[c];
+            }
+        }
+        let inverse = 1.0 / sum;
+        if (blockSize % 4u == 0u) {
+            for (var c = 0u; c < MAX_ROW; c += 4u) {
+                if (c < blockSize) {
+                    store4(base + c, vec4<f32>(z[c], z[c + 1u], z[c + 2u], z[c + 3u]) * inverse);
+                }
+            }
+        } else {
+            for (var c = 0u; c < MAX_ROW; c += 1u) {
+                if (c < blockSize) {
+                    store1(base + c, z[c] * inverse);
+                }
+            }
+        }
+    }
+}
