@@ -2,8 +2,10 @@
 //! written, never what the op computes, kept in `manifests/<op>.hints.json` beside a seed
 //! manifest that must stay byte for byte as given.
 //!
-//! A hint adds static boolean source inputs to a pass and lets some of its storage bindings be
-//! seen as `vec4` words where such a boolean is true (the binding field `vec4When`).
+//! A hint adds `derive` entries, adds static boolean source inputs to a pass, lets some of its
+//! storage bindings be seen as `vec4` words where such a boolean is true (the binding field
+//! `vec4When`), and may replace the pass's dispatch sizes (a shader that does more work per
+//! invocation needs fewer invocations).
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -20,6 +22,9 @@ pub struct Hints {
     pub op: String,
     #[serde(default)]
     pub description: String,
+    /// `derive` entries added to the manifest's.
+    #[serde(default)]
+    pub derive: IndexMap<String, String>,
     pub passes: Vec<PassHint>,
 }
 
@@ -35,6 +40,9 @@ pub struct PassHint {
     /// Binding name → the boolean under which it is seen as `vec4` words.
     #[serde(default)]
     pub vec4_when: IndexMap<String, String>,
+    /// Replacement values for keys of the pass's `dispatch` (same form, new expressions).
+    #[serde(default)]
+    pub dispatch: IndexMap<String, String>,
 }
 
 /// Parses a hints file, reporting the JSON path of a structural error.
@@ -52,6 +60,17 @@ pub fn parse(file: &str, text: &str) -> Result<Hints, Diagnostic> {
 
 /// Applies `hints` to `manifest`; what cannot be applied is reported against the hints file.
 pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &mut Diagnostics) {
+    for (name, source) in &hints.derive {
+        if manifest.derive.contains_key(name) {
+            diagnostics.push(Diagnostic::new(
+                file,
+                format!("derive.{name}"),
+                "the manifest already derives this name",
+            ));
+            continue;
+        }
+        manifest.derive.insert(name.clone(), source.clone());
+    }
     for (h, hint) in hints.passes.iter().enumerate() {
         let path = format!("passes[{h}]");
         let Some(v) = manifest.variants.iter().position(|v| v.id == hint.variant) else {
@@ -81,6 +100,16 @@ pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &m
             BindingsRef::Set(name) => manifest.binding_sets.get(name).cloned(),
         };
         let pass = &mut manifest.variants[v].passes[p];
+        for (key, source) in &hint.dispatch {
+            match pass.dispatch.get_mut(key) {
+                Some(value) => *value = Value::String(source.clone()),
+                None => diagnostics.push(Diagnostic::new(
+                    file,
+                    format!("{path}.dispatch.{key}"),
+                    format!("the pass's dispatch has no `{key}` to replace"),
+                )),
+            }
+        }
         for (name, source) in &hint.inputs {
             if pass.source.inputs.contains_key(name) {
                 diagnostics.push(Diagnostic::new(

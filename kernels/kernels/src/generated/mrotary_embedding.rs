@@ -480,6 +480,15 @@ pub fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
             )?,
     )
 }
+/// `quadPairs` = `halfRotaryDim > 0 and halfRotaryDim % 4 == 0 and effectiveRotaryDim == headSize`
+#[doc(hidden)]
+pub fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
+    Ok(
+        derive_half_rotary_dim(env)? > 0i64
+            && rt::expr::rem(derive_half_rotary_dim(env)?, 4i64)? == 0i64
+            && derive_effective_rotary_dim(env)? == derive_head_size(env)?,
+    )
+}
 /// `rank3Contract` = `commonContract and ranks.input == 3 and ranks.output == 3 and attrs.num_heads is defined and attrs.num_heads >= 1 and dim(shapes.input, 2) % attrs.num_heads == 0 and rank3HeadSize > 0 and effectiveRotaryDim % 2 == 0 and (attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize) and halfRotaryDim * 2 == effectiveRotaryDim`
 #[doc(hidden)]
 pub fn derive_rank3_contract(env: &Env<'_>) -> Result<bool, EvalError> {
@@ -857,7 +866,7 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
-static SHADERS_RANK3_MAIN: [rt::support::ShaderInfo; 8usize] = [
+static SHADERS_RANK3_MAIN: [rt::support::ShaderInfo; 16usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_RANK3_MAIN[0usize],
         features: &[],
@@ -898,12 +907,52 @@ static SHADERS_RANK3_MAIN: [rt::support::ShaderInfo; 8usize] = [
         features: &["shader-f16"],
         overrides: &[],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[8usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[9usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[10usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[11usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[12usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[13usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[14usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK3_MAIN[15usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
 ];
-static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
+static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "948c63aa5478d5c637949296cdf85b12",
@@ -911,7 +960,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "340716a5f69fc50cd620701e462c11cb",
@@ -919,7 +968,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "adf9252a3c083d4cc66c2d23ee3ca6c9",
@@ -927,7 +976,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "a45c371bb2ac8834ef14585132a8ee94",
@@ -935,7 +984,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "4716187b8d7463f1aca0e34b505a6a06",
@@ -943,7 +992,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "9446a06fbd464f6532254df11f6e3b6c",
@@ -951,7 +1000,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "aa7a3228b9d70b536dfc32a854aa9c36",
@@ -959,10 +1008,74 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "ca714fd09f919a9c61e2d94a394fe9bb",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "efc60c0784d3eca488fa1969a829bf60",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "5603bbca707c02acf3ea158ae41454f5",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "096298b014a3d0d1860a990c6c6da4d6",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "7f1b7e52583791e9fc4101de516bd87b",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "00519b7e9e1cb947e3b9a6aabba9a4bc",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "b7ba791ca5cf0911431b721d5a0770c0",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "cf25db025112b6f986ffc985a021c6dd",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding3d",
+        source: include_str!(
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "90b6878ba71aeacac98bf1bed188eea2",
     },
 ];
 fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -972,16 +1085,25 @@ fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         env.dtypes.t.wgsl_name() == "f16",
         env.dtypes.t.wgsl_name(),
         3i64,
+        derive_quad_pairs(env)?,
     );
     let index = match key {
-        (false, true, false, "f32", 3i64) => 0usize,
-        (false, true, true, "f16", 3i64) => 1usize,
-        (true, true, false, "f32", 3i64) => 2usize,
-        (true, true, true, "f16", 3i64) => 3usize,
-        (false, false, false, "f32", 3i64) => 4usize,
-        (false, false, true, "f16", 3i64) => 5usize,
-        (true, false, false, "f32", 3i64) => 6usize,
-        (true, false, true, "f16", 3i64) => 7usize,
+        (false, true, false, "f32", 3i64, false) => 0usize,
+        (false, true, true, "f16", 3i64, false) => 1usize,
+        (true, true, false, "f32", 3i64, false) => 2usize,
+        (true, true, true, "f16", 3i64, false) => 3usize,
+        (false, false, false, "f32", 3i64, false) => 4usize,
+        (false, false, true, "f16", 3i64, false) => 5usize,
+        (true, false, false, "f32", 3i64, false) => 6usize,
+        (true, false, true, "f16", 3i64, false) => 7usize,
+        (false, true, false, "f32", 3i64, true) => 8usize,
+        (false, true, true, "f16", 3i64, true) => 9usize,
+        (true, true, false, "f32", 3i64, true) => 10usize,
+        (true, true, true, "f16", 3i64, true) => 11usize,
+        (false, false, false, "f32", 3i64, true) => 12usize,
+        (false, false, true, "f16", 3i64, true) => 13usize,
+        (true, false, false, "f32", 3i64, true) => 14usize,
+        (true, false, true, "f16", 3i64, true) => 15usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1077,8 +1199,9 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             vec![], bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : fill_params_rank3_main(env) ?, dispatch :
-            rt::Dispatch::Threads { threads : rt::support::to_u64("threads",
-            derive_pair_count(env) ?) ?, workgroup_size :
+            rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
+            derive_quad_pairs(env) ? { rt::expr::div(derive_pair_count(env) ?, 4i64) ? }
+            else { derive_pair_count(env) ? }) ?, workgroup_size :
             rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
@@ -1088,7 +1211,7 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_RANK4_MAIN: [rt::support::ShaderInfo; 8usize] = [
+static SHADERS_RANK4_MAIN: [rt::support::ShaderInfo; 16usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_RANK4_MAIN[0usize],
         features: &[],
@@ -1129,12 +1252,52 @@ static SHADERS_RANK4_MAIN: [rt::support::ShaderInfo; 8usize] = [
         features: &["shader-f16"],
         overrides: &[],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[8usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[9usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[10usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[11usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[12usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[13usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[14usize],
+        features: &[],
+        overrides: &[],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_RANK4_MAIN[15usize],
+        features: &["shader-f16"],
+        overrides: &[],
+    },
 ];
-static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
+static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "473aab372468fd374e8802abab3f24a7",
@@ -1142,7 +1305,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "c7da8b5234e262a171df5565324d343b",
@@ -1150,7 +1313,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "6be655c51cfa8929b136d417516121c1",
@@ -1158,7 +1321,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "dab92401d98ab775424be0b5e88b1c24",
@@ -1166,7 +1329,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "d13c56563620bb4fde9b172f7b7b43ab",
@@ -1174,7 +1337,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "bca7e314ba7bcf3bf0eb1a4f459cf47d",
@@ -1182,7 +1345,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "74b80f1d20a2872b47a4b31a492c2016",
@@ -1190,10 +1353,74 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
         ),
         entry_point: "main",
         digest: "f2413ca3a34d6ed9cd7ff3cd56f64c87",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "666bac67ec26824995c35e23265d1ccf",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "9e34f6772b7fb37102ae660ab63f7c5a",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "025048ee80fc477643d0e271d4a79aa8",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "a1305101673ed30ab2c0187ad82a1735",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "c36ab852884eb0d1355185495590e84a",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "321487136c3b32cb436d86bb13054e89",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "9a03e5f503fcaa697ed2504fdeac7cb1",
+    },
+    rt::Kernel {
+        label: "mrotary_embedding4d",
+        source: include_str!(
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "5fac8a323c86e700e5cd1cd7f420d53a",
     },
 ];
 fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1203,16 +1430,25 @@ fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         env.dtypes.t.wgsl_name() == "f16",
         env.dtypes.t.wgsl_name(),
         4i64,
+        derive_quad_pairs(env)?,
     );
     let index = match key {
-        (false, true, false, "f32", 4i64) => 0usize,
-        (false, true, true, "f16", 4i64) => 1usize,
-        (true, true, false, "f32", 4i64) => 2usize,
-        (true, true, true, "f16", 4i64) => 3usize,
-        (false, false, false, "f32", 4i64) => 4usize,
-        (false, false, true, "f16", 4i64) => 5usize,
-        (true, false, false, "f32", 4i64) => 6usize,
-        (true, false, true, "f16", 4i64) => 7usize,
+        (false, true, false, "f32", 4i64, false) => 0usize,
+        (false, true, true, "f16", 4i64, false) => 1usize,
+        (true, true, false, "f32", 4i64, false) => 2usize,
+        (true, true, true, "f16", 4i64, false) => 3usize,
+        (false, false, false, "f32", 4i64, false) => 4usize,
+        (false, false, true, "f16", 4i64, false) => 5usize,
+        (true, false, false, "f32", 4i64, false) => 6usize,
+        (true, false, true, "f16", 4i64, false) => 7usize,
+        (false, true, false, "f32", 4i64, true) => 8usize,
+        (false, true, true, "f16", 4i64, true) => 9usize,
+        (true, true, false, "f32", 4i64, true) => 10usize,
+        (true, true, true, "f16", 4i64, true) => 11usize,
+        (false, false, false, "f32", 4i64, true) => 12usize,
+        (false, false, true, "f16", 4i64, true) => 13usize,
+        (true, false, false, "f32", 4i64, true) => 14usize,
+        (true, false, true, "f16", 4i64, true) => 15usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1314,8 +1550,9 @@ fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             vec![], bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : fill_params_rank4_main(env) ?, dispatch :
-            rt::Dispatch::Threads { threads : rt::support::to_u64("threads",
-            derive_pair_count(env) ?) ?, workgroup_size :
+            rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
+            derive_quad_pairs(env) ? { rt::expr::div(derive_pair_count(env) ?, 4i64) ? }
+            else { derive_pair_count(env) ? }) ?, workgroup_size :
             rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
@@ -1338,6 +1575,7 @@ pub const DERIVED_NAMES: &[&str] = &[
     "tasksPerHead",
     "pairCount",
     "pairDispatchOk",
+    "quadPairs",
     "rank3Contract",
     "rank4Contract",
 ];
@@ -1378,6 +1616,7 @@ pub fn derived_value(
             "pairDispatchOk" => {
                 derive_pair_dispatch_ok(env).map(rt::support::ExprValue::from)
             }
+            "quadPairs" => derive_quad_pairs(env).map(rt::support::ExprValue::from),
             "rank3Contract" => {
                 derive_rank3_contract(env).map(rt::support::ExprValue::from)
             }

@@ -18,6 +18,8 @@ pub type Tunables = [(String, i64)];
 pub struct Manifest {
     pub file: &'static str,
     pub text: &'static str,
+    /// The op's implementation hints, which may add `derive` entries the generated code has.
+    pub hints: Option<&'static str>,
     pub generate: fn(&mut Rng, &Tunables) -> RandomEnv,
     pub generated: fn(&RandomEnv, &Tunables) -> Option<Generated>,
 }
@@ -25,6 +27,9 @@ pub struct Manifest {
 pub const MROPE: Manifest = Manifest {
     file: "manifests/com.microsoft.MRotaryEmbedding.manifest.json",
     text: include_str!("../../../../manifests/com.microsoft.MRotaryEmbedding.manifest.json"),
+    hints: Some(include_str!(
+        "../../../../manifests/com.microsoft.MRotaryEmbedding.hints.json"
+    )),
     generate: generators::mrope,
     generated: typed::mrope_generated,
 };
@@ -32,6 +37,9 @@ pub const MROPE: Manifest = Manifest {
 pub const BIAS: Manifest = Manifest {
     file: "manifests/com.microsoft.BiasSoftmax.manifest.json",
     text: include_str!("../../../../manifests/com.microsoft.BiasSoftmax.manifest.json"),
+    hints: Some(include_str!(
+        "../../../../manifests/com.microsoft.BiasSoftmax.hints.json"
+    )),
     generate: generators::bias_softmax,
     generated: typed::bias_generated,
 };
@@ -41,6 +49,7 @@ pub const GATED: Manifest = Manifest {
     text: include_str!(
         "../../../../manifests/com.microsoft.GatedRelativePositionBias.manifest.json"
     ),
+    hints: None,
     generate: gated_env::gated_bias,
     generated: typed::gated_generated,
 };
@@ -48,8 +57,14 @@ pub const GATED: Manifest = Manifest {
 impl Manifest {
     /// The validated op model.
     pub fn load(&self) -> Op {
-        let manifest = codegen::manifest::parse(self.text)
+        let mut manifest = codegen::manifest::parse(self.text)
             .unwrap_or_else(|(path, e)| panic!("{}: {path}: {e}", self.file));
+        if let Some(text) = self.hints {
+            let hints = codegen::hints::parse("hints", text).unwrap_or_else(|d| panic!("{d}"));
+            let mut diagnostics = codegen::Diagnostics::default();
+            codegen::hints::apply("hints", &hints, &mut manifest, &mut diagnostics);
+            assert!(diagnostics.is_empty(), "{diagnostics}");
+        }
         codegen::model::build_op(self.file, &manifest)
             .unwrap_or_else(|d| panic!("{}: {d}", self.file))
     }
