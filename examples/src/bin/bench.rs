@@ -34,6 +34,9 @@ struct Args {
     /// Also check full-size cases against the float64 reference (slow on the host).
     #[arg(long)]
     check: bool,
+    /// Run every case on one device instead of a fresh device per case.
+    #[arg(long)]
+    shared_device: bool,
 }
 
 #[derive(Serialize)]
@@ -127,7 +130,20 @@ fn main() -> Result<()> {
             case.name,
             dtype
         );
-        cases.push(run_case(&ctx, entry, case, *dtype, &run_options)?);
+        // A fresh device per case: kernels measured after other cases in the same device ran
+        // up to 3x slower on the H200 (BENCHMARKS.md), so each case starts from the same state.
+        let case_ctx = if args.shared_device {
+            None
+        } else {
+            Some(Context::with_options(&options)?)
+        };
+        cases.push(run_case(
+            case_ctx.as_ref().unwrap_or(&ctx),
+            entry,
+            case,
+            *dtype,
+            &run_options,
+        )?);
     }
     drop(ctx);
 
