@@ -10,9 +10,9 @@
 mod common;
 
 use common::{
-    ADAPTIVE, Case, LONGROW, PACKED, VariantShape, add_then_softmax, assert_all, attrs,
-    check_against_add_softmax, context_without, ctx, exact_zeros, masked_case, masking_shapes,
-    padding_case, rows_sum_to_one, sum_tolerance, variant_shapes,
+    ADAPTIVE, Case, LONGROW, PACKED, VariantShape, adaptive_workgroups, add_then_softmax,
+    assert_all, attrs, check_against_add_softmax, context_without, ctx, exact_zeros, masked_case,
+    masking_shapes, padding_case, rows_sum_to_one, sum_tolerance, variant_shapes,
 };
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::mrotary_embedding::mrotary_embedding;
@@ -335,7 +335,8 @@ fn negative_and_middle_axes() {
             let label = format!("axis {axis}");
             let got = case.check::<f32>(ctx, &label, ADAPTIVE);
             let plan = case.plan::<f32>(ctx.caps()).unwrap();
-            assert_eq!(plan.passes[0].dispatch, Dispatch::Workgroups(rows as u64));
+            let expected = adaptive_workgroups(ctx.caps(), rows as u64, cols as u64);
+            assert_eq!(plan.passes[0].dispatch, Dispatch::Workgroups(expected));
             let mut negative = case.clone();
             negative.attrs.axis = twin;
             let twin_got = negative.check::<f32>(ctx, &format!("axis {twin}"), ADAPTIVE);
@@ -471,11 +472,11 @@ fn empty_tensors_give_empty_outputs() {
 
 #[test]
 fn rows_split_over_x_and_y_dispatch() {
-    // At most 4 workgroups per dimension. adaptive_row runs one workgroup per row: 10 rows
-    // become a 4 x 3 grid, so the shader must linearise x/y and skip the 2 extra workgroups.
-    // packed_rows is a grid-stride loop: 2000 rows need 8 workgroups of 256, clamped to 4,
-    // so every invocation handles two rows.
-    let mut ctx = Context::new().expect("a second context on the adapter");
+    // At most 4 workgroups per dimension. adaptive_row runs one workgroup per row without
+    // subgroups: 10 rows become a 4 x 3 grid, so the shader must linearise x/y and skip the 2
+    // extra workgroups. packed_rows is a grid-stride loop: 2000 rows need 8 workgroups of
+    // 256, clamped to 4, so every invocation handles two rows.
+    let mut ctx = context_without("subgroups");
     ctx.set_dispatch_limit_for_testing(Some(4));
     let mut failures = Vec::new();
     let shapes = [

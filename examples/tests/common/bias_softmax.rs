@@ -39,6 +39,22 @@ pub fn ctx() -> &'static Context {
 
 /// A second device on the same adapter without the WebGPU feature `feature`, to exercise the
 /// fallback a device lacking it would get.
+/// adaptive_row's workgroup count: one subgroup per row, `256 / subgroup size` rows per
+/// workgroup, where the adapter has a single subgroup size and the row fits its registers
+/// (the hints' `rowPerSubgroup`); one workgroup per row otherwise.
+pub fn adaptive_workgroups(caps: &kernel_runtime::DeviceCaps, rows: u64, cols: u64) -> u64 {
+    let size = u64::from(caps.subgroup_min_size);
+    let fixed = caps.subgroups
+        && size >= 4
+        && caps.subgroup_min_size == caps.subgroup_max_size
+        && size <= 256;
+    if fixed && cols <= size * 32 {
+        rows.div_ceil(256 / size)
+    } else {
+        rows
+    }
+}
+
 pub fn context_without(feature: &'static str) -> Context {
     let opts = ContextOptions {
         disable_features: vec![feature],

@@ -260,6 +260,19 @@ pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
                 )? == 0i64,
     )
 }
+/// `rowPerSubgroup` = `device.features.has("subgroups") and device.limits.subgroupMinSize >= 4 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize and device.limits.subgroupMinSize <= tunables.WORKGROUP_SIZE and blockSize <= device.limits.subgroupMinSize * 32`
+#[doc(hidden)]
+pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
+    Ok(
+        env.caps.has_feature("subgroups")
+            && rt::support::limit(env.caps.subgroup_min_size) >= 4i64
+            && rt::support::limit(env.caps.subgroup_min_size)
+                == rt::support::limit(env.caps.subgroup_max_size)
+            && rt::support::limit(env.caps.subgroup_min_size) <= 256i64
+            && derive_block_size(env)?
+                <= rt::expr::mul(rt::support::limit(env.caps.subgroup_min_size), 32i64)?,
+    )
+}
 /// Finds the first conjunct of `biasContract` that does not hold.
 fn explain_bias_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     if rt::support::holds(
@@ -1254,7 +1267,7 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 16usize] = [
+static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 32usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[0usize],
         features: &[],
@@ -1335,12 +1348,92 @@ static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 16usize] = [
         features: &["shader-f16", "subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[16usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[17usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[18usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[19usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[20usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[21usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[22usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[23usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[24usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[25usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[26usize],
+        features: &[],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[27usize],
+        features: &["shader-f16"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[28usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[29usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[30usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[31usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
 ];
-static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
+static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 32usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "bb3ca176a67c8dc8e50d673508184f43",
@@ -1348,7 +1441,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "013b7b7443e583340ce5f93461e2e217",
@@ -1356,7 +1449,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "856b49e662738d950b656ca65a92057f",
@@ -1364,7 +1457,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "f7567f8fbd1002aed227298bb7a22ca9",
@@ -1372,7 +1465,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "397c5b2bd22a3177f69ac0b497212232",
@@ -1380,7 +1473,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "b4d22eea54b94b574c7b695ea1b49047",
@@ -1388,7 +1481,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "706fbfe3894da9eae444671ca6115382",
@@ -1396,7 +1489,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "7eee98adbe461c29d90799182e043640",
@@ -1404,7 +1497,71 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "bb3ca176a67c8dc8e50d673508184f43",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "013b7b7443e583340ce5f93461e2e217",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "856b49e662738d950b656ca65a92057f",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "f7567f8fbd1002aed227298bb7a22ca9",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "2af9cd7e2d50a09a0c60f4dcb58f5e18",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "7471cfd4324008438b7c9acd838be1d2",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "f75543bbe5f49974f3956ca6535f9f4c",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "5ccc145a047b775590ee8120f13bac6b",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "6c7b41eac3bc2967d7c73b6fc6a0b469",
@@ -1412,7 +1569,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "ff11b02b05137ece8d7781b839777569",
@@ -1420,7 +1577,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "0a4d2006779c69c44678079dcf108593",
@@ -1428,7 +1585,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "20c06982714be6e5074736669cf13653",
@@ -1436,7 +1593,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "f90cefede2898bcf08d2e24d80131328",
@@ -1444,7 +1601,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "a5e697d9d79d62ceb256864a1dbbc908",
@@ -1452,7 +1609,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "255cb7e8667b49e05bf0ac12293fe045",
@@ -1460,10 +1617,74 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "213d92c841443a46fbf0af11b54000b6",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "6c7b41eac3bc2967d7c73b6fc6a0b469",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "ff11b02b05137ece8d7781b839777569",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "0a4d2006779c69c44678079dcf108593",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.wgsl"
+        ),
+        entry_point: "main",
+        digest: "20c06982714be6e5074736669cf13653",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "16e37a49d2f13cd121fa7ed9ba4cf8eb",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "f7598d544705c89104d71d983fc2b7b7",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "61fddda1eb1b37b4633037a156b61a8e",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.AdaptiveRow",
+        source: include_str!(
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "17f9e1d49bc7fde2c4c20970b59dee5a",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1475,24 +1696,41 @@ fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalEr
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+        derive_row_per_subgroup(env)?,
     );
     let index = match key {
-        (false, "f32", false, false, false, false) => 0usize,
-        (false, "f16", true, false, false, false) => 1usize,
-        (false, "f32", false, false, true, false) => 2usize,
-        (false, "f16", true, false, true, false) => 3usize,
-        (false, "f32", false, true, false, false) => 4usize,
-        (false, "f16", true, true, false, false) => 5usize,
-        (false, "f32", false, true, true, false) => 6usize,
-        (false, "f16", true, true, true, false) => 7usize,
-        (false, "f32", false, false, false, true) => 8usize,
-        (false, "f16", true, false, false, true) => 9usize,
-        (false, "f32", false, false, true, true) => 10usize,
-        (false, "f16", true, false, true, true) => 11usize,
-        (false, "f32", false, true, false, true) => 12usize,
-        (false, "f16", true, true, false, true) => 13usize,
-        (false, "f32", false, true, true, true) => 14usize,
-        (false, "f16", true, true, true, true) => 15usize,
+        (false, "f32", false, false, false, false, false) => 0usize,
+        (false, "f16", true, false, false, false, false) => 1usize,
+        (false, "f32", false, false, true, false, false) => 2usize,
+        (false, "f16", true, false, true, false, false) => 3usize,
+        (false, "f32", false, true, false, false, false) => 4usize,
+        (false, "f16", true, true, false, false, false) => 5usize,
+        (false, "f32", false, true, true, false, false) => 6usize,
+        (false, "f16", true, true, true, false, false) => 7usize,
+        (false, "f32", false, false, false, false, true) => 8usize,
+        (false, "f16", true, false, false, false, true) => 9usize,
+        (false, "f32", false, false, true, false, true) => 10usize,
+        (false, "f16", true, false, true, false, true) => 11usize,
+        (false, "f32", false, true, false, false, true) => 12usize,
+        (false, "f16", true, true, false, false, true) => 13usize,
+        (false, "f32", false, true, true, false, true) => 14usize,
+        (false, "f16", true, true, true, false, true) => 15usize,
+        (false, "f32", false, false, false, true, false) => 16usize,
+        (false, "f16", true, false, false, true, false) => 17usize,
+        (false, "f32", false, false, true, true, false) => 18usize,
+        (false, "f16", true, false, true, true, false) => 19usize,
+        (false, "f32", false, true, false, true, false) => 20usize,
+        (false, "f16", true, true, false, true, false) => 21usize,
+        (false, "f32", false, true, true, true, false) => 22usize,
+        (false, "f16", true, true, true, true, false) => 23usize,
+        (false, "f32", false, false, false, true, true) => 24usize,
+        (false, "f16", true, false, false, true, true) => 25usize,
+        (false, "f32", false, false, true, true, true) => 26usize,
+        (false, "f16", true, false, true, true, true) => 27usize,
+        (false, "f32", false, true, false, true, true) => 28usize,
+        (false, "f16", true, true, false, true, true) => 29usize,
+        (false, "f32", false, true, true, true, true) => 30usize,
+        (false, "f16", true, true, true, true, true) => 31usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1549,8 +1787,10 @@ fn plan_adaptive_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
             fill_params_adaptive_row_main(env) ?, dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
-            derive_batch_count(env) ?) ?) }
+            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups", if
+            derive_row_per_subgroup(env) ? { rt::expr::ceil_div(derive_batch_count(env)
+            ?, rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ?
+            } else { derive_batch_count(env) ? }) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -1567,6 +1807,7 @@ pub const DERIVED_NAMES: &[&str] = &[
     "blockSize",
     "biasBlockCount",
     "biasContract",
+    "rowPerSubgroup",
 ];
 /// The variant ids, in selection order.
 #[doc(hidden)]
@@ -1586,6 +1827,9 @@ pub fn derived_value(
                 derive_bias_block_count(env).map(rt::support::ExprValue::from)
             }
             "biasContract" => derive_bias_contract(env).map(rt::support::ExprValue::from),
+            "rowPerSubgroup" => {
+                derive_row_per_subgroup(env).map(rt::support::ExprValue::from)
+            }
             _ => return None,
         },
     )

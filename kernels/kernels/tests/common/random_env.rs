@@ -211,8 +211,10 @@ pub fn random_caps(rng: &mut Rng) -> DeviceCaps {
     caps.shader_f16 = rng.chance(50);
     caps.subgroups = rng.chance(50);
     caps.timestamp_query = rng.chance(50);
-    caps.subgroup_min_size = rng.pick(&[0, 4, 32]);
-    caps.subgroup_max_size = caps.subgroup_min_size * 2;
+    // Unreported, variable and fixed ranges (fixed sizes steer BiasSoftmax's row-per-subgroup
+    // hint and the GatedRelativePositionBias rule).
+    (caps.subgroup_min_size, caps.subgroup_max_size) =
+        rng.pick(&[(0, 0), (4, 8), (32, 64), (8, 8), (32, 32), (512, 512)]);
     caps
 }
 
