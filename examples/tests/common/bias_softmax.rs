@@ -42,7 +42,7 @@ pub fn ctx() -> &'static Context {
 /// adaptive_row's workgroup count: one subgroup per row, `256 / subgroup size` rows per
 /// workgroup, where the adapter has a single subgroup size and the row fits its registers
 /// (the hints' `rowPerSubgroup`); one workgroup per row otherwise.
-pub fn adaptive_workgroups(caps: &kernel_runtime::DeviceCaps, rows: u64, cols: u64) -> u64 {
+pub fn adaptive_workgroups(caps: &DeviceCaps, rows: u64, cols: u64) -> u64 {
     let size = u64::from(caps.subgroup_min_size);
     let fixed = caps.subgroups
         && size >= 4
