@@ -17,7 +17,7 @@ use common::{
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::mrotary_embedding::mrotary_embedding;
 use half::f16;
-use kernel_runtime::{Context, Dispatch, Float, IndexTensor, Tensor};
+use kernel_runtime::{Dispatch, Float, IndexTensor, Tensor};
 use kernels::bias_softmax::{self as op, Attrs};
 use kernels::mrotary_embedding as mrope;
 
