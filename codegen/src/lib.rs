@@ -143,8 +143,8 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             }
             Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
         }
-        output.shader_count += shaders.len();
-        for shader in &shaders {
+        output.shader_count += shaders.iter().filter(|s| s.same_as.is_none()).count();
+        for shader in shaders.iter().filter(|s| s.same_as.is_none()) {
             output.files.push(GeneratedFile {
                 path: format!("{GENERATED_DIR}/{}/{}", op.module, shader.file_name),
                 contents: shader.text.clone(),

@@ -45,9 +45,18 @@ pub(super) fn variant_plan(
             model::snake_ident(&variant.id),
             model::snake_ident(&pass.id)
         );
-        let count = shaders.len();
+        // Combinations that render the same text share a kernel.
+        let unique: Vec<&&crate::wgsl::Shader> =
+            shaders.iter().filter(|s| s.same_as.is_none()).collect();
+        let kernel_index = |shader: &crate::wgsl::Shader| -> usize {
+            let origin = shader.same_as.map_or(shader.digest.as_str(), |first| {
+                input.shaders[first].digest.as_str()
+            });
+            unique.iter().position(|u| u.digest == origin).unwrap_or(0)
+        };
+        let count = unique.len();
         let label = &pass.label;
-        let kernels = shaders.iter().map(|s| {
+        let kernels = unique.iter().map(|s| {
             let path = format!("{}/{}", op.module, s.file_name);
             let digest = &s.digest;
             quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest })
@@ -56,7 +65,8 @@ pub(super) fn variant_plan(
             model::static_values(variant, pass).collect();
         let keys = static_values.iter().map(|s| lower(&s.expr.ir, scope));
         let mut arms = Vec::new();
-        for (index, shader) in shaders.iter().enumerate() {
+        for shader in &shaders {
+            let index = kernel_index(shader);
             let patterns = shader
                 .combination
                 .values
@@ -70,7 +80,7 @@ pub(super) fn variant_plan(
             .map(|d| d.name.as_str())
             .collect();
         let infos_name = upper_ident(&["SHADERS", &variant.id, &pass.id]);
-        let infos = shaders.iter().enumerate().map(|(index, s)| {
+        let infos = unique.iter().enumerate().map(|(index, s)| {
             let features = &s.features;
             quote!(rt::support::ShaderInfo { kernel: &#statics[#index], features: &[#(#features),*], overrides: &[#(#override_names),*] })
         });

@@ -31,6 +31,9 @@ pub struct Shader {
     pub uniform_size: Option<u32>,
     /// WebGPU features the shader needs (`shader-f16`, `subgroups`), sorted.
     pub features: Vec<String>,
+    /// The earlier shader of the same pass (an index into the op's shaders) whose text this
+    /// combination renders to as well: they share one file and one kernel.
+    pub same_as: Option<usize>,
 }
 
 /// Renders and validates all shaders of an op. Template names are relative to `templates/`.
@@ -76,7 +79,18 @@ pub fn shaders(
             let mut failures = Vec::new();
             for combination in combinations {
                 match shader(op, env, v, p, combination) {
-                    Ok(shader) => shaders.push(shader),
+                    Ok(mut shader) => {
+                        if let Some(first) = shaders.iter().position(|s: &Shader| {
+                            s.variant == shader.variant
+                                && s.pass == shader.pass
+                                && s.same_as.is_none()
+                                && s.text == shader.text
+                        }) {
+                            shader.same_as = Some(first);
+                            shader.file_name.clone_from(&shaders[first].file_name);
+                        }
+                        shaders.push(shader);
+                    }
                     Err(diagnostic) => failures.push(diagnostic),
                 }
             }
@@ -196,6 +210,7 @@ fn shader(
         digest,
         uniform_size,
         features,
+        same_as: None,
     })
 }
 

@@ -1267,7 +1267,7 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 32usize] = [
+static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 24usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[0usize],
         features: &[],
@@ -1310,62 +1310,62 @@ static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 32usize] = [
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[8usize],
-        features: &[],
+        features: &["subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[9usize],
-        features: &["shader-f16"],
+        features: &["shader-f16", "subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[10usize],
-        features: &[],
+        features: &["subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[11usize],
-        features: &["shader-f16"],
+        features: &["shader-f16", "subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[12usize],
-        features: &["subgroups"],
+        features: &[],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[13usize],
-        features: &["shader-f16", "subgroups"],
+        features: &["shader-f16"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[14usize],
-        features: &["subgroups"],
+        features: &[],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[15usize],
-        features: &["shader-f16", "subgroups"],
+        features: &["shader-f16"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[16usize],
-        features: &[],
+        features: &["subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[17usize],
-        features: &["shader-f16"],
+        features: &["shader-f16", "subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[18usize],
-        features: &[],
+        features: &["subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
         kernel: &KERNELS_ADAPTIVE_ROW_MAIN[19usize],
-        features: &["shader-f16"],
+        features: &["shader-f16", "subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
     rt::support::ShaderInfo {
@@ -1388,48 +1388,8 @@ static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 32usize] = [
         features: &["shader-f16", "subgroups"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[24usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[25usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[26usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[27usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[28usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[29usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[30usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[31usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
 ];
-static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 32usize] = [
+static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
@@ -1493,38 +1453,6 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 32usize] = [
         ),
         entry_point: "main",
         digest: "7eee98adbe461c29d90799182e043640",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "bb3ca176a67c8dc8e50d673508184f43",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "013b7b7443e583340ce5f93461e2e217",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "856b49e662738d950b656ca65a92057f",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "f7567f8fbd1002aed227298bb7a22ca9",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1625,38 +1553,6 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 32usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "6c7b41eac3bc2967d7c73b6fc6a0b469",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "ff11b02b05137ece8d7781b839777569",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "0a4d2006779c69c44678079dcf108593",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "20c06982714be6e5074736669cf13653",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
@@ -1707,30 +1603,30 @@ fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalEr
         (false, "f16", true, true, false, false, false) => 5usize,
         (false, "f32", false, true, true, false, false) => 6usize,
         (false, "f16", true, true, true, false, false) => 7usize,
-        (false, "f32", false, false, false, false, true) => 8usize,
-        (false, "f16", true, false, false, false, true) => 9usize,
-        (false, "f32", false, false, true, false, true) => 10usize,
-        (false, "f16", true, false, true, false, true) => 11usize,
-        (false, "f32", false, true, false, false, true) => 12usize,
-        (false, "f16", true, true, false, false, true) => 13usize,
-        (false, "f32", false, true, true, false, true) => 14usize,
-        (false, "f16", true, true, true, false, true) => 15usize,
-        (false, "f32", false, false, false, true, false) => 16usize,
-        (false, "f16", true, false, false, true, false) => 17usize,
-        (false, "f32", false, false, true, true, false) => 18usize,
-        (false, "f16", true, false, true, true, false) => 19usize,
-        (false, "f32", false, true, false, true, false) => 20usize,
-        (false, "f16", true, true, false, true, false) => 21usize,
-        (false, "f32", false, true, true, true, false) => 22usize,
-        (false, "f16", true, true, true, true, false) => 23usize,
-        (false, "f32", false, false, false, true, true) => 24usize,
-        (false, "f16", true, false, false, true, true) => 25usize,
-        (false, "f32", false, false, true, true, true) => 26usize,
-        (false, "f16", true, false, true, true, true) => 27usize,
-        (false, "f32", false, true, false, true, true) => 28usize,
-        (false, "f16", true, true, false, true, true) => 29usize,
-        (false, "f32", false, true, true, true, true) => 30usize,
-        (false, "f16", true, true, true, true, true) => 31usize,
+        (false, "f32", false, false, false, false, true) => 0usize,
+        (false, "f16", true, false, false, false, true) => 1usize,
+        (false, "f32", false, false, true, false, true) => 2usize,
+        (false, "f16", true, false, true, false, true) => 3usize,
+        (false, "f32", false, true, false, false, true) => 8usize,
+        (false, "f16", true, true, false, false, true) => 9usize,
+        (false, "f32", false, true, true, false, true) => 10usize,
+        (false, "f16", true, true, true, false, true) => 11usize,
+        (false, "f32", false, false, false, true, false) => 12usize,
+        (false, "f16", true, false, false, true, false) => 13usize,
+        (false, "f32", false, false, true, true, false) => 14usize,
+        (false, "f16", true, false, true, true, false) => 15usize,
+        (false, "f32", false, true, false, true, false) => 16usize,
+        (false, "f16", true, true, false, true, false) => 17usize,
+        (false, "f32", false, true, true, true, false) => 18usize,
+        (false, "f16", true, true, true, true, false) => 19usize,
+        (false, "f32", false, false, false, true, true) => 12usize,
+        (false, "f16", true, false, false, true, true) => 13usize,
+        (false, "f32", false, false, true, true, true) => 14usize,
+        (false, "f16", true, false, true, true, true) => 15usize,
+        (false, "f32", false, true, false, true, true) => 20usize,
+        (false, "f16", true, true, false, true, true) => 21usize,
+        (false, "f32", false, true, true, true, true) => 22usize,
+        (false, "f16", true, true, true, true, true) => 23usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
