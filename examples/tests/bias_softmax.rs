@@ -15,16 +15,14 @@ use common::{
     masking_shapes, padding_case, rows_sum_to_one, sum_tolerance, variant_shapes,
 };
 use examples::data::{self, DataRng, Tolerance, compare};
+use examples::reference::bias_softmax::{
+    WORKED_B1_OUTPUT, WORKED_B2_OUTPUT, WORKED_BIAS, WORKED_DATA,
+};
 use examples::reference::mrotary_embedding::mrotary_embedding;
 use half::f16;
 use kernel_runtime::{Dispatch, Float, IndexTensor, Tensor};
 use kernels::bias_softmax::{self as op, Attrs};
 use kernels::mrotary_embedding as mrope;
-
-/// Spec §2.5 data `(2,2,3)`, shared by worked examples B1 and B2.
-const WORKED_DATA: [f64; 12] = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 3.0];
-/// Spec §2.5 bias values, `(2,1,3)` in B1 and `(2,3)` in B2.
-const WORKED_BIAS: [f64; 6] = [0.0, 0.0, -10000.0, 0.0, -1.0, 0.0];
 
 // ---- Every variant, dtype and broadcast mode ------------------------------------------
 
@@ -79,39 +77,13 @@ fn worked_examples_b1_b2_on_the_gpu() {
         bias: WORKED_BIAS.to_vec(),
         attrs: attrs(2, true),
     };
-    let b1_want = [
-        0.2689414213699951,
-        0.7310585786300049,
-        0.0,
-        0.7310585786300049,
-        0.2689414213699951,
-        0.0,
-        0.4223187982515182,
-        0.1553624034969636,
-        0.4223187982515182,
-        0.0466126225779739,
-        0.0171478255455204,
-        0.9362395518765058,
-    ];
+    let b1_want = WORKED_B1_OUTPUT;
     let b2 = Case {
         bias_shape: vec![2, 3],
         attrs: attrs(-1, false),
         ..b1.clone()
     };
-    let b2_want = [
-        0.2689414213699951,
-        0.7310585786300049,
-        0.0,
-        0.7869860421615984,
-        0.1065069789192007,
-        0.1065069789192007,
-        0.5,
-        0.5,
-        0.0,
-        0.0466126225779739,
-        0.0171478255455204,
-        0.9362395518765058,
-    ];
+    let b2_want = WORKED_B2_OUTPUT;
     let mut failures = Vec::new();
     for (name, case, want) in [("B1", &b1, b1_want), ("B2", &b2, b2_want)] {
         let (v32, got32) = case.run::<f32>(ctx()).unwrap();

@@ -11,11 +11,11 @@
 mod common;
 
 use common::{
-    Case, CaseShapes, G1_OUTPUT, ROW, SUBGROUPS, TREE, assert_all, context_without, create_context,
-    ctx, expected_variant, g1, g1_padded, sizes, tree_ctx,
+    Case, CaseShapes, ROW, SUBGROUPS, TREE, assert_all, context_without, create_context, ctx,
+    expected_variant, g1, g1_padded, sizes, tree_ctx,
 };
 use examples::data::{Tolerance, compare};
-use examples::reference::gated_relative_position_bias::Sizes;
+use examples::reference::gated_relative_position_bias::{G1_OUTPUT, Sizes};
 use half::f16;
 use kernel_runtime::{Context, ContextOptions, DType, DeviceCaps, Float, OpError, RuntimeError};
 

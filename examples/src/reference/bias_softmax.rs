@@ -4,6 +4,43 @@
 
 use anyhow::{Result, ensure};
 
+/// Spec §2.5: data `(2,2,3)`, shared by worked examples B1 and B2.
+pub const WORKED_DATA: [f64; 12] = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 3.0];
+/// Spec §2.5: the bias values, shaped `(2,1,3)` in B1 and `(2,3)` in B2.
+pub const WORKED_BIAS: [f64; 6] = [0.0, 0.0, -10000.0, 0.0, -1.0, 0.0];
+/// Spec §2.5, B1 (inner broadcast, axis 2): the expected output.
+#[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
+pub const WORKED_B1_OUTPUT: [f64; 12] = [
+    0.2689414213699951,
+    0.7310585786300049,
+    0.0,
+    0.7310585786300049,
+    0.2689414213699951,
+    0.0,
+    0.4223187982515182,
+    0.1553624034969636,
+    0.4223187982515182,
+    0.0466126225779739,
+    0.0171478255455204,
+    0.9362395518765058,
+];
+/// Spec §2.5, B2 (outer broadcast, axis -1): the expected output.
+#[allow(clippy::excessive_precision)]
+pub const WORKED_B2_OUTPUT: [f64; 12] = [
+    0.2689414213699951,
+    0.7310585786300049,
+    0.0,
+    0.7869860421615984,
+    0.1065069789192007,
+    0.1065069789192007,
+    0.5,
+    0.5,
+    0.0,
+    0.0466126225779739,
+    0.0171478255455204,
+    0.9362395518765058,
+];
+
 /// Row geometry of a BiasSoftmax problem (spec B1–B3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rows {
@@ -101,8 +138,6 @@ pub fn bias_softmax(
 mod tests {
     use super::*;
 
-    const DATA: [f64; 12] = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 3.0];
-
     fn assert_close(got: &[f64], want: &[f64]) {
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
             assert!((g - w).abs() < 1e-12, "element {i}: got {g}, want {w}");
@@ -111,48 +146,14 @@ mod tests {
 
     #[test]
     fn worked_example_b1_inner() {
-        let bias = [0.0, 0.0, -10000.0, 0.0, -1.0, 0.0];
-        let got = bias_softmax(&DATA, &[2, 2, 3], &bias, 2, true).expect("valid");
-        assert_close(
-            &got,
-            &[
-                0.2689414213699951,
-                0.7310585786300049,
-                0.0,
-                0.7310585786300049,
-                0.2689414213699951,
-                0.0,
-                0.4223187982515182,
-                0.1553624034969636,
-                0.4223187982515182,
-                0.0466126225779739,
-                0.0171478255455204,
-                0.9362395518765058,
-            ],
-        );
+        let got = bias_softmax(&WORKED_DATA, &[2, 2, 3], &WORKED_BIAS, 2, true).expect("valid");
+        assert_close(&got, &WORKED_B1_OUTPUT);
     }
 
     #[test]
     fn worked_example_b2_outer() {
-        let bias = [0.0, 0.0, -10000.0, 0.0, -1.0, 0.0];
-        let got = bias_softmax(&DATA, &[2, 2, 3], &bias, -1, false).expect("valid");
-        assert_close(
-            &got,
-            &[
-                0.2689414213699951,
-                0.7310585786300049,
-                0.0,
-                0.7869860421615984,
-                0.1065069789192007,
-                0.1065069789192007,
-                0.5,
-                0.5,
-                0.0,
-                0.0466126225779739,
-                0.0171478255455204,
-                0.9362395518765058,
-            ],
-        );
+        let got = bias_softmax(&WORKED_DATA, &[2, 2, 3], &WORKED_BIAS, -1, false).expect("valid");
+        assert_close(&got, &WORKED_B2_OUTPUT);
     }
 
     #[test]

@@ -127,59 +127,54 @@ impl Problem<'_> {
     }
 }
 
-#[cfg(test)]
+/// Spec §3.4, worked example G1: B = 2, S = 2, N = 2, H = 2, D = 4.
+pub const G1: Problem<'static> = Problem {
+    sizes: Sizes {
+        batch: 2,
+        seq: 2,
+        heads: 2,
+        head_size: 2,
+        proj: 4,
+    },
+    query: &[
+        1.0, 0.0, 0.5, -0.5, 0.0, 1.0, 2.0, 0.0, -1.0, 1.0, 0.0, 0.0, 0.5, 0.5, -1.0, 1.0,
+    ],
+    query_bias: &[0.0, 0.5, 0.0, -0.5],
+    rel_pos: &[1.0, -2.0, 0.5, 4.0, 0.0, 1.0, -1.0, 3.0],
+    weight: &[1.0, 0.0, 0.5, -1.0, 0.0, 1.0, -0.5, 0.5],
+    bias: &[0.1, -0.1, 0.0, 0.2],
+    eco_a: &[1.0, 2.0],
+};
+
+/// Spec §3.4: the output of G1, `(2, 2, 2, 2)`.
 #[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
+pub const G1_OUTPUT: [f64; 16] = [
+    1.5303504602143496,
+    -3.0607009204286992,
+    0.8159778830762814,
+    6.5278230646102510,
+    0.0,
+    1.9905634491462312,
+    -1.6893634262038661,
+    5.0680902786115980,
+    1.7934603825791993,
+    -3.5869207651583985,
+    0.7904976047594078,
+    6.3239808380752620,
+    0.0,
+    2.0376287213484760,
+    -2.1269954479760793,
+    6.3809863439282380,
+];
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Spec §3.4, worked example G1.
     #[test]
     fn worked_example_g1() {
-        let sizes = Sizes {
-            batch: 2,
-            seq: 2,
-            heads: 2,
-            head_size: 2,
-            proj: 4,
-        };
-        let query = [
-            1.0, 0.0, 0.5, -0.5, 0.0, 1.0, 2.0, 0.0, -1.0, 1.0, 0.0, 0.0, 0.5, 0.5, -1.0, 1.0,
-        ];
-        let query_bias = [0.0, 0.5, 0.0, -0.5];
-        let weight = [1.0, 0.0, 0.5, -1.0, 0.0, 1.0, -0.5, 0.5];
-        let bias = [0.1, -0.1, 0.0, 0.2];
-        let eco_a = [1.0, 2.0];
-        let rel_pos = [1.0, -2.0, 0.5, 4.0, 0.0, 1.0, -1.0, 3.0];
-        let got = Problem {
-            sizes,
-            query: &query,
-            query_bias: &query_bias,
-            rel_pos: &rel_pos,
-            weight: &weight,
-            bias: &bias,
-            eco_a: &eco_a,
-        }
-        .output()
-        .expect("valid");
-        let want = [
-            1.5303504602143496,
-            -3.0607009204286992,
-            0.8159778830762814,
-            6.5278230646102510,
-            0.0,
-            1.9905634491462312,
-            -1.6893634262038661,
-            5.0680902786115980,
-            1.7934603825791993,
-            -3.5869207651583985,
-            0.7904976047594078,
-            6.3239808380752620,
-            0.0,
-            2.0376287213484760,
-            -2.1269954479760793,
-            6.3809863439282380,
-        ];
-        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let got = G1.output().expect("valid");
+        for (i, (g, w)) in got.iter().zip(G1_OUTPUT).enumerate() {
             assert!((g - w).abs() < 1e-12, "element {i}: got {g}, want {w}");
         }
     }

@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use examples::data::{self, Comparison, DataRng, Tolerance, compare};
-use examples::reference::gated_relative_position_bias::{Problem, Sizes};
+use examples::reference::gated_relative_position_bias::{G1, Problem, Sizes};
 use kernel_runtime::{Context, ContextOptions, DeviceCaps, Float, OpError, Plan, Tensor};
 use kernels::gated_relative_position_bias::{self as op, Attrs, DTypes, Inputs, Shapes};
 
@@ -435,44 +435,16 @@ pub fn assert_all(failures: Vec<String>) {
 
 // ---- Spec §3.4 worked example G1 ---------------------------------------------------------
 
-const G1_QUERY: [f64; 16] = [
-    1.0, 0.0, 0.5, -0.5, 0.0, 1.0, 2.0, 0.0, -1.0, 1.0, 0.0, 0.0, 0.5, 0.5, -1.0, 1.0,
-];
-const G1_QUERY_BIAS: [f64; 4] = [0.0, 0.5, 0.0, -0.5];
-const G1_WEIGHT: [f64; 8] = [1.0, 0.0, 0.5, -1.0, 0.0, 1.0, -0.5, 0.5];
-const G1_BIAS: [f64; 4] = [0.1, -0.1, 0.0, 0.2];
-const G1_ECO_A: [f64; 2] = [1.0, 2.0];
-const G1_REL_POS: [f64; 8] = [1.0, -2.0, 0.5, 4.0, 0.0, 1.0, -1.0, 3.0];
-#[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
-pub const G1_OUTPUT: [f64; 16] = [
-    1.5303504602143496,
-    -3.0607009204286992,
-    0.8159778830762814,
-    6.5278230646102510,
-    0.0,
-    1.9905634491462312,
-    -1.6893634262038661,
-    5.0680902786115980,
-    1.7934603825791993,
-    -3.5869207651583985,
-    0.7904976047594078,
-    6.3239808380752620,
-    0.0,
-    2.0376287213484760,
-    -2.1269954479760793,
-    6.3809863439282380,
-];
-
 /// G1 exactly as printed: B = 2, S = 2, N = 2, H = 2, D = 4.
 pub fn g1() -> Case {
     Case {
         shapes: CaseShapes::valid(sizes(2, 2, 2, 2, 4)),
-        query: G1_QUERY.to_vec(),
-        query_bias: G1_QUERY_BIAS.to_vec(),
-        rel_pos: G1_REL_POS.to_vec(),
-        weight: G1_WEIGHT.to_vec(),
-        bias: G1_BIAS.to_vec(),
-        eco_a: G1_ECO_A.to_vec(),
+        query: G1.query.to_vec(),
+        query_bias: G1.query_bias.to_vec(),
+        rel_pos: G1.rel_pos.to_vec(),
+        weight: G1.weight.to_vec(),
+        bias: G1.bias.to_vec(),
+        eco_a: G1.eco_a.to_vec(),
         attrs: Attrs::new(2),
     }
 }
