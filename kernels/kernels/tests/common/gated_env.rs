@@ -10,7 +10,7 @@
 use codegen::expr::Value;
 use kernel_runtime::DeviceCaps;
 
-use super::generators::{dtypes, int, set_shape, shape};
+use super::generators::{dtypes, int, negate_a_dim, set_shape, shape};
 use super::random_env::{RandomEnv, Rng, nudge, random_caps, random_dims};
 
 /// The (min, max) subgroup sizes an adapter may report: unreported, two fixed sizes, and a
@@ -213,14 +213,7 @@ fn out_of_domain(rng: &mut Rng, env: &mut RandomEnv) {
         }
         1 | 2 => {
             let role = rng.pick(&ROLES);
-            let mut dims = shape(env, role);
-            if dims.is_empty() {
-                dims.push(-1);
-            } else {
-                let i = rng.below(dims.len());
-                dims[i] = -dims[i] - 1;
-            }
-            set_shape(env, role, dims);
+            negate_a_dim(env, rng, role);
         }
         3 => {
             env.dtypes

@@ -29,6 +29,19 @@ pub fn shape(env: &RandomEnv, role: &str) -> Vec<i64> {
     env.shapes.get(role).cloned().unwrap_or_default()
 }
 
+/// Makes one dimension of `role` negative (or gives a rank-0 shape one), which no contract
+/// accepts and shapes from real tensors never have.
+pub fn negate_a_dim(env: &mut RandomEnv, rng: &mut Rng, role: &str) {
+    let mut dims = shape(env, role);
+    if dims.is_empty() {
+        dims.push(-1);
+    } else {
+        let i = rng.below(dims.len());
+        dims[i] = -dims[i] - 1;
+    }
+    set_shape(env, role, dims);
+}
+
 pub fn int(v: i64) -> Value {
     Value::Int(v)
 }
@@ -220,14 +233,7 @@ fn mrope_out_of_domain(rng: &mut Rng, env: &mut RandomEnv) {
         }
         4 => {
             let role = rng.pick(&["input", "position_ids", "cos_cache", "sin_cache", "output"]);
-            let mut dims = shape(env, role);
-            if dims.is_empty() {
-                dims.push(-1);
-            } else {
-                let i = rng.below(dims.len());
-                dims[i] = -dims[i] - 1;
-            }
-            set_shape(env, role, dims);
+            negate_a_dim(env, rng, role);
         }
         5 => {
             env.dtypes
