@@ -85,7 +85,10 @@ fn fill<T: Send>(len: usize, seed: u64, make: impl Fn(&mut StdRng) -> T + Sync) 
             .collect();
         out = handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_default())
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect();
     });
     out.into_iter().flatten().collect()
