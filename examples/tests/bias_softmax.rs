@@ -253,8 +253,10 @@ fn adaptive_row_with_and_without_subgroups() {
     );
     let without = context_without("subgroups");
     let mut failures = Vec::new();
-    // C = 37 leaves most lanes idle; C = 1000 spreads the row over every lane and subgroup.
-    for (cols, rows) in [(37, 6), (300, 4), (1000, 4)] {
+    // C = 37 leaves most lanes idle; C = 1000 spreads the row over every lane and subgroup;
+    // C = 128 is a row of vec4 words a subgroup can hold (the hints' rowPerSubgroup) and
+    // C = 4100 one that a workgroup cannot keep in registers.
+    for (cols, rows) in [(37, 6), (128, 10), (300, 4), (1000, 4), (4100, 4)] {
         for inner in [true, false] {
             let case = Case::random(cols as u64, &[rows, cols], &[2, cols], 1, inner);
             let sub = case.plan::<f32>(with.caps()).unwrap();

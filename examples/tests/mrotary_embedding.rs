@@ -17,18 +17,24 @@ use half::f16;
 use kernel_runtime::{Context, DeviceCaps, Dispatch, Float};
 use kernels::mrotary_embedding::{self as op, Attrs};
 
-/// rank 3/4 × interleaved 0/1 × mrope_layout 0/1 for element type `T`, B = 2, N = 3.
+/// rank 3/4 × interleaved 0/1 × mrope_layout 0/1 for element type `T`, B = 2: with N = 3
+/// heads of 12 (one pair per invocation), and with N = 5 heads of 16, whose pairs come in
+/// fours (the hints' four-pair path), which groups heads by four and so leaves a partial group.
 fn all_combinations<T: Float>(seed: u64) {
     let ctx = ctx();
-    let (b, s, n, h, m) = (2, 5, 3, 12, 16);
     let mut failures = Vec::new();
-    for (rank, shape) in [(3, vec![b, s, n * h]), (4, vec![b, n, s, h])] {
-        for interleaved in [false, true] {
-            for layout in [false, true] {
-                let a = attrs(&[2, 2, 2], n as i64, interleaved, layout);
-                let label = format!("rank {rank}, interleaved {interleaved}, layout {layout}");
-                let case = Case::random(seed + rank, &shape, a, m);
-                failures.extend(case.check::<T>(ctx, &label, &format!("rank{rank}")).err());
+    for (n, h, sections) in [(3, 12, [2, 2, 2]), (5, 16, [2, 3, 3])] {
+        let (b, s, m) = (2, 5, 16);
+        for (rank, shape) in [(3, vec![b, s, n * h]), (4, vec![b, n, s, h])] {
+            for interleaved in [false, true] {
+                for layout in [false, true] {
+                    let a = attrs(&sections, n as i64, interleaved, layout);
+                    let label = format!(
+                        "{n} heads of {h}, rank {rank}, interleaved {interleaved}, layout {layout}"
+                    );
+                    let case = Case::random(seed + rank, &shape, a, m);
+                    failures.extend(case.check::<T>(ctx, &label, &format!("rank{rank}")).err());
+                }
             }
         }
     }

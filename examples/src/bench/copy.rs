@@ -133,6 +133,86 @@ fn main(
     digest: "bench-copy-f16-runs-v1",
 };
 
+/// `vec4<f16>` words (8 bytes), one per invocation: what an f16 tensor bound as `vec4` words
+/// moves.
+static COPY_F16_VEC4: Kernel = Kernel {
+    label: "bench.copy_f16_vec4",
+    source: "enable f16;
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f16>>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = (workgroup.x + workgroup.y * workgroups.x) * 256u + lane;
+    if (i < arrayLength(&dst)) {
+        dst[i] = src[i];
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-f16-vec4-v1",
+};
+
+/// Two adjacent `vec4<f16>` words (16 bytes) per invocation.
+static COPY_F16_VEC4_PAIRS: Kernel = Kernel {
+    label: "bench.copy_f16_vec4_pairs",
+    source: "enable f16;
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<f16>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f16>>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = ((workgroup.x + workgroup.y * workgroups.x) * 256u + lane) * 2u;
+    if (i + 1u < arrayLength(&dst)) {
+        let a = src[i];
+        let b = src[i + 1u];
+        dst[i] = a;
+        dst[i + 1u] = b;
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-f16-vec4-pairs-v1",
+};
+
+/// Eight f16 values as one `vec4<u32>` word per invocation, unpacked to f32 and packed back:
+/// f16 tensors read and written as 16-byte words, with the conversions a kernel would do.
+static COPY_F16_PACKED: Kernel = Kernel {
+    label: "bench.copy_f16_packed",
+    source: "@group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+
+@compute @workgroup_size(256)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = (workgroup.x + workgroup.y * workgroups.x) * 256u + lane;
+    if (i < arrayLength(&dst)) {
+        let w = src[i];
+        let a = unpack2x16float(w.x);
+        let b = unpack2x16float(w.y);
+        let c = unpack2x16float(w.z);
+        let d = unpack2x16float(w.w);
+        dst[i] = vec4<u32>(pack2x16float(a), pack2x16float(b), pack2x16float(c), pack2x16float(d));
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-f16-packed-v1",
+};
+
 /// Which copy kernel to time.
 #[derive(Debug, Clone, Copy)]
 pub enum CopyKind {
@@ -146,6 +226,12 @@ pub enum CopyKind {
     F32Runs,
     /// Eight adjacent f16 per invocation, element-wise accesses.
     F16Runs,
+    /// One `vec4<f16>` word per invocation.
+    F16Vec4,
+    /// Two adjacent `vec4<f16>` words per invocation.
+    F16Vec4Pairs,
+    /// One `vec4<u32>` word of eight f16 per invocation, unpacked and packed.
+    F16Packed,
 }
 
 /// The copy kernel's measured rate.
@@ -175,6 +261,9 @@ pub fn measure(
         CopyKind::F16 => (&COPY_F16, words * 8),
         CopyKind::F32Runs => (&COPY_F32_RUNS, words),
         CopyKind::F16Runs => (&COPY_F16_RUNS, words),
+        CopyKind::F16Vec4 => (&COPY_F16_VEC4, words * 2),
+        CopyKind::F16Vec4Pairs => (&COPY_F16_VEC4_PAIRS, words),
+        CopyKind::F16Packed => (&COPY_F16_PACKED, words),
     };
     let plan = Plan {
         op: "bench",

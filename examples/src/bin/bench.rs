@@ -73,9 +73,18 @@ fn main() -> Result<()> {
     );
     // Element-wise copies say what scalar f32 and f16 accesses cost on this adapter.
     let mut element_copies = Vec::new();
-    let mut kinds = vec![copy::CopyKind::F32, copy::CopyKind::F32Runs];
+    let mut kinds = vec![
+        copy::CopyKind::F32,
+        copy::CopyKind::F32Runs,
+        copy::CopyKind::F16Packed,
+    ];
     if ctx.caps().shader_f16 {
-        kinds.extend([copy::CopyKind::F16, copy::CopyKind::F16Runs]);
+        kinds.extend([
+            copy::CopyKind::F16,
+            copy::CopyKind::F16Runs,
+            copy::CopyKind::F16Vec4,
+            copy::CopyKind::F16Vec4Pairs,
+        ]);
     }
     for kind in kinds {
         element_copies.push(copy::measure(&ctx, kind, copy_bytes, args.repetitions)?);

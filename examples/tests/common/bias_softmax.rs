@@ -380,7 +380,7 @@ pub struct VariantShape {
     pub outer_bias: Vec<usize>,
 }
 
-pub fn variant_shapes() -> [VariantShape; 3] {
+pub fn variant_shapes() -> [VariantShape; 4] {
     let v =
         |variant, shape: &[usize], axis, inner_bias: &[usize], outer_bias: &[usize]| VariantShape {
             variant,
@@ -394,6 +394,8 @@ pub fn variant_shapes() -> [VariantShape; 3] {
         v(ADAPTIVE, &[3, 4, 300], -1, &[3, 1, 300], &[4, 300]),
         // Rw = 128, C = 7.
         v(PACKED, &[4, 32, 7], 2, &[4, 1, 7], &[32, 7]),
+        // Rw = 128, C = 4: rows of one vec4 word.
+        v(PACKED, &[4, 32, 4], -1, &[4, 1, 4], &[32, 4]),
         // Rw = 4, C = 70000 = 34 full blocks of 2048 and a partial one of 368.
         v(LONGROW, &[4, 70_000], 1, &[2, 70_000], &[2, 70_000]),
     ]
@@ -439,10 +441,14 @@ pub fn check_against_add_softmax<T: Float>(case: &Case, label: &str, variant: &s
 }
 
 /// One shape per variant for the masking tests: variant, data, bias (axis -1), mode.
-pub fn masking_shapes() -> [(&'static str, Vec<usize>, Vec<usize>, bool); 3] {
+pub fn masking_shapes() -> [(&'static str, Vec<usize>, Vec<usize>, bool); 5] {
     [
         (ADAPTIVE, vec![6, 20], vec![3, 20], true),
+        // Rows of 3000 = 750 words: more words than the workgroup keeps in registers.
+        (ADAPTIVE, vec![6, 3000], vec![3, 3000], false),
         (PACKED, vec![64, 6], vec![8, 6], false),
+        // Rows of two vec4 words.
+        (PACKED, vec![64, 8], vec![8, 8], false),
         // Rw = 4 rows of 32 blocks; the masked third of row 0 spans whole blocks.
         (LONGROW, vec![4, 65_536], vec![2, 65_536], true),
     ]

@@ -637,7 +637,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "c3c1e31b7f3c617b48c2b5f0badce508",
+        digest: "06ee9d7d91edb050b5222586cee508ee",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -645,7 +645,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "8d358925dcbf002c4d6ab30f02d60841",
+        digest: "815c46312058ddc3e597d0f2be2c0c8e",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -653,7 +653,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "65c58a0137b0f37d32f86ba1b275fcc0",
+        digest: "82b4f12b86ec378c4050e4c10c23d043",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -661,7 +661,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "5cd7c58563edca40f2b2ea122aa03d0e",
+        digest: "70cc92ea0353bef3d4c4b2c38a50de0a",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -669,7 +669,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "5edfae8609cfac89b6fa50813d1481a0",
+        digest: "89dccd910a370b1b05412bca724bdead",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -677,7 +677,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "e9d68732b20287aeaef4ac86397f8d03",
+        digest: "6fd81bfc3d660bfcd55f62e44ef0571e",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -685,7 +685,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "f16907231f4a80934848e48bc2b833b2",
+        digest: "fc7c4702ff309811eec678b608497813",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -693,7 +693,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "340859d3442369d26b41f8a5a954e1e8",
+        digest: "f5dce67463ef71c041ed557504f6afcc",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -891,7 +891,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "b9bcaad6daed2e235b101bff29965bdd",
+        digest: "e3939038b76e1958721814ad478b466b",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -899,7 +899,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "db8d38fbcb072ae6dfbbb22f4f309148",
+        digest: "05206d2b0ba5352dde711f415d58a58d",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -907,7 +907,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "5b204382aae4c3f1df1c37e789ae5ad0",
+        digest: "5f796bcfce523764cd8caf105e0d03ff",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -915,7 +915,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "e01d8fa259b23c776d24ac60d1dcfdbf",
+        digest: "249f4ee85f79422f4b763b0ee5ed1487",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -923,7 +923,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "ad971a52fe3c6daa1b637c8759bcc990",
+        digest: "94eba318cddfd3f6b756163bf83af143",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -931,7 +931,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "e41ac1731d65fde0ff13743c721afa8b",
+        digest: "8131cdd430c9e3d9bdea000c7f0f4e37",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -939,7 +939,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "7b8d05f2bfb3f10cc485fe956ec1ab1a",
+        digest: "3a8734e2ef5cbce511b4e24ea2702372",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -947,7 +947,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "940c8e5dc372b7571c58755c70a271ae",
+        digest: "24109fd37aa2f960bdcb465cd25b6e55",
     },
 ];
 fn kernel_longrow_split_normalize(
@@ -1123,7 +1123,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a2689846f11780a83617070bea86d8ac",
+        digest: "f202286308a165314462d4cde70d1b10",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1131,7 +1131,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "2fcd3727f29b514d977bcf5075d43eec",
+        digest: "4b296a0035e8b9e59c2934fecc8f3aa2",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1139,7 +1139,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a5f350b268da952a767e2f0bcb3cf90a",
+        digest: "f05effbf3b6cdddbccd07dd956136e29",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1147,7 +1147,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "47a3d16cb2d5edbbfe4db88aebbaa591",
+        digest: "a28d1152d5a12eea5538579d656b2477",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1155,7 +1155,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "7781d17acef0159c434d960575ec9083",
+        digest: "43267fbb01f496f559f3ae7107f73cc4",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1163,7 +1163,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "9fc18df1bd1630bc8510a4cc7d10da18",
+        digest: "ffc4e0f63012ec5f6ef8e13cb0fa2e21",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1171,7 +1171,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "d7bb5373e3a0447e13d2e725b9530e64",
+        digest: "8ec2f3acf45b2d754672e8a800ec34fb",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1179,7 +1179,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "2a70f13fcb82a35aef2feb26a94bf211",
+        digest: "6c77222e76d99589ec06e4a8c2285d2f",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1396,7 +1396,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "bb3ca176a67c8dc8e50d673508184f43",
+        digest: "8eac9174b62a4e8ae8dd2e3f4ccfc92a",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1404,7 +1404,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "013b7b7443e583340ce5f93461e2e217",
+        digest: "47979cec131a44b53632924f771d0428",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1412,7 +1412,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "856b49e662738d950b656ca65a92057f",
+        digest: "b1be5897b31fc3053a442f19083298f9",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1420,7 +1420,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f7567f8fbd1002aed227298bb7a22ca9",
+        digest: "a83c6acff08978867053758c154dc1b0",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1428,7 +1428,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "397c5b2bd22a3177f69ac0b497212232",
+        digest: "74c79ab2627eacb8979d3d095a2f055b",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1436,7 +1436,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "b4d22eea54b94b574c7b695ea1b49047",
+        digest: "04e77e1d18e20940233e0efcd9fc207e",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1444,7 +1444,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "706fbfe3894da9eae444671ca6115382",
+        digest: "8cbfc60112a0ca94db60fdb90b06b827",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1452,7 +1452,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "7eee98adbe461c29d90799182e043640",
+        digest: "89b58fb9eb6d93dfaa1ed8f810a19318",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1460,7 +1460,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "2af9cd7e2d50a09a0c60f4dcb58f5e18",
+        digest: "031cebd78280021a473b5e204781858b",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1468,7 +1468,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "7471cfd4324008438b7c9acd838be1d2",
+        digest: "99bf7e876c3de0bcb3d5104d186b977f",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1476,7 +1476,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "f75543bbe5f49974f3956ca6535f9f4c",
+        digest: "da72e87538970e45f92c14970fc59e70",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1484,7 +1484,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "5ccc145a047b775590ee8120f13bac6b",
+        digest: "25472d098f90ad92411519970c8affe5",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1492,7 +1492,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "6c7b41eac3bc2967d7c73b6fc6a0b469",
+        digest: "9c5f25f40b8c8d03ca5fabe2cfac727a",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1500,7 +1500,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ff11b02b05137ece8d7781b839777569",
+        digest: "ed84d759b941bf2d51a15390176d9e0e",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1508,7 +1508,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "0a4d2006779c69c44678079dcf108593",
+        digest: "a54325b46c674e5c2413a96868fcecb6",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1516,7 +1516,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "20c06982714be6e5074736669cf13653",
+        digest: "1b0a7efb4a5580ef702a348f4e8b5f50",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1524,7 +1524,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "f90cefede2898bcf08d2e24d80131328",
+        digest: "857b7a0c97b2d31dea15223ac9c2df0b",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1532,7 +1532,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a5e697d9d79d62ceb256864a1dbbc908",
+        digest: "d1100a403cbf244a8cc5f4dcec698ccd",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1540,7 +1540,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "255cb7e8667b49e05bf0ac12293fe045",
+        digest: "30565d3c949830cc265a1f903f21c08d",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1548,7 +1548,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "213d92c841443a46fbf0af11b54000b6",
+        digest: "01d8282e83bdf09deae5c8b27ef2ff1f",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1556,7 +1556,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "16e37a49d2f13cd121fa7ed9ba4cf8eb",
+        digest: "9ad15c679dfe9d9a49bb665df2ecccb4",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1564,7 +1564,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "f7598d544705c89104d71d983fc2b7b7",
+        digest: "cf68e748d10903d46587164698b9cb38",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1572,7 +1572,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "61fddda1eb1b37b4633037a156b61a8e",
+        digest: "e1e06f037c4b7e2628366dde1a6372a4",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1580,7 +1580,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "17f9e1d49bc7fde2c4c20970b59dee5a",
+        digest: "8a3573030487c469894460c0cce1bdbc",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

@@ -480,6 +480,35 @@ pub fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
             )?,
     )
 }
+/// `quadHeads` = `max(1, (numel(shapes.input) / max(1, headSize)) / max(1, dim(shapes.input, 0) * dim(shapes.input, 1 if ranks.input == 3 else 2)))`
+#[doc(hidden)]
+pub fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
+    Ok(
+        ::core::cmp::max(
+            1i64,
+            rt::expr::div(
+                rt::expr::div(
+                    rt::expr::numel(env.shapes.input.as_slice())?,
+                    ::core::cmp::max(1i64, derive_head_size(env)?),
+                )?,
+                ::core::cmp::max(
+                    1i64,
+                    rt::expr::mul(
+                        rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
+                        rt::expr::dim(
+                            env.shapes.input.as_slice(),
+                            if rt::support::rank(&env.shapes.input) == 3i64 {
+                                1i64
+                            } else {
+                                2i64
+                            },
+                        )?,
+                    )?,
+                ),
+            )?,
+        ),
+    )
+}
 /// `quadPairs` = `halfRotaryDim > 0 and halfRotaryDim % 4 == 0 and effectiveRotaryDim == headSize`
 #[doc(hidden)]
 pub fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
@@ -952,7 +981,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "948c63aa5478d5c637949296cdf85b12",
@@ -960,7 +989,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "340716a5f69fc50cd620701e462c11cb",
@@ -968,7 +997,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "adf9252a3c083d4cc66c2d23ee3ca6c9",
@@ -976,7 +1005,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "a45c371bb2ac8834ef14585132a8ee94",
@@ -984,7 +1013,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "4716187b8d7463f1aca0e34b505a6a06",
@@ -992,7 +1021,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "9446a06fbd464f6532254df11f6e3b6c",
@@ -1000,7 +1029,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "aa7a3228b9d70b536dfc32a854aa9c36",
@@ -1008,7 +1037,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "ca714fd09f919a9c61e2d94a394fe9bb",
@@ -1016,66 +1045,66 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "efc60c0784d3eca488fa1969a829bf60",
+        digest: "d6aea5160a7820c29360c976cd2c3c83",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "5603bbca707c02acf3ea158ae41454f5",
+        digest: "c62e2f4c8bfb2e57cf1d4cb7cd58960a",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "096298b014a3d0d1860a990c6c6da4d6",
+        digest: "9fa7c4afdaf715fcbf080498afab32c6",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "7f1b7e52583791e9fc4101de516bd87b",
+        digest: "02989979fec5387da55927c0bf505533",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "00519b7e9e1cb947e3b9a6aabba9a4bc",
+        digest: "43748061f8ef88033b4d6ef05196eb8c",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "b7ba791ca5cf0911431b721d5a0770c0",
+        digest: "26aada0d79623271b6300a640ef78dd3",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "cf25db025112b6f986ffc985a021c6dd",
+        digest: "a461a2fd1f2b688589ca5080ce01e3e9",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
         source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.wgsl"
+            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "90b6878ba71aeacac98bf1bed188eea2",
+        digest: "6ad3ac730a38e061ad724456fdf665de",
     },
 ];
 fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1086,24 +1115,25 @@ fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         env.dtypes.t.wgsl_name(),
         3i64,
         derive_quad_pairs(env)?,
+        4i64,
     );
     let index = match key {
-        (false, true, false, "f32", 3i64, false) => 0usize,
-        (false, true, true, "f16", 3i64, false) => 1usize,
-        (true, true, false, "f32", 3i64, false) => 2usize,
-        (true, true, true, "f16", 3i64, false) => 3usize,
-        (false, false, false, "f32", 3i64, false) => 4usize,
-        (false, false, true, "f16", 3i64, false) => 5usize,
-        (true, false, false, "f32", 3i64, false) => 6usize,
-        (true, false, true, "f16", 3i64, false) => 7usize,
-        (false, true, false, "f32", 3i64, true) => 8usize,
-        (false, true, true, "f16", 3i64, true) => 9usize,
-        (true, true, false, "f32", 3i64, true) => 10usize,
-        (true, true, true, "f16", 3i64, true) => 11usize,
-        (false, false, false, "f32", 3i64, true) => 12usize,
-        (false, false, true, "f16", 3i64, true) => 13usize,
-        (true, false, false, "f32", 3i64, true) => 14usize,
-        (true, false, true, "f16", 3i64, true) => 15usize,
+        (false, true, false, "f32", 3i64, false, 4i64) => 0usize,
+        (false, true, true, "f16", 3i64, false, 4i64) => 1usize,
+        (true, true, false, "f32", 3i64, false, 4i64) => 2usize,
+        (true, true, true, "f16", 3i64, false, 4i64) => 3usize,
+        (false, false, false, "f32", 3i64, false, 4i64) => 4usize,
+        (false, false, true, "f16", 3i64, false, 4i64) => 5usize,
+        (true, false, false, "f32", 3i64, false, 4i64) => 6usize,
+        (true, false, true, "f16", 3i64, false, 4i64) => 7usize,
+        (false, true, false, "f32", 3i64, true, 4i64) => 8usize,
+        (false, true, true, "f16", 3i64, true, 4i64) => 9usize,
+        (true, true, false, "f32", 3i64, true, 4i64) => 10usize,
+        (true, true, true, "f16", 3i64, true, 4i64) => 11usize,
+        (false, false, false, "f32", 3i64, true, 4i64) => 12usize,
+        (false, false, true, "f16", 3i64, true, 4i64) => 13usize,
+        (true, false, false, "f32", 3i64, true, 4i64) => 14usize,
+        (true, false, true, "f16", 3i64, true, 4i64) => 15usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1200,8 +1230,10 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : fill_params_rank3_main(env) ?, dispatch :
             rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
-            derive_quad_pairs(env) ? { rt::expr::div(derive_pair_count(env) ?, 4i64) ? }
-            else { derive_pair_count(env) ? }) ?, workgroup_size :
+            derive_quad_pairs(env) ? {
+            rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
+            derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
+            4i64) ?) ? } else { derive_pair_count(env) ? }) ?, workgroup_size :
             rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
@@ -1297,7 +1329,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "473aab372468fd374e8802abab3f24a7",
@@ -1305,7 +1337,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "c7da8b5234e262a171df5565324d343b",
@@ -1313,7 +1345,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "6be655c51cfa8929b136d417516121c1",
@@ -1321,7 +1353,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "dab92401d98ab775424be0b5e88b1c24",
@@ -1329,7 +1361,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "d13c56563620bb4fde9b172f7b7b43ab",
@@ -1337,7 +1369,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "bca7e314ba7bcf3bf0eb1a4f459cf47d",
@@ -1345,7 +1377,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "74b80f1d20a2872b47a4b31a492c2016",
@@ -1353,7 +1385,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
         digest: "f2413ca3a34d6ed9cd7ff3cd56f64c87",
@@ -1361,66 +1393,66 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "666bac67ec26824995c35e23265d1ccf",
+        digest: "6f2c3bd592313ed15d10a345344eb77b",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "9e34f6772b7fb37102ae660ab63f7c5a",
+        digest: "f02669e68abade1326f5b33ac2ceec33",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "025048ee80fc477643d0e271d4a79aa8",
+        digest: "c8f30dfda2e07728cc3a3539ba342728",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "a1305101673ed30ab2c0187ad82a1735",
+        digest: "9d6cde28c31b43410a56f777b65af2d5",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "c36ab852884eb0d1355185495590e84a",
+        digest: "d35ac1ad22d4340777b7a1d31d39e874",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "321487136c3b32cb436d86bb13054e89",
+        digest: "13df2e8942a1ba1c2fd67d2b50e8c3e9",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "9a03e5f503fcaa697ed2504fdeac7cb1",
+        digest: "e4c14aa782831809f3feaa2a1972cfe4",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
         source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.wgsl"
+            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "5fac8a323c86e700e5cd1cd7f420d53a",
+        digest: "bc62ca26c43620746d595bbf42f19290",
     },
 ];
 fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1431,24 +1463,25 @@ fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         env.dtypes.t.wgsl_name(),
         4i64,
         derive_quad_pairs(env)?,
+        4i64,
     );
     let index = match key {
-        (false, true, false, "f32", 4i64, false) => 0usize,
-        (false, true, true, "f16", 4i64, false) => 1usize,
-        (true, true, false, "f32", 4i64, false) => 2usize,
-        (true, true, true, "f16", 4i64, false) => 3usize,
-        (false, false, false, "f32", 4i64, false) => 4usize,
-        (false, false, true, "f16", 4i64, false) => 5usize,
-        (true, false, false, "f32", 4i64, false) => 6usize,
-        (true, false, true, "f16", 4i64, false) => 7usize,
-        (false, true, false, "f32", 4i64, true) => 8usize,
-        (false, true, true, "f16", 4i64, true) => 9usize,
-        (true, true, false, "f32", 4i64, true) => 10usize,
-        (true, true, true, "f16", 4i64, true) => 11usize,
-        (false, false, false, "f32", 4i64, true) => 12usize,
-        (false, false, true, "f16", 4i64, true) => 13usize,
-        (true, false, false, "f32", 4i64, true) => 14usize,
-        (true, false, true, "f16", 4i64, true) => 15usize,
+        (false, true, false, "f32", 4i64, false, 4i64) => 0usize,
+        (false, true, true, "f16", 4i64, false, 4i64) => 1usize,
+        (true, true, false, "f32", 4i64, false, 4i64) => 2usize,
+        (true, true, true, "f16", 4i64, false, 4i64) => 3usize,
+        (false, false, false, "f32", 4i64, false, 4i64) => 4usize,
+        (false, false, true, "f16", 4i64, false, 4i64) => 5usize,
+        (true, false, false, "f32", 4i64, false, 4i64) => 6usize,
+        (true, false, true, "f16", 4i64, false, 4i64) => 7usize,
+        (false, true, false, "f32", 4i64, true, 4i64) => 8usize,
+        (false, true, true, "f16", 4i64, true, 4i64) => 9usize,
+        (true, true, false, "f32", 4i64, true, 4i64) => 10usize,
+        (true, true, true, "f16", 4i64, true, 4i64) => 11usize,
+        (false, false, false, "f32", 4i64, true, 4i64) => 12usize,
+        (false, false, true, "f16", 4i64, true, 4i64) => 13usize,
+        (true, false, false, "f32", 4i64, true, 4i64) => 14usize,
+        (true, false, true, "f16", 4i64, true, 4i64) => 15usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1551,8 +1584,10 @@ fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : fill_params_rank4_main(env) ?, dispatch :
             rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
-            derive_quad_pairs(env) ? { rt::expr::div(derive_pair_count(env) ?, 4i64) ? }
-            else { derive_pair_count(env) ? }) ?, workgroup_size :
+            derive_quad_pairs(env) ? {
+            rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
+            derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
+            4i64) ?) ? } else { derive_pair_count(env) ? }) ?, workgroup_size :
             rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
@@ -1575,6 +1610,7 @@ pub const DERIVED_NAMES: &[&str] = &[
     "tasksPerHead",
     "pairCount",
     "pairDispatchOk",
+    "quadHeads",
     "quadPairs",
     "rank3Contract",
     "rank4Contract",
@@ -1616,6 +1652,7 @@ pub fn derived_value(
             "pairDispatchOk" => {
                 derive_pair_dispatch_ok(env).map(rt::support::ExprValue::from)
             }
+            "quadHeads" => derive_quad_heads(env).map(rt::support::ExprValue::from),
             "quadPairs" => derive_quad_pairs(env).map(rt::support::ExprValue::from),
             "rank3Contract" => {
                 derive_rank3_contract(env).map(rt::support::ExprValue::from)

@@ -22,6 +22,10 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
+fn task_row(task: u32) -> u32 {
+    return task;
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i]);
 }
@@ -95,10 +99,11 @@ fn main(
     let lane_in_subgroup = 0u;
     let subgroups = 1u;
     // One workgroup per row; the runtime may split the rows over x and y.
-    let row = workgroup.x + workgroup.y * workgroups.x;
-    if (row >= params.batchCount) {
+    let task = workgroup.x + workgroup.y * workgroups.x;
+    if (task >= params.batchCount) {
         return;
     }
+    let row = task_row(task);
     let base = row * blockSize;
     let bias_base = bias_row(row) * blockSize;
 

@@ -22,6 +22,10 @@ fn bias_row(row: u32) -> u32 {
     return row % biasBlockCount;
 }
 
+fn task_row(task: u32) -> u32 {
+    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i]);
 }
@@ -64,10 +68,11 @@ fn main(
     @builtin(subgroup_size) lanes: u32,
     @builtin(num_subgroups) subgroups: u32,
 ) {
-    let row = (workgroup.x + workgroup.y * workgroups.x) * subgroups + subgroup;
-    if (row >= params.batchCount) {
+    let task = (workgroup.x + workgroup.y * workgroups.x) * subgroups + subgroup;
+    if (task >= params.batchCount) {
         return;
     }
+    let row = task_row(task);
     let base = row * blockSize;
     let bias_base = bias_row(row) * blockSize;
     let cached = blockSize <= lanes * PER_LANE;

@@ -20,12 +20,28 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
+fn task_row(task: u32) -> u32 {
+    return task;
+}
+
+fn data_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(data[w]);
+}
+
+fn bias_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(bias[w]);
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i / 4u][i % 4u]);
 }
 
 fn bias_at(i: u32) -> f32 {
     return f32(bias[i / 4u][i % 4u]);
+}
+
+fn store_word(w: u32, value: vec4<f32>) {
+    output[w] = vec4<f32>(value);
 }
 
 // `i` is a multiple of 4.
@@ -67,20 +83,6 @@ fn workgroup_sum(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, su
     return result;
 }
 
-const PER_LANE: u32 = 8u;
-// Adjacent columns per lane: runs of VECTOR adjacent accesses compile to wide loads and
-// stores, which element-wise accesses do not reach the copy rate without.
-const VECTOR: u32 = 4u;
-
-// The column that register slot `i` of `lane` holds: runs of VECTOR adjacent columns when the
-// row length allows it (rows then start 16-byte aligned), one column per lane step otherwise.
-fn cached_column(i: u32, lane: u32) -> u32 {
-    if (blockSize % VECTOR == 0u) {
-        return (lane + (i / VECTOR) * WORKGROUP_SIZE) * VECTOR + i % VECTOR;
-    }
-    return lane + i * WORKGROUP_SIZE;
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) workgroup: vec3<u32>,
@@ -90,68 +92,68 @@ fn main(
     let subgroup = 0u;
     let lane_in_subgroup = 0u;
     let subgroups = 1u;
-    // One workgroup per row; the runtime may split the rows over x and y.
-    let row = workgroup.x + workgroup.y * workgroups.x;
-    if (row >= params.batchCount) {
+    // One workgroup per row; the runtime may split the rows over x and y. The early return
+    // is uniform across the workgroup, so the reductions' barriers stay in uniform control
+    // flow.
+    let task = workgroup.x + workgroup.y * workgroups.x;
+    if (task >= params.batchCount) {
         return;
     }
-    let base = row * blockSize;
-    let bias_base = bias_row(row) * blockSize;
-
-    // Rows of up to WORKGROUP_SIZE * PER_LANE elements are read once and kept in registers;
-    // longer rows are read three times (max, sum, write), from cache for the later two.
-    let cached = blockSize <= WORKGROUP_SIZE * PER_LANE;
-    var z: array<f32, PER_LANE>;
-    var local_max = LOWEST;
+    let row = task_row(task);
+    let lanes = WORKGROUP_SIZE;
+    let row_words = blockSize / 4u;
+    let base = row * row_words;
+    let bias_base = bias_row(row) * row_words;
+    let cached = row_words <= lanes * 2u;
+    let w0 = lane + 0u * lanes;
+    var z0 = vec4<f32>(LOWEST);
+    let w1 = lane + 1u * lanes;
+    var z1 = vec4<f32>(LOWEST);
+    var local_max = vec4<f32>(LOWEST);
     if (cached) {
-        for (var i = 0u; i < PER_LANE; i += 1u) {
-            let c = cached_column(i, lane);
-            if (c < blockSize) {
-                z[i] = data_at(base + c) + bias_at(bias_base + c);
-                local_max = max(local_max, z[i]);
-            }
+        if (w0 < row_words) {
+            z0 = data_word(base + w0) + bias_word(bias_base + w0);
         }
+        if (w1 < row_words) {
+            z1 = data_word(base + w1) + bias_word(bias_base + w1);
+        }
+        local_max = max(local_max, z0);
+        local_max = max(local_max, z1);
     } else {
-        for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
-            local_max = max(local_max, data_at(base + c) + bias_at(bias_base + c));
+        for (var w = lane; w < row_words; w += lanes) {
+            local_max = max(local_max, data_word(base + w) + bias_word(bias_base + w));
         }
     }
-    let row_max = workgroup_max(local_max, lane, subgroup, lane_in_subgroup, subgroups);
-
-    var local_sum = 0.0;
+    let row_max = workgroup_max(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)), lane, subgroup, lane_in_subgroup, subgroups);
+    var local_sum = vec4<f32>(0.0);
     if (cached) {
-        for (var i = 0u; i < PER_LANE; i += 1u) {
-            if (cached_column(i, lane) < blockSize) {
-                z[i] = exp(z[i] - row_max);
-                local_sum += z[i];
-            }
+        if (w0 < row_words) {
+            z0 = exp(z0 - vec4<f32>(row_max));
+            local_sum += z0;
+        }
+        if (w1 < row_words) {
+            z1 = exp(z1 - vec4<f32>(row_max));
+            local_sum += z1;
         }
     } else {
-        for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
-            local_sum += exp(data_at(base + c) + bias_at(bias_base + c) - row_max);
+        for (var w = lane; w < row_words; w += lanes) {
+            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(row_max));
         }
     }
-    let row_sum = workgroup_sum(local_sum, lane, subgroup, lane_in_subgroup, subgroups);
+    let row_sum = workgroup_sum((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w), lane, subgroup, lane_in_subgroup, subgroups);
+    let inverse = 1.0 / row_sum;
+    if (cached) {
+        if (w0 < row_words) {
+            store_word(base + w0, z0 * inverse);
+        }
+        if (w1 < row_words) {
+            store_word(base + w1, z1 * inverse);
+        }
+    } else {
+        for (var w = lane; w < row_words; w += lanes) {
+            let value = data_word(base + w) + bias_word(bias_base + w);
+            store_word(base + w, exp(value - vec4<f32>(row_max)) * inverse);
+        }
+    }
 
-    if (cached && blockSize % VECTOR == 0u) {
-        // Slots come in runs of VECTOR adjacent columns: one word each.
-        for (var i = 0u; i < PER_LANE; i += VECTOR) {
-            let c = cached_column(i, lane);
-            if (c < blockSize) {
-                store4(base + c, vec4<f32>(z[i], z[i + 1u], z[i + 2u], z[i + 3u]) / row_sum);
-            }
-        }
-    } else if (cached) {
-        for (var i = 0u; i < PER_LANE; i += 1u) {
-            let c = cached_column(i, lane);
-            if (c < blockSize) {
-                store1(base + c, z[i] / row_sum);
-            }
-        }
-    } else {
-        for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
-            let value = data_at(base + c) + bias_at(bias_base + c);
-            store1(base + c, exp(value - row_max) / row_sum);
-        }
-    }
 }

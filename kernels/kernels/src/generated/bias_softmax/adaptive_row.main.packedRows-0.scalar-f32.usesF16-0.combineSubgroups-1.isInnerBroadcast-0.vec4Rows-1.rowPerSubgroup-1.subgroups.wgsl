@@ -20,12 +20,28 @@ fn bias_row(row: u32) -> u32 {
     return row % biasBlockCount;
 }
 
+fn task_row(task: u32) -> u32 {
+    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
+}
+
+fn data_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(data[w]);
+}
+
+fn bias_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(bias[w]);
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i / 4u][i % 4u]);
 }
 
 fn bias_at(i: u32) -> f32 {
     return f32(bias[i / 4u][i % 4u]);
+}
+
+fn store_word(w: u32, value: vec4<f32>) {
+    output[w] = vec4<f32>(value);
 }
 
 // `i` is a multiple of 4.
@@ -37,20 +53,6 @@ fn store1(i: u32, value: f32) {
     output[i / 4u][i % 4u] = f32(value);
 }
 
-// One subgroup per row and several rows per workgroup (the hints' `rowPerSubgroup`: the adapter
-// has a single subgroup size and the dispatch gives each workgroup WORKGROUP_SIZE / that many
-// rows); the max and the sum are subgroup reductions, with no barrier.
-const PER_LANE: u32 = 32u;
-
-// The column that register slot `i` of a lane holds: runs of 4 adjacent columns (one word)
-// when the row length is a multiple of 4, one column per step otherwise.
-fn lane_column(i: u32, lane: u32, lanes: u32) -> u32 {
-    if (blockSize % 4u == 0u) {
-        return (lane + (i / 4u) * lanes) * 4u + i % 4u;
-    }
-    return lane + i * lanes;
-}
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) workgroup: vec3<u32>,
@@ -60,60 +62,143 @@ fn main(
     @builtin(subgroup_size) lanes: u32,
     @builtin(num_subgroups) subgroups: u32,
 ) {
-    let row = (workgroup.x + workgroup.y * workgroups.x) * subgroups + subgroup;
-    if (row >= params.batchCount) {
+    // One subgroup per row, several rows per workgroup; no barrier.
+    let task = (workgroup.x + workgroup.y * workgroups.x) * subgroups + subgroup;
+    if (task >= params.batchCount) {
         return;
     }
-    let base = row * blockSize;
-    let bias_base = bias_row(row) * blockSize;
-    let cached = blockSize <= lanes * PER_LANE;
-    var z: array<f32, PER_LANE>;
-    var local_max = LOWEST;
+    let row = task_row(task);
+    let row_words = blockSize / 4u;
+    let base = row * row_words;
+    let bias_base = bias_row(row) * row_words;
+    let cached = row_words <= lanes * 8u;
+    let w0 = lane + 0u * lanes;
+    var z0 = vec4<f32>(LOWEST);
+    let w1 = lane + 1u * lanes;
+    var z1 = vec4<f32>(LOWEST);
+    let w2 = lane + 2u * lanes;
+    var z2 = vec4<f32>(LOWEST);
+    let w3 = lane + 3u * lanes;
+    var z3 = vec4<f32>(LOWEST);
+    let w4 = lane + 4u * lanes;
+    var z4 = vec4<f32>(LOWEST);
+    let w5 = lane + 5u * lanes;
+    var z5 = vec4<f32>(LOWEST);
+    let w6 = lane + 6u * lanes;
+    var z6 = vec4<f32>(LOWEST);
+    let w7 = lane + 7u * lanes;
+    var z7 = vec4<f32>(LOWEST);
+    var local_max = vec4<f32>(LOWEST);
     if (cached) {
-        for (var i = 0u; i < PER_LANE; i += 1u) {
-            let c = lane_column(i, lane, lanes);
-            if (c < blockSize) {
-                z[i] = data_at(base + c) + bias_at(bias_base + c);
-                local_max = max(local_max, z[i]);
-            }
+        if (w0 < row_words) {
+            z0 = data_word(base + w0) + bias_word(bias_base + w0);
         }
+        if (w1 < row_words) {
+            z1 = data_word(base + w1) + bias_word(bias_base + w1);
+        }
+        if (w2 < row_words) {
+            z2 = data_word(base + w2) + bias_word(bias_base + w2);
+        }
+        if (w3 < row_words) {
+            z3 = data_word(base + w3) + bias_word(bias_base + w3);
+        }
+        if (w4 < row_words) {
+            z4 = data_word(base + w4) + bias_word(bias_base + w4);
+        }
+        if (w5 < row_words) {
+            z5 = data_word(base + w5) + bias_word(bias_base + w5);
+        }
+        if (w6 < row_words) {
+            z6 = data_word(base + w6) + bias_word(bias_base + w6);
+        }
+        if (w7 < row_words) {
+            z7 = data_word(base + w7) + bias_word(bias_base + w7);
+        }
+        local_max = max(local_max, z0);
+        local_max = max(local_max, z1);
+        local_max = max(local_max, z2);
+        local_max = max(local_max, z3);
+        local_max = max(local_max, z4);
+        local_max = max(local_max, z5);
+        local_max = max(local_max, z6);
+        local_max = max(local_max, z7);
     } else {
-        for (var c = lane; c < blockSize; c += lanes) {
-            local_max = max(local_max, data_at(base + c) + bias_at(bias_base + c));
+        for (var w = lane; w < row_words; w += lanes) {
+            local_max = max(local_max, data_word(base + w) + bias_word(bias_base + w));
         }
     }
-    let row_max = subgroupMax(local_max);
-    var local_sum = 0.0;
+    let row_max = subgroupMax(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)));
+    var local_sum = vec4<f32>(0.0);
     if (cached) {
-        for (var i = 0u; i < PER_LANE; i += 1u) {
-            if (lane_column(i, lane, lanes) < blockSize) {
-                z[i] = exp(z[i] - row_max);
-                local_sum += z[i];
-            }
+        if (w0 < row_words) {
+            z0 = exp(z0 - vec4<f32>(row_max));
+            local_sum += z0;
+        }
+        if (w1 < row_words) {
+            z1 = exp(z1 - vec4<f32>(row_max));
+            local_sum += z1;
+        }
+        if (w2 < row_words) {
+            z2 = exp(z2 - vec4<f32>(row_max));
+            local_sum += z2;
+        }
+        if (w3 < row_words) {
+            z3 = exp(z3 - vec4<f32>(row_max));
+            local_sum += z3;
+        }
+        if (w4 < row_words) {
+            z4 = exp(z4 - vec4<f32>(row_max));
+            local_sum += z4;
+        }
+        if (w5 < row_words) {
+            z5 = exp(z5 - vec4<f32>(row_max));
+            local_sum += z5;
+        }
+        if (w6 < row_words) {
+            z6 = exp(z6 - vec4<f32>(row_max));
+            local_sum += z6;
+        }
+        if (w7 < row_words) {
+            z7 = exp(z7 - vec4<f32>(row_max));
+            local_sum += z7;
         }
     } else {
-        for (var c = lane; c < blockSize; c += lanes) {
-            local_sum += exp(data_at(base + c) + bias_at(bias_base + c) - row_max);
+        for (var w = lane; w < row_words; w += lanes) {
+            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(row_max));
         }
     }
-    let row_sum = subgroupAdd(local_sum);
-    if (cached && blockSize % 4u == 0u) {
-        for (var i = 0u; i < PER_LANE; i += 4u) {
-            let c = lane_column(i, lane, lanes);
-            if (c < blockSize) {
-                store4(base + c, vec4<f32>(z[i], z[i + 1u], z[i + 2u], z[i + 3u]) / row_sum);
-            }
+    let row_sum = subgroupAdd((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w));
+    let inverse = 1.0 / row_sum;
+    if (cached) {
+        if (w0 < row_words) {
+            store_word(base + w0, z0 * inverse);
         }
-    } else if (cached) {
-        for (var i = 0u; i < PER_LANE; i += 1u) {
-            let c = lane_column(i, lane, lanes);
-            if (c < blockSize) {
-                store1(base + c, z[i] / row_sum);
-            }
+        if (w1 < row_words) {
+            store_word(base + w1, z1 * inverse);
+        }
+        if (w2 < row_words) {
+            store_word(base + w2, z2 * inverse);
+        }
+        if (w3 < row_words) {
+            store_word(base + w3, z3 * inverse);
+        }
+        if (w4 < row_words) {
+            store_word(base + w4, z4 * inverse);
+        }
+        if (w5 < row_words) {
+            store_word(base + w5, z5 * inverse);
+        }
+        if (w6 < row_words) {
+            store_word(base + w6, z6 * inverse);
+        }
+        if (w7 < row_words) {
+            store_word(base + w7, z7 * inverse);
         }
     } else {
-        for (var c = lane; c < blockSize; c += lanes) {
-            store1(base + c, exp(data_at(base + c) + bias_at(bias_base + c) - row_max) / row_sum);
+        for (var w = lane; w < row_words; w += lanes) {
+            let value = data_word(base + w) + bias_word(bias_base + w);
+            store_word(base + w, exp(value - vec4<f32>(row_max)) * inverse);
         }
     }
+
 }

@@ -53,6 +53,18 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
+fn task_row(task: u32) -> u32 {
+    return task;
+}
+
+fn data_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(data[w]);
+}
+
+fn bias_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(bias[w]);
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i / 4u][i % 4u]);
 }
@@ -61,16 +73,9 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i / 4u][i % 4u]);
 }
 
-const VECTOR: u32 = 4u;
-
-// The column of a block that register slot `i` of `lane` holds: runs of VECTOR adjacent
-// columns (wide loads) when the row length keeps them 16-byte aligned.
-fn block_column(i: u32, lane: u32) -> u32 {
-    if (params.blockSize % VECTOR == 0u) {
-        return (lane + (i / VECTOR) * WORKGROUP_SIZE) * VECTOR + i % VECTOR;
-    }
-    return lane + i * WORKGROUP_SIZE;
-}
+// Rows are whole vec4 words; BLOCK_COLS is a multiple of 4, so blocks are too.
+const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
+const WORDS_PER_LANE: u32 = (BLOCK_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
 @compute @workgroup_size(256)
 fn main(
@@ -79,29 +84,32 @@ fn main(
 ) {
     let block = workgroup.x;
     let row = workgroup.y;
-    let base = row * params.blockSize;
-    let bias_base = bias_row(row) * params.blockSize;
-    let start = block * BLOCK_COLS;
-    let end = min(start + BLOCK_COLS, params.blockSize);
+    let row_words = params.blockSize / 4u;
+    let base = row * row_words;
+    let bias_base = bias_row(row) * row_words;
+    let start = block * BLOCK_WORDS;
+    let end = min(start + BLOCK_WORDS, row_words);
 
-    // A block is read once: each lane keeps its BLOCK_COLS / WORKGROUP_SIZE values.
-    var z: array<f32, PER_LANE>;
-    var local_max = LOWEST;
-    for (var i = 0u; i < PER_LANE; i += 1u) {
-        let c = start + block_column(i, lane);
-        if (c < end) {
-            z[i] = data_at(base + c) + bias_at(bias_base + c);
-            local_max = max(local_max, z[i]);
+    // A block is read once: each lane keeps its words in registers.
+    var z: array<vec4<f32>, WORDS_PER_LANE>;
+    var local_max = vec4<f32>(LOWEST);
+    for (var k = 0u; k < WORDS_PER_LANE; k += 1u) {
+        let w = start + lane + k * WORKGROUP_SIZE;
+        if (w < end) {
+            z[k] = data_word(base + w) + bias_word(bias_base + w);
+            local_max = max(local_max, z[k]);
         }
     }
-    let block_max = workgroup_max(local_max, lane, 0u, 0u, 1u);
-    var local_sum = 0.0;
-    for (var i = 0u; i < PER_LANE; i += 1u) {
-        if (start + block_column(i, lane) < end) {
-            local_sum += exp(z[i] - block_max);
+    let lane_max = max(max(local_max.x, local_max.y), max(local_max.z, local_max.w));
+    let block_max = workgroup_max(lane_max, lane, 0u, 0u, 1u);
+    var local_sum = vec4<f32>(0.0);
+    for (var k = 0u; k < WORDS_PER_LANE; k += 1u) {
+        if (start + lane + k * WORKGROUP_SIZE < end) {
+            local_sum += exp(z[k] - vec4<f32>(block_max));
         }
     }
-    let block_sum = workgroup_sum(local_sum, lane, 0u, 0u, 1u);
+    let lane_sum = (local_sum.x + local_sum.y) + (local_sum.z + local_sum.w);
+    let block_sum = workgroup_sum(lane_sum, lane, 0u, 0u, 1u);
     if (lane == 0u) {
         blockMax[row * params.blocks + block] = block_max;
         blockSum[row * params.blocks + block] = block_sum;

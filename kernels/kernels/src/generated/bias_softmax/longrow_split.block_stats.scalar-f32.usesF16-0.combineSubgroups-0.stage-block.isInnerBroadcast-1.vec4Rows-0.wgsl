@@ -51,6 +51,10 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
+fn task_row(task: u32) -> u32 {
+    return task;
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i]);
 }
@@ -59,14 +63,8 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
-const VECTOR: u32 = 4u;
-
-// The column of a block that register slot `i` of `lane` holds: runs of VECTOR adjacent
-// columns (wide loads) when the row length keeps them 16-byte aligned.
+// Element-wise: the row length is not a multiple of 4.
 fn block_column(i: u32, lane: u32) -> u32 {
-    if (params.blockSize % VECTOR == 0u) {
-        return (lane + (i / VECTOR) * WORKGROUP_SIZE) * VECTOR + i % VECTOR;
-    }
     return lane + i * WORKGROUP_SIZE;
 }
 

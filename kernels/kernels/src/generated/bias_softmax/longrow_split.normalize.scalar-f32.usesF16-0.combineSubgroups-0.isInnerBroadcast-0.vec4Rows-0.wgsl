@@ -14,10 +14,16 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 const BLOCK_COLS: u32 = 2048u;
-const VECTOR: u32 = 4u;
+// Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
+const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
+const WORDS_PER_LANE: u32 = (BLOCK_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
 fn bias_row(row: u32) -> u32 {
     return row % biasBlockCount;
+}
+
+fn task_row(task: u32) -> u32 {
+    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
 }
 
 fn data_at(i: u32) -> f32 {
@@ -54,19 +60,8 @@ fn main(
     let row_max = rowMax[row];
     let row_sum = rowSum[row];
     let inverse = 1.0 / row_sum;
-    if (params.blockSize % VECTOR == 0u) {
-        // Runs of VECTOR adjacent columns per lane compile to wide loads and stores.
-        for (var c = start + lane * VECTOR; c < end; c += WORKGROUP_SIZE * VECTOR) {
-            var z: vec4<f32>;
-            for (var k = 0u; k < VECTOR; k += 1u) {
-                z[k] = data_at(base + c + k) + bias_at(bias_base + c + k);
-            }
-            store4(base + c, exp(z - vec4<f32>(row_max)) * inverse);
-        }
-    } else {
-        for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
-            let z = data_at(base + c) + bias_at(bias_base + c);
-            store1(base + c, exp(z - row_max) * inverse);
-        }
+    for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
+        let z = data_at(base + c) + bias_at(bias_base + c);
+        store1(base + c, exp(z - row_max) * inverse);
     }
 }

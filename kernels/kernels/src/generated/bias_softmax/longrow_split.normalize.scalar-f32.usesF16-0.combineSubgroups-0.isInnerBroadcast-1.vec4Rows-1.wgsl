@@ -14,10 +14,24 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 const BLOCK_COLS: u32 = 2048u;
-const VECTOR: u32 = 4u;
+// Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
+const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
+const WORDS_PER_LANE: u32 = (BLOCK_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
 fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
+}
+
+fn task_row(task: u32) -> u32 {
+    return task;
+}
+
+fn data_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(data[w]);
+}
+
+fn bias_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(bias[w]);
 }
 
 fn data_at(i: u32) -> f32 {
@@ -26,6 +40,10 @@ fn data_at(i: u32) -> f32 {
 
 fn bias_at(i: u32) -> f32 {
     return f32(bias[i / 4u][i % 4u]);
+}
+
+fn store_word(w: u32, value: vec4<f32>) {
+    output[w] = vec4<f32>(value);
 }
 
 // `i` is a multiple of 4.
@@ -52,19 +70,21 @@ fn main(
     let row_max = rowMax[row];
     let row_sum = rowSum[row];
     let inverse = 1.0 / row_sum;
-    if (params.blockSize % VECTOR == 0u) {
-        // Runs of VECTOR adjacent columns per lane compile to wide loads and stores.
-        for (var c = start + lane * VECTOR; c < end; c += WORKGROUP_SIZE * VECTOR) {
-            var z: vec4<f32>;
-            for (var k = 0u; k < VECTOR; k += 1u) {
-                z[k] = data_at(base + c + k) + bias_at(bias_base + c + k);
-            }
-            store4(base + c, exp(z - vec4<f32>(row_max)) * inverse);
+    // Whole words: every lane loads all of its words before it stores any.
+    let row_words = params.blockSize / 4u;
+    let start_word = block * BLOCK_WORDS;
+    let end_word = min(start_word + BLOCK_WORDS, row_words);
+    var z: array<vec4<f32>, WORDS_PER_LANE>;
+    for (var k = 0u; k < WORDS_PER_LANE; k += 1u) {
+        let w = start_word + lane + k * WORKGROUP_SIZE;
+        if (w < end_word) {
+            z[k] = data_word(row * row_words + w) + bias_word(bias_row(row) * row_words + w);
         }
-    } else {
-        for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
-            let z = data_at(base + c) + bias_at(bias_base + c);
-            store1(base + c, exp(z - row_max) * inverse);
+    }
+    for (var k = 0u; k < WORDS_PER_LANE; k += 1u) {
+        let w = start_word + lane + k * WORKGROUP_SIZE;
+        if (w < end_word) {
+            store_word(row * row_words + w, exp(z[k] - vec4<f32>(row_max)) * inverse);
         }
     }
 }

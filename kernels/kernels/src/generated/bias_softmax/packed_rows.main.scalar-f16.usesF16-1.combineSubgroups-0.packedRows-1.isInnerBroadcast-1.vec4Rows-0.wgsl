@@ -22,6 +22,10 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
+fn task_row(task: u32) -> u32 {
+    return task;
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i]);
 }

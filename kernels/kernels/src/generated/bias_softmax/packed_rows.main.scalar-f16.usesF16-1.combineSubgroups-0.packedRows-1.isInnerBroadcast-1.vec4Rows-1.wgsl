@@ -22,12 +22,28 @@ fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
 }
 
+fn task_row(task: u32) -> u32 {
+    return task;
+}
+
+fn data_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(data[w]);
+}
+
+fn bias_word(w: u32) -> vec4<f32> {
+    return vec4<f32>(bias[w]);
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i / 4u][i % 4u]);
 }
 
 fn bias_at(i: u32) -> f32 {
     return f32(bias[i / 4u][i % 4u]);
+}
+
+fn store_word(w: u32, value: vec4<f32>) {
+    output[w] = vec4<f16>(value);
 }
 
 // `i` is a multiple of 4.
@@ -39,46 +55,35 @@ fn store1(i: u32, value: f32) {
     output[i / 4u][i % 4u] = f16(value);
 }
 
-const MAX_ROW: u32 = 8u;
-
 @compute @workgroup_size(256)
 fn main(
     @builtin(global_invocation_id) invocation: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
 ) {
-    // One row per invocation, its (at most 8) adjacent elements read and written together.
+    // One row of one or two words per invocation.
+    let row_words = blockSize / 4u;
     let stride = workgroups.x * WORKGROUP_SIZE;
     for (var row = invocation.x; row < params.batchCount; row += stride) {
-        let base = row * blockSize;
-        let bias_base = bias_row(row) * blockSize;
-        var z: array<f32, MAX_ROW>;
-        var row_max = LOWEST;
-        for (var c = 0u; c < MAX_ROW; c += 1u) {
-            if (c < blockSize) {
-                z[c] = data_at(base + c) + bias_at(bias_base + c);
-                row_max = max(row_max, z[c]);
-            }
+        let base = row * row_words;
+        let bias_base = bias_row(row) * row_words;
+        let a = data_word(base) + bias_word(bias_base);
+        var b = vec4<f32>(LOWEST);
+        if (row_words == 2u) {
+            b = data_word(base + 1u) + bias_word(bias_base + 1u);
         }
-        var sum = 0.0;
-        for (var c = 0u; c < MAX_ROW; c += 1u) {
-            if (c < blockSize) {
-                z[c] = exp(z[c] - row_max);
-                sum += z[c];
-            }
+        let m = max(max(a, b), vec4<f32>(LOWEST));
+        let row_max = max(max(m.x, m.y), max(m.z, m.w));
+        let ea = exp(a - vec4<f32>(row_max));
+        var sum = (ea.x + ea.y) + (ea.z + ea.w);
+        var eb = vec4<f32>(0.0);
+        if (row_words == 2u) {
+            eb = exp(b - vec4<f32>(row_max));
+            sum += (eb.x + eb.y) + (eb.z + eb.w);
         }
         let inverse = 1.0 / sum;
-        if (blockSize % 4u == 0u) {
-            for (var c = 0u; c < MAX_ROW; c += 4u) {
-                if (c < blockSize) {
-                    store4(base + c, vec4<f32>(z[c], z[c + 1u], z[c + 2u], z[c + 3u]) * inverse);
-                }
-            }
-        } else {
-            for (var c = 0u; c < MAX_ROW; c += 1u) {
-                if (c < blockSize) {
-                    store1(base + c, z[c] * inverse);
-                }
-            }
+        store_word(base, ea * inverse);
+        if (row_words == 2u) {
+            store_word(base + 1u, eb * inverse);
         }
     }
 }

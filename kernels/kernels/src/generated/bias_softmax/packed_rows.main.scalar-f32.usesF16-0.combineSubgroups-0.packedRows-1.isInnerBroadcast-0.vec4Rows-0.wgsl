@@ -20,6 +20,10 @@ fn bias_row(row: u32) -> u32 {
     return row % biasBlockCount;
 }
 
+fn task_row(task: u32) -> u32 {
+    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
+}
+
 fn data_at(i: u32) -> f32 {
     return f32(data[i]);
 }
