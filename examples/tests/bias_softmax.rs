@@ -141,10 +141,11 @@ fn row_count_63_and_64_at_short_rows() {
 }
 
 #[test]
-fn row_length_65535_and_65536_with_two_rows() {
+fn row_length_65535_65536_and_65538_with_two_rows() {
     let ctx = ctx();
     let mut failures = Vec::new();
-    for (cols, variant) in [(65_535, ADAPTIVE), (65_536, LONGROW)] {
+    // 65538 is not a multiple of 4: long rows read element by element.
+    for (cols, variant) in [(65_535, ADAPTIVE), (65_536, LONGROW), (65_538, LONGROW)] {
         let label = format!("C = {cols}");
         // A full bias (K = Rw) and a single bias row (K = 1), one in each mode.
         let full = Case::random(cols as u64, &[2, cols], &[2, cols], -1, true).with_peaks();
@@ -277,14 +278,43 @@ fn adaptive_row_with_and_without_subgroups() {
             }
         }
     }
-    // The other variants never combine through subgroups: same shaders either way.
+    // With subgroups, packed rows of whole words take a word per lane and shuffle (the hints'
+    // wordLanes), and long rows of whole words reduce each statistics block in a subgroup
+    // (blockPerSubgroup, on lavapipe's single subgroup size); other packed rows never use
+    // subgroups: same shaders. Each runs on both devices.
     for v in variant_shapes().into_iter().skip(1) {
         let case = Case::random(1, &v.shape, &v.inner_bias, v.axis, true);
         let (a, b) = (
             case.plan::<f32>(with.caps()).unwrap(),
             case.plan::<f32>(without.caps()).unwrap(),
         );
-        assert_eq!(a, b, "{}", a.variant);
+        let words = v.shape.last().is_some_and(|c| c % 4 == 0);
+        if words {
+            let (ks, kt) = (a.passes[0].kernel, b.passes[0].kernel);
+            let op = if v.variant == PACKED {
+                "subgroupShuffleXor"
+            } else {
+                "subgroupMax"
+            };
+            assert!(ks.source.contains(op), "{}", ks.source);
+            assert!(!kt.source.contains(op), "{}", kt.source);
+        } else {
+            assert_eq!(a, b, "{}", a.variant);
+        }
+        for ctx in [with, &without] {
+            let label = format!("subgroups {}", ctx.caps().subgroups);
+            failures.extend(case.check::<f32>(ctx, &label, v.variant).err());
+        }
+    }
+    for shape in [[64, 4], [64, 8]] {
+        for inner in [true, false] {
+            let case = Case::random(shape[1] as u64, &shape, &[8, shape[1]], 1, inner);
+            for ctx in [with, &without] {
+                let label = format!("packed words, subgroups {}", ctx.caps().subgroups);
+                failures.extend(case.check::<f32>(ctx, &label, PACKED).err());
+                failures.extend(case.check::<f16>(ctx, &label, PACKED).err());
+            }
+        }
     }
     assert_all(failures);
 }

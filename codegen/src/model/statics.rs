@@ -83,7 +83,7 @@ pub fn enumerate_combinations(
     let domains: Vec<Vec<Value>> = vars.iter().map(|var| domain(op, var)).collect();
 
     let mut combinations: Vec<Combination> = Vec::new();
-    let mut seen = BTreeSet::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let total: usize = domains.iter().map(Vec::len).product();
     for mut index in 0..total {
         let mut assignment = BTreeMap::new();
@@ -119,13 +119,22 @@ pub fn enumerate_combinations(
                 features.insert(name.clone());
             }
         }
-        let key = format!("{values:?}{dtypes:?}{features:?}");
-        if seen.insert(key) {
-            combinations.push(Combination {
-                dtypes,
-                features,
-                values,
-            });
+        // Assignments that differ only in features the values do not depend on render the
+        // same shader: one combination, which needs only the features all of them have.
+        let key = format!("{values:?}{dtypes:?}");
+        match seen.get(&key) {
+            Some(&index) => {
+                let existing: &mut Combination = &mut combinations[index];
+                existing.features.retain(|f| features.contains(f));
+            }
+            None => {
+                seen.insert(key, combinations.len());
+                combinations.push(Combination {
+                    dtypes,
+                    features,
+                    values,
+                });
+            }
         }
     }
     Ok(combinations)

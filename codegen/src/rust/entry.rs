@@ -189,13 +189,18 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             }
             let mut args: ::std::vec::Vec<&::wgpu::Buffer> = vec![#(#input_idents.buffer()),*];
             args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-            let gpu_times = if repeats > 0 {
-                ctx.time_plan(&plan, &args, repeats)?
+            let times = if repeats > 0 {
+                ctx.time_plan_passes(&plan, &args, repeats)?
             } else {
                 ctx.run_plan(&plan, &args)?;
-                ::std::vec::Vec::new()
+                rt::PlanTimes::default()
             };
-            Ok(rt::registry::DynRun { outputs, variant: plan.variant, gpu_times })
+            Ok(rt::registry::DynRun {
+                outputs,
+                variant: plan.variant,
+                gpu_times: times.total,
+                pass_times: times.passes,
+            })
         }
     }
 }

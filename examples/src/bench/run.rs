@@ -61,6 +61,24 @@ pub struct CaseResult {
     pub cold_start_ms: f64,
     /// Largest absolute error against the float64 reference, when checked.
     pub max_abs_error: Option<f64>,
+    /// Median time of each pass that ran, each in a compute pass of its own; their sum is
+    /// below `median_us` by the gaps between passes.
+    pub passes: Vec<PassResult>,
+}
+
+/// The median GPU time of one pass of a case.
+#[derive(Debug, Clone, Serialize)]
+pub struct PassResult {
+    pub id: String,
+    pub median_us: f64,
+}
+
+fn median_us(times: &[Duration]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted
+        .get(sorted.len() / 2)
+        .map_or(0.0, |d| d.as_secs_f64() * 1e6)
 }
 
 /// A fast generator per chunk, so gigabyte inputs are filled on every core.
@@ -255,6 +273,14 @@ pub fn run_case(
         fraction_of_copy: gbps / options.copy_gbps,
         cold_start_ms: cold_start.as_secs_f64() * 1e3,
         max_abs_error,
+        passes: timed
+            .pass_times
+            .iter()
+            .map(|(id, times)| PassResult {
+                id: (*id).to_owned(),
+                median_us: median_us(times),
+            })
+            .collect(),
     })
 }
 

@@ -200,6 +200,14 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
             100.0 * c.fraction_of_copy,
             c.cold_start_ms
         );
+        if c.passes.len() > 1 {
+            let passes: Vec<String> = c
+                .passes
+                .iter()
+                .map(|p| format!("{} {:.1} µs", p.id, p.median_us))
+                .collect();
+            println!("{:<26} passes: {}", "", passes.join(", "));
+        }
     }
     println!();
     println!(

@@ -14,7 +14,8 @@
 //!   keyed by kernel digest, entry point and override values; intermediates from a pool;
 //!   uniform buffers are shared by content. [`Dispatch`] implements the manifests' dispatch
 //!   forms, including the x/y split of counts above `maxComputeWorkgroupsPerDimension`.
-//! - [`Context::time_plan`] measures GPU time with timestamp queries.
+//! - [`Context::time_plan`] measures GPU time with timestamp queries, and
+//!   [`Context::time_plan_passes`] the time of each pass too.
 //!
 //! wgpu reports validation errors through a panicking handler by default. Here every
 //! resource creation and submission runs inside error scopes, so a bad plan, an oversized
@@ -90,6 +91,7 @@ pub use error::{OpError, Rejection, RuntimeError};
 pub use expr::EvalError;
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
 pub use tensor::{AnyTensor, IndexTensor, Tensor, narrow_i64_to_u32};
+pub use timing::PlanTimes;
 
 /// Re-exported so generated crates and their users name the same wgpu and half versions.
 pub use half;

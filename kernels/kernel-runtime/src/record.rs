@@ -37,7 +37,15 @@ const PARAMS_CACHE_MAX: usize = 4096;
 pub(crate) const MIN_BUFFER_BYTES: u64 = 4;
 
 /// Optional timestamp writes for the plan's compute pass (query set, begin index, end index).
-pub(crate) type Timestamps<'a> = Option<(&'a wgpu::QuerySet, u32, u32)>;
+/// Where a recorded plan writes timestamps, into a query set from index `first` on.
+#[derive(Clone, Copy)]
+pub(crate) enum Timestamps<'a> {
+    None,
+    /// Two: the beginning and the end of the plan's one compute pass.
+    Whole(&'a wgpu::QuerySet, u32),
+    /// Two per active pass, each recorded in a compute pass of its own.
+    PerPass(&'a wgpu::QuerySet, u32),
+}
 
 impl Context {
     /// Records `plan` into `encoder` with `args` as the argument buffers (inputs in manifest
@@ -55,7 +63,7 @@ impl Context {
         plan: &Plan,
         args: &[&wgpu::Buffer],
     ) -> Result<(), RuntimeError> {
-        self.record_with_timestamps(encoder, plan, args, None)
+        self.record_with_timestamps(encoder, plan, args, Timestamps::None)
             .map(drop)
     }
 
@@ -64,7 +72,7 @@ impl Context {
     pub fn run_plan(&self, plan: &Plan, args: &[&wgpu::Buffer]) -> Result<(), RuntimeError> {
         let label = plan.label();
         let mut encoder = self.create_labelled_encoder(&label);
-        let recorded = self.record_with_timestamps(&mut encoder, plan, args, None)?;
+        let recorded = self.record_with_timestamps(&mut encoder, plan, args, Timestamps::None)?;
         if recorded {
             self.submit_labelled(encoder, &label)
         } else {
@@ -72,8 +80,8 @@ impl Context {
         }
     }
 
-    /// [`Context::record_plan`] with optional timestamp writes at the beginning and end of the
-    /// plan's compute pass; returns whether anything was recorded.
+    /// [`Context::record_plan`] with optional timestamp writes (see [`Timestamps`]); returns
+    /// whether anything was recorded.
     pub(crate) fn record_with_timestamps(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -107,7 +115,21 @@ impl Context {
         }
         let steps = self.bind_all(&active, &pipelines, args, &intermediates);
         self.return_intermediates(intermediates);
-        encode_pass(encoder, &plan.label(), &steps?, timestamps);
+        let steps = steps?;
+        let label = plan.label();
+        match timestamps {
+            Timestamps::None => encode_pass(encoder, &label, &steps, None),
+            Timestamps::Whole(query_set, first) => {
+                encode_pass(encoder, &label, &steps, Some((query_set, first, first + 1)));
+            }
+            Timestamps::PerPass(query_set, first) => {
+                for (i, step) in steps.iter().enumerate() {
+                    let begin = first + 2 * i as u32;
+                    let writes = Some((query_set, begin, begin + 1));
+                    encode_pass(encoder, &label, std::slice::from_ref(step), writes);
+                }
+            }
+        }
         Ok(true)
     }
 
@@ -287,7 +309,7 @@ fn encode_pass(
     encoder: &mut wgpu::CommandEncoder,
     label: &str,
     steps: &[Step<'_>],
-    timestamps: Timestamps<'_>,
+    timestamps: Option<(&wgpu::QuerySet, u32, u32)>,
 ) {
     let timestamp_writes =
         timestamps.map(|(query_set, begin, end)| wgpu::ComputePassTimestampWrites {

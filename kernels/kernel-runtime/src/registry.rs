@@ -80,6 +80,8 @@ pub struct DynRun {
     pub variant: &'static str,
     /// GPU time of each timed repetition (empty when not timed).
     pub gpu_times: Vec<Duration>,
+    /// GPU time of each pass that ran, per timed repetition (empty when not timed).
+    pub pass_times: Vec<(&'static str, Vec<Duration>)>,
 }
 
 /// Runs an op on untyped inputs (in manifest order); `repeats > 0` also times it.

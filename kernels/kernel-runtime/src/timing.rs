@@ -1,4 +1,4 @@
-//! GPU timing of plans through timestamp queries at the boundaries of the plan's compute pass.
+//! GPU timing of plans, whole and per pass, through timestamp queries at pass boundaries.
 
 use std::time::Duration;
 
@@ -6,17 +6,31 @@ use crate::caps::FEATURE_TIMESTAMP_QUERY;
 use crate::context::Context;
 use crate::error::RuntimeError;
 use crate::plan::Plan;
+use crate::record::Timestamps;
 
-/// Repetitions recorded into one command buffer (two queries each); bounded so the query set
-/// stays well below wgpu's `QUERY_SET_MAX_QUERIES`.
+/// Repetitions recorded into one command buffer at most; fewer for plans of many passes, so
+/// the query set (two queries per pass and repetition) stays within wgpu's
+/// `QUERY_SET_MAX_QUERIES`.
 const REPEATS_PER_BATCH: usize = 512;
+const MAX_QUERIES_PER_SET: usize = 4096;
+
+/// GPU times of a plan, per repetition.
+#[derive(Debug, Clone, Default)]
+pub struct PlanTimes {
+    /// From the beginning of the first pass to the end of the last.
+    pub total: Vec<Duration>,
+    /// Each pass that ran (passes with no workgroups are skipped), by pass id: from its
+    /// beginning to its end.
+    pub passes: Vec<(&'static str, Vec<Duration>)>,
+}
 
 impl Context {
     /// GPU time of `plan` per repetition: from the beginning of its first pass to the end of
-    /// its last pass, measured with timestamp queries.
+    /// its last pass, measured with timestamp queries. [`Context::time_plan_passes`] also
+    /// gives the time of each pass.
     ///
     /// One untimed warm-up run comes first (pipeline creation, caches). The repetitions are
-    /// recorded back to back into one command buffer per batch of 512, so host overhead
+    /// recorded back to back into one command buffer per batch of up to 512, so host overhead
     /// between them does not count. A plan with no work returns zero durations.
     /// [`RuntimeError::MissingFeature`]`("timestamp-query")` when the device cannot time.
     pub fn time_plan(
@@ -25,18 +39,73 @@ impl Context {
         args: &[&wgpu::Buffer],
         repeats: usize,
     ) -> Result<Vec<Duration>, RuntimeError> {
+        Ok(self.time_plan_passes(plan, args, repeats)?.total)
+    }
+
+    /// [`Context::time_plan`] with the time of each pass as well. The totals come from the
+    /// plan recorded as usual, in one compute pass; the passes of a plan of several are then
+    /// timed in further repetitions that record each pass in a compute pass of its own (which
+    /// adds a little time between passes, so those repetitions do not count in the totals).
+    pub fn time_plan_passes(
+        &self,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+        repeats: usize,
+    ) -> Result<PlanTimes, RuntimeError> {
         if !self.caps.timestamp_query {
             return Err(RuntimeError::MissingFeature(FEATURE_TIMESTAMP_QUERY));
         }
-        if plan.is_empty(self.max_workgroups_per_dimension()) {
-            return Ok(vec![Duration::ZERO; repeats]);
+        let max = self.max_workgroups_per_dimension();
+        let mut active = Vec::with_capacity(plan.passes.len());
+        for pass in &plan.passes {
+            if pass.workgroups(max)?.iter().all(|&n| n != 0) {
+                active.push(pass.id);
+            }
+        }
+        if active.is_empty() {
+            return Ok(PlanTimes {
+                total: vec![Duration::ZERO; repeats],
+                passes: Vec::new(),
+            });
         }
         self.run_plan(plan, args)?;
+        let total: Vec<Duration> = self
+            .time_repeats(plan, args, 1, repeats)?
+            .into_iter()
+            .flatten()
+            .collect();
+        let passes = if active.len() == 1 {
+            vec![(active[0], total.clone())]
+        } else {
+            let mut passes: Vec<_> = active
+                .iter()
+                .map(|&id| (id, Vec::with_capacity(repeats)))
+                .collect();
+            for repeat in self.time_repeats(plan, args, active.len(), repeats)? {
+                for (pass, time) in passes.iter_mut().zip(repeat) {
+                    pass.1.push(time);
+                }
+            }
+            passes
+        };
+        Ok(PlanTimes { total, passes })
+    }
+
+    /// `repeats` timed recordings of `plan`, each giving `spans` durations: the whole plan
+    /// when `spans` is 1, each active pass otherwise.
+    fn time_repeats(
+        &self,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+        spans: usize,
+        repeats: usize,
+    ) -> Result<Vec<Vec<Duration>>, RuntimeError> {
+        let per_batch = (MAX_QUERIES_PER_SET / (2 * spans)).clamp(1, REPEATS_PER_BATCH);
         let mut out = Vec::with_capacity(repeats);
         let mut left = repeats;
         while left > 0 {
-            let batch = left.min(REPEATS_PER_BATCH);
-            out.extend(self.time_batch(plan, args, batch)?);
+            let batch = left.min(per_batch);
+            out.extend(self.time_batch(plan, args, spans, batch)?);
             left -= batch;
         }
         Ok(out)
@@ -46,10 +115,12 @@ impl Context {
         &self,
         plan: &Plan,
         args: &[&wgpu::Buffer],
+        spans: usize,
         repeats: usize,
-    ) -> Result<Vec<Duration>, RuntimeError> {
-        // `repeats` is at most REPEATS_PER_BATCH, so these conversions cannot truncate.
-        let queries = (2 * repeats) as u32;
+    ) -> Result<Vec<Vec<Duration>>, RuntimeError> {
+        // `spans * repeats` is at most MAX_QUERIES_PER_SET / 2, so these cannot truncate.
+        let per_repeat = (2 * spans) as u32;
+        let queries = per_repeat * repeats as u32;
         let bytes = u64::from(queries) * u64::from(wgpu::QUERY_SIZE);
         let query_set = self.scoped("timestamp queries", || {
             self.device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -67,7 +138,12 @@ impl Context {
         let label = plan.label();
         let mut encoder = self.create_labelled_encoder(&label);
         for r in 0..repeats as u32 {
-            let ts = Some((&query_set, 2 * r, 2 * r + 1));
+            let first = r * per_repeat;
+            let ts = if spans == 1 {
+                Timestamps::Whole(&query_set, first)
+            } else {
+                Timestamps::PerPass(&query_set, first)
+            };
             self.record_with_timestamps(&mut encoder, plan, args, ts)?;
         }
         encoder.resolve_query_set(&query_set, 0..queries, &resolve, 0);
@@ -77,8 +153,13 @@ impl Context {
         let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
         let period_ns = f64::from(self.queue.get_timestamp_period());
         Ok(ticks
-            .chunks_exact(2)
-            .map(|pair| ticks_to_duration(pair[0], pair[1], period_ns))
+            .chunks_exact(per_repeat as usize)
+            .map(|repeat| {
+                repeat
+                    .chunks_exact(2)
+                    .map(|pair| ticks_to_duration(pair[0], pair[1], period_ns))
+                    .collect()
+            })
             .collect())
     }
 }

@@ -65,6 +65,44 @@ fn time_plan_returns_one_duration_per_repeat_or_missing_feature() {
 }
 
 #[test]
+fn time_plan_passes_times_each_pass_within_the_total() {
+    let Some(ctx) = common::context() else { return };
+    if !ctx.caps().timestamp_query {
+        return;
+    }
+    let n = 4096;
+    let x = Tensor::from_slice(&ctx, &[n], &data(n)).unwrap();
+    let y = Tensor::<f32>::zeros(&ctx, &[n]).unwrap();
+    // 1100 repetitions of two passes need 4400 queries: more than one query set holds.
+    let times = ctx
+        .time_plan_passes(&scale_plan(n as u32), &[x.buffer(), y.buffer()], 1100)
+        .unwrap();
+    assert_eq!(times.total.len(), 1100);
+    let ids: Vec<&str> = times.passes.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, ["scale", "again"]);
+    for (id, pass) in &times.passes {
+        assert_eq!(pass.len(), 1100);
+        assert!(
+            pass.iter().all(|t| !t.is_zero() && t.as_secs() < 10),
+            "{id}: {pass:?}"
+        );
+    }
+    // A pass with no workgroups is skipped, and is not listed; a single pass's times are the
+    // totals.
+    let mut plan = scale_plan(n as u32);
+    plan.passes[1].dispatch = Dispatch::Threads {
+        threads: 0,
+        workgroup_size: 64,
+    };
+    let times = ctx
+        .time_plan_passes(&plan, &[x.buffer(), y.buffer()], 3)
+        .unwrap();
+    assert_eq!(times.passes.len(), 1);
+    assert_eq!(times.passes[0].0, "scale");
+    assert_eq!(times.passes[0].1, times.total);
+}
+
+#[test]
 fn timing_without_the_feature_is_missing_feature() {
     let opts = ContextOptions {
         adapter: None,

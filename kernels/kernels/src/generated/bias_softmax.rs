@@ -260,18 +260,38 @@ pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
                 )? == 0i64,
     )
 }
-/// `rowPerSubgroup` = `device.features.has("subgroups") and device.limits.subgroupMinSize >= 4 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize and device.limits.subgroupMinSize <= tunables.WORKGROUP_SIZE and blockSize <= device.limits.subgroupMinSize * 32`
+/// `fixedSubgroups` = `device.features.has("subgroups") and device.limits.subgroupMinSize >= 4 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize and device.limits.subgroupMinSize <= tunables.WORKGROUP_SIZE`
 #[doc(hidden)]
-pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
+pub fn derive_fixed_subgroups(env: &Env<'_>) -> Result<bool, EvalError> {
     Ok(
         env.caps.has_feature("subgroups")
             && rt::support::limit(env.caps.subgroup_min_size) >= 4i64
             && rt::support::limit(env.caps.subgroup_min_size)
                 == rt::support::limit(env.caps.subgroup_max_size)
-            && rt::support::limit(env.caps.subgroup_min_size) <= 256i64
+            && rt::support::limit(env.caps.subgroup_min_size) <= 256i64,
+    )
+}
+/// `blockPerSubgroup` = `fixedSubgroups and blockSize % 4 == 0`
+#[doc(hidden)]
+pub fn derive_block_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
+    Ok(
+        derive_fixed_subgroups(env)?
+            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+    )
+}
+/// `rowPerSubgroup` = `fixedSubgroups and blockSize <= device.limits.subgroupMinSize * 32`
+#[doc(hidden)]
+pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
+    Ok(
+        derive_fixed_subgroups(env)?
             && derive_block_size(env)?
                 <= rt::expr::mul(rt::support::limit(env.caps.subgroup_min_size), 32i64)?,
     )
+}
+/// `wordLanes` = `device.features.has("subgroups") and dtypes.T == "f32"`
+#[doc(hidden)]
+pub fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
+    Ok(env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32")
 }
 /// Finds the first conjunct of `biasContract` that does not hold.
 fn explain_bias_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
@@ -588,7 +608,7 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
-static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 8usize] = [
+static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 12usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[0usize],
         features: &[],
@@ -629,71 +649,123 @@ static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 8usize] = [
         features: &["shader-f16"],
         overrides: &["biasBlockCount", "innerRepeat"],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[8usize],
+        features: &["subgroups"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[9usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[10usize],
+        features: &["subgroups"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[11usize],
+        features: &["shader-f16", "subgroups"],
+        overrides: &["biasBlockCount", "innerRepeat"],
+    },
 ];
-static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 8usize] = [
+static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "06ee9d7d91edb050b5222586cee508ee",
+        digest: "2d92b5c1dd561d7731347aacc981ef9c",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "815c46312058ddc3e597d0f2be2c0c8e",
+        digest: "ae159fac6900f9263a459ef29edd92e1",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "82b4f12b86ec378c4050e4c10c23d043",
+        digest: "117496680cfaa5aba8bfd05ed07c48c1",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "70cc92ea0353bef3d4c4b2c38a50de0a",
+        digest: "9051cafadec17342acc3cb7089a86162",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "89dccd910a370b1b05412bca724bdead",
+        digest: "577b43529f24144fb59695a3f5623366",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "6fd81bfc3d660bfcd55f62e44ef0571e",
+        digest: "f79ff7141381310e37f5a0e2a0420e07",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "fc7c4702ff309811eec678b608497813",
+        digest: "3cc4f01b6491c90e3c6a5e7ea7b1ef26",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
         source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f5dce67463ef71c041ed557504f6afcc",
+        digest: "a2c590c8ac5093cd8a3b33de2c1df3fd",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "a6bc2987db9ef87507eb3c734c997bb7",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "ecb6719edfbb2e5379c453710a8f7fa3",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "f18f9bfea5acabb48b34c3eed11398bc",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.LongRowBlockStats",
+        source: include_str!(
+            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "6f98acd8e261ec80fb11571fdefd0c97",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -707,16 +779,42 @@ fn kernel_longrow_split_block_stats(
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+        derive_block_per_subgroup(env)?,
+        env.caps.has_feature("subgroups"),
     );
     let index = match key {
-        ("f32", false, false, "block", false, false) => 0usize,
-        ("f16", true, false, "block", false, false) => 1usize,
-        ("f32", false, false, "block", true, false) => 2usize,
-        ("f16", true, false, "block", true, false) => 3usize,
-        ("f32", false, false, "block", false, true) => 4usize,
-        ("f16", true, false, "block", false, true) => 5usize,
-        ("f32", false, false, "block", true, true) => 6usize,
-        ("f16", true, false, "block", true, true) => 7usize,
+        ("f32", false, false, "block", false, false, false, false) => 0usize,
+        ("f16", true, false, "block", false, false, false, false) => 1usize,
+        ("f32", false, false, "block", true, false, false, false) => 2usize,
+        ("f16", true, false, "block", true, false, false, false) => 3usize,
+        ("f32", false, false, "block", false, false, false, true) => 0usize,
+        ("f16", true, false, "block", false, false, false, true) => 1usize,
+        ("f32", false, false, "block", true, false, false, true) => 2usize,
+        ("f16", true, false, "block", true, false, false, true) => 3usize,
+        ("f32", false, false, "block", false, false, true, false) => 0usize,
+        ("f16", true, false, "block", false, false, true, false) => 1usize,
+        ("f32", false, false, "block", true, false, true, false) => 2usize,
+        ("f16", true, false, "block", true, false, true, false) => 3usize,
+        ("f32", false, false, "block", false, false, true, true) => 0usize,
+        ("f16", true, false, "block", false, false, true, true) => 1usize,
+        ("f32", false, false, "block", true, false, true, true) => 2usize,
+        ("f16", true, false, "block", true, false, true, true) => 3usize,
+        ("f32", false, false, "block", false, true, false, false) => 4usize,
+        ("f16", true, false, "block", false, true, false, false) => 5usize,
+        ("f32", false, false, "block", true, true, false, false) => 6usize,
+        ("f16", true, false, "block", true, true, false, false) => 7usize,
+        ("f32", false, false, "block", false, true, false, true) => 4usize,
+        ("f16", true, false, "block", false, true, false, true) => 5usize,
+        ("f32", false, false, "block", true, true, false, true) => 6usize,
+        ("f16", true, false, "block", true, true, false, true) => 7usize,
+        ("f32", false, false, "block", false, true, true, false) => 4usize,
+        ("f16", true, false, "block", false, true, true, false) => 5usize,
+        ("f32", false, false, "block", true, true, true, false) => 6usize,
+        ("f16", true, false, "block", true, true, true, false) => 7usize,
+        ("f32", false, false, "block", false, true, true, true) => 8usize,
+        ("f16", true, false, "block", false, true, true, true) => 9usize,
+        ("f32", false, false, "block", true, true, true, true) => 10usize,
+        ("f16", true, false, "block", true, true, true, true) => 11usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -888,66 +986,66 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "e3939038b76e1958721814ad478b466b",
+        digest: "91b1db0aee8afd058edda69855bbc18e",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "05206d2b0ba5352dde711f415d58a58d",
+        digest: "1db0939aabb5fb5d1c8771161e25309d",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "5f796bcfce523764cd8caf105e0d03ff",
+        digest: "279a33a006978ffe9fd4233ae734e277",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "249f4ee85f79422f4b763b0ee5ed1487",
+        digest: "d85ce3720c3fecf0803d0c31bf9c1246",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "94eba318cddfd3f6b756163bf83af143",
+        digest: "213f3c914df457614c9cad9e72880c96",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "8131cdd430c9e3d9bdea000c7f0f4e37",
+        digest: "bd5aaadfe498a22a6e461ce85baec106",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "3a8734e2ef5cbce511b4e24ea2702372",
+        digest: "e78ea59ce953c2702d8fdd8a1d97fcf0",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-4.wgsl"
         ),
         entry_point: "main",
-        digest: "24109fd37aa2f960bdcb465cd25b6e55",
+        digest: "8edbe7dee8b9b5edc7fbf4e098a26040",
     },
 ];
 fn kernel_longrow_split_normalize(
@@ -960,16 +1058,17 @@ fn kernel_longrow_split_normalize(
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+        4i64,
     );
     let index = match key {
-        ("f32", false, false, false, false) => 0usize,
-        ("f16", true, false, false, false) => 1usize,
-        ("f32", false, false, true, false) => 2usize,
-        ("f16", true, false, true, false) => 3usize,
-        ("f32", false, false, false, true) => 4usize,
-        ("f16", true, false, false, true) => 5usize,
-        ("f32", false, false, true, true) => 6usize,
-        ("f16", true, false, true, true) => 7usize,
+        ("f32", false, false, false, false, 4i64) => 0usize,
+        ("f16", true, false, false, false, 4i64) => 1usize,
+        ("f32", false, false, true, false, 4i64) => 2usize,
+        ("f16", true, false, true, false, 4i64) => 3usize,
+        ("f32", false, false, false, true, 4i64) => 4usize,
+        ("f16", true, false, false, true, 4i64) => 5usize,
+        ("f32", false, false, true, true, 4i64) => 6usize,
+        ("f16", true, false, true, true, 4i64) => 7usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1022,8 +1121,11 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Intermediate(0usize), rt::Binding::Intermediate(1usize),
             rt::Binding::Params], params : fill_params_longrow_split_block_stats(env) ?,
-            dispatch : rt::Dispatch::Grid { x : rt::support::to_u64("x",
-            rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?) ?, y :
+            dispatch : rt::Dispatch::Grid { x : rt::support::to_u64("x", if
+            derive_block_per_subgroup(env) ? {
+            rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
+            rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ? }
+            else { rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ? }) ?, y :
             rt::support::to_u64("y", derive_batch_count(env) ?) ? } }, rt::PlannedPass {
             id : "row_stats", kernel : kernel_longrow_split_row_stats(env) ?, overrides :
             vec![], bindings : vec![rt::Binding::Intermediate(0usize),
@@ -1042,8 +1144,9 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Intermediate(2usize), rt::Binding::Intermediate(3usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
             fill_params_longrow_split_normalize(env) ?, dispatch : rt::Dispatch::Grid { x
-            : rt::support::to_u64("x", rt::expr::ceil_div(derive_block_size(env) ?,
-            2048i64) ?) ?, y : rt::support::to_u64("y", derive_batch_count(env) ?) ? } }
+            : rt::support::to_u64("x",
+            rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
+            4i64) ?) ?, y : rt::support::to_u64("y", derive_batch_count(env) ?) ? } }
         ],
         intermediates: vec![
             rt::IntermediateSpec { id : "blockMax", dtype : rt::DType::F32, len :
@@ -1074,7 +1177,7 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 8usize] = [
+static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 10usize] = [
     rt::support::ShaderInfo {
         kernel: &KERNELS_PACKED_ROWS_MAIN[0usize],
         features: &[],
@@ -1115,12 +1218,22 @@ static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 8usize] = [
         features: &["shader-f16"],
         overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
     },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[8usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
+    rt::support::ShaderInfo {
+        kernel: &KERNELS_PACKED_ROWS_MAIN[9usize],
+        features: &["subgroups"],
+        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
+    },
 ];
-static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
+static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "f202286308a165314462d4cde70d1b10",
@@ -1128,7 +1241,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "4b296a0035e8b9e59c2934fecc8f3aa2",
@@ -1136,7 +1249,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "f05effbf3b6cdddbccd07dd956136e29",
@@ -1144,7 +1257,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "a28d1152d5a12eea5538579d656b2477",
@@ -1152,7 +1265,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "43267fbb01f496f559f3ae7107f73cc4",
@@ -1160,7 +1273,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "ffc4e0f63012ec5f6ef8e13cb0fa2e21",
@@ -1168,7 +1281,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "8ec2f3acf45b2d754672e8a800ec34fb",
@@ -1176,10 +1289,26 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
         ),
         entry_point: "main",
         digest: "6c77222e76d99589ec06e4a8c2285d2f",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.PackedRows",
+        source: include_str!(
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.wordTiles-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "65f3fc879349636b1883c3be923641f9",
+    },
+    rt::Kernel {
+        label: "BiasSoftmax.PackedRows",
+        source: include_str!(
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.wordTiles-1.subgroups.wgsl"
+        ),
+        entry_point: "main",
+        digest: "5c8651ffac3c7f87dd41f8fc8feba366",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1191,16 +1320,22 @@ fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalErr
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+        derive_word_lanes(env)?,
+        1i64,
     );
     let index = match key {
-        ("f32", false, false, true, false, false) => 0usize,
-        ("f16", true, false, true, false, false) => 1usize,
-        ("f32", false, false, true, true, false) => 2usize,
-        ("f16", true, false, true, true, false) => 3usize,
-        ("f32", false, false, true, false, true) => 4usize,
-        ("f16", true, false, true, false, true) => 5usize,
-        ("f32", false, false, true, true, true) => 6usize,
-        ("f16", true, false, true, true, true) => 7usize,
+        ("f32", false, false, true, false, false, false, 1i64) => 0usize,
+        ("f16", true, false, true, false, false, false, 1i64) => 1usize,
+        ("f32", false, false, true, true, false, false, 1i64) => 2usize,
+        ("f16", true, false, true, true, false, false, 1i64) => 3usize,
+        ("f32", false, false, true, false, false, true, 1i64) => 0usize,
+        ("f32", false, false, true, true, false, true, 1i64) => 2usize,
+        ("f32", false, false, true, false, true, false, 1i64) => 4usize,
+        ("f16", true, false, true, false, true, false, 1i64) => 5usize,
+        ("f32", false, false, true, true, true, false, 1i64) => 6usize,
+        ("f16", true, false, true, true, true, false, 1i64) => 7usize,
+        ("f32", false, false, true, false, true, true, 1i64) => 8usize,
+        ("f32", false, false, true, true, true, true, 1i64) => 9usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1257,8 +1392,12 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
             fill_params_packed_rows_main(env) ?, dispatch : rt::Dispatch::GridStride {
-            items : rt::support::to_u64("gridStride", derive_batch_count(env) ?) ?,
-            workgroup_size : rt::support::to_u32("workgroupSize", 256i64) ? } }
+            items : rt::support::to_u64("gridStride", if derive_word_lanes(env) ? &&
+            rt::expr::rem(derive_block_size(env) ?, 4i64) ? == 0i64 {
+            rt::expr::ceil_div(rt::expr::mul(derive_batch_count(env) ?,
+            rt::expr::div(derive_block_size(env) ?, 4i64) ?) ?, 1i64) ? } else {
+            derive_batch_count(env) ? }) ?, workgroup_size :
+            rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -1393,7 +1532,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "8eac9174b62a4e8ae8dd2e3f4ccfc92a",
@@ -1401,7 +1540,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "47979cec131a44b53632924f771d0428",
@@ -1409,7 +1548,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "b1be5897b31fc3053a442f19083298f9",
@@ -1417,7 +1556,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
         digest: "a83c6acff08978867053758c154dc1b0",
@@ -1425,7 +1564,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "74c79ab2627eacb8979d3d095a2f055b",
@@ -1433,7 +1572,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "04e77e1d18e20940233e0efcd9fc207e",
@@ -1441,7 +1580,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "8cbfc60112a0ca94db60fdb90b06b827",
@@ -1449,7 +1588,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "89b58fb9eb6d93dfaa1ed8f810a19318",
@@ -1457,7 +1596,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "031cebd78280021a473b5e204781858b",
@@ -1465,7 +1604,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "99bf7e876c3de0bcb3d5104d186b977f",
@@ -1473,7 +1612,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "da72e87538970e45f92c14970fc59e70",
@@ -1481,7 +1620,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
         digest: "25472d098f90ad92411519970c8affe5",
@@ -1489,98 +1628,98 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "9c5f25f40b8c8d03ca5fabe2cfac727a",
+        digest: "db551e2377ca09570f8a7ba780fca995",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ed84d759b941bf2d51a15390176d9e0e",
+        digest: "352e84520d45dacb3497fed979d9d6e8",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a54325b46c674e5c2413a96868fcecb6",
+        digest: "aab37ae9aa1514a9066751c3ba17ade9",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "1b0a7efb4a5580ef702a348f4e8b5f50",
+        digest: "f50a51c7996468530b91a69f18ae05fd",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "857b7a0c97b2d31dea15223ac9c2df0b",
+        digest: "d80d1fa12f6431c4331bcc00dd82217e",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "d1100a403cbf244a8cc5f4dcec698ccd",
+        digest: "555ac2ddbaf664574dae425b04245b28",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "30565d3c949830cc265a1f903f21c08d",
+        digest: "076ed0f5b5e09ffd8fc3bbb65d3d1f53",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-0.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "01d8282e83bdf09deae5c8b27ef2ff1f",
+        digest: "7ce612a5326d77dcab6059d7ddb6c42f",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "9ad15c679dfe9d9a49bb665df2ecccb4",
+        digest: "eceb90b36a08528e3e55d10a89fb6310",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "cf68e748d10903d46587164698b9cb38",
+        digest: "af2e918588dff6fa26f08bee68d1c2b3",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "e1e06f037c4b7e2628366dde1a6372a4",
+        digest: "622fa0c660fc98a565f5601e023961cf",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
         source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.rowPerSubgroup-1.subgroups.wgsl"
+            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "8a3573030487c469894460c0cce1bdbc",
+        digest: "0b02add213ab7d2e5dc97add0290cd43",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1592,41 +1731,42 @@ fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalEr
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+        env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32",
         derive_row_per_subgroup(env)?,
     );
     let index = match key {
-        (false, "f32", false, false, false, false, false) => 0usize,
-        (false, "f16", true, false, false, false, false) => 1usize,
-        (false, "f32", false, false, true, false, false) => 2usize,
-        (false, "f16", true, false, true, false, false) => 3usize,
-        (false, "f32", false, true, false, false, false) => 4usize,
-        (false, "f16", true, true, false, false, false) => 5usize,
-        (false, "f32", false, true, true, false, false) => 6usize,
-        (false, "f16", true, true, true, false, false) => 7usize,
-        (false, "f32", false, false, false, false, true) => 0usize,
-        (false, "f16", true, false, false, false, true) => 1usize,
-        (false, "f32", false, false, true, false, true) => 2usize,
-        (false, "f16", true, false, true, false, true) => 3usize,
-        (false, "f32", false, true, false, false, true) => 8usize,
-        (false, "f16", true, true, false, false, true) => 9usize,
-        (false, "f32", false, true, true, false, true) => 10usize,
-        (false, "f16", true, true, true, false, true) => 11usize,
-        (false, "f32", false, false, false, true, false) => 12usize,
-        (false, "f16", true, false, false, true, false) => 13usize,
-        (false, "f32", false, false, true, true, false) => 14usize,
-        (false, "f16", true, false, true, true, false) => 15usize,
-        (false, "f32", false, true, false, true, false) => 16usize,
-        (false, "f16", true, true, false, true, false) => 17usize,
-        (false, "f32", false, true, true, true, false) => 18usize,
-        (false, "f16", true, true, true, true, false) => 19usize,
-        (false, "f32", false, false, false, true, true) => 12usize,
-        (false, "f16", true, false, false, true, true) => 13usize,
-        (false, "f32", false, false, true, true, true) => 14usize,
-        (false, "f16", true, false, true, true, true) => 15usize,
-        (false, "f32", false, true, false, true, true) => 20usize,
-        (false, "f16", true, true, false, true, true) => 21usize,
-        (false, "f32", false, true, true, true, true) => 22usize,
-        (false, "f16", true, true, true, true, true) => 23usize,
+        (false, "f32", false, false, false, false, false, false) => 0usize,
+        (false, "f16", true, false, false, false, false, false) => 1usize,
+        (false, "f32", false, false, true, false, false, false) => 2usize,
+        (false, "f16", true, false, true, false, false, false) => 3usize,
+        (false, "f32", false, true, false, false, true, false) => 4usize,
+        (false, "f16", true, true, false, false, false, false) => 5usize,
+        (false, "f32", false, true, true, false, true, false) => 6usize,
+        (false, "f16", true, true, true, false, false, false) => 7usize,
+        (false, "f32", false, false, false, false, false, true) => 0usize,
+        (false, "f16", true, false, false, false, false, true) => 1usize,
+        (false, "f32", false, false, true, false, false, true) => 2usize,
+        (false, "f16", true, false, true, false, false, true) => 3usize,
+        (false, "f32", false, true, false, false, true, true) => 8usize,
+        (false, "f16", true, true, false, false, false, true) => 9usize,
+        (false, "f32", false, true, true, false, true, true) => 10usize,
+        (false, "f16", true, true, true, false, false, true) => 11usize,
+        (false, "f32", false, false, false, true, false, false) => 12usize,
+        (false, "f16", true, false, false, true, false, false) => 13usize,
+        (false, "f32", false, false, true, true, false, false) => 14usize,
+        (false, "f16", true, false, true, true, false, false) => 15usize,
+        (false, "f32", false, true, false, true, true, false) => 16usize,
+        (false, "f16", true, true, false, true, false, false) => 17usize,
+        (false, "f32", false, true, true, true, true, false) => 18usize,
+        (false, "f16", true, true, true, true, false, false) => 19usize,
+        (false, "f32", false, false, false, true, false, true) => 12usize,
+        (false, "f16", true, false, false, true, false, true) => 13usize,
+        (false, "f32", false, false, true, true, false, true) => 14usize,
+        (false, "f16", true, false, true, true, false, true) => 15usize,
+        (false, "f32", false, true, false, true, true, true) => 20usize,
+        (false, "f16", true, true, false, true, false, true) => 21usize,
+        (false, "f32", false, true, true, true, true, true) => 22usize,
+        (false, "f16", true, true, true, true, false, true) => 23usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1703,7 +1843,10 @@ pub const DERIVED_NAMES: &[&str] = &[
     "blockSize",
     "biasBlockCount",
     "biasContract",
+    "fixedSubgroups",
+    "blockPerSubgroup",
     "rowPerSubgroup",
+    "wordLanes",
 ];
 /// The variant ids, in selection order.
 #[doc(hidden)]
@@ -1723,9 +1866,16 @@ pub fn derived_value(
                 derive_bias_block_count(env).map(rt::support::ExprValue::from)
             }
             "biasContract" => derive_bias_contract(env).map(rt::support::ExprValue::from),
+            "fixedSubgroups" => {
+                derive_fixed_subgroups(env).map(rt::support::ExprValue::from)
+            }
+            "blockPerSubgroup" => {
+                derive_block_per_subgroup(env).map(rt::support::ExprValue::from)
+            }
             "rowPerSubgroup" => {
                 derive_row_per_subgroup(env).map(rt::support::ExprValue::from)
             }
+            "wordLanes" => derive_word_lanes(env).map(rt::support::ExprValue::from),
             _ => return None,
         },
     )
@@ -1871,15 +2021,16 @@ fn run_dyn(
     }
     let mut args: ::std::vec::Vec<&::wgpu::Buffer> = vec![data.buffer(), bias.buffer()];
     args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-    let gpu_times = if repeats > 0 {
-        ctx.time_plan(&plan, &args, repeats)?
+    let times = if repeats > 0 {
+        ctx.time_plan_passes(&plan, &args, repeats)?
     } else {
         ctx.run_plan(&plan, &args)?;
-        ::std::vec::Vec::new()
+        rt::PlanTimes::default()
     };
     Ok(rt::registry::DynRun {
         outputs,
         variant: plan.variant,
-        gpu_times,
+        gpu_times: times.total,
+        pass_times: times.passes,
     })
 }

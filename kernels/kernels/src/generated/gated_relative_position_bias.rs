@@ -641,7 +641,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "f013df4ecfb7496f36581f716d2169bf",
+        digest: "1cbf11f51ddad5fe7331d69c3ba61c8d",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -649,7 +649,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a7761e7145a004bcc711c296a6edbbab",
+        digest: "117f415df68382de8687470d37bbd724",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -657,7 +657,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "1a0c27a07c09a2c39b363275536a8ce9",
+        digest: "a0f282a0a2ea73f3db2d3932798bae8d",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -665,7 +665,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "236b0c89470ebce4b6e4c47e2f5b5f0b",
+        digest: "f59af7bbb54f1e4763de2e74e5c419c4",
     },
 ];
 fn kernel_row_head_subgroups_main(
@@ -794,7 +794,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "cde6e0565f9a7ed5fbe72e61bf20e354",
+        digest: "4d9112f4bb5c790dd965507f4bf3b82a",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -802,7 +802,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-0.wgsl"
         ),
         entry_point: "main",
-        digest: "311715a10962fbd9eb18e22cb7418f23",
+        digest: "3c448d8302a6b1244962824c04f17483",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -810,7 +810,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "c4c868dfbbb00960dd387556754b0597",
+        digest: "1d0a780e9bada0aafe4e1b22da10496e",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -818,7 +818,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "3e0d62bc0d74a3d7aa044ec1dc494c2f",
+        digest: "733279c98166754845213aa6fcd6ee73",
     },
 ];
 fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1358,15 +1358,16 @@ fn run_dyn(
         bias.buffer(), eco_a.buffer()
     ];
     args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-    let gpu_times = if repeats > 0 {
-        ctx.time_plan(&plan, &args, repeats)?
+    let times = if repeats > 0 {
+        ctx.time_plan_passes(&plan, &args, repeats)?
     } else {
         ctx.run_plan(&plan, &args)?;
-        ::std::vec::Vec::new()
+        rt::PlanTimes::default()
     };
     Ok(rt::registry::DynRun {
         outputs,
         variant: plan.variant,
-        gpu_times,
+        gpu_times: times.total,
+        pass_times: times.passes,
     })
 }

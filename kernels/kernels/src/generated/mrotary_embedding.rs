@@ -1861,15 +1861,16 @@ fn run_dyn(
         input.buffer(), position_ids.buffer(), cos_cache.buffer(), sin_cache.buffer()
     ];
     args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-    let gpu_times = if repeats > 0 {
-        ctx.time_plan(&plan, &args, repeats)?
+    let times = if repeats > 0 {
+        ctx.time_plan_passes(&plan, &args, repeats)?
     } else {
         ctx.run_plan(&plan, &args)?;
-        ::std::vec::Vec::new()
+        rt::PlanTimes::default()
     };
     Ok(rt::registry::DynRun {
         outputs,
         variant: plan.variant,
-        gpu_times,
+        gpu_times: times.total,
+        pass_times: times.passes,
     })
 }

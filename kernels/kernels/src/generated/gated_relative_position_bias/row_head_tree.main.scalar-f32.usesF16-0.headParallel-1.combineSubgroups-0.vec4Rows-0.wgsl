@@ -64,15 +64,15 @@ fn main(
         let in_chunk = local_batch < chunk && b < params.batchSize;
         var partial = vec2<f32>(0.0, 0.0);
         if (in_chunk) {
-            let products = params.headSize * params.projDim;
-            for (var p = lane_in_batch; p < products; p += BATCH_LANES) {
-                let k = p / params.projDim;
-                let e = p % params.projDim;
-                let product = query_value(b, s, n, k) * f32(weight[p]);
-                if (e < half) {
-                    partial.x += product;
-                } else {
-                    partial.y += product;
+            // Each lane takes whole query elements: one load of each, then its D products.
+            for (var k = lane_in_batch; k < params.headSize; k += BATCH_LANES) {
+                let q = query_value(b, s, n, k);
+                let weights = k * params.projDim;
+                for (var e = 0u; e < half; e += 1u) {
+                    partial.x += q * f32(weight[weights + e]);
+                }
+                for (var e = half; e < params.projDim; e += 1u) {
+                    partial.y += q * f32(weight[weights + e]);
                 }
             }
         }

@@ -71,47 +71,49 @@ fn main(
     let row_words = blockSize / 4u;
     let base = row * row_words;
     let bias_base = bias_row(row) * row_words;
-    let cached = row_words <= lanes * 8u;
-    let w0 = lane + 0u * lanes;
+    let start = 0u;
+    let end = row_words;
+    let cached = end - start <= lanes * 8u;
+    let w0 = start + lane + 0u * lanes;
     var z0 = vec4<f32>(LOWEST);
-    let w1 = lane + 1u * lanes;
+    let w1 = start + lane + 1u * lanes;
     var z1 = vec4<f32>(LOWEST);
-    let w2 = lane + 2u * lanes;
+    let w2 = start + lane + 2u * lanes;
     var z2 = vec4<f32>(LOWEST);
-    let w3 = lane + 3u * lanes;
+    let w3 = start + lane + 3u * lanes;
     var z3 = vec4<f32>(LOWEST);
-    let w4 = lane + 4u * lanes;
+    let w4 = start + lane + 4u * lanes;
     var z4 = vec4<f32>(LOWEST);
-    let w5 = lane + 5u * lanes;
+    let w5 = start + lane + 5u * lanes;
     var z5 = vec4<f32>(LOWEST);
-    let w6 = lane + 6u * lanes;
+    let w6 = start + lane + 6u * lanes;
     var z6 = vec4<f32>(LOWEST);
-    let w7 = lane + 7u * lanes;
+    let w7 = start + lane + 7u * lanes;
     var z7 = vec4<f32>(LOWEST);
     var local_max = vec4<f32>(LOWEST);
     if (cached) {
-        if (w0 < row_words) {
+        if (w0 < end) {
             z0 = data_word(base + w0) + bias_word(bias_base + w0);
         }
-        if (w1 < row_words) {
+        if (w1 < end) {
             z1 = data_word(base + w1) + bias_word(bias_base + w1);
         }
-        if (w2 < row_words) {
+        if (w2 < end) {
             z2 = data_word(base + w2) + bias_word(bias_base + w2);
         }
-        if (w3 < row_words) {
+        if (w3 < end) {
             z3 = data_word(base + w3) + bias_word(bias_base + w3);
         }
-        if (w4 < row_words) {
+        if (w4 < end) {
             z4 = data_word(base + w4) + bias_word(bias_base + w4);
         }
-        if (w5 < row_words) {
+        if (w5 < end) {
             z5 = data_word(base + w5) + bias_word(bias_base + w5);
         }
-        if (w6 < row_words) {
+        if (w6 < end) {
             z6 = data_word(base + w6) + bias_word(bias_base + w6);
         }
-        if (w7 < row_words) {
+        if (w7 < end) {
             z7 = data_word(base + w7) + bias_word(bias_base + w7);
         }
         local_max = max(local_max, z0);
@@ -123,81 +125,81 @@ fn main(
         local_max = max(local_max, z6);
         local_max = max(local_max, z7);
     } else {
-        for (var w = lane; w < row_words; w += lanes) {
+        for (var w = start + lane; w < end; w += lanes) {
             local_max = max(local_max, data_word(base + w) + bias_word(bias_base + w));
         }
     }
-    let row_max = subgroupMax(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)));
+    let span_max = subgroupMax(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)));
     var local_sum = vec4<f32>(0.0);
     if (cached) {
-        if (w0 < row_words) {
-            z0 = exp(z0 - vec4<f32>(row_max));
+        if (w0 < end) {
+            z0 = exp(z0 - vec4<f32>(span_max));
             local_sum += z0;
         }
-        if (w1 < row_words) {
-            z1 = exp(z1 - vec4<f32>(row_max));
+        if (w1 < end) {
+            z1 = exp(z1 - vec4<f32>(span_max));
             local_sum += z1;
         }
-        if (w2 < row_words) {
-            z2 = exp(z2 - vec4<f32>(row_max));
+        if (w2 < end) {
+            z2 = exp(z2 - vec4<f32>(span_max));
             local_sum += z2;
         }
-        if (w3 < row_words) {
-            z3 = exp(z3 - vec4<f32>(row_max));
+        if (w3 < end) {
+            z3 = exp(z3 - vec4<f32>(span_max));
             local_sum += z3;
         }
-        if (w4 < row_words) {
-            z4 = exp(z4 - vec4<f32>(row_max));
+        if (w4 < end) {
+            z4 = exp(z4 - vec4<f32>(span_max));
             local_sum += z4;
         }
-        if (w5 < row_words) {
-            z5 = exp(z5 - vec4<f32>(row_max));
+        if (w5 < end) {
+            z5 = exp(z5 - vec4<f32>(span_max));
             local_sum += z5;
         }
-        if (w6 < row_words) {
-            z6 = exp(z6 - vec4<f32>(row_max));
+        if (w6 < end) {
+            z6 = exp(z6 - vec4<f32>(span_max));
             local_sum += z6;
         }
-        if (w7 < row_words) {
-            z7 = exp(z7 - vec4<f32>(row_max));
+        if (w7 < end) {
+            z7 = exp(z7 - vec4<f32>(span_max));
             local_sum += z7;
         }
     } else {
-        for (var w = lane; w < row_words; w += lanes) {
-            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(row_max));
+        for (var w = start + lane; w < end; w += lanes) {
+            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(span_max));
         }
     }
-    let row_sum = subgroupAdd((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w));
-    let inverse = 1.0 / row_sum;
+    let span_sum = subgroupAdd((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w));
+    let inverse = 1.0 / span_sum;
     if (cached) {
-        if (w0 < row_words) {
+        if (w0 < end) {
             store_word(base + w0, z0 * inverse);
         }
-        if (w1 < row_words) {
+        if (w1 < end) {
             store_word(base + w1, z1 * inverse);
         }
-        if (w2 < row_words) {
+        if (w2 < end) {
             store_word(base + w2, z2 * inverse);
         }
-        if (w3 < row_words) {
+        if (w3 < end) {
             store_word(base + w3, z3 * inverse);
         }
-        if (w4 < row_words) {
+        if (w4 < end) {
             store_word(base + w4, z4 * inverse);
         }
-        if (w5 < row_words) {
+        if (w5 < end) {
             store_word(base + w5, z5 * inverse);
         }
-        if (w6 < row_words) {
+        if (w6 < end) {
             store_word(base + w6, z6 * inverse);
         }
-        if (w7 < row_words) {
+        if (w7 < end) {
             store_word(base + w7, z7 * inverse);
         }
     } else {
-        for (var w = lane; w < row_words; w += lanes) {
+        for (var w = start + lane; w < end; w += lanes) {
             let value = data_word(base + w) + bias_word(bias_base + w);
-            store_word(base + w, exp(value - vec4<f32>(row_max)) * inverse);
+            store_word(base + w, exp(value - vec4<f32>(span_max)) * inverse);
         }
     }
 

@@ -65,6 +65,8 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
+// Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
+const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
 // Element-wise: the row length is not a multiple of 4.
 fn block_column(i: u32, lane: u32) -> u32 {
     return lane + i * WORKGROUP_SIZE;

@@ -17,11 +17,11 @@ const WORKGROUP_SIZE: u32 = 256u;
 const LOWEST: f32 = -3.40282347e38;
 
 fn bias_row(row: u32) -> u32 {
-    return row % biasBlockCount;
+    return row / innerRepeat;
 }
 
 fn task_row(task: u32) -> u32 {
-    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
+    return task;
 }
 
 fn data_word(w: u32) -> vec4<f32> {
@@ -104,55 +104,57 @@ fn main(
     let row_words = blockSize / 4u;
     let base = row * row_words;
     let bias_base = bias_row(row) * row_words;
-    let cached = row_words <= lanes * 2u;
-    let w0 = lane + 0u * lanes;
+    let start = 0u;
+    let end = row_words;
+    let cached = end - start <= lanes * 2u;
+    let w0 = start + lane + 0u * lanes;
     var z0 = vec4<f32>(LOWEST);
-    let w1 = lane + 1u * lanes;
+    let w1 = start + lane + 1u * lanes;
     var z1 = vec4<f32>(LOWEST);
     var local_max = vec4<f32>(LOWEST);
     if (cached) {
-        if (w0 < row_words) {
+        if (w0 < end) {
             z0 = data_word(base + w0) + bias_word(bias_base + w0);
         }
-        if (w1 < row_words) {
+        if (w1 < end) {
             z1 = data_word(base + w1) + bias_word(bias_base + w1);
         }
         local_max = max(local_max, z0);
         local_max = max(local_max, z1);
     } else {
-        for (var w = lane; w < row_words; w += lanes) {
+        for (var w = start + lane; w < end; w += lanes) {
             local_max = max(local_max, data_word(base + w) + bias_word(bias_base + w));
         }
     }
-    let row_max = workgroup_max(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)), lane, subgroup, lane_in_subgroup, subgroups);
+    let span_max = workgroup_max(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)), lane, subgroup, lane_in_subgroup, subgroups);
     var local_sum = vec4<f32>(0.0);
     if (cached) {
-        if (w0 < row_words) {
-            z0 = exp(z0 - vec4<f32>(row_max));
+        if (w0 < end) {
+            z0 = exp(z0 - vec4<f32>(span_max));
             local_sum += z0;
         }
-        if (w1 < row_words) {
-            z1 = exp(z1 - vec4<f32>(row_max));
+        if (w1 < end) {
+            z1 = exp(z1 - vec4<f32>(span_max));
             local_sum += z1;
         }
     } else {
-        for (var w = lane; w < row_words; w += lanes) {
-            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(row_max));
+        for (var w = start + lane; w < end; w += lanes) {
+            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(span_max));
         }
     }
-    let row_sum = workgroup_sum((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w), lane, subgroup, lane_in_subgroup, subgroups);
-    let inverse = 1.0 / row_sum;
+    let span_sum = workgroup_sum((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w), lane, subgroup, lane_in_subgroup, subgroups);
+    let inverse = 1.0 / span_sum;
     if (cached) {
-        if (w0 < row_words) {
+        if (w0 < end) {
             store_word(base + w0, z0 * inverse);
         }
-        if (w1 < row_words) {
+        if (w1 < end) {
             store_word(base + w1, z1 * inverse);
         }
     } else {
-        for (var w = lane; w < row_words; w += lanes) {
+        for (var w = start + lane; w < end; w += lanes) {
             let value = data_word(base + w) + bias_word(bias_base + w);
-            store_word(base + w, exp(value - vec4<f32>(row_max)) * inverse);
+            store_word(base + w, exp(value - vec4<f32>(span_max)) * inverse);
         }
     }
 

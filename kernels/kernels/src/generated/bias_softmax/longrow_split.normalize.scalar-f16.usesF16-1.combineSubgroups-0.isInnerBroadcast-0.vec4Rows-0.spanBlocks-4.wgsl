@@ -18,7 +18,8 @@ const WORKGROUP_SIZE: u32 = 256u;
 const BLOCK_COLS: u32 = 2048u;
 // Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
 const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
-const WORDS_PER_LANE: u32 = (BLOCK_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+// Blocks per workgroup (the hints' `spanBlocks`, with the dispatch divided to match).
+const SPAN_BLOCKS: u32 = 4u;
 
 fn bias_row(row: u32) -> u32 {
     return row % biasBlockCount;
@@ -53,15 +54,15 @@ fn main(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let block = workgroup.x;
+    // SPAN_BLOCKS blocks of one row per workgroup.
     let row = workgroup.y;
-    let base = row * params.blockSize;
-    let bias_base = bias_row(row) * params.blockSize;
-    let start = block * BLOCK_COLS;
-    let end = min(start + BLOCK_COLS, params.blockSize);
     let row_max = rowMax[row];
     let row_sum = rowSum[row];
     let inverse = 1.0 / row_sum;
+    let base = row * params.blockSize;
+    let bias_base = bias_row(row) * params.blockSize;
+    let start = workgroup.x * SPAN_BLOCKS * BLOCK_COLS;
+    let end = min(start + SPAN_BLOCKS * BLOCK_COLS, params.blockSize);
     for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
         let z = data_at(base + c) + bias_at(bias_base + c);
         store1(base + c, exp(z - row_max) * inverse);

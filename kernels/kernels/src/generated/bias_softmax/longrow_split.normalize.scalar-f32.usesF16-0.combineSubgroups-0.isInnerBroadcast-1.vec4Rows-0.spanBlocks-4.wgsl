@@ -1,5 +1,3 @@
-enable f16;
-
 override biasBlockCount: u32;
 override innerRepeat: u32;
 
@@ -7,18 +5,19 @@ struct Params {
     blockSize: u32,
 }
 
-@group(0) @binding(0) var<storage, read> data: array<f16>;
-@group(0) @binding(1) var<storage, read> bias: array<f16>;
+@group(0) @binding(0) var<storage, read> data: array<f32>;
+@group(0) @binding(1) var<storage, read> bias: array<f32>;
 @group(0) @binding(2) var<storage, read> rowMax: array<f32>;
 @group(0) @binding(3) var<storage, read> rowSum: array<f32>;
-@group(0) @binding(4) var<storage, read_write> output: array<f16>;
+@group(0) @binding(4) var<storage, read_write> output: array<f32>;
 @group(0) @binding(5) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 256u;
 const BLOCK_COLS: u32 = 2048u;
 // Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
 const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
-const WORDS_PER_LANE: u32 = (BLOCK_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
+// Blocks per workgroup (the hints' `spanBlocks`, with the dispatch divided to match).
+const SPAN_BLOCKS: u32 = 4u;
 
 fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
@@ -37,14 +36,14 @@ fn bias_at(i: u32) -> f32 {
 }
 
 fn store4(i: u32, value: vec4<f32>) {
-    output[i] = f16(value.x);
-    output[i + 1u] = f16(value.y);
-    output[i + 2u] = f16(value.z);
-    output[i + 3u] = f16(value.w);
+    output[i] = f32(value.x);
+    output[i + 1u] = f32(value.y);
+    output[i + 2u] = f32(value.z);
+    output[i + 3u] = f32(value.w);
 }
 
 fn store1(i: u32, value: f32) {
-    output[i] = f16(value);
+    output[i] = f32(value);
 }
 
 
@@ -53,15 +52,15 @@ fn main(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let block = workgroup.x;
+    // SPAN_BLOCKS blocks of one row per workgroup.
     let row = workgroup.y;
-    let base = row * params.blockSize;
-    let bias_base = bias_row(row) * params.blockSize;
-    let start = block * BLOCK_COLS;
-    let end = min(start + BLOCK_COLS, params.blockSize);
     let row_max = rowMax[row];
     let row_sum = rowSum[row];
     let inverse = 1.0 / row_sum;
+    let base = row * params.blockSize;
+    let bias_base = bias_row(row) * params.blockSize;
+    let start = workgroup.x * SPAN_BLOCKS * BLOCK_COLS;
+    let end = min(start + SPAN_BLOCKS * BLOCK_COLS, params.blockSize);
     for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
         let z = data_at(base + c) + bias_at(bias_base + c);
         store1(base + c, exp(z - row_max) * inverse);

@@ -1,3 +1,5 @@
+enable f16;
+
 override biasBlockCount: u32;
 override innerRepeat: u32;
 
@@ -6,8 +8,8 @@ struct Params {
     blocks: u32,
 }
 
-@group(0) @binding(0) var<storage, read> data: array<f32>;
-@group(0) @binding(1) var<storage, read> bias: array<f32>;
+@group(0) @binding(0) var<storage, read> data: array<f16>;
+@group(0) @binding(1) var<storage, read> bias: array<f16>;
 @group(0) @binding(2) var<storage, read_write> blockMax: array<f32>;
 @group(0) @binding(3) var<storage, read_write> blockSum: array<f32>;
 @group(0) @binding(4) var<uniform> params: Params;
@@ -63,6 +65,8 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
+// Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
+const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
 // Element-wise: the row length is not a multiple of 4.
 fn block_column(i: u32, lane: u32) -> u32 {
     return lane + i * WORKGROUP_SIZE;

@@ -48,11 +48,11 @@ fn workgroup_sum(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, su
 }
 
 fn bias_row(row: u32) -> u32 {
-    return row / innerRepeat;
+    return row % biasBlockCount;
 }
 
 fn task_row(task: u32) -> u32 {
-    return task;
+    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
 }
 
 fn data_word(w: u32) -> vec4<f32> {
@@ -71,9 +71,8 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i / 4u][i % 4u]);
 }
 
-// Rows are whole vec4 words; BLOCK_COLS is a multiple of 4, so blocks are too.
+// Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
 const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
-const WORDS_PER_LANE: u32 = (BLOCK_WORDS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
 @compute @workgroup_size(256)
 fn main(
@@ -87,29 +86,47 @@ fn main(
     let bias_base = bias_row(row) * row_words;
     let start = block * BLOCK_WORDS;
     let end = min(start + BLOCK_WORDS, row_words);
-
-    // A block is read once: each lane keeps its words in registers.
-    var z: array<vec4<f32>, WORDS_PER_LANE>;
+    let lanes = WORKGROUP_SIZE;
+    let cached = end - start <= lanes * 2u;
+    let w0 = start + lane + 0u * lanes;
+    var z0 = vec4<f32>(LOWEST);
+    let w1 = start + lane + 1u * lanes;
+    var z1 = vec4<f32>(LOWEST);
     var local_max = vec4<f32>(LOWEST);
-    for (var k = 0u; k < WORDS_PER_LANE; k += 1u) {
-        let w = start + lane + k * WORKGROUP_SIZE;
-        if (w < end) {
-            z[k] = data_word(base + w) + bias_word(bias_base + w);
-            local_max = max(local_max, z[k]);
+    if (cached) {
+        if (w0 < end) {
+            z0 = data_word(base + w0) + bias_word(bias_base + w0);
+        }
+        if (w1 < end) {
+            z1 = data_word(base + w1) + bias_word(bias_base + w1);
+        }
+        local_max = max(local_max, z0);
+        local_max = max(local_max, z1);
+    } else {
+        for (var w = start + lane; w < end; w += lanes) {
+            local_max = max(local_max, data_word(base + w) + bias_word(bias_base + w));
         }
     }
-    let lane_max = max(max(local_max.x, local_max.y), max(local_max.z, local_max.w));
-    let block_max = workgroup_max(lane_max, lane, 0u, 0u, 1u);
+    let span_max = workgroup_max(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)), lane, 0u, 0u, 1u);
     var local_sum = vec4<f32>(0.0);
-    for (var k = 0u; k < WORDS_PER_LANE; k += 1u) {
-        if (start + lane + k * WORKGROUP_SIZE < end) {
-            local_sum += exp(z[k] - vec4<f32>(block_max));
+    if (cached) {
+        if (w0 < end) {
+            z0 = exp(z0 - vec4<f32>(span_max));
+            local_sum += z0;
+        }
+        if (w1 < end) {
+            z1 = exp(z1 - vec4<f32>(span_max));
+            local_sum += z1;
+        }
+    } else {
+        for (var w = start + lane; w < end; w += lanes) {
+            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(span_max));
         }
     }
-    let lane_sum = (local_sum.x + local_sum.y) + (local_sum.z + local_sum.w);
-    let block_sum = workgroup_sum(lane_sum, lane, 0u, 0u, 1u);
+    let span_sum = workgroup_sum((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w), lane, 0u, 0u, 1u);
+
     if (lane == 0u) {
-        blockMax[row * params.blocks + block] = block_max;
-        blockSum[row * params.blocks + block] = block_sum;
+        blockMax[row * params.blocks + block] = span_max;
+        blockSum[row * params.blocks + block] = span_sum;
     }
 }
