@@ -289,8 +289,17 @@ fn shader_guard_passes_bad_positions_through_for_every_pairing_and_layout() {
     let cos: Vec<f64> = (0..8).map(|i| 0.1 * f64::from(i)).collect();
     let sin: Vec<f64> = (0..8).map(|i| 1.0 - 0.1 * f64::from(i)).collect();
     let mut failures = Vec::new();
-    for (interleaved, layout) in [(false, false), (false, true), (true, false), (true, true)] {
-        let mut attrs = Attrs::new(vec![2, 1, 1]);
+    // Sections [4, 0, 0] put the four pairs of a quad in one stream (one cache word each in
+    // the four-pair path); [2, 1, 1] mixes streams within it.
+    for (interleaved, layout, sections) in [
+        (false, false, [2, 1, 1]),
+        (false, true, [2, 1, 1]),
+        (true, false, [2, 1, 1]),
+        (true, true, [2, 1, 1]),
+        (false, false, [4, 0, 0]),
+        (true, true, [4, 0, 0]),
+    ] {
+        let mut attrs = Attrs::new(sections.to_vec());
         attrs.interleaved = interleaved;
         attrs.mrope_layout = layout;
         let case = Case {
@@ -317,7 +326,7 @@ fn shader_guard_passes_bad_positions_through_for_every_pairing_and_layout() {
                 .any(|(g, w)| (g - w).abs() > 1e-5 * (1.0 + w.abs()))
             {
                 failures.push(format!(
-                    "interleaved {interleaved}, layout {layout}, bad stream {stream}: got {got:?}, want {want:?}"
+                    "interleaved {interleaved}, layout {layout}, sections {sections:?}, bad stream {stream}: got {got:?}, want {want:?}"
                 ));
             }
         }

@@ -741,7 +741,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a6bc2987db9ef87507eb3c734c997bb7",
+        digest: "e5b7a248f14b1b8fffd992c50c713590",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -749,7 +749,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "ecb6719edfbb2e5379c453710a8f7fa3",
+        digest: "6e2a06abd1fa609e2633337ffd99893a",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -757,7 +757,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "f18f9bfea5acabb48b34c3eed11398bc",
+        digest: "a6ead30b185c0def9dea60063c6e1d3c",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -765,7 +765,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "6f98acd8e261ec80fb11571fdefd0c97",
+        digest: "ce2769d158c1e6c44dc5ddf7db9eaddb",
     },
 ];
 fn kernel_longrow_split_block_stats(

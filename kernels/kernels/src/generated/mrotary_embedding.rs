@@ -1048,7 +1048,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "d6aea5160a7820c29360c976cd2c3c83",
+        digest: "b50c3c18cd13b944f81e776c302cde24",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1056,7 +1056,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "c62e2f4c8bfb2e57cf1d4cb7cd58960a",
+        digest: "0be4fc40dc45965bea90112540f16dbf",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1064,7 +1064,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "9fa7c4afdaf715fcbf080498afab32c6",
+        digest: "3ca656f7a809b7198908b5b2e9cbfc0f",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1072,7 +1072,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "02989979fec5387da55927c0bf505533",
+        digest: "0ed853fda5bdfbe188581cd43c0aef20",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1080,7 +1080,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "43748061f8ef88033b4d6ef05196eb8c",
+        digest: "64086d058f0acc20790eedec07ff471b",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1088,7 +1088,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "26aada0d79623271b6300a640ef78dd3",
+        digest: "4b5afeff445e4f2fb7b333bc1433a823",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1096,7 +1096,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "a461a2fd1f2b688589ca5080ce01e3e9",
+        digest: "021825166cfcfe5bdc2eff2a6b66fe3f",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1104,7 +1104,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "6ad3ac730a38e061ad724456fdf665de",
+        digest: "9bebcda81c232a8d5f627e5fdcac3844",
     },
 ];
 fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1396,7 +1396,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "6f2c3bd592313ed15d10a345344eb77b",
+        digest: "b37246add44f540144a971683e14b072",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1404,7 +1404,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "f02669e68abade1326f5b33ac2ceec33",
+        digest: "bdf3c778ee8aa9169346bc4bca5db3e4",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1412,7 +1412,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "c8f30dfda2e07728cc3a3539ba342728",
+        digest: "51206bc79595a35b5a5251f6e4d450ee",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1420,7 +1420,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "9d6cde28c31b43410a56f777b65af2d5",
+        digest: "265dedd841f53a5e2e20351c811adc23",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1428,7 +1428,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "d35ac1ad22d4340777b7a1d31d39e874",
+        digest: "0bb28fce0d7bbbd0a63838c875adae87",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1436,7 +1436,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "13df2e8942a1ba1c2fd67d2b50e8c3e9",
+        digest: "ab31377057c537486401ff54a34cebe1",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1444,7 +1444,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "e4c14aa782831809f3feaa2a1972cfe4",
+        digest: "9da0476660abf5a8bfcd9eae3ec83a3e",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1452,7 +1452,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "bc62ca26c43620746d595bbf42f19290",
+        digest: "7ca4dd034719aa713aac2118c802a50d",
     },
 ];
 fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

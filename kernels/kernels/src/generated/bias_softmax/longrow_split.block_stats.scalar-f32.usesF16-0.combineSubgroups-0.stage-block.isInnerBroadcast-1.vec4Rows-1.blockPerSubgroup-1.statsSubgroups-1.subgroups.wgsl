@@ -95,183 +95,88 @@ fn main(
     let bias_base = bias_row(row) * row_words;
     let start = block * BLOCK_WORDS;
     let end = min(start + BLOCK_WORDS, row_words);
-    let cached = end - start <= lanes * 16u;
-    let w0 = start + lane + 0u * lanes;
-    var z0 = vec4<f32>(LOWEST);
-    let w1 = start + lane + 1u * lanes;
-    var z1 = vec4<f32>(LOWEST);
-    let w2 = start + lane + 2u * lanes;
-    var z2 = vec4<f32>(LOWEST);
-    let w3 = start + lane + 3u * lanes;
-    var z3 = vec4<f32>(LOWEST);
-    let w4 = start + lane + 4u * lanes;
-    var z4 = vec4<f32>(LOWEST);
-    let w5 = start + lane + 5u * lanes;
-    var z5 = vec4<f32>(LOWEST);
-    let w6 = start + lane + 6u * lanes;
-    var z6 = vec4<f32>(LOWEST);
-    let w7 = start + lane + 7u * lanes;
-    var z7 = vec4<f32>(LOWEST);
-    let w8 = start + lane + 8u * lanes;
-    var z8 = vec4<f32>(LOWEST);
-    let w9 = start + lane + 9u * lanes;
-    var z9 = vec4<f32>(LOWEST);
-    let w10 = start + lane + 10u * lanes;
-    var z10 = vec4<f32>(LOWEST);
-    let w11 = start + lane + 11u * lanes;
-    var z11 = vec4<f32>(LOWEST);
-    let w12 = start + lane + 12u * lanes;
-    var z12 = vec4<f32>(LOWEST);
-    let w13 = start + lane + 13u * lanes;
-    var z13 = vec4<f32>(LOWEST);
-    let w14 = start + lane + 14u * lanes;
-    var z14 = vec4<f32>(LOWEST);
-    let w15 = start + lane + 15u * lanes;
-    var z15 = vec4<f32>(LOWEST);
-    var local_max = vec4<f32>(LOWEST);
-    if (cached) {
+    var lane_max = LOWEST;
+    var lane_sum = 0.0;
+    for (var first = start + lane; first < end; first += 8u * lanes) {
+        let w0 = first + 0u * lanes;
+        var z0 = vec4<f32>(LOWEST);
         if (w0 < end) {
             z0 = data_word(base + w0) + bias_word(bias_base + w0);
         }
+        let w1 = first + 1u * lanes;
+        var z1 = vec4<f32>(LOWEST);
         if (w1 < end) {
             z1 = data_word(base + w1) + bias_word(bias_base + w1);
         }
+        let w2 = first + 2u * lanes;
+        var z2 = vec4<f32>(LOWEST);
         if (w2 < end) {
             z2 = data_word(base + w2) + bias_word(bias_base + w2);
         }
+        let w3 = first + 3u * lanes;
+        var z3 = vec4<f32>(LOWEST);
         if (w3 < end) {
             z3 = data_word(base + w3) + bias_word(bias_base + w3);
         }
+        let w4 = first + 4u * lanes;
+        var z4 = vec4<f32>(LOWEST);
         if (w4 < end) {
             z4 = data_word(base + w4) + bias_word(bias_base + w4);
         }
+        let w5 = first + 5u * lanes;
+        var z5 = vec4<f32>(LOWEST);
         if (w5 < end) {
             z5 = data_word(base + w5) + bias_word(bias_base + w5);
         }
+        let w6 = first + 6u * lanes;
+        var z6 = vec4<f32>(LOWEST);
         if (w6 < end) {
             z6 = data_word(base + w6) + bias_word(bias_base + w6);
         }
+        let w7 = first + 7u * lanes;
+        var z7 = vec4<f32>(LOWEST);
         if (w7 < end) {
             z7 = data_word(base + w7) + bias_word(bias_base + w7);
         }
-        if (w8 < end) {
-            z8 = data_word(base + w8) + bias_word(bias_base + w8);
-        }
-        if (w9 < end) {
-            z9 = data_word(base + w9) + bias_word(bias_base + w9);
-        }
-        if (w10 < end) {
-            z10 = data_word(base + w10) + bias_word(bias_base + w10);
-        }
-        if (w11 < end) {
-            z11 = data_word(base + w11) + bias_word(bias_base + w11);
-        }
-        if (w12 < end) {
-            z12 = data_word(base + w12) + bias_word(bias_base + w12);
-        }
-        if (w13 < end) {
-            z13 = data_word(base + w13) + bias_word(bias_base + w13);
-        }
-        if (w14 < end) {
-            z14 = data_word(base + w14) + bias_word(bias_base + w14);
-        }
-        if (w15 < end) {
-            z15 = data_word(base + w15) + bias_word(bias_base + w15);
-        }
-        local_max = max(local_max, z0);
-        local_max = max(local_max, z1);
-        local_max = max(local_max, z2);
-        local_max = max(local_max, z3);
-        local_max = max(local_max, z4);
-        local_max = max(local_max, z5);
-        local_max = max(local_max, z6);
-        local_max = max(local_max, z7);
-        local_max = max(local_max, z8);
-        local_max = max(local_max, z9);
-        local_max = max(local_max, z10);
-        local_max = max(local_max, z11);
-        local_max = max(local_max, z12);
-        local_max = max(local_max, z13);
-        local_max = max(local_max, z14);
-        local_max = max(local_max, z15);
-    } else {
-        for (var w = start + lane; w < end; w += lanes) {
-            local_max = max(local_max, data_word(base + w) + bias_word(bias_base + w));
-        }
-    }
-    let span_max = subgroupMax(max(max(local_max.x, local_max.y), max(local_max.z, local_max.w)));
-    var local_sum = vec4<f32>(0.0);
-    if (cached) {
+        var group_max = z0;
+        group_max = max(group_max, z1);
+        group_max = max(group_max, z2);
+        group_max = max(group_max, z3);
+        group_max = max(group_max, z4);
+        group_max = max(group_max, z5);
+        group_max = max(group_max, z6);
+        group_max = max(group_max, z7);
+        let new_max = max(lane_max, max(max(group_max.x, group_max.y), max(group_max.z, group_max.w)));
+        var group_sum = vec4<f32>(0.0);
         if (w0 < end) {
-            z0 = exp(z0 - vec4<f32>(span_max));
-            local_sum += z0;
+            group_sum += exp(z0 - vec4<f32>(new_max));
         }
         if (w1 < end) {
-            z1 = exp(z1 - vec4<f32>(span_max));
-            local_sum += z1;
+            group_sum += exp(z1 - vec4<f32>(new_max));
         }
         if (w2 < end) {
-            z2 = exp(z2 - vec4<f32>(span_max));
-            local_sum += z2;
+            group_sum += exp(z2 - vec4<f32>(new_max));
         }
         if (w3 < end) {
-            z3 = exp(z3 - vec4<f32>(span_max));
-            local_sum += z3;
+            group_sum += exp(z3 - vec4<f32>(new_max));
         }
         if (w4 < end) {
-            z4 = exp(z4 - vec4<f32>(span_max));
-            local_sum += z4;
+            group_sum += exp(z4 - vec4<f32>(new_max));
         }
         if (w5 < end) {
-            z5 = exp(z5 - vec4<f32>(span_max));
-            local_sum += z5;
+            group_sum += exp(z5 - vec4<f32>(new_max));
         }
         if (w6 < end) {
-            z6 = exp(z6 - vec4<f32>(span_max));
-            local_sum += z6;
+            group_sum += exp(z6 - vec4<f32>(new_max));
         }
         if (w7 < end) {
-            z7 = exp(z7 - vec4<f32>(span_max));
-            local_sum += z7;
+            group_sum += exp(z7 - vec4<f32>(new_max));
         }
-        if (w8 < end) {
-            z8 = exp(z8 - vec4<f32>(span_max));
-            local_sum += z8;
-        }
-        if (w9 < end) {
-            z9 = exp(z9 - vec4<f32>(span_max));
-            local_sum += z9;
-        }
-        if (w10 < end) {
-            z10 = exp(z10 - vec4<f32>(span_max));
-            local_sum += z10;
-        }
-        if (w11 < end) {
-            z11 = exp(z11 - vec4<f32>(span_max));
-            local_sum += z11;
-        }
-        if (w12 < end) {
-            z12 = exp(z12 - vec4<f32>(span_max));
-            local_sum += z12;
-        }
-        if (w13 < end) {
-            z13 = exp(z13 - vec4<f32>(span_max));
-            local_sum += z13;
-        }
-        if (w14 < end) {
-            z14 = exp(z14 - vec4<f32>(span_max));
-            local_sum += z14;
-        }
-        if (w15 < end) {
-            z15 = exp(z15 - vec4<f32>(span_max));
-            local_sum += z15;
-        }
-    } else {
-        for (var w = start + lane; w < end; w += lanes) {
-            local_sum += exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(span_max));
-        }
+        lane_sum = lane_sum * exp(lane_max - new_max) + (group_sum.x + group_sum.y) + (group_sum.z + group_sum.w);
+        lane_max = new_max;
     }
-    let span_sum = subgroupAdd((local_sum.x + local_sum.y) + (local_sum.z + local_sum.w));
+    let span_max = subgroupMax(lane_max);
+    let span_sum = subgroupAdd(lane_sum * exp(lane_max - span_max));
 
     if (lane == 0u) {
         blockMax[row * params.blocks + block] = span_max;

@@ -14,8 +14,8 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> position_ids: array<u32>;
-@group(0) @binding(2) var<storage, read> cos_cache: array<f32>;
-@group(0) @binding(3) var<storage, read> sin_cache: array<f32>;
+@group(0) @binding(2) var<storage, read> cos_cache: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> sin_cache: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> y: array<vec4<f32>>;
 @group(0) @binding(5) var<uniform> params: Params;
 
@@ -33,7 +33,8 @@ fn stream_of(j: u32) -> u32 {
 }
 
 // Four adjacent pairs of `headsPerTask` heads of one token per invocation (the hints' `quads`:
-// heads without a tail whose pair count is a multiple of 4; `x` and `y` are vec4 words). The
+// heads without a tail whose pair count is a multiple of 4; `x`, `y` and the caches are vec4
+// words). The
 // heads of a token share its positions and so its cos and sin values: they are computed once
 // and used for every head, and each word of every head is loaded before any is stored.
 const HEADS_PER_TASK: u32 = 4u;
@@ -59,18 +60,29 @@ fn main(
     let first_head = (token_group - token * groups) * HEADS_PER_TASK;
     let j0 = quad * 4u;
     let positions = vec3<u32>(position_ids[token], position_ids[token + tokens], position_ids[token + 2u * tokens]);
-    let rows = arrayLength(&cos_cache) / half;
+    // The caches are vec4 words here too: a cache row holds `half` (a multiple of 4) values.
+    let rows = arrayLength(&cos_cache) * 4u / half;
     var cos_values: vec4<f32>;
     var sin_values: vec4<f32>;
     var keep: vec4<bool>;
-    for (var k = 0u; k < 4u; k += 1u) {
-        let j = j0 + k;
-        let position = positions[stream_of(j)];
-        // Positions past the cache pass their pair through, as in the one-pair path.
-        keep[k] = position >= rows;
-        let cache = select(position * half + j, 0u, keep[k]);
-        cos_values[k] = params.scale * f32(cos_cache[cache]);
-        sin_values[k] = params.scale * f32(sin_cache[cache]);
+    let stream = stream_of(j0);
+    let streams = vec3<u32>(stream_of(j0 + 1u), stream_of(j0 + 2u), stream_of(j0 + 3u));
+    if (all(streams == vec3<u32>(stream))) {
+        // The four pairs rotate with one position: one word of each cache.
+        let position = positions[stream];
+        // Positions past the cache pass their pairs through, as in the one-pair path.
+        keep = vec4<bool>(position >= rows);
+        let word = select((position * half + j0) / 4u, 0u, position >= rows);
+        cos_values = params.scale * vec4<f32>(cos_cache[word]);
+        sin_values = params.scale * vec4<f32>(sin_cache[word]);
+    } else {
+        for (var k = 0u; k < 4u; k += 1u) {
+            let position = positions[stream_of(j0 + k)];
+            keep[k] = position >= rows;
+            let word = select((position * half + j0) / 4u, 0u, keep[k]);
+            cos_values[k] = params.scale * f32(cos_cache[word][k]);
+            sin_values[k] = params.scale * f32(sin_cache[word][k]);
+        }
     }
     // Rows are (batch, token, head) in that order.
     let first_row = token * params.numHeads + first_head;
