@@ -66,6 +66,8 @@ fn head_parallel_cases(seed: u64) -> Vec<Case> {
     let mut cases = aligned_and_unaligned(seed, &[(2, 2, 32, 8), (2, 3, 24, 6), (2, 2, 8, 2)]);
     cases.push(Case::random(seed + 100, sizes(1, 263, 1, 64, 8)));
     cases.push(Case::random(seed + 101, sizes(1, 1028, 1, 64, 8)));
+    // 513 words per row: more than the two each lane loads before computing the gates.
+    cases.push(Case::random(seed + 102, sizes(1, 2052, 1, 64, 8)));
     cases
 }
 

@@ -657,7 +657,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a0f282a0a2ea73f3db2d3932798bae8d",
+        digest: "5553873ac6a24dd89691cb8d4d9b183f",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -665,7 +665,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "f59af7bbb54f1e4763de2e74e5c419c4",
+        digest: "a6e53ce0f6f25be17d3644d205cbdd6f",
     },
 ];
 fn kernel_row_head_subgroups_main(
@@ -810,7 +810,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "1d0a780e9bada0aafe4e1b22da10496e",
+        digest: "00833a85706674824df78af971fcb3f5",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -818,7 +818,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "733279c98166754845213aa6fcd6ee73",
+        digest: "e0d3e1ad3e7bc58b001866fd73a423cb",
     },
 ];
 fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -955,7 +955,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "b4b9d70c647641c3a1aeefba70d31b3e",
+        digest: "ae727ea4d2670d8db5cc131b58ca190c",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -963,7 +963,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
         ),
         entry_point: "main",
-        digest: "76c3afe984e1b122c655541efc46f3d5",
+        digest: "21adec0931946aec22e4c97d0e997d5b",
     },
 ];
 fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

@@ -61,6 +61,18 @@ fn main(
     let chunk = CHUNK;
     let local_batch = lane / batch_lanes;
     let lane_in_batch = lane % batch_lanes;
+    // Each lane's first two words of the rel_pos row are loaded before the gates are
+    // computed, so their latency overlaps the projection.
+    let words = params.seqLen / 4u;
+    let rel_word = rel_base / 4u;
+    var early0 = vec4<f32>(0.0);
+    var early1 = vec4<f32>(0.0);
+    if (lane < words) {
+        early0 = vec4<f32>(rel_pos[rel_word + lane]);
+    }
+    if (lane + WORKGROUP_SIZE < words) {
+        early1 = vec4<f32>(rel_pos[rel_word + lane + WORKGROUP_SIZE]);
+    }
     for (var first = 0u; first < params.batchSize; first += chunk) {
         let b = first + local_batch;
         let in_chunk = local_batch < chunk && b < params.batchSize;
@@ -108,10 +120,15 @@ fn main(
         let out_base = (first * params.numHeads + n) * row_stride + s * params.seqLen;
         let batch_stride = params.numHeads * row_stride;
         // rel_pos and output are seen as vec4 words here (the manifest's `vec4When`).
-        for (var t = lane * 4u; t < params.seqLen; t += WORKGROUP_SIZE * 4u) {
-            let r = vec4<f32>(rel_pos[(rel_base + t) / 4u]);
+        for (var w = lane; w < words; w += WORKGROUP_SIZE) {
+            var r = early0;
+            if (w == lane + WORKGROUP_SIZE) {
+                r = early1;
+            } else if (w != lane) {
+                r = vec4<f32>(rel_pos[rel_word + w]);
+            }
             for (var i = 0u; i < batches; i += 1u) {
-                output[(out_base + i * batch_stride + t) / 4u] = vec4<f32>(gates[i] * r);
+                output[(out_base + i * batch_stride) / 4u + w] = vec4<f32>(gates[i] * r);
             }
         }
         // The next chunk rewrites the gates and the scratch.
