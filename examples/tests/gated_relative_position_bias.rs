@@ -73,15 +73,17 @@ fn head_parallel_cases(seed: u64) -> Vec<Case> {
 
 #[test]
 fn batches_beyond_one_workgroup_chunk() {
-    // One workgroup serves a rel_pos row for every batch, computing the gates of a chunk of
-    // batches at a time (256 lanes: 8 batches of 32 lanes when head-parallel, 256 / D
-    // otherwise), so B past a chunk, with a partial last chunk, must loop correctly.
+    // One workgroup serves R rel_pos rows (1 in f32, 4 in f16) for every batch, computing
+    // the gates of a chunk of (row, batch) slots at a time (256 lanes: 8 R slots of 32 / R
+    // lanes when head-parallel, 256 / D otherwise; 1 / R of the slots per row), so B past a
+    // chunk, with a partial last chunk, must loop correctly; the row counts leave partial
+    // last workgroups in f16 too. The chunk sizes noted are f16's.
     let mut failures = Vec::new();
     for (s, seed) in [
-        (sizes(17, 5, 2, 16, 4), 140), // head-parallel: chunks of 8, 8, 1
-        (sizes(9, 6, 2, 16, 32), 141), // row, D = 32: chunks of 8, 1
-        (sizes(67, 3, 1, 4, 4), 142),  // row, D = 4: chunks of 64, 3
-        (sizes(45, 4, 1, 6, 6), 143),  // row, D = 6: 42 batches per chunk, 4 lanes idle
+        (sizes(17, 5, 2, 16, 4), 140), // head-parallel: chunks of 8, 8, 1; 10 rows
+        (sizes(9, 6, 2, 16, 32), 141), // row, D = 32: chunks of 2 (8 slots), the last 1
+        (sizes(67, 3, 1, 4, 4), 142),  // row, D = 4: chunks of 16, the last 3; 3 rows
+        (sizes(45, 4, 1, 6, 6), 143),  // row, D = 6: 42 slots, 10 batches per chunk
     ] {
         let case = Case::random(seed, s);
         for ctx in [ctx(), tree_ctx()] {
@@ -536,8 +538,9 @@ fn empty_batch_or_sequence_gives_an_empty_output() {
 
 #[test]
 fn rows_split_over_x_and_y_are_all_computed() {
-    // At most 7 workgroups per dimension, so every problem's workgroups (one per rel_pos row)
-    // run as a 7 × k grid whose overshoot workgroups must return. `dispatchOk` reads the
+    // At most 7 workgroups per dimension, so every problem's workgroups (one per rel_pos row
+    // in f32, per four in f16, the last one partial for 35 rows) run as a 7 × k grid whose
+    // overshoot workgroups must return. `dispatchOk` reads the
     // device's limit, which the hook leaves alone, so selection is unchanged.
     const LIMIT: u32 = 7;
     let mut with = create_context(&ContextOptions::default());
@@ -546,10 +549,10 @@ fn rows_split_over_x_and_y_are_all_computed() {
     without.set_dispatch_limit_for_testing(Some(LIMIT));
     let mut failures = Vec::new();
     for (s, seed) in [
-        (sizes(2, 9, 2, 4, 4), 120),
-        (sizes(2, 8, 3, 4, 4), 121),
-        (sizes(2, 12, 2, 32, 8), 122),
-        (sizes(3, 7, 2, 16, 4), 123),
+        (sizes(2, 9, 4, 4, 4), 120),
+        (sizes(2, 8, 6, 4, 4), 121),
+        (sizes(2, 12, 4, 32, 8), 122),
+        (sizes(3, 7, 5, 16, 4), 123),
     ] {
         let case = Case::random(seed, s);
         for ctx in [&with, &without] {

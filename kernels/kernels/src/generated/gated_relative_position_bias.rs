@@ -355,12 +355,17 @@ pub fn derive_rel_rows(env: &Env<'_>) -> Result<i64, EvalError> {
         },
     )
 }
-/// `dispatchOk` = `ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension`
+/// `rowsPerWorkgroup` = `tunables.ROWS_PER_WORKGROUP_F16 if dtypes.T == "f16" else tunables.ROWS_PER_WORKGROUP_F32`
+#[doc(hidden)]
+pub fn derive_rows_per_workgroup(env: &Env<'_>) -> Result<i64, EvalError> {
+    Ok(if env.dtypes.t.wgsl_name() == "f16" { 4i64 } else { 1i64 })
+}
+/// `dispatchOk` = `ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension`
 #[doc(hidden)]
 pub fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
     Ok(
         rt::expr::ceil_div(
-            derive_rel_rows(env)?,
+            rt::expr::ceil_div(derive_rel_rows(env)?, derive_rows_per_workgroup(env)?)?,
             rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
         )? <= rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
     )
@@ -550,7 +555,7 @@ pub fn accept_row_head_subgroups(env: &Env<'_>) -> Result<(), rt::support::Failu
     explain_contract(env).map_err(|f| f.within("contract"))?;
     rt::support::require(
             derive_dispatch_ok(env),
-            "ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         )
         .map_err(|f| f.within("dispatchOk"))?;
     rt::support::check(
@@ -565,13 +570,13 @@ pub fn accept_row_head_subgroups(env: &Env<'_>) -> Result<(), rt::support::Failu
 }
 /// Whether variant `row_head_tree` accepts the inputs: its `when` conditions in order.
 ///
-/// Like `row`, but each batch's `head_size x D` projection products are spread over a group of 32 lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
+/// Like `row`, but each batch's `head_size x D` projection products are spread over a group of `32 / rowsPerWorkgroup` lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
 #[doc(hidden)]
 pub fn accept_row_head_tree(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     explain_contract(env).map_err(|f| f.within("contract"))?;
     rt::support::require(
             derive_dispatch_ok(env),
-            "ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         )
         .map_err(|f| f.within("dispatchOk"))?;
     explain_head_parallel(env).map_err(|f| f.within("headParallel"))?;
@@ -579,13 +584,13 @@ pub fn accept_row_head_tree(env: &Env<'_>) -> Result<(), rt::support::Failure> {
 }
 /// Whether variant `row` accepts the inputs: its `when` conditions in order.
 ///
-/// One workgroup per `rel_pos` row (head, query position), producing that row of the output for every batch, so `rel_pos` is read once: `D` lanes per batch project the biased query row serially, the gates go to workgroup memory, and all lanes stream the row, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch.)
+/// One workgroup per `rowsPerWorkgroup` consecutive `rel_pos` rows (head, query position; the tunable `ROWS_PER_WORKGROUP_F32` or `_F16`), producing those rows of the output for every batch, so `rel_pos` is read once: `D` lanes per (row, batch) slot project the biased query row serially, the gates go to workgroup memory, and all lanes stream the rows, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch, and for float16, whose rows carry half the bytes, several rows per workgroup spread the gate computation, which waits on memory, over more of the stream.)
 #[doc(hidden)]
 pub fn accept_row(env: &Env<'_>) -> Result<(), rt::support::Failure> {
     explain_contract(env).map_err(|f| f.within("contract"))?;
     rt::support::require(
             derive_dispatch_ok(env),
-            "ceilDiv(relRows, device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         )
         .map_err(|f| f.within("dispatchOk"))?;
     Ok(())
@@ -638,34 +643,34 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
         source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-0.subgroups.wgsl"
+            "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "1cbf11f51ddad5fe7331d69c3ba61c8d",
+        digest: "1f947f884079c5fc8f453dc611a03654",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
         source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-0.subgroups.wgsl"
+            "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-4.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "117f415df68382de8687470d37bbd724",
+        digest: "1835634a8e77d88e3969b9564e0d83ca",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
         source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
+            "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.rowsPerWorkgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "5553873ac6a24dd89691cb8d4d9b183f",
+        digest: "6178a3a30b045f85f6f7e6493d734c38",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
         source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.subgroups.wgsl"
+            "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.rowsPerWorkgroup-4.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a6e53ce0f6f25be17d3644d205cbdd6f",
+        digest: "fad2d8fdc5fc0af2c93c357735c41122",
     },
 ];
 fn kernel_row_head_subgroups_main(
@@ -677,12 +682,13 @@ fn kernel_row_head_subgroups_main(
         true,
         true,
         derive_vec4_rows(env)?,
+        derive_rows_per_workgroup(env)?,
     );
     let index = match key {
-        ("f32", false, true, true, false) => 0usize,
-        ("f16", true, true, true, false) => 1usize,
-        ("f32", false, true, true, true) => 2usize,
-        ("f16", true, true, true, true) => 3usize,
+        ("f32", false, true, true, false, 1i64) => 0usize,
+        ("f16", true, true, true, false, 4i64) => 1usize,
+        ("f32", false, true, true, true, 1i64) => 2usize,
+        ("f16", true, true, true, true, 4i64) => 3usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -756,7 +762,8 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : fill_params_row_head_subgroups_main(env) ?,
             dispatch : rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
-            derive_rel_rows(env) ?) ?) }
+            rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
+            ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -791,34 +798,34 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
         source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-0.wgsl"
+            "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "4d9112f4bb5c790dd965507f4bf3b82a",
+        digest: "043228a265b2e977545db65204bc2551",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
         source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-0.wgsl"
+            "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "3c448d8302a6b1244962824c04f17483",
+        digest: "6e5f6ec528407b91431d627a61f954f4",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
         source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
+            "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "00833a85706674824df78af971fcb3f5",
+        digest: "cb1e58cba7fdea4466d488c7d8e85cc9",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
         source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.wgsl"
+            "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "e0d3e1ad3e7bc58b001866fd73a423cb",
+        digest: "5068993c7e4db2da3a64dae9a51af051",
     },
 ];
 fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -828,12 +835,13 @@ fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalE
         true,
         false,
         derive_vec4_rows(env)?,
+        derive_rows_per_workgroup(env)?,
     );
     let index = match key {
-        ("f32", false, true, false, false) => 0usize,
-        ("f16", true, true, false, false) => 1usize,
-        ("f32", false, true, false, true) => 2usize,
-        ("f16", true, true, false, true) => 3usize,
+        ("f32", false, true, false, false, 1i64) => 0usize,
+        ("f16", true, true, false, false, 4i64) => 1usize,
+        ("f32", false, true, false, true, 1i64) => 2usize,
+        ("f16", true, true, false, true, 4i64) => 3usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -901,7 +909,8 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : fill_params_row_head_tree_main(env) ?,
             dispatch : rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
-            derive_rel_rows(env) ?) ?) }
+            rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
+            ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -936,34 +945,34 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
         source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-0.wgsl"
+            "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "a65ab06ae9f529d9c7f2ca64ef301b09",
+        digest: "aa1d32dcd23e0c24d5b40619109a1bad",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
         source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-0.wgsl"
+            "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "706faaa45d800852229063a7460ef8ae",
+        digest: "68c1748bf406251fd60836720020f6e2",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
         source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
+            "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "ae727ea4d2670d8db5cc131b58ca190c",
+        digest: "a967301bd77d9f5fe0bfc09112471714",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
         source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-1.wgsl"
+            "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "21adec0931946aec22e4c97d0e997d5b",
+        digest: "7248341cccf6d8e824ef58724c718c1d",
     },
 ];
 fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -973,12 +982,13 @@ fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         false,
         false,
         derive_vec4_rows(env)?,
+        derive_rows_per_workgroup(env)?,
     );
     let index = match key {
-        ("f32", false, false, false, false) => 0usize,
-        ("f16", true, false, false, false) => 1usize,
-        ("f32", false, false, false, true) => 2usize,
-        ("f16", true, false, false, true) => 3usize,
+        ("f32", false, false, false, false, 1i64) => 0usize,
+        ("f16", true, false, false, false, 4i64) => 1usize,
+        ("f32", false, false, false, true, 1i64) => 2usize,
+        ("f16", true, false, false, true, 4i64) => 3usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1036,7 +1046,8 @@ fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(5usize), rt::Binding::Arg(6usize), rt::Binding::Params],
             params : fill_params_row_main(env) ?, dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
-            derive_rel_rows(env) ?) ?) }
+            rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
+            ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -1060,6 +1071,7 @@ pub const DERIVED_NAMES: &[&str] = &[
     "weightContract",
     "contract",
     "relRows",
+    "rowsPerWorkgroup",
     "dispatchOk",
     "fixedSubgroupSize",
     "headLanesFilled",
@@ -1096,6 +1108,9 @@ pub fn derived_value(
             }
             "contract" => derive_contract(env).map(rt::support::ExprValue::from),
             "relRows" => derive_rel_rows(env).map(rt::support::ExprValue::from),
+            "rowsPerWorkgroup" => {
+                derive_rows_per_workgroup(env).map(rt::support::ExprValue::from)
+            }
             "dispatchOk" => derive_dispatch_ok(env).map(rt::support::ExprValue::from),
             "fixedSubgroupSize" => {
                 derive_fixed_subgroup_size(env).map(rt::support::ExprValue::from)

@@ -17,12 +17,16 @@ struct Params {
 @group(0) @binding(7) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 256u;
-const MAX_PROJ: u32 = 32u;
-// Lanes that reduce one batch's projection; a power of two.
-const BATCH_LANES: u32 = 32u;
-const CHUNK: u32 = WORKGROUP_SIZE / BATCH_LANES;
+// rel_pos rows per workgroup, a power of two at most 8: at most the slots of a chunk,
+// WORKGROUP_SIZE / D >= 8.
+const ROWS: u32 = 1u;
+const_assert ROWS == 1u || ROWS == 2u || ROWS == 4u || ROWS == 8u;
+// Lanes that reduce one slot's projection, a power of two: 32 over the rows of a workgroup,
+// so that a chunk holds eight batches of each row.
+const SLOT_LANES: u32 = 32u / ROWS;
+const SLOTS: u32 = WORKGROUP_SIZE / SLOT_LANES;
 var<workgroup> subgroup_sums: array<vec2<f32>, WORKGROUP_SIZE>;
-var<workgroup> gates: array<f32, CHUNK>;
+var<workgroup> gates: array<f32, SLOTS>;
 
 fn logistic(v: f32) -> f32 {
     return 1.0 / (1.0 + exp(-v));
@@ -46,40 +50,48 @@ fn main(
     @builtin(subgroup_size) subgroup_size: u32,
     @builtin(subgroup_invocation_id) lane_in_subgroup: u32,
 ) {
-    // The runtime may split the rows over x and y.
-    let row = workgroup.x + workgroup.y * workgroups.x;
-    if (row >= params.relRows) {
+    // The runtime may split the workgroups over x and y.
+    let first_row = (workgroup.x + workgroup.y * workgroups.x) * ROWS;
+    if (first_row >= params.relRows) {
         return;
     }
+    let rows = min(ROWS, params.relRows - first_row);
+    let half = params.projDim / 2u;
+    let row_stride = params.numHeads * params.seqLen * params.seqLen;
+
+    let slot_lanes = SLOT_LANES;
+    let slots = SLOTS;
+    // Slot j of a chunk is (row j / batches_per_chunk, batch first + j % batches_per_chunk).
+    let batches_per_chunk = max(1u, slots / ROWS);
+    let slot = lane / slot_lanes;
+    let lane_in_slot = lane % slot_lanes;
+    let slot_row = slot / batches_per_chunk;
+    let slot_batch = slot % batches_per_chunk;
+    let row = first_row + slot_row;
     let s = row % params.seqLen;
     let n = row / params.seqLen;
-    let half = params.projDim / 2u;
-    let rel_base = row * params.seqLen;
-    let row_stride = params.seqLen * params.seqLen;
-
-    let batch_lanes = BATCH_LANES;
-    let chunk = CHUNK;
-    let local_batch = lane / batch_lanes;
-    let lane_in_batch = lane % batch_lanes;
-    // Each lane's first two words of the rel_pos row are loaded before the gates are
-    // computed, so their latency overlaps the projection.
-    let words = params.seqLen / 4u;
-    let rel_word = rel_base / 4u;
+    // rel_pos and output are seen as vec4 words here (the manifest's `vec4When`).
+    let units = params.seqLen / 4u;
     var early0 = vec4<f32>(0.0);
     var early1 = vec4<f32>(0.0);
-    if (lane < words) {
-        early0 = vec4<f32>(rel_pos[rel_word + lane]);
+    // The rows are consecutive: unit f of the workgroup's part of rel_pos is unit
+    // first_unit + f of rel_pos. Each lane's first two units are loaded before the gates
+    // are computed, so their latency overlaps the projection; every chunk reuses them.
+    let first_unit = first_row * units;
+    let span = rows * units;
+    if (lane < span) {
+        early0 = vec4<f32>(rel_pos[first_unit + lane]);
     }
-    if (lane + WORKGROUP_SIZE < words) {
-        early1 = vec4<f32>(rel_pos[rel_word + lane + WORKGROUP_SIZE]);
+    if (lane + WORKGROUP_SIZE < span) {
+        early1 = vec4<f32>(rel_pos[first_unit + lane + WORKGROUP_SIZE]);
     }
-    for (var first = 0u; first < params.batchSize; first += chunk) {
-        let b = first + local_batch;
-        let in_chunk = local_batch < chunk && b < params.batchSize;
+    for (var first = 0u; first < params.batchSize; first += batches_per_chunk) {
+        let b = first + slot_batch;
+        let in_chunk = slot < slots && slot_row < rows && b < params.batchSize;
         var partial = vec2<f32>(0.0, 0.0);
         if (in_chunk) {
             // Each lane takes whole query elements: one load of each, then its D products.
-            for (var k = lane_in_batch; k < params.headSize; k += BATCH_LANES) {
+            for (var k = lane_in_slot; k < params.headSize; k += SLOT_LANES) {
                 let q = query_value(b, s, n, k);
                 let weights = k * params.projDim;
                 for (var e = 0u; e < half; e += 1u) {
@@ -90,17 +102,17 @@ fn main(
                 }
             }
         }
-        // Butterfly within the subgroup over the lanes of one batch, then across the
-        // subgroups of a batch group through workgroup memory.
-        let within = min(BATCH_LANES, subgroup_size);
+        // Butterfly within the subgroup over the lanes of one slot, then across the
+        // subgroups of a slot through workgroup memory.
+        let within = min(SLOT_LANES, subgroup_size);
         for (var offset = within / 2u; offset > 0u; offset /= 2u) {
             partial += subgroupShuffleXor(partial, offset);
         }
         subgroup_sums[lane] = partial;
         workgroupBarrier();
-        if (lane_in_batch == 0u && in_chunk) {
+        if (lane_in_slot == 0u && in_chunk) {
             var total = vec2<f32>(0.0, 0.0);
-            for (var i = 0u; i < BATCH_LANES; i += within) {
+            for (var i = 0u; i < SLOT_LANES; i += within) {
                 total += subgroup_sums[lane + i];
             }
             var sum_u = total.x;
@@ -112,23 +124,22 @@ fn main(
                     sum_r += f32(bias[e]);
                 }
             }
-            gates[local_batch] = gate_of(sum_u, sum_r, n);
+            gates[slot] = gate_of(sum_u, sum_r, n);
         }
         workgroupBarrier();
 
-        let batches = min(chunk, params.batchSize - first);
-        let out_base = (first * params.numHeads + n) * row_stride + s * params.seqLen;
-        let batch_stride = params.numHeads * row_stride;
-        // rel_pos and output are seen as vec4 words here (the manifest's `vec4When`).
-        for (var w = lane; w < words; w += WORKGROUP_SIZE) {
+        // The chunk's rows, unit by unit over all lanes (a unit is a word with vec4Rows).
+        let batches = min(batches_per_chunk, params.batchSize - first);
+        for (var f = lane; f < span; f += WORKGROUP_SIZE) {
             var r = early0;
-            if (w == lane + WORKGROUP_SIZE) {
+            if (f == lane + WORKGROUP_SIZE) {
                 r = early1;
-            } else if (w != lane) {
-                r = vec4<f32>(rel_pos[rel_word + w]);
+            } else if (f != lane) {
+                r = vec4<f32>(rel_pos[first_unit + f]);
             }
+            let gate_base = (f / units) * batches_per_chunk;
             for (var i = 0u; i < batches; i += 1u) {
-                output[(out_base + i * batch_stride) / 4u + w] = vec4<f32>(gates[i] * r);
+                output[(first + i) * (row_stride / 4u) + first_unit + f] = vec4<f32>(gates[gate_base + i] * r);
             }
         }
         // The next chunk rewrites the gates and the scratch.
