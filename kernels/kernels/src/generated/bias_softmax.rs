@@ -1233,7 +1233,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "f202286308a165314462d4cde70d1b10",
@@ -1241,7 +1241,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "4b296a0035e8b9e59c2934fecc8f3aa2",
@@ -1249,7 +1249,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "f05effbf3b6cdddbccd07dd956136e29",
@@ -1257,7 +1257,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "a28d1152d5a12eea5538579d656b2477",
@@ -1265,7 +1265,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "43267fbb01f496f559f3ae7107f73cc4",
@@ -1273,7 +1273,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "ffc4e0f63012ec5f6ef8e13cb0fa2e21",
@@ -1281,7 +1281,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "8ec2f3acf45b2d754672e8a800ec34fb",
@@ -1289,7 +1289,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wordTiles-1.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
         digest: "6c77222e76d99589ec06e4a8c2285d2f",
@@ -1297,18 +1297,18 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.wordTiles-1.subgroups.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "65f3fc879349636b1883c3be923641f9",
+        digest: "e12fbb3ff2c352bb8c3ac73b6c9e6576",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
         source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.wordTiles-1.subgroups.wgsl"
+            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "5c8651ffac3c7f87dd41f8fc8feba366",
+        digest: "2e5d7c3a2bdb8f834760fe475e9184ff",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1321,21 +1321,20 @@ fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalErr
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
         derive_word_lanes(env)?,
-        1i64,
     );
     let index = match key {
-        ("f32", false, false, true, false, false, false, 1i64) => 0usize,
-        ("f16", true, false, true, false, false, false, 1i64) => 1usize,
-        ("f32", false, false, true, true, false, false, 1i64) => 2usize,
-        ("f16", true, false, true, true, false, false, 1i64) => 3usize,
-        ("f32", false, false, true, false, false, true, 1i64) => 0usize,
-        ("f32", false, false, true, true, false, true, 1i64) => 2usize,
-        ("f32", false, false, true, false, true, false, 1i64) => 4usize,
-        ("f16", true, false, true, false, true, false, 1i64) => 5usize,
-        ("f32", false, false, true, true, true, false, 1i64) => 6usize,
-        ("f16", true, false, true, true, true, false, 1i64) => 7usize,
-        ("f32", false, false, true, false, true, true, 1i64) => 8usize,
-        ("f32", false, false, true, true, true, true, 1i64) => 9usize,
+        ("f32", false, false, true, false, false, false) => 0usize,
+        ("f16", true, false, true, false, false, false) => 1usize,
+        ("f32", false, false, true, true, false, false) => 2usize,
+        ("f16", true, false, true, true, false, false) => 3usize,
+        ("f32", false, false, true, false, false, true) => 0usize,
+        ("f32", false, false, true, true, false, true) => 2usize,
+        ("f32", false, false, true, false, true, false) => 4usize,
+        ("f16", true, false, true, false, true, false) => 5usize,
+        ("f32", false, false, true, true, true, false) => 6usize,
+        ("f16", true, false, true, true, true, false) => 7usize,
+        ("f32", false, false, true, false, true, true) => 8usize,
+        ("f32", false, false, true, true, true, true) => 9usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1394,9 +1393,8 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             fill_params_packed_rows_main(env) ?, dispatch : rt::Dispatch::GridStride {
             items : rt::support::to_u64("gridStride", if derive_word_lanes(env) ? &&
             rt::expr::rem(derive_block_size(env) ?, 4i64) ? == 0i64 {
-            rt::expr::ceil_div(rt::expr::mul(derive_batch_count(env) ?,
-            rt::expr::div(derive_block_size(env) ?, 4i64) ?) ?, 1i64) ? } else {
-            derive_batch_count(env) ? }) ?, workgroup_size :
+            rt::expr::mul(derive_batch_count(env) ?, rt::expr::div(derive_block_size(env)
+            ?, 4i64) ?) ? } else { derive_batch_count(env) ? }) ?, workgroup_size :
             rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],

@@ -59,34 +59,32 @@ fn main(
     @builtin(num_workgroups) workgroups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    // One word per invocation and tile (the hints' `wordLanes` and `wordTiles`, dispatched
-    // over words / tiles), so adjacent invocations touch adjacent words, and every tile's
-    // words are loaded before any is stored; rows of two words combine the pair of lanes
-    // holding them (an even lane and the next one) by a shuffle. Every lane runs the same
-    // number of steps and shuffles outside the bounds checks, so the shuffles stay in uniform
-    // control flow, and lanes past the end only pair with each other (the word count is even
-    // then).
+    // One word per invocation (the hints' `wordLanes`, dispatched over words), so adjacent
+    // invocations touch adjacent words; rows of two words combine the pair of lanes holding
+    // them (an even lane and the next one) by a shuffle. Every lane runs the same number of
+    // steps and shuffles outside the bounds check, so the shuffles stay in uniform control
+    // flow, and lanes past the end only pair with each other (the word count is even then).
     let row_words = blockSize / 4u;
     let words = params.batchCount * row_words;
-    let stride = workgroups.x * WORKGROUP_SIZE * 1u;
-    for (var first = workgroup.x * WORKGROUP_SIZE * 1u; first < words; first += stride) {
-        let w0 = first + 0u * WORKGROUP_SIZE + lane;
-        var z0 = vec4<f32>(0.0);
-        if (w0 < words) {
-            let row = w0 / row_words;
-            z0 = data_word(w0) + bias_word(bias_row(row) * row_words + w0 - row * row_words);
+    let stride = workgroups.x * WORKGROUP_SIZE;
+    for (var first = workgroup.x * WORKGROUP_SIZE; first < words; first += stride) {
+        let w = first + lane;
+        var z = vec4<f32>(0.0);
+        if (w < words) {
+            let row = w / row_words;
+            z = data_word(w) + bias_word(bias_row(row) * row_words + w - row * row_words);
         }
-        var max0 = max(max(z0.x, z0.y), max(z0.z, z0.w));
+        var row_max = max(max(z.x, z.y), max(z.z, z.w));
         if (row_words == 2u) {
-            max0 = max(max0, subgroupShuffleXor(max0, 1u));
+            row_max = max(row_max, subgroupShuffleXor(row_max, 1u));
         }
-        let e0 = exp(z0 - vec4<f32>(max0));
-        var sum0 = (e0.x + e0.y) + (e0.z + e0.w);
+        let e = exp(z - vec4<f32>(row_max));
+        var sum = (e.x + e.y) + (e.z + e.w);
         if (row_words == 2u) {
-            sum0 += subgroupShuffleXor(sum0, 1u);
+            sum += subgroupShuffleXor(sum, 1u);
         }
-        if (w0 < words) {
-            store_word(w0, e0 * (1.0 / sum0));
+        if (w < words) {
+            store_word(w, e * (1.0 / sum));
         }
     }
 }
