@@ -60,6 +60,8 @@ fn main() -> Result<()> {
     }
     let files = spec::load_dir(&args.cases)?;
     let options = ContextOptions::default();
+    // The copy kernels run on a device of their own, dropped before the cases: a device that
+    // has held large buffers runs later kernels slower on some drivers (BENCHMARKS.md).
     let ctx = Context::with_options(&options).context("no adapter")?;
     println!("adapter: {}", ctx.adapter_summary());
 
@@ -129,6 +131,12 @@ fn main() -> Result<()> {
             }
         }
     }
+    drop(ctx);
+    let shared = if args.shared_device {
+        Some(Context::with_options(&options)?)
+    } else {
+        None
+    };
     let mut cases = Vec::new();
     for (i, (entry, case, dtype)) in jobs.iter().enumerate() {
         eprintln!(
@@ -141,20 +149,17 @@ fn main() -> Result<()> {
         );
         // A fresh device per case: kernels measured after other cases in the same device ran
         // up to 3x slower on the H200 (BENCHMARKS.md), so each case starts from the same state.
-        let case_ctx = if args.shared_device {
-            None
-        } else {
-            Some(Context::with_options(&options)?)
+        let fresh;
+        let case_ctx = match &shared {
+            Some(ctx) => ctx,
+            None => {
+                fresh = Context::with_options(&options)?;
+                &fresh
+            }
         };
-        cases.push(run_case(
-            case_ctx.as_ref().unwrap_or(&ctx),
-            entry,
-            case,
-            *dtype,
-            &run_options,
-        )?);
+        cases.push(run_case(case_ctx, entry, case, *dtype, &run_options)?);
     }
-    drop(ctx);
+    drop(shared);
 
     eprintln!("host-side costs…");
     let host = host::measure(&options, 200, 1000)?;
