@@ -60,8 +60,8 @@ fn plans_without_a_gpu() {
     assert_eq!(ids, ["block_stats", "row_stats", "normalize"]);
     assert_eq!(long.passes[0].dispatch, Dispatch::Grid { x: 35, y: 4 });
     assert_eq!(long.passes[1].dispatch, Dispatch::Grid { x: 4, y: 1 });
-    // The normalize pass writes four blocks per workgroup (the hints' spanBlocks).
-    assert_eq!(long.passes[2].dispatch, Dispatch::Grid { x: 9, y: 4 });
+    // The normalize pass writes two blocks per workgroup (the hints' spanBlocks).
+    assert_eq!(long.passes[2].dispatch, Dispatch::Grid { x: 18, y: 4 });
     let lens: Vec<_> = long.intermediates.iter().map(|i| (i.id, i.len)).collect();
     assert_eq!(
         lens,

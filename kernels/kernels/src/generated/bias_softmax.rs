@@ -741,7 +741,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "e5b7a248f14b1b8fffd992c50c713590",
+        digest: "905997450f8fc055112a4ae3c0a64558",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -749,7 +749,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "6e2a06abd1fa609e2633337ffd99893a",
+        digest: "1e9c685574fc840114b5876809601e9b",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -757,7 +757,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a6ead30b185c0def9dea60063c6e1d3c",
+        digest: "9efd01a5f695f79cd26f0961cda34d5a",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -765,7 +765,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "ce2769d158c1e6c44dc5ddf7db9eaddb",
+        digest: "1c863c20c1515e6403076206eb8bd1c2",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -986,66 +986,66 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "91b1db0aee8afd058edda69855bbc18e",
+        digest: "53241d3d7ec567aa07e2fe3dcc4a0432",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "1db0939aabb5fb5d1c8771161e25309d",
+        digest: "0940fd5f3252ecbb2e1751f742740b05",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "279a33a006978ffe9fd4233ae734e277",
+        digest: "df7fd38a48876ee03e3c82498f6ef417",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "d85ce3720c3fecf0803d0c31bf9c1246",
+        digest: "02ba7128ba6e45bbe098e1edc9f4c341",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "213f3c914df457614c9cad9e72880c96",
+        digest: "92f0653d04c782b767d5f5f861755247",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "bd5aaadfe498a22a6e461ce85baec106",
+        digest: "518fd2e51d86964bfc786d5a7530b4ed",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "e78ea59ce953c2702d8fdd8a1d97fcf0",
+        digest: "e60b18764603c7c501e5c4fbf7da4142",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
         source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-4.wgsl"
+            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "8edbe7dee8b9b5edc7fbf4e098a26040",
+        digest: "80a07ef743da352415b04f5ae1b794a5",
     },
 ];
 fn kernel_longrow_split_normalize(
@@ -1058,17 +1058,17 @@ fn kernel_longrow_split_normalize(
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-        4i64,
+        2i64,
     );
     let index = match key {
-        ("f32", false, false, false, false, 4i64) => 0usize,
-        ("f16", true, false, false, false, 4i64) => 1usize,
-        ("f32", false, false, true, false, 4i64) => 2usize,
-        ("f16", true, false, true, false, 4i64) => 3usize,
-        ("f32", false, false, false, true, 4i64) => 4usize,
-        ("f16", true, false, false, true, 4i64) => 5usize,
-        ("f32", false, false, true, true, 4i64) => 6usize,
-        ("f16", true, false, true, true, 4i64) => 7usize,
+        ("f32", false, false, false, false, 2i64) => 0usize,
+        ("f16", true, false, false, false, 2i64) => 1usize,
+        ("f32", false, false, true, false, 2i64) => 2usize,
+        ("f16", true, false, true, false, 2i64) => 3usize,
+        ("f32", false, false, false, true, 2i64) => 4usize,
+        ("f16", true, false, false, true, 2i64) => 5usize,
+        ("f32", false, false, true, true, 2i64) => 6usize,
+        ("f16", true, false, true, true, 2i64) => 7usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1146,7 +1146,7 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             fill_params_longrow_split_normalize(env) ?, dispatch : rt::Dispatch::Grid { x
             : rt::support::to_u64("x",
             rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
-            4i64) ?) ?, y : rt::support::to_u64("y", derive_batch_count(env) ?) ? } }
+            2i64) ?) ?, y : rt::support::to_u64("y", derive_batch_count(env) ?) ? } }
         ],
         intermediates: vec![
             rt::IntermediateSpec { id : "blockMax", dtype : rt::DType::F32, len :

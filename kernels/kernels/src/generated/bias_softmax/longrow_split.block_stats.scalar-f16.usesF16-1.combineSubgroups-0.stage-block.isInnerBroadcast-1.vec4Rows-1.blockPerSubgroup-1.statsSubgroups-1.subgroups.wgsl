@@ -99,7 +99,7 @@ fn main(
     let end = min(start + BLOCK_WORDS, row_words);
     var lane_max = LOWEST;
     var lane_sum = 0.0;
-    for (var first = start + lane; first < end; first += 8u * lanes) {
+    for (var first = start + lane; first < end; first += 4u * lanes) {
         let w0 = first + 0u * lanes;
         var z0 = vec4<f32>(LOWEST);
         if (w0 < end) {
@@ -120,34 +120,10 @@ fn main(
         if (w3 < end) {
             z3 = data_word(base + w3) + bias_word(bias_base + w3);
         }
-        let w4 = first + 4u * lanes;
-        var z4 = vec4<f32>(LOWEST);
-        if (w4 < end) {
-            z4 = data_word(base + w4) + bias_word(bias_base + w4);
-        }
-        let w5 = first + 5u * lanes;
-        var z5 = vec4<f32>(LOWEST);
-        if (w5 < end) {
-            z5 = data_word(base + w5) + bias_word(bias_base + w5);
-        }
-        let w6 = first + 6u * lanes;
-        var z6 = vec4<f32>(LOWEST);
-        if (w6 < end) {
-            z6 = data_word(base + w6) + bias_word(bias_base + w6);
-        }
-        let w7 = first + 7u * lanes;
-        var z7 = vec4<f32>(LOWEST);
-        if (w7 < end) {
-            z7 = data_word(base + w7) + bias_word(bias_base + w7);
-        }
         var group_max = z0;
         group_max = max(group_max, z1);
         group_max = max(group_max, z2);
         group_max = max(group_max, z3);
-        group_max = max(group_max, z4);
-        group_max = max(group_max, z5);
-        group_max = max(group_max, z6);
-        group_max = max(group_max, z7);
         let new_max = max(lane_max, max(max(group_max.x, group_max.y), max(group_max.z, group_max.w)));
         var group_sum = vec4<f32>(0.0);
         if (w0 < end) {
@@ -161,18 +137,6 @@ fn main(
         }
         if (w3 < end) {
             group_sum += exp(z3 - vec4<f32>(new_max));
-        }
-        if (w4 < end) {
-            group_sum += exp(z4 - vec4<f32>(new_max));
-        }
-        if (w5 < end) {
-            group_sum += exp(z5 - vec4<f32>(new_max));
-        }
-        if (w6 < end) {
-            group_sum += exp(z6 - vec4<f32>(new_max));
-        }
-        if (w7 < end) {
-            group_sum += exp(z7 - vec4<f32>(new_max));
         }
         lane_sum = lane_sum * exp(lane_max - new_max) + (group_sum.x + group_sum.y) + (group_sum.z + group_sum.w);
         lane_max = new_max;

@@ -1,3 +1,5 @@
+enable f16;
+
 override biasBlockCount: u32;
 override innerRepeat: u32;
 
@@ -5,11 +7,11 @@ struct Params {
     blockSize: u32,
 }
 
-@group(0) @binding(0) var<storage, read> data: array<f32>;
-@group(0) @binding(1) var<storage, read> bias: array<f32>;
+@group(0) @binding(0) var<storage, read> data: array<f16>;
+@group(0) @binding(1) var<storage, read> bias: array<f16>;
 @group(0) @binding(2) var<storage, read> rowMax: array<f32>;
 @group(0) @binding(3) var<storage, read> rowSum: array<f32>;
-@group(0) @binding(4) var<storage, read_write> output: array<f32>;
+@group(0) @binding(4) var<storage, read_write> output: array<f16>;
 @group(0) @binding(5) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 256u;
@@ -17,14 +19,14 @@ const BLOCK_COLS: u32 = 2048u;
 // Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
 const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
 // Blocks per workgroup (the hints' `spanBlocks`, with the dispatch divided to match).
-const SPAN_BLOCKS: u32 = 4u;
+const SPAN_BLOCKS: u32 = 2u;
 
 fn bias_row(row: u32) -> u32 {
-    return row % biasBlockCount;
+    return row / innerRepeat;
 }
 
 fn task_row(task: u32) -> u32 {
-    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
+    return task;
 }
 
 fn data_at(i: u32) -> f32 {
@@ -36,14 +38,14 @@ fn bias_at(i: u32) -> f32 {
 }
 
 fn store4(i: u32, value: vec4<f32>) {
-    output[i] = f32(value.x);
-    output[i + 1u] = f32(value.y);
-    output[i + 2u] = f32(value.z);
-    output[i + 3u] = f32(value.w);
+    output[i] = f16(value.x);
+    output[i + 1u] = f16(value.y);
+    output[i + 2u] = f16(value.z);
+    output[i + 3u] = f16(value.w);
 }
 
 fn store1(i: u32, value: f32) {
-    output[i] = f32(value);
+    output[i] = f16(value);
 }
 
 

@@ -19,7 +19,7 @@ const BLOCK_COLS: u32 = 2048u;
 // Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
 const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
 // Blocks per workgroup (the hints' `spanBlocks`, with the dispatch divided to match).
-const SPAN_BLOCKS: u32 = 4u;
+const SPAN_BLOCKS: u32 = 2u;
 
 fn bias_row(row: u32) -> u32 {
     return row / innerRepeat;
@@ -95,26 +95,6 @@ fn main(
     if (w3 < end) {
         z3 = data_word(base + w3) + bias_word(bias_base + w3);
     }
-    let w4 = start + lane + 4u * WORKGROUP_SIZE;
-    var z4: vec4<f32>;
-    if (w4 < end) {
-        z4 = data_word(base + w4) + bias_word(bias_base + w4);
-    }
-    let w5 = start + lane + 5u * WORKGROUP_SIZE;
-    var z5: vec4<f32>;
-    if (w5 < end) {
-        z5 = data_word(base + w5) + bias_word(bias_base + w5);
-    }
-    let w6 = start + lane + 6u * WORKGROUP_SIZE;
-    var z6: vec4<f32>;
-    if (w6 < end) {
-        z6 = data_word(base + w6) + bias_word(bias_base + w6);
-    }
-    let w7 = start + lane + 7u * WORKGROUP_SIZE;
-    var z7: vec4<f32>;
-    if (w7 < end) {
-        z7 = data_word(base + w7) + bias_word(bias_base + w7);
-    }
     if (w0 < end) {
         store_word(base + w0, exp(z0 - vec4<f32>(row_max)) * inverse);
     }
@@ -127,20 +107,8 @@ fn main(
     if (w3 < end) {
         store_word(base + w3, exp(z3 - vec4<f32>(row_max)) * inverse);
     }
-    if (w4 < end) {
-        store_word(base + w4, exp(z4 - vec4<f32>(row_max)) * inverse);
-    }
-    if (w5 < end) {
-        store_word(base + w5, exp(z5 - vec4<f32>(row_max)) * inverse);
-    }
-    if (w6 < end) {
-        store_word(base + w6, exp(z6 - vec4<f32>(row_max)) * inverse);
-    }
-    if (w7 < end) {
-        store_word(base + w7, exp(z7 - vec4<f32>(row_max)) * inverse);
-    }
     // Spans longer than the slots (other tunables) finish here.
-    for (var w = start + lane + 8u * WORKGROUP_SIZE; w < end; w += WORKGROUP_SIZE) {
+    for (var w = start + lane + 4u * WORKGROUP_SIZE; w < end; w += WORKGROUP_SIZE) {
         store_word(base + w, exp(data_word(base + w) + bias_word(bias_base + w) - vec4<f32>(row_max)) * inverse);
     }
 }

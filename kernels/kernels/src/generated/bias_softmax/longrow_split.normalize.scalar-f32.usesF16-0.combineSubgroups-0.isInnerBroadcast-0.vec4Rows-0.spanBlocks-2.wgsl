@@ -17,14 +17,14 @@ const BLOCK_COLS: u32 = 2048u;
 // Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
 const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
 // Blocks per workgroup (the hints' `spanBlocks`, with the dispatch divided to match).
-const SPAN_BLOCKS: u32 = 4u;
+const SPAN_BLOCKS: u32 = 2u;
 
 fn bias_row(row: u32) -> u32 {
-    return row / innerRepeat;
+    return row % biasBlockCount;
 }
 
 fn task_row(task: u32) -> u32 {
-    return task;
+    return (task % innerRepeat) * biasBlockCount + task / innerRepeat;
 }
 
 fn data_at(i: u32) -> f32 {
