@@ -279,6 +279,11 @@ pub fn derive_block_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
     )
 }
+/// `normalizeSpanBlocks` = `2`
+#[doc(hidden)]
+pub fn derive_normalize_span_blocks(_env: &Env<'_>) -> Result<i64, EvalError> {
+    Ok(2i64)
+}
 /// `rowPerSubgroup` = `fixedSubgroups and blockSize <= device.limits.subgroupMinSize * 32`
 #[doc(hidden)]
 pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
@@ -1058,7 +1063,7 @@ fn kernel_longrow_split_normalize(
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-        2i64,
+        derive_normalize_span_blocks(env)?,
     );
     let index = match key {
         ("f32", false, false, false, false, 2i64) => 0usize,
@@ -1146,7 +1151,8 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             fill_params_longrow_split_normalize(env) ?, dispatch : rt::Dispatch::Grid { x
             : rt::support::to_u64("x",
             rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
-            2i64) ?) ?, y : rt::support::to_u64("y", derive_batch_count(env) ?) ? } }
+            derive_normalize_span_blocks(env) ?) ?) ?, y : rt::support::to_u64("y",
+            derive_batch_count(env) ?) ? } }
         ],
         intermediates: vec![
             rt::IntermediateSpec { id : "blockMax", dtype : rt::DType::F32, len :
@@ -1843,6 +1849,7 @@ pub const DERIVED_NAMES: &[&str] = &[
     "biasContract",
     "fixedSubgroups",
     "blockPerSubgroup",
+    "normalizeSpanBlocks",
     "rowPerSubgroup",
     "wordLanes",
 ];
@@ -1869,6 +1876,9 @@ pub fn derived_value(
             }
             "blockPerSubgroup" => {
                 derive_block_per_subgroup(env).map(rt::support::ExprValue::from)
+            }
+            "normalizeSpanBlocks" => {
+                derive_normalize_span_blocks(env).map(rt::support::ExprValue::from)
             }
             "rowPerSubgroup" => {
                 derive_row_per_subgroup(env).map(rt::support::ExprValue::from)

@@ -509,6 +509,11 @@ pub fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
         ),
     )
 }
+/// `quadHeadsPerTask` = `4`
+#[doc(hidden)]
+pub fn derive_quad_heads_per_task(_env: &Env<'_>) -> Result<i64, EvalError> {
+    Ok(4i64)
+}
 /// `quadPairs` = `halfRotaryDim > 0 and halfRotaryDim % 4 == 0 and effectiveRotaryDim == headSize`
 #[doc(hidden)]
 pub fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
@@ -1115,7 +1120,7 @@ fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         env.dtypes.t.wgsl_name(),
         3i64,
         derive_quad_pairs(env)?,
-        4i64,
+        derive_quad_heads_per_task(env)?,
     );
     let index = match key {
         (false, true, false, "f32", 3i64, false, 4i64) => 0usize,
@@ -1233,8 +1238,8 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             derive_quad_pairs(env) ? {
             rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
             derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
-            4i64) ?) ? } else { derive_pair_count(env) ? }) ?, workgroup_size :
-            rt::support::to_u32("workgroupSize", 256i64) ? } }
+            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? })
+            ?, workgroup_size : rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -1463,7 +1468,7 @@ fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         env.dtypes.t.wgsl_name(),
         4i64,
         derive_quad_pairs(env)?,
-        4i64,
+        derive_quad_heads_per_task(env)?,
     );
     let index = match key {
         (false, true, false, "f32", 4i64, false, 4i64) => 0usize,
@@ -1587,8 +1592,8 @@ fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             derive_quad_pairs(env) ? {
             rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
             derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
-            4i64) ?) ? } else { derive_pair_count(env) ? }) ?, workgroup_size :
-            rt::support::to_u32("workgroupSize", 256i64) ? } }
+            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? })
+            ?, workgroup_size : rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -1611,6 +1616,7 @@ pub const DERIVED_NAMES: &[&str] = &[
     "pairCount",
     "pairDispatchOk",
     "quadHeads",
+    "quadHeadsPerTask",
     "quadPairs",
     "rank3Contract",
     "rank4Contract",
@@ -1653,6 +1659,9 @@ pub fn derived_value(
                 derive_pair_dispatch_ok(env).map(rt::support::ExprValue::from)
             }
             "quadHeads" => derive_quad_heads(env).map(rt::support::ExprValue::from),
+            "quadHeadsPerTask" => {
+                derive_quad_heads_per_task(env).map(rt::support::ExprValue::from)
+            }
             "quadPairs" => derive_quad_pairs(env).map(rt::support::ExprValue::from),
             "rank3Contract" => {
                 derive_rank3_contract(env).map(rt::support::ExprValue::from)
