@@ -282,12 +282,11 @@ pub fn measure(
         intermediates: vec![],
         outputs: vec![],
     };
-    let mut times = ctx.time_plan(&plan, &[src.buffer(), dst.buffer()], repetitions)?;
-    if times.is_empty() {
+    let times = ctx.time_plan(&plan, &[src.buffer(), dst.buffer()], repetitions)?;
+    let Some(median) = super::median(&times) else {
         bail!("no timings");
-    }
-    times.sort();
-    let median = times[times.len() / 2].as_secs_f64();
+    };
+    let median = median.as_secs_f64();
     let copied = words as u64 * 16;
     Ok(CopyResult {
         kernel: kernel.label.to_owned(),

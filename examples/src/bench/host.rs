@@ -217,7 +217,6 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             problem.run(&ctx)?;
             runs.push(started.elapsed());
         }
-        runs.sort();
 
         let mut encoder = ctx.create_encoder();
         let started = Instant::now();
@@ -233,9 +232,7 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             precompile_ms: ms(precompile),
             precompiled_shaders,
             first_call_after_precompile_ms: ms(first_after_precompile),
-            warm_run_us: runs
-                .get(runs.len() / 2)
-                .map_or(0.0, |d| d.as_secs_f64() * 1e6),
+            warm_run_us: super::median_us(&runs),
             record_us_per_op: recording.as_secs_f64() * 1e6 / recorded.max(1) as f64,
             recorded_ops: recorded,
         });

@@ -1,7 +1,7 @@
 //! Runs one benchmark case on one dtype: random inputs, an optional check against the float64
 //! reference, the cold first call, then timed repetitions.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use half::f16;
@@ -71,14 +71,6 @@ pub struct CaseResult {
 pub struct PassResult {
     pub id: String,
     pub median_us: f64,
-}
-
-fn median_us(times: &[Duration]) -> f64 {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    sorted
-        .get(sorted.len() / 2)
-        .map_or(0.0, |d| d.as_secs_f64() * 1e6)
 }
 
 /// A fast generator per chunk, so gigabyte inputs are filled on every core.
@@ -237,12 +229,11 @@ pub fn run_case(
     drop(first);
 
     let timed = (entry.run)(ctx, &refs, &attrs, options.repetitions)?;
-    let mut times: Vec<Duration> = timed.gpu_times.clone();
-    if times.is_empty() {
+    let times = &timed.gpu_times;
+    let (Some(median), Some(min)) = (super::median(times), times.iter().min()) else {
         bail!("the adapter has no timestamp queries");
-    }
-    times.sort();
-    let median = times[times.len() / 2].as_secs_f64();
+    };
+    let median = median.as_secs_f64();
     let output_bytes: u64 = timed
         .outputs
         .iter()
@@ -268,7 +259,7 @@ pub fn run_case(
         minimal_bytes,
         repetitions: times.len(),
         median_us: median * 1e6,
-        min_us: times[0].as_secs_f64() * 1e6,
+        min_us: min.as_secs_f64() * 1e6,
         gbps,
         fraction_of_copy: gbps / options.copy_gbps,
         cold_start_ms: cold_start.as_secs_f64() * 1e3,
@@ -278,7 +269,7 @@ pub fn run_case(
             .iter()
             .map(|(id, times)| PassResult {
                 id: (*id).to_owned(),
-                median_us: median_us(times),
+                median_us: super::median_us(times),
             })
             .collect(),
     })

@@ -148,7 +148,7 @@ fn main() -> Result<()> {
             dtype
         );
         // A fresh device per case: kernels measured after other cases in the same device ran
-        // up to 3x slower on the H200 (BENCHMARKS.md), so each case starts from the same state.
+        // two to four times slower on the H200 (BENCHMARKS.md), so each case starts from the same state.
         let fresh;
         let case_ctx = match &shared {
             Some(ctx) => ctx,

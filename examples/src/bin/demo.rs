@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
+use examples::bench::median;
 use examples::data::{DataRng, Tolerance, compare, round_to};
 use examples::reference;
 use examples::reference::gated_relative_position_bias::{Problem, Sizes};
@@ -64,9 +65,7 @@ fn run() -> Result<bool> {
                 .context("the op returned no output")?;
             let got = output.to_f64_vec(&ctx)?;
             let comparison = compare(&got, &case.want, case.tolerance);
-            let mut times = result.gpu_times.clone();
-            times.sort();
-            let gpu = times.get(times.len() / 2).map_or("n/a".to_owned(), |t| {
+            let gpu = median(&result.gpu_times).map_or("n/a".to_owned(), |t| {
                 format!("{:.1}", t.as_secs_f64() * 1e6)
             });
             let passed = comparison.passed();

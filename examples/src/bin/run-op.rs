@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use examples::bench::median_us;
 use kernel_runtime::registry::{OpEntry, TensorKind};
 use kernel_runtime::support::AttrValue;
 use kernel_runtime::{AnyTensor, Context, IndexTensor, OpError, RuntimeError, Tensor};
@@ -113,13 +114,10 @@ fn run(args: &Args) -> Result<String, Failure> {
     let timing = if result.gpu_times.is_empty() {
         "GPU time n/a (the adapter has no timestamp queries)".to_owned()
     } else {
-        let mut times = result.gpu_times.clone();
-        times.sort();
-        let median = times[times.len() / 2];
         format!(
             "GPU time {:.1} µs (median of {})",
-            median.as_secs_f64() * 1e6,
-            times.len()
+            median_us(&result.gpu_times),
+            result.gpu_times.len()
         )
     };
     Ok(format!(

@@ -244,6 +244,22 @@ impl Plan {
         format!("{}/{}", self.op, self.variant)
     }
 
+    /// The passes that dispatch work on a device with this per-dimension limit, in order, with
+    /// their workgroup counts; passes with no workgroups are skipped (empty tensors).
+    pub fn active_passes(
+        &self,
+        max_per_dim: u32,
+    ) -> Result<Vec<(&PlannedPass, [u32; 3])>, RuntimeError> {
+        let mut active = Vec::with_capacity(self.passes.len());
+        for pass in &self.passes {
+            let workgroups = pass.workgroups(max_per_dim)?;
+            if workgroups.iter().all(|&n| n != 0) {
+                active.push((pass, workgroups));
+            }
+        }
+        Ok(active)
+    }
+
     /// Whether no pass dispatches anything on a device with this per-dimension limit (for
     /// example because a tensor is empty). Dispatch errors count as work: recording reports
     /// them.

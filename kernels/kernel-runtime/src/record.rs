@@ -89,14 +89,9 @@ impl Context {
         args: &[&wgpu::Buffer],
         timestamps: Timestamps<'_>,
     ) -> Result<bool, RuntimeError> {
-        let max = self.max_workgroups_per_dimension();
-        let mut active = Vec::with_capacity(plan.passes.len());
-        for pass in &plan.passes {
-            let [x, y, z] = pass.workgroups(max)?;
-            if x != 0 && y != 0 && z != 0 {
-                check_bindings(plan, pass, args.len())?;
-                active.push((pass, [x, y, z]));
-            }
+        let active = plan.active_passes(self.max_workgroups_per_dimension())?;
+        for (pass, _) in &active {
+            check_bindings(plan, pass, args.len())?;
         }
         if active.is_empty() {
             return Ok(false);

@@ -39,7 +39,7 @@ impl Context {
         args: &[&wgpu::Buffer],
         repeats: usize,
     ) -> Result<Vec<Duration>, RuntimeError> {
-        Ok(self.time_plan_passes(plan, args, repeats)?.total)
+        Ok(self.time_totals(plan, args, repeats)?.1)
     }
 
     /// [`Context::time_plan`] with the time of each pass as well. The totals come from the
@@ -52,43 +52,52 @@ impl Context {
         args: &[&wgpu::Buffer],
         repeats: usize,
     ) -> Result<PlanTimes, RuntimeError> {
+        let (active, total) = self.time_totals(plan, args, repeats)?;
+        let passes = match active.as_slice() {
+            [] => Vec::new(),
+            [only] => vec![(*only, total.clone())],
+            _ => {
+                let mut passes: Vec<_> = active
+                    .iter()
+                    .map(|&id| (id, Vec::with_capacity(repeats)))
+                    .collect();
+                for repeat in self.time_repeats(plan, args, active.len(), repeats)? {
+                    for (pass, time) in passes.iter_mut().zip(repeat) {
+                        pass.1.push(time);
+                    }
+                }
+                passes
+            }
+        };
+        Ok(PlanTimes { total, passes })
+    }
+
+    /// The ids of the plan's active passes and its total time per repetition, after one
+    /// untimed warm-up run (zero durations when nothing is active).
+    fn time_totals(
+        &self,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+        repeats: usize,
+    ) -> Result<(Vec<&'static str>, Vec<Duration>), RuntimeError> {
         if !self.caps.timestamp_query {
             return Err(RuntimeError::MissingFeature(FEATURE_TIMESTAMP_QUERY));
         }
-        let max = self.max_workgroups_per_dimension();
-        let mut active = Vec::with_capacity(plan.passes.len());
-        for pass in &plan.passes {
-            if pass.workgroups(max)?.iter().all(|&n| n != 0) {
-                active.push(pass.id);
-            }
-        }
+        let active: Vec<&'static str> = plan
+            .active_passes(self.max_workgroups_per_dimension())?
+            .iter()
+            .map(|(pass, _)| pass.id)
+            .collect();
         if active.is_empty() {
-            return Ok(PlanTimes {
-                total: vec![Duration::ZERO; repeats],
-                passes: Vec::new(),
-            });
+            return Ok((active, vec![Duration::ZERO; repeats]));
         }
         self.run_plan(plan, args)?;
-        let total: Vec<Duration> = self
+        let total = self
             .time_repeats(plan, args, 1, repeats)?
             .into_iter()
             .flatten()
             .collect();
-        let passes = if active.len() == 1 {
-            vec![(active[0], total.clone())]
-        } else {
-            let mut passes: Vec<_> = active
-                .iter()
-                .map(|&id| (id, Vec::with_capacity(repeats)))
-                .collect();
-            for repeat in self.time_repeats(plan, args, active.len(), repeats)? {
-                for (pass, time) in passes.iter_mut().zip(repeat) {
-                    pass.1.push(time);
-                }
-            }
-            passes
-        };
-        Ok(PlanTimes { total, passes })
+        Ok((active, total))
     }
 
     /// `repeats` timed recordings of `plan`, each giving `spans` durations: the whole plan

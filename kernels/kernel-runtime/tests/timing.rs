@@ -65,7 +65,7 @@ fn time_plan_returns_one_duration_per_repeat_or_missing_feature() {
 }
 
 #[test]
-fn time_plan_passes_times_each_pass_within_the_total() {
+fn time_plan_passes_times_each_active_pass() {
     let Some(ctx) = common::context() else { return };
     if !ctx.caps().timestamp_query {
         return;

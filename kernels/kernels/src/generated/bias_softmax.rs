@@ -714,7 +714,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "577b43529f24144fb59695a3f5623366",
+        digest: "e3a89ea4c175e47079aa3216c7fa36fb",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -722,7 +722,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f79ff7141381310e37f5a0e2a0420e07",
+        digest: "60dec14c08fe7354a88e2fa0a93bd9d6",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -730,7 +730,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "3cc4f01b6491c90e3c6a5e7ea7b1ef26",
+        digest: "fedd947af9f65c094106e4e43aed35d9",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -738,7 +738,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a2c590c8ac5093cd8a3b33de2c1df3fd",
+        digest: "4022f45aae3ea4457fc4dbdf6578c263",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -746,7 +746,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "905997450f8fc055112a4ae3c0a64558",
+        digest: "0b38eed39458bde62f48eaf585fdf877",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -754,7 +754,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "1e9c685574fc840114b5876809601e9b",
+        digest: "e18b15d9aef61be702e24ff29990c527",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -762,7 +762,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "9efd01a5f695f79cd26f0961cda34d5a",
+        digest: "d3bd6368fbf28470a70ec5a65c6e05e9",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -770,7 +770,7 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "1c863c20c1515e6403076206eb8bd1c2",
+        digest: "2f66f1c3c560057d99f77d070580f1ca",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -994,7 +994,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "53241d3d7ec567aa07e2fe3dcc4a0432",
+        digest: "f0d033f20ac01d29293d7b7f46a758f9",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1002,7 +1002,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "0940fd5f3252ecbb2e1751f742740b05",
+        digest: "3b0806ef2bc8f259c710541f6e767a44",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1010,7 +1010,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "df7fd38a48876ee03e3c82498f6ef417",
+        digest: "db8b198b80dddaf525d332f667388be9",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1018,7 +1018,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "02ba7128ba6e45bbe098e1edc9f4c341",
+        digest: "6ed161f9da626bf3ed77527bd7e8b9bb",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1026,7 +1026,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "92f0653d04c782b767d5f5f861755247",
+        digest: "17e3aefe45a7f59ac741bd8d44733be5",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1034,7 +1034,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "518fd2e51d86964bfc786d5a7530b4ed",
+        digest: "1d90d468c4e17d72243d199fa4999546",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1042,7 +1042,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "e60b18764603c7c501e5c4fbf7da4142",
+        digest: "1ced36c878fe66f6888b1acc4d433a4c",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1050,7 +1050,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
             "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-2.wgsl"
         ),
         entry_point: "main",
-        digest: "80a07ef743da352415b04f5ae1b794a5",
+        digest: "9949c0d5ba62bbc3c3eea87aa39518fb",
     },
 ];
 fn kernel_longrow_split_normalize(
@@ -1242,7 +1242,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f202286308a165314462d4cde70d1b10",
+        digest: "8fb28d23b02ab3fa1f1c410ef7b7cb77",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1250,7 +1250,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "4b296a0035e8b9e59c2934fecc8f3aa2",
+        digest: "5b9eb14cc053b0ec8db1eaaae2d012e0",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1258,7 +1258,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f05effbf3b6cdddbccd07dd956136e29",
+        digest: "815a13a4564c6456d4575a3c57da5202",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1266,7 +1266,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a28d1152d5a12eea5538579d656b2477",
+        digest: "db53609faa8f03c8dfa738358970d4eb",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1274,7 +1274,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "43267fbb01f496f559f3ae7107f73cc4",
+        digest: "6db89ed66754926b61b9330506291db7",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1282,7 +1282,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ffc4e0f63012ec5f6ef8e13cb0fa2e21",
+        digest: "51092e3337596741c2f7ebd867c1f775",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1290,7 +1290,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "8ec2f3acf45b2d754672e8a800ec34fb",
+        digest: "be464fb571faa53261170aaf90e8bff0",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1298,7 +1298,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "6c77222e76d99589ec06e4a8c2285d2f",
+        digest: "8d5e47a67583960ec3fc27d84f2366ea",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1306,7 +1306,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "e12fbb3ff2c352bb8c3ac73b6c9e6576",
+        digest: "491ce7fa2b5d3ac4f8aaec3c68d66f08",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1314,7 +1314,7 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "2e5d7c3a2bdb8f834760fe475e9184ff",
+        digest: "f87e295a877ccdf9cc0447ef6bc6d115",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1539,7 +1539,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "8eac9174b62a4e8ae8dd2e3f4ccfc92a",
+        digest: "6bee318bc66ea5a1eb2f057367c5d9b5",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1547,7 +1547,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "47979cec131a44b53632924f771d0428",
+        digest: "1601450b1efb68facc0814bda4141b09",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1555,7 +1555,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "b1be5897b31fc3053a442f19083298f9",
+        digest: "33684dcaf7cbeca935bec4d2cb2f214e",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1563,7 +1563,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "a83c6acff08978867053758c154dc1b0",
+        digest: "f2d1891e3cd9c1b042e90e1b426c10c0",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1571,7 +1571,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "74c79ab2627eacb8979d3d095a2f055b",
+        digest: "d24fdb514405b473e4bf6fa21697887c",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1579,7 +1579,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "04e77e1d18e20940233e0efcd9fc207e",
+        digest: "2e9b7fe7d32cd2e2e2b3d896d1430666",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1587,7 +1587,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "8cbfc60112a0ca94db60fdb90b06b827",
+        digest: "a64c7e27df35b52428e964680f32fee7",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1595,7 +1595,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "89b58fb9eb6d93dfaa1ed8f810a19318",
+        digest: "b23e6f5a7d08b8c2bf7f18332f0a7a9c",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1603,7 +1603,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "031cebd78280021a473b5e204781858b",
+        digest: "4f33cccdbd5d6886c132433b88c3f42a",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1611,7 +1611,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "99bf7e876c3de0bcb3d5104d186b977f",
+        digest: "06ee46e08cb885d27d43ae64ef1f2837",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1619,7 +1619,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "da72e87538970e45f92c14970fc59e70",
+        digest: "b5df43522cfdfa9a2638343d18a94591",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1627,7 +1627,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "25472d098f90ad92411519970c8affe5",
+        digest: "93866f06248b6b4378fe9ee3888ec971",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1635,7 +1635,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "db551e2377ca09570f8a7ba780fca995",
+        digest: "f2bf43f4dd4ee087933bad37c28dd076",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1643,7 +1643,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "352e84520d45dacb3497fed979d9d6e8",
+        digest: "c66ff3cdb1dc510918a5ab9bf3a1b1a8",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1651,7 +1651,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "aab37ae9aa1514a9066751c3ba17ade9",
+        digest: "81471d25c7461c3642afe79ea82cc790",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1659,7 +1659,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f50a51c7996468530b91a69f18ae05fd",
+        digest: "559a7af2b2d0055e8d490dcd1bf6783b",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1667,7 +1667,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "d80d1fa12f6431c4331bcc00dd82217e",
+        digest: "ca2f2af62e7f53d7c56c46301c64513f",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1675,7 +1675,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "555ac2ddbaf664574dae425b04245b28",
+        digest: "51aaca2b465ddc2c09739abdb172ade4",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1683,7 +1683,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "076ed0f5b5e09ffd8fc3bbb65d3d1f53",
+        digest: "8c0f31b00aed9e19535861e9355314a9",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1691,7 +1691,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "7ce612a5326d77dcab6059d7ddb6c42f",
+        digest: "728b2ca183f4b7ccab2e29cda69556e8",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1699,7 +1699,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "eceb90b36a08528e3e55d10a89fb6310",
+        digest: "285114cf1ef36be70aa0b8eef5e7f6c6",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1707,7 +1707,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "af2e918588dff6fa26f08bee68d1c2b3",
+        digest: "3d569b0029d3d82ba946496a99b1101c",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1715,7 +1715,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "622fa0c660fc98a565f5601e023961cf",
+        digest: "c4b64e0cce08e65c5b8afb68ecdba075",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1723,7 +1723,7 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "0b02add213ab7d2e5dc97add0290cd43",
+        digest: "3dee6c765b3482978f4d8fbe4b306a4d",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

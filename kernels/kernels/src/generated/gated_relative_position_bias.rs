@@ -646,7 +646,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "1f947f884079c5fc8f453dc611a03654",
+        digest: "4fe166426b872d1bcc3b5829cb610dfa",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -654,7 +654,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-4.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "1835634a8e77d88e3969b9564e0d83ca",
+        digest: "64333bd13b5228f9adc1790db3cad349",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -801,7 +801,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "043228a265b2e977545db65204bc2551",
+        digest: "9f4bebfcd2e0b46ebbe87515a5e4d89f",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -809,7 +809,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "6e5f6ec528407b91431d627a61f954f4",
+        digest: "71d1d34501dfbc11f20fe3e2c1424ed3",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -948,7 +948,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "aa1d32dcd23e0c24d5b40619109a1bad",
+        digest: "36237319dcfecfede7daa87dc654fc70",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -956,7 +956,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "68c1748bf406251fd60836720020f6e2",
+        digest: "8bebd7ffb0ce59194eb4ef2d1131fe98",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",

@@ -1053,7 +1053,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "b50c3c18cd13b944f81e776c302cde24",
+        digest: "940e483c5db74a7a03733f9e2e386a22",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1061,7 +1061,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "0be4fc40dc45965bea90112540f16dbf",
+        digest: "52cc7d8db39a4d8358a5bf61d30a3d30",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1069,7 +1069,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "3ca656f7a809b7198908b5b2e9cbfc0f",
+        digest: "c2e2878e5425dcf2509a28f5b2b0a381",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1077,7 +1077,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "0ed853fda5bdfbe188581cd43c0aef20",
+        digest: "47de3324db1128effb5677824c2efabf",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1085,7 +1085,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "64086d058f0acc20790eedec07ff471b",
+        digest: "3cc8035289b0071a6f0496b06473a0a5",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1093,7 +1093,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "4b5afeff445e4f2fb7b333bc1433a823",
+        digest: "60a60862c067697cdfbc79ab2897f767",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1101,7 +1101,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "021825166cfcfe5bdc2eff2a6b66fe3f",
+        digest: "7626a1daf6a3ef41caac7e32925934df",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1109,7 +1109,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "9bebcda81c232a8d5f627e5fdcac3844",
+        digest: "18cde5182e6157f70a9b061bb2c830ad",
     },
 ];
 fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1401,7 +1401,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "b37246add44f540144a971683e14b072",
+        digest: "a6e9f0ec15141634d5c62aef986e8a51",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1409,7 +1409,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "bdf3c778ee8aa9169346bc4bca5db3e4",
+        digest: "b08f1854b47810d3a0752b50914fb2af",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1417,7 +1417,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "51206bc79595a35b5a5251f6e4d450ee",
+        digest: "2f1d6fc0148fdb7e2c8c2fea8479ff7c",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1425,7 +1425,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "265dedd841f53a5e2e20351c811adc23",
+        digest: "c20db8e82c6dd8ddd7d849100f79f7dc",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1433,7 +1433,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "0bb28fce0d7bbbd0a63838c875adae87",
+        digest: "90e66f12fe3c0b1d674ea2759e9e70d1",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1441,7 +1441,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "ab31377057c537486401ff54a34cebe1",
+        digest: "69819b5c08068ee6db7832460d6071a2",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1449,7 +1449,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "9da0476660abf5a8bfcd9eae3ec83a3e",
+        digest: "d3ab14a16c756e2de3b58f03f54192af",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1457,7 +1457,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
             "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
         ),
         entry_point: "main",
-        digest: "7ca4dd034719aa713aac2118c802a50d",
+        digest: "a01d8ea216bb27e138755de96a13e526",
     },
 ];
 fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {

@@ -34,14 +34,7 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
-fn store4(i: u32, value: vec4<f32>) {
-    output[i] = f16(value.x);
-    output[i + 1u] = f16(value.y);
-    output[i + 2u] = f16(value.z);
-    output[i + 3u] = f16(value.w);
-}
-
-fn store1(i: u32, value: f32) {
+fn store_at(i: u32, value: f32) {
     output[i] = f16(value);
 }
 
@@ -76,16 +69,9 @@ fn workgroup_sum(value: f32, lane: u32, subgroup: u32, lane_in_subgroup: u32, su
 }
 
 const PER_LANE: u32 = 8u;
-// Adjacent columns per lane: runs of VECTOR adjacent accesses compile to wide loads and
-// stores, which element-wise accesses do not reach the copy rate without.
-const VECTOR: u32 = 4u;
 
-// The column that register slot `i` of `lane` holds: runs of VECTOR adjacent columns when the
-// row length allows it (rows then start 16-byte aligned), one column per lane step otherwise.
+// The column that register slot `i` of `lane` holds.
 fn cached_column(i: u32, lane: u32) -> u32 {
-    if (blockSize % VECTOR == 0u) {
-        return (lane + (i / VECTOR) * WORKGROUP_SIZE) * VECTOR + i % VECTOR;
-    }
     return lane + i * WORKGROUP_SIZE;
 }
 
@@ -142,25 +128,17 @@ fn main(
     }
     let row_sum = workgroup_sum(local_sum, lane, subgroup, lane_in_subgroup, subgroups);
 
-    if (cached && blockSize % VECTOR == 0u) {
-        // Slots come in runs of VECTOR adjacent columns: one word each.
-        for (var i = 0u; i < PER_LANE; i += VECTOR) {
-            let c = cached_column(i, lane);
-            if (c < blockSize) {
-                store4(base + c, vec4<f32>(z[i], z[i + 1u], z[i + 2u], z[i + 3u]) / row_sum);
-            }
-        }
-    } else if (cached) {
+    if (cached) {
         for (var i = 0u; i < PER_LANE; i += 1u) {
             let c = cached_column(i, lane);
             if (c < blockSize) {
-                store1(base + c, z[i] / row_sum);
+                store_at(base + c, z[i] / row_sum);
             }
         }
     } else {
         for (var c = lane; c < blockSize; c += WORKGROUP_SIZE) {
             let value = data_at(base + c) + bias_at(bias_base + c);
-            store1(base + c, exp(value - row_max) / row_sum);
+            store_at(base + c, exp(value - row_max) / row_sum);
         }
     }
 }

@@ -32,14 +32,7 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
-fn store4(i: u32, value: vec4<f32>) {
-    output[i] = f32(value.x);
-    output[i + 1u] = f32(value.y);
-    output[i + 2u] = f32(value.z);
-    output[i + 3u] = f32(value.w);
-}
-
-fn store1(i: u32, value: f32) {
+fn store_at(i: u32, value: f32) {
     output[i] = f32(value);
 }
 
@@ -47,15 +40,6 @@ fn store1(i: u32, value: f32) {
 // has a single subgroup size and the dispatch gives each workgroup WORKGROUP_SIZE / that many
 // rows); the max and the sum are subgroup reductions, with no barrier.
 const PER_LANE: u32 = 32u;
-
-// The column that register slot `i` of a lane holds: runs of 4 adjacent columns (one word)
-// when the row length is a multiple of 4, one column per step otherwise.
-fn lane_column(i: u32, lane: u32, lanes: u32) -> u32 {
-    if (blockSize % 4u == 0u) {
-        return (lane + (i / 4u) * lanes) * 4u + i % 4u;
-    }
-    return lane + i * lanes;
-}
 
 @compute @workgroup_size(256)
 fn main(
@@ -78,7 +62,7 @@ fn main(
     var local_max = LOWEST;
     if (cached) {
         for (var i = 0u; i < PER_LANE; i += 1u) {
-            let c = lane_column(i, lane, lanes);
+            let c = lane + i * lanes;
             if (c < blockSize) {
                 z[i] = data_at(base + c) + bias_at(bias_base + c);
                 local_max = max(local_max, z[i]);
@@ -93,7 +77,7 @@ fn main(
     var local_sum = 0.0;
     if (cached) {
         for (var i = 0u; i < PER_LANE; i += 1u) {
-            if (lane_column(i, lane, lanes) < blockSize) {
+            if (lane + i * lanes < blockSize) {
                 z[i] = exp(z[i] - row_max);
                 local_sum += z[i];
             }
@@ -104,23 +88,16 @@ fn main(
         }
     }
     let row_sum = subgroupAdd(local_sum);
-    if (cached && blockSize % 4u == 0u) {
-        for (var i = 0u; i < PER_LANE; i += 4u) {
-            let c = lane_column(i, lane, lanes);
-            if (c < blockSize) {
-                store4(base + c, vec4<f32>(z[i], z[i + 1u], z[i + 2u], z[i + 3u]) / row_sum);
-            }
-        }
-    } else if (cached) {
+    if (cached) {
         for (var i = 0u; i < PER_LANE; i += 1u) {
-            let c = lane_column(i, lane, lanes);
+            let c = lane + i * lanes;
             if (c < blockSize) {
-                store1(base + c, z[i] / row_sum);
+                store_at(base + c, z[i] / row_sum);
             }
         }
     } else {
         for (var c = lane; c < blockSize; c += lanes) {
-            store1(base + c, exp(data_at(base + c) + bias_at(bias_base + c) - row_max) / row_sum);
+            store_at(base + c, exp(data_at(base + c) + bias_at(bias_base + c) - row_max) / row_sum);
         }
     }
 }

@@ -65,14 +65,6 @@ fn bias_word(w: u32) -> vec4<f32> {
     return vec4<f32>(bias[w]);
 }
 
-fn data_at(i: u32) -> f32 {
-    return f32(data[i / 4u][i % 4u]);
-}
-
-fn bias_at(i: u32) -> f32 {
-    return f32(bias[i / 4u][i % 4u]);
-}
-
 // Rows are whole vec4 words with vec4Rows; BLOCK_COLS is a multiple of 4, so blocks are too.
 const BLOCK_WORDS: u32 = BLOCK_COLS / 4u;
 

@@ -37,14 +37,7 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
-fn store4(i: u32, value: vec4<f32>) {
-    output[i] = f16(value.x);
-    output[i + 1u] = f16(value.y);
-    output[i + 2u] = f16(value.z);
-    output[i + 3u] = f16(value.w);
-}
-
-fn store1(i: u32, value: f32) {
+fn store_at(i: u32, value: f32) {
     output[i] = f16(value);
 }
 
@@ -65,6 +58,6 @@ fn main(
     let end = min(start + SPAN_BLOCKS * BLOCK_COLS, params.blockSize);
     for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
         let z = data_at(base + c) + bias_at(bias_base + c);
-        store1(base + c, exp(z - row_max) * inverse);
+        store_at(base + c, exp(z - row_max) * inverse);
     }
 }

@@ -35,14 +35,7 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
-fn store4(i: u32, value: vec4<f32>) {
-    output[i] = f32(value.x);
-    output[i + 1u] = f32(value.y);
-    output[i + 2u] = f32(value.z);
-    output[i + 3u] = f32(value.w);
-}
-
-fn store1(i: u32, value: f32) {
+fn store_at(i: u32, value: f32) {
     output[i] = f32(value);
 }
 
@@ -63,6 +56,6 @@ fn main(
     let end = min(start + SPAN_BLOCKS * BLOCK_COLS, params.blockSize);
     for (var c = start + lane; c < end; c += WORKGROUP_SIZE) {
         let z = data_at(base + c) + bias_at(bias_base + c);
-        store1(base + c, exp(z - row_max) * inverse);
+        store_at(base + c, exp(z - row_max) * inverse);
     }
 }

@@ -34,14 +34,7 @@ fn bias_at(i: u32) -> f32 {
     return f32(bias[i]);
 }
 
-fn store4(i: u32, value: vec4<f32>) {
-    output[i] = f16(value.x);
-    output[i + 1u] = f16(value.y);
-    output[i + 2u] = f16(value.z);
-    output[i + 3u] = f16(value.w);
-}
-
-fn store1(i: u32, value: f32) {
+fn store_at(i: u32, value: f32) {
     output[i] = f16(value);
 }
 
@@ -73,17 +66,9 @@ fn main(
             }
         }
         let inverse = 1.0 / sum;
-        if (blockSize % 4u == 0u) {
-            for (var c = 0u; c < MAX_ROW; c += 4u) {
-                if (c < blockSize) {
-                    store4(base + c, vec4<f32>(z[c], z[c + 1u], z[c + 2u], z[c + 3u]) * inverse);
-                }
-            }
-        } else {
-            for (var c = 0u; c < MAX_ROW; c += 1u) {
-                if (c < blockSize) {
-                    store1(base + c, z[c] * inverse);
-                }
+        for (var c = 0u; c < MAX_ROW; c += 1u) {
+            if (c < blockSize) {
+                store_at(base + c, z[c] * inverse);
             }
         }
     }

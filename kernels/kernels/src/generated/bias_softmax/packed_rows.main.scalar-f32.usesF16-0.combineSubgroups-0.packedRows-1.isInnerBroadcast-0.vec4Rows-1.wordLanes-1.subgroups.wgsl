@@ -32,25 +32,8 @@ fn bias_word(w: u32) -> vec4<f32> {
     return vec4<f32>(bias[w]);
 }
 
-fn data_at(i: u32) -> f32 {
-    return f32(data[i / 4u][i % 4u]);
-}
-
-fn bias_at(i: u32) -> f32 {
-    return f32(bias[i / 4u][i % 4u]);
-}
-
 fn store_word(w: u32, value: vec4<f32>) {
     output[w] = vec4<f32>(value);
-}
-
-// `i` is a multiple of 4.
-fn store4(i: u32, value: vec4<f32>) {
-    output[i / 4u] = vec4<f32>(value);
-}
-
-fn store1(i: u32, value: f32) {
-    output[i / 4u][i % 4u] = f32(value);
 }
 
 @compute @workgroup_size(256)

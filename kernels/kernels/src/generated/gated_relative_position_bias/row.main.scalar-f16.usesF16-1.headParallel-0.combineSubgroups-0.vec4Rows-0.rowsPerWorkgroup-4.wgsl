@@ -69,8 +69,8 @@ fn main(
     let s = row % params.seqLen;
     let n = row / params.seqLen;
     let units = params.seqLen;
-    var early0 = 0.0;
-    var early1 = 0.0;
+    var early0 = f32(0.0);
+    var early1 = f32(0.0);
     // The rows are consecutive: unit f of the workgroup's part of rel_pos is unit
     // first_unit + f of rel_pos. Each lane's first two units are loaded before the gates
     // are computed, so their latency overlaps the projection; every chunk reuses them.

@@ -37,9 +37,9 @@ fn stream_of(j: u32) -> u32 {
 
 // Four adjacent pairs of `headsPerTask` heads of one token per invocation (the hints' `quads`:
 // heads without a tail whose pair count is a multiple of 4; `x`, `y` and the caches are vec4
-// words). The
-// heads of a token share its positions and so its cos and sin values: they are computed once
-// and used for every head, and each word of every head is loaded before any is stored.
+// words). The heads of a token share its positions and so its cos and sin values: they are
+// computed once and used for every head, and each word of every head is loaded before any is
+// stored.
 const HEADS_PER_TASK: u32 = 4u;
 
 @compute @workgroup_size(256)
