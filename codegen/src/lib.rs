@@ -52,6 +52,19 @@ pub struct Output {
     pub notes: Vec<String>,
     /// Number of shaders rendered and validated.
     pub shader_count: usize,
+    /// Every distinct shader written, with what validators beyond naga need (the text a
+    /// browser compiles, features, overrides, bind group) and naga's translations.
+    pub shaders: Vec<GeneratedShader>,
+}
+
+/// One shader file of [`Output::files`] and how it was built.
+#[derive(Debug, Clone)]
+pub struct GeneratedShader {
+    /// The op's qualified name (`com.microsoft.BiasSoftmax`).
+    pub op: String,
+    /// The file's path, as in [`Output::files`].
+    pub path: String,
+    pub shader: wgsl::Shader,
 }
 
 /// Runs the whole pipeline. Errors from every manifest and template are collected.
@@ -145,9 +158,15 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         }
         output.shader_count += shaders.iter().filter(|s| s.same_as.is_none()).count();
         for shader in shaders.iter().filter(|s| s.same_as.is_none()) {
+            let path = format!("{GENERATED_DIR}/{}/{}", op.module, shader.file_name);
             output.files.push(GeneratedFile {
-                path: format!("{GENERATED_DIR}/{}/{}", op.module, shader.file_name),
+                path: path.clone(),
                 contents: shader.text.clone(),
+            });
+            output.shaders.push(GeneratedShader {
+                op: format!("{}.{}", op.domain, op.name),
+                path,
+                shader: shader.clone(),
             });
         }
         generated_ops.push(op);

@@ -92,7 +92,7 @@ fn rejects_missing_or_malformed_num_heads() {
         up(&case.shapes.eco_a, &case.eco_a),
     ];
     let refs: Vec<&AnyTensor> = inputs.iter().collect();
-    match (op::ENTRY.run)(ctx(), &refs, &[], 0) {
+    match op::ENTRY.run(ctx(), &refs, &[]) {
         Err(OpError::Attribute { attribute, .. }) => assert_eq!(attribute, "num_heads"),
         Err(e) => panic!("expected a missing-attribute error, got {e:?}"),
         Ok(r) => panic!("accepted without num_heads: variant {}", r.variant),
@@ -279,7 +279,7 @@ fn rejects_the_token_offset_form() {
     ];
     let refs: Vec<&AnyTensor> = inputs.iter().collect();
     let raw = [("num_heads".to_owned(), AttrValue::Int(2))];
-    match (op::ENTRY.run)(ctx, &refs, &raw, 0) {
+    match op::ENTRY.run(ctx, &refs, &raw) {
         Err(OpError::Input { rule, .. }) => {
             assert!(
                 rule.contains("expected 6 inputs") && rule.contains("got 7"),
@@ -290,7 +290,7 @@ fn rejects_the_token_offset_form() {
         Ok(r) => panic!("a 7th input was accepted: variant {}", r.variant),
     }
     // The same six inputs without token_offset run.
-    let run = (op::ENTRY.run)(ctx, &refs[..6], &raw, 0).unwrap();
+    let run = op::ENTRY.run(ctx, &refs[..6], &raw).unwrap();
     assert_eq!(run.variant, ROW);
     assert_eq!(run.outputs[0].shape(), [2, 2, 3, 3]);
 }

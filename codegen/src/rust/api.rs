@@ -330,7 +330,7 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
             inputs: &[#(#inputs),*],
             outputs: &[#(#outputs),*],
             attributes: &[#(#attributes),*],
-            run: run_dyn,
+            plan: plan_dyn,
         };
     }
 }

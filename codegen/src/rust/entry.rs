@@ -1,5 +1,5 @@
 //! The entry points of a generated op: `plan` (GPU-free), `record`, `run`, and the untyped
-//! `run_dyn` behind the registry.
+//! `plan_dyn` behind the registry.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -173,7 +173,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             Ok(outputs)
         }
 
-        fn run_dyn(ctx: &rt::Context, inputs: &[&rt::AnyTensor], raw: &[(::std::string::String, rt::support::AttrValue)], repeats: usize) -> Result<rt::registry::DynRun, rt::OpError> {
+        fn plan_dyn(ctx: &rt::Context, inputs: &[&rt::AnyTensor], raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
             let attrs = Attrs::from_raw(raw)?;
             let attrs = &attrs;
             let [#(#input_idents),*] = inputs else {
@@ -183,24 +183,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             let dtypes = DTypes { #(#dyn_dtypes)* };
             let plan = plan(ctx.caps(), &Shapes { #(#dyn_shapes)* }, &dtypes, attrs)?;
             #dyn_host_check
-            let mut outputs = ::std::vec::Vec::new();
-            for spec in &plan.outputs {
-                outputs.push(rt::AnyTensor::zeros(ctx, spec.dtype, &spec.shape)?);
-            }
-            let mut args: ::std::vec::Vec<&::wgpu::Buffer> = vec![#(#input_idents.buffer()),*];
-            args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-            let times = if repeats > 0 {
-                ctx.time_plan_passes(&plan, &args, repeats)?
-            } else {
-                ctx.run_plan(&plan, &args)?;
-                rt::PlanTimes::default()
-            };
-            Ok(rt::registry::DynRun {
-                outputs,
-                variant: plan.variant,
-                gpu_times: times.total,
-                pass_times: times.passes,
-            })
+            Ok(plan)
         }
     }
 }

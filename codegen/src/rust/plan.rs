@@ -59,7 +59,8 @@ pub(super) fn variant_plan(
         let kernels = unique.iter().map(|s| {
             let path = format!("{}/{}", op.module, s.file_name);
             let digest = &s.digest;
-            quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest })
+            let web_enables = s.web_enables;
+            quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest, web_enables: #web_enables })
         });
         let static_values: Vec<&model::TemplateValue> =
             model::static_values(variant, pass).collect();

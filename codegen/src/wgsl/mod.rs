@@ -3,6 +3,7 @@
 
 mod prelude;
 mod render;
+mod targets;
 mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,10 +12,25 @@ use sha2::{Digest, Sha256};
 
 pub use prelude::{dynamic_values, override_type};
 pub use render::environment;
+pub use targets::{Target, TargetStatus, Translations, representative_override};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Value;
-use crate::model::{self, Combination, Dispatch, Op};
+use crate::model::{self, Access, Combination, Dispatch, Op};
+
+/// The `enable` directive browsers require for subgroup operations. naga refuses it (its
+/// subgroup operations need no directive), so the shader files leave it out and the runtime
+/// puts [`Shader::web_enables`] in front of the text on the web backend.
+pub const WEB_SUBGROUPS_ENABLE: &str = "enable subgroups;\n";
+
+/// One `@group(0)` binding as the runtime binds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingLayout {
+    pub index: u32,
+    pub access: Access,
+    /// The uniform struct's size, for the uniform binding.
+    pub uniform_size: Option<u32>,
+}
 
 /// One pre-rendered, validated shader.
 #[derive(Debug, Clone)]
@@ -34,6 +50,22 @@ pub struct Shader {
     /// The earlier shader of the same pass (an index into the op's shaders) whose text this
     /// combination renders to as well: they share one file and one kernel.
     pub same_as: Option<usize>,
+    /// Directives that go before `text` where WGSL reaches a browser unchanged (wasm32):
+    /// [`WEB_SUBGROUPS_ENABLE`] for subgroup shaders, empty otherwise.
+    pub web_enables: &'static str,
+    /// The pipeline overrides the runtime sets: name and WGSL type.
+    pub overrides: Vec<(String, &'static str)>,
+    /// The bind group the pipeline's automatic layout must accept.
+    pub bindings: Vec<BindingLayout>,
+    /// naga's translations for wgpu's native backends.
+    pub translations: Translations,
+}
+
+impl Shader {
+    /// The text a browser compiles: [`Shader::web_enables`], then [`Shader::text`].
+    pub fn web_text(&self) -> String {
+        format!("{}{}", self.web_enables, self.text)
+    }
 }
 
 /// Renders and validates all shaders of an op. Template names are relative to `templates/`.
@@ -193,6 +225,30 @@ fn shader(
     }
     check_workgroup_size(op, pass, &reflection)
         .map_err(|m| Diagnostic::new(&format!("templates/{}", pass.template), where_(), m))?;
+    let overrides: Vec<(String, &'static str)> = dynamic_values(variant, pass)
+        .map(|value| (value.name.clone(), override_type(value.expr.ir.ty)))
+        .collect();
+    let subgroups = combination.features.contains("subgroups");
+    let translations =
+        targets::translate(&module, &info, &overrides, f16, subgroups).map_err(|m| {
+            Diagnostic::new(
+                &format!("templates/{}", pass.template),
+                where_(),
+                format!("rendered shader does not translate:\n{m}"),
+            )
+        })?;
+    let binding_layouts = bindings
+        .iter()
+        .map(|b| BindingLayout {
+            index: b.index,
+            access: b.binding.access,
+            uniform_size: reflection
+                .uniform_sizes
+                .iter()
+                .find(|(index, _)| *index == b.index)
+                .map(|(_, size)| *size),
+        })
+        .collect();
     let digest = Sha256::digest(text.as_bytes());
     let digest: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     let uniform_size = reflection.uniform_sizes.first().map(|(_, size)| *size);
@@ -211,6 +267,10 @@ fn shader(
         uniform_size,
         features,
         same_as: None,
+        web_enables: if subgroups { WEB_SUBGROUPS_ENABLE } else { "" },
+        overrides,
+        bindings: binding_layouts,
+        translations,
     })
 }
 

@@ -24,6 +24,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-vec4-v1",
+    web_enables: "",
 };
 
 /// The same copy one f16 element per invocation: how fast the adapter moves 16-bit storage
@@ -49,6 +50,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-f16-v1",
+    web_enables: "",
 };
 
 /// The same copy one f32 element per invocation.
@@ -71,6 +73,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-f32-v1",
+    web_enables: "",
 };
 
 /// The same copy, four adjacent f32 elements per invocation through a scalar array: whether
@@ -101,6 +104,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-f32-runs-v1",
+    web_enables: "",
 };
 
 /// Eight adjacent f16 elements per invocation through a scalar array.
@@ -131,6 +135,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-f16-runs-v1",
+    web_enables: "",
 };
 
 /// `vec4<f16>` words (8 bytes), one per invocation: what an f16 tensor bound as `vec4` words
@@ -156,6 +161,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-f16-vec4-v1",
+    web_enables: "",
 };
 
 /// Two adjacent `vec4<f16>` words (16 bytes) per invocation.
@@ -183,6 +189,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-f16-vec4-pairs-v1",
+    web_enables: "",
 };
 
 /// Eight f16 values as one `vec4<u32>` word per invocation, unpacked to f32 and packed back:
@@ -211,6 +218,7 @@ fn main(
 ",
     entry_point: "main",
     digest: "bench-copy-f16-packed-v1",
+    web_enables: "",
 };
 
 /// Which copy kernel to time.

@@ -200,7 +200,7 @@ pub fn run_case(
     let refs: Vec<&AnyTensor> = tensors.iter().collect();
 
     let started = Instant::now();
-    let first = (entry.run)(ctx, &refs, &attrs, 0)?;
+    let first = entry.run(ctx, &refs, &attrs)?;
     let cold_start = started.elapsed();
 
     let max_abs_error = if options.check {
@@ -228,7 +228,7 @@ pub fn run_case(
     };
     drop(first);
 
-    let timed = (entry.run)(ctx, &refs, &attrs, options.repetitions)?;
+    let timed = entry.time(ctx, &refs, &attrs, options.repetitions)?;
     let times = &timed.gpu_times;
     let (Some(median), Some(min)) = (super::median(times), times.iter().min()) else {
         bail!("the adapter has no timestamp queries");

@@ -57,7 +57,8 @@ fn run() -> Result<bool> {
         }
         for case in cases {
             let inputs: Vec<&AnyTensor> = case.inputs.iter().collect();
-            let result = (entry.run)(&ctx, &inputs, &case.attrs, REPEATS)
+            let result = entry
+                .time(&ctx, &inputs, &case.attrs, REPEATS)
                 .with_context(|| format!("{} / {}", entry.name, case.name))?;
             let output = result
                 .outputs

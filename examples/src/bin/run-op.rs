@@ -108,7 +108,7 @@ fn run(args: &Args) -> Result<String, Failure> {
     let ctx = Context::new().map_err(|e| Failure::Runtime(one_line(&e.to_string())))?;
     let inputs = upload_inputs(&ctx, entry, &file, &args.inputs)?;
     let input_refs: Vec<&AnyTensor> = inputs.iter().collect();
-    let result = (entry.run)(&ctx, &input_refs, &attrs, args.repeat.max(1))?;
+    let result = entry.time(&ctx, &input_refs, &attrs, args.repeat.max(1))?;
     write_outputs(&ctx, entry, &result.outputs, &args.output)?;
 
     let timing = if result.gpu_times.is_empty() {

@@ -98,18 +98,38 @@ pub(crate) fn requested_name(option: Option<&str>) -> Option<String> {
 
 /// Enumerates adapters, trying the modern backends before GL: initialising GL on a headless
 /// machine is slow and noisy, and only needed when nothing better exists or it was named.
-pub(crate) fn enumerate(instance: &wgpu::Instance, requested: Option<&str>) -> Vec<wgpu::Adapter> {
-    let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY));
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) async fn enumerate(
+    instance: &wgpu::Instance,
+    requested: Option<&str>,
+) -> Vec<wgpu::Adapter> {
+    let mut adapters = instance.enumerate_adapters(wgpu::Backends::PRIMARY).await;
     let satisfied = match requested {
         Some(name) => adapters.iter().any(|a| matches_name(&a.get_info(), name)),
         None => !adapters.is_empty(),
     };
     if !satisfied {
-        adapters.extend(pollster::block_on(
-            instance.enumerate_adapters(wgpu::Backends::SECONDARY),
-        ));
+        adapters.extend(instance.enumerate_adapters(wgpu::Backends::SECONDARY).await);
     }
     adapters
+}
+
+/// A browser offers one adapter per request and no enumeration: ask for the
+/// high-performance one.
+#[cfg(target_arch = "wasm32")]
+pub(crate) async fn enumerate(
+    instance: &wgpu::Instance,
+    _requested: Option<&str>,
+) -> Vec<wgpu::Adapter> {
+    let options = wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..wgpu::RequestAdapterOptions::default()
+    };
+    instance
+        .request_adapter(&options)
+        .await
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,4 @@
-//! Buffer creation with size checks and captured errors, and blocking readback.
-
-use std::sync::mpsc;
+//! Buffer creation with size checks and captured errors, and readback.
 
 use crate::context::Context;
 use crate::error::RuntimeError;
@@ -81,9 +79,21 @@ impl Context {
 
     /// Copies the first `bytes` bytes of `buffer` (which needs `COPY_SRC`) to the host;
     /// blocks until the GPU has finished all work submitted before.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn read_buffer(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, RuntimeError> {
+        pollster::block_on(self.read_buffer_async(buffer, bytes))
+    }
+
+    /// [`Context::read_buffer`] without blocking, for browsers: the copy is submitted at once
+    /// and the future completes when the browser has mapped the staging buffer. It reports
+    /// the errors of earlier steps that the browser had not answered yet.
+    pub async fn read_buffer_async(
+        &self,
+        buffer: &wgpu::Buffer,
+        bytes: u64,
+    ) -> Result<Vec<u8>, RuntimeError> {
         if bytes == 0 {
-            return Ok(Vec::new());
+            return self.finish_async().await.map(|()| Vec::new());
         }
         let padded = bytes.next_multiple_of(4);
         if padded > buffer.size() {
@@ -108,13 +118,15 @@ impl Context {
         encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, padded);
         self.submit(encoder)?;
 
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = futures_channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            // The receiver only disappears if this function already returned; nothing to do.
+            // The receiver only disappears if the future was dropped; nothing to do then.
             let _ = tx.send(r);
         });
-        self.wait(None)?;
-        match rx.recv() {
+        // Natively this polls until the map callback has run; in a browser it reports the
+        // errors of the steps before, and the browser runs the callback.
+        self.finish_async().await?;
+        match rx.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(RuntimeError::Readback(e.to_string())),
             Err(_) => {

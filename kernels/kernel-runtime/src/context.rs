@@ -31,8 +31,10 @@ pub(crate) struct ErrorLog {
 /// A device and queue with the state the runtime keeps for them: pipeline cache,
 /// intermediate pool, uniform cache.
 ///
-/// `Context` is `Send + Sync`; its caches are behind mutexes, so several threads can record
-/// plans on one context.
+/// Natively `Context` is `Send + Sync`; its caches are behind mutexes, so several threads can
+/// record plans on one context. In a browser (wasm32) it lives on the thread that made it,
+/// as wgpu's objects do there, and nothing it does blocks: submissions return at once and
+/// the async methods (`*_async`) wait.
 pub struct Context {
     // The instance owns the backend; keep it alive as long as the device.
     _instance: wgpu::Instance,
@@ -45,9 +47,16 @@ pub struct Context {
     pub(crate) intermediates: Mutex<IntermediatePool>,
     pub(crate) params: Mutex<ParamsCache>,
     pub(crate) errors: Arc<Mutex<ErrorLog>>,
+    /// Error-scope results not delivered yet (browsers answer them asynchronously).
+    #[cfg(target_arch = "wasm32")]
+    pending: Mutex<Vec<PendingCheck>>,
     /// Test hook: pretend the device allows fewer workgroups per dimension.
     pub(crate) dispatch_limit: Option<u32>,
 }
+
+/// The errors of one scoped step, once the browser has answered.
+#[cfg(target_arch = "wasm32")]
+type PendingCheck = std::pin::Pin<Box<dyn Future<Output = Option<RuntimeError>>>>;
 
 /// Locks a mutex, ignoring poisoning: every critical section here leaves its data consistent
 /// (caches only grow or are cleared), so a panic elsewhere must not disable the context.
@@ -57,19 +66,32 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Context {
     /// Creates a context on the preferred adapter (see [`ContextOptions`]); blocks.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new() -> Result<Self, RuntimeError> {
         Self::with_options(&ContextOptions::default())
     }
 
-    /// Creates a context with explicit options; blocks.
+    /// Creates a context with explicit options; blocks. See [`Context::with_options_async`].
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn with_options(opts: &ContextOptions) -> Result<Self, RuntimeError> {
+        pollster::block_on(Self::with_options_async(opts))
+    }
+
+    /// Creates a context on the preferred adapter without blocking: the way to create one in
+    /// a browser, where waiting on the main thread is not allowed.
+    pub async fn new_async() -> Result<Self, RuntimeError> {
+        Self::with_options_async(&ContextOptions::default()).await
+    }
+
+    /// Creates a context with explicit options.
     ///
     /// The device gets the adapter's own limits and whichever of `shader-f16`, `subgroups`
     /// and `timestamp-query` the adapter has, minus [`ContextOptions::disable_features`].
-    pub fn with_options(opts: &ContextOptions) -> Result<Self, RuntimeError> {
+    pub async fn with_options_async(opts: &ContextOptions) -> Result<Self, RuntimeError> {
         let instance =
             wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let requested = adapter::requested_name(opts.adapter.as_deref());
-        let adapters = adapter::enumerate(&instance, requested.as_deref());
+        let adapters = adapter::enumerate(&instance, requested.as_deref()).await;
         let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
         let index = adapter::choose(&infos, requested.as_deref())?;
         let chosen = adapters
@@ -99,12 +121,13 @@ impl Context {
             trace: wgpu::Trace::Off,
         };
         let (device, queue) =
-            pollster::block_on(chosen.request_device(&descriptor)).map_err(|e| {
-                RuntimeError::RequestDevice {
+            chosen
+                .request_device(&descriptor)
+                .await
+                .map_err(|e| RuntimeError::RequestDevice {
                     adapter: adapter::summarize(&info),
                     message: e.to_string(),
-                }
-            })?;
+                })?;
 
         let errors = Arc::new(Mutex::new(ErrorLog::default()));
         let log = Arc::clone(&errors);
@@ -128,6 +151,8 @@ impl Context {
             intermediates: Mutex::new(IntermediatePool::default()),
             params: Mutex::new(ParamsCache::default()),
             errors,
+            #[cfg(target_arch = "wasm32")]
+            pending: Mutex::new(Vec::new()),
             dispatch_limit: None,
         })
     }
@@ -171,6 +196,9 @@ impl Context {
 
     /// Finishes and submits `encoder`, waits for the GPU, and reports any error wgpu raised
     /// while validating the recorded commands (with wgpu's message, which names the pass).
+    ///
+    /// In a browser it returns at once: the browser orders later work after this one, and
+    /// errors are reported by [`Context::finish_async`] or the next readback.
     pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<(), RuntimeError> {
         self.submit_labelled(encoder, "submit")
     }
@@ -190,10 +218,16 @@ impl Context {
 
     /// Waits until `index` (or all submitted work) has completed, then reports a lost device
     /// or errors raised outside error scopes since the last check.
+    /// In a browser there is nothing to wait on here (the browser drives the GPU), so this
+    /// only reports what is known already.
     pub(crate) fn wait(&self, index: Option<wgpu::SubmissionIndex>) -> Result<(), RuntimeError> {
-        let poll = wgpu::PollType::Wait {
-            submission_index: index,
-            timeout: None,
+        let poll = if cfg!(target_arch = "wasm32") {
+            wgpu::PollType::Poll
+        } else {
+            wgpu::PollType::Wait {
+                submission_index: index,
+                timeout: None,
+            }
         };
         let polled = self.device.poll(poll);
         let mut log = lock(&self.errors);
@@ -213,7 +247,9 @@ impl Context {
     /// first captured error, labelled with `label`.
     ///
     /// Scopes are thread-local in wgpu, so this captures exactly the errors `f` causes on
-    /// this thread, even when other threads use the same device.
+    /// this thread, even when other threads use the same device. In a browser the scopes'
+    /// results arrive later: they are kept and reported by the next awaited call
+    /// ([`Context::finish_async`], a readback or a timing).
     pub(crate) fn scoped<R>(&self, label: &str, f: impl FnOnce() -> R) -> Result<R, RuntimeError> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
@@ -224,15 +260,52 @@ impl Context {
         let validation = validation.pop();
         let internal = internal.pop();
         let oom = oom.pop();
-        let errors = [
-            pollster::block_on(validation),
-            pollster::block_on(oom),
-            pollster::block_on(internal),
-        ];
-        match errors.into_iter().flatten().next() {
-            Some(e) => Err(convert(label, e)),
-            None => Ok(result),
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let errors = [
+                pollster::block_on(validation),
+                pollster::block_on(oom),
+                pollster::block_on(internal),
+            ];
+            match errors.into_iter().flatten().next() {
+                Some(e) => Err(convert(label, e)),
+                None => Ok(result),
+            }
         }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let label = label.to_owned();
+            lock(&self.pending).push(Box::pin(async move {
+                let errors = [validation.await, oom.await, internal.await];
+                errors
+                    .into_iter()
+                    .flatten()
+                    .next()
+                    .map(|e| convert(&label, e))
+            }));
+            Ok(result)
+        }
+    }
+
+    /// Waits for the work submitted so far and reports the first error wgpu raised since the
+    /// last check: in an error scope (in a browser these arrive late), outside any scope, or
+    /// a lost device. Natively [`Context::submit`] already does this; in a browser, call it
+    /// (or read a tensor) to learn whether what was recorded and submitted was valid.
+    pub async fn finish_async(&self) -> Result<(), RuntimeError> {
+        #[cfg(target_arch = "wasm32")]
+        {
+            let pending = std::mem::take(&mut *lock(&self.pending));
+            let mut first = None;
+            for check in pending {
+                if let Some(error) = check.await {
+                    first.get_or_insert(error);
+                }
+            }
+            if let Some(error) = first {
+                return Err(error);
+            }
+        }
+        self.wait(None)
     }
 
     /// The per-dimension workgroup limit dispatches are planned against.

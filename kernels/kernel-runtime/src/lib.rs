@@ -34,6 +34,7 @@
 //!               }",
 //!     entry_point: "main",
 //!     digest: "double-v1",
+//!     web_enables: "",
 //! };
 //!
 //! # fn main() -> Result<(), kernel_runtime::RuntimeError> {

@@ -99,11 +99,18 @@ impl Context {
         if let Some(m) = maps.modules.get(kernel.digest) {
             return Ok(m.clone());
         }
+        // On the web wgpu hands WGSL to the browser unchanged, and browsers require the
+        // `enable` directives that naga refuses; everywhere else naga compiles the text as is.
+        let source = if self.info.backend == wgpu::Backend::BrowserWebGpu {
+            format!("{}{}", kernel.web_enables, kernel.source).into()
+        } else {
+            kernel.source.into()
+        };
         let m = self.scoped(kernel.label, || {
             self.device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.label),
-                    source: wgpu::ShaderSource::Wgsl(kernel.source.into()),
+                    source: wgpu::ShaderSource::Wgsl(source),
                 })
         })?;
         maps.modules.insert(kernel.digest, m.clone());
@@ -149,6 +156,7 @@ mod tests {
         source: "",
         entry_point: "main",
         digest: "abc",
+        web_enables: "",
     };
 
     #[test]

@@ -17,6 +17,9 @@ pub struct Kernel {
     /// Hex content digest of `source`; part of the pipeline cache key, so two kernels with the
     /// same digest share shader modules and pipelines.
     pub digest: &'static str,
+    /// `enable` directives a browser needs in front of `source` and naga refuses
+    /// (`enable subgroups;`); the runtime prepends them on the web backend only.
+    pub web_enables: &'static str,
 }
 
 /// What one `@group(0) @binding(i)` of a pass is bound to; `i` is the position in
@@ -381,6 +384,7 @@ mod tests {
             source: "",
             entry_point: "main",
             digest: "0",
+            web_enables: "",
         };
         let pass = |dispatch| PlannedPass {
             id: "softmax",

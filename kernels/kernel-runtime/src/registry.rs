@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::error::OpError;
+use crate::plan::Plan;
 use crate::support::AttrValue;
 use crate::tensor::AnyTensor;
 
@@ -84,9 +85,9 @@ pub struct DynRun {
     pub pass_times: Vec<(&'static str, Vec<Duration>)>,
 }
 
-/// Runs an op on untyped inputs (in manifest order); `repeats > 0` also times it.
-pub type DynRunFn =
-    fn(&Context, &[&AnyTensor], &[(String, AttrValue)], usize) -> Result<DynRun, OpError>;
+/// Checks untyped inputs (in manifest order) and attributes against an op's contract and
+/// plans it for the context's device, host checks included.
+pub type DynPlanFn = fn(&Context, &[&AnyTensor], &[(String, AttrValue)]) -> Result<Plan, OpError>;
 
 /// One generated op, as tools see it.
 #[derive(Debug, Clone, Copy)]
@@ -103,8 +104,8 @@ pub struct OpEntry {
     pub outputs: &'static [RoleInfo],
     /// Attributes, sorted by name.
     pub attributes: &'static [AttrInfo],
-    /// Runs the op on untyped inputs.
-    pub run: DynRunFn,
+    /// Plans the op on untyped inputs; [`OpEntry::run`] and [`OpEntry::time`] execute it.
+    pub plan: DynPlanFn,
 }
 
 impl OpEntry {
@@ -112,4 +113,78 @@ impl OpEntry {
     pub fn matches(&self, name: &str) -> bool {
         self.qualified_name == name || self.name == name
     }
+
+    /// Runs the op on untyped inputs (in manifest order) with new outputs. Natively it waits
+    /// for the GPU; in a browser it returns once submitted (read the outputs to wait).
+    pub fn run(
+        &self,
+        ctx: &Context,
+        inputs: &[&AnyTensor],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<DynRun, OpError> {
+        let (plan, outputs) = self.prepare(ctx, inputs, attrs)?;
+        ctx.run_plan(&plan, &arguments(inputs, &outputs))?;
+        Ok(DynRun {
+            outputs,
+            variant: plan.variant,
+            gpu_times: Vec::new(),
+            pass_times: Vec::new(),
+        })
+    }
+
+    /// Runs the op once untimed, then `repeats` times with timestamp queries (see
+    /// [`Context::time_plan_passes`]); the outputs hold the last repetition's result.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn time(
+        &self,
+        ctx: &Context,
+        inputs: &[&AnyTensor],
+        attrs: &[(String, AttrValue)],
+        repeats: usize,
+    ) -> Result<DynRun, OpError> {
+        pollster::block_on(self.time_async(ctx, inputs, attrs, repeats))
+    }
+
+    /// [`OpEntry::time`] without blocking, for browsers.
+    pub async fn time_async(
+        &self,
+        ctx: &Context,
+        inputs: &[&AnyTensor],
+        attrs: &[(String, AttrValue)],
+        repeats: usize,
+    ) -> Result<DynRun, OpError> {
+        let (plan, outputs) = self.prepare(ctx, inputs, attrs)?;
+        let times = ctx
+            .time_plan_passes_async(&plan, &arguments(inputs, &outputs), repeats)
+            .await?;
+        Ok(DynRun {
+            outputs,
+            variant: plan.variant,
+            gpu_times: times.total,
+            pass_times: times.passes,
+        })
+    }
+
+    fn prepare(
+        &self,
+        ctx: &Context,
+        inputs: &[&AnyTensor],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<(Plan, Vec<AnyTensor>), OpError> {
+        let plan = (self.plan)(ctx, inputs, attrs)?;
+        let mut outputs = Vec::with_capacity(plan.outputs.len());
+        for spec in &plan.outputs {
+            outputs.push(AnyTensor::zeros(ctx, spec.dtype, &spec.shape)?);
+        }
+        Ok((plan, outputs))
+    }
+}
+
+/// The plan's argument buffers: inputs in manifest order, then outputs.
+fn arguments<'a>(inputs: &[&'a AnyTensor], outputs: &'a [AnyTensor]) -> Vec<&'a wgpu::Buffer> {
+    inputs
+        .iter()
+        .map(|t| t.buffer())
+        .chain(outputs.iter().map(AnyTensor::buffer))
+        .collect()
 }

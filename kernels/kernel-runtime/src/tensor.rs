@@ -108,9 +108,16 @@ impl<T: Element> Tensor<T> {
     }
 
     /// Reads the tensor back; waits for all submitted work.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn to_vec(&self, ctx: &Context) -> Result<Vec<T>, RuntimeError> {
+        pollster::block_on(self.read_async(ctx))
+    }
+
+    /// Reads the tensor back without blocking (the way to read in a browser); completes
+    /// after all submitted work, and reports errors of earlier steps not yet reported.
+    pub async fn read_async(&self, ctx: &Context) -> Result<Vec<T>, RuntimeError> {
         let bytes = self.numel as u64 * T::DTYPE.size_bytes() as u64;
-        let raw = ctx.read_buffer(&self.buffer, bytes)?;
+        let raw = ctx.read_buffer_async(&self.buffer, bytes).await?;
         Ok(bytemuck::pod_collect_to_vec(&raw))
     }
 }
@@ -206,8 +213,16 @@ impl IndexTensor {
     }
 
     /// Reads the buffer back and widens to `i64`; waits for all submitted work.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn to_vec(&self, ctx: &Context) -> Result<Vec<i64>, RuntimeError> {
-        let raw = ctx.read_buffer(&self.buffer, self.values.len() as u64 * 4)?;
+        pollster::block_on(self.read_async(ctx))
+    }
+
+    /// [`IndexTensor::to_vec`] without blocking.
+    pub async fn read_async(&self, ctx: &Context) -> Result<Vec<i64>, RuntimeError> {
+        let raw = ctx
+            .read_buffer_async(&self.buffer, self.values.len() as u64 * 4)
+            .await?;
         let narrow: Vec<u32> = bytemuck::pod_collect_to_vec(&raw);
         Ok(narrow.into_iter().map(i64::from).collect())
     }
@@ -315,11 +330,28 @@ impl AnyTensor {
     }
 
     /// Reads back and widens every element to `f64`.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn to_f64_vec(&self, ctx: &Context) -> Result<Vec<f64>, RuntimeError> {
+        pollster::block_on(self.read_f64_async(ctx))
+    }
+
+    /// [`AnyTensor::to_f64_vec`] without blocking.
+    pub async fn read_f64_async(&self, ctx: &Context) -> Result<Vec<f64>, RuntimeError> {
         Ok(match self {
-            AnyTensor::F32(t) => t.to_vec(ctx)?.into_iter().map(f64::from).collect(),
-            AnyTensor::F16(t) => t.to_vec(ctx)?.into_iter().map(half::f16::to_f64).collect(),
-            AnyTensor::Index(t) => t.to_vec(ctx)?.into_iter().map(|v| v as f64).collect(),
+            AnyTensor::F32(t) => t
+                .read_async(ctx)
+                .await?
+                .into_iter()
+                .map(f64::from)
+                .collect(),
+            AnyTensor::F16(t) => {
+                let values = t.read_async(ctx).await?;
+                values.into_iter().map(half::f16::to_f64).collect()
+            }
+            AnyTensor::Index(t) => {
+                let values = t.read_async(ctx).await?;
+                values.into_iter().map(|v| v as f64).collect()
+            }
         })
     }
 }

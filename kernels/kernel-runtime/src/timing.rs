@@ -33,26 +33,48 @@ impl Context {
     /// recorded back to back into one command buffer per batch of up to 512, so host overhead
     /// between them does not count. A plan with no work returns zero durations.
     /// [`RuntimeError::MissingFeature`]`("timestamp-query")` when the device cannot time.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn time_plan(
         &self,
         plan: &Plan,
         args: &[&wgpu::Buffer],
         repeats: usize,
     ) -> Result<Vec<Duration>, RuntimeError> {
-        Ok(self.time_totals(plan, args, repeats)?.1)
+        pollster::block_on(self.time_plan_async(plan, args, repeats))
+    }
+
+    /// [`Context::time_plan`] without blocking, for browsers.
+    pub async fn time_plan_async(
+        &self,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+        repeats: usize,
+    ) -> Result<Vec<Duration>, RuntimeError> {
+        Ok(self.time_totals(plan, args, repeats).await?.1)
     }
 
     /// [`Context::time_plan`] with the time of each pass as well. The totals come from the
     /// plan recorded as usual, in one compute pass; the passes of a plan of several are then
     /// timed in further repetitions that record each pass in a compute pass of its own (which
     /// adds a little time between passes, so those repetitions do not count in the totals).
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn time_plan_passes(
         &self,
         plan: &Plan,
         args: &[&wgpu::Buffer],
         repeats: usize,
     ) -> Result<PlanTimes, RuntimeError> {
-        let (active, total) = self.time_totals(plan, args, repeats)?;
+        pollster::block_on(self.time_plan_passes_async(plan, args, repeats))
+    }
+
+    /// [`Context::time_plan_passes`] without blocking, for browsers.
+    pub async fn time_plan_passes_async(
+        &self,
+        plan: &Plan,
+        args: &[&wgpu::Buffer],
+        repeats: usize,
+    ) -> Result<PlanTimes, RuntimeError> {
+        let (active, total) = self.time_totals(plan, args, repeats).await?;
         let passes = match active.as_slice() {
             [] => Vec::new(),
             [only] => vec![(*only, total.clone())],
@@ -61,7 +83,7 @@ impl Context {
                     .iter()
                     .map(|&id| (id, Vec::with_capacity(repeats)))
                     .collect();
-                for repeat in self.time_repeats(plan, args, active.len(), repeats)? {
+                for repeat in self.time_repeats(plan, args, active.len(), repeats).await? {
                     for (pass, time) in passes.iter_mut().zip(repeat) {
                         pass.1.push(time);
                     }
@@ -74,7 +96,7 @@ impl Context {
 
     /// The ids of the plan's active passes and its total time per repetition, after one
     /// untimed warm-up run (zero durations when nothing is active).
-    fn time_totals(
+    async fn time_totals(
         &self,
         plan: &Plan,
         args: &[&wgpu::Buffer],
@@ -93,7 +115,8 @@ impl Context {
         }
         self.run_plan(plan, args)?;
         let total = self
-            .time_repeats(plan, args, 1, repeats)?
+            .time_repeats(plan, args, 1, repeats)
+            .await?
             .into_iter()
             .flatten()
             .collect();
@@ -102,7 +125,7 @@ impl Context {
 
     /// `repeats` timed recordings of `plan`, each giving `spans` durations: the whole plan
     /// when `spans` is 1, each active pass otherwise.
-    fn time_repeats(
+    async fn time_repeats(
         &self,
         plan: &Plan,
         args: &[&wgpu::Buffer],
@@ -114,13 +137,13 @@ impl Context {
         let mut left = repeats;
         while left > 0 {
             let batch = left.min(per_batch);
-            out.extend(self.time_batch(plan, args, spans, batch)?);
+            out.extend(self.time_batch(plan, args, spans, batch).await?);
             left -= batch;
         }
         Ok(out)
     }
 
-    fn time_batch(
+    async fn time_batch(
         &self,
         plan: &Plan,
         args: &[&wgpu::Buffer],
@@ -158,7 +181,7 @@ impl Context {
         encoder.resolve_query_set(&query_set, 0..queries, &resolve, 0);
         self.submit_labelled(encoder, &label)?;
 
-        let raw = self.read_buffer(&resolve, bytes)?;
+        let raw = self.read_buffer_async(&resolve, bytes).await?;
         let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
         let period_ns = f64::from(self.queue.get_timestamp_period());
         Ok(ticks

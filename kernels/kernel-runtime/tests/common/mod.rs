@@ -59,6 +59,7 @@ fn main(
 "#,
     entry_point: "main",
     digest: "test-scale-v1",
+    web_enables: "",
 };
 
 /// `y[r * cols + c] = x[r * cols + c] + f32(r)`: one workgroup per (column block, row), never
@@ -88,6 +89,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
 "#,
     entry_point: "main",
     digest: "test-grid-v1",
+    web_enables: "",
 };
 
 /// `y[i] = x[i] - 1` with a grid-stride loop over `params.n` items.
@@ -112,6 +114,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 "#,
     entry_point: "main",
     digest: "test-stride-v1",
+    web_enables: "",
 };
 
 /// Declares binding 1 as a uniform while plans bind a storage tensor there.
@@ -128,6 +131,7 @@ fn main() {
 "#,
     entry_point: "main",
     digest: "test-mismatch-v1",
+    web_enables: "",
 };
 
 /// Not WGSL at all.
@@ -136,6 +140,7 @@ pub static BROKEN: Kernel = Kernel {
     source: "this is not wgsl",
     entry_point: "main",
     digest: "test-broken-v1",
+    web_enables: "",
 };
 
 /// Packs `(u32, f32)` params as the runtime expects them.

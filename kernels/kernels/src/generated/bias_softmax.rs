@@ -142,7 +142,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
             description: "When 1, bias is broadcast across dimensions from `broadcast_axis` to `axis-1`; when 0, bias is broadcast across dimensions 0 to `broadcast_axis-1`.",
         },
     ],
-    run: run_dyn,
+    plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
 #[doc(hidden)]
@@ -682,7 +682,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "2d92b5c1dd561d7731347aacc981ef9c",
+        digest: "c0a31bedd43f8357b6e3573f68f7e307",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -690,7 +691,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "ae159fac6900f9263a459ef29edd92e1",
+        digest: "688921a36042e3f2c921c7e529be6d5a",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -698,7 +700,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "117496680cfaa5aba8bfd05ed07c48c1",
+        digest: "f0a05db50c3e6f1310e510a0aed9944b",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -706,7 +709,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "9051cafadec17342acc3cb7089a86162",
+        digest: "f78f65e9ed816ed8541f5af44923dd0d",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -714,7 +718,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "e3a89ea4c175e47079aa3216c7fa36fb",
+        digest: "41a356e0e03ada17df047333414aa3ce",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -722,7 +727,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "60dec14c08fe7354a88e2fa0a93bd9d6",
+        digest: "3aa2ff031d501fbf4340bffcbef9ea32",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -730,7 +736,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "fedd947af9f65c094106e4e43aed35d9",
+        digest: "352535cc2ebe3eced9102e588ae9b62f",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -738,7 +745,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
         ),
         entry_point: "main",
-        digest: "4022f45aae3ea4457fc4dbdf6578c263",
+        digest: "e68d7ad4f1a2d7d9279aa170817e83b4",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -746,7 +754,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "0b38eed39458bde62f48eaf585fdf877",
+        digest: "9b60ca6bb28b057a1263d8a00608e48f",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -754,7 +763,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "e18b15d9aef61be702e24ff29990c527",
+        digest: "ab26d2b597fc1c81543ea892bad1f4e8",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -762,7 +772,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "d3bd6368fbf28470a70ec5a65c6e05e9",
+        digest: "c5b06729b146a48ad3ea85d2539f9c4d",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowBlockStats",
@@ -770,7 +781,8 @@ static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
             "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "2f66f1c3c560057d99f77d070580f1ca",
+        digest: "c36a17a00d23c0a3be2a4e23982a2c5c",
+        web_enables: "enable subgroups;\n",
     },
 ];
 fn kernel_longrow_split_block_stats(
@@ -883,7 +895,8 @@ static KERNELS_LONGROW_SPLIT_ROW_STATS: [rt::Kernel; 2usize] = [
             "bias_softmax/longrow_split.row_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-row.wgsl"
         ),
         entry_point: "main",
-        digest: "169052bdbc41c21465994962fe726265",
+        digest: "69522fc91bddaa6f4ea8a1589005e376",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowStats",
@@ -891,7 +904,8 @@ static KERNELS_LONGROW_SPLIT_ROW_STATS: [rt::Kernel; 2usize] = [
             "bias_softmax/longrow_split.row_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-row.wgsl"
         ),
         entry_point: "main",
-        digest: "ca5e1ff21e961afc005c48275dbbca20",
+        digest: "efaa727495694a1674e6a38e513ef140",
+        web_enables: "",
     },
 ];
 fn kernel_longrow_split_row_stats(
@@ -995,6 +1009,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "f0d033f20ac01d29293d7b7f46a758f9",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1003,6 +1018,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "3b0806ef2bc8f259c710541f6e767a44",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1011,6 +1027,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "db8b198b80dddaf525d332f667388be9",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1019,6 +1036,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "6ed161f9da626bf3ed77527bd7e8b9bb",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1027,6 +1045,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "17e3aefe45a7f59ac741bd8d44733be5",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1035,6 +1054,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "1d90d468c4e17d72243d199fa4999546",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1043,6 +1063,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "1ced36c878fe66f6888b1acc4d433a4c",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.LongRowNormalize",
@@ -1051,6 +1072,7 @@ static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
         ),
         entry_point: "main",
         digest: "9949c0d5ba62bbc3c3eea87aa39518fb",
+        web_enables: "",
     },
 ];
 fn kernel_longrow_split_normalize(
@@ -1242,7 +1264,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "8fb28d23b02ab3fa1f1c410ef7b7cb77",
+        digest: "ba261a51f01448cb6bbb53ef2f190cf9",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1250,7 +1273,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "5b9eb14cc053b0ec8db1eaaae2d012e0",
+        digest: "d2368a4c21b45178afa8e6edd287e96e",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1258,7 +1282,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "815a13a4564c6456d4575a3c57da5202",
+        digest: "ccb970016eb3ce67a50747534075ae28",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1266,7 +1291,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "db53609faa8f03c8dfa738358970d4eb",
+        digest: "79e00ef32da47e7fc4b1baa87fdde5e4",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1274,7 +1300,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "6db89ed66754926b61b9330506291db7",
+        digest: "e7e9e8bf9eb10d11cd4559a6f00e46de",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1282,7 +1309,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "51092e3337596741c2f7ebd867c1f775",
+        digest: "4d6950e95e153532692b2ffaf029c12f",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1290,7 +1318,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "be464fb571faa53261170aaf90e8bff0",
+        digest: "6aafa7c84cc6634df8fe206ca1b150a1",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1298,7 +1327,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
         ),
         entry_point: "main",
-        digest: "8d5e47a67583960ec3fc27d84f2366ea",
+        digest: "abf928a8444703f904c075270887e7f2",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1306,7 +1336,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "491ce7fa2b5d3ac4f8aaec3c68d66f08",
+        digest: "c1974c19b718d2bbcb4c796d53b61113",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.PackedRows",
@@ -1314,7 +1345,8 @@ static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
             "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "f87e295a877ccdf9cc0447ef6bc6d115",
+        digest: "0ab0490a74827f33a8feeba0e1489db0",
+        web_enables: "enable subgroups;\n",
     },
 ];
 fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1539,7 +1571,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "6bee318bc66ea5a1eb2f057367c5d9b5",
+        digest: "8210f51619ac139fda0c9928ad35d277",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1547,7 +1580,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "1601450b1efb68facc0814bda4141b09",
+        digest: "535b0b6d4d9db0ae19bde47317a62662",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1555,7 +1589,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "33684dcaf7cbeca935bec4d2cb2f214e",
+        digest: "fa73aeb7e0e959b730a1714790034c34",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1563,7 +1598,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f2d1891e3cd9c1b042e90e1b426c10c0",
+        digest: "4483187e131374074763c8afb4b42daa",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1571,7 +1607,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "d24fdb514405b473e4bf6fa21697887c",
+        digest: "21332f1565d889c66525064296cb8207",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1579,7 +1616,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "2e9b7fe7d32cd2e2e2b3d896d1430666",
+        digest: "97875c7f6241c85409737669a05b6622",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1587,7 +1625,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "a64c7e27df35b52428e964680f32fee7",
+        digest: "c0eca4330fadcf6125931d8dc9b8ebf3",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1595,7 +1634,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "b23e6f5a7d08b8c2bf7f18332f0a7a9c",
+        digest: "d1de35982f1a3f22673236c30891483c",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1603,7 +1643,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "4f33cccdbd5d6886c132433b88c3f42a",
+        digest: "b1c07b1245d7306f94d3d694406ff6e4",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1611,7 +1652,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "06ee46e08cb885d27d43ae64ef1f2837",
+        digest: "0dc3890f79c80ffd35a3bc598d610912",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1619,7 +1661,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "b5df43522cfdfa9a2638343d18a94591",
+        digest: "9e0f4be005a93530c7f1de076c01cc6c",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1627,7 +1670,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "93866f06248b6b4378fe9ee3888ec971",
+        digest: "01c9b9dfec9524faf4df2473a57eb4ae",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1635,7 +1679,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "f2bf43f4dd4ee087933bad37c28dd076",
+        digest: "b052e7bdddda1ac02ee7253e6f988b2d",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1643,7 +1688,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "c66ff3cdb1dc510918a5ab9bf3a1b1a8",
+        digest: "dc8bf2e5bac7234de54832b06fcf18db",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1651,7 +1697,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "81471d25c7461c3642afe79ea82cc790",
+        digest: "697d9e25838b4d33cd97f4adb0d232a3",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1659,7 +1706,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
         ),
         entry_point: "main",
-        digest: "559a7af2b2d0055e8d490dcd1bf6783b",
+        digest: "a9edb9e6dde44565397057e20d981439",
+        web_enables: "",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1667,7 +1715,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "ca2f2af62e7f53d7c56c46301c64513f",
+        digest: "b77232fc879929cfbe95e9244e8faa82",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1675,7 +1724,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "51aaca2b465ddc2c09739abdb172ade4",
+        digest: "267b2a71e177f0b2f45d4aea47d821bf",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1683,7 +1733,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "8c0f31b00aed9e19535861e9355314a9",
+        digest: "addc34be94a4e4a585e00c57f7ecef53",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1691,7 +1742,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "728b2ca183f4b7ccab2e29cda69556e8",
+        digest: "43c07978c487518aca8dcadc4c1229fd",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1699,7 +1751,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "285114cf1ef36be70aa0b8eef5e7f6c6",
+        digest: "1f90e6438e3b34e4d05cfb949c2da7a8",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1707,7 +1760,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "3d569b0029d3d82ba946496a99b1101c",
+        digest: "11d216f248010a3c7970857fac0434d2",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1715,7 +1769,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "c4b64e0cce08e65c5b8afb68ecdba075",
+        digest: "849acfebcaf652749dad596e238af2b3",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "BiasSoftmax.AdaptiveRow",
@@ -1723,7 +1778,8 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
             "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "3dee6c765b3482978f4d8fbe4b306a4d",
+        digest: "ee5460b7e558a1eab5b3cefa4ab0d239",
+        web_enables: "enable subgroups;\n",
     },
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1984,12 +2040,11 @@ pub fn run<T: rt::Float>(
     ctx.submit(encoder)?;
     Ok(outputs)
 }
-fn run_dyn(
+fn plan_dyn(
     ctx: &rt::Context,
     inputs: &[&rt::AnyTensor],
     raw: &[(::std::string::String, rt::support::AttrValue)],
-    repeats: usize,
-) -> Result<rt::registry::DynRun, rt::OpError> {
+) -> Result<rt::Plan, rt::OpError> {
     let attrs = Attrs::from_raw(raw)?;
     let attrs = &attrs;
     let [data, bias] = inputs else {
@@ -2023,22 +2078,5 @@ fn run_dyn(
         rt::registry::ArgView::of("data", data),
         rt::registry::ArgView::of("bias", bias),
     ];
-    let mut outputs = ::std::vec::Vec::new();
-    for spec in &plan.outputs {
-        outputs.push(rt::AnyTensor::zeros(ctx, spec.dtype, &spec.shape)?);
-    }
-    let mut args: ::std::vec::Vec<&::wgpu::Buffer> = vec![data.buffer(), bias.buffer()];
-    args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-    let times = if repeats > 0 {
-        ctx.time_plan_passes(&plan, &args, repeats)?
-    } else {
-        ctx.run_plan(&plan, &args)?;
-        rt::PlanTimes::default()
-    };
-    Ok(rt::registry::DynRun {
-        outputs,
-        variant: plan.variant,
-        gpu_times: times.total,
-        pass_times: times.passes,
-    })
+    Ok(plan)
 }

@@ -165,7 +165,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
             description: "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
         },
     ],
-    run: run_dyn,
+    plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
 #[doc(hidden)]
@@ -647,6 +647,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "4fe166426b872d1bcc3b5829cb610dfa",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -655,6 +656,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "64333bd13b5228f9adc1790db3cad349",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -663,6 +665,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "6178a3a30b045f85f6f7e6493d734c38",
+        web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadSubgroups",
@@ -671,6 +674,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "fad2d8fdc5fc0af2c93c357735c41122",
+        web_enables: "enable subgroups;\n",
     },
 ];
 fn kernel_row_head_subgroups_main(
@@ -802,6 +806,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "9f4bebfcd2e0b46ebbe87515a5e4d89f",
+        web_enables: "",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -810,6 +815,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "71d1d34501dfbc11f20fe3e2c1424ed3",
+        web_enables: "",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -818,6 +824,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "cb1e58cba7fdea4466d488c7d8e85cc9",
+        web_enables: "",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.RowHeadTree",
@@ -826,6 +833,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "5068993c7e4db2da3a64dae9a51af051",
+        web_enables: "",
     },
 ];
 fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -949,6 +957,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "36237319dcfecfede7daa87dc654fc70",
+        web_enables: "",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -957,6 +966,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "8bebd7ffb0ce59194eb4ef2d1131fe98",
+        web_enables: "",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -965,6 +975,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "a967301bd77d9f5fe0bfc09112471714",
+        web_enables: "",
     },
     rt::Kernel {
         label: "GatedRelativePositionBias.Row",
@@ -973,6 +984,7 @@ static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
         ),
         entry_point: "main",
         digest: "7248341cccf6d8e824ef58724c718c1d",
+        web_enables: "",
     },
 ];
 fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1305,12 +1317,11 @@ pub fn run<T: rt::Float>(
     ctx.submit(encoder)?;
     Ok(outputs)
 }
-fn run_dyn(
+fn plan_dyn(
     ctx: &rt::Context,
     inputs: &[&rt::AnyTensor],
     raw: &[(::std::string::String, rt::support::AttrValue)],
-    repeats: usize,
-) -> Result<rt::registry::DynRun, rt::OpError> {
+) -> Result<rt::Plan, rt::OpError> {
     let attrs = Attrs::from_raw(raw)?;
     let attrs = &attrs;
     let [query_layer, query_bias, rel_pos, weight, bias, eco_a] = inputs else {
@@ -1364,25 +1375,5 @@ fn run_dyn(
         rt::registry::ArgView::of("bias", bias),
         rt::registry::ArgView::of("eco_a", eco_a),
     ];
-    let mut outputs = ::std::vec::Vec::new();
-    for spec in &plan.outputs {
-        outputs.push(rt::AnyTensor::zeros(ctx, spec.dtype, &spec.shape)?);
-    }
-    let mut args: ::std::vec::Vec<&::wgpu::Buffer> = vec![
-        query_layer.buffer(), query_bias.buffer(), rel_pos.buffer(), weight.buffer(),
-        bias.buffer(), eco_a.buffer()
-    ];
-    args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-    let times = if repeats > 0 {
-        ctx.time_plan_passes(&plan, &args, repeats)?
-    } else {
-        ctx.run_plan(&plan, &args)?;
-        rt::PlanTimes::default()
-    };
-    Ok(rt::registry::DynRun {
-        outputs,
-        variant: plan.variant,
-        gpu_times: times.total,
-        pass_times: times.passes,
-    })
+    Ok(plan)
 }

@@ -281,7 +281,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
             description: "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
         },
     ],
-    run: run_dyn,
+    plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
 #[doc(hidden)]
@@ -990,6 +990,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "948c63aa5478d5c637949296cdf85b12",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -998,6 +999,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "340716a5f69fc50cd620701e462c11cb",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1006,6 +1008,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "adf9252a3c083d4cc66c2d23ee3ca6c9",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1014,6 +1017,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "a45c371bb2ac8834ef14585132a8ee94",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1022,6 +1026,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "4716187b8d7463f1aca0e34b505a6a06",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1030,6 +1035,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "9446a06fbd464f6532254df11f6e3b6c",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1038,6 +1044,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "aa7a3228b9d70b536dfc32a854aa9c36",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1046,6 +1053,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "ca714fd09f919a9c61e2d94a394fe9bb",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1054,6 +1062,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "940e483c5db74a7a03733f9e2e386a22",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1062,6 +1071,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "52cc7d8db39a4d8358a5bf61d30a3d30",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1070,6 +1080,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "c2e2878e5425dcf2509a28f5b2b0a381",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1078,6 +1089,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "47de3324db1128effb5677824c2efabf",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1086,6 +1098,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "3cc8035289b0071a6f0496b06473a0a5",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1094,6 +1107,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "60a60862c067697cdfbc79ab2897f767",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1102,6 +1116,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "7626a1daf6a3ef41caac7e32925934df",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding3d",
@@ -1110,6 +1125,7 @@ static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "18cde5182e6157f70a9b061bb2c830ad",
+        web_enables: "",
     },
 ];
 fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1338,6 +1354,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "473aab372468fd374e8802abab3f24a7",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1346,6 +1363,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "c7da8b5234e262a171df5565324d343b",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1354,6 +1372,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "6be655c51cfa8929b136d417516121c1",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1362,6 +1381,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "dab92401d98ab775424be0b5e88b1c24",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1370,6 +1390,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "d13c56563620bb4fde9b172f7b7b43ab",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1378,6 +1399,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "bca7e314ba7bcf3bf0eb1a4f459cf47d",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1386,6 +1408,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "74b80f1d20a2872b47a4b31a492c2016",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1394,6 +1417,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "f2413ca3a34d6ed9cd7ff3cd56f64c87",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1402,6 +1426,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "a6e9f0ec15141634d5c62aef986e8a51",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1410,6 +1435,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "b08f1854b47810d3a0752b50914fb2af",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1418,6 +1444,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "2f1d6fc0148fdb7e2c8c2fea8479ff7c",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1426,6 +1453,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "c20db8e82c6dd8ddd7d849100f79f7dc",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1434,6 +1462,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "90e66f12fe3c0b1d674ea2759e9e70d1",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1442,6 +1471,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "69819b5c08068ee6db7832460d6071a2",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1450,6 +1480,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "d3ab14a16c756e2de3b58f03f54192af",
+        web_enables: "",
     },
     rt::Kernel {
         label: "mrotary_embedding4d",
@@ -1458,6 +1489,7 @@ static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
         ),
         entry_point: "main",
         digest: "a01d8ea216bb27e138755de96a13e526",
+        web_enables: "",
     },
 ];
 fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
@@ -1809,12 +1841,11 @@ pub fn run<T: rt::Float>(
     ctx.submit(encoder)?;
     Ok(outputs)
 }
-fn run_dyn(
+fn plan_dyn(
     ctx: &rt::Context,
     inputs: &[&rt::AnyTensor],
     raw: &[(::std::string::String, rt::support::AttrValue)],
-    repeats: usize,
-) -> Result<rt::registry::DynRun, rt::OpError> {
+) -> Result<rt::Plan, rt::OpError> {
     let attrs = Attrs::from_raw(raw)?;
     let attrs = &attrs;
     let [input, position_ids, cos_cache, sin_cache] = inputs else {
@@ -1862,24 +1893,5 @@ fn run_dyn(
         ],
         attrs,
     )?;
-    let mut outputs = ::std::vec::Vec::new();
-    for spec in &plan.outputs {
-        outputs.push(rt::AnyTensor::zeros(ctx, spec.dtype, &spec.shape)?);
-    }
-    let mut args: ::std::vec::Vec<&::wgpu::Buffer> = vec![
-        input.buffer(), position_ids.buffer(), cos_cache.buffer(), sin_cache.buffer()
-    ];
-    args.extend(outputs.iter().map(rt::AnyTensor::buffer));
-    let times = if repeats > 0 {
-        ctx.time_plan_passes(&plan, &args, repeats)?
-    } else {
-        ctx.run_plan(&plan, &args)?;
-        rt::PlanTimes::default()
-    };
-    Ok(rt::registry::DynRun {
-        outputs,
-        variant: plan.variant,
-        gpu_times: times.total,
-        pass_times: times.passes,
-    })
+    Ok(plan)
 }

@@ -13,8 +13,10 @@ struct Params {
 @group(0) @binding(3) var<uniform> params: Params;
 
 const WORKGROUP_SIZE: u32 = 256u;
-// The identity of `max` that stays finite, so no infinity appears in the shader text.
-const LOWEST: f32 = -3.40282347e38;
+// The identity of `max` that stays finite, so no infinity appears in the shader text: the
+// lowest f32, written exactly (a rounded decimal such as -3.40282347e38 lies outside f32's
+// range, which Tint rejects).
+const LOWEST: f32 = -0x1.fffffep+127f;
 
 fn bias_row(row: u32) -> u32 {
     return row % biasBlockCount;

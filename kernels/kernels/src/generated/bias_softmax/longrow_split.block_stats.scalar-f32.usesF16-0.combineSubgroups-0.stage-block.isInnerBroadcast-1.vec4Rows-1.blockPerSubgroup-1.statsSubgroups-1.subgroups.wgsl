@@ -14,7 +14,8 @@ struct Params {
 
 const WORKGROUP_SIZE: u32 = 256u;
 const BLOCK_COLS: u32 = 2048u;
-const LOWEST: f32 = -3.40282347e38;
+// The lowest f32, written exactly (see bias-softmax.wgsl.jinja).
+const LOWEST: f32 = -0x1.fffffep+127f;
 const PER_LANE: u32 = (BLOCK_COLS + WORKGROUP_SIZE - 1u) / WORKGROUP_SIZE;
 
 var<workgroup> reduction_scratch: array<f32, 256>;

@@ -1,0 +1,190 @@
+//! Offline translation of validated shaders with naga's back ends (SPIR-V, MSL, HLSL, GLSL), so a
+//! shader that wgpu could not turn into a platform shader fails the build, not a user's device.
+//!
+//! Each back end gets the capabilities the shader needs, as wgpu would ask for them: SPIR-V 1.3
+//! for subgroup operations (1.0 otherwise), MSL 2.4, HLSL shader model 6.2 for f16 and 6.0 for
+//! wave operations (5.1 otherwise), GLSL ES 3.10 compute. Pipeline overrides are given the
+//! representative values of [`representative_override`] first, since the back ends translate
+//! a module whose overrides are resolved.
+
+use std::fmt;
+
+use naga::back::{glsl, hlsl, msl, spv};
+
+/// A shading language naga translates WGSL into for one of wgpu's native backends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// Vulkan.
+    SpirV,
+    /// Metal.
+    Msl,
+    /// DX12.
+    Hlsl,
+    /// OpenGL (ES) through wgpu's GL backend.
+    Glsl,
+}
+
+impl Target {
+    pub const ALL: [Target; 4] = [Target::SpirV, Target::Msl, Target::Hlsl, Target::Glsl];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::SpirV => "SPIR-V",
+            Target::Msl => "MSL",
+            Target::Hlsl => "HLSL",
+            Target::Glsl => "GLSL",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What became of a shader on one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetStatus {
+    /// Translated.
+    Translated,
+    /// Not a target of this shader: no wgpu backend of that language offers a feature it
+    /// needs (wgpu's GL backend has neither `shader-f16` nor `subgroups`).
+    NotApplicable(&'static str),
+}
+
+/// The translations of one shader.
+#[derive(Debug, Clone, Default)]
+pub struct Translations {
+    /// Per target, in [`Target::ALL`] order.
+    pub status: Vec<(Target, TargetStatus)>,
+    /// The SPIR-V module, for external validation (`spirv-val`).
+    pub spirv: Vec<u32>,
+    /// The SPIR-V version it was written for, `(1, 0)` or `(1, 3)`.
+    pub spirv_version: (u8, u8),
+}
+
+/// The value every override of its type gets for translation and for the second validator's
+/// pipeline: small, non-zero and a multiple of 4, so word-size conditions and divisions by
+/// the value stay defined.
+pub fn representative_override(wgsl_type: &str) -> f64 {
+    match wgsl_type {
+        "f32" | "f16" => 1.0,
+        "bool" => 1.0,
+        _ => 8.0,
+    }
+}
+
+/// Translates `module` (validated with `f16`/`subgroups` capabilities) to every target;
+/// `Err` names the back end and naga's message.
+pub fn translate(
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    overrides: &[(String, &'static str)],
+    f16: bool,
+    subgroups: bool,
+) -> Result<Translations, String> {
+    let mut constants = naga::back::PipelineConstants::default();
+    for (name, ty) in overrides {
+        constants.insert(name.clone(), representative_override(ty));
+    }
+    let entry = (naga::ShaderStage::Compute, "main");
+    let (module, info) =
+        naga::back::pipeline_constants::process_overrides(module, info, Some(entry), &constants)
+            .map_err(|e| format!("resolving overrides: {e}"))?;
+    let mut out = Translations::default();
+
+    let spirv_version = if subgroups { (1, 3) } else { (1, 0) };
+    let spv_options = spv::Options {
+        lang_version: spirv_version,
+        ..spv::Options::default()
+    };
+    let spv_pipeline = spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: "main".to_owned(),
+    };
+    out.spirv = spv::write_vec(&module, &info, &spv_options, Some(&spv_pipeline))
+        .map_err(|e| failure(Target::SpirV, &e))?;
+    out.spirv_version = spirv_version;
+    out.status.push((Target::SpirV, TargetStatus::Translated));
+
+    let msl_options = msl::Options {
+        lang_version: (2, 4),
+        ..msl::Options::default()
+    };
+    let msl_pipeline = msl::PipelineOptions {
+        entry_point: Some((naga::ShaderStage::Compute, "main".to_owned())),
+        ..msl::PipelineOptions::default()
+    };
+    msl::write_string(&module, &info, &msl_options, &msl_pipeline)
+        .map_err(|e| failure(Target::Msl, &e))?;
+    out.status.push((Target::Msl, TargetStatus::Translated));
+
+    let shader_model = if f16 {
+        hlsl::ShaderModel::V6_2
+    } else if subgroups {
+        hlsl::ShaderModel::V6_0
+    } else {
+        hlsl::ShaderModel::V5_1
+    };
+    let hlsl_options = hlsl::Options {
+        shader_model,
+        ..hlsl::Options::default()
+    };
+    let hlsl_pipeline = hlsl::PipelineOptions {
+        entry_point: Some((naga::ShaderStage::Compute, "main".to_owned())),
+    };
+    let mut hlsl_text = String::new();
+    hlsl::Writer::new(&mut hlsl_text, &hlsl_options, &hlsl_pipeline)
+        .write(&module, &info, None)
+        .map_err(|e| failure(Target::Hlsl, &e))?;
+    out.status.push((Target::Hlsl, TargetStatus::Translated));
+
+    if f16 {
+        out.status.push((
+            Target::Glsl,
+            TargetStatus::NotApplicable("wgpu's GL backend has no shader-f16"),
+        ));
+    } else if subgroups {
+        out.status.push((
+            Target::Glsl,
+            TargetStatus::NotApplicable("wgpu's GL backend has no subgroups"),
+        ));
+    } else {
+        let glsl_options = glsl::Options {
+            version: glsl::Version::Embedded {
+                version: 310,
+                is_webgl: false,
+            },
+            ..glsl::Options::default()
+        };
+        let glsl_pipeline = glsl::PipelineOptions {
+            shader_stage: naga::ShaderStage::Compute,
+            entry_point: "main".to_owned(),
+            multiview: None,
+        };
+        let mut glsl_text = String::new();
+        glsl::Writer::new(
+            &mut glsl_text,
+            &module,
+            &info,
+            &glsl_options,
+            &glsl_pipeline,
+            naga::proc::BoundsCheckPolicies::default(),
+        )
+        .and_then(|mut w| w.write())
+        .map_err(|e| failure(Target::Glsl, &e))?;
+        out.status.push((Target::Glsl, TargetStatus::Translated));
+    }
+    Ok(out)
+}
+
+fn failure(target: Target, error: &dyn std::error::Error) -> String {
+    let mut message = format!("naga's {target} back end rejects the shader: {error}");
+    let mut source = error.source();
+    while let Some(inner) = source {
+        message.push_str(&format!(": {inner}"));
+        source = inner.source();
+    }
+    message
+}
