@@ -1,6 +1,8 @@
 //! Shared code of the runnable programs and GPU tests: float64 CPU references of the ops
 //! ([`reference`]) and seeded test data with tolerant comparison ([`data`]).
 
+#[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
+pub mod cases;
 pub mod data;
 pub mod reference;

@@ -1,18 +1,27 @@
 //! `cargo xtask ci`: what CI runs, in the order that fails fastest. It installs Mesa's software
 //! Vulkan driver (lavapipe) when no Vulkan driver is present and the machine allows it, so GPU
-//! tests run on a fresh Debian machine that only has the Rust toolchain.
+//! tests run on a fresh Debian machine that only has the Rust toolchain; likewise `spirv-tools`
+//! and Node.js for the shader validators of the codegen check.
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
+
+use crate::codegen::{Mode, Validators};
+use crate::validators;
 
 pub fn run(root: &Path) -> Result<()> {
     ensure_vulkan_driver()?;
     step("formatting", || cargo(root, &["fmt", "--all", "--check"]))?;
-    step("generated code is fresh", || {
-        super::codegen::run(root, true)
-    })?;
+    step(
+        "generated code is fresh; shaders pass naga, spirv-val and Tint",
+        || {
+            ensure_shader_validators(root)?;
+            super::codegen::run(root, Mode::Check(Validators::ALL))
+        },
+    )?;
     step("clippy", || {
         cargo(
             root,
@@ -100,39 +109,79 @@ fn has_vulkan_driver() -> bool {
 }
 
 /// Installs `mesa-vulkan-drivers` with apt-get when no Vulkan driver is present and we may.
-fn ensure_vulkan_driver() -> Result<()> {
+pub fn ensure_vulkan_driver() -> Result<()> {
     if has_vulkan_driver() {
         return Ok(());
     }
-    let apt = Path::new("/usr/bin/apt-get").exists();
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !(apt && root) {
+    if !can_apt_install() {
         eprintln!(
             "ci: no Vulkan driver found and cannot install one here (needs apt-get as root); GPU tests will report that no adapter exists"
         );
         return Ok(());
     }
     eprintln!("ci: no Vulkan driver found; installing Mesa's software driver (lavapipe)");
-    let quiet = ["-q", "-y", "-o", "Dpkg::Use-Pty=0"];
-    let update = Command::new("apt-get")
-        .args(["-q", "update"])
-        .status()
-        .context("running apt-get update")?;
-    if !update.success() {
-        bail!("apt-get update failed ({update})");
+    apt_install(&["mesa-vulkan-drivers", "libvulkan1"])
+}
+
+/// Installs what the shader validators need and is missing: `spirv-tools` (spirv-val), Node.js
+/// and npm (Debian's `nodejs npm`) with apt-get as root, then `xtask/js/node_modules`.
+fn ensure_shader_validators(root: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    if !validators::runs("spirv-val") {
+        missing.push("spirv-tools");
+    }
+    if !validators::runs("node") {
+        missing.extend(["nodejs", "npm"]);
+    } else if !validators::runs("npm") {
+        missing.push("npm");
+    }
+    if !missing.is_empty() {
+        if !can_apt_install() {
+            bail!(
+                "the shader validators need {} (cannot install here: needs apt-get as root)",
+                missing.join(", ")
+            );
+        }
+        eprintln!(
+            "ci: installing {} for the shader validators",
+            missing.join(", ")
+        );
+        apt_install(&missing)?;
+    }
+    validators::ensure_node_packages(root)
+}
+
+/// Whether [`apt_install`] may run: apt-get exists and we are root.
+fn can_apt_install() -> bool {
+    let apt = Path::new("/usr/bin/apt-get").exists();
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    apt && root
+}
+
+/// `apt-get install --no-install-recommends` of `packages`, after one `apt-get update` per run.
+fn apt_install(packages: &[&str]) -> Result<()> {
+    static UPDATED: AtomicBool = AtomicBool::new(false);
+    if !UPDATED.swap(true, Ordering::Relaxed) {
+        let update = Command::new("apt-get")
+            .args(["-q", "update"])
+            .status()
+            .context("running apt-get update")?;
+        if !update.success() {
+            bail!("apt-get update failed ({update})");
+        }
     }
     let install = Command::new("apt-get")
         .args(["install", "--no-install-recommends"])
-        .args(quiet)
-        .args(["mesa-vulkan-drivers", "libvulkan1"])
+        .args(["-q", "-y", "-o", "Dpkg::Use-Pty=0"])
+        .args(packages)
         .env("DEBIAN_FRONTEND", "noninteractive")
         .status()
         .context("running apt-get install")?;
     if !install.success() {
-        bail!("installing mesa-vulkan-drivers failed ({install})");
+        bail!("installing {} failed ({install})", packages.join(" "));
     }
     Ok(())
 }

@@ -1,14 +1,46 @@
-//! `cargo xtask codegen [--check]`: reads manifests, templates and the list of hand-written host
-//! checks, runs the pure `codegen` library and writes (or compares) the generated files.
+//! `cargo xtask codegen [--check [--tint] [--spirv-val]]`: reads manifests, templates and the
+//! list of hand-written host checks, runs the pure `codegen` library and writes (or compares)
+//! the generated files; `--check` can also run the shader validators of [`crate::validators`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-/// Generates, or with `check` verifies that the committed files are what would be generated.
-pub fn run(root: &Path, check: bool) -> Result<()> {
+use crate::validators;
+
+/// What [`run`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Write the generated files.
+    Write,
+    /// Write nothing; fail when a file is stale or orphaned, or a validator finds a problem.
+    Check(Validators),
+}
+
+/// The validators `--check` runs beyond naga (which always runs, inside codegen).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Validators {
+    /// Tint (Chrome's WGSL compiler) through Dawn's node binding.
+    pub tint: bool,
+    /// `spirv-val` on naga's SPIR-V.
+    pub spirv_val: bool,
+}
+
+impl Validators {
+    pub const ALL: Validators = Validators {
+        tint: true,
+        spirv_val: true,
+    };
+}
+
+/// Generates, or with [`Mode::Check`] verifies that the committed files are what would be
+/// generated and that the shaders pass the chosen validators; the check prints a Markdown
+/// summary table (stdout) of every shader's validation and translations.
+pub fn run(root: &Path, mode: Mode) -> Result<()> {
+    let started = Instant::now();
     let inputs = read_inputs(root)?;
     let output = match codegen::generate(&inputs) {
         Ok(output) => output,
@@ -34,23 +66,66 @@ pub fn run(root: &Path, check: bool) -> Result<()> {
             stale.push(file);
         }
     }
-    if check {
-        if stale.is_empty() && orphans.is_empty() {
+    if let Mode::Check(validators) = mode {
+        let spirv = if validators.spirv_val {
+            Some(validators::spirv_val(root, &output.shaders)?)
+        } else {
+            None
+        };
+        let tint = if validators.tint {
+            Some(validators::tint(root, &output.shaders)?)
+        } else {
+            None
+        };
+        println!(
+            "{}",
+            validators::summary_table(&output.shaders, spirv.as_deref(), tint.as_deref())
+        );
+        let mut ran = vec!["naga"];
+        if spirv.is_some() {
+            ran.push("spirv-val");
+        }
+        if tint.is_some() {
+            ran.push("Tint");
+        }
+        let problems: Vec<String> = [spirv, tint]
+            .iter()
+            .flatten()
+            .flat_map(|findings| validators::problems(findings))
+            .collect();
+        if stale.is_empty() && orphans.is_empty() && problems.is_empty() {
             eprintln!(
-                "codegen --check: {} generated files are fresh; {} shaders validate",
+                "codegen --check: {} generated files are fresh; {} shaders pass {} ({:.1?})",
                 output.files.len(),
-                output.shader_count
+                output.shader_count,
+                ran.join(", "),
+                started.elapsed()
             );
             return Ok(());
         }
         let mut report = String::new();
-        for file in &stale {
-            report.push_str(&format!("\n  stale:    {}", file.path));
+        if !stale.is_empty() || !orphans.is_empty() {
+            report.push_str("generated code is out of date; run `cargo xtask codegen`:");
+            for file in &stale {
+                report.push_str(&format!("\n  stale:    {}", file.path));
+            }
+            for path in &orphans {
+                report.push_str(&format!("\n  orphaned: {path}"));
+            }
         }
-        for path in &orphans {
-            report.push_str(&format!("\n  orphaned: {path}"));
+        if !problems.is_empty() {
+            if !report.is_empty() {
+                report.push('\n');
+            }
+            report.push_str(&format!(
+                "shader validation found {} problem(s):",
+                problems.len()
+            ));
+            for problem in &problems {
+                report.push_str(&format!("\n  {problem}"));
+            }
         }
-        bail!("generated code is out of date; run `cargo xtask codegen`:{report}");
+        bail!("{report}");
     }
     for file in &stale {
         let path = root.join(&file.path);

@@ -1,8 +1,10 @@
 //! Project automation, the only entry point for generated code, CI and the demo:
-//! `cargo xtask codegen [--check]`, `cargo xtask ci`, `cargo xtask demo`, `cargo xtask bench`.
+//! `cargo xtask codegen [--check [--tint] [--spirv-val]]`, `cargo xtask ci`, `cargo xtask demo`,
+//! `cargo xtask bench`.
 
 mod ci;
 mod codegen;
+mod validators;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -23,10 +25,20 @@ enum Command {
         /// Write nothing; fail if any generated file is stale or orphaned, or a shader is invalid.
         #[arg(long)]
         check: bool,
+        /// With --check: also compile every shader with Tint (Chrome's compiler, through
+        /// Dawn's `webgpu` npm package in xtask/js, installed with `npm ci` when missing)
+        /// and create its pipeline and bind group as the runtime does.
+        #[arg(long, requires = "check")]
+        tint: bool,
+        /// With --check: also validate naga's SPIR-V of every shader with `spirv-val`
+        /// (Debian's spirv-tools).
+        #[arg(long, requires = "check")]
+        spirv_val: bool,
     },
     /// Everything CI runs: Vulkan driver setup, formatting, codegen freshness, clippy, tests.
     Ci,
-    /// The main job: generate, then run every op on the best adapter against a CPU reference.
+    /// The main job: generate, then run every op on the best adapter against a CPU reference
+    /// (installing Mesa's Vulkan driver first when no Vulkan driver is present and it may).
     Demo,
     /// Benchmarks: every case of manifests/*.bench.json against the copy-kernel ceiling.
     Bench {
@@ -40,14 +52,27 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let root = project_root();
     let result = match cli.command {
-        Command::Codegen { check } => codegen::run(&root, check),
+        Command::Codegen {
+            check,
+            tint,
+            spirv_val,
+        } => codegen::run(
+            &root,
+            if check {
+                codegen::Mode::Check(codegen::Validators { tint, spirv_val })
+            } else {
+                codegen::Mode::Write
+            },
+        ),
         Command::Ci => ci::run(&root),
-        Command::Demo => codegen::run(&root, false).and_then(|()| {
-            ci::cargo(
-                &root,
-                &["run", "--release", "-p", "examples", "--bin", "demo"],
-            )
-        }),
+        Command::Demo => ci::ensure_vulkan_driver()
+            .and_then(|()| codegen::run(&root, codegen::Mode::Write))
+            .and_then(|()| {
+                ci::cargo(
+                    &root,
+                    &["run", "--release", "-p", "examples", "--bin", "demo"],
+                )
+            }),
         Command::Bench { args } => {
             let mut cargo_args = vec!["run", "--release", "-p", "examples", "--bin", "bench", "--"];
             cargo_args.extend(args.iter().map(String::as_str));
@@ -79,7 +104,8 @@ mod tests {
     /// validating.
     #[test]
     fn generated_code_is_fresh() {
-        if let Err(err) = super::codegen::run(&super::project_root(), true) {
+        let check = super::codegen::Mode::Check(super::codegen::Validators::default());
+        if let Err(err) = super::codegen::run(&super::project_root(), check) {
             panic!("{err:#}");
         }
     }
@@ -105,13 +131,17 @@ mod tests {
         for dir in ["manifests", "templates", "kernels/kernels/src/host_checks"] {
             copy_tree(&source.join(dir), &root.join(dir));
         }
-        let check = || super::codegen::run(&root, true).map_err(|e| format!("{e:#}"));
+        use super::codegen::{Mode, Validators};
+        let check = || {
+            super::codegen::run(&root, Mode::Check(Validators::default()))
+                .map_err(|e| format!("{e:#}"))
+        };
         let missing = check().expect_err("nothing generated yet");
         assert!(
             missing.contains("stale:    kernels/kernels/src/generated/mod.rs"),
             "{missing}"
         );
-        super::codegen::run(&root, false).expect("generation succeeds");
+        super::codegen::run(&root, Mode::Write).expect("generation succeeds");
         check().expect("fresh after generating");
 
         let generated = root.join(codegen::GENERATED_DIR);
@@ -126,7 +156,7 @@ mod tests {
             report.contains("orphaned: kernels/kernels/src/generated/leftover.rs"),
             "{report}"
         );
-        super::codegen::run(&root, false).expect("regeneration succeeds");
+        super::codegen::run(&root, Mode::Write).expect("regeneration succeeds");
         check().expect("fresh again");
         assert!(!generated.join("leftover.rs").exists());
         let _ = fs::remove_dir_all(&root);

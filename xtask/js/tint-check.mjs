@@ -1,0 +1,99 @@
+// Validates shaders with Tint, Chrome's WGSL compiler, through Dawn's node binding (`webgpu`)
+// on its null backend: no GPU needed. Used by `cargo xtask codegen --check --tint`.
+//
+// Usage: node tint-check.mjs JOBS.json, where JOBS.json is an array of
+//   { path, text, prefixLines, features: [...], constants: {name: value},
+//     bindings: [{ index, type: "uniform" | "read-only-storage" | "storage", size }] }
+// Prints one JSON line per job, in order:
+//   { path, messages: [{ type, line, column, message }], pipeline: null | string,
+//     bindGroup: null | string }
+// `line` is a line of the file: the `prefixLines` directives put in front of it (what a
+// browser compiles, e.g. `enable subgroups;`) are subtracted; a message on one of them, or
+// without a position, has line 0.
+
+import { readFileSync } from 'node:fs';
+import { create, globals } from 'webgpu';
+
+Object.assign(globalThis, globals);
+
+const jobs = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const gpu = create(['backend=null']);
+
+// One device per distinct feature set, with exactly those features, so a shader that uses a
+// feature it does not declare fails. An adapter makes one device, so each gets its own. The
+// null adapter has shader-f16 and subgroups, and WebGPU's default limits.
+const devices = new Map();
+async function deviceFor(features) {
+  const key = [...features].sort().join(',');
+  if (!devices.has(key)) {
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) throw new Error('Dawn has no null-backend adapter');
+    devices.set(key, await adapter.requestDevice({ requiredFeatures: [...features] }));
+  }
+  return devices.get(key);
+}
+
+// Runs `f` in a validation error scope; the error's message, or null.
+async function scoped(device, f) {
+  device.pushErrorScope('validation');
+  const value = f();
+  const error = await device.popErrorScope();
+  return { value, error: error ? error.message : null };
+}
+
+const usages = {
+  uniform: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+  'read-only-storage': GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+  storage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST,
+};
+
+for (const job of jobs) {
+  const device = await deviceFor(job.features);
+  const result = { path: job.path, messages: [], pipeline: null, bindGroup: null };
+
+  const module = await scoped(device, () => device.createShaderModule({ code: job.text }));
+  for (const m of (await module.value.getCompilationInfo()).messages) {
+    const line = m.lineNum > job.prefixLines ? m.lineNum - job.prefixLines : 0;
+    result.messages.push({ type: m.type, line, column: m.linePos, message: m.message });
+  }
+  const compiled = !result.messages.some((m) => m.type === 'error');
+  if (compiled && module.error) {
+    // Rejected without a compilation message (should not happen): report the device error.
+    result.messages.push({ type: 'error', line: 0, column: 0, message: module.error });
+  }
+
+  // The pipeline and bind group as the runtime creates them; skipped for a module that does
+  // not compile, whose errors are already reported.
+  if (compiled && !module.error) {
+    const pipeline = await scoped(device, () =>
+      device.createComputePipeline({
+        layout: 'auto',
+        compute: { module: module.value, entryPoint: 'main', constants: job.constants },
+      }),
+    );
+    result.pipeline = pipeline.error;
+    if (!pipeline.error) {
+      const buffers = job.bindings.map((b) =>
+        device.createBuffer({
+          size: Math.max(Math.ceil(b.size / 16) * 16, 256),
+          usage: usages[b.type],
+        }),
+      );
+      const bindGroup = await scoped(device, () =>
+        device.createBindGroup({
+          layout: pipeline.value.getBindGroupLayout(0),
+          entries: job.bindings.map((b, i) => ({
+            binding: b.index,
+            resource: { buffer: buffers[i] },
+          })),
+        }),
+      );
+      result.bindGroup = bindGroup.error;
+      buffers.forEach((buffer) => buffer.destroy());
+    }
+  }
+  console.log(JSON.stringify(result));
+}
+
+// dawn.node keeps the process alive otherwise.
+process.exit(0);
