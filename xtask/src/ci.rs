@@ -58,6 +58,32 @@ pub fn run(root: &Path) -> Result<()> {
             ],
         )
     })?;
+    // The runtime and the generated crate on the web target: lint-clean there too (its code
+    // differs by `cfg`), then the page in headless Chromium on SwiftShader's WebGPU adapter.
+    step("wasm32: clippy", || {
+        super::web::ensure_wasm_target()?;
+        cargo(
+            root,
+            &[
+                "clippy",
+                "--locked",
+                "--target",
+                "wasm32-unknown-unknown",
+                "-p",
+                "kernel-runtime",
+                "-p",
+                "kernels",
+                "-p",
+                "web",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        )
+    })?;
+    step("browser page in headless Chromium", || {
+        super::web::run(root, false)
+    })?;
     eprintln!("ci: all steps passed");
     Ok(())
 }
@@ -152,7 +178,7 @@ fn ensure_shader_validators(root: &Path) -> Result<()> {
 }
 
 /// Whether [`apt_install`] may run: apt-get exists and we are root.
-fn can_apt_install() -> bool {
+pub fn can_apt_install() -> bool {
     let apt = Path::new("/usr/bin/apt-get").exists();
     let root = Command::new("id")
         .arg("-u")
@@ -162,7 +188,7 @@ fn can_apt_install() -> bool {
 }
 
 /// `apt-get install --no-install-recommends` of `packages`, after one `apt-get update` per run.
-fn apt_install(packages: &[&str]) -> Result<()> {
+pub fn apt_install(packages: &[&str]) -> Result<()> {
     static UPDATED: AtomicBool = AtomicBool::new(false);
     if !UPDATED.swap(true, Ordering::Relaxed) {
         let update = Command::new("apt-get")

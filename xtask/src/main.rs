@@ -1,10 +1,11 @@
 //! Project automation, the only entry point for generated code, CI and the demo:
 //! `cargo xtask codegen [--check [--tint] [--spirv-val]]`, `cargo xtask ci`, `cargo xtask demo`,
-//! `cargo xtask bench`.
+//! `cargo xtask bench`, `cargo xtask web [--serve]`.
 
 mod ci;
 mod codegen;
 mod validators;
+mod web;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,6 +47,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The browser page: build it for wasm32, then run every op in headless Chromium
+    /// (SwiftShader's WebGPU adapter) and check each result against the CPU reference.
+    Web {
+        /// Serve the page on http://127.0.0.1:8000/ for a browser of yours instead.
+        #[arg(long)]
+        serve: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -78,6 +86,7 @@ fn main() -> ExitCode {
             cargo_args.extend(args.iter().map(String::as_str));
             ci::cargo(&root, &cargo_args)
         }
+        Command::Web { serve } => web::run(&root, serve),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 /// Where job files and SPIR-V modules go, relative to the project root.
 const WORK_DIR: &str = "target/shader-check";
 /// The node package folder, relative to the project root.
-const JS_DIR: &str = "xtask/js";
+pub const JS_DIR: &str = "xtask/js";
 
 /// One shader's problems (empty when it passed), in the order of the shaders given.
 #[derive(Debug, Clone)]

@@ -330,6 +330,7 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
             inputs: &[#(#inputs),*],
             outputs: &[#(#outputs),*],
             attributes: &[#(#attributes),*],
+            variants: VARIANT_IDS,
             plan: plan_dyn,
         };
     }

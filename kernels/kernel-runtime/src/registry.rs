@@ -104,6 +104,8 @@ pub struct OpEntry {
     pub outputs: &'static [RoleInfo],
     /// Attributes, sorted by name.
     pub attributes: &'static [AttrInfo],
+    /// Variant ids in selection order.
+    pub variants: &'static [&'static str],
     /// Plans the op on untyped inputs; [`OpEntry::run`] and [`OpEntry::time`] execute it.
     pub plan: DynPlanFn,
 }

@@ -142,6 +142,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
             description: "When 1, bias is broadcast across dimensions from `broadcast_axis` to `axis-1`; when 0, bias is broadcast across dimensions 0 to `broadcast_axis-1`.",
         },
     ],
+    variants: VARIANT_IDS,
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.

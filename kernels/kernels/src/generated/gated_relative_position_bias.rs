@@ -165,6 +165,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
             description: "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
         },
     ],
+    variants: VARIANT_IDS,
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.

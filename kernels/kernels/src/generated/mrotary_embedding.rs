@@ -281,6 +281,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
             description: "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
         },
     ],
+    variants: VARIANT_IDS,
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.

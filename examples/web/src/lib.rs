@@ -1,0 +1,196 @@
+//! The browser page's work: every case of [`examples::cases`] on the page's WebGPU adapter,
+//! through the same generated crate as native code, checked against the float64 reference in
+//! the page. The runner is plain async Rust (it runs natively too); `page` is the wasm32
+//! entry point that draws the table and hands the report to whoever opened the page.
+
+use examples::cases::{self, Case};
+use examples::data::compare;
+use kernel_runtime::registry::OpEntry;
+use kernel_runtime::{AnyTensor, Context};
+use serde::Serialize;
+
+#[cfg(target_arch = "wasm32")]
+mod page;
+
+/// Timed repetitions per case where the adapter has timestamp queries (median reported).
+pub const REPEATS: usize = 5;
+
+/// How one case ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Ran, and matched the reference within its tolerance.
+    Ok,
+    /// Ran, and did not match.
+    Mismatch,
+    /// The op or the device returned an error.
+    Error,
+    /// The adapter lacks what the case needs.
+    Skipped,
+}
+
+/// One row of the page's table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub op: String,
+    pub case: String,
+    pub dtype: String,
+    pub shape: Vec<usize>,
+    /// The variant the op selected (empty when it did not run).
+    pub variant: String,
+    pub adapter: String,
+    /// Largest absolute difference from the reference.
+    pub max_error: Option<f64>,
+    /// Median GPU time in microseconds, when the adapter has timestamp queries.
+    pub gpu_us: Option<f64>,
+    pub status: Status,
+    /// What went wrong, or why the case was skipped.
+    pub detail: String,
+}
+
+/// A variant no case selected on this adapter.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unreached {
+    pub op: String,
+    pub variant: String,
+}
+
+/// Everything the page found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub adapter: String,
+    pub features: Vec<&'static str>,
+    /// How many cases there are: every one must have a row.
+    pub expected_rows: usize,
+    pub rows: Vec<Row>,
+    /// Variants of the generated ops that no case selected here (the selection depends on the
+    /// adapter, e.g. its subgroup sizes).
+    pub unreached: Vec<Unreached>,
+}
+
+/// Runs every case on `ctx`, calling `on_row` as each finishes (the page draws it at once);
+/// `adapter` names the adapter in the rows.
+pub async fn run_all(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row)) -> Report {
+    let adapter = adapter.to_owned();
+    let all = match cases::all() {
+        Ok(all) => all,
+        Err(err) => {
+            let row = Row {
+                op: "-".to_owned(),
+                case: "building the cases".to_owned(),
+                dtype: String::new(),
+                shape: Vec::new(),
+                variant: String::new(),
+                adapter: adapter.clone(),
+                max_error: None,
+                gpu_us: None,
+                status: Status::Error,
+                detail: format!("{err:#}"),
+            };
+            on_row(&row);
+            return Report {
+                adapter,
+                features: ctx.caps().feature_names(),
+                expected_rows: 1,
+                rows: vec![row],
+                unreached: Vec::new(),
+            };
+        }
+    };
+    let mut rows = Vec::with_capacity(all.len());
+    for case in &all {
+        let row = match kernels::OPS.iter().find(|e| e.qualified_name == case.op) {
+            Some(entry) => run_case(ctx, entry, case, &adapter).await,
+            None => row(
+                case,
+                &adapter,
+                Status::Error,
+                "no generated op of this name",
+            ),
+        };
+        on_row(&row);
+        rows.push(row);
+    }
+    let unreached = kernels::OPS
+        .iter()
+        .flat_map(|entry| {
+            let rows = &rows;
+            entry
+                .variants
+                .iter()
+                .filter(move |v| {
+                    !rows
+                        .iter()
+                        .any(|r| r.op == entry.qualified_name && r.variant == **v)
+                })
+                .map(|v| Unreached {
+                    op: entry.qualified_name.to_owned(),
+                    variant: (*v).to_owned(),
+                })
+        })
+        .collect();
+    Report {
+        adapter,
+        features: ctx.caps().feature_names(),
+        expected_rows: all.len(),
+        rows,
+        unreached,
+    }
+}
+
+async fn run_case(ctx: &Context, entry: &OpEntry, case: &Case, adapter: &str) -> Row {
+    if let Some(reason) = case.unsupported(ctx.caps()) {
+        return row(case, adapter, Status::Skipped, &reason);
+    }
+    let inputs = match case.upload(ctx) {
+        Ok(inputs) => inputs,
+        Err(err) => return row(case, adapter, Status::Error, &err.to_string()),
+    };
+    let refs: Vec<&AnyTensor> = inputs.iter().collect();
+    let result = if ctx.caps().timestamp_query {
+        entry.time_async(ctx, &refs, &case.attrs, REPEATS).await
+    } else {
+        entry.run(ctx, &refs, &case.attrs)
+    };
+    let result = match result {
+        Ok(result) => result,
+        Err(err) => return row(case, adapter, Status::Error, &err.to_string()),
+    };
+    let got = match result.outputs.first() {
+        Some(output) => output.read_f64_async(ctx).await,
+        None => return row(case, adapter, Status::Error, "the op returned no output"),
+    };
+    let got = match got {
+        Ok(got) => got,
+        Err(err) => return row(case, adapter, Status::Error, &err.to_string()),
+    };
+    let comparison = compare(&got, &case.want, case.tolerance);
+    let (status, detail) = if comparison.passed() {
+        (Status::Ok, String::new())
+    } else {
+        (Status::Mismatch, comparison.to_string())
+    };
+    let mut times = result.gpu_times.clone();
+    times.sort();
+    Row {
+        variant: result.variant.to_owned(),
+        max_error: Some(comparison.max_abs),
+        gpu_us: times.get(times.len() / 2).map(|t| t.as_secs_f64() * 1e6),
+        ..row(case, adapter, status, &detail)
+    }
+}
+
+fn row(case: &Case, adapter: &str, status: Status, detail: &str) -> Row {
+    Row {
+        op: case.op.to_owned(),
+        case: case.name.to_owned(),
+        dtype: case.dtype.onnx_name().to_owned(),
+        shape: case.shape.clone(),
+        variant: String::new(),
+        adapter: adapter.to_owned(),
+        max_error: None,
+        gpu_us: None,
+        status,
+        detail: detail.to_owned(),
+    }
+}

@@ -1,0 +1,106 @@
+//! The wasm32 entry point: creates the context without blocking, draws a table row per case
+//! as it finishes, and returns the report as JSON (the page stores it for the browser test).
+
+use wasm_bindgen::prelude::*;
+use web_sys::{Document, Element};
+
+use crate::{Row, Status};
+
+/// Runs every case in the page; resolves to the report as JSON. `adapter` names the adapter
+/// in the table (from the browser's `GPUAdapterInfo`); empty for wgpu's own summary.
+#[wasm_bindgen]
+pub async fn run(adapter: String) -> Result<String, JsValue> {
+    let document = web_sys::window()
+        .and_then(|w| w.document())
+        .ok_or_else(|| JsValue::from_str("no document"))?;
+    let status = by_id(&document, "status")?;
+    let ctx = kernel_runtime::Context::new_async()
+        .await
+        .map_err(|e| JsValue::from_str(&format!("no WebGPU context: {e}")))?;
+    let adapter = if adapter.trim().is_empty() {
+        ctx.adapter_summary()
+    } else {
+        format!("{} (WebGPU)", adapter.trim())
+    };
+    status.set_text_content(Some(&format!(
+        "running on {adapter} ({})…",
+        ctx.caps().feature_names().join(", ")
+    )));
+    let body = by_id(&document, "rows")?;
+    let mut draw_error = None;
+    let report = crate::run_all(&ctx, &adapter, &mut |row| {
+        if let Err(e) = append_row(&document, &body, row) {
+            draw_error.get_or_insert(e);
+        }
+    })
+    .await;
+    if let Some(e) = draw_error {
+        return Err(e);
+    }
+    let ok = report
+        .rows
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .count();
+    let skipped = report
+        .rows
+        .iter()
+        .filter(|r| r.status == Status::Skipped)
+        .count();
+    let failed = report.rows.len() - ok - skipped;
+    let unreached: Vec<String> = report
+        .unreached
+        .iter()
+        .map(|u| format!("{} {}", u.op, u.variant))
+        .collect();
+    status.set_text_content(Some(&format!(
+        "done on {}: {ok} ok, {failed} failed, {skipped} skipped. Variants no case selected on this adapter: {}.",
+        report.adapter,
+        if unreached.is_empty() {
+            "none".to_owned()
+        } else {
+            unreached.join(", ")
+        }
+    )));
+    serde_json::to_string(&report).map_err(|e| JsValue::from_str(&e.to_string()))
+}
+
+fn by_id(document: &Document, id: &str) -> Result<Element, JsValue> {
+    document
+        .get_element_by_id(id)
+        .ok_or_else(|| JsValue::from_str(&format!("the page has no #{id}")))
+}
+
+fn append_row(document: &Document, body: &Element, row: &Row) -> Result<(), JsValue> {
+    let tr = document.create_element("tr")?;
+    tr.set_class_name(match row.status {
+        Status::Ok => "ok",
+        Status::Skipped => "skipped",
+        Status::Mismatch | Status::Error => "failed",
+    });
+    let status = match row.status {
+        Status::Ok => "ok".to_owned(),
+        Status::Skipped => format!("skipped: {}", row.detail),
+        Status::Mismatch => format!("MISMATCH: {}", row.detail),
+        Status::Error => format!("ERROR: {}", row.detail),
+    };
+    let cells = [
+        row.op.clone(),
+        row.case.clone(),
+        row.dtype.clone(),
+        format!("{:?}", row.shape),
+        row.variant.clone(),
+        row.adapter.clone(),
+        row.max_error
+            .map_or_else(String::new, |e| format!("{e:.2e}")),
+        row.gpu_us.map_or_else(String::new, |t| format!("{t:.1}")),
+        status,
+    ];
+    for text in cells {
+        let td = document.create_element("td")?;
+        td.set_text_content(Some(&text));
+        tr.append_child(&td)?;
+    }
+    body.append_child(&tr)?;
+    Ok(())
+}
