@@ -37,6 +37,8 @@ pub fn run(root: &Path) -> Result<()> {
         )
     })?;
     step("tests", || {
+        // xtask's tests run the browser check on a fixture page.
+        super::web::ensure_chromium()?;
         cargo(root, &["test", "--workspace", "--locked"])
     })?;
     // The benchmark harness on small shapes, each checked against the float64 reference, so

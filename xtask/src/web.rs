@@ -137,7 +137,7 @@ fn ensure_wasm_bindgen(root: &Path) -> Result<PathBuf> {
     Ok(bindgen)
 }
 
-fn ensure_chromium() -> Result<()> {
+pub fn ensure_chromium() -> Result<()> {
     if Path::new(CHROMIUM).exists() || std::env::var_os("CHROMIUM").is_some() {
         return Ok(());
     }
@@ -148,4 +148,39 @@ fn ensure_chromium() -> Result<()> {
     }
     eprintln!("web: installing Debian's chromium");
     apt_install(&["chromium"])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    /// The browser check fails, naming each problem, on a page that reports a mismatch, has a
+    /// missing row and logs a console error (`tests/browser/reports_failures`), while it
+    /// accepts the page's good and skipped rows.
+    #[test]
+    fn browser_check_reports_mismatches_missing_rows_and_console_errors() {
+        let root = crate::project_root();
+        if let Err(err) = super::ensure_chromium() {
+            panic!("{err:#}");
+        }
+        if let Err(err) = super::validators::ensure_node_packages(&root) {
+            panic!("{err:#}");
+        }
+        let fixture = root.join("xtask/tests/browser/reports_failures");
+        let output = Command::new("node")
+            .arg(root.join(super::JS_DIR).join("browser-check.mjs"))
+            .arg(&fixture)
+            .arg("--timeout")
+            .arg("60")
+            .output()
+            .expect("node starts");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        let problems: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("browser check: "))
+            .collect();
+        let expected = std::fs::read_to_string(fixture.join("expected.txt")).expect("expected.txt");
+        assert_eq!(problems, expected.lines().collect::<Vec<_>>(), "{stderr}");
+    }
 }
