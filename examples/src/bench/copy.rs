@@ -2,7 +2,7 @@
 //! invocation) timed in the same process, on the same adapter, as the op cases.
 
 use anyhow::{Result, bail};
-use kernel_runtime::{Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
+use kernel_runtime::{Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor, wgpu};
 use serde::Serialize;
 
 static COPY: Kernel = Kernel {
@@ -253,53 +253,90 @@ pub struct CopyResult {
     pub gbps: f64,
 }
 
-/// Copies `bytes` (rounded down to 16) `repetitions` times and reports the median rate.
+/// Copies `bytes` (rounded down to 16) `repetitions` times, after `warm_up` of sustained
+/// copies, and reports the median rate.
 pub fn measure(
     ctx: &Context,
     kind: CopyKind,
     bytes: u64,
     repetitions: usize,
+    warm_up: std::time::Duration,
 ) -> Result<CopyResult> {
-    let words = (bytes / 16) as usize;
-    let src = Tensor::<f32>::from_slice(ctx, &[words * 4], &vec![1.0; words * 4])?;
-    let dst = Tensor::<f32>::zeros(ctx, &[words * 4])?;
-    let (kernel, threads) = match kind {
-        CopyKind::Vec4 => (&COPY, words),
-        CopyKind::F32 => (&COPY_F32, words * 4),
-        CopyKind::F16 => (&COPY_F16, words * 8),
-        CopyKind::F32Runs => (&COPY_F32_RUNS, words),
-        CopyKind::F16Runs => (&COPY_F16_RUNS, words),
-        CopyKind::F16Vec4 => (&COPY_F16_VEC4, words * 2),
-        CopyKind::F16Vec4Pairs => (&COPY_F16_VEC4_PAIRS, words),
-        CopyKind::F16Packed => (&COPY_F16_PACKED, words),
-    };
-    let plan = Plan {
-        op: "bench",
-        variant: "copy",
-        passes: vec![PlannedPass {
-            id: "copy",
+    let probe = CopyProbe::new(ctx, kind, bytes)?;
+    super::warm_up(warm_up, |n| {
+        Ok(ctx.time_plan(&probe.plan, &probe.args(), n)?)
+    })?;
+    probe.measure(ctx, repetitions)
+}
+
+/// A copy kernel with its source and destination, to time again and again on one device.
+pub struct CopyProbe {
+    kernel: &'static Kernel,
+    words: usize,
+    plan: Plan,
+    src: Tensor<f32>,
+    dst: Tensor<f32>,
+}
+
+impl CopyProbe {
+    /// The tensors (`bytes` rounded down to 16, each) and the plan of one copy.
+    pub fn new(ctx: &Context, kind: CopyKind, bytes: u64) -> Result<Self> {
+        let words = (bytes / 16) as usize;
+        let src = Tensor::<f32>::from_slice(ctx, &[words * 4], &vec![1.0; words * 4])?;
+        let dst = Tensor::<f32>::zeros(ctx, &[words * 4])?;
+        let (kernel, threads) = match kind {
+            CopyKind::Vec4 => (&COPY, words),
+            CopyKind::F32 => (&COPY_F32, words * 4),
+            CopyKind::F16 => (&COPY_F16, words * 8),
+            CopyKind::F32Runs => (&COPY_F32_RUNS, words),
+            CopyKind::F16Runs => (&COPY_F16_RUNS, words),
+            CopyKind::F16Vec4 => (&COPY_F16_VEC4, words * 2),
+            CopyKind::F16Vec4Pairs => (&COPY_F16_VEC4_PAIRS, words),
+            CopyKind::F16Packed => (&COPY_F16_PACKED, words),
+        };
+        let plan = Plan {
+            op: "bench",
+            variant: "copy",
+            passes: vec![PlannedPass {
+                id: "copy",
+                kernel,
+                overrides: vec![],
+                bindings: vec![Binding::Arg(0), Binding::Arg(1)],
+                params: vec![],
+                dispatch: Dispatch::Threads {
+                    threads: threads as u64,
+                    workgroup_size: 256,
+                },
+            }],
+            intermediates: vec![],
+            outputs: vec![],
+        };
+        Ok(Self {
             kernel,
-            overrides: vec![],
-            bindings: vec![Binding::Arg(0), Binding::Arg(1)],
-            params: vec![],
-            dispatch: Dispatch::Threads {
-                threads: threads as u64,
-                workgroup_size: 256,
-            },
-        }],
-        intermediates: vec![],
-        outputs: vec![],
-    };
-    let times = ctx.time_plan(&plan, &[src.buffer(), dst.buffer()], repetitions)?;
-    let Some(median) = super::median(&times) else {
-        bail!("no timings");
-    };
-    let median = median.as_secs_f64();
-    let copied = words as u64 * 16;
-    Ok(CopyResult {
-        kernel: kernel.label.to_owned(),
-        bytes: copied,
-        median_us: median * 1e6,
-        gbps: 2.0 * copied as f64 / median / 1e9,
-    })
+            words,
+            plan,
+            src,
+            dst,
+        })
+    }
+
+    fn args(&self) -> [&wgpu::Buffer; 2] {
+        [self.src.buffer(), self.dst.buffer()]
+    }
+
+    /// The median of `repetitions` timed copies, right away (no warm-up).
+    pub fn measure(&self, ctx: &Context, repetitions: usize) -> Result<CopyResult> {
+        let times = ctx.time_plan(&self.plan, &self.args(), repetitions)?;
+        let Some(median) = super::median(&times) else {
+            bail!("no timings");
+        };
+        let median = median.as_secs_f64();
+        let copied = self.words as u64 * 16;
+        Ok(CopyResult {
+            kernel: self.kernel.label.to_owned(),
+            bytes: copied,
+            median_us: median * 1e6,
+            gbps: 2.0 * copied as f64 / median / 1e9,
+        })
+    }
 }

@@ -4,10 +4,36 @@
 
 use std::time::Duration;
 
+pub mod churn;
 pub mod copy;
 pub mod host;
 pub mod run;
 pub mod spec;
+
+/// GPU time a kernel runs, back to back, before it is timed. The H200 drops its SM clock
+/// (to 345 MHz) within a second of idling, on a device that has run work before, and only
+/// raises it again after about a second of sustained work: a kernel timed in a short burst
+/// after host work (uploads, reference checks, the previous case) runs 2.6× slower than the
+/// same kernel in a steady loop (BENCHMARKS.md, "One device for everything"). Applications
+/// that run kernels back to back get the full clock, so the harness measures there.
+pub const WARM_UP: Duration = Duration::from_secs(1);
+
+/// Runs one sustained batch of about `budget` of GPU time before timing: `timed(n)` runs
+/// and times `n` back-to-back repetitions. A first batch of 20 sizes the second.
+pub fn warm_up(
+    budget: Duration,
+    mut timed: impl FnMut(usize) -> anyhow::Result<Vec<Duration>>,
+) -> anyhow::Result<()> {
+    if budget.is_zero() {
+        return Ok(());
+    }
+    let Some(each) = median(&timed(20)?) else {
+        return Ok(());
+    };
+    let repetitions = (budget.as_secs_f64() / each.as_secs_f64().max(1e-7)) as usize;
+    timed(repetitions.clamp(20, 50_000))?;
+    Ok(())
+}
 
 /// The median of `times` (the upper one of an even count), or `None` when there are none.
 pub fn median(times: &[Duration]) -> Option<Duration> {

@@ -181,6 +181,8 @@ pub struct RunOptions {
     pub check: bool,
     /// Copy-kernel rate of this run, GB/s.
     pub copy_gbps: f64,
+    /// Sustained GPU work before timing ([`super::WARM_UP`]; none in quick runs).
+    pub warm_up: std::time::Duration,
 }
 
 /// Generates, checks (optionally), warms up and times one case in one dtype.
@@ -228,6 +230,9 @@ pub fn run_case(
     };
     drop(first);
 
+    super::warm_up(options.warm_up, |n| {
+        Ok(entry.time(ctx, &refs, &attrs, n)?.gpu_times)
+    })?;
     let timed = entry.time(ctx, &refs, &attrs, options.repetitions)?;
     let times = &timed.gpu_times;
     let (Some(median), Some(min)) = (super::median(times), times.iter().min()) else {

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
 use examples::bench::run::{CaseResult, RunOptions, run_case};
-use examples::bench::{copy, host, spec};
+use examples::bench::{churn, copy, host, spec};
 use kernel_runtime::{Context, ContextOptions, DType};
 use serde::Serialize;
 
@@ -34,9 +34,17 @@ struct Args {
     /// Also check full-size cases against the float64 reference (slow on the host).
     #[arg(long)]
     check: bool,
-    /// Run every case on one device instead of a fresh device per case.
+    /// A fresh device per case, instead of one device for everything (what applications
+    /// have), for comparison.
     #[arg(long)]
-    shared_device: bool,
+    fresh_device: bool,
+    /// Run only the device-slowdown experiment: the copy kernel before and after 4 rounds of
+    /// creating, filling and dropping two buffers of `--churn-mib` MiB, per way of filling.
+    #[arg(long)]
+    churn: bool,
+    /// Size of each churned buffer and of the probe, in MiB.
+    #[arg(long, default_value_t = 1024)]
+    churn_mib: u64,
 }
 
 #[derive(Serialize)]
@@ -58,15 +66,35 @@ fn main() -> Result<()> {
             args.repetitions
         );
     }
-    let files = spec::load_dir(&args.cases)?;
     let options = ContextOptions::default();
+    if args.churn {
+        let results = churn::run(&options, args.churn_mib << 20, 4, args.repetitions)?;
+        if let Some(parent) = args.json.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&args.json, serde_json::to_string_pretty(&results)?)?;
+        eprintln!("wrote {}", args.json.display());
+        return Ok(());
+    }
+    let files = spec::load_dir(&args.cases)?;
     // The copy kernels run on a device of their own, dropped before the cases: a device that
     // has held large buffers runs later kernels slower on some drivers (BENCHMARKS.md).
     let ctx = Context::with_options(&options).context("no adapter")?;
     println!("adapter: {}", ctx.adapter_summary());
 
     let copy_bytes: u64 = if args.quick { 16 << 20 } else { 1 << 30 };
-    let copy = copy::measure(&ctx, copy::CopyKind::Vec4, copy_bytes, args.repetitions)?;
+    let warm_up = if args.quick {
+        std::time::Duration::ZERO
+    } else {
+        examples::bench::WARM_UP
+    };
+    let copy = copy::measure(
+        &ctx,
+        copy::CopyKind::Vec4,
+        copy_bytes,
+        args.repetitions,
+        warm_up,
+    )?;
     println!(
         "copy kernel: {} MiB, {:.1} µs, {:.0} GB/s",
         copy.bytes >> 20,
@@ -89,7 +117,13 @@ fn main() -> Result<()> {
         ]);
     }
     for kind in kinds {
-        element_copies.push(copy::measure(&ctx, kind, copy_bytes, args.repetitions)?);
+        element_copies.push(copy::measure(
+            &ctx,
+            kind,
+            copy_bytes,
+            args.repetitions,
+            warm_up,
+        )?);
     }
     for c in &element_copies {
         println!(
@@ -104,6 +138,7 @@ fn main() -> Result<()> {
         repetitions: args.repetitions,
         check: args.quick || args.check,
         copy_gbps: copy.gbps,
+        warm_up,
     };
     let mut jobs = Vec::new();
     for file in &files {
@@ -132,10 +167,10 @@ fn main() -> Result<()> {
         }
     }
     drop(ctx);
-    let shared = if args.shared_device {
-        Some(Context::with_options(&options)?)
-    } else {
+    let shared = if args.fresh_device {
         None
+    } else {
+        Some(Context::with_options(&options)?)
     };
     let mut cases = Vec::new();
     for (i, (entry, case, dtype)) in jobs.iter().enumerate() {
@@ -147,8 +182,7 @@ fn main() -> Result<()> {
             case.name,
             dtype
         );
-        // A fresh device per case: kernels measured after other cases in the same device ran
-        // two to four times slower on the H200 (BENCHMARKS.md), so each case starts from the same state.
+        // One device for every case, unless `--fresh-device` (BENCHMARKS.md compares both).
         let fresh;
         let case_ctx = match &shared {
             Some(ctx) => ctx,

@@ -9,6 +9,7 @@ use crate::caps::{DeviceCaps, KNOWN_FEATURES, wgpu_feature};
 use crate::error::RuntimeError;
 use crate::pipeline::PipelineCache;
 use crate::record::{IntermediatePool, ParamsCache};
+use crate::staging::StagingBuffers;
 
 /// How to create a [`Context`].
 #[derive(Debug, Clone, Default)]
@@ -46,6 +47,7 @@ pub struct Context {
     pub(crate) pipelines: PipelineCache,
     pub(crate) intermediates: Mutex<IntermediatePool>,
     pub(crate) params: Mutex<ParamsCache>,
+    pub(crate) staging: StagingBuffers,
     pub(crate) errors: Arc<Mutex<ErrorLog>>,
     /// Error-scope results not delivered yet (browsers answer them asynchronously).
     #[cfg(target_arch = "wasm32")]
@@ -150,6 +152,7 @@ impl Context {
             pipelines: PipelineCache::default(),
             intermediates: Mutex::new(IntermediatePool::default()),
             params: Mutex::new(ParamsCache::default()),
+            staging: StagingBuffers::default(),
             errors,
             #[cfg(target_arch = "wasm32")]
             pending: Mutex::new(Vec::new()),

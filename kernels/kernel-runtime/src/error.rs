@@ -78,6 +78,9 @@ pub enum RuntimeError {
     /// Mapping a buffer for reading failed.
     #[error("reading back from the GPU failed: {0}")]
     Readback(String),
+    /// Writing host data into a buffer failed.
+    #[error("uploading to the GPU failed: {0}")]
+    Upload(String),
     /// An operation needs a device feature (WebGPU name) the device does not have.
     #[error("the device lacks the `{0}` feature")]
     MissingFeature(&'static str),

@@ -80,6 +80,7 @@ mod pipeline;
 pub mod plan;
 mod record;
 pub mod registry;
+mod staging;
 pub mod support;
 pub mod tensor;
 mod timing;
@@ -91,6 +92,7 @@ pub use dtype::{DType, Element, Float};
 pub use error::{OpError, Rejection, RuntimeError};
 pub use expr::EvalError;
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
+pub use staging::STAGING_CHUNK;
 pub use tensor::{AnyTensor, IndexTensor, Tensor, narrow_i64_to_u32};
 pub use timing::PlanTimes;
 

@@ -266,10 +266,12 @@ impl Context {
         }
     }
 
-    /// Drops pooled intermediates and cached uniform buffers, releasing their memory.
+    /// Drops pooled intermediates, cached uniform buffers and the staging buffers, releasing
+    /// their memory.
     pub fn trim_pools(&self) {
         *lock(&self.intermediates) = IntermediatePool::default();
         lock(&self.params).buffers.clear();
+        self.staging.clear();
     }
 }
 
