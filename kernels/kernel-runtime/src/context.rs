@@ -37,9 +37,10 @@ pub(crate) struct ErrorLog {
 /// as wgpu's objects do there, and nothing it does blocks: submissions return at once and
 /// the async methods (`*_async`) wait.
 pub struct Context {
-    // The instance owns the backend; keep it alive as long as the device.
-    _instance: wgpu::Instance,
-    _adapter: wgpu::Adapter,
+    // The instance owns the backend; keep it alive as long as the device. `None` for a device
+    // the application brought, which keeps its own.
+    _instance: Option<wgpu::Instance>,
+    _adapter: Option<wgpu::Adapter>,
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
@@ -143,8 +144,8 @@ impl Context {
 
         let caps = DeviceCaps::from_device(&device, &info);
         Ok(Self {
-            _instance: instance,
-            _adapter: chosen,
+            _instance: Some(instance),
+            _adapter: Some(chosen),
             info,
             device,
             queue,
@@ -158,6 +159,39 @@ impl Context {
             pending: Mutex::new(Vec::new()),
             dispatch_limit: None,
         })
+    }
+
+    /// Wraps a device and queue the application created, e.g. a renderer's or another
+    /// runtime's, so ops run on it and share buffers with the rest of the program.
+    ///
+    /// [`DeviceCaps`] come from the device's own features and limits (and the subgroup sizes
+    /// of `adapter_info`, from `Adapter::get_info`): ops whose variants need a feature the
+    /// device was created without are rejected with the usual typed error. Nothing is
+    /// installed on the device: no uncaptured-error handler and no device-lost callback, which
+    /// stay the application's; the runtime captures the errors of its own steps in error
+    /// scopes only. A lost device shows up as the error of the next step.
+    pub fn from_wgpu(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter_info: wgpu::AdapterInfo,
+    ) -> Self {
+        let caps = DeviceCaps::from_device(&device, &adapter_info);
+        Self {
+            _instance: None,
+            _adapter: None,
+            info: adapter_info,
+            device,
+            queue,
+            caps,
+            pipelines: PipelineCache::default(),
+            intermediates: Mutex::new(IntermediatePool::default()),
+            params: Mutex::new(ParamsCache::default()),
+            staging: StagingBuffers::default(),
+            errors: Arc::new(Mutex::new(ErrorLog::default())),
+            #[cfg(target_arch = "wasm32")]
+            pending: Mutex::new(Vec::new()),
+            dispatch_limit: None,
+        }
     }
 
     /// What the device offers: limits and optional features.
