@@ -234,7 +234,7 @@ fn shader(
             Diagnostic::new(
                 &format!("templates/{}", pass.template),
                 where_(),
-                format!("rendered shader does not translate:\n{m}"),
+                format!("rendered shader `{file_name}` does not translate:\n{m}"),
             )
         })?;
     let binding_layouts = bindings
