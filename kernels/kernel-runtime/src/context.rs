@@ -132,33 +132,21 @@ impl Context {
                     message: e.to_string(),
                 })?;
 
-        let errors = Arc::new(Mutex::new(ErrorLog::default()));
-        let log = Arc::clone(&errors);
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            lock(&log).uncaptured.push(convert("uncaptured", e));
-        }));
-        let log = Arc::clone(&errors);
-        device.set_device_lost_callback(move |reason, message| {
+        // This device is ours: errors outside any scope (from direct use of `device()`) and a
+        // lost device are logged and reported by the next wait.
+        let mut ctx = Self::from_wgpu(device, queue, info);
+        let log = Arc::clone(&ctx.errors);
+        ctx.device
+            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                lock(&log).uncaptured.push(convert("uncaptured", e));
+            }));
+        let log = Arc::clone(&ctx.errors);
+        ctx.device.set_device_lost_callback(move |reason, message| {
             lock(&log).lost = Some(format!("{reason:?}: {message}"));
         });
-
-        let caps = DeviceCaps::from_device(&device, &info);
-        Ok(Self {
-            _instance: Some(instance),
-            _adapter: Some(chosen),
-            info,
-            device,
-            queue,
-            caps,
-            pipelines: PipelineCache::default(),
-            intermediates: Mutex::new(IntermediatePool::default()),
-            params: Mutex::new(ParamsCache::default()),
-            staging: StagingBuffers::default(),
-            errors,
-            #[cfg(target_arch = "wasm32")]
-            pending: Mutex::new(Vec::new()),
-            dispatch_limit: None,
-        })
+        ctx._instance = Some(instance);
+        ctx._adapter = Some(chosen);
+        Ok(ctx)
     }
 
     /// Wraps a device and queue the application created, e.g. a renderer's or another
