@@ -2,7 +2,7 @@
 //! (digest, entry point, override values).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::context::{Context, lock};
 use crate::error::RuntimeError;
@@ -34,20 +34,29 @@ impl PipelineKey {
 /// Shader modules and pipelines created so far on one device.
 #[derive(Default)]
 pub(crate) struct PipelineCache {
-    // One lock for both maps, held while creating: a key is compiled once even when several
-    // threads ask for it at the same time, at the price of serialising compilations.
+    // The maps are locked only to find or add a slot; each slot has its own lock, held while
+    // its module or pipeline is created, so a key is compiled once even when several threads
+    // ask for it at the same time, while different keys compile in parallel.
     inner: Mutex<CacheMaps>,
 }
 
+/// A module or pipeline, `None` until created (or after a failed creation, so a later call
+/// tries again).
+type Slot<T> = Arc<Mutex<Option<T>>>;
+
 #[derive(Default)]
 struct CacheMaps {
-    modules: HashMap<&'static str, wgpu::ShaderModule>,
-    pipelines: HashMap<PipelineKey, wgpu::ComputePipeline>,
+    modules: HashMap<&'static str, Slot<wgpu::ShaderModule>>,
+    pipelines: HashMap<PipelineKey, Slot<wgpu::ComputePipeline>>,
 }
 
 impl PipelineCache {
     fn len(&self) -> usize {
-        lock(&self.inner).pipelines.len()
+        let maps = lock(&self.inner);
+        maps.pipelines
+            .values()
+            .filter(|slot| lock(slot).is_some())
+            .count()
     }
 }
 
@@ -63,12 +72,18 @@ impl Context {
         overrides: &[(&'static str, f64)],
     ) -> Result<wgpu::ComputePipeline, RuntimeError> {
         let key = PipelineKey::new(kernel, overrides);
-        let mut maps = lock(&self.pipelines.inner);
-        if let Some(p) = maps.pipelines.get(&key) {
+        let slot = Arc::clone(
+            lock(&self.pipelines.inner)
+                .pipelines
+                .entry(key)
+                .or_default(),
+        );
+        let mut pipeline = lock(&slot);
+        if let Some(p) = &*pipeline {
             return Ok(p.clone());
         }
-        let module = self.module(&mut maps, kernel)?;
-        let pipeline = self.scoped(kernel.label, || {
+        let module = self.module(kernel)?;
+        let created = self.scoped(kernel.label, || {
             self.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(kernel.label),
@@ -86,17 +101,20 @@ impl Context {
                     cache: None,
                 })
         })?;
-        maps.pipelines.insert(key, pipeline.clone());
-        Ok(pipeline)
+        *pipeline = Some(created.clone());
+        Ok(created)
     }
 
     /// The shader module of `kernel`, compiled on first use.
-    fn module(
-        &self,
-        maps: &mut CacheMaps,
-        kernel: &'static Kernel,
-    ) -> Result<wgpu::ShaderModule, RuntimeError> {
-        if let Some(m) = maps.modules.get(kernel.digest) {
+    fn module(&self, kernel: &'static Kernel) -> Result<wgpu::ShaderModule, RuntimeError> {
+        let slot = Arc::clone(
+            lock(&self.pipelines.inner)
+                .modules
+                .entry(kernel.digest)
+                .or_default(),
+        );
+        let mut module = lock(&slot);
+        if let Some(m) = &*module {
             return Ok(m.clone());
         }
         // On the web wgpu hands WGSL to the browser unchanged, and browsers require the
@@ -106,22 +124,21 @@ impl Context {
         } else {
             kernel.source.into()
         };
-        let m = self.scoped(kernel.label, || {
+        let created = self.scoped(kernel.label, || {
             self.device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.label),
                     source: wgpu::ShaderSource::Wgsl(source),
                 })
         })?;
-        maps.modules.insert(kernel.digest, m.clone());
-        Ok(m)
+        *module = Some(created.clone());
+        Ok(created)
     }
 
     /// Compiles the shader module of `kernel` ahead of time, for kernels whose pipelines
     /// depend on override values known only with the shapes.
     pub fn precompile_module(&self, kernel: &'static Kernel) -> Result<(), RuntimeError> {
-        let mut maps = lock(&self.pipelines.inner);
-        self.module(&mut maps, kernel).map(drop)
+        self.module(kernel).map(drop)
     }
 
     /// Creates (and caches) the pipeline for `kernel` with these override values ahead of
