@@ -77,8 +77,8 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let files = spec::load_dir(&args.cases)?;
-    // The copy kernels run on a device of their own, dropped before the cases: a device that
-    // has held large buffers runs later kernels slower on some drivers (BENCHMARKS.md).
+    // The copy kernels run on a device of their own, dropped before the cases, so the cases'
+    // device holds only their own buffers.
     let ctx = Context::with_options(&options).context("no adapter")?;
     println!("adapter: {}", ctx.adapter_summary());
 

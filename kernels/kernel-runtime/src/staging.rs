@@ -3,10 +3,11 @@
 //!
 //! A whole large tensor pushed through one `queue.write_buffer` or a `mapped_at_creation`
 //! buffer makes wgpu allocate a host-visible staging buffer of the tensor's size for each
-//! call; on the NVIDIA H200 a few rounds of gigabyte staging slow every later kernel of the
-//! device down 2–3× (BENCHMARKS.md, "One device for everything"). Here data moves in chunks of
-//! at most [`STAGING_CHUNK`] bytes through one `MAP_WRITE` and one `MAP_READ` buffer per
-//! context, created on first use and kept. In a browser, where mapping is asynchronous and
+//! call, so host-visible memory grows with the largest tensor and is allocated and freed per
+//! upload. Here data moves in chunks of at most [`STAGING_CHUNK`] bytes through one
+//! `MAP_WRITE` and one `MAP_READ` buffer per context, created on first use and kept. (Such
+//! churn was suspected of slowing the H200 down on one device; it was the GPU's clock
+//! instead: BENCHMARKS.md, "One device for everything".) In a browser, where mapping is asynchronous and
 //! uploads cannot wait, uploads are `write_buffer` calls of at most one chunk each.
 
 use std::sync::Mutex;
