@@ -2,6 +2,7 @@
 //! reference, held on the host so the native demo and the browser page run the same cases.
 
 use anyhow::Result;
+use kernel_runtime::registry::OpEntry;
 use kernel_runtime::support::AttrValue;
 use kernel_runtime::{AnyTensor, Context, DType, DeviceCaps, IndexTensor, RuntimeError};
 
@@ -68,6 +69,11 @@ impl Case {
     pub fn unsupported(&self, caps: &DeviceCaps) -> Option<String> {
         (self.dtype == DType::F16 && !caps.shader_f16)
             .then(|| "adapter has no shader-f16".to_owned())
+    }
+
+    /// The generated op the case runs.
+    pub fn entry(&self) -> Option<&'static OpEntry> {
+        kernels::OPS.iter().find(|e| e.qualified_name == self.op)
     }
 
     /// Uploads every input.

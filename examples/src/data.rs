@@ -6,6 +6,7 @@
 //! Everything here is deterministic for a given seed so a failure can be replayed.
 
 use std::fmt;
+use std::time::Duration;
 
 use kernel_runtime::{DType, Element};
 use rand::rngs::StdRng;
@@ -279,6 +280,13 @@ pub fn compare(got: &[f64], want: &[f64], tolerance: Tolerance) -> Comparison {
         }
     }
     cmp
+}
+
+/// The median of `times` (the upper one of an even count), or `None` when there are none.
+pub fn median(times: &[Duration]) -> Option<Duration> {
+    let mut sorted = times.to_vec();
+    sorted.sort_unstable();
+    sorted.get(sorted.len() / 2).copied()
 }
 
 #[cfg(test)]

@@ -47,10 +47,7 @@ fn ops_run_on_the_applications_device_and_leave_its_handler_alone() {
 
     let all = cases::all().unwrap();
     for case in all.iter().filter(|c| c.dtype == DType::F32) {
-        let entry = kernels::OPS
-            .iter()
-            .find(|e| e.qualified_name == case.op)
-            .unwrap();
+        let entry = case.entry().unwrap();
         let inputs = case.upload(&ctx).unwrap();
         let refs: Vec<&AnyTensor> = inputs.iter().collect();
         let run = entry.run(&ctx, &refs, &case.attrs).unwrap();
@@ -72,10 +69,7 @@ fn ops_run_on_the_applications_device_and_leave_its_handler_alone() {
         case.unsupported(ctx.caps()).as_deref(),
         Some("adapter has no shader-f16")
     );
-    let entry = kernels::OPS
-        .iter()
-        .find(|e| e.qualified_name == case.op)
-        .unwrap();
+    let entry = case.entry().unwrap();
     let upload = case.upload(&ctx);
     match upload {
         // Uploading float16 data needs no feature; running the op does.

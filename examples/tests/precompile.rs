@@ -29,10 +29,7 @@ fn precompile_prepares_every_runnable_shader_and_runs_still_match() {
         .into_iter()
         .find(|c| c.op == "com.microsoft.MRotaryEmbedding" && c.unsupported(ctx.caps()).is_none())
         .unwrap();
-    let entry = kernels::OPS
-        .iter()
-        .find(|e| e.qualified_name == case.op)
-        .unwrap();
+    let entry = case.entry().unwrap();
     let inputs = case.upload(&ctx).unwrap();
     let refs: Vec<&AnyTensor> = inputs.iter().collect();
     let run = entry.run(&ctx, &refs, &case.attrs).unwrap();

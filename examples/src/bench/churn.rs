@@ -146,7 +146,10 @@ fn churn(ctx: &Context, fill: Fill, bytes: u64) -> Result<()> {
             mapped_at_creation: mapped,
         })
     };
-    let data = vec![0x3fu8; bytes as usize];
+    // Host data only for the fills that write it, made once for both buffers.
+    let data = matches!(fill, Fill::WriteBufferWhole | Fill::MappedAtCreation)
+        .then(|| vec![0x3fu8; bytes as usize])
+        .unwrap_or_default();
     match fill {
         Fill::Idle => {
             std::thread::sleep(std::time::Duration::from_millis(1500));

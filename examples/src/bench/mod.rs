@@ -35,12 +35,7 @@ pub fn warm_up(
     Ok(())
 }
 
-/// The median of `times` (the upper one of an even count), or `None` when there are none.
-pub fn median(times: &[Duration]) -> Option<Duration> {
-    let mut sorted = times.to_vec();
-    sorted.sort_unstable();
-    sorted.get(sorted.len() / 2).copied()
-}
+pub use crate::data::median;
 
 /// `median` in microseconds, 0 when there are no times.
 pub fn median_us(times: &[Duration]) -> f64 {

@@ -4,7 +4,7 @@
 //! entry point that draws the table and hands the report to whoever opened the page.
 
 use examples::cases::{self, Case};
-use examples::data::compare;
+use examples::data::{compare, median};
 use kernel_runtime::registry::OpEntry;
 use kernel_runtime::{AnyTensor, Context};
 use serde::Serialize;
@@ -99,7 +99,7 @@ pub async fn run_all(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row))
     };
     let mut rows = Vec::with_capacity(all.len());
     for case in &all {
-        let row = match kernels::OPS.iter().find(|e| e.qualified_name == case.op) {
+        let row = match case.entry() {
             Some(entry) => run_case(ctx, entry, case, &adapter).await,
             None => row(
                 case,
@@ -170,12 +170,10 @@ async fn run_case(ctx: &Context, entry: &OpEntry, case: &Case, adapter: &str) ->
     } else {
         (Status::Mismatch, comparison.to_string())
     };
-    let mut times = result.gpu_times.clone();
-    times.sort();
     Row {
         variant: result.variant.to_owned(),
         max_error: Some(comparison.max_abs),
-        gpu_us: times.get(times.len() / 2).map(|t| t.as_secs_f64() * 1e6),
+        gpu_us: median(&result.gpu_times).map(|t| t.as_secs_f64() * 1e6),
         ..row(case, adapter, status, &detail)
     }
 }
