@@ -9,7 +9,7 @@
 mod common;
 
 use common::{
-    Case, assert_all, attrs, ctx, expect_rejection, run_bypassing_host_checks, vl_positions,
+    Case, assert_all, attrs, ctx, expect_rejection, run_with_gpu_positions, vl_positions,
     worked_example, worked_examples,
 };
 use examples::reference::mrotary_embedding::rope_caches;
@@ -272,7 +272,7 @@ fn shader_guard_passes_bad_positions_through_per_element_m4() {
         for bad in [2, u32::MAX] {
             let mut pos = vec![0; 3];
             pos[stream] = bad;
-            let got = run_bypassing_host_checks(&case, pos);
+            let got = run_with_gpu_positions(&case, pos);
             let msg = format!("M4 stream {stream} = {bad}: got {got:?}, want {want:?}");
             failures.extend((got != want).then_some(msg));
         }
@@ -316,7 +316,7 @@ fn shader_guard_passes_bad_positions_through_for_every_pairing_and_layout() {
         for stream in 0..3 {
             let mut positions = vec![1u32, 0, 1, 0, 0, 1];
             positions[stream * 2 + 1] = 7;
-            let got = run_bypassing_host_checks(&case, positions.clone());
+            let got = run_with_gpu_positions(&case, positions.clone());
             let as_i64: Vec<i64> = positions.iter().map(|&p| i64::from(p)).collect();
             let want = mrotary_embedding(&input, &[1, 1, 2, 8], &as_i64, &cos, &sin, 2, &attrs)
                 .expect("reference");
@@ -349,7 +349,7 @@ fn shader_guard_uses_cache_rows_not_the_padded_buffer_length() {
         sin: vec![0.25],
         attrs: Attrs::new(vec![1, 0, 0]),
     };
-    let got = run_bypassing_host_checks(&case, vec![1, 0, 0]);
+    let got = run_with_gpu_positions(&case, vec![1, 0, 0]);
     let msg = "position 1 >= M = 1 must be passed through, not rotated with padding";
     assert_eq!(got, [3.0, 4.0], "{msg}");
 }

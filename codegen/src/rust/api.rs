@@ -253,6 +253,12 @@ fn io_structs(op: &Op) -> TokenStream {
         let doc = super::doc_lines(&format!(" {}", t.description));
         quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
+    let output_mut_fields = op.outputs.iter().map(|t| {
+        let name = ident(&t.role);
+        let ty = tensor_type(t);
+        let doc = super::doc_lines(&format!(" {}", t.description));
+        quote!(#(#[doc = #doc])* pub #name: &'a mut #ty,)
+    });
     let shape_inits = op.inputs.iter().map(|t| {
         let name = ident(&t.role);
         quote!(#name: self.#name.shape(),)
@@ -275,6 +281,11 @@ fn io_structs(op: &Op) -> TokenStream {
         /// Output tensors, allocated and shaped by the op.
         #[derive(Debug)]
         pub struct Outputs<#bounds> { #(#output_fields)* }
+
+        /// Output tensors the caller provides (`record_into`, `run_into`): each must have the
+        /// shape the op produces, and none may share bytes with another argument.
+        #[derive(Debug)]
+        pub struct OutputsMut<'a, #bounds> { #(#output_mut_fields)* }
 
         impl<'a, #bounds> Inputs<'a, #(#vars),*> {
             /// The shapes of these inputs.

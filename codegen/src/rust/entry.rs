@@ -58,30 +58,32 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let typed_views = op.inputs.iter().map(|t| {
         let role = ident(&t.role);
         let text = &t.role;
-        let values = if t.storage == Storage::U32Checked { quote!(Some(inputs.#role.values())) } else { quote!(None) };
+        let values = if t.storage == Storage::U32Checked { quote!(inputs.#role.values()) } else { quote!(None) };
         quote!(rt::registry::ArgView { role: #text, shape: inputs.#role.shape(), index_values: #values })
     });
     let typed_host_check = host_check_call(quote!([#(#typed_views),*]));
     let output_allocs = op.outputs.iter().enumerate().map(|(i, t)| {
         let role = ident(&t.role);
-        let ty = match &t.dtype {
-            DTypeRef::Var(var) => {
-                let g = format_ident!("{}", var);
-                quote!(rt::Tensor::<#g>)
-            }
-            DTypeRef::Fixed(DType::F16) => quote!(rt::Tensor::<::half::f16>),
-            DTypeRef::Fixed(_) => quote!(rt::Tensor::<f32>),
-        };
-        quote!(let #role = #ty::zeros(ctx, &plan.outputs[#i].shape)?;)
+        let ty = output_type(t);
+        quote!(let mut #role = #ty::zeros(ctx, &plan.outputs[#i].shape)?;)
     });
-    let arg_buffers = op.inputs.iter().map(|t| {
+    let output_checks = op.outputs.iter().enumerate().map(|(i, t)| {
         let role = ident(&t.role);
-        quote!(inputs.#role.buffer())
+        quote!(rt::support::check_output(OP_NAME, &plan.outputs[#i], outputs.#role.shape())?;)
     });
-    let out_buffers = op.outputs.iter().map(|t| {
-        let role = ident(&t.role);
-        quote!(#role.buffer())
-    });
+    let args = op
+        .inputs
+        .iter()
+        .map(|t| {
+            let role = ident(&t.role);
+            let text = &t.role;
+            quote!(rt::Arg::read(#text, inputs.#role.binding()))
+        })
+        .chain(op.outputs.iter().map(|t| {
+            let role = ident(&t.role);
+            let text = &t.role;
+            quote!(rt::Arg::write(#text, outputs.#role.binding()))
+        }));
     let out_roles: Vec<Ident> = op.outputs.iter().map(|t| ident(&t.role)).collect();
 
     // Untyped path.
@@ -155,22 +157,46 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             plan_variant(&env).map_err(|error| rt::OpError::Plan { op: OP_NAME, variant, error })
         }
 
-        /// Records the op into `encoder`, so several ops can share one submission. The outputs
-        /// are valid once the encoder has been submitted.
-        pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
+        /// [`plan`] for these inputs on the context's device, with the op's host checks.
+        fn checked_plan<#bounds>(ctx: &rt::Context, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
             let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
             #typed_host_check
+            Ok(plan)
+        }
+
+        fn encode<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &Inputs<'_, #(#vars),*>, outputs: &OutputsMut<'_, #(#vars),*>) -> Result<(), rt::OpError> {
+            ctx.record_plan(encoder, plan, &[#(#args),*])?;
+            Ok(())
+        }
+
+        /// Records the op into `encoder` with new outputs, so several ops can share one
+        /// submission. The outputs are valid once the encoder has been submitted.
+        pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
+            let plan = checked_plan(ctx, inputs, attrs)?;
             #(#output_allocs)*
-            ctx.record_plan(encoder, &plan, &[#(#arg_buffers,)* #(#out_buffers),*])?;
+            encode(ctx, encoder, &plan, inputs, &OutputsMut { #(#out_roles: &mut #out_roles),* })?;
             Ok(Outputs { #(#out_roles),* })
         }
 
-        /// Runs the op and waits for the GPU.
+        /// Records the op into `encoder`, writing into outputs the caller provides (tensors
+        /// of its own or views of its buffers), so a loop allocates nothing per step and an
+        /// output can be the next op's input. A provided output of the wrong shape is
+        /// [`rt::OpError::Output`]; one that shares bytes with another argument is
+        /// [`rt::RuntimeError::Alias`].
+        pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, outputs: OutputsMut<'_, #(#vars),*>, attrs: &Attrs) -> Result<(), rt::OpError> {
+            let plan = checked_plan(ctx, inputs, attrs)?;
+            #(#output_checks)*
+            encode(ctx, encoder, &plan, inputs, &outputs)
+        }
+
+        /// Runs the op with new outputs and waits for the GPU.
         pub fn run<#bounds>(ctx: &rt::Context, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
-            let mut encoder = ctx.create_encoder();
-            let outputs = record(ctx, &mut encoder, inputs, attrs)?;
-            ctx.submit(encoder)?;
-            Ok(outputs)
+            ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+        }
+
+        /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
+        pub fn run_into<#bounds>(ctx: &rt::Context, inputs: &Inputs<'_, #(#vars),*>, outputs: OutputsMut<'_, #(#vars),*>, attrs: &Attrs) -> Result<(), rt::OpError> {
+            ctx.record_and_submit(|encoder| record_into(ctx, encoder, inputs, outputs, attrs))
         }
 
         fn plan_dyn(ctx: &rt::Context, inputs: &[&rt::AnyTensor], raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
@@ -185,6 +211,18 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             #dyn_host_check
             Ok(plan)
         }
+    }
+}
+
+/// The Rust type of a newly allocated output.
+fn output_type(t: &Tensor) -> TokenStream {
+    match &t.dtype {
+        DTypeRef::Var(var) => {
+            let g = format_ident!("{}", var);
+            quote!(rt::Tensor::<#g>)
+        }
+        DTypeRef::Fixed(DType::F16) => quote!(rt::Tensor::<::half::f16>),
+        DTypeRef::Fixed(_) => quote!(rt::Tensor::<f32>),
     }
 }
 

@@ -2,7 +2,7 @@
 //! invocation) timed in the same process, on the same adapter, as the op cases.
 
 use anyhow::{Result, bail};
-use kernel_runtime::{Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor, wgpu};
+use kernel_runtime::{Arg, Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
 use serde::Serialize;
 
 static COPY: Kernel = Kernel {
@@ -320,8 +320,11 @@ impl CopyProbe {
         })
     }
 
-    fn args(&self) -> [&wgpu::Buffer; 2] {
-        [self.src.buffer(), self.dst.buffer()]
+    fn args(&self) -> [Arg<'_>; 2] {
+        [
+            Arg::read("src", self.src.binding()),
+            Arg::write("dst", self.dst.binding()),
+        ]
     }
 
     /// The median of `repetitions` timed copies, right away (no warm-up).

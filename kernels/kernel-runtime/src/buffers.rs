@@ -74,16 +74,32 @@ impl Context {
         buffer: &wgpu::Buffer,
         bytes: u64,
     ) -> Result<Vec<u8>, RuntimeError> {
+        self.read_range_async(buffer, 0, bytes).await
+    }
+
+    /// Reads `bytes` bytes of `buffer` from `offset` on (a multiple of 4).
+    pub(crate) async fn read_range_async(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<u8>, RuntimeError> {
         if bytes == 0 {
             return self.finish_async().await.map(|()| Vec::new());
         }
-        let padded = bytes.next_multiple_of(4);
-        if padded > buffer.size() {
+        if !buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
             return Err(RuntimeError::Readback(format!(
-                "asked for {bytes} bytes of a {}-byte buffer",
+                "the buffer's usage {:?} lacks COPY_SRC, so it cannot be read back",
+                buffer.usage()
+            )));
+        }
+        let end = offset.checked_add(bytes.next_multiple_of(4));
+        if !offset.is_multiple_of(4) || end.is_none_or(|end| end > buffer.size()) {
+            return Err(RuntimeError::Readback(format!(
+                "asked for {bytes} bytes at offset {offset} of a {}-byte buffer",
                 buffer.size()
             )));
         }
-        self.download(buffer, bytes).await
+        self.download(buffer, offset, bytes).await
     }
 }

@@ -228,6 +228,18 @@ impl Context {
         self.submit_labelled(encoder, "submit")
     }
 
+    /// Records with `record` into a new encoder and submits it (see [`Context::submit`]): the
+    /// `run` of every generated op.
+    pub fn record_and_submit<R, E: From<RuntimeError>>(
+        &self,
+        record: impl FnOnce(&mut wgpu::CommandEncoder) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let mut encoder = self.create_encoder();
+        let recorded = record(&mut encoder)?;
+        self.submit(encoder)?;
+        Ok(recorded)
+    }
+
     /// [`Context::submit`] with errors labelled `label`.
     pub(crate) fn submit_labelled(
         &self,

@@ -105,6 +105,17 @@ impl Element for half::f16 {
     }
 }
 
+impl Element for u32 {
+    const DTYPE: DType = DType::U32;
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    /// Saturates: negative values become 0, values past `u32::MAX` become `u32::MAX`.
+    fn from_f64(v: f64) -> Self {
+        v as u32
+    }
+}
+
 impl Float for f32 {}
 impl Float for half::f16 {}
 

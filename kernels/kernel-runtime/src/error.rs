@@ -102,6 +102,28 @@ pub enum RuntimeError {
         /// What is wrong.
         reason: String,
     },
+    /// A tensor cannot be a view of the buffer the application gave.
+    #[error("{what}: {reason}")]
+    BufferView {
+        /// The view that was asked for (dtype, shape, offset).
+        what: String,
+        /// Which rule it breaks (usage, alignment, bounds).
+        reason: String,
+    },
+    /// A pass writes an argument whose buffer it also binds as another argument.
+    #[error(
+        "{label}: pass `{pass}` writes `{written}` and also binds its buffer as `{other}`; WebGPU lets a dispatch use a buffer it writes through that one binding only, so give `{written}` a buffer of its own"
+    )]
+    Alias {
+        /// The plan (`op/variant`).
+        label: String,
+        /// The pass that binds both.
+        pass: &'static str,
+        /// The role that is written (an output or in-place tensor).
+        written: &'static str,
+        /// The other role bound to the same buffer.
+        other: &'static str,
+    },
     /// The device was lost; nothing more can run on this context.
     #[error("the GPU device was lost: {0}")]
     DeviceLost(String),
@@ -176,6 +198,16 @@ pub enum OpError {
         /// The input role.
         input: String,
         /// The rule it violates.
+        rule: String,
+    },
+    /// An output tensor the caller provided does not match what the op produces.
+    #[error("{op}: output `{output}`: {rule}")]
+    Output {
+        /// The op name.
+        op: &'static str,
+        /// The output role.
+        output: String,
+        /// What does not match.
         rule: String,
     },
     /// A variant accepted the inputs but its dispatch, uniforms or intermediates could not be

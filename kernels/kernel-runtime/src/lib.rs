@@ -22,7 +22,7 @@
 //! tensor or an invalid shader comes back as a [`RuntimeError`], never as a panic.
 //!
 //! ```no_run
-//! use kernel_runtime::{Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
+//! use kernel_runtime::{Arg, Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
 //!
 //! static DOUBLE: Kernel = Kernel {
 //!     label: "double",
@@ -55,7 +55,7 @@
 //!     intermediates: vec![],
 //!     outputs: vec![],
 //! };
-//! ctx.run_plan(&plan, &[x.buffer(), y.buffer()])?;
+//! ctx.run_plan(&plan, &[Arg::read("x", x.binding()), Arg::write("y", y.binding())])?;
 //! assert_eq!(y.to_vec(&ctx)?, [2.0, 4.0, 6.0]);
 //! # Ok(())
 //! # }
@@ -70,30 +70,36 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod adapter;
+mod any;
+mod args;
 mod buffers;
 pub mod caps;
 mod context;
 pub mod dtype;
 pub mod error;
 pub mod expr;
+mod index;
 mod pipeline;
 pub mod plan;
 mod record;
 pub mod registry;
 mod staging;
 pub mod support;
-pub mod tensor;
+mod tensor;
 mod timing;
 pub mod uniform;
 
+pub use any::AnyTensor;
+pub use args::{Access, Arg};
 pub use caps::DeviceCaps;
 pub use context::{Context, ContextOptions};
 pub use dtype::{DType, Element, Float};
 pub use error::{OpError, Rejection, RuntimeError};
 pub use expr::EvalError;
+pub use index::{IndexTensor, narrow_i64_to_u32};
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
 pub use staging::STAGING_CHUNK;
-pub use tensor::{AnyTensor, IndexTensor, Tensor, narrow_i64_to_u32};
+pub use tensor::Tensor;
 pub use timing::PlanTimes;
 
 /// Re-exported so generated crates and their users name the same wgpu and half versions.

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::args::{Arg, check_aliasing};
 use crate::context::{Context, lock};
 use crate::error::RuntimeError;
 use crate::plan::{Binding, Plan, PlannedPass};
@@ -48,8 +49,12 @@ pub(crate) enum Timestamps<'a> {
 }
 
 impl Context {
-    /// Records `plan` into `encoder` with `args` as the argument buffers (inputs in manifest
-    /// order, then outputs).
+    /// Records `plan` into `encoder` with `args` as its arguments (inputs in manifest order,
+    /// then outputs), each a bound buffer range.
+    ///
+    /// A pass that binds the buffer of an argument it writes a second time is
+    /// [`RuntimeError::Alias`], and a pass that binds an absent argument is
+    /// [`RuntimeError::InvalidPlan`], both before anything is recorded.
     ///
     /// Pipelines come from the cache; intermediates from a pool (zeroed before use); uniform
     /// buffers are created or reused by content. Everything runs in one compute pass labelled
@@ -61,7 +66,7 @@ impl Context {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
     ) -> Result<(), RuntimeError> {
         self.record_with_timestamps(encoder, plan, args, Timestamps::None)
             .map(drop)
@@ -69,7 +74,7 @@ impl Context {
 
     /// Records `plan` into a fresh encoder, submits it and waits for completion. Errors in the
     /// recorded commands are labelled `op/variant`.
-    pub fn run_plan(&self, plan: &Plan, args: &[&wgpu::Buffer]) -> Result<(), RuntimeError> {
+    pub fn run_plan(&self, plan: &Plan, args: &[Arg<'_>]) -> Result<(), RuntimeError> {
         let label = plan.label();
         let mut encoder = self.create_labelled_encoder(&label);
         let recorded = self.record_with_timestamps(&mut encoder, plan, args, Timestamps::None)?;
@@ -86,12 +91,13 @@ impl Context {
         &self,
         encoder: &mut wgpu::CommandEncoder,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         timestamps: Timestamps<'_>,
     ) -> Result<bool, RuntimeError> {
         let active = plan.active_passes(self.max_workgroups_per_dimension())?;
         for (pass, _) in &active {
-            check_bindings(plan, pass, args.len())?;
+            check_bindings(plan, pass, args)?;
+            check_aliasing(&plan.label(), pass, args)?;
         }
         if active.is_empty() {
             return Ok(false);
@@ -133,7 +139,7 @@ impl Context {
         &self,
         active: &[(&'p PlannedPass, [u32; 3])],
         pipelines: &'p [wgpu::ComputePipeline],
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         intermediates: &[(wgpu::Buffer, bool)],
     ) -> Result<Vec<Step<'p>>, RuntimeError> {
         active
@@ -156,7 +162,7 @@ impl Context {
         &self,
         pass: &PlannedPass,
         pipeline: &wgpu::ComputePipeline,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         intermediates: &[(wgpu::Buffer, bool)],
     ) -> Result<Option<wgpu::BindGroup>, RuntimeError> {
         if pass.bindings.is_empty() {
@@ -175,14 +181,21 @@ impl Context {
                 label: pass.id.to_owned(),
                 reason: format!("binding {i} ({binding:?}) has no buffer"),
             };
-            let buffer = match *binding {
-                Binding::Arg(a) => *args.get(a).ok_or_else(invalid)?,
-                Binding::Intermediate(t) => &intermediates.get(t).ok_or_else(invalid)?.0,
-                Binding::Params => params.as_ref().ok_or_else(invalid)?,
+            let resource = match *binding {
+                Binding::Arg(a) => {
+                    let arg = args.get(a).and_then(|arg| arg.binding.clone());
+                    wgpu::BindingResource::Buffer(arg.ok_or_else(invalid)?)
+                }
+                Binding::Intermediate(t) => intermediates
+                    .get(t)
+                    .ok_or_else(invalid)?
+                    .0
+                    .as_entire_binding(),
+                Binding::Params => params.as_ref().ok_or_else(invalid)?.as_entire_binding(),
             };
             entries.push(wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource: buffer.as_entire_binding(),
+                resource,
             });
         }
         let bind_group = self.scoped(pass.id, || {
@@ -337,12 +350,17 @@ pub(crate) fn storage_size(bytes: u64) -> u64 {
 }
 
 /// Checks that every binding of `pass` refers to something the plan and `args` provide.
-fn check_bindings(plan: &Plan, pass: &PlannedPass, n_args: usize) -> Result<(), RuntimeError> {
+fn check_bindings(plan: &Plan, pass: &PlannedPass, args: &[Arg<'_>]) -> Result<(), RuntimeError> {
     for (i, binding) in pass.bindings.iter().enumerate() {
         let reason = match *binding {
-            Binding::Arg(a) if a >= n_args => {
-                format!("binding {i} is argument {a}, but {n_args} argument buffers were given")
-            }
+            Binding::Arg(a) if a >= args.len() => format!(
+                "binding {i} is argument {a}, but {} arguments were given",
+                args.len()
+            ),
+            Binding::Arg(a) if args[a].binding.is_none() => format!(
+                "binding {i} is argument {a} (`{}`), which was not given",
+                args[a].role
+            ),
             Binding::Intermediate(t) if t >= plan.intermediates.len() => format!(
                 "binding {i} is intermediate {t}, but the plan has {}",
                 plan.intermediates.len()

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
+use crate::any::AnyTensor;
+use crate::args::Arg;
 use crate::context::Context;
 use crate::error::OpError;
 use crate::plan::Plan;
 use crate::support::AttrValue;
-use crate::tensor::AnyTensor;
 
 /// How a tensor role is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +54,8 @@ pub struct ArgView<'a> {
     pub role: &'static str,
     /// Its shape.
     pub shape: &'a [usize],
-    /// The narrowed values of an index tensor; `None` for float tensors.
+    /// The narrowed values of an index tensor uploaded from the host; `None` for float
+    /// tensors and for indices made on the GPU (host checks of values are skipped then).
     pub index_values: Option<&'a [u32]>,
 }
 
@@ -61,7 +63,7 @@ impl<'a> ArgView<'a> {
     /// The view of an untyped tensor.
     pub fn of(role: &'static str, tensor: &'a AnyTensor) -> Self {
         let index_values = match tensor {
-            AnyTensor::Index(t) => Some(t.values()),
+            AnyTensor::Index(t) => t.values(),
             _ => None,
         };
         ArgView {
@@ -125,7 +127,7 @@ impl OpEntry {
         attrs: &[(String, AttrValue)],
     ) -> Result<DynRun, OpError> {
         let (plan, outputs) = self.prepare(ctx, inputs, attrs)?;
-        ctx.run_plan(&plan, &arguments(inputs, &outputs))?;
+        ctx.run_plan(&plan, &self.arguments(inputs, &outputs))?;
         Ok(DynRun {
             outputs,
             variant: plan.variant,
@@ -157,7 +159,7 @@ impl OpEntry {
     ) -> Result<DynRun, OpError> {
         let (plan, outputs) = self.prepare(ctx, inputs, attrs)?;
         let times = ctx
-            .time_plan_passes_async(&plan, &arguments(inputs, &outputs), repeats)
+            .time_plan_passes_async(&plan, &self.arguments(inputs, &outputs), repeats)
             .await?;
         Ok(DynRun {
             outputs,
@@ -180,13 +182,19 @@ impl OpEntry {
         }
         Ok((plan, outputs))
     }
-}
 
-/// The plan's argument buffers: inputs in manifest order, then outputs.
-fn arguments<'a>(inputs: &[&'a AnyTensor], outputs: &'a [AnyTensor]) -> Vec<&'a wgpu::Buffer> {
-    inputs
-        .iter()
-        .map(|t| t.buffer())
-        .chain(outputs.iter().map(AnyTensor::buffer))
-        .collect()
+    /// The plan's arguments: inputs in manifest order, then outputs.
+    fn arguments<'a>(&self, inputs: &[&'a AnyTensor], outputs: &'a [AnyTensor]) -> Vec<Arg<'a>> {
+        let inputs = self
+            .inputs
+            .iter()
+            .zip(inputs)
+            .map(|(info, t)| Arg::read(info.role, t.binding()));
+        let outputs = self
+            .outputs
+            .iter()
+            .zip(outputs)
+            .map(|(info, t)| Arg::write(info.role, t.binding()));
+        inputs.chain(outputs).collect()
+    }
 }

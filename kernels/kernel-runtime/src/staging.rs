@@ -128,11 +128,12 @@ impl Context {
         self.upload_direct(dst, data)
     }
 
-    /// Copies the first `bytes` bytes of `src` (which needs `COPY_SRC`) to the host through
-    /// the reused `MAP_READ` buffer, a chunk at a time.
+    /// Copies `bytes` bytes of `src` from `start` on (a multiple of 4; `src` needs
+    /// `COPY_SRC`) to the host through the reused `MAP_READ` buffer, a chunk at a time.
     pub(crate) async fn download(
         &self,
         src: &wgpu::Buffer,
+        start: u64,
         bytes: u64,
     ) -> Result<Vec<u8>, RuntimeError> {
         let padded = bytes.next_multiple_of(4);
@@ -143,7 +144,7 @@ impl Context {
             while offset < padded {
                 let step = (padded - offset).min(self.staging.chunk);
                 let mut encoder = self.create_labelled_encoder("readback");
-                encoder.copy_buffer_to_buffer(src, offset, &staging, 0, step);
+                encoder.copy_buffer_to_buffer(src, start + offset, &staging, 0, step);
                 self.submit_labelled(encoder, "readback")?;
                 self.map(&staging, wgpu::MapMode::Read, step).await?;
                 {

@@ -4,10 +4,11 @@
 
 use std::fmt;
 
+use crate::any::AnyTensor;
 use crate::dtype::DType;
 use crate::error::{OpError, Rejection};
 use crate::expr::EvalError;
-use crate::tensor::AnyTensor;
+use crate::plan::OutputSpec;
 
 /// Why a `when` condition did not hold: the path of names leading to the first failing
 /// conjunct, and the evaluation error if it could not be evaluated at all.
@@ -455,6 +456,22 @@ pub fn expect_float(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<
         }),
         _ => Ok(()),
     }
+}
+
+/// A provided output must have exactly the shape the plan produces (the dtype is the
+/// tensor's type, checked by the compiler).
+pub fn check_output(op: &'static str, spec: &OutputSpec, shape: &[usize]) -> Result<(), OpError> {
+    if spec.shape == shape {
+        return Ok(());
+    }
+    Err(OpError::Output {
+        op,
+        output: spec.role.to_owned(),
+        rule: format!(
+            "the op produces shape {:?}, the provided tensor has shape {shape:?}",
+            spec.shape
+        ),
+    })
 }
 
 #[cfg(test)]

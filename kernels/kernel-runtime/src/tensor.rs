@@ -1,27 +1,30 @@
-//! Typed GPU tensors: floating-point [`Tensor`]s, `int64` [`IndexTensor`]s stored as `u32`,
-//! and [`AnyTensor`] for callers that only know the dtype at run time.
+//! Typed GPU tensors: a [`Tensor`] is a dense row-major range of a storage buffer, either a
+//! buffer of its own or a view of a buffer the application made.
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::num::NonZeroU64;
 
 use crate::context::Context;
 use crate::dtype::{DType, Element};
 use crate::error::RuntimeError;
 use crate::record::storage_size;
 
-/// Usage of every tensor buffer: bindable as storage, uploadable, readable.
-const TENSOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+/// Usage of every tensor buffer the runtime creates: bindable as storage, uploadable,
+/// readable.
+pub(crate) const TENSOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
     .union(wgpu::BufferUsages::COPY_SRC)
     .union(wgpu::BufferUsages::COPY_DST);
 
 /// Elements of `shape`, or `None` on overflow.
-fn checked_numel(shape: &[usize]) -> Option<usize> {
+pub(crate) fn checked_numel(shape: &[usize]) -> Option<usize> {
     shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
 }
 
-/// Elements and GPU bytes of a tensor of `shape` with `elem_bytes`-byte elements, checked
-/// against the device's storage binding limit.
-fn sized(
+/// Elements and bound bytes of a tensor of `shape` with `elem_bytes`-byte elements, checked
+/// against the device's storage binding limit. The bound size is the data rounded up to 4
+/// bytes (at least 4), so `arrayLength` in a shader is the element count.
+pub(crate) fn sized(
     ctx: &Context,
     what: &str,
     shape: &[usize],
@@ -41,12 +44,52 @@ fn sized(
     Ok((numel, size))
 }
 
+/// Checks that `size` bytes at `offset` of `buffer` can be bound as a storage tensor:
+/// `STORAGE` usage, the device's storage offset alignment, and the range inside the buffer.
+pub(crate) fn check_view(
+    ctx: &Context,
+    what: &str,
+    buffer: &wgpu::Buffer,
+    offset: u64,
+    size: u64,
+) -> Result<(), RuntimeError> {
+    let invalid = |reason: String| RuntimeError::BufferView {
+        what: what.to_owned(),
+        reason,
+    };
+    if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+        return Err(invalid(format!(
+            "the buffer's usage {:?} lacks STORAGE",
+            buffer.usage()
+        )));
+    }
+    let align = u64::from(ctx.caps.limits.min_storage_buffer_offset_alignment);
+    if !offset.is_multiple_of(align.max(1)) {
+        return Err(invalid(format!(
+            "offset {offset} is not a multiple of the device's storage offset alignment ({align})"
+        )));
+    }
+    match offset.checked_add(size) {
+        Some(end) if end <= buffer.size() => Ok(()),
+        _ => Err(invalid(format!(
+            "bytes {offset}..{} (the data rounded up to 4) do not fit in the {}-byte buffer",
+            offset.saturating_add(size),
+            buffer.size()
+        ))),
+    }
+}
+
 /// A dense row-major tensor of `T` in a GPU storage buffer.
 ///
-/// The buffer has `STORAGE | COPY_SRC | COPY_DST` usage and is padded to a multiple of 4
-/// bytes; a zero-element tensor still gets a small buffer so it can be bound.
+/// A tensor made by the runtime ([`Tensor::from_slice`], [`Tensor::zeros`]) owns a buffer
+/// with `STORAGE | COPY_SRC | COPY_DST` usage, padded to a multiple of 4 bytes; a
+/// zero-element tensor still gets a small buffer so it can be bound. [`Tensor::from_buffer`]
+/// views a range of a buffer the application made instead. Either way the tensor keeps the
+/// buffer alive, and ops bind exactly the tensor's range of it.
 pub struct Tensor<T: Element> {
     buffer: wgpu::Buffer,
+    offset: u64,
+    size: u64,
     shape: Vec<usize>,
     numel: usize,
     _elem: PhantomData<T>,
@@ -68,19 +111,41 @@ impl<T: Element> Tensor<T> {
             size,
             TENSOR_USAGE,
         )?;
-        Ok(Self::wrap(buffer, shape, numel))
+        Ok(Self::wrap(buffer, 0, size, shape, numel))
     }
 
     /// A zero-filled tensor (outputs are allocated this way).
     pub fn zeros(ctx: &Context, shape: &[usize]) -> Result<Self, RuntimeError> {
         let (numel, size) = sized(ctx, "tensor", shape, T::DTYPE.size_bytes() as u64)?;
         let buffer = ctx.create_buffer_checked("tensor", size, TENSOR_USAGE)?;
-        Ok(Self::wrap(buffer, shape, numel))
+        Ok(Self::wrap(buffer, 0, size, shape, numel))
     }
 
-    fn wrap(buffer: wgpu::Buffer, shape: &[usize], numel: usize) -> Self {
+    /// A view of `shape` elements of `T` starting `offset` bytes into `buffer`, a buffer of
+    /// the same device that the application created (a weight arena, a KV cache, the output
+    /// of its own pass).
+    ///
+    /// The buffer needs `STORAGE` usage (and `COPY_SRC` to be read back); `offset` must be a
+    /// multiple of the device's `min_storage_buffer_offset_alignment`; and the tensor's bytes,
+    /// rounded up to 4, must lie inside the buffer and within the storage binding limit.
+    /// Each failure is a [`RuntimeError::BufferView`] saying which.
+    pub fn from_buffer(
+        ctx: &Context,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        shape: &[usize],
+    ) -> Result<Self, RuntimeError> {
+        let what = format!("a {} view of shape {shape:?} at offset {offset}", T::DTYPE);
+        let (numel, size) = sized(ctx, &what, shape, T::DTYPE.size_bytes() as u64)?;
+        check_view(ctx, &what, buffer, offset, size)?;
+        Ok(Self::wrap(buffer.clone(), offset, size, shape, numel))
+    }
+
+    fn wrap(buffer: wgpu::Buffer, offset: u64, size: u64, shape: &[usize], numel: usize) -> Self {
         Self {
             buffer,
+            offset,
+            size,
             shape: shape.to_vec(),
             numel,
             _elem: PhantomData,
@@ -102,9 +167,23 @@ impl<T: Element> Tensor<T> {
         T::DTYPE
     }
 
-    /// The storage buffer, to pass as a plan argument.
+    /// The buffer the tensor lives in (shared with other views of it).
     pub fn buffer(&self) -> &wgpu::Buffer {
         &self.buffer
+    }
+
+    /// Where the tensor starts in [`Tensor::buffer`], in bytes.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The range of the buffer an op binds: the tensor's bytes rounded up to 4.
+    pub fn binding(&self) -> wgpu::BufferBinding<'_> {
+        wgpu::BufferBinding {
+            buffer: &self.buffer,
+            offset: self.offset,
+            size: NonZeroU64::new(self.size),
+        }
     }
 
     /// Reads the tensor back; waits for all submitted work.
@@ -117,7 +196,9 @@ impl<T: Element> Tensor<T> {
     /// after all submitted work, and reports errors of earlier steps not yet reported.
     pub async fn read_async(&self, ctx: &Context) -> Result<Vec<T>, RuntimeError> {
         let bytes = self.numel as u64 * T::DTYPE.size_bytes() as u64;
-        let raw = ctx.read_buffer_async(&self.buffer, bytes).await?;
+        let raw = ctx
+            .read_range_async(&self.buffer, self.offset, bytes)
+            .await?;
         Ok(bytemuck::pod_collect_to_vec(&raw))
     }
 }
@@ -127,279 +208,14 @@ impl<T: Element> fmt::Debug for Tensor<T> {
         f.debug_struct("Tensor")
             .field("dtype", &T::DTYPE)
             .field("shape", &self.shape)
+            .field("offset", &self.offset)
             .finish_non_exhaustive()
-    }
-}
-
-/// Narrows `int64` values to the `u32` the GPU stores indices as, failing on the first value
-/// that is negative or at least 2^32 ("narrowing": "checked").
-pub fn narrow_i64_to_u32(data: &[i64]) -> Result<Vec<u32>, RuntimeError> {
-    data.iter()
-        .enumerate()
-        .map(|(index, &value)| {
-            u32::try_from(value).map_err(|_| RuntimeError::Narrowing { index, value })
-        })
-        .collect()
-}
-
-/// A logical `int64` tensor stored on the GPU as `u32` after checked narrowing.
-///
-/// The narrowed host values are kept, so generated code can check index contracts (e.g.
-/// position ids against a cache length) on the host without a readback.
-pub struct IndexTensor {
-    buffer: wgpu::Buffer,
-    shape: Vec<usize>,
-    values: Vec<u32>,
-}
-
-impl IndexTensor {
-    /// Narrows and uploads `data`; [`RuntimeError::Narrowing`] names the first element that
-    /// does not fit in `u32`.
-    pub fn from_i64(ctx: &Context, shape: &[usize], data: &[i64]) -> Result<Self, RuntimeError> {
-        let (numel, _) = sized(ctx, "index tensor", shape, 4)?;
-        if data.len() != numel {
-            return Err(RuntimeError::ShapeMismatch {
-                expected: numel,
-                got: data.len(),
-            });
-        }
-        Self::from_u32(ctx, shape, narrow_i64_to_u32(data)?)
-    }
-
-    /// Uploads values that are already `u32`.
-    pub fn from_u32(
-        ctx: &Context,
-        shape: &[usize],
-        values: Vec<u32>,
-    ) -> Result<Self, RuntimeError> {
-        let (numel, size) = sized(ctx, "index tensor", shape, 4)?;
-        if values.len() != numel {
-            return Err(RuntimeError::ShapeMismatch {
-                expected: numel,
-                got: values.len(),
-            });
-        }
-        let buffer = ctx.create_initialized_buffer(
-            "index tensor",
-            bytemuck::cast_slice(&values),
-            size,
-            TENSOR_USAGE,
-        )?;
-        Ok(Self {
-            buffer,
-            shape: shape.to_vec(),
-            values,
-        })
-    }
-
-    /// The shape.
-    pub fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-
-    /// Number of elements.
-    pub fn numel(&self) -> usize {
-        self.values.len()
-    }
-
-    /// The narrowed values, as uploaded.
-    pub fn values(&self) -> &[u32] {
-        &self.values
-    }
-
-    /// The storage buffer (`u32` elements), to pass as a plan argument.
-    pub fn buffer(&self) -> &wgpu::Buffer {
-        &self.buffer
-    }
-
-    /// Reads the buffer back and widens to `i64`; waits for all submitted work.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn to_vec(&self, ctx: &Context) -> Result<Vec<i64>, RuntimeError> {
-        pollster::block_on(self.read_async(ctx))
-    }
-
-    /// [`IndexTensor::to_vec`] without blocking.
-    pub async fn read_async(&self, ctx: &Context) -> Result<Vec<i64>, RuntimeError> {
-        let raw = ctx
-            .read_buffer_async(&self.buffer, self.values.len() as u64 * 4)
-            .await?;
-        let narrow: Vec<u32> = bytemuck::pod_collect_to_vec(&raw);
-        Ok(narrow.into_iter().map(i64::from).collect())
-    }
-}
-
-impl fmt::Debug for IndexTensor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IndexTensor")
-            .field("shape", &self.shape)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A tensor whose element type is known only at run time (the dynamic `run-op` path).
-#[derive(Debug)]
-pub enum AnyTensor {
-    /// `float32`.
-    F32(Tensor<f32>),
-    /// `float16`.
-    F16(Tensor<half::f16>),
-    /// `int64`, stored as `u32`.
-    Index(IndexTensor),
-}
-
-impl AnyTensor {
-    /// Uploads `f64` host data rounded to `dtype` (`int64` values must be integral and fit
-    /// in `u32`, `uint32` is stored like an index).
-    pub fn from_f64(
-        ctx: &Context,
-        dtype: DType,
-        shape: &[usize],
-        data: &[f64],
-    ) -> Result<Self, RuntimeError> {
-        Ok(match dtype {
-            DType::F32 => {
-                let v: Vec<f32> = data.iter().map(|&x| x as f32).collect();
-                AnyTensor::F32(Tensor::from_slice(ctx, shape, &v)?)
-            }
-            DType::F16 => {
-                let v: Vec<half::f16> = data.iter().map(|&x| half::f16::from_f64(x)).collect();
-                AnyTensor::F16(Tensor::from_slice(ctx, shape, &v)?)
-            }
-            DType::U32 | DType::I64 => {
-                // Saturating casts map non-integral or out-of-range values onto something the
-                // checked narrowing rejects or that differs from the input, caught below.
-                let mut ints = Vec::with_capacity(data.len());
-                for (index, &x) in data.iter().enumerate() {
-                    let value = x as i64;
-                    if value as f64 != x {
-                        return Err(RuntimeError::Narrowing { index, value });
-                    }
-                    ints.push(value);
-                }
-                AnyTensor::Index(IndexTensor::from_i64(ctx, shape, &ints)?)
-            }
-        })
-    }
-
-    /// A zero-filled tensor of `dtype` (for outputs described by an [`crate::OutputSpec`]).
-    pub fn zeros(ctx: &Context, dtype: DType, shape: &[usize]) -> Result<Self, RuntimeError> {
-        Ok(match dtype {
-            DType::F32 => AnyTensor::F32(Tensor::zeros(ctx, shape)?),
-            DType::F16 => AnyTensor::F16(Tensor::zeros(ctx, shape)?),
-            DType::U32 | DType::I64 => {
-                let (numel, _) = sized(ctx, "index tensor", shape, 4)?;
-                AnyTensor::Index(IndexTensor::from_u32(ctx, shape, vec![0; numel])?)
-            }
-        })
-    }
-
-    /// The shape.
-    pub fn shape(&self) -> &[usize] {
-        match self {
-            AnyTensor::F32(t) => t.shape(),
-            AnyTensor::F16(t) => t.shape(),
-            AnyTensor::Index(t) => t.shape(),
-        }
-    }
-
-    /// Number of elements.
-    pub fn numel(&self) -> usize {
-        match self {
-            AnyTensor::F32(t) => t.numel(),
-            AnyTensor::F16(t) => t.numel(),
-            AnyTensor::Index(t) => t.numel(),
-        }
-    }
-
-    /// The logical element type (`I64` for index tensors).
-    pub fn dtype(&self) -> DType {
-        match self {
-            AnyTensor::F32(_) => DType::F32,
-            AnyTensor::F16(_) => DType::F16,
-            AnyTensor::Index(_) => DType::I64,
-        }
-    }
-
-    /// The storage buffer.
-    pub fn buffer(&self) -> &wgpu::Buffer {
-        match self {
-            AnyTensor::F32(t) => t.buffer(),
-            AnyTensor::F16(t) => t.buffer(),
-            AnyTensor::Index(t) => t.buffer(),
-        }
-    }
-
-    /// Reads back and widens every element to `f64`.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn to_f64_vec(&self, ctx: &Context) -> Result<Vec<f64>, RuntimeError> {
-        pollster::block_on(self.read_f64_async(ctx))
-    }
-
-    /// [`AnyTensor::to_f64_vec`] without blocking.
-    pub async fn read_f64_async(&self, ctx: &Context) -> Result<Vec<f64>, RuntimeError> {
-        Ok(match self {
-            AnyTensor::F32(t) => t
-                .read_async(ctx)
-                .await?
-                .into_iter()
-                .map(f64::from)
-                .collect(),
-            AnyTensor::F16(t) => {
-                let values = t.read_async(ctx).await?;
-                values.into_iter().map(half::f16::to_f64).collect()
-            }
-            AnyTensor::Index(t) => {
-                let values = t.read_async(ctx).await?;
-                values.into_iter().map(|v| v as f64).collect()
-            }
-        })
-    }
-}
-
-impl From<Tensor<f32>> for AnyTensor {
-    fn from(t: Tensor<f32>) -> Self {
-        AnyTensor::F32(t)
-    }
-}
-
-impl From<Tensor<half::f16>> for AnyTensor {
-    fn from(t: Tensor<half::f16>) -> Self {
-        AnyTensor::F16(t)
-    }
-}
-
-impl From<IndexTensor> for AnyTensor {
-    fn from(t: IndexTensor) -> Self {
-        AnyTensor::Index(t)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn narrowing_is_checked() {
-        assert_eq!(
-            narrow_i64_to_u32(&[0, 1, 4_294_967_295]).unwrap(),
-            [0, 1, u32::MAX]
-        );
-        assert_eq!(
-            narrow_i64_to_u32(&[3, -1, 5]),
-            Err(RuntimeError::Narrowing {
-                index: 1,
-                value: -1
-            })
-        );
-        assert_eq!(
-            narrow_i64_to_u32(&[1 << 32]),
-            Err(RuntimeError::Narrowing {
-                index: 0,
-                value: 1 << 32
-            })
-        );
-        assert_eq!(narrow_i64_to_u32(&[]).unwrap(), Vec::<u32>::new());
-    }
 
     #[test]
     fn numel_overflow_is_detected() {

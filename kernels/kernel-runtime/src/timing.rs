@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::args::Arg;
 use crate::caps::FEATURE_TIMESTAMP_QUERY;
 use crate::context::Context;
 use crate::error::RuntimeError;
@@ -37,7 +38,7 @@ impl Context {
     pub fn time_plan(
         &self,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         repeats: usize,
     ) -> Result<Vec<Duration>, RuntimeError> {
         pollster::block_on(self.time_plan_async(plan, args, repeats))
@@ -47,7 +48,7 @@ impl Context {
     pub async fn time_plan_async(
         &self,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         repeats: usize,
     ) -> Result<Vec<Duration>, RuntimeError> {
         Ok(self.time_totals(plan, args, repeats).await?.1)
@@ -61,7 +62,7 @@ impl Context {
     pub fn time_plan_passes(
         &self,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         repeats: usize,
     ) -> Result<PlanTimes, RuntimeError> {
         pollster::block_on(self.time_plan_passes_async(plan, args, repeats))
@@ -71,7 +72,7 @@ impl Context {
     pub async fn time_plan_passes_async(
         &self,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         repeats: usize,
     ) -> Result<PlanTimes, RuntimeError> {
         let (active, total) = self.time_totals(plan, args, repeats).await?;
@@ -99,7 +100,7 @@ impl Context {
     async fn time_totals(
         &self,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         repeats: usize,
     ) -> Result<(Vec<&'static str>, Vec<Duration>), RuntimeError> {
         if !self.caps.timestamp_query {
@@ -128,7 +129,7 @@ impl Context {
     async fn time_repeats(
         &self,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         spans: usize,
         repeats: usize,
     ) -> Result<Vec<Vec<Duration>>, RuntimeError> {
@@ -146,7 +147,7 @@ impl Context {
     async fn time_batch(
         &self,
         plan: &Plan,
-        args: &[&wgpu::Buffer],
+        args: &[Arg<'_>],
         spans: usize,
         repeats: usize,
     ) -> Result<Vec<Vec<Duration>>, RuntimeError> {

@@ -33,7 +33,7 @@ fn binding_mismatch_is_a_validation_error() {
         dispatch: Dispatch::Workgroups(1),
     };
     let err = ctx
-        .run_plan(&one_pass(pass), &[y.buffer(), x.buffer()])
+        .run_plan(&one_pass(pass), &common::io(&y, &x))
         .unwrap_err();
     eprintln!("{err}");
     match &err {
@@ -61,7 +61,7 @@ fn missing_binding_is_a_validation_error() {
         dispatch: Dispatch::Workgroups(1),
     };
     let err = ctx
-        .run_plan(&one_pass(pass), &[x.buffer(), y.buffer()])
+        .run_plan(&one_pass(pass), &common::io(&x, &y))
         .unwrap_err();
     assert!(
         matches!(&err, RuntimeError::Validation { label, .. } if label == "no-params"),
@@ -104,7 +104,7 @@ fn argument_index_out_of_range_is_an_invalid_plan() {
         dispatch: Dispatch::Workgroups(1),
     };
     let err = ctx
-        .run_plan(&one_pass(pass.clone()), &[x.buffer()])
+        .run_plan(&one_pass(pass.clone()), &common::out(&x))
         .unwrap_err();
     assert!(
         matches!(&err, RuntimeError::InvalidPlan { label, .. } if label == "short"),
@@ -115,7 +115,7 @@ fn argument_index_out_of_range_is_an_invalid_plan() {
         ..pass.clone()
     };
     let err = ctx
-        .run_plan(&one_pass(no_bytes), &[x.buffer(), x.buffer()])
+        .run_plan(&one_pass(no_bytes), &common::io(&x, &x))
         .unwrap_err();
     assert!(matches!(err, RuntimeError::InvalidPlan { .. }), "{err}");
     let bad_intermediate = PlannedPass {
@@ -123,7 +123,7 @@ fn argument_index_out_of_range_is_an_invalid_plan() {
         ..pass
     };
     let err = ctx
-        .run_plan(&one_pass(bad_intermediate), &[x.buffer()])
+        .run_plan(&one_pass(bad_intermediate), &common::out(&x))
         .unwrap_err();
     assert!(matches!(err, RuntimeError::InvalidPlan { .. }), "{err}");
 }
@@ -142,7 +142,7 @@ fn aliased_read_write_arguments_fail_at_submit() {
     };
     // Read-only and read-write views of one buffer in one dispatch: wgpu rejects the
     // recorded commands, which surfaces when the encoder is finished.
-    let err = ctx.run_plan(&one_pass(pass), &[x.buffer()]).unwrap_err();
+    let err = ctx.run_plan(&one_pass(pass), &common::out(&x)).unwrap_err();
     eprintln!("{err}");
     assert!(
         matches!(&err, RuntimeError::Validation { label, message }
@@ -164,7 +164,7 @@ fn grid_beyond_the_device_limit_is_an_error() {
         params: params_n_offset(64, 0.0),
         dispatch: Dispatch::Grid { x: max + 1, y: 1 },
     };
-    let err = ctx.run_plan(&one_pass(pass), &[x.buffer()]).unwrap_err();
+    let err = ctx.run_plan(&one_pass(pass), &common::out(&x)).unwrap_err();
     assert!(
         matches!(err, RuntimeError::TooManyWorkgroups { .. }),
         "{err}"

@@ -38,7 +38,7 @@ fn check_scale(ctx: &Context, n: usize, dispatch: Dispatch) {
     let x = Tensor::from_slice(ctx, &[n], &x_host).unwrap();
     let y = Tensor::<f32>::zeros(ctx, &[n]).unwrap();
     let p = plan(vec![scale_pass(dispatch, n as u32, 3.0, 0.5)]);
-    ctx.run_plan(&p, &[x.buffer(), y.buffer()]).unwrap();
+    ctx.run_plan(&p, &common::io(&x, &y)).unwrap();
     let expect: Vec<f32> = x_host.iter().map(|v| v * 3.0 + 0.5).collect();
     assert_eq!(y.to_vec(ctx).unwrap(), expect, "{dispatch:?}");
 }
@@ -83,7 +83,7 @@ fn threads_split_over_x_and_y_beyond_the_limit() {
     let err = ctx
         .run_plan(
             &plan(vec![scale_pass(d, 1000, 1.0, 0.0)]),
-            &[x.buffer(), y.buffer()],
+            &common::io(&x, &y),
         )
         .unwrap_err();
     assert!(
@@ -110,7 +110,7 @@ fn grid_dispatch_uses_y_as_rows() {
             y: rows as u64,
         },
     };
-    ctx.run_plan(&plan(vec![pass]), &[x.buffer(), y.buffer()])
+    ctx.run_plan(&plan(vec![pass]), &common::io(&x, &y))
         .unwrap();
     let expect: Vec<f32> = x_host
         .iter()
@@ -144,7 +144,7 @@ fn grid_stride_dispatch_covers_more_items_than_threads() {
         params: params_u32(&[n as u32]),
         dispatch,
     };
-    ctx.run_plan(&plan(vec![pass]), &[x.buffer(), y.buffer()])
+    ctx.run_plan(&plan(vec![pass]), &common::io(&x, &y))
         .unwrap();
     let expect: Vec<f32> = x_host.iter().map(|v| v - 1.0).collect();
     assert_eq!(y.to_vec(&ctx).unwrap(), expect);
@@ -177,7 +177,7 @@ fn multi_pass_plan_with_an_intermediate_runs_twice_from_the_pool() {
     };
     let expect: Vec<f32> = x_host.iter().map(|v| -(v * 2.0 + 1.0) + 0.25).collect();
     for _ in 0..2 {
-        ctx.run_plan(&p, &[x.buffer(), y.buffer()]).unwrap();
+        ctx.run_plan(&p, &common::io(&x, &y)).unwrap();
         assert_eq!(y.to_vec(&ctx).unwrap(), expect);
     }
 }
@@ -198,13 +198,13 @@ fn several_plans_in_one_encoder_run_in_order() {
     ctx.record_plan(
         &mut encoder,
         &plan(vec![scale_pass(d, n as u32, 2.0, 0.0)]),
-        &[x.buffer(), y.buffer()],
+        &common::io(&x, &y),
     )
     .unwrap();
     ctx.record_plan(
         &mut encoder,
         &plan(vec![scale_pass(d, n as u32, 1.0, 1.0)]),
-        &[y.buffer(), z.buffer()],
+        &common::io(&y, &z),
     )
     .unwrap();
     ctx.submit(encoder).unwrap();
@@ -233,7 +233,7 @@ fn pipelines_are_cached_per_digest_entry_and_overrides() {
     for _ in 0..3 {
         ctx.run_plan(
             &plan(vec![scale_pass(d, 64, 2.0, 0.0)]),
-            &[x.buffer(), y.buffer()],
+            &common::io(&x, &y),
         )
         .unwrap();
     }
@@ -275,9 +275,9 @@ fn zero_work_plans_dispatch_nothing() {
         }),
     ]);
     // The kernel is invalid: any attempt to build its pipeline would fail.
-    ctx.run_plan(&p, &[x.buffer(), y.buffer()]).unwrap();
+    ctx.run_plan(&p, &common::io(&x, &y)).unwrap();
     let mut encoder = ctx.create_encoder();
-    ctx.record_plan(&mut encoder, &p, &[x.buffer(), y.buffer()])
+    ctx.record_plan(&mut encoder, &p, &common::io(&x, &y))
         .unwrap();
     ctx.submit(encoder).unwrap();
     assert_eq!(ctx.pipeline_cache_len(), 0);
@@ -327,7 +327,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
             workgroup_size: 64,
         },
     };
-    ctx.run_plan(&plan(vec![pass]), &[y.buffer()]).unwrap();
+    ctx.run_plan(&plan(vec![pass]), &common::out(&y)).unwrap();
     let got: Vec<f32> = y.to_vec(&ctx).unwrap().into_iter().map(f32::from).collect();
     assert_eq!(got, [0.5, 1.0, -2.0, 4.0, 1.5, 0.125]);
 }
@@ -352,7 +352,7 @@ fn plans_run_from_several_threads_on_one_context() {
                 };
                 let offset = t as f32;
                 let p = plan(vec![scale_pass(d, n as u32, 2.0, offset)]);
-                ctx.run_plan(&p, &[x.buffer(), y.buffer()]).unwrap();
+                ctx.run_plan(&p, &common::io(&x, &y)).unwrap();
                 let expect: Vec<f32> = x_host.iter().map(|v| v * 2.0 + offset).collect();
                 assert_eq!(y.to_vec(ctx).unwrap(), expect);
             });

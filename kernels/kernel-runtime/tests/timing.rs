@@ -42,7 +42,7 @@ fn time_plan_returns_one_duration_per_repeat_or_missing_feature() {
     let x = Tensor::from_slice(&ctx, &[n], &data(n)).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[n]).unwrap();
     let plan = scale_plan(n as u32);
-    match ctx.time_plan(&plan, &[x.buffer(), y.buffer()], 5) {
+    match ctx.time_plan(&plan, &common::io(&x, &y), 5) {
         Ok(times) => {
             assert!(ctx.caps().timestamp_query);
             assert_eq!(times.len(), 5);
@@ -58,7 +58,7 @@ fn time_plan_returns_one_duration_per_repeat_or_missing_feature() {
     let expect: Vec<f32> = data(n).iter().map(|v| v * 2.0).collect();
     assert_eq!(y.to_vec(&ctx).unwrap(), expect);
     assert!(
-        ctx.time_plan(&plan, &[x.buffer(), y.buffer()], 0)
+        ctx.time_plan(&plan, &common::io(&x, &y), 0)
             .is_ok_and(|t| t.is_empty())
             || !ctx.caps().timestamp_query
     );
@@ -75,7 +75,7 @@ fn time_plan_passes_times_each_active_pass() {
     let y = Tensor::<f32>::zeros(&ctx, &[n]).unwrap();
     // 1100 repetitions of two passes need 4400 queries: more than one query set holds.
     let times = ctx
-        .time_plan_passes(&scale_plan(n as u32), &[x.buffer(), y.buffer()], 1100)
+        .time_plan_passes(&scale_plan(n as u32), &common::io(&x, &y), 1100)
         .unwrap();
     assert_eq!(times.total.len(), 1100);
     let ids: Vec<&str> = times.passes.iter().map(|(id, _)| *id).collect();
@@ -94,9 +94,7 @@ fn time_plan_passes_times_each_active_pass() {
         threads: 0,
         workgroup_size: 64,
     };
-    let times = ctx
-        .time_plan_passes(&plan, &[x.buffer(), y.buffer()], 3)
-        .unwrap();
+    let times = ctx.time_plan_passes(&plan, &common::io(&x, &y), 3).unwrap();
     assert_eq!(times.passes.len(), 1);
     assert_eq!(times.passes[0].0, "scale");
     assert_eq!(times.passes[0].1, times.total);
@@ -114,7 +112,7 @@ fn timing_without_the_feature_is_missing_feature() {
     let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[64]).unwrap();
     let err = ctx
-        .time_plan(&scale_plan(64), &[x.buffer(), y.buffer()], 3)
+        .time_plan(&scale_plan(64), &common::io(&x, &y), 3)
         .unwrap_err();
     assert_eq!(err, RuntimeError::MissingFeature("timestamp-query"));
 }

@@ -2,7 +2,17 @@
 
 #![allow(dead_code)]
 
-use kernel_runtime::{Context, ContextOptions, Kernel, RuntimeError};
+use kernel_runtime::{Arg, Context, ContextOptions, Element, Kernel, RuntimeError, Tensor};
+
+/// The arguments of a one-input, one-output test kernel: `x` read, `y` written.
+pub fn io<'a, A: Element, B: Element>(x: &'a Tensor<A>, y: &'a Tensor<B>) -> [Arg<'a>; 2] {
+    [Arg::read("x", x.binding()), Arg::write("y", y.binding())]
+}
+
+/// The argument of a one-output test kernel.
+pub fn out<T: Element>(y: &Tensor<T>) -> [Arg<'_>; 1] {
+    [Arg::write("y", y.binding())]
+}
 
 /// A context, or `None` (with a message) when the machine has no adapter at all. Any other
 /// failure is a test failure.

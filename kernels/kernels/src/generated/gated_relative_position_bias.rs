@@ -80,6 +80,13 @@ pub struct Outputs<T: rt::Float> {
     /// Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.
     pub output: rt::Tensor<T>,
 }
+/// Output tensors the caller provides (`record_into`, `run_into`): each must have the
+/// shape the op produces, and none may share bytes with another argument.
+#[derive(Debug)]
+pub struct OutputsMut<'a, T: rt::Float> {
+    /// Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.
+    pub output: &'a mut rt::Tensor<T>,
+}
 impl<'a, T: rt::Float> Inputs<'a, T> {
     /// The shapes of these inputs.
     pub fn shapes(&self) -> Shapes<'a> {
@@ -1250,14 +1257,12 @@ pub fn plan(
             error,
         })
 }
-/// Records the op into `encoder`, so several ops can share one submission. The outputs
-/// are valid once the encoder has been submitted.
-pub fn record<T: rt::Float>(
+/// [`plan`] for these inputs on the context's device, with the op's host checks.
+fn checked_plan<T: rt::Float>(
     ctx: &rt::Context,
-    encoder: &mut ::wgpu::CommandEncoder,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
+) -> Result<rt::Plan, rt::OpError> {
     let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
     let _ = [
         rt::registry::ArgView {
@@ -1291,32 +1296,75 @@ pub fn record<T: rt::Float>(
             index_values: None,
         },
     ];
-    let output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
+    Ok(plan)
+}
+fn encode<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut ::wgpu::CommandEncoder,
+    plan: &rt::Plan,
+    inputs: &Inputs<'_, T>,
+    outputs: &OutputsMut<'_, T>,
+) -> Result<(), rt::OpError> {
     ctx.record_plan(
         encoder,
-        &plan,
+        plan,
         &[
-            inputs.query_layer.buffer(),
-            inputs.query_bias.buffer(),
-            inputs.rel_pos.buffer(),
-            inputs.weight.buffer(),
-            inputs.bias.buffer(),
-            inputs.eco_a.buffer(),
-            output.buffer(),
+            rt::Arg::read("query_layer", inputs.query_layer.binding()),
+            rt::Arg::read("query_bias", inputs.query_bias.binding()),
+            rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
+            rt::Arg::read("weight", inputs.weight.binding()),
+            rt::Arg::read("bias", inputs.bias.binding()),
+            rt::Arg::read("eco_a", inputs.eco_a.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
         ],
     )?;
+    Ok(())
+}
+/// Records the op into `encoder` with new outputs, so several ops can share one
+/// submission. The outputs are valid once the encoder has been submitted.
+pub fn record<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut ::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    let plan = checked_plan(ctx, inputs, attrs)?;
+    let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
+    encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output })?;
     Ok(Outputs { output })
 }
-/// Runs the op and waits for the GPU.
+/// Records the op into `encoder`, writing into outputs the caller provides (tensors
+/// of its own or views of its buffers), so a loop allocates nothing per step and an
+/// output can be the next op's input. A provided output of the wrong shape is
+/// [`rt::OpError::Output`]; one that shares bytes with another argument is
+/// [`rt::RuntimeError::Alias`].
+pub fn record_into<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut ::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    let plan = checked_plan(ctx, inputs, attrs)?;
+    rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
+    encode(ctx, encoder, &plan, inputs, &outputs)
+}
+/// Runs the op with new outputs and waits for the GPU.
 pub fn run<T: rt::Float>(
     ctx: &rt::Context,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let mut encoder = ctx.create_encoder();
-    let outputs = record(ctx, &mut encoder, inputs, attrs)?;
-    ctx.submit(encoder)?;
-    Ok(outputs)
+    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+}
+/// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
+pub fn run_into<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    ctx.record_and_submit(|encoder| record_into(ctx, encoder, inputs, outputs, attrs))
 }
 fn plan_dyn(
     ctx: &rt::Context,

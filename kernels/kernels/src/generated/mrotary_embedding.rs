@@ -178,6 +178,13 @@ pub struct Outputs<T: rt::Float> {
     /// Rotary-position-encoded tensor with the same shape and type as `input`.
     pub output: rt::Tensor<T>,
 }
+/// Output tensors the caller provides (`record_into`, `run_into`): each must have the
+/// shape the op produces, and none may share bytes with another argument.
+#[derive(Debug)]
+pub struct OutputsMut<'a, T: rt::Float> {
+    /// Rotary-position-encoded tensor with the same shape and type as `input`.
+    pub output: &'a mut rt::Tensor<T>,
+}
 impl<'a, T: rt::Float> Inputs<'a, T> {
     /// The shapes of these inputs.
     pub fn shapes(&self) -> Shapes<'a> {
@@ -1783,14 +1790,12 @@ pub fn plan(
             error,
         })
 }
-/// Records the op into `encoder`, so several ops can share one submission. The outputs
-/// are valid once the encoder has been submitted.
-pub fn record<T: rt::Float>(
+/// [`plan`] for these inputs on the context's device, with the op's host checks.
+fn checked_plan<T: rt::Float>(
     ctx: &rt::Context,
-    encoder: &mut ::wgpu::CommandEncoder,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
+) -> Result<rt::Plan, rt::OpError> {
     let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
     crate::host_checks::mrotary_embedding::check(
         &[
@@ -1802,7 +1807,7 @@ pub fn record<T: rt::Float>(
             rt::registry::ArgView {
                 role: "position_ids",
                 shape: inputs.position_ids.shape(),
-                index_values: Some(inputs.position_ids.values()),
+                index_values: inputs.position_ids.values(),
             },
             rt::registry::ArgView {
                 role: "cos_cache",
@@ -1817,30 +1822,73 @@ pub fn record<T: rt::Float>(
         ],
         attrs,
     )?;
-    let output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
+    Ok(plan)
+}
+fn encode<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut ::wgpu::CommandEncoder,
+    plan: &rt::Plan,
+    inputs: &Inputs<'_, T>,
+    outputs: &OutputsMut<'_, T>,
+) -> Result<(), rt::OpError> {
     ctx.record_plan(
         encoder,
-        &plan,
+        plan,
         &[
-            inputs.input.buffer(),
-            inputs.position_ids.buffer(),
-            inputs.cos_cache.buffer(),
-            inputs.sin_cache.buffer(),
-            output.buffer(),
+            rt::Arg::read("input", inputs.input.binding()),
+            rt::Arg::read("position_ids", inputs.position_ids.binding()),
+            rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
+            rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
         ],
     )?;
+    Ok(())
+}
+/// Records the op into `encoder` with new outputs, so several ops can share one
+/// submission. The outputs are valid once the encoder has been submitted.
+pub fn record<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut ::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    let plan = checked_plan(ctx, inputs, attrs)?;
+    let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
+    encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output })?;
     Ok(Outputs { output })
 }
-/// Runs the op and waits for the GPU.
+/// Records the op into `encoder`, writing into outputs the caller provides (tensors
+/// of its own or views of its buffers), so a loop allocates nothing per step and an
+/// output can be the next op's input. A provided output of the wrong shape is
+/// [`rt::OpError::Output`]; one that shares bytes with another argument is
+/// [`rt::RuntimeError::Alias`].
+pub fn record_into<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut ::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    let plan = checked_plan(ctx, inputs, attrs)?;
+    rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
+    encode(ctx, encoder, &plan, inputs, &outputs)
+}
+/// Runs the op with new outputs and waits for the GPU.
 pub fn run<T: rt::Float>(
     ctx: &rt::Context,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let mut encoder = ctx.create_encoder();
-    let outputs = record(ctx, &mut encoder, inputs, attrs)?;
-    ctx.submit(encoder)?;
-    Ok(outputs)
+    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+}
+/// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
+pub fn run_into<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    ctx.record_and_submit(|encoder| record_into(ctx, encoder, inputs, outputs, attrs))
 }
 fn plan_dyn(
     ctx: &rt::Context,

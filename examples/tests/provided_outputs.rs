@@ -1,0 +1,139 @@
+//! Ops writing into outputs the caller provides (`record_into` / `run_into`): views of the
+//! application's buffers, chained without readback and checked against the float64
+//! reference; a wrong shape and an output sharing an input's buffer are typed errors.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use examples::data::{DataRng, Tolerance, compare, from_elem, to_elem};
+use examples::reference::bias_softmax::bias_softmax;
+use kernel_runtime::{Context, DType, OpError, RuntimeError, Tensor, wgpu};
+use kernels::bias_softmax::{self as op, Attrs, Inputs, OutputsMut};
+
+const SHAPE: [usize; 3] = [4, 3, 40];
+const BIAS: [usize; 2] = [3, 40];
+
+fn ctx() -> Context {
+    Context::new().expect("a GPU adapter (CI installs Mesa lavapipe)")
+}
+
+/// An application buffer holding two outputs, each at a multiple of the offset alignment.
+fn arena(ctx: &Context) -> (wgpu::Buffer, u64) {
+    let align = u64::from(ctx.device().limits().min_storage_buffer_offset_alignment);
+    let span = (SHAPE.iter().product::<usize>() as u64 * 4).next_multiple_of(align);
+    let buffer = ctx.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("application outputs"),
+        size: 3 * span,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    (buffer, span)
+}
+
+#[test]
+fn chained_ops_write_into_provided_views() {
+    let ctx = ctx();
+    let mut rng = DataRng::new(41);
+    let n = SHAPE.iter().product();
+    let x_host = rng.uniform(n, -4.0, 4.0);
+    let b_host = rng.uniform(BIAS.iter().product(), -2.0, 2.0);
+    let x = Tensor::from_slice(&ctx, &SHAPE, &to_elem::<f32>(&x_host)).unwrap();
+    let bias = Tensor::from_slice(&ctx, &BIAS, &to_elem::<f32>(&b_host)).unwrap();
+    let attrs = Attrs::new(false);
+
+    // The first result lives at offset `span` of one buffer, the second at `2 * span` of
+    // another, and the first feeds the second inside one submission.
+    let (first_buf, span) = arena(&ctx);
+    let (second_buf, _) = arena(&ctx);
+    let mut first = Tensor::<f32>::from_buffer(&ctx, &first_buf, span, &SHAPE).unwrap();
+    let mut second = Tensor::<f32>::from_buffer(&ctx, &second_buf, 2 * span, &SHAPE).unwrap();
+    let mut encoder = ctx.create_encoder();
+    let inputs = Inputs {
+        data: &x,
+        bias: &bias,
+    };
+    let outputs = OutputsMut { output: &mut first };
+    op::record_into(&ctx, &mut encoder, &inputs, outputs, &attrs).unwrap();
+    let inputs = Inputs {
+        data: &first,
+        bias: &bias,
+    };
+    let outputs = OutputsMut {
+        output: &mut second,
+    };
+    op::record_into(&ctx, &mut encoder, &inputs, outputs, &attrs).unwrap();
+    ctx.submit(encoder).unwrap();
+
+    let x_f32 = from_elem(&to_elem::<f32>(&x_host));
+    let b_f32 = from_elem(&to_elem::<f32>(&b_host));
+    let want_first = bias_softmax(&x_f32, &SHAPE, &b_f32, 1, false).unwrap();
+    let got_first = from_elem(&first.to_vec(&ctx).unwrap());
+    let tolerance = Tolerance::bias_softmax(DType::F32);
+    let c = compare(&got_first, &want_first, tolerance);
+    assert!(c.passed(), "first: {c}");
+    // The second op's reference starts from the first's GPU result, so the test measures the
+    // second op, not the first one's rounding twice.
+    let want_second = bias_softmax(&got_first, &SHAPE, &b_f32, 1, false).unwrap();
+    let c = compare(
+        &from_elem(&second.to_vec(&ctx).unwrap()),
+        &want_second,
+        tolerance,
+    );
+    assert!(c.passed(), "second: {c}");
+
+    // `run_into` reuses the same output with new data.
+    let y_host = rng.uniform(n, -1.0, 1.0);
+    let y = Tensor::from_slice(&ctx, &SHAPE, &to_elem::<f32>(&y_host)).unwrap();
+    let inputs = Inputs {
+        data: &y,
+        bias: &bias,
+    };
+    let outputs = OutputsMut { output: &mut first };
+    op::run_into(&ctx, &inputs, outputs, &attrs).unwrap();
+    let y_f32 = from_elem(&to_elem::<f32>(&y_host));
+    let want = bias_softmax(&y_f32, &SHAPE, &b_f32, 1, false).unwrap();
+    let c = compare(&from_elem(&first.to_vec(&ctx).unwrap()), &want, tolerance);
+    assert!(c.passed(), "run_into: {c}");
+}
+
+#[test]
+fn a_provided_output_of_the_wrong_shape_is_rejected() {
+    let ctx = ctx();
+    let x = Tensor::<f32>::zeros(&ctx, &SHAPE).unwrap();
+    let bias = Tensor::<f32>::zeros(&ctx, &BIAS).unwrap();
+    let mut wrong = Tensor::<f32>::zeros(&ctx, &[4, 120]).unwrap();
+    let inputs = Inputs {
+        data: &x,
+        bias: &bias,
+    };
+    let outputs = OutputsMut { output: &mut wrong };
+    let err = op::run_into(&ctx, &inputs, outputs, &Attrs::new(true)).unwrap_err();
+    assert_eq!(
+        err,
+        OpError::Output {
+            op: op::OP_NAME,
+            output: "output".to_owned(),
+            rule: "the op produces shape [4, 3, 40], the provided tensor has shape [4, 120]"
+                .to_owned(),
+        }
+    );
+}
+
+#[test]
+fn an_output_in_an_input_buffer_is_rejected() {
+    let ctx = ctx();
+    let (buffer, span) = arena(&ctx);
+    let x = Tensor::<f32>::from_buffer(&ctx, &buffer, 0, &SHAPE).unwrap();
+    let mut out = Tensor::<f32>::from_buffer(&ctx, &buffer, span, &SHAPE).unwrap();
+    let bias = Tensor::<f32>::zeros(&ctx, &BIAS).unwrap();
+    let inputs = Inputs {
+        data: &x,
+        bias: &bias,
+    };
+    let outputs = OutputsMut { output: &mut out };
+    let err = op::run_into(&ctx, &inputs, outputs, &Attrs::new(false)).unwrap_err();
+    let OpError::Runtime(RuntimeError::Alias { written, other, .. }) = &err else {
+        panic!("expected an Alias error, got {err}");
+    };
+    assert_eq!((*written, *other), ("output", "data"));
+}
