@@ -137,3 +137,49 @@ fn an_output_in_an_input_buffer_is_rejected() {
     };
     assert_eq!((*written, *other), ("output", "data"));
 }
+
+#[test]
+fn a_loop_over_the_same_tensors_reuses_its_bind_groups() {
+    let ctx = ctx();
+    let mut rng = DataRng::new(7);
+    let n = SHAPE.iter().product();
+    let bias = Tensor::from_slice(
+        &ctx,
+        &BIAS,
+        &to_elem::<f32>(&rng.uniform(BIAS.iter().product(), -1.0, 1.0)),
+    )
+    .unwrap();
+    let x = Tensor::from_slice(&ctx, &SHAPE, &to_elem::<f32>(&rng.uniform(n, -3.0, 3.0))).unwrap();
+    let mut out = Tensor::<f32>::zeros(&ctx, &SHAPE).unwrap();
+    let attrs = Attrs::new(false);
+    let step = |out: &mut Tensor<f32>| {
+        let inputs = Inputs {
+            data: &x,
+            bias: &bias,
+        };
+        op::run_into(&ctx, &inputs, OutputsMut { output: out }, &attrs).unwrap();
+    };
+    step(&mut out);
+    let kept = ctx.kept_bind_groups();
+    assert!(kept >= 1, "run_into keeps the bind groups it made");
+    let first = out.to_vec(&ctx).unwrap();
+    for _ in 0..4 {
+        step(&mut out);
+    }
+    assert_eq!(ctx.kept_bind_groups(), kept, "later steps reuse them");
+    assert_eq!(
+        out.to_vec(&ctx).unwrap(),
+        first,
+        "and compute the same result"
+    );
+
+    // `run` makes new outputs every call, so it keeps nothing that would hold them alive.
+    let inputs = Inputs {
+        data: &x,
+        bias: &bias,
+    };
+    op::run(&ctx, &inputs, &attrs).unwrap();
+    assert_eq!(ctx.kept_bind_groups(), kept);
+    ctx.trim_pools();
+    assert_eq!(ctx.kept_bind_groups(), 0);
+}

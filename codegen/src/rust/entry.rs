@@ -164,8 +164,15 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             Ok(plan)
         }
 
-        fn encode<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &Inputs<'_, #(#vars),*>, outputs: &OutputsMut<'_, #(#vars),*>) -> Result<(), rt::OpError> {
-            ctx.record_plan(encoder, plan, &[#(#args),*])?;
+        /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
+        /// same tensors (see [`rt::Context::record_plan_reusing`]).
+        fn encode<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &Inputs<'_, #(#vars),*>, outputs: &OutputsMut<'_, #(#vars),*>, reuse: bool) -> Result<(), rt::OpError> {
+            let args = [#(#args),*];
+            if reuse {
+                ctx.record_plan_reusing(encoder, plan, &args)?;
+            } else {
+                ctx.record_plan(encoder, plan, &args)?;
+            }
             Ok(())
         }
 
@@ -174,19 +181,20 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
             let plan = checked_plan(ctx, inputs, attrs)?;
             #(#output_allocs)*
-            encode(ctx, encoder, &plan, inputs, &OutputsMut { #(#out_roles: &mut #out_roles),* })?;
+            encode(ctx, encoder, &plan, inputs, &OutputsMut { #(#out_roles: &mut #out_roles),* }, false)?;
             Ok(Outputs { #(#out_roles),* })
         }
 
         /// Records the op into `encoder`, writing into outputs the caller provides (tensors
         /// of its own or views of its buffers), so a loop allocates nothing per step and an
-        /// output can be the next op's input. A provided output of the wrong shape is
+        /// output can be the next op's input. Bind groups are kept for the next call with the
+        /// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
         /// [`rt::OpError::Output`]; one that shares bytes with another argument is
         /// [`rt::RuntimeError::Alias`].
         pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, outputs: OutputsMut<'_, #(#vars),*>, attrs: &Attrs) -> Result<(), rt::OpError> {
             let plan = checked_plan(ctx, inputs, attrs)?;
             #(#output_checks)*
-            encode(ctx, encoder, &plan, inputs, &outputs)
+            encode(ctx, encoder, &plan, inputs, &outputs, true)
         }
 
         /// Runs the op with new outputs and waits for the GPU.

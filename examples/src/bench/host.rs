@@ -22,8 +22,13 @@ pub struct HostResult {
     pub first_call_after_precompile_ms: f64,
     /// Median wall time of a warm `run`: plan, record, submit and wait for a tiny dispatch.
     pub warm_run_us: f64,
-    /// CPU time per op when recording `recorded_ops` ops into one encoder.
+    /// Median wall time of a warm `run_into` (provided outputs, nothing allocated).
+    pub warm_run_into_us: f64,
+    /// CPU time per op when recording `recorded_ops` ops into one encoder, new outputs each
+    /// (the median of several encoders after a warm-up one).
     pub record_us_per_op: f64,
+    /// The same with `record_into` and one provided output: what an inference loop pays.
+    pub record_into_us_per_op: f64,
     pub recorded_ops: usize,
 }
 
@@ -33,6 +38,23 @@ trait Problem {
     fn precompile(&self, ctx: &Context) -> Result<usize>;
     fn run(&self, ctx: &Context) -> Result<()>;
     fn record(&self, ctx: &Context, encoder: &mut wgpu::CommandEncoder) -> Result<()>;
+    /// Records into the problem's own output (`None`: a plain submission, i.e. `run_into`).
+    fn record_into(
+        &mut self,
+        ctx: &Context,
+        encoder: Option<&mut wgpu::CommandEncoder>,
+    ) -> Result<()>;
+}
+
+/// `record_into` when given an encoder, `run_into` otherwise.
+macro_rules! into {
+    ($ctx:expr, $encoder:expr, $op:ident, $inputs:expr, $outputs:expr, $attrs:expr) => {
+        match $encoder {
+            Some(encoder) => $op::record_into($ctx, encoder, $inputs, $outputs, $attrs),
+            None => $op::run_into($ctx, $inputs, $outputs, $attrs),
+        }
+        .map_err(Into::into)
+    };
 }
 
 struct Mrope {
@@ -40,6 +62,7 @@ struct Mrope {
     positions: IndexTensor,
     cos: Tensor<f32>,
     sin: Tensor<f32>,
+    out: Tensor<f32>,
     attrs: mrope::Attrs,
 }
 
@@ -54,6 +77,7 @@ impl Mrope {
             positions: IndexTensor::from_i64(ctx, &[3, 1, 16], &[3; 48])?,
             cos: Tensor::from_slice(ctx, &[64, 32], &vec![0.25; 64 * 32])?,
             sin: Tensor::from_slice(ctx, &[64, 32], &vec![0.75; 64 * 32])?,
+            out: Tensor::zeros(ctx, &[1, 16, 128])?,
             attrs,
         })
     }
@@ -85,11 +109,40 @@ impl Problem for Mrope {
             .map(drop)
             .map_err(Into::into)
     }
+    fn record_into(
+        &mut self,
+        ctx: &Context,
+        encoder: Option<&mut wgpu::CommandEncoder>,
+    ) -> Result<()> {
+        let Mrope {
+            x,
+            positions,
+            cos,
+            sin,
+            out,
+            attrs,
+        } = self;
+        let inputs = mrope::Inputs {
+            input: x,
+            position_ids: positions,
+            cos_cache: cos,
+            sin_cache: sin,
+        };
+        into!(
+            ctx,
+            encoder,
+            mrope,
+            &inputs,
+            mrope::OutputsMut { output: out },
+            attrs
+        )
+    }
 }
 
 struct Softmax {
     data: Tensor<f32>,
     bias: Tensor<f32>,
+    out: Tensor<f32>,
     attrs: bias_softmax::Attrs,
 }
 
@@ -118,10 +171,32 @@ impl Problem for Softmax {
             .map(drop)
             .map_err(Into::into)
     }
+    fn record_into(
+        &mut self,
+        ctx: &Context,
+        encoder: Option<&mut wgpu::CommandEncoder>,
+    ) -> Result<()> {
+        let Softmax {
+            data,
+            bias,
+            out,
+            attrs,
+        } = self;
+        let inputs = bias_softmax::Inputs { data, bias };
+        into!(
+            ctx,
+            encoder,
+            bias_softmax,
+            &inputs,
+            bias_softmax::OutputsMut { output: out },
+            attrs
+        )
+    }
 }
 
 struct Gated {
     tensors: [Tensor<f32>; 6],
+    out: Tensor<f32>,
     attrs: grpb::Attrs,
 }
 
@@ -156,6 +231,31 @@ impl Problem for Gated {
             .map(drop)
             .map_err(Into::into)
     }
+    fn record_into(
+        &mut self,
+        ctx: &Context,
+        encoder: Option<&mut wgpu::CommandEncoder>,
+    ) -> Result<()> {
+        let [query_layer, query_bias, rel_pos, weight, bias, eco_a] = &self.tensors;
+        let inputs = grpb::Inputs {
+            query_layer,
+            query_bias,
+            rel_pos,
+            weight,
+            bias,
+            eco_a,
+        };
+        into!(
+            ctx,
+            encoder,
+            grpb,
+            &inputs,
+            grpb::OutputsMut {
+                output: &mut self.out
+            },
+            &self.attrs
+        )
+    }
 }
 
 fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
@@ -167,6 +267,7 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
         Box::new(Softmax {
             data: t(&[4, 64], 0.5)?,
             bias: t(&[1, 64], -0.5)?,
+            out: t(&[4, 64], 0.0)?,
             attrs: bias_softmax::Attrs {
                 axis: -1,
                 ..bias_softmax::Attrs::new(true)
@@ -181,6 +282,7 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
                 t(&[4], 0.1)?,
                 t(&[1, 2, 1, 1], 1.0)?,
             ],
+            out: t(&[1, 2, 16, 16], 0.0)?,
             attrs: grpb::Attrs::new(2),
         }),
     ])
@@ -188,6 +290,30 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// Rounds of recording into one encoder; the first is a warm-up (the encoder's command
+/// storage grows in it), the median of the others is reported.
+const RECORD_ROUNDS: usize = 6;
+
+/// The median wall time of recording `ops` ops into one encoder (then submitted), over
+/// [`RECORD_ROUNDS`] rounds less the warm-up.
+fn record_rounds(
+    ctx: &Context,
+    ops: usize,
+    mut record: impl FnMut(&mut wgpu::CommandEncoder) -> Result<()>,
+) -> Result<Duration> {
+    let mut rounds = Vec::with_capacity(RECORD_ROUNDS);
+    for _ in 0..RECORD_ROUNDS {
+        let mut encoder = ctx.create_encoder();
+        let started = Instant::now();
+        for _ in 0..ops {
+            record(&mut encoder)?;
+        }
+        rounds.push(started.elapsed());
+        ctx.submit(encoder)?;
+    }
+    Ok(crate::data::median(&rounds[1..]).unwrap_or_default())
 }
 
 /// Measures every op; `calls` warm runs each and `recorded` ops per encoder.
@@ -203,7 +329,7 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
         let cold_first_call = started.elapsed();
 
         let ctx = Context::with_options(options)?;
-        let problem = problems(&ctx)?.remove(index);
+        let mut problem = problems(&ctx)?.remove(index);
         let started = Instant::now();
         let precompiled_shaders = problem.precompile(&ctx)?;
         let precompile = started.elapsed();
@@ -218,13 +344,18 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             runs.push(started.elapsed());
         }
 
-        let mut encoder = ctx.create_encoder();
-        let started = Instant::now();
-        for _ in 0..recorded {
-            problem.record(&ctx, &mut encoder)?;
+        let mut runs_into = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let started = Instant::now();
+            problem.record_into(&ctx, None)?;
+            runs_into.push(started.elapsed());
         }
-        let recording = started.elapsed();
-        ctx.submit(encoder)?;
+
+        let recording = record_rounds(&ctx, recorded, |encoder| problem.record(&ctx, encoder))?;
+        let recording_into = record_rounds(&ctx, recorded, |encoder| {
+            problem.record_into(&ctx, Some(encoder))
+        })?;
+        let per_op = |d: Duration| d.as_secs_f64() * 1e6 / recorded.max(1) as f64;
 
         results.push(HostResult {
             op: problem.op().to_owned(),
@@ -233,7 +364,9 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             precompiled_shaders,
             first_call_after_precompile_ms: ms(first_after_precompile),
             warm_run_us: super::median_us(&runs),
-            record_us_per_op: recording.as_secs_f64() * 1e6 / recorded.max(1) as f64,
+            warm_run_into_us: super::median_us(&runs_into),
+            record_us_per_op: per_op(recording),
+            record_into_us_per_op: per_op(recording_into),
             recorded_ops: recorded,
         });
     }

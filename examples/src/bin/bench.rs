@@ -250,25 +250,29 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
     }
     println!();
     println!(
-        "{:<26} {:>14} {:>14} {:>12} {:>16} {:>12} {:>14}",
+        "{:<26} {:>14} {:>14} {:>12} {:>16} {:>12} {:>12} {:>14} {:>12}",
         "op (host side)",
         "cold call ms",
         "precompile ms",
         "shaders",
         "then first ms",
         "warm run µs",
-        "record µs/op"
+        "run_into µs",
+        "record µs/op",
+        "into µs/op"
     );
     for h in host {
         println!(
-            "{:<26} {:>14.1} {:>14.1} {:>12} {:>16.2} {:>12.1} {:>14.2}",
+            "{:<26} {:>14.1} {:>14.1} {:>12} {:>16.2} {:>12.1} {:>12.1} {:>14.2} {:>12.2}",
             h.op.trim_start_matches("com.microsoft."),
             h.cold_first_call_ms,
             h.precompile_ms,
             h.precompiled_shaders,
             h.first_call_after_precompile_ms,
             h.warm_run_us,
-            h.record_us_per_op
+            h.warm_run_into_us,
+            h.record_us_per_op,
+            h.record_into_us_per_op
         );
     }
 }

@@ -2,7 +2,7 @@
 //! with its role and how the op uses it, checked for aliasing before anything is recorded.
 
 use crate::error::RuntimeError;
-use crate::plan::{Binding, PlannedPass};
+use crate::plan::{Binding, Plan, PlannedPass};
 
 /// How an op uses an argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,7 +72,7 @@ impl<'a> Arg<'a> {
 /// another argument: WebGPU makes a writable storage binding the only use of its buffer in a
 /// dispatch, whatever the ranges, and overlapping ranges would race anyway.
 pub(crate) fn check_aliasing(
-    label: &str,
+    plan: &Plan,
     pass: &PlannedPass,
     args: &[Arg<'_>],
 ) -> Result<(), RuntimeError> {
@@ -94,7 +94,7 @@ pub(crate) fn check_aliasing(
         for (j, other) in bound.iter().enumerate() {
             if i != j && other.binding.as_ref().is_some_and(|b| b.buffer == buffer) {
                 return Err(RuntimeError::Alias {
-                    label: label.to_owned(),
+                    label: plan.label(),
                     pass: pass.id,
                     written: written.role,
                     other: other.role,

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::adapter;
+use crate::bind_cache::BindGroupCache;
 use crate::caps::{DeviceCaps, KNOWN_FEATURES, wgpu_feature};
 use crate::error::RuntimeError;
 use crate::pipeline::PipelineCache;
@@ -48,6 +49,7 @@ pub struct Context {
     pub(crate) pipelines: PipelineCache,
     pub(crate) intermediates: Mutex<IntermediatePool>,
     pub(crate) params: Mutex<ParamsCache>,
+    pub(crate) bind_groups: Mutex<BindGroupCache>,
     pub(crate) staging: StagingBuffers,
     pub(crate) errors: Arc<Mutex<ErrorLog>>,
     /// Error-scope results not delivered yet (browsers answer them asynchronously).
@@ -174,6 +176,7 @@ impl Context {
             pipelines: PipelineCache::default(),
             intermediates: Mutex::new(IntermediatePool::default()),
             params: Mutex::new(ParamsCache::default()),
+            bind_groups: Mutex::default(),
             staging: StagingBuffers::default(),
             errors: Arc::new(Mutex::new(ErrorLog::default())),
             #[cfg(target_arch = "wasm32")]

@@ -156,6 +156,11 @@ impl Context {
         self.pipelines.len()
     }
 
+    /// Number of bind groups kept for reuse (see [`Context::record_plan_reusing`]).
+    pub fn kept_bind_groups(&self) -> usize {
+        lock(&self.bind_groups).len()
+    }
+
     /// Drops every cached pipeline and shader module; they are recreated on demand.
     pub fn clear_pipeline_cache(&self) {
         let mut maps = lock(&self.pipelines.inner);

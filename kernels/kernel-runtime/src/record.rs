@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use crate::args::{Arg, check_aliasing};
+use crate::bind_cache::BindKey;
 use crate::context::{Context, lock};
 use crate::error::RuntimeError;
 use crate::plan::{Binding, Plan, PlannedPass};
@@ -68,7 +69,23 @@ impl Context {
         plan: &Plan,
         args: &[Arg<'_>],
     ) -> Result<(), RuntimeError> {
-        self.record_with_timestamps(encoder, plan, args, Timestamps::None)
+        self.record_with_timestamps(encoder, plan, args, Timestamps::None, false)
+            .map(drop)
+    }
+
+    /// [`Context::record_plan`] for arguments the caller passes again and again (an
+    /// inference loop's buffers, the provided outputs of `record_into`): the bind groups it
+    /// creates are kept, so the next call with the same buffer ranges skips creating them.
+    ///
+    /// A kept bind group keeps its buffers alive until it is evicted (at most 256 are kept)
+    /// or [`Context::trim_pools`] is called.
+    pub fn record_plan_reusing(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &Plan,
+        args: &[Arg<'_>],
+    ) -> Result<(), RuntimeError> {
+        self.record_with_timestamps(encoder, plan, args, Timestamps::None, true)
             .map(drop)
     }
 
@@ -77,7 +94,8 @@ impl Context {
     pub fn run_plan(&self, plan: &Plan, args: &[Arg<'_>]) -> Result<(), RuntimeError> {
         let label = plan.label();
         let mut encoder = self.create_labelled_encoder(&label);
-        let recorded = self.record_with_timestamps(&mut encoder, plan, args, Timestamps::None)?;
+        let recorded =
+            self.record_with_timestamps(&mut encoder, plan, args, Timestamps::None, false)?;
         if recorded {
             self.submit_labelled(encoder, &label)
         } else {
@@ -85,19 +103,20 @@ impl Context {
         }
     }
 
-    /// [`Context::record_plan`] with optional timestamp writes (see [`Timestamps`]); returns
-    /// whether anything was recorded.
+    /// [`Context::record_plan`] with optional timestamp writes (see [`Timestamps`]), keeping
+    /// bind groups when `reuse`; returns whether anything was recorded.
     pub(crate) fn record_with_timestamps(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         plan: &Plan,
         args: &[Arg<'_>],
         timestamps: Timestamps<'_>,
+        reuse: bool,
     ) -> Result<bool, RuntimeError> {
         let active = plan.active_passes(self.max_workgroups_per_dimension())?;
         for (pass, _) in &active {
             check_bindings(plan, pass, args)?;
-            check_aliasing(&plan.label(), pass, args)?;
+            check_aliasing(plan, pass, args)?;
         }
         if active.is_empty() {
             return Ok(false);
@@ -114,7 +133,7 @@ impl Context {
                 encoder.clear_buffer(buffer, 0, None);
             }
         }
-        let steps = self.bind_all(&active, &pipelines, args, &intermediates);
+        let steps = self.bind_all(&active, &pipelines, args, &intermediates, reuse);
         self.return_intermediates(intermediates);
         let steps = steps?;
         let label = plan.label();
@@ -141,12 +160,13 @@ impl Context {
         pipelines: &'p [wgpu::ComputePipeline],
         args: &[Arg<'_>],
         intermediates: &[(wgpu::Buffer, bool)],
+        reuse: bool,
     ) -> Result<Vec<Step<'p>>, RuntimeError> {
         active
             .iter()
             .zip(pipelines)
             .map(|(&(pass, workgroups), pipeline)| {
-                let bind_group = self.bind_group(pass, pipeline, args, intermediates)?;
+                let bind_group = self.bind_group(pass, pipeline, args, intermediates, reuse)?;
                 Ok(Step {
                     pass,
                     workgroups,
@@ -157,13 +177,15 @@ impl Context {
             .collect()
     }
 
-    /// The bind group of one pass, or `None` for a pass without bindings.
+    /// The bind group of one pass, or `None` for a pass without bindings; with `reuse`, a
+    /// kept one when the pass binds the same ranges as before.
     fn bind_group(
         &self,
         pass: &PlannedPass,
         pipeline: &wgpu::ComputePipeline,
         args: &[Arg<'_>],
         intermediates: &[(wgpu::Buffer, bool)],
+        reuse: bool,
     ) -> Result<Option<wgpu::BindGroup>, RuntimeError> {
         if pass.bindings.is_empty() {
             return Ok(None);
@@ -173,7 +195,7 @@ impl Context {
         } else {
             None
         };
-        let mut entries = Vec::with_capacity(pass.bindings.len());
+        let mut ranges = Vec::with_capacity(pass.bindings.len());
         for (i, binding) in pass.bindings.iter().enumerate() {
             // Indices were checked by `check_bindings`; `invalid` only guards against a plan
             // changed between the check and here, which cannot happen, without a panic.
@@ -181,22 +203,32 @@ impl Context {
                 label: pass.id.to_owned(),
                 reason: format!("binding {i} ({binding:?}) has no buffer"),
             };
-            let resource = match *binding {
-                Binding::Arg(a) => {
-                    let arg = args.get(a).and_then(|arg| arg.binding.clone());
-                    wgpu::BindingResource::Buffer(arg.ok_or_else(invalid)?)
-                }
+            let range = match *binding {
+                Binding::Arg(a) => args.get(a).and_then(|arg| arg.binding.clone()),
                 Binding::Intermediate(t) => intermediates
                     .get(t)
-                    .ok_or_else(invalid)?
-                    .0
-                    .as_entire_binding(),
-                Binding::Params => params.as_ref().ok_or_else(invalid)?.as_entire_binding(),
+                    .map(|(b, _)| b.as_entire_buffer_binding()),
+                Binding::Params => params.as_ref().map(wgpu::Buffer::as_entire_buffer_binding),
             };
-            entries.push(wgpu::BindGroupEntry {
+            ranges.push(range.ok_or_else(invalid)?);
+        }
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, range)| wgpu::BindGroupEntry {
                 binding: i as u32,
-                resource,
-            });
+                resource: wgpu::BindingResource::Buffer(range.clone()),
+            })
+            .collect();
+        let key = reuse.then(|| BindKey {
+            pipeline: pipeline.clone(),
+            entries: ranges
+                .iter()
+                .map(|r| (r.buffer.clone(), r.offset, r.size.map(|s| s.get())))
+                .collect(),
+        });
+        if let Some(group) = key.as_ref().and_then(|k| lock(&self.bind_groups).get(k)) {
+            return Ok(Some(group));
         }
         let bind_group = self.scoped(pass.id, || {
             let layout = pipeline.get_bind_group_layout(0);
@@ -206,6 +238,9 @@ impl Context {
                 entries: &entries,
             })
         })?;
+        if let Some(key) = key {
+            lock(&self.bind_groups).insert(key, bind_group.clone());
+        }
         Ok(Some(bind_group))
     }
 
@@ -279,10 +314,11 @@ impl Context {
         }
     }
 
-    /// Drops pooled intermediates, cached uniform buffers and the staging buffers, releasing
-    /// their memory.
+    /// Drops pooled intermediates, cached uniform buffers, kept bind groups (and with them
+    /// the buffers they bind) and the staging buffers, releasing their memory.
     pub fn trim_pools(&self) {
         *lock(&self.intermediates) = IntermediatePool::default();
+        lock(&self.bind_groups).clear();
         lock(&self.params).buffers.clear();
         self.staging.clear();
     }

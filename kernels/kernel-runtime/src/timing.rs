@@ -177,7 +177,7 @@ impl Context {
             } else {
                 Timestamps::PerPass(&query_set, first)
             };
-            self.record_with_timestamps(&mut encoder, plan, args, ts)?;
+            self.record_with_timestamps(&mut encoder, plan, args, ts, false)?;
         }
         encoder.resolve_query_set(&query_set, 0..queries, &resolve, 0);
         self.submit_labelled(encoder, &label)?;

@@ -1298,26 +1298,30 @@ fn checked_plan<T: rt::Float>(
     ];
     Ok(plan)
 }
+/// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
+/// same tensors (see [`rt::Context::record_plan_reusing`]).
 fn encode<T: rt::Float>(
     ctx: &rt::Context,
     encoder: &mut ::wgpu::CommandEncoder,
     plan: &rt::Plan,
     inputs: &Inputs<'_, T>,
     outputs: &OutputsMut<'_, T>,
+    reuse: bool,
 ) -> Result<(), rt::OpError> {
-    ctx.record_plan(
-        encoder,
-        plan,
-        &[
-            rt::Arg::read("query_layer", inputs.query_layer.binding()),
-            rt::Arg::read("query_bias", inputs.query_bias.binding()),
-            rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
-            rt::Arg::read("weight", inputs.weight.binding()),
-            rt::Arg::read("bias", inputs.bias.binding()),
-            rt::Arg::read("eco_a", inputs.eco_a.binding()),
-            rt::Arg::write("output", outputs.output.binding()),
-        ],
-    )?;
+    let args = [
+        rt::Arg::read("query_layer", inputs.query_layer.binding()),
+        rt::Arg::read("query_bias", inputs.query_bias.binding()),
+        rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
+        rt::Arg::read("weight", inputs.weight.binding()),
+        rt::Arg::read("bias", inputs.bias.binding()),
+        rt::Arg::read("eco_a", inputs.eco_a.binding()),
+        rt::Arg::write("output", outputs.output.binding()),
+    ];
+    if reuse {
+        ctx.record_plan_reusing(encoder, plan, &args)?;
+    } else {
+        ctx.record_plan(encoder, plan, &args)?;
+    }
     Ok(())
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
@@ -1330,12 +1334,13 @@ pub fn record<T: rt::Float>(
 ) -> Result<Outputs<T>, rt::OpError> {
     let plan = checked_plan(ctx, inputs, attrs)?;
     let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
-    encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output })?;
+    encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
 }
 /// Records the op into `encoder`, writing into outputs the caller provides (tensors
 /// of its own or views of its buffers), so a loop allocates nothing per step and an
-/// output can be the next op's input. A provided output of the wrong shape is
+/// output can be the next op's input. Bind groups are kept for the next call with the
+/// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
 /// [`rt::OpError::Output`]; one that shares bytes with another argument is
 /// [`rt::RuntimeError::Alias`].
 pub fn record_into<T: rt::Float>(
@@ -1347,7 +1352,7 @@ pub fn record_into<T: rt::Float>(
 ) -> Result<(), rt::OpError> {
     let plan = checked_plan(ctx, inputs, attrs)?;
     rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
-    encode(ctx, encoder, &plan, inputs, &outputs)
+    encode(ctx, encoder, &plan, inputs, &outputs, true)
 }
 /// Runs the op with new outputs and waits for the GPU.
 pub fn run<T: rt::Float>(

@@ -1824,24 +1824,28 @@ fn checked_plan<T: rt::Float>(
     )?;
     Ok(plan)
 }
+/// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
+/// same tensors (see [`rt::Context::record_plan_reusing`]).
 fn encode<T: rt::Float>(
     ctx: &rt::Context,
     encoder: &mut ::wgpu::CommandEncoder,
     plan: &rt::Plan,
     inputs: &Inputs<'_, T>,
     outputs: &OutputsMut<'_, T>,
+    reuse: bool,
 ) -> Result<(), rt::OpError> {
-    ctx.record_plan(
-        encoder,
-        plan,
-        &[
-            rt::Arg::read("input", inputs.input.binding()),
-            rt::Arg::read("position_ids", inputs.position_ids.binding()),
-            rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
-            rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
-            rt::Arg::write("output", outputs.output.binding()),
-        ],
-    )?;
+    let args = [
+        rt::Arg::read("input", inputs.input.binding()),
+        rt::Arg::read("position_ids", inputs.position_ids.binding()),
+        rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
+        rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
+        rt::Arg::write("output", outputs.output.binding()),
+    ];
+    if reuse {
+        ctx.record_plan_reusing(encoder, plan, &args)?;
+    } else {
+        ctx.record_plan(encoder, plan, &args)?;
+    }
     Ok(())
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
@@ -1854,12 +1858,13 @@ pub fn record<T: rt::Float>(
 ) -> Result<Outputs<T>, rt::OpError> {
     let plan = checked_plan(ctx, inputs, attrs)?;
     let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
-    encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output })?;
+    encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
 }
 /// Records the op into `encoder`, writing into outputs the caller provides (tensors
 /// of its own or views of its buffers), so a loop allocates nothing per step and an
-/// output can be the next op's input. A provided output of the wrong shape is
+/// output can be the next op's input. Bind groups are kept for the next call with the
+/// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
 /// [`rt::OpError::Output`]; one that shares bytes with another argument is
 /// [`rt::RuntimeError::Alias`].
 pub fn record_into<T: rt::Float>(
@@ -1871,7 +1876,7 @@ pub fn record_into<T: rt::Float>(
 ) -> Result<(), rt::OpError> {
     let plan = checked_plan(ctx, inputs, attrs)?;
     rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
-    encode(ctx, encoder, &plan, inputs, &outputs)
+    encode(ctx, encoder, &plan, inputs, &outputs, true)
 }
 /// Runs the op with new outputs and waits for the GPU.
 pub fn run<T: rt::Float>(
