@@ -6,7 +6,7 @@
 mod common;
 
 use common::{BROKEN, MISMATCH, SCALE, data, params_n_offset};
-use kernel_runtime::{Binding, Dispatch, Plan, PlannedPass, RuntimeError, Tensor};
+use kernel_runtime::{Arg, Binding, Dispatch, Plan, PlannedPass, RuntimeError, Tensor};
 
 fn one_pass(pass: PlannedPass) -> Plan {
     Plan {
@@ -140,13 +140,28 @@ fn aliased_read_write_arguments_fail_at_submit() {
         params: params_n_offset(64, 0.0),
         dispatch: Dispatch::Workgroups(1),
     };
-    // Read-only and read-write views of one buffer in one dispatch: wgpu rejects the
-    // recorded commands, which surfaces when the encoder is finished.
-    let err = ctx.run_plan(&one_pass(pass), &common::out(&x)).unwrap_err();
-    eprintln!("{err}");
+    // Declared as read only, so the runtime's aliasing check lets it through, but the shader
+    // binds it read-write too: wgpu rejects the recorded commands, which surfaces when the
+    // encoder is finished.
+    let args = [Arg::read("x", x.binding())];
+    let err = ctx.run_plan(&one_pass(pass.clone()), &args).unwrap_err();
     assert!(
         matches!(&err, RuntimeError::Validation { label, message }
             if label == "Test/errors" && message.contains("'Test/errors'")),
+        "{err}"
+    );
+
+    // Declared as written, the same plan is rejected before anything is recorded.
+    let err = ctx.run_plan(&one_pass(pass), &common::out(&x)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RuntimeError::Alias {
+                written: "y",
+                other: "y",
+                ..
+            }
+        ),
         "{err}"
     );
 }
