@@ -18,6 +18,9 @@ pub struct HostResult {
     /// Wall time of `precompile` on a fresh device, and how many shaders it prepared.
     pub precompile_ms: f64,
     pub precompiled_shaders: usize,
+    /// Wall time of `precompile` on a fresh device that loaded the pipeline cache saved
+    /// after the `precompile` above (`None` when the device has no pipeline cache).
+    pub precompile_from_pipeline_cache_ms: Option<f64>,
     /// Wall time of the first `run` after `precompile`.
     pub first_call_after_precompile_ms: f64,
     /// Median wall time of a warm `run`: plan, record, submit and wait for a tiny dispatch.
@@ -320,6 +323,7 @@ fn record_rounds(
 pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Result<Vec<HostResult>> {
     let mut results = Vec::new();
     let count = problems(&Context::with_options(options)?)?.len();
+    let scratch = std::env::temp_dir().join(format!("kernels-bench-{}", std::process::id()));
     for index in 0..count {
         // A fresh device each, so nothing is cached from an earlier op or measurement.
         let cold_ctx = Context::with_options(options)?;
@@ -330,9 +334,21 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
 
         let ctx = Context::with_options(options)?;
         let mut problem = problems(&ctx)?.remove(index);
+        let cache_file = scratch.join(format!("{index}.bin"));
+        let cached = ctx.use_pipeline_cache(&cache_file).is_ok();
         let started = Instant::now();
         let precompiled_shaders = problem.precompile(&ctx)?;
         let precompile = started.elapsed();
+        let from_cache = if cached && ctx.save_pipeline_cache()?.is_some() {
+            let fresh = Context::with_options(options)?;
+            fresh.use_pipeline_cache(&cache_file)?;
+            let again = problems(&fresh)?.remove(index);
+            let started = Instant::now();
+            again.precompile(&fresh)?;
+            Some(ms(started.elapsed()))
+        } else {
+            None
+        };
         let started = Instant::now();
         problem.run(&ctx)?;
         let first_after_precompile = started.elapsed();
@@ -362,6 +378,7 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             cold_first_call_ms: ms(cold_first_call),
             precompile_ms: ms(precompile),
             precompiled_shaders,
+            precompile_from_pipeline_cache_ms: from_cache,
             first_call_after_precompile_ms: ms(first_after_precompile),
             warm_run_us: super::median_us(&runs),
             warm_run_into_us: super::median_us(&runs_into),
@@ -370,5 +387,6 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             recorded_ops: recorded,
         });
     }
+    let _ = std::fs::remove_dir_all(&scratch);
     Ok(results)
 }

@@ -250,12 +250,13 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
     }
     println!();
     println!(
-        "{:<26} {:>14} {:>14} {:>12} {:>16} {:>12} {:>12} {:>14} {:>12}",
+        "{:<26} {:>14} {:>14} {:>14} {:>8} {:>14} {:>12} {:>12} {:>14} {:>12}",
         "op (host side)",
         "cold call ms",
         "precompile ms",
+        "from cache ms",
         "shaders",
-        "then first ms",
+        "then 1st ms",
         "warm run µs",
         "run_into µs",
         "record µs/op",
@@ -263,10 +264,12 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
     );
     for h in host {
         println!(
-            "{:<26} {:>14.1} {:>14.1} {:>12} {:>16.2} {:>12.1} {:>12.1} {:>14.2} {:>12.2}",
+            "{:<26} {:>14.1} {:>14.1} {:>14} {:>8} {:>14.2} {:>12.1} {:>12.1} {:>14.2} {:>12.2}",
             h.op.trim_start_matches("com.microsoft."),
             h.cold_first_call_ms,
             h.precompile_ms,
+            h.precompile_from_pipeline_cache_ms
+                .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1}")),
             h.precompiled_shaders,
             h.first_call_after_precompile_ms,
             h.warm_run_us,

@@ -50,6 +50,9 @@ pub struct Context {
     pub(crate) intermediates: Mutex<IntermediatePool>,
     pub(crate) params: Mutex<ParamsCache>,
     pub(crate) bind_groups: Mutex<BindGroupCache>,
+    /// wgpu's pipeline cache and its file, once [`Context::use_pipeline_cache`] is called.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) disk_cache: Mutex<Option<crate::disk_cache::DiskCache>>,
     pub(crate) staging: StagingBuffers,
     pub(crate) errors: Arc<Mutex<ErrorLog>>,
     /// Error-scope results not delivered yet (browsers answer them asynchronously).
@@ -116,6 +119,10 @@ impl Context {
                 wanted |= f;
             }
         }
+        // Native only: lets `use_pipeline_cache` keep compiled pipelines across processes.
+        if cfg!(not(target_arch = "wasm32")) {
+            wanted |= wgpu::Features::PIPELINE_CACHE;
+        }
         let required_features = chosen.features() & wanted;
         let descriptor = wgpu::DeviceDescriptor {
             label: Some("kernel-runtime"),
@@ -177,6 +184,8 @@ impl Context {
             intermediates: Mutex::new(IntermediatePool::default()),
             params: Mutex::new(ParamsCache::default()),
             bind_groups: Mutex::default(),
+            #[cfg(not(target_arch = "wasm32"))]
+            disk_cache: Mutex::default(),
             staging: StagingBuffers::default(),
             errors: Arc::new(Mutex::new(ErrorLog::default())),
             #[cfg(target_arch = "wasm32")]

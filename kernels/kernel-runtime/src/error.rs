@@ -124,6 +124,14 @@ pub enum RuntimeError {
         /// The other role bound to the same buffer.
         other: &'static str,
     },
+    /// The pipeline cache file could not be read or written.
+    #[error("pipeline cache {path}: {message}")]
+    PipelineCache {
+        /// The file or folder.
+        path: String,
+        /// What failed, with the system's message.
+        message: String,
+    },
     /// The device was lost; nothing more can run on this context.
     #[error("the GPU device was lost: {0}")]
     DeviceLost(String),

@@ -76,6 +76,8 @@ mod bind_cache;
 mod buffers;
 pub mod caps;
 mod context;
+#[cfg(not(target_arch = "wasm32"))]
+mod disk_cache;
 pub mod dtype;
 pub mod error;
 pub mod expr;
@@ -94,6 +96,8 @@ pub use any::AnyTensor;
 pub use args::{Access, Arg};
 pub use caps::DeviceCaps;
 pub use context::{Context, ContextOptions};
+#[cfg(not(target_arch = "wasm32"))]
+pub use disk_cache::PipelineCacheLoad;
 pub use dtype::{DType, Element, Float};
 pub use error::{OpError, Rejection, RuntimeError};
 pub use expr::EvalError;

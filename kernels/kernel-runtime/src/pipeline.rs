@@ -83,6 +83,10 @@ impl Context {
             return Ok(p.clone());
         }
         let module = self.module(kernel)?;
+        #[cfg(not(target_arch = "wasm32"))]
+        let cache = lock(&self.disk_cache).as_ref().map(|d| d.cache.clone());
+        #[cfg(target_arch = "wasm32")]
+        let cache: Option<wgpu::PipelineCache> = None;
         let created = self.scoped(kernel.label, || {
             self.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -98,7 +102,7 @@ impl Context {
                         // write workgroup memory before reading it (ARCHITECTURE.md), so skip it.
                         zero_initialize_workgroup_memory: false,
                     },
-                    cache: None,
+                    cache: cache.as_ref(),
                 })
         })?;
         *pipeline = Some(created.clone());
