@@ -1,5 +1,7 @@
-//! The bandwidth ceiling of a run: a plain WGSL copy kernel (`vec4<f32>` words, one per
-//! invocation) timed in the same process, on the same adapter, as the op cases.
+//! The bandwidth ceiling of a run: the fastest of a sweep of WGSL copy kernels (`vec4<f32>`
+//! words, 1, 2 or 4 per invocation, several workgroup sizes) timed in the same process, on
+//! the same adapter, as the op cases; and element-wise copies for what f32 and f16 accesses
+//! cost there.
 
 use anyhow::{Result, bail};
 use kernel_runtime::{Arg, Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
@@ -221,6 +223,119 @@ fn main(
     web_enables: "",
 };
 
+/// `vec4<f32>` words, 1 per invocation a workgroup apart with every load issued before
+/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
+static COPY_SPREAD_1: Kernel = Kernel {
+    label: "bench.copy_spread1",
+    source: "override WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 1u + lane;
+    let n = arrayLength(&dst);
+    if (first + 0u * WG < n) {
+        let v0 = src[first + 0u * WG];
+        dst[first + 0u * WG] = v0;
+    } else {
+        for (var k = 0u; k < 1u; k++) {
+            let i = first + k * WG;
+            if (i < n) {
+                dst[i] = src[i];
+            }
+        }
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-spread1-v1",
+    web_enables: "",
+};
+
+/// `vec4<f32>` words, 2 per invocation a workgroup apart with every load issued before
+/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
+static COPY_SPREAD_2: Kernel = Kernel {
+    label: "bench.copy_spread2",
+    source: "override WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 2u + lane;
+    let n = arrayLength(&dst);
+    if (first + 1u * WG < n) {
+        let v0 = src[first + 0u * WG];
+        let v1 = src[first + 1u * WG];
+        dst[first + 0u * WG] = v0;
+        dst[first + 1u * WG] = v1;
+    } else {
+        for (var k = 0u; k < 2u; k++) {
+            let i = first + k * WG;
+            if (i < n) {
+                dst[i] = src[i];
+            }
+        }
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-spread2-v1",
+    web_enables: "",
+};
+
+/// `vec4<f32>` words, 4 per invocation a workgroup apart with every load issued before
+/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
+static COPY_SPREAD_4: Kernel = Kernel {
+    label: "bench.copy_spread4",
+    source: "override WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 4u + lane;
+    let n = arrayLength(&dst);
+    if (first + 3u * WG < n) {
+        let v0 = src[first + 0u * WG];
+        let v1 = src[first + 1u * WG];
+        let v2 = src[first + 2u * WG];
+        let v3 = src[first + 3u * WG];
+        dst[first + 0u * WG] = v0;
+        dst[first + 1u * WG] = v1;
+        dst[first + 2u * WG] = v2;
+        dst[first + 3u * WG] = v3;
+    } else {
+        for (var k = 0u; k < 4u; k++) {
+            let i = first + k * WG;
+            if (i < n) {
+                dst[i] = src[i];
+            }
+        }
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-spread4-v1",
+    web_enables: "",
+};
+
 /// Which copy kernel to time.
 #[derive(Debug, Clone, Copy)]
 pub enum CopyKind {
@@ -240,6 +355,26 @@ pub enum CopyKind {
     F16Vec4Pairs,
     /// One `vec4<u32>` word of eight f16 per invocation, unpacked and packed.
     F16Packed,
+    /// `per` (1, 2 or 4) `vec4<f32>` words per invocation, a workgroup of `wg` apart.
+    Spread {
+        /// Words per invocation.
+        per: u32,
+        /// Invocations per workgroup.
+        wg: u32,
+    },
+}
+
+impl CopyKind {
+    /// The variants of [`CopyKind::Spread`] the ceiling is the best of.
+    pub fn sweep() -> Vec<CopyKind> {
+        let mut kinds = Vec::new();
+        for per in [1, 2, 4] {
+            for wg in [128, 256, 512, 1024] {
+                kinds.push(CopyKind::Spread { per, wg });
+            }
+        }
+        kinds
+    }
 }
 
 /// The copy kernel's measured rate.
@@ -251,6 +386,24 @@ pub struct CopyResult {
     pub median_us: f64,
     /// Read plus written bytes per second, in GB/s.
     pub gbps: f64,
+}
+
+/// The fastest of `kinds` (each measured as [`measure`] does), with every result.
+pub fn measure_best(
+    ctx: &Context,
+    kinds: &[CopyKind],
+    bytes: u64,
+    repetitions: usize,
+    warm_up: std::time::Duration,
+) -> Result<(CopyResult, Vec<CopyResult>)> {
+    let mut all = Vec::with_capacity(kinds.len());
+    for &kind in kinds {
+        all.push(measure(ctx, kind, bytes, repetitions, warm_up)?);
+    }
+    let Some(best) = all.iter().max_by(|a, b| a.gbps.total_cmp(&b.gbps)) else {
+        bail!("no copy kernel to measure");
+    };
+    Ok((best.clone(), all))
 }
 
 /// Copies `bytes` (rounded down to 16) `repetitions` times, after `warm_up` of sustained
@@ -271,7 +424,7 @@ pub fn measure(
 
 /// A copy kernel with its source and destination, to time again and again on one device.
 pub struct CopyProbe {
-    kernel: &'static Kernel,
+    label: String,
     words: usize,
     plan: Plan,
     src: Tensor<f32>,
@@ -284,7 +437,20 @@ impl CopyProbe {
         let words = (bytes / 16) as usize;
         let src = Tensor::<f32>::from_slice(ctx, &[words * 4], &vec![1.0; words * 4])?;
         let dst = Tensor::<f32>::zeros(ctx, &[words * 4])?;
+        let mut workgroup_size = 256;
+        let mut overrides = vec![];
         let (kernel, threads) = match kind {
+            CopyKind::Spread { per, wg } => {
+                let kernel = match per {
+                    1 => &COPY_SPREAD_1,
+                    2 => &COPY_SPREAD_2,
+                    4 => &COPY_SPREAD_4,
+                    _ => bail!("no spread copy kernel with {per} words per invocation"),
+                };
+                workgroup_size = wg;
+                overrides.push(("WG", f64::from(wg)));
+                (kernel, words.div_ceil(per as usize))
+            }
             CopyKind::Vec4 => (&COPY, words),
             CopyKind::F32 => (&COPY_F32, words * 4),
             CopyKind::F16 => (&COPY_F16, words * 8),
@@ -300,19 +466,22 @@ impl CopyProbe {
             passes: vec![PlannedPass {
                 id: "copy",
                 kernel,
-                overrides: vec![],
+                overrides,
                 bindings: vec![Binding::Arg(0), Binding::Arg(1)],
                 params: vec![],
                 dispatch: Dispatch::Threads {
                     threads: threads as u64,
-                    workgroup_size: 256,
+                    workgroup_size,
                 },
             }],
             intermediates: vec![],
             outputs: vec![],
         };
         Ok(Self {
-            kernel,
+            label: match kind {
+                CopyKind::Spread { wg, .. } => format!("{} wg{wg}", kernel.label),
+                _ => kernel.label.to_owned(),
+            },
             words,
             plan,
             src,
@@ -336,7 +505,7 @@ impl CopyProbe {
         let median = median.as_secs_f64();
         let copied = self.words as u64 * 16;
         Ok(CopyResult {
-            kernel: self.kernel.label.to_owned(),
+            kernel: self.label.clone(),
             bytes: copied,
             median_us: median * 1e6,
             gbps: 2.0 * copied as f64 / median / 1e9,

@@ -53,6 +53,7 @@ struct Report {
     unix_time: u64,
     quick: bool,
     copy: copy::CopyResult,
+    copy_sweep: Vec<copy::CopyResult>,
     element_copies: Vec<copy::CopyResult>,
     cases: Vec<CaseResult>,
     host: Vec<host::HostResult>,
@@ -88,15 +89,23 @@ fn main() -> Result<()> {
     } else {
         examples::bench::WARM_UP
     };
-    let copy = copy::measure(
+    let (copy, copy_sweep) = copy::measure_best(
         &ctx,
-        copy::CopyKind::Vec4,
+        &if args.quick {
+            vec![copy::CopyKind::Spread { per: 4, wg: 256 }]
+        } else {
+            copy::CopyKind::sweep()
+        },
         copy_bytes,
         args.repetitions,
         warm_up,
     )?;
+    for c in &copy_sweep {
+        println!("  {}: {:.1} µs, {:.0} GB/s", c.kernel, c.median_us, c.gbps);
+    }
     println!(
-        "copy kernel: {} MiB, {:.1} µs, {:.0} GB/s",
+        "copy ceiling: {} ({} MiB), {:.1} µs, {:.0} GB/s",
+        copy.kernel,
         copy.bytes >> 20,
         copy.median_us,
         copy.gbps
@@ -104,6 +113,7 @@ fn main() -> Result<()> {
     // Element-wise copies say what scalar f32 and f16 accesses cost on this adapter.
     let mut element_copies = Vec::new();
     let mut kinds = vec![
+        copy::CopyKind::Vec4,
         copy::CopyKind::F32,
         copy::CopyKind::F32Runs,
         copy::CopyKind::F16Packed,
@@ -127,7 +137,7 @@ fn main() -> Result<()> {
     }
     for c in &element_copies {
         println!(
-            "{}: {:.0} GB/s ({:.0}% of the vec4 copy)",
+            "{}: {:.0} GB/s ({:.0}% of the ceiling)",
             c.kernel,
             c.gbps,
             100.0 * c.gbps / copy.gbps
@@ -208,6 +218,7 @@ fn main() -> Result<()> {
         unix_time,
         quick: args.quick,
         copy,
+        copy_sweep,
         element_copies,
         cases,
         host,
