@@ -1,5 +1,5 @@
 //! The bandwidth ceiling of a run: the fastest of a sweep of WGSL copy kernels (`vec4<f32>`
-//! words, 1, 2 or 4 per invocation, several workgroup sizes) timed in the same process, on
+//! words, 1, 2, 4 or 8 per invocation, several workgroup sizes) timed in the same process, on
 //! the same adapter, as the op cases; and element-wise copies for what f32 and f16 accesses
 //! cost there.
 
@@ -336,6 +336,55 @@ fn main(
     web_enables: "",
 };
 
+/// `vec4<f32>` words, 8 per invocation a workgroup apart with every load issued before
+/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
+static COPY_SPREAD_8: Kernel = Kernel {
+    label: "bench.copy_spread8",
+    source: "override WG: u32 = 256u;
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+
+@compute @workgroup_size(WG)
+fn main(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) workgroups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 8u + lane;
+    let n = arrayLength(&dst);
+    if (first + 7u * WG < n) {
+        let v0 = src[first + 0u * WG];
+        let v1 = src[first + 1u * WG];
+        let v2 = src[first + 2u * WG];
+        let v3 = src[first + 3u * WG];
+        let v4 = src[first + 4u * WG];
+        let v5 = src[first + 5u * WG];
+        let v6 = src[first + 6u * WG];
+        let v7 = src[first + 7u * WG];
+        dst[first + 0u * WG] = v0;
+        dst[first + 1u * WG] = v1;
+        dst[first + 2u * WG] = v2;
+        dst[first + 3u * WG] = v3;
+        dst[first + 4u * WG] = v4;
+        dst[first + 5u * WG] = v5;
+        dst[first + 6u * WG] = v6;
+        dst[first + 7u * WG] = v7;
+    } else {
+        for (var k = 0u; k < 8u; k++) {
+            let i = first + k * WG;
+            if (i < n) {
+                dst[i] = src[i];
+            }
+        }
+    }
+}
+",
+    entry_point: "main",
+    digest: "bench-copy-spread8-v1",
+    web_enables: "",
+};
+
 /// Which copy kernel to time.
 #[derive(Debug, Clone, Copy)]
 pub enum CopyKind {
@@ -355,7 +404,7 @@ pub enum CopyKind {
     F16Vec4Pairs,
     /// One `vec4<u32>` word of eight f16 per invocation, unpacked and packed.
     F16Packed,
-    /// `per` (1, 2 or 4) `vec4<f32>` words per invocation, a workgroup of `wg` apart.
+    /// `per` (1, 2, 4 or 8) `vec4<f32>` words per invocation, a workgroup of `wg` apart.
     Spread {
         /// Words per invocation.
         per: u32,
@@ -368,7 +417,7 @@ impl CopyKind {
     /// The variants of [`CopyKind::Spread`] the ceiling is the best of.
     pub fn sweep() -> Vec<CopyKind> {
         let mut kinds = Vec::new();
-        for per in [1, 2, 4] {
+        for per in [1, 2, 4, 8] {
             for wg in [128, 256, 512, 1024] {
                 kinds.push(CopyKind::Spread { per, wg });
             }
@@ -445,6 +494,7 @@ impl CopyProbe {
                     1 => &COPY_SPREAD_1,
                     2 => &COPY_SPREAD_2,
                     4 => &COPY_SPREAD_4,
+                    8 => &COPY_SPREAD_8,
                     _ => bail!("no spread copy kernel with {per} words per invocation"),
                 };
                 workgroup_size = wg;
