@@ -5,4 +5,6 @@
 pub mod bench;
 pub mod cases;
 pub mod data;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod inference_loop;
 pub mod reference;

@@ -107,6 +107,8 @@ pub use staging::STAGING_CHUNK;
 pub use tensor::Tensor;
 pub use timing::PlanTimes;
 
+/// Re-exported so users name the same bytemuck version when they fill their own buffers.
+pub use bytemuck;
 /// Re-exported so generated crates and their users name the same wgpu and half versions.
 pub use half;
 /// Re-exported so generated crates and their users name the same wgpu version.

@@ -1,0 +1,30 @@
+//! The decode-loop example's chain: every stage matches its float64 reference after many
+//! steps on the application's own device, and later steps reuse what the first one made.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use kernel_runtime::{Context, wgpu};
+
+#[test]
+fn the_loop_reuses_its_buffers_and_matches_the_reference() {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter =
+        pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+            .expect("an adapter (CI installs Mesa lavapipe)");
+    let (device, queue) =
+        pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor::default())).unwrap();
+    let ctx = Context::from_wgpu(device, queue, adapter.get_info());
+
+    let report = examples::inference_loop::run(&ctx, 6, 11).unwrap();
+    assert_eq!(report.steps, 6);
+    for (stage, comparison) in &report.checks {
+        assert!(comparison.passed(), "{stage}: {comparison}");
+    }
+    assert!(
+        report.kept_after_first >= 3,
+        "one bind group per op at least"
+    );
+    assert_eq!(report.kept_after_last, report.kept_after_first);
+}
