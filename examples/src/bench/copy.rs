@@ -3,6 +3,8 @@
 //! the same adapter, as the op cases; and element-wise copies for what f32 and f16 accesses
 //! cost there.
 
+use std::sync::Mutex;
+
 use anyhow::{Result, bail};
 use kernel_runtime::{Arg, Binding, Context, Dispatch, Kernel, Plan, PlannedPass, Tensor};
 use serde::Serialize;
@@ -223,167 +225,76 @@ fn main(
     web_enables: "",
 };
 
-/// `vec4<f32>` words, 1 per invocation a workgroup apart with every load issued before
-/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
-static COPY_SPREAD_1: Kernel = Kernel {
-    label: "bench.copy_spread1",
-    source: "override WG: u32 = 256u;
+/// The spread copy of `per` words of `word` (`vec4<f32>` or `vec4<f16>`) per invocation, a
+/// workgroup of `WG` (an override) apart, every load issued before the first store: the
+/// sweep for the ceiling, and how wide words and spacing change an f16 copy.
+fn spread_source(word: &str, per: u32) -> String {
+    let enable = if word.contains("f16") {
+        "enable f16;\n\n"
+    } else {
+        ""
+    };
+    let loads: String = (0..per)
+        .map(|k| format!("        let v{k} = src[first + {k}u * WG];\n"))
+        .collect();
+    let stores: String = (0..per)
+        .map(|k| format!("        dst[first + {k}u * WG] = v{k};\n"))
+        .collect();
+    let last = per - 1;
+    format!(
+        "{enable}override WG: u32 = 256u;
 
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(0) var<storage, read> src: array<{word}>;
+@group(0) @binding(1) var<storage, read_write> dst: array<{word}>;
 
 @compute @workgroup_size(WG)
 fn main(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(num_workgroups) workgroups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
-) {
-    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 1u + lane;
+) {{
+    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * {per}u + lane;
     let n = arrayLength(&dst);
-    if (first + 0u * WG < n) {
-        let v0 = src[first + 0u * WG];
-        dst[first + 0u * WG] = v0;
-    } else {
-        for (var k = 0u; k < 1u; k++) {
+    if (first + {last}u * WG < n) {{
+{loads}{stores}    }} else {{
+        for (var k = 0u; k < {per}u; k++) {{
             let i = first + k * WG;
-            if (i < n) {
+            if (i < n) {{
                 dst[i] = src[i];
-            }
-        }
-    }
+            }}
+        }}
+    }}
+}}
+"
+    )
 }
-",
-    entry_point: "main",
-    digest: "bench-copy-spread1-v1",
-    web_enables: "",
-};
 
-/// `vec4<f32>` words, 2 per invocation a workgroup apart with every load issued before
-/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
-static COPY_SPREAD_2: Kernel = Kernel {
-    label: "bench.copy_spread2",
-    source: "override WG: u32 = 256u;
-
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
-
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) workgroup: vec3<u32>,
-    @builtin(num_workgroups) workgroups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 2u + lane;
-    let n = arrayLength(&dst);
-    if (first + 1u * WG < n) {
-        let v0 = src[first + 0u * WG];
-        let v1 = src[first + 1u * WG];
-        dst[first + 0u * WG] = v0;
-        dst[first + 1u * WG] = v1;
+/// The spread kernel of `per` words, `half` for `vec4<f16>` words; made once per process
+/// (kernels are `'static`, so each is leaked once: a handful of small strings).
+fn spread_kernel(half: bool, per: u32) -> &'static Kernel {
+    static MADE: Mutex<Vec<(bool, u32, &'static Kernel)>> = Mutex::new(Vec::new());
+    let mut made = MADE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&(_, _, kernel)) = made.iter().find(|&&(h, p, _)| h == half && p == per) {
+        return kernel;
+    }
+    let (word, name) = if half {
+        ("vec4<f16>", "f16_")
     } else {
-        for (var k = 0u; k < 2u; k++) {
-            let i = first + k * WG;
-            if (i < n) {
-                dst[i] = src[i];
-            }
-        }
-    }
+        ("vec4<f32>", "")
+    };
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let kernel: &'static Kernel = Box::leak(Box::new(Kernel {
+        label: leak(format!("bench.copy_{name}spread{per}")),
+        source: leak(spread_source(word, per)),
+        entry_point: "main",
+        digest: leak(format!("bench-copy-{name}spread{per}-v1")),
+        web_enables: "",
+    }));
+    made.push((half, per, kernel));
+    kernel
 }
-",
-    entry_point: "main",
-    digest: "bench-copy-spread2-v1",
-    web_enables: "",
-};
-
-/// `vec4<f32>` words, 4 per invocation a workgroup apart with every load issued before
-/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
-static COPY_SPREAD_4: Kernel = Kernel {
-    label: "bench.copy_spread4",
-    source: "override WG: u32 = 256u;
-
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
-
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) workgroup: vec3<u32>,
-    @builtin(num_workgroups) workgroups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 4u + lane;
-    let n = arrayLength(&dst);
-    if (first + 3u * WG < n) {
-        let v0 = src[first + 0u * WG];
-        let v1 = src[first + 1u * WG];
-        let v2 = src[first + 2u * WG];
-        let v3 = src[first + 3u * WG];
-        dst[first + 0u * WG] = v0;
-        dst[first + 1u * WG] = v1;
-        dst[first + 2u * WG] = v2;
-        dst[first + 3u * WG] = v3;
-    } else {
-        for (var k = 0u; k < 4u; k++) {
-            let i = first + k * WG;
-            if (i < n) {
-                dst[i] = src[i];
-            }
-        }
-    }
-}
-",
-    entry_point: "main",
-    digest: "bench-copy-spread4-v1",
-    web_enables: "",
-};
-
-/// `vec4<f32>` words, 8 per invocation a workgroup apart with every load issued before
-/// the first store, in workgroups of `WG` (an override): part of the sweep for the ceiling.
-static COPY_SPREAD_8: Kernel = Kernel {
-    label: "bench.copy_spread8",
-    source: "override WG: u32 = 256u;
-
-@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
-
-@compute @workgroup_size(WG)
-fn main(
-    @builtin(workgroup_id) workgroup: vec3<u32>,
-    @builtin(num_workgroups) workgroups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let first = (workgroup.x + workgroup.y * workgroups.x) * WG * 8u + lane;
-    let n = arrayLength(&dst);
-    if (first + 7u * WG < n) {
-        let v0 = src[first + 0u * WG];
-        let v1 = src[first + 1u * WG];
-        let v2 = src[first + 2u * WG];
-        let v3 = src[first + 3u * WG];
-        let v4 = src[first + 4u * WG];
-        let v5 = src[first + 5u * WG];
-        let v6 = src[first + 6u * WG];
-        let v7 = src[first + 7u * WG];
-        dst[first + 0u * WG] = v0;
-        dst[first + 1u * WG] = v1;
-        dst[first + 2u * WG] = v2;
-        dst[first + 3u * WG] = v3;
-        dst[first + 4u * WG] = v4;
-        dst[first + 5u * WG] = v5;
-        dst[first + 6u * WG] = v6;
-        dst[first + 7u * WG] = v7;
-    } else {
-        for (var k = 0u; k < 8u; k++) {
-            let i = first + k * WG;
-            if (i < n) {
-                dst[i] = src[i];
-            }
-        }
-    }
-}
-",
-    entry_point: "main",
-    digest: "bench-copy-spread8-v1",
-    web_enables: "",
-};
 
 /// Which copy kernel to time.
 #[derive(Debug, Clone, Copy)]
@@ -404,8 +315,11 @@ pub enum CopyKind {
     F16Vec4Pairs,
     /// One `vec4<u32>` word of eight f16 per invocation, unpacked and packed.
     F16Packed,
-    /// `per` (1, 2, 4 or 8) `vec4<f32>` words per invocation, a workgroup of `wg` apart.
+    /// `per` `vec4<f32>` words (`vec4<f16>` with `half`) per invocation, a workgroup of `wg`
+    /// apart.
     Spread {
+        /// `vec4<f16>` words instead of `vec4<f32>`.
+        half: bool,
         /// Words per invocation.
         per: u32,
         /// Invocations per workgroup.
@@ -419,7 +333,11 @@ impl CopyKind {
         let mut kinds = Vec::new();
         for per in [1, 2, 4, 8] {
             for wg in [128, 256, 512, 1024] {
-                kinds.push(CopyKind::Spread { per, wg });
+                kinds.push(CopyKind::Spread {
+                    half: false,
+                    per,
+                    wg,
+                });
             }
         }
         kinds
@@ -489,17 +407,14 @@ impl CopyProbe {
         let mut workgroup_size = 256;
         let mut overrides = vec![];
         let (kernel, threads) = match kind {
-            CopyKind::Spread { per, wg } => {
-                let kernel = match per {
-                    1 => &COPY_SPREAD_1,
-                    2 => &COPY_SPREAD_2,
-                    4 => &COPY_SPREAD_4,
-                    8 => &COPY_SPREAD_8,
-                    _ => bail!("no spread copy kernel with {per} words per invocation"),
-                };
+            CopyKind::Spread { half, per, wg } => {
+                if per == 0 {
+                    bail!("a spread copy needs at least one word per invocation");
+                }
                 workgroup_size = wg;
                 overrides.push(("WG", f64::from(wg)));
-                (kernel, words.div_ceil(per as usize))
+                let count = if half { words * 2 } else { words };
+                (spread_kernel(half, per), count.div_ceil(per as usize))
             }
             CopyKind::Vec4 => (&COPY, words),
             CopyKind::F32 => (&COPY_F32, words * 4),

@@ -92,7 +92,11 @@ fn main() -> Result<()> {
     let (copy, copy_sweep) = copy::measure_best(
         &ctx,
         &if args.quick {
-            vec![copy::CopyKind::Spread { per: 4, wg: 256 }]
+            vec![copy::CopyKind::Spread {
+                half: false,
+                per: 4,
+                wg: 256,
+            }]
         } else {
             copy::CopyKind::sweep()
         },
@@ -125,6 +129,14 @@ fn main() -> Result<()> {
             copy::CopyKind::F16Vec4,
             copy::CopyKind::F16Vec4Pairs,
         ]);
+        // Spread f16 words: whether spacing, not width, is what an f16 kernel lacks.
+        for (per, wg) in [(2, 256), (2, 1024), (4, 256), (4, 1024)] {
+            kinds.push(copy::CopyKind::Spread {
+                half: true,
+                per,
+                wg,
+            });
+        }
     }
     for kind in kinds {
         element_copies.push(copy::measure(
