@@ -8,10 +8,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{SCALE, data, params_n_offset};
-use kernel_runtime::{
-    Binding, Context, Dispatch, PipelineCacheLoad, Plan, PlannedPass, RuntimeError, Tensor, wgpu,
-};
+use common::data;
+use kernel_runtime::{Context, PipelineCacheLoad, RuntimeError, Tensor, wgpu};
 
 /// A path in a fresh folder of the system's temporary directory.
 fn scratch(name: &str) -> PathBuf {
@@ -25,23 +23,7 @@ fn run_scale(ctx: &Context) {
     let n = 300;
     let x = Tensor::from_slice(ctx, &[n], &data(n)).unwrap();
     let y = Tensor::<f32>::zeros(ctx, &[n]).unwrap();
-    let plan = Plan {
-        op: "Test",
-        variant: "cached",
-        passes: vec![PlannedPass {
-            id: "scale",
-            kernel: &SCALE,
-            overrides: vec![("scale", 3.0), ("wg", 64.0)],
-            bindings: vec![Binding::Arg(0), Binding::Arg(1), Binding::Params],
-            params: params_n_offset(n as u32, 0.5),
-            dispatch: Dispatch::Threads {
-                threads: n as u64,
-                workgroup_size: 64,
-            },
-        }],
-        intermediates: vec![],
-        outputs: vec![],
-    };
+    let plan = common::scale_plan("cached", n, 3.0, 0.5);
     ctx.run_plan(&plan, &common::io(&x, &y)).unwrap();
     let want: Vec<f32> = data(n).iter().map(|v| v * 3.0 + 0.5).collect();
     assert_eq!(y.to_vec(ctx).unwrap(), want);

@@ -168,7 +168,7 @@ fn disabled_features_are_not_requested() {
     let caps = ctx.caps();
     assert!(!caps.shader_f16 && !caps.subgroups && !caps.timestamp_query);
     // Only the native pipeline cache, which changes no result, is requested beyond them.
-    assert!((ctx.device().features() - kernel_runtime::wgpu::Features::PIPELINE_CACHE).is_empty());
+    assert!((ctx.device().features() - wgpu::Features::PIPELINE_CACHE).is_empty());
 }
 
 #[test]

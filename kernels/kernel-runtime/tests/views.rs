@@ -7,31 +7,13 @@
 
 mod common;
 
-use common::{SCALE, data, params_n_offset};
-use kernel_runtime::{
-    Arg, Binding, Context, Dispatch, IndexTensor, Plan, PlannedPass, RuntimeError, Tensor, wgpu,
-};
+use common::data;
+use kernel_runtime::{Arg, Context, IndexTensor, Plan, RuntimeError, Tensor, wgpu};
 
 const N: usize = 100;
 
 fn scale_plan(n: usize) -> Plan {
-    Plan {
-        op: "Test",
-        variant: "v",
-        passes: vec![PlannedPass {
-            id: "scale",
-            kernel: &SCALE,
-            overrides: vec![("scale", 2.0), ("wg", 64.0)],
-            bindings: vec![Binding::Arg(0), Binding::Arg(1), Binding::Params],
-            params: params_n_offset(n as u32, 1.0),
-            dispatch: Dispatch::Threads {
-                threads: n as u64,
-                workgroup_size: 64,
-            },
-        }],
-        intermediates: vec![],
-        outputs: vec![],
-    }
+    common::scale_plan("v", n, 2.0, 1.0)
 }
 
 /// An application buffer of `bytes` bytes, every f32 of it set to `fill`.

@@ -2,7 +2,10 @@
 
 #![allow(dead_code)]
 
-use kernel_runtime::{Arg, Context, ContextOptions, Element, Kernel, RuntimeError, Tensor};
+use kernel_runtime::{
+    Arg, Binding, Context, ContextOptions, Dispatch, Element, Kernel, Plan, PlannedPass,
+    RuntimeError, Tensor,
+};
 
 /// The arguments of a one-input, one-output test kernel: `x` read, `y` written.
 pub fn io<'a, A: Element, B: Element>(x: &'a Tensor<A>, y: &'a Tensor<B>) -> [Arg<'a>; 2] {
@@ -152,6 +155,28 @@ pub static BROKEN: Kernel = Kernel {
     digest: "test-broken-v1",
     web_enables: "",
 };
+
+/// A one-pass plan `Test/variant`: `y = x * scale + offset` over `n` elements with
+/// [`SCALE`], one thread per element in workgroups of 64.
+pub fn scale_plan(variant: &'static str, n: usize, scale: f64, offset: f32) -> Plan {
+    Plan {
+        op: "Test",
+        variant,
+        passes: vec![PlannedPass {
+            id: "scale",
+            kernel: &SCALE,
+            overrides: vec![("scale", scale), ("wg", 64.0)],
+            bindings: vec![Binding::Arg(0), Binding::Arg(1), Binding::Params],
+            params: params_n_offset(n as u32, offset),
+            dispatch: Dispatch::Threads {
+                threads: n as u64,
+                workgroup_size: 64,
+            },
+        }],
+        intermediates: vec![],
+        outputs: vec![],
+    }
+}
 
 /// Packs `(u32, f32)` params as the runtime expects them.
 pub fn params_n_offset(n: u32, offset: f32) -> Vec<u8> {
