@@ -19,8 +19,11 @@ pub struct HostResult {
     pub precompile_ms: f64,
     pub precompiled_shaders: usize,
     /// Wall time of `precompile` on a fresh device that loaded the pipeline cache saved
-    /// after the `precompile` above (`None` when the device has no pipeline cache).
+    /// after the `precompile` and first call above (`None` when the device has no pipeline cache).
     pub precompile_from_pipeline_cache_ms: Option<f64>,
+    /// Wall time of the first `run` on a fresh device that loaded that cache, without
+    /// `precompile` (the cache was saved after a call, so it holds the call's pipeline).
+    pub first_call_from_pipeline_cache_ms: Option<f64>,
     /// Wall time of the first `run` after `precompile`.
     pub first_call_after_precompile_ms: f64,
     /// Median wall time of a warm `run`: plan, record, submit and wait for a tiny dispatch.
@@ -339,19 +342,28 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
         let started = Instant::now();
         let precompiled_shaders = problem.precompile(&ctx)?;
         let precompile = started.elapsed();
-        let from_cache = if cached && ctx.save_pipeline_cache()?.is_some() {
+        let started = Instant::now();
+        problem.run(&ctx)?;
+        let first_after_precompile = started.elapsed();
+        // What a later process gets from the cache this one saves: `precompile`, and a
+        // first call without it, each on a fresh device.
+        let (from_cache, first_call_from_cache) = if cached && ctx.save_pipeline_cache()?.is_some()
+        {
             let fresh = Context::with_options(options)?;
             fresh.use_pipeline_cache(&cache_file)?;
             let again = problems(&fresh)?.remove(index);
             let started = Instant::now();
             again.precompile(&fresh)?;
-            Some(ms(started.elapsed()))
+            let precompile = ms(started.elapsed());
+            let fresh = Context::with_options(options)?;
+            fresh.use_pipeline_cache(&cache_file)?;
+            let again = problems(&fresh)?.remove(index);
+            let started = Instant::now();
+            again.run(&fresh)?;
+            (Some(precompile), Some(ms(started.elapsed())))
         } else {
-            None
+            (None, None)
         };
-        let started = Instant::now();
-        problem.run(&ctx)?;
-        let first_after_precompile = started.elapsed();
 
         let mut runs = Vec::with_capacity(calls);
         for _ in 0..calls {
@@ -379,6 +391,7 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             precompile_ms: ms(precompile),
             precompiled_shaders,
             precompile_from_pipeline_cache_ms: from_cache,
+            first_call_from_pipeline_cache_ms: first_call_from_cache,
             first_call_after_precompile_ms: ms(first_after_precompile),
             warm_run_us: super::median_us(&runs),
             warm_run_into_us: super::median_us(&runs_into),

@@ -273,11 +273,12 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
     }
     println!();
     println!(
-        "{:<26} {:>14} {:>14} {:>14} {:>8} {:>14} {:>12} {:>12} {:>14} {:>12}",
+        "{:<26} {:>14} {:>14} {:>14} {:>14} {:>8} {:>14} {:>12} {:>12} {:>14} {:>12}",
         "op (host side)",
         "cold call ms",
         "precompile ms",
         "from cache ms",
+        "1st, cache ms",
         "shaders",
         "then 1st ms",
         "warm run µs",
@@ -287,11 +288,13 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
     );
     for h in host {
         println!(
-            "{:<26} {:>14.1} {:>14.1} {:>14} {:>8} {:>14.2} {:>12.1} {:>12.1} {:>14.2} {:>12.2}",
+            "{:<26} {:>14.1} {:>14.1} {:>14} {:>14} {:>8} {:>14.2} {:>12.1} {:>12.1} {:>14.2} {:>12.2}",
             h.op.trim_start_matches("com.microsoft."),
             h.cold_first_call_ms,
             h.precompile_ms,
             h.precompile_from_pipeline_cache_ms
+                .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1}")),
+            h.first_call_from_pipeline_cache_ms
                 .map_or_else(|| "n/a".to_owned(), |v| format!("{v:.1}")),
             h.precompiled_shaders,
             h.first_call_after_precompile_ms,

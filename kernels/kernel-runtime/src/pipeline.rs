@@ -170,6 +170,8 @@ impl Context {
         let mut maps = lock(&self.pipelines.inner);
         maps.pipelines.clear();
         maps.modules.clear();
+        // Kept bind groups name the old pipelines; they would only hold them alive.
+        lock(&self.bind_groups).clear();
     }
 }
 
