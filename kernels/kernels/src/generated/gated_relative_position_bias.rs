@@ -654,7 +654,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "4fe166426b872d1bcc3b5829cb610dfa",
+        digest: "da65bd7287b92c03fbb851e360431d62",
         web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
@@ -663,7 +663,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-4.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "64333bd13b5228f9adc1790db3cad349",
+        digest: "058b9c7b36f71e9117a03ae606e8aadc",
         web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
@@ -672,7 +672,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.rowsPerWorkgroup-1.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "6178a3a30b045f85f6f7e6493d734c38",
+        digest: "df83f18223922306c2a98ae9469962ed",
         web_enables: "enable subgroups;\n",
     },
     rt::Kernel {
@@ -681,7 +681,7 @@ static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.rowsPerWorkgroup-4.subgroups.wgsl"
         ),
         entry_point: "main",
-        digest: "fad2d8fdc5fc0af2c93c357735c41122",
+        digest: "dc370810b030ca763eb063046933fd43",
         web_enables: "enable subgroups;\n",
     },
 ];
@@ -813,7 +813,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "9f4bebfcd2e0b46ebbe87515a5e4d89f",
+        digest: "c7226f2efd7c8c80bb041b29eae6b10b",
         web_enables: "",
     },
     rt::Kernel {
@@ -822,7 +822,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "71d1d34501dfbc11f20fe3e2c1424ed3",
+        digest: "48fa601fe4f3e1b05b7c0f5c5e2cf085",
         web_enables: "",
     },
     rt::Kernel {
@@ -831,7 +831,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-1.wgsl"
         ),
         entry_point: "main",
-        digest: "cb1e58cba7fdea4466d488c7d8e85cc9",
+        digest: "f0a60b72b349c1e6ae7c82ff7101aaba",
         web_enables: "",
     },
     rt::Kernel {
@@ -840,7 +840,7 @@ static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
             "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-4.wgsl"
         ),
         entry_point: "main",
-        digest: "5068993c7e4db2da3a64dae9a51af051",
+        digest: "acf3d66f72bb6783e66080f3a4097598",
         web_enables: "",
     },
 ];

@@ -25,6 +25,11 @@ const_assert ROWS == 1u || ROWS == 2u || ROWS == 4u || ROWS == 8u;
 // so that a chunk holds eight batches of each row.
 const SLOT_LANES: u32 = 32u / ROWS;
 const SLOTS: u32 = WORKGROUP_SIZE / SLOT_LANES;
+// Per query element k, the sums of its weights over each half of the projection: the two
+// half-sums of the projected row are then dot products with these (sum over e of q_k w_ke
+// regrouped), one product per element instead of D. Used when the head fits (head_size at
+// most WORKGROUP_SIZE).
+var<workgroup> weight_sums: array<vec2<f32>, WORKGROUP_SIZE>;
 var<workgroup> subgroup_sums: array<vec2<f32>, WORKGROUP_SIZE>;
 var<workgroup> gates: array<f32, SLOTS>;
 
@@ -84,6 +89,19 @@ fn main(
     if (lane + WORKGROUP_SIZE < span) {
         early1 = f32(rel_pos[first_unit + lane + WORKGROUP_SIZE]);
     }
+    let summed = params.headSize <= WORKGROUP_SIZE;
+    if (summed && lane < params.headSize) {
+        let weights = lane * params.projDim;
+        var both = vec2<f32>(0.0, 0.0);
+        for (var e = 0u; e < half; e += 1u) {
+            both.x += f32(weight[weights + e]);
+        }
+        for (var e = half; e < params.projDim; e += 1u) {
+            both.y += f32(weight[weights + e]);
+        }
+        weight_sums[lane] = both;
+    }
+    workgroupBarrier();
     for (var first = 0u; first < params.batchSize; first += batches_per_chunk) {
         let b = first + slot_batch;
         let in_chunk = slot < slots && slot_row < rows && b < params.batchSize;
@@ -92,12 +110,16 @@ fn main(
             // Each lane takes whole query elements: one load of each, then its D products.
             for (var k = lane_in_slot; k < params.headSize; k += SLOT_LANES) {
                 let q = query_value(b, s, n, k);
-                let weights = k * params.projDim;
-                for (var e = 0u; e < half; e += 1u) {
-                    partial.x += q * f32(weight[weights + e]);
-                }
-                for (var e = half; e < params.projDim; e += 1u) {
-                    partial.y += q * f32(weight[weights + e]);
+                if (summed) {
+                    partial += q * weight_sums[k];
+                } else {
+                    let weights = k * params.projDim;
+                    for (var e = 0u; e < half; e += 1u) {
+                        partial.x += q * f32(weight[weights + e]);
+                    }
+                    for (var e = half; e < params.projDim; e += 1u) {
+                        partial.y += q * f32(weight[weights + e]);
+                    }
                 }
             }
         }
