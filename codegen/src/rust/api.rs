@@ -332,6 +332,11 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
     });
     let name = &op.name;
     let description = &op.description;
+    let shader_lists = op.variants.iter().flat_map(|v| {
+        v.passes
+            .iter()
+            .map(move |p| super::upper_ident(&["SHADERS", &v.id, &p.id]))
+    });
     quote! {
         /// This op in the registry of untyped entry points.
         pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
@@ -342,6 +347,7 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
             outputs: &[#(#outputs),*],
             attributes: &[#(#attributes),*],
             variants: VARIANT_IDS,
+            shaders: &[#(&#shader_lists),*],
             plan: plan_dyn,
         };
     }

@@ -128,22 +128,12 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     });
     let dyn_host_check = host_check_call(quote!([#(#dyn_views),*]));
 
-    let shader_lists = op.variants.iter().flat_map(|v| {
-        v.passes
-            .iter()
-            .map(move |p| super::upper_ident(&["SHADERS", &v.id, &p.id]))
-    });
-
     quote! {
         /// Compiles, ahead of the first call, every shader of this op the device can run: the
         /// whole pipeline where one serves all shapes, the shader module where pipelines take
         /// shape-dependent overrides. Returns the number of shaders prepared.
         pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-            let mut prepared = 0;
-            for shaders in [#(&#shader_lists[..]),*] {
-                prepared += rt::support::precompile(ctx, shaders)?;
-            }
-            Ok(prepared)
+            rt::support::precompile(ctx, ENTRY.shaders)
         }
 
         /// Chooses the variant and computes everything about the dispatch, without a GPU:

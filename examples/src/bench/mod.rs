@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 pub mod churn;
+pub mod compile;
 pub mod copy;
 pub mod host;
 pub mod run;

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
 use examples::bench::run::{CaseResult, RunOptions, run_case};
-use examples::bench::{churn, copy, host, spec};
+use examples::bench::{churn, compile, copy, host, spec};
 use kernel_runtime::{Context, ContextOptions, DType};
 use serde::Serialize;
 
@@ -45,6 +45,10 @@ struct Args {
     /// Size of each churned buffer and of the probe, in MiB.
     #[arg(long, default_value_t = 1024)]
     churn_mib: u64,
+    /// Compile every shader of every op on its own, one after another, and time each (with
+    /// the driver's shader cache disabled, e.g. `__GL_SHADER_DISK_CACHE=0`, for cold times).
+    #[arg(long)]
+    compile_times: bool,
 }
 
 #[derive(Serialize)]
@@ -70,12 +74,12 @@ fn main() -> Result<()> {
     let options = ContextOptions::default();
     if args.churn {
         let results = churn::run(&options, args.churn_mib << 20, 4, args.repetitions)?;
-        if let Some(parent) = args.json.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&args.json, serde_json::to_string_pretty(&results)?)?;
-        eprintln!("wrote {}", args.json.display());
-        return Ok(());
+        return write_json(&args.json, &results);
+    }
+    if args.compile_times {
+        let times = compile::measure(&options)?;
+        compile::print(&times);
+        return write_json(&args.json, &times);
     }
     let files = spec::load_dir(&args.cases)?;
     // The copy kernels run on a device of their own, dropped before the cases, so the cases'
@@ -235,11 +239,15 @@ fn main() -> Result<()> {
         cases,
         host,
     };
-    if let Some(parent) = args.json.parent() {
+    write_json(&args.json, &report)
+}
+
+fn write_json(path: &std::path::Path, value: &impl Serialize) -> Result<()> {
+    if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)?;
-    eprintln!("wrote {}", args.json.display());
+    std::fs::write(path, serde_json::to_string_pretty(value)?)?;
+    eprintln!("wrote {}", path.display());
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::context::{Context, lock};
 use crate::error::RuntimeError;
-use crate::plan::Kernel;
+use crate::plan::{Kernel, Plan};
 
 /// Everything baked into a compute pipeline.
 ///
@@ -155,6 +155,24 @@ impl Context {
         self.pipeline(kernel, overrides).map(drop)
     }
 
+    /// Creates (and caches) every pipeline these plans use, so their first calls do not pay
+    /// for shader compilation; natively on several threads at once. Unlike an op's
+    /// `precompile`, which cannot know shape-dependent override values, this creates exactly
+    /// the pipelines of the planned shapes. Returns how many distinct pipelines the plans use.
+    pub fn prepare(&self, plans: &[&Plan]) -> Result<usize, RuntimeError> {
+        let mut wanted: Vec<(&'static Kernel, &[(&'static str, f64)])> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for pass in plans.iter().flat_map(|plan| &plan.passes) {
+            if seen.insert(PipelineKey::new(pass.kernel, &pass.overrides)) {
+                wanted.push((pass.kernel, &pass.overrides));
+            }
+        }
+        on_threads(&wanted, |&(kernel, overrides)| {
+            self.pipeline(kernel, overrides).map(drop)
+        })?;
+        Ok(wanted.len())
+    }
+
     /// Number of distinct pipelines created so far (for tests of cache behaviour).
     pub fn pipeline_cache_len(&self) -> usize {
         self.pipelines.len()
@@ -173,6 +191,46 @@ impl Context {
         // Kept bind groups name the old pipelines; they would only hold them alive.
         lock(&self.bind_groups).clear();
     }
+}
+
+/// Runs `f` on every item on up to the machine's parallelism of threads at once (driver
+/// compiles are independent per shader and most of a cold start); the first error stops the
+/// remaining items and is returned.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn on_threads<T: Sync, E: Send>(
+    items: &[T],
+    f: impl Fn(&T) -> Result<(), E> + Sync,
+) -> Result<(), E> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(items.len());
+    let next = AtomicUsize::new(0);
+    let first_error = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if let Err(e) = f(item) {
+                        lock(&first_error).get_or_insert(e);
+                        // Later items would only add errors nobody reads.
+                        next.store(items.len(), Ordering::Relaxed);
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    match lock(&first_error).take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// In a browser the context lives on one thread, so the items run in turn.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn on_threads<T, E>(items: &[T], f: impl Fn(&T) -> Result<(), E>) -> Result<(), E> {
+    items.iter().try_for_each(f)
 }
 
 #[cfg(test)]

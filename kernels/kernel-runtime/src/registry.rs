@@ -108,6 +108,9 @@ pub struct OpEntry {
     pub attributes: &'static [AttrInfo],
     /// Variant ids in selection order.
     pub variants: &'static [&'static str],
+    /// Every pre-rendered shader of the op, one list per pass of each variant (what
+    /// `precompile` compiles; tools time or inspect them one by one).
+    pub shaders: &'static [&'static [crate::support::ShaderInfo]],
     /// Plans the op on untyped inputs; [`OpEntry::run`] and [`OpEntry::time`] execute it.
     pub plan: DynPlanFn,
 }

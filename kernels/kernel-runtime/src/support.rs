@@ -48,53 +48,27 @@ pub struct ShaderInfo {
     pub overrides: &'static [&'static str],
 }
 
-/// Compiles every shader of `shaders` the device can run: the whole pipeline when it takes no
-/// overrides, the shader module otherwise (its pipelines depend on shapes). Returns how many
-/// shaders were prepared.
+/// Compiles every shader of `shader_lists` (an op's lists, one per pass of each variant) the
+/// device can run: the whole pipeline when it takes no overrides, the shader module otherwise
+/// (its pipelines depend on shapes). Returns how many shaders were prepared.
 ///
-/// Natively the shaders compile on several threads at once (up to the machine's parallelism):
-/// with a cold driver cache, compilation is most of the cost, and it is independent per
-/// shader.
-pub fn precompile(ctx: &crate::Context, shaders: &[ShaderInfo]) -> Result<usize, OpError> {
-    let wanted: Vec<&ShaderInfo> = shaders
+/// Natively the shaders compile on several threads at once (up to the machine's parallelism),
+/// all of the op's lists in one pool: with a cold driver cache, compilation is most of the
+/// cost, and it is independent per shader, so the op waits for its slowest shader rather than
+/// for the slowest of each list in turn.
+pub fn precompile(ctx: &crate::Context, shader_lists: &[&[ShaderInfo]]) -> Result<usize, OpError> {
+    let wanted: Vec<&ShaderInfo> = shader_lists
         .iter()
+        .flat_map(|list| list.iter())
         .filter(|s| s.features.iter().all(|f| ctx.caps().has_feature(f)))
         .collect();
-    let prepare = |shader: &ShaderInfo| {
+    crate::pipeline::on_threads(&wanted, |shader| {
         if shader.overrides.is_empty() {
             ctx.precompile(shader.kernel, &[])
         } else {
             ctx.precompile_module(shader.kernel)
         }
-    };
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(wanted.len());
-        let next = AtomicUsize::new(0);
-        let first_error = std::sync::Mutex::new(None);
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    while let Some(shader) = wanted.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        if let Err(e) = prepare(shader) {
-                            crate::context::lock(&first_error).get_or_insert(e);
-                            break;
-                        }
-                    }
-                });
-            }
-        });
-        if let Some(e) = crate::context::lock(&first_error).take() {
-            return Err(e.into());
-        }
-    }
-    #[cfg(target_arch = "wasm32")]
-    for shader in &wanted {
-        prepare(shader)?;
-    }
+    })?;
     Ok(wanted.len())
 }
 

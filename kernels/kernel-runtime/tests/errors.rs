@@ -92,6 +92,29 @@ fn missing_override_is_a_validation_error() {
 }
 
 #[test]
+fn prepare_reports_the_failing_pipeline_and_keeps_the_good_ones() {
+    let Some(ctx) = common::context() else { return };
+    let pass = |kernel, overrides: Vec<(&'static str, f64)>| PlannedPass {
+        id: "prepared",
+        kernel,
+        overrides,
+        bindings: vec![],
+        params: vec![],
+        dispatch: Dispatch::Workgroups(1),
+    };
+    let good = one_pass(pass(&SCALE, vec![("scale", 2.0), ("wg", 64.0)]));
+    assert_eq!(ctx.prepare(&[&good, &good]).unwrap(), 1);
+    assert_eq!(ctx.pipeline_cache_len(), 1);
+    let broken = one_pass(pass(&BROKEN, vec![]));
+    let err = ctx.prepare(&[&broken]).unwrap_err();
+    assert!(
+        matches!(&err, RuntimeError::Validation { label, .. } if label == "test/broken"),
+        "{err}"
+    );
+    assert_eq!(ctx.pipeline_cache_len(), 1);
+}
+
+#[test]
 fn argument_index_out_of_range_is_an_invalid_plan() {
     let Some(ctx) = common::context() else { return };
     let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();

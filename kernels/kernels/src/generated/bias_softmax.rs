@@ -150,6 +150,13 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
         },
     ],
     variants: VARIANT_IDS,
+    shaders: &[
+        &SHADERS_LONGROW_SPLIT_BLOCK_STATS,
+        &SHADERS_LONGROW_SPLIT_ROW_STATS,
+        &SHADERS_LONGROW_SPLIT_NORMALIZE,
+        &SHADERS_PACKED_ROWS_MAIN,
+        &SHADERS_ADAPTIVE_ROW_MAIN,
+    ],
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
@@ -1968,17 +1975,7 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
 pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    let mut prepared = 0;
-    for shaders in [
-        &SHADERS_LONGROW_SPLIT_BLOCK_STATS[..],
-        &SHADERS_LONGROW_SPLIT_ROW_STATS[..],
-        &SHADERS_LONGROW_SPLIT_NORMALIZE[..],
-        &SHADERS_PACKED_ROWS_MAIN[..],
-        &SHADERS_ADAPTIVE_ROW_MAIN[..],
-    ] {
-        prepared += rt::support::precompile(ctx, shaders)?;
-    }
-    Ok(prepared)
+    rt::support::precompile(ctx, ENTRY.shaders)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.

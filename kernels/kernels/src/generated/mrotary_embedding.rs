@@ -289,6 +289,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
         },
     ],
     variants: VARIANT_IDS,
+    shaders: &[&SHADERS_RANK3_MAIN, &SHADERS_RANK4_MAIN],
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
@@ -1728,11 +1729,7 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
 pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    let mut prepared = 0;
-    for shaders in [&SHADERS_RANK3_MAIN[..], &SHADERS_RANK4_MAIN[..]] {
-        prepared += rt::support::precompile(ctx, shaders)?;
-    }
-    Ok(prepared)
+    rt::support::precompile(ctx, ENTRY.shaders)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
