@@ -5,7 +5,7 @@ use std::fmt;
 /// One error found while compiling the manifests and templates.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
-    /// Path of the file relative to the project root, e.g. `manifests/x.manifest.json`.
+    /// The file's display path, e.g. `packages/com.example.Op/manifest.json`.
     pub file: String,
     /// Where inside the file: a JSON path such as `derive.rank3Contract` or
     /// `variants[0].when[1]`, or `line 12` for templates. Empty for the whole file.

@@ -1,6 +1,6 @@
 //! Implementation hints: project-side additions to a manifest that change how its shaders are
-//! written, never what the op computes, kept in `manifests/<op>.hints.json` beside a seed
-//! manifest that must stay byte for byte as given.
+//! written, never what the op computes, kept beside the package (`hints/<domain>.<name>.hints.json`
+//! here) so the package stays byte for byte as given.
 //!
 //! A hint adds `derive` entries, adds static boolean source inputs to a pass, lets some of its
 //! storage bindings be seen as `vec4` words where such a boolean is true (the binding field
@@ -25,6 +25,7 @@ pub struct Hints {
     /// `derive` entries added to the manifest's.
     #[serde(default)]
     pub derive: IndexMap<String, String>,
+    #[serde(default)]
     pub passes: Vec<PassHint>,
 }
 

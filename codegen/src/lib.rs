@@ -5,40 +5,70 @@
 //! Pipeline: `manifest` (serde, strict) → `model` (validated op, typed expressions) →
 //! `wgsl` (render, validate, reflect) and `rust` (quote → syn → prettyplease).
 
+pub mod config;
 pub mod diag;
 pub mod expr;
 pub mod hints;
 pub mod manifest;
 pub mod model;
 pub mod rust;
+pub mod templates;
 pub mod webgpu;
 pub mod wgsl;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub use config::{Config, ConfigError, Report};
 pub use diag::{Diagnostic, Diagnostics};
 
-/// Where the generated files live, relative to the project root.
-pub const GENERATED_DIR: &str = "kernels/kernels/src/generated";
+/// The runtime crate generated code names when [`Inputs::runtime_path`] is empty.
+pub const DEFAULT_RUNTIME_PATH: &str = "::kernel_runtime";
 
-/// Everything codegen reads.
+/// Everything codegen reads. Paths are display paths (`/`-separated, as the caller wants
+/// them shown in diagnostics); nothing is read from disk.
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
-    /// Manifest path relative to the project root (`manifests/x.manifest.json`) → contents.
-    pub manifests: BTreeMap<String, String>,
-    /// Template name relative to `templates/` (`x.wgsl.jinja`, `macros/y.jinja`) → contents.
+    /// One entry per op package.
+    pub packages: Vec<Package>,
+    /// Every template of every package (under the package's folder) and of the include root
+    /// (under [`Inputs::include_root`]): display path → contents.
     pub templates: BTreeMap<String, String>,
-    /// Implementation hints (`manifests/<op>.hints.json`) → contents; see [`hints`].
-    pub hints: BTreeMap<String, String>,
-    /// Op modules (`mrotary_embedding`) that have hand-written host-side checks in
-    /// `kernels/kernels/src/host_checks/<module>.rs`; the generated code calls them.
-    pub host_checks: BTreeSet<String>,
+    /// The folder shared templates are included from (`{% include "ops/_shared/x" %}`).
+    pub include_root: Option<String>,
+    /// Hand-written host-side checks: qualified op name → path of a Rust function
+    /// `fn(&[ArgView], &Attrs) -> Result<(), OpError>` the generated `plan` calls.
+    pub host_checks: BTreeMap<String, String>,
+    /// The path generated code uses for the runtime crate (`::kernel_runtime` when empty);
+    /// wgpu and half are named through its re-exports, so users depend on one crate.
+    pub runtime_path: String,
+}
+
+/// One op package: a folder with `manifest.json` and the templates it names.
+#[derive(Debug, Clone, Default)]
+pub struct Package {
+    /// The package folder's display path; the manifest is `<dir>/manifest.json`.
+    pub dir: String,
+    /// The text of `manifest.json`.
+    pub manifest: String,
+    /// Implementation hints kept beside the package (see [`hints`]): display path, text.
+    pub hints: Option<(String, String)>,
+}
+
+impl Package {
+    /// The manifest's display path.
+    pub fn manifest_path(&self) -> String {
+        if self.dir.is_empty() {
+            "manifest.json".to_owned()
+        } else {
+            format!("{}/manifest.json", self.dir)
+        }
+    }
 }
 
 /// One generated file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeneratedFile {
-    /// Path relative to the project root.
+    /// Path relative to the output folder (`mod.rs`, `<op>.rs`, `<op>/<shader>.wgsl`).
     pub path: String,
     pub contents: String,
 }
@@ -70,39 +100,45 @@ pub struct GeneratedShader {
 /// Runs the whole pipeline. Errors from every manifest and template are collected.
 pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
-    let mut hints = Vec::new();
-    for (path, text) in &inputs.hints {
-        match hints::parse(path, text) {
-            Ok(parsed) => hints.push((path.as_str(), parsed, false)),
-            Err(diagnostic) => diagnostics.push(diagnostic),
-        }
-    }
+    let paths = templates::TemplatePaths {
+        templates: &inputs.templates,
+        include_root: inputs.include_root.as_deref(),
+    };
     let mut ops = Vec::new();
-    for (path, text) in &inputs.manifests {
-        let mut manifest = match manifest::parse(text) {
+    for package in &inputs.packages {
+        let file = package.manifest_path();
+        let mut manifest = match manifest::parse(&package.manifest) {
             Ok(manifest) => manifest,
             Err((json_path, message)) => {
-                diagnostics.push(Diagnostic::new(path, json_path, message));
+                diagnostics.push(Diagnostic::new(&file, json_path, message));
                 continue;
             }
         };
         let qualified = format!("{}.{}", manifest.domain, manifest.name);
-        for (hints_path, op_hints, used) in hints.iter_mut().filter(|(_, h, _)| h.op == qualified) {
-            hints::apply(hints_path, op_hints, &mut manifest, &mut diagnostics);
-            *used = true;
+        if let Some((hints_path, text)) = &package.hints {
+            match hints::parse(hints_path, text) {
+                Ok(op_hints) if op_hints.op == qualified => {
+                    hints::apply(hints_path, &op_hints, &mut manifest, &mut diagnostics);
+                }
+                Ok(op_hints) => diagnostics.push(Diagnostic::new(
+                    hints_path,
+                    "op",
+                    format!(
+                        "these hints are for `{}` but sit beside the package of `{qualified}`",
+                        op_hints.op
+                    ),
+                )),
+                Err(diagnostic) => diagnostics.push(diagnostic),
+            }
         }
-        match model::build_op(path, &manifest) {
+        for variant in &mut manifest.variants {
+            for pass in &mut variant.passes {
+                pass.source.shader = paths.resolve_shader(&package.dir, &pass.source.shader);
+            }
+        }
+        match model::build_op(&file, &manifest) {
             Ok(op) => ops.push(op),
             Err(errors) => diagnostics.extend(errors),
-        }
-    }
-    for (path, op_hints, used) in &hints {
-        if !used {
-            diagnostics.push(Diagnostic::new(
-                path,
-                "op",
-                format!("no manifest defines `{}`", op_hints.op),
-            ));
         }
     }
     let mut seen = BTreeSet::new();
@@ -115,8 +151,46 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             ));
         }
     }
+    let known: BTreeSet<String> = ops.iter().map(|op| op.qualified_name()).collect();
+    for op_name in inputs.host_checks.keys().filter(|n| !known.contains(*n)) {
+        diagnostics.push(Diagnostic::new(
+            "host checks",
+            op_name.as_str(),
+            format!("a host check is registered for `{op_name}`, which no package defines"),
+        ));
+    }
+    let runtime_path = if inputs.runtime_path.is_empty() {
+        DEFAULT_RUNTIME_PATH
+    } else {
+        inputs.runtime_path.as_str()
+    };
+    let runtime: syn::Path = match syn::parse_str(runtime_path) {
+        Ok(path) => path,
+        Err(err) => {
+            diagnostics.push(Diagnostic::new(
+                "runtime path",
+                "",
+                format!("`{runtime_path}` is not a Rust path: {err}"),
+            ));
+            return Err(diagnostics);
+        }
+    };
+    let mut host_checks = BTreeMap::new();
+    for (op_name, path) in &inputs.host_checks {
+        match syn::parse_str::<syn::Path>(path) {
+            Ok(parsed) => {
+                host_checks.insert(op_name.as_str(), parsed);
+            }
+            Err(err) => diagnostics.push(Diagnostic::new(
+                "host checks",
+                op_name.as_str(),
+                format!("`{path}` is not a Rust path: {err}"),
+            )),
+        }
+    }
 
-    let (env, template_errors) = wgsl::environment(&inputs.templates);
+    let (env, template_errors) =
+        wgsl::environment(&inputs.templates, inputs.include_root.as_deref());
     diagnostics.0.extend(template_errors);
     let mut output = Output::default();
     let mut generated_ops = Vec::new();
@@ -127,7 +201,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             .flat_map(|v| &v.passes)
             .map(|p| p.template.as_str())
             .collect();
-        if !templates.is_empty() && templates.iter().all(|t| !inputs.templates.contains_key(*t)) {
+        if !templates.is_empty() && templates.iter().all(|t| !paths.exists(t)) {
             output.notes.push(format!(
                 "{}: skipped, none of its templates exist yet ({}); the manifest parses and type-checks",
                 op.file,
@@ -135,7 +209,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             ));
             continue;
         }
-        let shaders = match wgsl::shaders(op, &env, &inputs.templates) {
+        let shaders = match wgsl::shaders(op, &env, &paths) {
             Ok(shaders) => shaders,
             Err(errors) => {
                 diagnostics.extend(errors);
@@ -145,12 +219,13 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         let input = rust::OpInput {
             op,
             shaders: &shaders,
-            host_check: inputs.host_checks.contains(&op.module),
+            host_check: host_checks.get(op.qualified_name().as_str()).cloned(),
+            runtime: runtime.clone(),
         };
         match rust::op_module(&input) {
             Ok(module) => {
                 output.files.push(GeneratedFile {
-                    path: format!("{GENERATED_DIR}/{}.rs", op.module),
+                    path: format!("{}.rs", op.module),
                     contents: module,
                 });
             }
@@ -158,25 +233,25 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         }
         output.shader_count += shaders.iter().filter(|s| s.same_as.is_none()).count();
         for shader in shaders.iter().filter(|s| s.same_as.is_none()) {
-            let path = format!("{GENERATED_DIR}/{}/{}", op.module, shader.file_name);
+            let path = format!("{}/{}", op.module, shader.file_name);
             output.files.push(GeneratedFile {
                 path: path.clone(),
                 contents: shader.text.clone(),
             });
             output.shaders.push(GeneratedShader {
-                op: format!("{}.{}", op.domain, op.name),
+                op: op.qualified_name(),
                 path,
                 shader: shader.clone(),
             });
         }
         generated_ops.push(op);
     }
-    match rust::root_module(&generated_ops) {
+    match rust::root_module(&generated_ops, &runtime) {
         Ok(root) => output.files.push(GeneratedFile {
-            path: format!("{GENERATED_DIR}/mod.rs"),
+            path: "mod.rs".to_owned(),
             contents: root,
         }),
-        Err(message) => diagnostics.push(Diagnostic::new("manifests/", "", message)),
+        Err(message) => diagnostics.push(Diagnostic::new("mod.rs", "", message)),
     }
     output.files.sort_by(|a, b| a.path.cmp(&b.path));
     diagnostics.into_result(output)

@@ -1,15 +1,18 @@
-//! Data-driven codegen error tests: every folder under `tests/errors/` holds a `manifest.json`,
-//! optionally `hints.json`, its templates (`*.jinja`) and `expected.txt`: the exact diagnostics
+//! Data-driven codegen error tests: every folder under `tests/errors/` is a package: a
+//! `manifest.json`, optionally `hints.json`, its templates (`*.jinja`), optionally an include
+//! root `_shared/`, and `expected.txt`: the exact diagnostics
 //! `generate` reports (or `ok: …` when it succeeds). Run with `UPDATE_EXPECT=1` to rewrite the expectations.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
 fn run_case(dir: &Path) -> String {
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("case");
     let mut inputs = codegen::Inputs::default();
-    let mut templates = BTreeMap::new();
+    let mut package = codegen::Package {
+        dir: name.to_owned(),
+        ..codegen::Package::default()
+    };
     for entry in fs::read_dir(dir).expect("case folder is readable") {
         let path = entry.expect("entry").path();
         let file = path
@@ -17,25 +20,35 @@ fn run_case(dir: &Path) -> String {
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_owned();
+        let text = || fs::read_to_string(&path).expect("case file is readable");
         if file == "manifest.json" {
-            let text = fs::read_to_string(&path).expect("manifest is readable");
-            inputs
-                .manifests
-                .insert(format!("manifests/{name}.manifest.json"), text);
+            package.manifest = text();
         } else if file == "hints.json" {
-            let text = fs::read_to_string(&path).expect("hints are readable");
-            inputs
-                .hints
-                .insert(format!("manifests/{name}.hints.json"), text);
+            package.hints = Some((format!("{name}/hints.json"), text()));
         } else if file.ends_with(".jinja") {
-            templates.insert(
-                file,
-                fs::read_to_string(&path).expect("template is readable"),
-            );
+            inputs.templates.insert(format!("{name}/{file}"), text());
         }
     }
-    inputs.templates = templates;
-    inputs.host_checks = BTreeSet::new();
+    // A `_shared` folder is the case's include root.
+    let shared = dir.join("_shared");
+    if shared.is_dir() {
+        inputs.include_root = Some(format!("{name}/_shared"));
+        let mut stack = vec![shared.clone()];
+        while let Some(folder) = stack.pop() {
+            for entry in fs::read_dir(&folder).expect("shared folder is readable") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let relative = path.strip_prefix(dir).expect("inside the case");
+                let shown = relative.to_string_lossy().replace('\\', "/");
+                let text = fs::read_to_string(&path).expect("template is readable");
+                inputs.templates.insert(format!("{name}/{shown}"), text);
+            }
+        }
+    }
+    inputs.packages.push(package);
     match codegen::generate(&inputs) {
         Ok(output) => {
             let mut text = format!(

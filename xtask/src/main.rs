@@ -21,7 +21,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compile manifests/ and templates/ into kernels/kernels/src/generated/.
+    /// Compile the packages in packages/ (with hints/) into kernels/kernels/src/generated/.
     Codegen {
         /// Write nothing; fail if any generated file is stale or orphaned, or a shader is invalid.
         #[arg(long)]
@@ -41,7 +41,7 @@ enum Command {
     /// The main job: generate, then run every op on the best adapter against a CPU reference
     /// (installing Mesa's Vulkan driver first when no Vulkan driver is present and it may).
     Demo,
-    /// Benchmarks: every case of manifests/*.bench.json against the copy-kernel ceiling.
+    /// Benchmarks: every case of benchmarks/cases/*.bench.json against the copy-kernel ceiling.
     Bench {
         /// Arguments for the harness (`--quick`, `--json PATH`, `--filter TEXT`, ...).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -137,7 +137,7 @@ mod tests {
                 }
             }
         }
-        for dir in ["manifests", "templates", "kernels/kernels/src/host_checks"] {
+        for dir in ["packages", "hints"] {
             copy_tree(&source.join(dir), &root.join(dir));
         }
         use super::codegen::{Mode, Validators};
@@ -153,7 +153,7 @@ mod tests {
         super::codegen::run(&root, Mode::Write).expect("generation succeeds");
         check().expect("fresh after generating");
 
-        let generated = root.join(codegen::GENERATED_DIR);
+        let generated = root.join(super::codegen::GENERATED_DIR);
         fs::write(generated.join("mod.rs"), "// edited by hand\n").expect("write");
         fs::write(generated.join("leftover.rs"), "// from a removed op\n").expect("write");
         let report = check().expect_err("stale and orphaned files");

@@ -261,7 +261,7 @@ pub struct Variant {
 /// A validated op.
 #[derive(Debug, Clone)]
 pub struct Op {
-    /// Manifest path relative to the project root.
+    /// The manifest's display path.
     pub file: String,
     pub domain: String,
     pub name: String,
@@ -282,6 +282,11 @@ pub struct Op {
 }
 
 impl Op {
+    /// `domain.name`, e.g. `com.microsoft.MRotaryEmbedding`.
+    pub fn qualified_name(&self) -> String {
+        format!("{}.{}", self.domain, self.name)
+    }
+
     pub fn tensors(&self) -> impl Iterator<Item = &Tensor> {
         self.inputs.iter().chain(&self.outputs)
     }

@@ -32,7 +32,7 @@ fn tensor_type(tensor: &Tensor) -> TokenStream {
             let g = generic_ident(var);
             quote!(rt::Tensor<#g>)
         }
-        (_, DTypeRef::Fixed(DType::F16)) => quote!(rt::Tensor<::half::f16>),
+        (_, DTypeRef::Fixed(DType::F16)) => quote!(rt::Tensor<rt::half::f16>),
         (_, DTypeRef::Fixed(_)) => quote!(rt::Tensor<f32>),
     }
 }

@@ -45,13 +45,9 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             }
         })
     });
-    let host_check_call = |views: TokenStream| {
-        if input.host_check {
-            let module = ident(&op.module);
-            quote!(crate::host_checks::#module::check(&#views, attrs)?;)
-        } else {
-            quote!(let _ = #views;)
-        }
+    let host_check_call = |views: TokenStream| match &input.host_check {
+        Some(check) => quote!(#check(&#views, attrs)?;),
+        None => quote!(),
     };
 
     // Typed path.
@@ -156,7 +152,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
 
         /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
         /// same tensors (see [`rt::Context::record_plan_reusing`]).
-        fn encode<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &Inputs<'_, #(#vars),*>, outputs: &OutputsMut<'_, #(#vars),*>, reuse: bool) -> Result<(), rt::OpError> {
+        fn encode<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &Inputs<'_, #(#vars),*>, outputs: &OutputsMut<'_, #(#vars),*>, reuse: bool) -> Result<(), rt::OpError> {
             let args = [#(#args),*];
             if reuse {
                 ctx.record_plan_reusing(encoder, plan, &args)?;
@@ -168,7 +164,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
 
         /// Records the op into `encoder` with new outputs, so several ops can share one
         /// submission. The outputs are valid once the encoder has been submitted.
-        pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
+        pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
             let plan = checked_plan(ctx, inputs, attrs)?;
             #(#output_allocs)*
             encode(ctx, encoder, &plan, inputs, &OutputsMut { #(#out_roles: &mut #out_roles),* }, false)?;
@@ -181,7 +177,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         /// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
         /// [`rt::OpError::Output`]; one that shares bytes with another argument is
         /// [`rt::RuntimeError::Alias`].
-        pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut ::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, outputs: OutputsMut<'_, #(#vars),*>, attrs: &Attrs) -> Result<(), rt::OpError> {
+        pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, outputs: OutputsMut<'_, #(#vars),*>, attrs: &Attrs) -> Result<(), rt::OpError> {
             let plan = checked_plan(ctx, inputs, attrs)?;
             #(#output_checks)*
             encode(ctx, encoder, &plan, inputs, &outputs, true)
@@ -219,7 +215,7 @@ fn output_type(t: &Tensor) -> TokenStream {
             let g = format_ident!("{}", var);
             quote!(rt::Tensor::<#g>)
         }
-        DTypeRef::Fixed(DType::F16) => quote!(rt::Tensor::<::half::f16>),
+        DTypeRef::Fixed(DType::F16) => quote!(rt::Tensor::<rt::half::f16>),
         DTypeRef::Fixed(_) => quote!(rt::Tensor::<f32>),
     }
 }

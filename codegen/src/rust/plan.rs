@@ -188,8 +188,8 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
     }
 }
 
-/// A `#[repr(C)]` uniform struct whose layout is asserted against naga's, and the call that
-/// fills it.
+/// The function that packs a pass's uniform struct (every field a 4-byte scalar at offset
+/// `4 * i`, which `wgsl::validate` checked against naga's layout) and its call.
 fn params_struct(
     scope: &EnvScope<'_>,
     parts: &[&str],
@@ -200,49 +200,25 @@ fn params_struct(
     name_parts.extend_from_slice(parts);
     let name = camel_ident(&name_parts);
     let fill = format_ident!("fill_{}", model::snake_ident(&name.to_string()));
-    let rust_size = naga_size.div_ceil(16) * 16;
-    let padding = ((rust_size - 4 * params.fields.len() as u32) / 4) as usize;
-    let fields = params.fields.iter().map(|f| {
-        let field = ident(&model::snake_ident(&f.name));
-        let ty = format_ident!("{}", f.wgsl_type);
-        quote!(#field: #ty,)
-    });
-    let offsets = params.fields.iter().enumerate().map(|(i, f)| {
-        let field = ident(&model::snake_ident(&f.name));
-        let offset = 4 * i;
-        quote!(
-            const _: () = assert!(::std::mem::offset_of!(#name, #field) == #offset);
-        )
-    });
-    let values = params.fields.iter().map(|f| {
-        let field = ident(&model::snake_ident(&f.name));
+    let words = params.fields.iter().map(|f| {
         let text = &f.name;
         let lowered = lower(&f.value.ir, scope);
-        let value = match f.wgsl_type {
-            "u32" => quote!(rt::support::to_u32(#text, #lowered)?),
-            "i32" => quote!(rt::support::to_i32(#text, #lowered)?),
-            _ if f.value.ir.ty == Type::Int => quote!((#lowered) as f32),
-            _ => quote!((#lowered) as f32),
-        };
-        quote!(#field: #value,)
+        match f.wgsl_type {
+            "u32" => quote!(.u32(rt::support::to_u32(#text, #lowered)?)),
+            "i32" => quote!(.i32(rt::support::to_i32(#text, #lowered)?)),
+            _ => quote!(.f32((#lowered) as f32)),
+        }
     });
-    let rust_size = rust_size as usize;
+    let count = params.fields.len();
     let doc = super::doc_lines(&format!(
-        " Uniform `{}` of {}; naga lays it out in {naga_size} bytes, padded here to {rust_size}.",
+        " Uniform `{}` of {} ({naga_size} bytes): its fields in order, four bytes each.",
         params.name,
         parts.join("/")
     ));
     let item = quote! {
         #(#[doc = #doc])*
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug, ::bytemuck::Pod, ::bytemuck::Zeroable)]
-        struct #name { #(#fields)* _padding: [u32; #padding] }
-        const _: () = assert!(::std::mem::size_of::<#name>() == #rust_size);
-        #(#offsets)*
-
         fn #fill(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
-            let params = #name { #(#values)* _padding: [0; #padding] };
-            Ok(::bytemuck::bytes_of(&params).to_vec())
+            Ok(rt::uniform::Words::with_fields(#count) #(#words)* .into_bytes())
         }
     };
     (item, quote!(#fill(env)?))

@@ -6,7 +6,7 @@ mod render;
 mod targets;
 mod validate;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use sha2::{Digest, Sha256};
 
@@ -68,11 +68,12 @@ impl Shader {
     }
 }
 
-/// Renders and validates all shaders of an op. Template names are relative to `templates/`.
+/// Renders and validates all shaders of an op. Template names are display paths
+/// ([`crate::templates`]).
 pub fn shaders(
     op: &Op,
     env: &minijinja::Environment<'static>,
-    templates: &BTreeMap<String, String>,
+    paths: &crate::templates::TemplatePaths<'_>,
 ) -> Result<Vec<Shader>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let mut shaders = Vec::new();
@@ -81,7 +82,7 @@ pub fn shaders(
             let dynamic: BTreeSet<&str> = dynamic_values(variant, pass)
                 .map(|d| d.name.as_str())
                 .collect();
-            for diagnostic in render::control_flow_uses(templates, &pass.template, &dynamic) {
+            for diagnostic in render::control_flow_uses(paths, &pass.template, &dynamic) {
                 diagnostics.push(diagnostic);
             }
             let combinations = match model::enumerate_combinations(op, variant, pass) {
@@ -95,11 +96,11 @@ pub fn shaders(
                     continue;
                 }
             };
-            if !templates.contains_key(&pass.template) {
+            if !paths.exists(&pass.template) {
                 diagnostics.push(Diagnostic::new(
                     &op.file,
                     format!("{}: source.shader", pass_path(op, v, p)),
-                    format!("template `{}` not found under templates/", pass.template),
+                    format!("template `{}` not found", pass.template),
                 ));
                 continue;
             }
@@ -195,19 +196,21 @@ fn shader(
     let prelude_text = prelude::prelude(op, variant, pass, &bindings, f16);
     let text = match render::render(env, op, variant, pass, &combination, &prelude_text) {
         Ok(text) => text,
-        Err(err) if err.kind() == minijinja::ErrorKind::TemplateNotFound => {
-            return Err(Diagnostic::new(
-                &op.file,
-                format!("{}: source.shader", pass_path(op, v, p)),
-                format!("template `{}` not found under templates/", pass.template),
-            ));
+        // The pass's own template exists (checked before); a missing one is an include.
+        Err(err) => {
+            let mut diagnostic = render::template_diagnostic(&pass.template, "", &err);
+            if err.kind() == minijinja::ErrorKind::TemplateNotFound {
+                diagnostic.message.push_str(
+                    " (`./` and `../` names are relative to the including file and may not leave its package folder or the include root; other names are relative to the include root)",
+                );
+            }
+            return Err(diagnostic);
         }
-        Err(err) => return Err(render::template_diagnostic(&pass.template, "", &err)),
     };
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
         .map_err(|m| {
             Diagnostic::new(
-                &format!("templates/{}", pass.template),
+                &pass.template,
                 where_(),
                 format!("rendered shader does not validate:\n{m}"),
             )
@@ -215,7 +218,7 @@ fn shader(
     let problems = validate::cross_check(&module, &info, &bindings, &mut reflection);
     if !problems.is_empty() {
         return Err(Diagnostic::new(
-            &format!("templates/{}", pass.template),
+            &pass.template,
             where_(),
             format!(
                 "the shader disagrees with the manifest's bindings:\n  {}",
@@ -224,7 +227,7 @@ fn shader(
         ));
     }
     check_workgroup_size(op, pass, &reflection)
-        .map_err(|m| Diagnostic::new(&format!("templates/{}", pass.template), where_(), m))?;
+        .map_err(|m| Diagnostic::new(&pass.template, where_(), m))?;
     let overrides: Vec<(String, &'static str)> = dynamic_values(variant, pass)
         .map(|value| (value.name.clone(), override_type(value.expr.ir.ty)))
         .collect();
@@ -232,7 +235,7 @@ fn shader(
     let translations =
         targets::translate(&module, &info, &overrides, f16, subgroups).map_err(|m| {
             Diagnostic::new(
-                &format!("templates/{}", pass.template),
+                &pass.template,
                 where_(),
                 format!("rendered shader `{file_name}` does not translate:\n{m}"),
             )

@@ -13,8 +13,13 @@ use crate::model::{Combination, Op, Pass, Variant};
 /// strict undefined, `trim_blocks`/`lstrip_blocks`, no escaping, WGSL literals.
 pub fn environment(
     templates: &BTreeMap<String, String>,
+    include_root: Option<&str>,
 ) -> (Environment<'static>, Vec<Diagnostic>) {
     let mut env = Environment::new();
+    let root = include_root.map(str::to_owned);
+    env.set_path_join_callback(move |name, parent| {
+        crate::templates::join(root.as_deref(), name, parent).into()
+    });
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     let syntax = minijinja::syntax::SyntaxConfig::builder()
         .trim_blocks(true)
@@ -47,7 +52,7 @@ pub fn environment(
 
 /// Turns a minijinja error into a diagnostic pointing at the template line.
 pub fn template_diagnostic(name: &str, source: &str, err: &minijinja::Error) -> Diagnostic {
-    let file = format!("templates/{}", err.name().unwrap_or(name));
+    let file = err.name().unwrap_or(name).to_owned();
     let mut message = err.detail().map_or_else(
         || err.kind().to_string(),
         |d| format!("{}: {d}", err.kind()),
@@ -135,10 +140,11 @@ fn to_jinja(value: &Value) -> JValue {
 /// Finds dynamic values used in `{% if %}`, `{% elif %}` or `{% for %}` tags of a template or
 /// anything it imports: their value is not known when the shader text is fixed.
 pub fn control_flow_uses(
-    templates: &BTreeMap<String, String>,
+    paths: &crate::templates::TemplatePaths<'_>,
     root: &str,
     dynamic: &BTreeSet<&str>,
 ) -> Vec<Diagnostic> {
+    let templates = paths.templates;
     let mut diagnostics = Vec::new();
     let mut queue = vec![root.to_owned()];
     let mut seen = BTreeSet::new();
@@ -155,7 +161,7 @@ pub fn control_flow_uses(
                 let keyword = words.find(|w| !w.is_empty()).unwrap_or("");
                 if matches!(keyword, "import" | "include" | "from" | "extends") {
                     if let Some(target) = quoted(tag) {
-                        queue.push(target.to_owned());
+                        queue.push(crate::templates::join(paths.include_root, target, &name));
                     }
                     continue;
                 }
@@ -166,7 +172,7 @@ pub fn control_flow_uses(
                     let column = line.find(word).map_or(1, |c| c + 1);
                     diagnostics.push(
                         Diagnostic::new(
-                            &format!("templates/{name}"),
+                            &name,
                             format!("line {}", line_no + 1),
                             format!(
                                 "template input `{word}` depends on shapes or device limits (it is a WGSL override, set when the pipeline is created), so it cannot steer `{{% {keyword} %}}`: the shader text must not depend on it"

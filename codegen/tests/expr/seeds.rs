@@ -10,8 +10,8 @@ use serde_json::Value as Json;
 
 /// The seed manifests, relative to the project root.
 pub const SEEDS: &[&str] = &[
-    "manifests/com.microsoft.BiasSoftmax.manifest.json",
-    "manifests/com.microsoft.MRotaryEmbedding.manifest.json",
+    "packages/com.microsoft.BiasSoftmax/manifest.json",
+    "packages/com.microsoft.MRotaryEmbedding/manifest.json",
 ];
 
 /// Reads a seed manifest.

@@ -1,4 +1,4 @@
-//! The benchmark harness behind `cargo xtask bench`: cases from `manifests/*.bench.json`,
+//! The benchmark harness behind `cargo xtask bench`: cases from `benchmarks/cases/*.bench.json`,
 //! the copy-kernel ceiling of the same run, per-case GPU times from timestamp queries, and
 //! the host-side cost of calls; and the median the programs report times by.
 

@@ -1,4 +1,4 @@
-//! Benchmark cases as data: `manifests/<op>.bench.json`, one file per op, read at run time.
+//! Benchmark cases as data: `benchmarks/cases/<op>.bench.json`, one file per op, read at run time.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The benchmark harness (`cargo xtask bench`): times every case of `manifests/*.bench.json`
+//! The benchmark harness (`cargo xtask bench`): times every case of `benchmarks/cases/*.bench.json`
 //! on the selected adapter with timestamp queries, against the copy-kernel ceiling measured
 //! in the same run, and measures the host-side cost of calls. Prints a table and writes JSON.
 
@@ -13,7 +13,9 @@ use kernel_runtime::{Context, ContextOptions, DType};
 use serde::Serialize;
 
 #[derive(Parser)]
-#[command(about = "Time every benchmark case of manifests/*.bench.json on the selected adapter")]
+#[command(
+    about = "Time every benchmark case of benchmarks/cases/*.bench.json on the selected adapter"
+)]
 struct Args {
     /// Small shapes, each checked against the float64 reference first: for software adapters
     /// and CI, so the harness cannot rot.
@@ -23,7 +25,7 @@ struct Args {
     #[arg(long, default_value = "target/bench/results.json")]
     json: PathBuf,
     /// Folder holding the `*.bench.json` files.
-    #[arg(long, default_value = "manifests")]
+    #[arg(long, default_value = "benchmarks/cases")]
     cases: PathBuf,
     /// Only cases whose op or name contains this text.
     #[arg(long)]

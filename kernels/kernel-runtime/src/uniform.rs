@@ -1,40 +1,55 @@
 //! Packing uniform `Params` structs into the bytes a [`crate::PlannedPass`] carries.
 //!
-//! Generated crates declare each manifest `Params` struct as `#[repr(C)]` + `bytemuck::Pod`
-//! with explicit padding, its layout asserted at build time against naga's layouter for the
-//! WGSL struct. Packing is then a plain byte copy; this module exists so that the copy, and
-//! the padding rule the runtime applies when it creates the uniform buffer, live in one
-//! documented place.
+//! Manifest `Params` structs hold 4-byte scalars only, laid out at `4 * i` (codegen checks
+//! that against naga's layouter), so generated code packs them with [`Words`], field by field;
+//! the runtime pads the bytes to [`padded_len`] when it creates the uniform buffer.
 //!
 //! ```
-//! #[repr(C)]
-//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-//! struct Params {
-//!     n: u32,
-//!     scale: f32,
-//! }
-//! let bytes = kernel_runtime::uniform::pack(&Params { n: 3, scale: 0.5 });
+//! let bytes = kernel_runtime::uniform::Words::with_fields(2).u32(3).f32(0.5).into_bytes();
 //! assert_eq!(bytes.len(), 8);
 //! assert_eq!(kernel_runtime::uniform::padded_len(bytes.len()), 16);
 //! ```
 
+/// The little-endian bytes of a uniform struct of 4-byte scalar fields, in declaration order.
+#[derive(Debug, Clone, Default)]
+pub struct Words(Vec<u8>);
+
+impl Words {
+    /// An empty struct with room for `fields` fields.
+    pub fn with_fields(fields: usize) -> Self {
+        Self(Vec::with_capacity(4 * fields))
+    }
+
+    /// Appends a `u32` field.
+    #[must_use]
+    pub fn u32(mut self, value: u32) -> Self {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    /// Appends an `i32` field.
+    #[must_use]
+    pub fn i32(mut self, value: i32) -> Self {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    /// Appends an `f32` field.
+    #[must_use]
+    pub fn f32(mut self, value: f32) -> Self {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    /// The packed bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
+}
+
 /// Alignment the runtime pads uniform buffers to: WGSL rounds the size of a struct in the
 /// uniform address space up to 16 bytes.
 pub const UNIFORM_ALIGNMENT: usize = 16;
-
-/// The bytes of a `Pod` params struct, in host (little-endian on every wgpu target) order.
-///
-/// The result is what [`crate::PlannedPass::params`] holds; the runtime pads it with zeros
-/// to [`padded_len`] when it creates the uniform buffer, so trailing WGSL padding need not be
-/// part of the Rust struct.
-pub fn pack<P: bytemuck::Pod>(params: &P) -> Vec<u8> {
-    bytemuck::bytes_of(params).to_vec()
-}
-
-/// The bytes of a slice of `Pod` values (for parameter blocks that are arrays).
-pub fn pack_slice<P: bytemuck::Pod>(params: &[P]) -> Vec<u8> {
-    bytemuck::cast_slice(params).to_vec()
-}
 
 /// The size of the uniform buffer the runtime creates for `len` parameter bytes.
 pub fn padded_len(len: usize) -> usize {
@@ -42,43 +57,21 @@ pub fn padded_len(len: usize) -> usize {
         .max(UNIFORM_ALIGNMENT)
 }
 
-/// Reads a params struct back from packed bytes (tests and diagnostics); `None` when the
-/// length does not match the struct.
-pub fn unpack<P: bytemuck::Pod>(bytes: &[u8]) -> Option<P> {
-    bytemuck::try_pod_read_unaligned(bytes).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[repr(C)]
-    #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
-    struct Params {
-        rows: u32,
-        cols: u32,
-        eps: f32,
-        _pad: u32,
+    #[test]
+    fn words_are_little_endian_fields_in_order() {
+        let bytes = Words::with_fields(3).u32(7).i32(-2).f32(1.5).into_bytes();
+        assert_eq!(bytes.len(), 12);
+        assert_eq!(&bytes[0..4], &7u32.to_le_bytes());
+        assert_eq!(&bytes[4..8], &(-2i32).to_le_bytes());
+        assert_eq!(&bytes[8..12], &1.5f32.to_le_bytes());
     }
 
     #[test]
-    fn pack_round_trips() {
-        let p = Params {
-            rows: 2,
-            cols: 7,
-            eps: 1e-5,
-            _pad: 0,
-        };
-        let bytes = pack(&p);
-        assert_eq!(bytes.len(), 16);
-        assert_eq!(&bytes[4..8], &7u32.to_le_bytes());
-        assert_eq!(unpack::<Params>(&bytes), Some(p));
-        assert_eq!(unpack::<Params>(&bytes[..8]), None);
-    }
-
-    #[test]
-    fn slices_and_padding() {
-        assert_eq!(pack_slice(&[1u32, 2, 3]).len(), 12);
+    fn padding() {
         assert_eq!(padded_len(0), 16);
         assert_eq!(padded_len(12), 16);
         assert_eq!(padded_len(17), 32);

@@ -1,5 +1,5 @@
 //! Typed GPU kernels for ONNX contrib operators, compiled ahead of time from the
-//! `webgpu-kernels` manifests under `manifests/` by `cargo xtask codegen`.
+//! `webgpu-kernels` packages under `packages/` by `cargo xtask codegen`.
 //!
 //! Each op is a module with an `Attrs` struct, typed `Inputs`/`Outputs`, a GPU-free `plan`,
 //! and `record`/`run` on a [`runtime::Context`]. [`OPS`] lists every op for tools that pick

@@ -187,7 +187,7 @@ pub fn params_n_offset(n: u32, offset: f32) -> Vec<u8> {
 
 /// Packs a list of `u32` params.
 pub fn params_u32(values: &[u32]) -> Vec<u8> {
-    kernel_runtime::uniform::pack_slice(values)
+    bytemuck::cast_slice(values).to_vec()
 }
 
 /// Deterministic non-zero test data.

@@ -25,29 +25,29 @@ pub struct Manifest {
 }
 
 pub const MROPE: Manifest = Manifest {
-    file: "manifests/com.microsoft.MRotaryEmbedding.manifest.json",
-    text: include_str!("../../../../manifests/com.microsoft.MRotaryEmbedding.manifest.json"),
+    file: "packages/com.microsoft.MRotaryEmbedding/manifest.json",
+    text: include_str!("../../../../packages/com.microsoft.MRotaryEmbedding/manifest.json"),
     hints: Some(include_str!(
-        "../../../../manifests/com.microsoft.MRotaryEmbedding.hints.json"
+        "../../../../hints/com.microsoft.MRotaryEmbedding.hints.json"
     )),
     generate: generators::mrope,
     generated: typed::mrope_generated,
 };
 
 pub const BIAS: Manifest = Manifest {
-    file: "manifests/com.microsoft.BiasSoftmax.manifest.json",
-    text: include_str!("../../../../manifests/com.microsoft.BiasSoftmax.manifest.json"),
+    file: "packages/com.microsoft.BiasSoftmax/manifest.json",
+    text: include_str!("../../../../packages/com.microsoft.BiasSoftmax/manifest.json"),
     hints: Some(include_str!(
-        "../../../../manifests/com.microsoft.BiasSoftmax.hints.json"
+        "../../../../hints/com.microsoft.BiasSoftmax.hints.json"
     )),
     generate: generators::bias_softmax,
     generated: typed::bias_generated,
 };
 
 pub const GATED: Manifest = Manifest {
-    file: "manifests/com.microsoft.GatedRelativePositionBias.manifest.json",
+    file: "packages/com.microsoft.GatedRelativePositionBias/manifest.json",
     text: include_str!(
-        "../../../../manifests/com.microsoft.GatedRelativePositionBias.manifest.json"
+        "../../../../packages/com.microsoft.GatedRelativePositionBias/manifest.json"
     ),
     hints: None,
     generate: gated_env::gated_bias,

@@ -1,0 +1,408 @@
+//! The build-script API, in the manner of prost-build: a [`Config`] names package folders, the
+//! include root, hints, host checks, the runtime path and the output folder; [`Config::generate`]
+//! reads them, runs the pure [`crate::generate`] and writes what changed, and
+//! [`Config::check`] only compares. This is the one place codegen touches the file system.
+//!
+//! ```no_run
+//! // build.rs
+//! fn main() -> Result<(), codegen::ConfigError> {
+//!     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("kernels");
+//!     codegen::Config::new()
+//!         .packages_in("kernels")
+//!         .include_root("kernels/_shared")
+//!         .out_dir(out)
+//!         .generate()?;
+//!     Ok(())
+//! }
+//! // lib.rs: pub mod kernels { include!(concat!(env!("OUT_DIR"), "/kernels/mod.rs")); }
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::{Diagnostics, Inputs, Output, Package};
+
+/// What [`Config::generate`] and [`Config::check`] can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {reason}")]
+    Layout { path: PathBuf, reason: String },
+    #[error("codegen found {count} error(s):\n{diagnostics}", count = .diagnostics.0.len())]
+    Codegen { diagnostics: Diagnostics },
+    #[error("no output folder: call `out_dir` (or run from a build script, which sets OUT_DIR)")]
+    NoOutDir,
+    #[error("{}", stale_message(.stale, .orphaned))]
+    Stale {
+        stale: Vec<String>,
+        orphaned: Vec<String>,
+    },
+}
+
+fn stale_message(stale: &[String], orphaned: &[String]) -> String {
+    let mut text = String::from("generated code is out of date; generate again:");
+    for path in stale {
+        text.push_str(&format!("\n  stale:    {path}"));
+    }
+    for path in orphaned {
+        text.push_str(&format!("\n  orphaned: {path}"));
+    }
+    text
+}
+
+/// What a run read, generated and changed.
+#[derive(Debug)]
+pub struct Report {
+    /// The generator's result (files, shaders, notes).
+    pub output: Output,
+    /// Packages read.
+    pub packages: usize,
+    /// Files written (with [`Config::generate`]) or found stale (with [`Config::check`]).
+    pub written: Vec<String>,
+    /// Files under the output folder that the run no longer generates: removed, or listed.
+    pub removed: Vec<String>,
+    /// Every input file read, for `cargo:rerun-if-changed`.
+    pub inputs: Vec<PathBuf>,
+}
+
+/// Where packages, templates and hints come from, and where the generated module goes.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    root: Option<PathBuf>,
+    packages: Vec<PathBuf>,
+    package_roots: Vec<PathBuf>,
+    include_root: Option<PathBuf>,
+    hints_dirs: Vec<PathBuf>,
+    host_checks: BTreeMap<String, String>,
+    runtime_path: Option<String>,
+    out_dir: Option<PathBuf>,
+    rerun_if_changed: Option<bool>,
+}
+
+impl Config {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The folder relative paths given to this config are relative to (default: the current
+    /// folder). Diagnostics and generated headers name files relative to it.
+    pub fn root(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.root = Some(dir.into());
+        self
+    }
+
+    fn path(&self, path: &Path) -> PathBuf {
+        match &self.root {
+            Some(root) => root.join(path),
+            None => path.to_path_buf(),
+        }
+    }
+
+    /// `path` as diagnostics and generated headers show it: relative to the root,
+    /// `/`-separated, without `./`.
+    fn display(&self, path: &Path) -> String {
+        let shown = self
+            .root
+            .as_deref()
+            .and_then(|root| path.strip_prefix(root).ok())
+            .unwrap_or(path);
+        let text = shown.to_string_lossy().replace('\\', "/");
+        text.strip_prefix("./").unwrap_or(&text).to_owned()
+    }
+
+    /// One package: a folder holding `manifest.json` and the templates it names.
+    pub fn package(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.packages.push(dir.into());
+        self
+    }
+
+    /// Every package directly inside `dir` (each subfolder with a `manifest.json`), in name
+    /// order; subfolders without one (an include root, say) are skipped.
+    pub fn packages_in(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.package_roots.push(dir.into());
+        self
+    }
+
+    /// The folder shared templates are included from.
+    pub fn include_root(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.include_root = Some(dir.into());
+        self
+    }
+
+    /// A folder of implementation hints, `<domain>.<name>.hints.json` per op: kept beside the
+    /// packages, so a package from elsewhere stays unchanged.
+    pub fn hints_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.hints_dirs.push(dir.into());
+        self
+    }
+
+    /// Registers a hand-written host-side check for `op` (`domain.name`): the Rust path of a
+    /// `fn(&[ArgView], &Attrs) -> Result<(), OpError>` the generated `plan` calls.
+    pub fn host_check(&mut self, op: impl Into<String>, path: impl Into<String>) -> &mut Self {
+        self.host_checks.insert(op.into(), path.into());
+        self
+    }
+
+    /// The path of the runtime crate in generated code (default `::kernel_runtime`).
+    pub fn runtime_path(&mut self, path: impl Into<String>) -> &mut Self {
+        self.runtime_path = Some(path.into());
+        self
+    }
+
+    /// The folder the generated `mod.rs`, op modules and shaders go to (default
+    /// `$OUT_DIR/kernels`).
+    pub fn out_dir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
+        self.out_dir = Some(dir.into());
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed` for every input (default: when `OUT_DIR`
+    /// is set, that is, inside a build script).
+    pub fn emit_rerun_if_changed(&mut self, on: bool) -> &mut Self {
+        self.rerun_if_changed = Some(on);
+        self
+    }
+
+    /// Reads every input into the pure generator's [`Inputs`]; also returns the files read.
+    pub fn read_inputs(&self) -> Result<(Inputs, Vec<PathBuf>), ConfigError> {
+        let mut read = Vec::new();
+        let mut dirs: Vec<PathBuf> = self.packages.iter().map(|p| self.path(p)).collect();
+        for root in &self.package_roots {
+            let root = self.path(root);
+            read.push(root.clone());
+            let mut found: Vec<PathBuf> = list_dir(&root)?
+                .into_iter()
+                .filter(|p| p.join("manifest.json").is_file())
+                .collect();
+            found.sort();
+            dirs.extend(found);
+        }
+        let mut hints = BTreeMap::new();
+        for dir in &self.hints_dirs {
+            let dir = self.path(dir);
+            read.push(dir.clone());
+            for path in list_dir(&dir)? {
+                let Some(op) = file_name(&path).strip_suffix(".hints.json") else {
+                    continue;
+                };
+                let text = read_file(&path, &mut read)?;
+                hints.insert(op.to_owned(), (self.display(&path), text));
+            }
+        }
+        let mut inputs = Inputs {
+            include_root: self
+                .include_root
+                .as_deref()
+                .map(|r| self.display(&self.path(r))),
+            host_checks: self.host_checks.clone(),
+            runtime_path: self.runtime_path.clone().unwrap_or_default(),
+            ..Inputs::default()
+        };
+        let mut used_hints = BTreeSet::new();
+        for dir in &dirs {
+            let manifest = read_file(&dir.join("manifest.json"), &mut read)?;
+            for path in list_files(dir)? {
+                if file_name(&path).ends_with(".jinja") {
+                    let text = read_file(&path, &mut read)?;
+                    inputs.templates.insert(self.display(&path), text);
+                }
+            }
+            // Hints are matched by folder name (`<domain>.<name>`, the Hub's layout).
+            let op = file_name(dir);
+            let package_hints = hints.get(op).cloned();
+            if package_hints.is_some() {
+                used_hints.insert(op.to_owned());
+            }
+            inputs.packages.push(Package {
+                dir: self.display(dir),
+                manifest,
+                hints: package_hints,
+            });
+        }
+        if let Some((op, (path, _))) = hints.iter().find(|(op, _)| !used_hints.contains(*op)) {
+            return Err(ConfigError::Layout {
+                path: PathBuf::from(path),
+                reason: format!("no package folder named `{op}` to apply these hints to"),
+            });
+        }
+        if let Some(root) = &self.include_root {
+            let root = self.path(root);
+            read.push(root.clone());
+            for path in list_files(&root)? {
+                if file_name(&path).ends_with(".jinja") {
+                    let text = read_file(&path, &mut read)?;
+                    inputs.templates.insert(self.display(&path), text);
+                }
+            }
+        }
+        Ok((inputs, read))
+    }
+
+    /// Generates and writes the files that changed into the output folder, removing files
+    /// there that are no longer generated; prints `cargo:rerun-if-changed` when asked.
+    pub fn generate(&self) -> Result<Report, ConfigError> {
+        let (mut report, out_dir, stale) = self.run()?;
+        for path in &stale {
+            let file = report
+                .output
+                .files
+                .iter()
+                .find(|f| &f.path == path)
+                .ok_or_else(|| ConfigError::Layout {
+                    path: out_dir.join(path),
+                    reason: "a stale file that is not generated".to_owned(),
+                })?;
+            let target = out_dir.join(&file.path);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(|source| ConfigError::Io {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
+            }
+            fs::write(&target, &file.contents).map_err(|source| ConfigError::Io {
+                path: target.clone(),
+                source,
+            })?;
+        }
+        for path in &report.removed {
+            let target = out_dir.join(path);
+            fs::remove_file(&target).map_err(|source| ConfigError::Io {
+                path: target.clone(),
+                source,
+            })?;
+        }
+        remove_empty_dirs(&out_dir);
+        report.written = stale;
+        Ok(report)
+    }
+
+    /// Generates in memory and compares with the output folder: `Err(Stale)` naming every
+    /// file that differs or should not be there.
+    pub fn check(&self) -> Result<Report, ConfigError> {
+        let (mut report, _, stale) = self.run()?;
+        if !stale.is_empty() || !report.removed.is_empty() {
+            return Err(ConfigError::Stale {
+                stale,
+                orphaned: report.removed,
+            });
+        }
+        report.written = stale;
+        Ok(report)
+    }
+
+    /// Reads, generates and diffs against the output folder: the report, the folder and
+    /// the paths whose contents differ.
+    fn run(&self) -> Result<(Report, PathBuf, Vec<String>), ConfigError> {
+        let out_dir = match &self.out_dir {
+            Some(dir) => self.path(dir),
+            None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(ConfigError::NoOutDir)?)
+                .join("kernels"),
+        };
+        let (inputs, read) = self.read_inputs()?;
+        if self
+            .rerun_if_changed
+            .unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some())
+        {
+            for path in &read {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+        let output =
+            crate::generate(&inputs).map_err(|diagnostics| ConfigError::Codegen { diagnostics })?;
+        let wanted: BTreeSet<&str> = output.files.iter().map(|f| f.path.as_str()).collect();
+        let on_disk = if out_dir.exists() {
+            list_files(&out_dir)?
+        } else {
+            Vec::new()
+        };
+        let removed: Vec<String> = on_disk
+            .iter()
+            .filter_map(|p| p.strip_prefix(&out_dir).ok())
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .filter(|p| !wanted.contains(p.as_str()))
+            .collect();
+        let stale: Vec<String> = output
+            .files
+            .iter()
+            .filter(|f| {
+                fs::read_to_string(out_dir.join(&f.path)).ok().as_deref()
+                    != Some(f.contents.as_str())
+            })
+            .map(|f| f.path.clone())
+            .collect();
+        let report = Report {
+            packages: inputs.packages.len(),
+            output,
+            written: Vec::new(),
+            removed,
+            inputs: read,
+        };
+        Ok((report, out_dir, stale))
+    }
+}
+
+fn read_file(path: &Path, read: &mut Vec<PathBuf>) -> Result<String, ConfigError> {
+    read.push(path.to_path_buf());
+    fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The entries of `dir`, sorted.
+fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let entries = fs::read_dir(dir).map_err(|source| ConfigError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| ConfigError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        out.push(entry.path());
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every file under `dir`, recursively, sorted.
+fn list_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for path in list_dir(&current)? {
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn remove_empty_dirs(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            remove_empty_dirs(&path);
+            // Fails while the folder still holds files, which is the point.
+            let _ = fs::remove_dir(&path);
+        }
+    }
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name().and_then(|n| n.to_str()).unwrap_or("")
+}

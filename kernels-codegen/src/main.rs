@@ -1,0 +1,109 @@
+//! `kernels-codegen`: the codegen library as a command, for projects that generate outside a
+//! build script (and commit the output) or want to check a package by hand.
+//!
+//! ```text
+//! kernels-codegen --packages DIR... [--include-root DIR] [--hints DIR] --out DIR
+//!                 [--runtime-path PATH] [--host-check OP=PATH]... [--check]
+//! ```
+//! A `--packages` folder is a package (it holds `manifest.json`) or a folder of packages.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result, bail};
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(
+    name = "kernels-codegen",
+    about = "Compile webgpu-kernels packages (manifest.json + Jinja WGSL templates) into a Rust module tree"
+)]
+struct Args {
+    /// A package folder (with `manifest.json`) or a folder of package folders; repeatable.
+    #[arg(long, required = true, num_args = 1..)]
+    packages: Vec<PathBuf>,
+    /// The folder shared templates are included from.
+    #[arg(long)]
+    include_root: Option<PathBuf>,
+    /// A folder of `<domain>.<name>.hints.json` files; repeatable.
+    #[arg(long)]
+    hints: Vec<PathBuf>,
+    /// Where `mod.rs`, the op modules and their shaders go.
+    #[arg(long)]
+    out: PathBuf,
+    /// The runtime crate's path in the generated code.
+    #[arg(long, default_value = "::kernel_runtime")]
+    runtime_path: String,
+    /// A host-side check: `domain.Name=path::to::check`; repeatable.
+    #[arg(long = "host-check", value_name = "OP=PATH")]
+    host_checks: Vec<String>,
+    /// Write nothing; fail when a file in `--out` is stale or should not be there.
+    #[arg(long)]
+    check: bool,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    let mut config = codegen::Config::new();
+    for dir in &args.packages {
+        if dir.join("manifest.json").is_file() {
+            config.package(dir);
+        } else if dir.is_dir() {
+            config.packages_in(dir);
+        } else {
+            bail!("{}: not a folder", dir.display());
+        }
+    }
+    if let Some(root) = &args.include_root {
+        config.include_root(root);
+    }
+    for dir in &args.hints {
+        config.hints_dir(dir);
+    }
+    for entry in &args.host_checks {
+        let (op, path) = entry
+            .split_once('=')
+            .with_context(|| format!("--host-check `{entry}`: expected OP=PATH"))?;
+        config.host_check(op, path);
+    }
+    config
+        .runtime_path(&args.runtime_path)
+        .out_dir(&args.out)
+        .emit_rerun_if_changed(false);
+    let report = if args.check {
+        config.check()?
+    } else {
+        config.generate()?
+    };
+    for note in &report.output.notes {
+        eprintln!("note: {note}");
+    }
+    if args.check {
+        eprintln!(
+            "kernels-codegen: {} packages, {} shaders validated; {} files are fresh",
+            report.packages,
+            report.output.shader_count,
+            report.output.files.len()
+        );
+    } else {
+        eprintln!(
+            "kernels-codegen: {} packages, {} shaders validated; {} files written, {} removed, {} unchanged in {}",
+            report.packages,
+            report.output.shader_count,
+            report.written.len(),
+            report.removed.len(),
+            report.output.files.len() - report.written.len(),
+            args.out.display()
+        );
+    }
+    Ok(())
+}
