@@ -107,8 +107,17 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
     let mut ops = Vec::new();
     for package in &inputs.packages {
         let file = package.manifest_path();
-        let mut manifest = match manifest::parse(&package.manifest) {
-            Ok(manifest) => manifest,
+        let mut manifest = match manifest::parse_any(&package.manifest) {
+            Ok(manifest::AnyManifest::Seed(manifest)) => *manifest,
+            Ok(manifest::AnyManifest::V1(_)) => {
+                // Read strictly (every key known), but the model does not take this dialect yet.
+                diagnostics.push(Diagnostic::new(
+                    &file,
+                    "schemaVersion",
+                    "the schemaVersion 1 dialect is read but cannot be compiled yet",
+                ));
+                continue;
+            }
             Err((json_path, message)) => {
                 diagnostics.push(Diagnostic::new(&file, json_path, message));
                 continue;

@@ -1,7 +1,4 @@
-//! Serde types mirroring the `webgpu-kernels` manifest format, strictly (unknown keys are errors).
-//!
-//! These types are the raw JSON shape only; `model` turns them into a validated op model, and
-//! nothing after `model` ever sees them.
+//! The seed dialect's manifest, mirrored strictly (unknown keys are errors).
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -179,13 +176,7 @@ pub enum BindingsRef {
     Inline(Vec<BindingDecl>),
 }
 
-/// Parses a manifest, reporting the JSON path of the first structural error.
+/// Parses a seed-dialect manifest, reporting the JSON path of the first structural error.
 pub fn parse(text: &str) -> Result<Manifest, (String, String)> {
-    let deserializer = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        let path = if path == "." { String::new() } else { path };
-        (path, inner.to_string())
-    })
+    super::parse_strict(text)
 }

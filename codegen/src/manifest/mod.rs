@@ -1,0 +1,53 @@
+//! The raw JSON of a package manifest, in either dialect of the format family, read strictly:
+//! an unknown key is an error at its JSON path.
+//!
+//! - [`seed`]: the seed dialect (no `schemaVersion`; `attributes`, tensor `args`, pass
+//!   `source`, dispatch forms).
+//! - [`v1`]: the `schemaVersion: 1` dialect (scalar `args`, `inout`/`weights`/optional tensors,
+//!   output shape lists, pass-level `shader`, `x/y/z` dispatch, `requiredFeatures`).
+//!
+//! These types are the JSON shape only; `model` turns them into one validated op model, and
+//! nothing after `model` ever sees them.
+
+pub mod seed;
+pub mod v1;
+
+pub use seed::*;
+
+use serde_json::Value;
+
+/// A manifest of either dialect.
+#[derive(Debug)]
+pub enum AnyManifest {
+    Seed(Box<Manifest>),
+    V1(Box<v1::Manifest>),
+}
+
+/// Reads a manifest, choosing the dialect by its `schemaVersion` (absent: the seed dialect);
+/// a structural error comes back as (JSON path, message).
+pub fn parse_any(text: &str) -> Result<AnyManifest, (String, String)> {
+    let value: Value = serde_json::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
+    match value.get("schemaVersion") {
+        None => parse(text).map(|m| AnyManifest::Seed(Box::new(m))),
+        Some(Value::Number(n)) if n.as_u64() == Some(1) => {
+            v1::parse(text).map(|m| AnyManifest::V1(Box::new(m)))
+        }
+        Some(other) => Err((
+            "schemaVersion".to_owned(),
+            format!("unsupported schemaVersion {other} (known: 1; absent for the seed dialect)"),
+        )),
+    }
+}
+
+/// Parses `text` as `T`, reporting the JSON path of the first structural error.
+pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, (String, String)> {
+    let deserializer = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        let path = if path == "." { String::new() } else { path };
+        (path, inner.to_string())
+    })
+}

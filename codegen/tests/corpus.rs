@@ -1,0 +1,69 @@
+//! The third-party packages of `../shared/corpus` (or `$KERNEL_CORPUS_DIR`), read as a kernel
+//! author's packages would be. Skips, saying so, when the corpus is absent; CI has it.
+
+use std::fs;
+use std::path::PathBuf;
+
+/// The corpus folder, when present.
+fn corpus() -> Option<PathBuf> {
+    let dir = match std::env::var_os("KERNEL_CORPUS_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"),
+    };
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipped: no package corpus at {} (set KERNEL_CORPUS_DIR)",
+            dir.display()
+        );
+        None
+    }
+}
+
+/// Every package folder (holding a `manifest.json`) of every collection in the corpus.
+fn packages(corpus: &PathBuf) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for collection in fs::read_dir(corpus).expect("corpus is readable").flatten() {
+        let Ok(entries) = fs::read_dir(collection.path()) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.path().join("manifest.json").is_file() {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn every_corpus_manifest_parses_strictly_in_its_dialect() {
+    let Some(corpus) = corpus() else { return };
+    let packages = packages(&corpus);
+    assert!(
+        packages.len() >= 20,
+        "only {} packages found",
+        packages.len()
+    );
+    let mut failures = Vec::new();
+    for package in &packages {
+        let path = package.join("manifest.json");
+        let text = fs::read_to_string(&path).expect("manifest is readable");
+        match codegen::manifest::parse_any(&text) {
+            Ok(codegen::manifest::AnyManifest::V1(_)) => {}
+            Ok(codegen::manifest::AnyManifest::Seed(_)) => {
+                failures.push(format!("{}: read as the seed dialect", path.display()));
+            }
+            Err((json_path, message)) => {
+                failures.push(format!("{}: {json_path}: {message}", path.display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    eprintln!(
+        "{} corpus manifests parse as schemaVersion 1",
+        packages.len()
+    );
+}
