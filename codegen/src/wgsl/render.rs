@@ -1,6 +1,6 @@
 //! Template rendering: the one place minijinja is configured for WGSL output.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use minijinja::value::Value as JValue;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
@@ -135,74 +135,4 @@ fn to_jinja(value: &Value) -> JValue {
         Value::Str(s) | Value::Dtype(s) => JValue::from(s.clone()),
         Value::List(items) => JValue::from(items.clone()),
     }
-}
-
-/// Finds dynamic values used in `{% if %}`, `{% elif %}` or `{% for %}` tags of a template or
-/// anything it imports: their value is not known when the shader text is fixed.
-pub fn control_flow_uses(
-    paths: &crate::templates::TemplatePaths<'_>,
-    root: &str,
-    dynamic: &BTreeSet<&str>,
-) -> Vec<Diagnostic> {
-    let templates = paths.templates;
-    let mut diagnostics = Vec::new();
-    let mut queue = vec![root.to_owned()];
-    let mut seen = BTreeSet::new();
-    while let Some(name) = queue.pop() {
-        if !seen.insert(name.clone()) {
-            continue;
-        }
-        let Some(source) = templates.get(&name) else {
-            continue;
-        };
-        for (line_no, line) in source.lines().enumerate() {
-            for tag in tags(line) {
-                let mut words = tag.split(|c: char| !(c.is_alphanumeric() || c == '_'));
-                let keyword = words.find(|w| !w.is_empty()).unwrap_or("");
-                if matches!(keyword, "import" | "include" | "from" | "extends") {
-                    if let Some(target) = quoted(tag) {
-                        queue.push(crate::templates::join(paths.include_root, target, &name));
-                    }
-                    continue;
-                }
-                if !matches!(keyword, "if" | "elif" | "for") {
-                    continue;
-                }
-                for word in words.filter(|w| dynamic.contains(w)) {
-                    let column = line.find(word).map_or(1, |c| c + 1);
-                    diagnostics.push(
-                        Diagnostic::new(
-                            &name,
-                            format!("line {}", line_no + 1),
-                            format!(
-                                "template input `{word}` depends on shapes or device limits (it is a WGSL override, set when the pipeline is created), so it cannot steer `{{% {keyword} %}}`: the shader text must not depend on it"
-                            ),
-                        )
-                        .at(line.trim_end(), column),
-                    );
-                }
-            }
-        }
-    }
-    diagnostics
-}
-
-/// The contents of `{% ... %}` tags on one line.
-fn tags(line: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = line;
-    while let Some(start) = rest.find("{%") {
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("%}") else { break };
-        out.push(after[..end].trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace()));
-        rest = &after[end + 2..];
-    }
-    out
-}
-
-fn quoted(tag: &str) -> Option<&str> {
-    let start = tag.find(['"', '\''])?;
-    let quote = tag[start..].chars().next()?;
-    let rest = &tag[start + 1..];
-    rest.find(quote).map(|end| &rest[..end])
 }

@@ -1,0 +1,463 @@
+//! Where templates use values whose value is unknown when the shader text is fixed (dynamic
+//! template values, which render as the name of their WGSL `override`), read from minijinja's
+//! own syntax tree. This is the one file that touches minijinja's unstable `machinery` API.
+//!
+//! Such a value may only be printed as it is (`{{ blockSize }}`). Anything that needs its
+//! value while rendering is reported with the template line and column: a condition (`if`,
+//! `elif`, an inline `x if c else y`, a test), a `for` iterable, or arithmetic, a comparison,
+//! a filter or a call argument. The value's taint follows `{% set %}`, `{% with %}`, loop
+//! targets and macro parameters, across `{% include %}` and `{% import %}`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use minijinja::machinery::ast::{self, CallArg, Expr, Stmt};
+use minijinja::machinery::{Span, parse};
+use minijinja::syntax::SyntaxConfig;
+
+use crate::templates::{TemplatePaths, join};
+
+/// How a template needs a value it cannot have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misuse {
+    /// In an `if`/`elif` condition, an inline `if`, or a test.
+    Condition,
+    /// As the iterable of a `for`.
+    Iteration,
+    /// In arithmetic, a comparison, a filter or a function call.
+    Computation,
+}
+
+/// One misuse of a dynamic value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Use {
+    /// The dynamic template value the misused name comes from.
+    pub value: String,
+    pub misuse: Misuse,
+    /// The template's display path.
+    pub file: String,
+    /// 1-based line and column of the offending expression.
+    pub line: usize,
+    pub column: usize,
+}
+
+/// Every misuse of `dynamic` names in the template `root` and what it includes or imports.
+/// Templates that fail to parse are skipped: minijinja reports them when they are loaded.
+pub fn misuses(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) -> Vec<Use> {
+    let mut walker = Walker {
+        paths,
+        syntax: SyntaxConfig::default(),
+        uses: Vec::new(),
+        macro_params: BTreeMap::new(),
+        signatures: std::cell::RefCell::new(BTreeMap::new()),
+    };
+    // A macro's parameters are tainted by its call sites, which may come after the macro or
+    // in another template: walk until no new parameter is tainted.
+    loop {
+        let before = walker.macro_params.clone();
+        walker.uses.clear();
+        let mut seen = BTreeSet::new();
+        let taint: BTreeMap<String, String> = dynamic
+            .iter()
+            .map(|n| ((*n).to_owned(), (*n).to_owned()))
+            .collect();
+        walker.template(root, &taint, &mut seen);
+        if walker.macro_params == before {
+            break;
+        }
+    }
+    walker
+        .uses
+        .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
+    walker.uses.dedup();
+    walker.uses
+}
+
+struct Walker<'a> {
+    paths: &'a TemplatePaths<'a>,
+    syntax: SyntaxConfig,
+    uses: Vec<Use>,
+    /// (template, macro, parameter) → the dynamic value a call site passes to it.
+    macro_params: BTreeMap<(String, String, String), String>,
+    /// Template → macro → parameter names, parsed once per template.
+    signatures: std::cell::RefCell<BTreeMap<String, BTreeMap<String, Vec<String>>>>,
+}
+
+/// Names in scope that carry a dynamic value: name → the dynamic value it came from.
+type Taint = BTreeMap<String, String>;
+
+impl Walker<'_> {
+    fn template(&mut self, name: &str, taint: &Taint, seen: &mut BTreeSet<String>) {
+        if !seen.insert(name.to_owned()) {
+            return;
+        }
+        let Some(source) = self.paths.templates.get(name) else {
+            return;
+        };
+        let Ok(tree) = parse(source, name, self.syntax.clone()) else {
+            return;
+        };
+        let mut scope = Scope {
+            file: name.to_owned(),
+            taint: taint.clone(),
+            imports: BTreeMap::new(),
+        };
+        self.stmt(&tree, &mut scope, seen);
+    }
+
+    fn body(&mut self, stmts: &[Stmt<'_>], scope: &mut Scope, seen: &mut BTreeSet<String>) {
+        for stmt in stmts {
+            self.stmt(stmt, scope, seen);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt<'_>, scope: &mut Scope, seen: &mut BTreeSet<String>) {
+        match stmt {
+            Stmt::Template(t) => self.body(&t.children, scope, seen),
+            Stmt::EmitExpr(e) => {
+                // Printing the value as it is (its override's name) is the one allowed use.
+                if !matches!(&e.expr, Expr::Var(_)) {
+                    self.expr(&e.expr, scope, Misuse::Computation);
+                }
+            }
+            Stmt::EmitRaw(_) | Stmt::Continue(_) | Stmt::Break(_) => {}
+            Stmt::ForLoop(f) => {
+                self.expr(&f.iter, scope, Misuse::Iteration);
+                if let Some(filter) = &f.filter_expr {
+                    self.expr(filter, scope, Misuse::Condition);
+                }
+                self.body(&f.body, scope, seen);
+                self.body(&f.else_body, scope, seen);
+            }
+            Stmt::IfCond(i) => {
+                self.expr(&i.expr, scope, Misuse::Condition);
+                self.body(&i.true_body, scope, seen);
+                self.body(&i.false_body, scope, seen);
+            }
+            Stmt::WithBlock(w) => {
+                let mut inner = scope.clone();
+                for (target, value) in &w.assignments {
+                    self.assign(target, value, scope, &mut inner);
+                }
+                self.body(&w.body, &mut inner, seen);
+            }
+            Stmt::Set(s) => {
+                let mut updated = scope.clone();
+                self.assign(&s.target, &s.expr, scope, &mut updated);
+                *scope = updated;
+            }
+            Stmt::SetBlock(s) => self.body(&s.body, scope, seen),
+            Stmt::AutoEscape(a) => self.body(&a.body, scope, seen),
+            Stmt::FilterBlock(f) => self.body(&f.body, scope, seen),
+            Stmt::Block(b) => self.body(&b.body, scope, seen),
+            Stmt::Extends(e) => self.follow(&e.name, scope, seen),
+            Stmt::Include(i) => self.follow(&i.name, scope, seen),
+            Stmt::Import(i) => {
+                if let (Some(target), Expr::Var(alias)) = (self.target(&i.expr, scope), &i.name) {
+                    scope.imports.insert(alias.id.to_owned(), target.clone());
+                    self.template(&target, &Taint::new(), seen);
+                }
+            }
+            Stmt::FromImport(f) => {
+                if let Some(target) = self.target(&f.expr, scope) {
+                    self.template(&target, &Taint::new(), seen);
+                }
+            }
+            Stmt::Macro(m) => self.macro_body(m, scope, seen),
+            Stmt::CallBlock(c) => {
+                self.call(&c.call, scope, Misuse::Computation);
+                self.macro_body(&c.macro_decl, scope, seen);
+            }
+            Stmt::Do(d) => self.call(&d.call, scope, Misuse::Computation),
+        }
+    }
+
+    /// A macro's body with the parameters its call sites taint.
+    fn macro_body(&mut self, m: &ast::Macro<'_>, scope: &Scope, seen: &mut BTreeSet<String>) {
+        let mut inner = Scope {
+            file: scope.file.clone(),
+            taint: Taint::new(),
+            imports: scope.imports.clone(),
+        };
+        for param in &m.args {
+            if let Expr::Var(v) = param {
+                let key = (scope.file.clone(), m.name.to_owned(), v.id.to_owned());
+                if let Some(value) = self.macro_params.get(&key) {
+                    inner.taint.insert(v.id.to_owned(), value.clone());
+                }
+            }
+        }
+        self.body(&m.body, &mut inner, seen);
+    }
+
+    /// `target = value` in `set`/`with`: the target carries the value's taint.
+    fn assign(&mut self, target: &Expr<'_>, value: &Expr<'_>, read: &Scope, write: &mut Scope) {
+        match (target, self.tainted_by(value, read)) {
+            // A bare copy keeps the value printable; anything computed is a misuse.
+            (Expr::Var(t), Some(source)) if matches!(value, Expr::Var(_)) => {
+                write.taint.insert(t.id.to_owned(), source);
+            }
+            (Expr::Var(t), _) => {
+                write.taint.remove(t.id);
+                self.expr(value, read, Misuse::Computation);
+            }
+            _ => self.expr(value, read, Misuse::Computation),
+        }
+    }
+
+    fn follow(&mut self, name: &Expr<'_>, scope: &Scope, seen: &mut BTreeSet<String>) {
+        if let Some(target) = self.target(name, scope) {
+            // Included templates see the includer's variables.
+            let taint = scope.taint.clone();
+            self.template(&target, &taint, seen);
+        }
+    }
+
+    /// The display path a literal template name refers to from this template.
+    fn target(&self, name: &Expr<'_>, scope: &Scope) -> Option<String> {
+        let Expr::Const(c) = name else { return None };
+        let text = c.value.as_str()?;
+        Some(join(self.paths.include_root, text, &scope.file))
+    }
+
+    /// The dynamic value `expr` reads, if any.
+    fn tainted_by(&self, expr: &Expr<'_>, scope: &Scope) -> Option<String> {
+        let mut found = None;
+        visit(expr, &mut |e| {
+            if let Expr::Var(v) = e
+                && let Some(value) = scope.taint.get(v.id)
+            {
+                found.get_or_insert_with(|| value.clone());
+            }
+        });
+        found
+    }
+
+    /// Reports every tainted name in `expr` as `misuse`; a bare name passed to a macro is
+    /// not a misuse itself but taints the parameter.
+    fn expr(&mut self, expr: &Expr<'_>, scope: &Scope, misuse: Misuse) {
+        match expr {
+            Expr::Var(v) => {
+                if let Some(value) = scope.taint.get(v.id) {
+                    self.report(value, misuse, &scope.file, expr.span());
+                }
+            }
+            Expr::Call(c) => self.call(c, scope, misuse),
+            Expr::IfExpr(i) => {
+                self.expr(&i.test_expr, scope, Misuse::Condition);
+                self.printed(&i.true_expr, scope, misuse);
+                if let Some(other) = &i.false_expr {
+                    self.printed(other, scope, misuse);
+                }
+            }
+            Expr::Test(t) => {
+                // Whether a value is defined does not depend on the value.
+                if !matches!(t.name, "defined" | "undefined") {
+                    self.expr(&t.expr, scope, Misuse::Condition);
+                }
+            }
+            _ => {
+                let mut tainted = Vec::new();
+                visit(expr, &mut |e| {
+                    if let Expr::Var(v) = e
+                        && let Some(value) = scope.taint.get(v.id)
+                    {
+                        tainted.push((value.clone(), e.span()));
+                    }
+                });
+                for (value, span) in tainted {
+                    self.report(&value, misuse, &scope.file, span);
+                }
+            }
+        }
+    }
+
+    /// A branch of an inline `if` that is printed: a bare name stays printable.
+    fn printed(&mut self, expr: &Expr<'_>, scope: &Scope, misuse: Misuse) {
+        if !matches!(expr, Expr::Var(_)) || misuse != Misuse::Computation {
+            self.expr(expr, scope, misuse);
+        }
+    }
+
+    /// A call: a bare tainted name passed to a macro taints its parameter; any other use of a
+    /// tainted argument (a builtin such as `range`, or a computed argument) is `misuse`.
+    fn call(&mut self, call: &ast::Call<'_>, scope: &Scope, misuse: Misuse) {
+        let callee = match &call.expr {
+            Expr::Var(v) => Some((scope.file.clone(), v.id.to_owned())),
+            Expr::GetAttr(g) => match &g.expr {
+                Expr::Var(alias) => scope
+                    .imports
+                    .get(alias.id)
+                    .map(|file| (file.clone(), g.name.to_owned())),
+                _ => None,
+            },
+            _ => None,
+        };
+        for (position, arg) in call.args.iter().enumerate() {
+            let (CallArg::Pos(value) | CallArg::Kwarg(_, value)) = arg else {
+                if let CallArg::PosSplat(value) | CallArg::KwargSplat(value) = arg {
+                    self.expr(value, scope, misuse);
+                }
+                continue;
+            };
+            let param = match (&callee, value) {
+                (Some((file, name)), Expr::Var(v)) if scope.taint.contains_key(v.id) => {
+                    self.parameter(file, name, position, arg).map(|param| {
+                        (
+                            (file.clone(), name.clone(), param),
+                            scope.taint[v.id].clone(),
+                        )
+                    })
+                }
+                _ => None,
+            };
+            match param {
+                Some((key, value)) => {
+                    self.macro_params.insert(key, value);
+                }
+                None => self.expr(value, scope, misuse),
+            }
+        }
+    }
+
+    /// The name of the parameter a call argument binds: the keyword, or the macro's
+    /// `position`-th parameter as declared in `file`.
+    fn parameter(
+        &self,
+        file: &str,
+        name: &str,
+        position: usize,
+        arg: &CallArg<'_>,
+    ) -> Option<String> {
+        if let CallArg::Kwarg(keyword, _) = arg {
+            return Some((*keyword).to_owned());
+        }
+        let mut signatures = self.signatures.borrow_mut();
+        let macros = signatures.entry(file.to_owned()).or_insert_with(|| {
+            let mut macros = BTreeMap::new();
+            if let Some(source) = self.paths.templates.get(file)
+                && let Ok(tree) = parse(source, file, self.syntax.clone())
+            {
+                collect_macros(&tree, &mut macros);
+            }
+            macros
+        });
+        macros.get(name)?.get(position).cloned()
+    }
+
+    fn report(&mut self, value: &str, misuse: Misuse, file: &str, span: Span) {
+        self.uses.push(Use {
+            value: value.to_owned(),
+            misuse,
+            file: file.to_owned(),
+            line: usize::from(span.start_line),
+            column: usize::from(span.start_col) + 1,
+        });
+    }
+}
+
+/// What a template body sees.
+#[derive(Debug, Clone)]
+struct Scope {
+    file: String,
+    taint: Taint,
+    /// `{% import "x" as alias %}`: alias → template.
+    imports: BTreeMap<String, String>,
+}
+
+/// Calls `f` on `expr` and every expression inside it.
+fn visit<'a>(expr: &Expr<'a>, f: &mut dyn FnMut(&Expr<'a>)) {
+    f(expr);
+    let mut each = |e: &Expr<'a>| visit(e, f);
+    match expr {
+        Expr::Var(_) | Expr::Const(_) => {}
+        Expr::Slice(s) => {
+            each(&s.expr);
+            for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
+                each(part);
+            }
+        }
+        Expr::UnaryOp(u) => each(&u.expr),
+        Expr::BinOp(b) => {
+            each(&b.left);
+            each(&b.right);
+        }
+        Expr::Compare(c) => {
+            each(&c.expr);
+            for op in &c.ops {
+                each(&op.expr);
+            }
+        }
+        Expr::IfExpr(i) => {
+            each(&i.test_expr);
+            each(&i.true_expr);
+            if let Some(other) = &i.false_expr {
+                each(other);
+            }
+        }
+        Expr::Filter(filter) => {
+            if let Some(e) = &filter.expr {
+                each(e);
+            }
+            call_args(&filter.args, &mut each);
+        }
+        Expr::Test(t) => {
+            each(&t.expr);
+            call_args(&t.args, &mut each);
+        }
+        Expr::GetAttr(g) => each(&g.expr),
+        Expr::GetItem(g) => {
+            each(&g.expr);
+            each(&g.subscript_expr);
+        }
+        Expr::Call(c) => {
+            each(&c.expr);
+            call_args(&c.args, &mut each);
+        }
+        Expr::List(l) => l.items.iter().for_each(&mut each),
+        Expr::Tuple(t) => t.items.iter().for_each(&mut each),
+        Expr::Map(m) => m.keys.iter().chain(&m.values).for_each(&mut each),
+    }
+}
+
+fn call_args<'a>(args: &[CallArg<'a>], each: &mut dyn FnMut(&Expr<'a>)) {
+    for arg in args {
+        match arg {
+            CallArg::Pos(e)
+            | CallArg::Kwarg(_, e)
+            | CallArg::PosSplat(e)
+            | CallArg::KwargSplat(e) => {
+                each(e);
+            }
+        }
+    }
+}
+
+/// Every macro defined in `stmt` (at any depth): name → parameter names.
+fn collect_macros(stmt: &Stmt<'_>, out: &mut BTreeMap<String, Vec<String>>) {
+    let children = |stmts: &[Stmt<'_>], out: &mut BTreeMap<String, Vec<String>>| {
+        for s in stmts {
+            collect_macros(s, out);
+        }
+    };
+    match stmt {
+        Stmt::Template(t) => children(&t.children, out),
+        Stmt::Macro(m) => {
+            let params = m
+                .args
+                .iter()
+                .filter_map(|a| match a {
+                    Expr::Var(v) => Some(v.id.to_owned()),
+                    _ => None,
+                })
+                .collect();
+            out.insert(m.name.to_owned(), params);
+        }
+        Stmt::IfCond(i) => {
+            children(&i.true_body, out);
+            children(&i.false_body, out);
+        }
+        Stmt::ForLoop(l) => children(&l.body, out),
+        Stmt::WithBlock(w) => children(&w.body, out),
+        _ => {}
+    }
+}
