@@ -109,15 +109,15 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         let file = package.manifest_path();
         let mut manifest = match manifest::parse_any(&package.manifest) {
             Ok(manifest::AnyManifest::Seed(manifest)) => *manifest,
-            Ok(manifest::AnyManifest::V1(_)) => {
-                // Read strictly (every key known), but the model does not take this dialect yet.
-                diagnostics.push(Diagnostic::new(
-                    &file,
-                    "schemaVersion",
-                    "the schemaVersion 1 dialect is read but cannot be compiled yet",
-                ));
-                continue;
-            }
+            Ok(manifest::AnyManifest::V1(manifest)) => match manifest.into_common() {
+                Ok(common) => common,
+                Err(problems) => {
+                    for (json_path, message) in problems {
+                        diagnostics.push(Diagnostic::new(&file, json_path, message));
+                    }
+                    continue;
+                }
+            },
             Err((json_path, message)) => {
                 diagnostics.push(Diagnostic::new(&file, json_path, message));
                 continue;

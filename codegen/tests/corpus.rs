@@ -67,3 +67,41 @@ fn every_corpus_manifest_parses_strictly_in_its_dialect() {
         packages.len()
     );
 }
+
+/// Every corpus package through the whole generator, one at a time: how many generate, and
+/// the first diagnostics of the others. Fails only on a panic; prints the tally.
+#[test]
+fn corpus_packages_through_the_generator() {
+    let Some(corpus) = corpus() else { return };
+    let shared = corpus.join("gemma-4/_shared_assets");
+    let mut generated = 0;
+    let packages = packages(&corpus);
+    for package in &packages {
+        let mut config = codegen::Config::new();
+        config
+            .package(package)
+            .emit_rerun_if_changed(false)
+            .out_dir(std::env::temp_dir().join("corpus-unused"));
+        if shared.is_dir() {
+            config.include_root(&shared);
+        }
+        let (inputs, _) = config.read_inputs().expect("corpus is readable");
+        match codegen::generate(&inputs) {
+            Ok(_) => generated += 1,
+            Err(diagnostics) => {
+                let first = diagnostics
+                    .0
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let name = package.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+                eprintln!(
+                    "{name}: {} diagnostics, first: {}",
+                    diagnostics.0.len(),
+                    first.lines().next().unwrap_or("")
+                );
+            }
+        }
+    }
+    eprintln!("{generated} of {} corpus packages generate", packages.len());
+}

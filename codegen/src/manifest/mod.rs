@@ -9,12 +9,33 @@
 //! These types are the JSON shape only; `model` turns them into one validated op model, and
 //! nothing after `model` ever sees them.
 
+mod desugar;
 pub mod seed;
 pub mod v1;
 
 pub use seed::*;
 
 use serde_json::Value;
+
+/// The dialect a manifest was written in, which decides how its expressions read (see
+/// `expr`'s dialect rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    #[default]
+    Seed,
+    V1,
+}
+
+/// A scalar argument (`schemaVersion: 1`): `args.<name>` in expressions.
+#[derive(Debug, Clone)]
+pub struct ScalarDecl {
+    /// `u32`, `i32`, `f32`, `bool` or `string`.
+    pub kind: String,
+    pub required: bool,
+    /// The allowed values of a `string` scalar.
+    pub one_of: Option<Vec<String>>,
+    pub description: String,
+}
 
 /// A manifest of either dialect.
 #[derive(Debug)]

@@ -8,6 +8,14 @@ use serde_json::Value;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Manifest {
+    /// The dialect the manifest was written in: the seed's own, or another one read into
+    /// these types (`v1::Manifest::into_common`). Not a JSON key.
+    #[serde(skip)]
+    pub dialect: super::Dialect,
+    /// Scalar arguments (the `schemaVersion: 1` dialect's `args` of scalar kinds), by name.
+    /// Not a JSON key of this dialect.
+    #[serde(skip)]
+    pub scalars: IndexMap<String, super::ScalarDecl>,
     pub domain: String,
     pub name: String,
     pub since_version: u32,
@@ -48,6 +56,10 @@ pub struct TensorDecl {
     pub shape: Option<String>,
     #[serde(default)]
     pub description: String,
+    /// Whether the tensor may be left out (`optional: true` in the `schemaVersion: 1`
+    /// dialect). Not a JSON key of this dialect.
+    #[serde(skip)]
+    pub optional: bool,
 }
 
 /// Declared restrictions on an attribute.
