@@ -58,10 +58,16 @@ fn plans_without_a_gpu() {
     assert_eq!(long.variant, LONGROW);
     let ids: Vec<_> = long.passes.iter().map(|p| p.id).collect();
     assert_eq!(ids, ["block_stats", "row_stats", "normalize"]);
-    assert_eq!(long.passes[0].dispatch, Dispatch::Grid { x: 35, y: 4 });
-    assert_eq!(long.passes[1].dispatch, Dispatch::Grid { x: 4, y: 1 });
+    assert_eq!(
+        long.passes[0].dispatch,
+        Dispatch::Grid { x: 35, y: 4, z: 1 }
+    );
+    assert_eq!(long.passes[1].dispatch, Dispatch::Grid { x: 4, y: 1, z: 1 });
     // The normalize pass writes two blocks per workgroup (the hints' spanBlocks).
-    assert_eq!(long.passes[2].dispatch, Dispatch::Grid { x: 18, y: 4 });
+    assert_eq!(
+        long.passes[2].dispatch,
+        Dispatch::Grid { x: 18, y: 4, z: 1 }
+    );
     let lens: Vec<_> = long.intermediates.iter().map(|i| (i.id, i.len)).collect();
     assert_eq!(
         lens,

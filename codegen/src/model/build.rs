@@ -31,7 +31,7 @@ impl expr::Scope for OpScope<'_> {
         let known = |names: Vec<&str>| names.join(", ");
         match symbol {
             Symbol::Shape(role) | Symbol::Rank(role) => {
-                if self.op.tensors().any(|t| &t.role == role) {
+                if self.op.tensor_index(role).is_some() {
                     Ok(if matches!(symbol, Symbol::Shape(_)) {
                         Type::List
                     } else {
@@ -171,6 +171,8 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         derives: Vec::new(),
         variants: Vec::new(),
         poisoned: BTreeSet::new(),
+        aliases: Vec::new(),
+        dialect: manifest.dialect,
     };
     for (name, value) in &manifest.tunables {
         match value.as_i64() {
@@ -184,6 +186,30 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
     }
     op.inputs = build_tensors(file, manifest, &op, true, &mut diagnostics);
     op.outputs = build_tensors(file, manifest, &op, false, &mut diagnostics);
+    // An output that repeats an input's role is that input, written in place.
+    let mut outputs = std::mem::take(&mut op.outputs);
+    outputs.retain(
+        |output| match op.inputs.iter_mut().find(|i| i.role == output.role) {
+            Some(input) => {
+                input.in_place = true;
+                false
+            }
+            None => true,
+        },
+    );
+    op.outputs = outputs;
+    let mut aliases: Vec<(String, usize)> = Vec::new();
+    for (name, arg) in &manifest.args {
+        if let Some(index) = op.tensors().position(|t| t.role == arg.semantic) {
+            for alias in [name, &arg.semantic] {
+                if op.tensors().all(|t| &t.role != alias) && aliases.iter().all(|(a, _)| a != alias)
+                {
+                    aliases.push((alias.clone(), index));
+                }
+            }
+        }
+    }
+    op.aliases = aliases;
 
     let derived_types = build_derives(file, manifest, &mut op, &mut diagnostics);
     check_output_exprs(file, manifest, &mut op, &derived_types, &mut diagnostics);
@@ -307,7 +333,9 @@ fn build_tensors(
         } else {
             None
         };
-        if !inputs && decl.shape.is_none() {
+        // An output that repeats an input's role is written in place and has its shape.
+        let in_place = !inputs && manifest.inputs.iter().any(|i| i.role == decl.role);
+        if !inputs && decl.shape.is_none() && !in_place {
             diagnostics.push(Diagnostic::new(
                 file,
                 &path,
@@ -322,6 +350,8 @@ fn build_tensors(
             shape: None,
             rank_expr: None,
             description: decl.description.clone(),
+            optional: decl.optional,
+            in_place: false,
         });
     }
     tensors

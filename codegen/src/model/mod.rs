@@ -101,6 +101,10 @@ pub struct Tensor {
     pub shape: Option<Expr>,
     pub rank_expr: Option<Expr>,
     pub description: String,
+    /// Whether the caller may leave the tensor out.
+    pub optional: bool,
+    /// An input the op also writes in place (the same role among the manifest's outputs).
+    pub in_place: bool,
 }
 
 /// How an attribute is represented in the generated Rust struct.
@@ -219,10 +223,20 @@ pub struct Binding {
 /// How a pass is dispatched.
 #[derive(Debug, Clone)]
 pub enum Dispatch {
-    Threads { threads: Expr, workgroup_size: Expr },
+    Threads {
+        threads: Expr,
+        workgroup_size: Expr,
+    },
     Workgroups(Expr),
-    Grid { x: Expr, y: Option<Expr> },
-    GridStride { items: Expr, workgroup_size: Expr },
+    Grid {
+        x: Expr,
+        y: Option<Expr>,
+        z: Option<Expr>,
+    },
+    GridStride {
+        items: Expr,
+        workgroup_size: Expr,
+    },
 }
 
 /// One compute pass of a variant.
@@ -279,12 +293,35 @@ pub struct Op {
     pub variants: Vec<Variant>,
     /// `derive` entries that failed to parse or check (already reported).
     pub poisoned: std::collections::BTreeSet<String>,
+    /// Other names a tensor goes by in expressions (its args' names and semantics), with the
+    /// tensor's index in `inputs ++ outputs`.
+    pub aliases: Vec<(String, usize)>,
+    /// How the manifest's expressions read.
+    pub dialect: crate::manifest::Dialect,
 }
 
 impl Op {
     /// `domain.name`, e.g. `com.microsoft.MRotaryEmbedding`.
     pub fn qualified_name(&self) -> String {
         format!("{}.{}", self.domain, self.name)
+    }
+
+    /// The index in `inputs ++ outputs` of the tensor `name` refers to: a role, or an alias
+    /// (an arg's name or semantic).
+    pub fn tensor_index(&self, name: &str) -> Option<usize> {
+        self.tensors().position(|t| t.role == name).or_else(|| {
+            self.aliases
+                .iter()
+                .find(|(alias, _)| alias == name)
+                .map(|(_, index)| *index)
+        })
+    }
+
+    /// The role of the tensor `name` refers to.
+    pub fn tensor_role(&self, name: &str) -> Option<&str> {
+        self.tensor_index(name)
+            .and_then(|i| self.tensors().nth(i))
+            .map(|t| t.role.as_str())
     }
 
     pub fn tensors(&self) -> impl Iterator<Item = &Tensor> {

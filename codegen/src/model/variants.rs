@@ -265,13 +265,14 @@ fn build_bindings(
             match op.tensors().position(|t| t.role == arg_decl.semantic) {
                 Some(index) => {
                     let is_output = index >= op.inputs.len();
+                    let in_place = op.inputs.get(index).is_some_and(|t| t.in_place);
                     if is_output && access != Access::ReadWrite {
                         cx.error(
                             &path,
                             format!("output `{}` must be bound as `storage`", arg_decl.semantic),
                         );
                     }
-                    if !is_output && access == Access::ReadWrite {
+                    if !is_output && !in_place && access == Access::ReadWrite {
                         cx.error(
                             &path,
                             format!("input `{}` must not be bound writable", arg_decl.semantic),
@@ -457,17 +458,24 @@ fn build_dispatch(cx: &mut Cx<'_>, path: &str, decl: &IndexMap<String, Value>) -
         ["x"] => Dispatch::Grid {
             x: get(cx, "x")?,
             y: None,
+            z: None,
         },
         ["x", "y"] => Dispatch::Grid {
             x: get(cx, "x")?,
             y: Some(get(cx, "y")?),
+            z: None,
+        },
+        ["x", "y", "z"] => Dispatch::Grid {
+            x: get(cx, "x")?,
+            y: Some(get(cx, "y")?),
+            z: Some(get(cx, "z")?),
         },
         ["gridStride", "workgroupSize"] => Dispatch::GridStride {
             items: get(cx, "gridStride")?,
             workgroup_size: get(cx, "workgroupSize")?,
         },
         _ => {
-            cx.error(path, format!("unsupported dispatch form {{{}}} (known: threads + workgroupSize, workgroups, x [+ y], gridStride + workgroupSize)", keys.join(", ")));
+            cx.error(path, format!("unsupported dispatch form {{{}}} (known: threads + workgroupSize, workgroups, x [+ y [+ z]], gridStride + workgroupSize)", keys.join(", ")));
             return None;
         }
     })

@@ -73,7 +73,11 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         .map(|t| {
             let role = ident(&t.role);
             let text = &t.role;
-            quote!(rt::Arg::read(#text, inputs.#role.binding()))
+            if t.in_place {
+                quote!(rt::Arg::read_write(#text, inputs.#role.binding()))
+            } else {
+                quote!(rt::Arg::read(#text, inputs.#role.binding()))
+            }
         })
         .chain(op.outputs.iter().map(|t| {
             let role = ident(&t.role);

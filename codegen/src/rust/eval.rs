@@ -18,12 +18,12 @@ pub(super) struct EnvScope<'a> {
 impl LowerScope for EnvScope<'_> {
     fn symbol(&self, symbol: &Symbol) -> TokenStream {
         match symbol {
-            Symbol::Shape(role) => {
-                let role = ident(role);
+            Symbol::Shape(name) => {
+                let role = ident(self.op.tensor_role(name).unwrap_or(name));
                 quote!(env.shapes.#role.as_slice())
             }
-            Symbol::Rank(role) => {
-                let role = ident(role);
+            Symbol::Rank(name) => {
+                let role = ident(self.op.tensor_role(name).unwrap_or(name));
                 quote!(rt::support::rank(&env.shapes.#role))
             }
             Symbol::Dtype(var) => {

@@ -246,10 +246,11 @@ fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
             let n = count("workgroups", n);
             quote!(rt::Dispatch::Workgroups(#n))
         }
-        Dispatch::Grid { x, y } => {
+        Dispatch::Grid { x, y, z } => {
             let x = count("x", x);
             let y = y.as_ref().map_or(quote!(1), |y| count("y", y));
-            quote!(rt::Dispatch::Grid { x: #x, y: #y })
+            let z = z.as_ref().map_or(quote!(1), |z| count("z", z));
+            quote!(rt::Dispatch::Grid { x: #x, y: #y, z: #z })
         }
         Dispatch::GridStride {
             items,

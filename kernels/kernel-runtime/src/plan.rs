@@ -48,12 +48,14 @@ pub enum Dispatch {
     },
     /// `workgroups`: exactly this many workgroups.
     Workgroups(u64),
-    /// `x`/`y`: a two-dimensional grid of workgroups, never split.
+    /// `x`/`y`/`z`: a grid of workgroups, never split.
     Grid {
         /// Workgroups along x.
         x: u64,
         /// Workgroups along y.
         y: u64,
+        /// Workgroups along z.
+        z: u64,
     },
     /// `gridStride` + `workgroupSize`: as many workgroups as useful, at most one dimension's
     /// worth; the shader loops with stride `num_workgroups.x * workgroup_size`.
@@ -72,7 +74,7 @@ impl Dispatch {
     /// - `Workgroups(n)`: `[n, 1, 1]` when `n <= max_per_dim`; otherwise
     ///   `[max_per_dim, ceil(n / max_per_dim), 1]`, which overshoots: the shader linearises
     ///   `wid.x + wid.y * num_workgroups.x` and returns past the end.
-    /// - `Grid { x, y }`: `[x, y, 1]`.
+    /// - `Grid { x, y, z }`: `[x, y, z]`; each at most `max_per_dim`.
     /// - `GridStride`: `[min(ceil(items / workgroup_size), max_per_dim), 1, 1]`.
     ///
     /// No work gives `[0, 0, 0]`: the pass is skipped (empty tensors dispatch nothing).
@@ -109,13 +111,13 @@ impl Dispatch {
                 split_linear(threads.div_ceil(u64::from(workgroup_size)), max, too_many)
             }
             Dispatch::Workgroups(n) => split_linear(n, max, too_many),
-            Dispatch::Grid { x, y } => {
-                if x == 0 || y == 0 {
+            Dispatch::Grid { x, y, z } => {
+                if x == 0 || y == 0 || z == 0 {
                     return Ok([0; 3]);
                 }
-                let worst = x.max(y);
-                match (u32::try_from(x), u32::try_from(y)) {
-                    (Ok(x), Ok(y)) if x <= max && y <= max => Ok([x, y, 1]),
+                let worst = x.max(y).max(z);
+                match (u32::try_from(x), u32::try_from(y), u32::try_from(z)) {
+                    (Ok(x), Ok(y), Ok(z)) if x <= max && y <= max && z <= max => Ok([x, y, z]),
                     _ => Err(too_many(worst, u64::from(max))),
                 }
             }
@@ -323,15 +325,15 @@ mod tests {
     #[test]
     fn grid_is_never_split() {
         assert_eq!(
-            Dispatch::Grid { x: 3, y: 4 }.workgroups(4).unwrap(),
-            [3, 4, 1]
+            Dispatch::Grid { x: 3, y: 4, z: 2 }.workgroups(4).unwrap(),
+            [3, 4, 2]
         );
         assert_eq!(
-            Dispatch::Grid { x: 0, y: 4 }.workgroups(4).unwrap(),
+            Dispatch::Grid { x: 3, y: 4, z: 0 }.workgroups(4).unwrap(),
             [0, 0, 0]
         );
         assert!(matches!(
-            Dispatch::Grid { x: 3, y: 5 }.workgroups(4),
+            Dispatch::Grid { x: 3, y: 1, z: 5 }.workgroups(4),
             Err(RuntimeError::TooManyWorkgroups {
                 count: 5,
                 limit: 4,
@@ -339,9 +341,13 @@ mod tests {
             })
         ));
         assert!(
-            Dispatch::Grid { x: 1 << 40, y: 1 }
-                .workgroups(u32::MAX)
-                .is_err()
+            Dispatch::Grid {
+                x: 1 << 40,
+                y: 1,
+                z: 1
+            }
+            .workgroups(u32::MAX)
+            .is_err()
         );
     }
 
@@ -402,7 +408,10 @@ mod tests {
         let mut plan = Plan {
             op: "Op",
             variant: "v",
-            passes: vec![pass(threads(0, 64)), pass(Dispatch::Grid { x: 0, y: 0 })],
+            passes: vec![
+                pass(threads(0, 64)),
+                pass(Dispatch::Grid { x: 0, y: 0, z: 1 }),
+            ],
             intermediates: vec![],
             outputs: vec![],
         };

@@ -200,7 +200,11 @@ fn grid_beyond_the_device_limit_is_an_error() {
         overrides: vec![("scale", 1.0)],
         bindings: vec![Binding::Arg(0), Binding::Arg(0), Binding::Params],
         params: params_n_offset(64, 0.0),
-        dispatch: Dispatch::Grid { x: max + 1, y: 1 },
+        dispatch: Dispatch::Grid {
+            x: max + 1,
+            y: 1,
+            z: 1,
+        },
     };
     let err = ctx.run_plan(&one_pass(pass), &common::out(&x)).unwrap_err();
     assert!(

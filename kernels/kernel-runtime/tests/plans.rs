@@ -108,6 +108,7 @@ fn grid_dispatch_uses_y_as_rows() {
         dispatch: Dispatch::Grid {
             x: cols.div_ceil(16) as u64,
             y: rows as u64,
+            z: 1,
         },
     };
     ctx.run_plan(&plan(vec![pass]), &common::io(&x, &y))
@@ -268,7 +269,7 @@ fn zero_work_plans_dispatch_nothing() {
             workgroup_size: 64,
         }),
         empty(Dispatch::Workgroups(0)),
-        empty(Dispatch::Grid { x: 4, y: 0 }),
+        empty(Dispatch::Grid { x: 4, y: 0, z: 1 }),
         empty(Dispatch::GridStride {
             items: 0,
             workgroup_size: 64,

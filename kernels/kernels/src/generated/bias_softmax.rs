@@ -1129,17 +1129,17 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
             rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ? }
             else { rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ? }) ?, y :
-            rt::support::to_u64("y", derive_batch_count(env) ?) ? } }, rt::PlannedPass {
-            id : "row_stats", kernel : kernel_longrow_split_row_stats(env) ?, overrides :
-            vec![], bindings : vec![rt::Binding::Intermediate(0usize),
-            rt::Binding::Intermediate(1usize), rt::Binding::Intermediate(2usize),
-            rt::Binding::Intermediate(3usize), rt::Binding::Params], params :
-            fill_params_longrow_split_row_stats(env) ?, dispatch : rt::Dispatch::Grid { x
-            : rt::support::to_u64("x", derive_batch_count(env) ?) ?, y : 1 } },
-            rt::PlannedPass { id : "normalize", kernel :
-            kernel_longrow_split_normalize(env) ?, overrides : vec![("biasBlockCount",
-            f64::from(rt::support::to_u32("biasBlockCount", ::core::cmp::max(1i64,
-            derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::support::to_u64("y", derive_batch_count(env) ?) ?, z : 1 } },
+            rt::PlannedPass { id : "row_stats", kernel :
+            kernel_longrow_split_row_stats(env) ?, overrides : vec![], bindings :
+            vec![rt::Binding::Intermediate(0usize), rt::Binding::Intermediate(1usize),
+            rt::Binding::Intermediate(2usize), rt::Binding::Intermediate(3usize),
+            rt::Binding::Params], params : fill_params_longrow_split_row_stats(env) ?,
+            dispatch : rt::Dispatch::Grid { x : rt::support::to_u64("x",
+            derive_batch_count(env) ?) ?, y : 1, z : 1 } }, rt::PlannedPass { id :
+            "normalize", kernel : kernel_longrow_split_normalize(env) ?, overrides :
+            vec![("biasBlockCount", f64::from(rt::support::to_u32("biasBlockCount",
+            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
             f64::from(rt::support::to_u32("innerRepeat", ::core::cmp::max(1i64,
             rt::expr::div(derive_batch_count(env) ?, ::core::cmp::max(1i64,
             derive_bias_block_count(env) ?)) ?)) ?))], bindings :
@@ -1150,7 +1150,7 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             : rt::support::to_u64("x",
             rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
             derive_normalize_span_blocks(env) ?) ?) ?, y : rt::support::to_u64("y",
-            derive_batch_count(env) ?) ? } }
+            derive_batch_count(env) ?) ?, z : 1 } }
         ],
         intermediates: vec![
             rt::IntermediateSpec { id : "blockMax", dtype : rt::DType::F32, len :

@@ -129,7 +129,7 @@ fn other_exprs(op: &Op) -> Vec<&Expr> {
                     workgroup_size: b,
                 } => out.extend([a, b]),
                 Dispatch::Workgroups(a) => out.push(a),
-                Dispatch::Grid { x, y } => out.extend(std::iter::once(x).chain(y)),
+                Dispatch::Grid { x, y, z } => out.extend(std::iter::once(x).chain(y).chain(z)),
             }
             for binding in &pass.bindings {
                 out.extend(
