@@ -14,24 +14,45 @@
 //! `Dtype f16`, `List [2, 3]`), or `parse error: column N: …`, or one `error: column N: …` line
 //! per check error (each with its own `=>`), or `eval error: …`. The optional lines are checked
 //! only where a case has them. Expressions are parsed, checked and evaluated in the fixed
-//! scope and environment of `fixture.rs`.
+//! scope and environment of `fixture.rs`, in the seed dialect.
+//!
+//! Files named `v1_*.test` are in the `schemaVersion: 1` dialect instead: parsed with
+//! `parse_in(…, Dialect::V1)` and run in the scope, environment and lowering scope of
+//! `fixture_v1.rs` (scalar `args`, optional tensors with `present.*`, `tensorDtypes.*`,
+//! `device.adapterInfo.*`).
 //!
 //! Run with `UPDATE_EXPECT=1` to rewrite the expectations from the actual results (comments,
 //! order and the choice of optional lines are kept); review the diff.
 //!
-//! The file also holds unit tests that check every expression of the seed manifests, and the
-//! differential test against minijinja (`differential.rs`).
+//! The file also holds unit tests that check every expression of the seed manifests
+//! (`seeds.rs`), parse and check every expression of the V1 corpus (`corpus.rs`, skipped with
+//! a note when the corpus is absent), and compile and run the V1 lowerings (`lowered_v1.rs`).
 
+#[path = "expr/corpus.rs"]
+mod corpus;
 #[path = "expr/fixture.rs"]
 mod fixture;
+#[path = "expr/fixture_v1.rs"]
+mod fixture_v1;
+#[path = "expr/lowered_v1.rs"]
+mod lowered_v1;
 #[path = "expr/seeds.rs"]
 mod seeds;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use codegen::expr::{self, Ir};
-use fixture::{Fixture, lowered_text};
+use codegen::expr::{self, Dialect, Env, Ir, LowerScope, Scope};
+use fixture::{Fixture, lowered_text_in};
+use fixture_v1::{FixtureV1, TestLowerScopeV1};
+
+/// The dialect, scope, environment and lowering scope one `.test` file runs in.
+struct Ctx<'a> {
+    dialect: Dialect,
+    scope: &'a dyn Scope,
+    env: &'a dyn Env,
+    lower: &'a dyn LowerScope,
+}
 
 /// One case of a `.test` file.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,13 +136,13 @@ fn render_file(cases: &[Case]) -> String {
 }
 
 /// Runs one case and returns it with the actual results filled in.
-fn run_case(fixture: &Fixture, case: &Case) -> Case {
+fn run_case(ctx: &Ctx<'_>, case: &Case) -> Case {
     let src = &case.source;
     let mut actual = Case {
         results: Vec::new(),
         ..case.clone()
     };
-    let ast = match expr::parse(src) {
+    let ast = match expr::parse_in(src, ctx.dialect) {
         Ok(ast) => ast,
         Err(err) => {
             actual.results.push(format!(
@@ -135,7 +156,7 @@ fn run_case(fixture: &Fixture, case: &Case) -> Case {
         }
     };
     actual.parse = case.parse.as_ref().map(|_| ast.to_string());
-    let ir: Ir = match expr::check(&ast, fixture) {
+    let ir: Ir = match expr::check(&ast, ctx.scope) {
         Ok(ir) => ir,
         Err(errors) => {
             for err in errors {
@@ -149,8 +170,8 @@ fn run_case(fixture: &Fixture, case: &Case) -> Case {
             return actual;
         }
     };
-    actual.lower = case.lower.as_ref().map(|_| lowered_text(&ir));
-    actual.results.push(match expr::eval(&ir, fixture) {
+    actual.lower = case.lower.as_ref().map(|_| lowered_text_in(&ir, ctx.lower));
+    actual.results.push(match expr::eval(&ir, ctx.env) {
         Ok(value) => {
             assert_eq!(
                 value.ty(),
@@ -179,13 +200,32 @@ fn test_files() -> Vec<PathBuf> {
 fn data_driven_cases() {
     let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
     let fixture = Fixture::new();
+    let seed = Ctx {
+        dialect: Dialect::Seed,
+        scope: &fixture,
+        env: &fixture,
+        lower: &fixture::TestLowerScope,
+    };
+    let fixture_v1 = FixtureV1::new();
+    let lower_v1 = TestLowerScopeV1(&fixture_v1);
+    let v1 = Ctx {
+        dialect: Dialect::V1,
+        scope: &fixture_v1,
+        env: &fixture_v1,
+        lower: &lower_v1,
+    };
     let mut failures = Vec::new();
     let mut total = 0;
     for path in test_files() {
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let cases = parse_file(&text, &path);
-        let actual: Vec<Case> = cases.iter().map(|c| run_case(&fixture, c)).collect();
+        let is_v1 = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("v1_"));
+        let ctx = if is_v1 { &v1 } else { &seed };
+        let actual: Vec<Case> = cases.iter().map(|c| run_case(ctx, c)).collect();
         total += cases.len();
         for (want, got) in cases.iter().zip(&actual) {
             if want != got {

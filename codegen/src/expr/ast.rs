@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use super::Span;
-use super::builtins::NAMESPACES;
+use super::builtins::namespaces;
+use super::{Dialect, Span};
 
 /// A parsed expression with its source span.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,10 +32,18 @@ pub enum BinOp {
     Sub,
     /// `*`
     Mul,
-    /// `/`: floor division on integers, true division on floats.
+    /// `/`: floor division on integers, true division on floats (V1: true division always).
     Div,
+    /// `//`: floor division (V1).
+    FloorDiv,
     /// `%`: floored remainder.
     Rem,
+    /// `~`: string concatenation (V1).
+    Concat,
+    /// `in`: membership (V1).
+    In,
+    /// `not in` (V1).
+    NotIn,
     /// `==`
     Eq,
     /// `!=`
@@ -62,7 +70,11 @@ impl BinOp {
             BinOp::Sub => "-",
             BinOp::Mul => "*",
             BinOp::Div => "/",
+            BinOp::FloorDiv => "//",
             BinOp::Rem => "%",
+            BinOp::Concat => "~",
+            BinOp::In => "in",
+            BinOp::NotIn => "not in",
             BinOp::Eq => "==",
             BinOp::Ne => "!=",
             BinOp::Lt => "<",
@@ -74,11 +86,11 @@ impl BinOp {
         }
     }
 
-    /// Whether this is one of `+ - * / %`.
+    /// Whether this is one of `+ - * / // %`.
     pub fn is_arithmetic(self) -> bool {
         matches!(
             self,
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Rem
         )
     }
 
@@ -187,8 +199,14 @@ impl Expr {
     /// order of first appearance, without duplicates. Callers use them to order `derive` entries
     /// before checking; namespace roots, function names and member names are not included.
     pub fn derived_refs(&self) -> Vec<String> {
+        self.derived_refs_in(Dialect::Seed)
+    }
+
+    /// [`Expr::derived_refs`] in `dialect`, whose namespace roots are not references (V1's
+    /// `has(args, "x")` names the root `args` bare).
+    pub fn derived_refs_in(&self, dialect: Dialect) -> Vec<String> {
         let mut refs = Vec::new();
-        self.collect_refs(&mut refs);
+        self.collect_refs(namespaces(dialect), &mut refs);
         refs
     }
 
@@ -217,11 +235,11 @@ impl Expr {
         }
     }
 
-    fn collect_refs(&self, refs: &mut Vec<String>) {
+    fn collect_refs(&self, roots: &[&str], refs: &mut Vec<String>) {
         match &self.kind {
             ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Str(_) => {}
             ExprKind::Name(name) => {
-                if !NAMESPACES.contains(&name.as_str()) && !refs.contains(name) {
+                if !roots.contains(&name.as_str()) && !refs.contains(name) {
                     refs.push(name.clone());
                 }
             }
@@ -229,38 +247,38 @@ impl Expr {
             // unknown namespace, so it must not create a dependency edge either.
             ExprKind::Member { base, .. } => {
                 if !matches!(base.kind, ExprKind::Name(_)) {
-                    base.collect_refs(refs);
+                    base.collect_refs(roots, refs);
                 }
             }
-            ExprKind::List(items) => items.iter().for_each(|e| e.collect_refs(refs)),
+            ExprKind::List(items) => items.iter().for_each(|e| e.collect_refs(roots, refs)),
             ExprKind::Index { base, index } => {
-                base.collect_refs(refs);
-                index.collect_refs(refs);
+                base.collect_refs(roots, refs);
+                index.collect_refs(roots, refs);
             }
             ExprKind::Call { callee, args } => {
                 // A bare-name callee is a function, not a derive.
                 if !matches!(callee.kind, ExprKind::Name(_)) {
-                    callee.collect_refs(refs);
+                    callee.collect_refs(roots, refs);
                 }
-                args.iter().for_each(|e| e.collect_refs(refs));
+                args.iter().for_each(|e| e.collect_refs(roots, refs));
             }
             ExprKind::Filter { value, args, .. } | ExprKind::Test { value, args, .. } => {
-                value.collect_refs(refs);
-                args.iter().for_each(|e| e.collect_refs(refs));
+                value.collect_refs(roots, refs);
+                args.iter().for_each(|e| e.collect_refs(roots, refs));
             }
-            ExprKind::Unary { operand, .. } => operand.collect_refs(refs),
+            ExprKind::Unary { operand, .. } => operand.collect_refs(roots, refs),
             ExprKind::Binary { lhs, rhs, .. } => {
-                lhs.collect_refs(refs);
-                rhs.collect_refs(refs);
+                lhs.collect_refs(roots, refs);
+                rhs.collect_refs(roots, refs);
             }
             ExprKind::Cond {
                 cond,
                 then,
                 otherwise,
             } => {
-                then.collect_refs(refs);
-                cond.collect_refs(refs);
-                otherwise.collect_refs(refs);
+                then.collect_refs(roots, refs);
+                cond.collect_refs(roots, refs);
+                otherwise.collect_refs(roots, refs);
             }
         }
     }

@@ -1,14 +1,52 @@
 //! The one table of builtin functions, filters, tests and namespaces, shared by the checker, the
 //! interpreter and the lowering so that a builtin cannot be known to one and not the others.
 
-use super::Type;
+use super::{Dialect, Type};
 
-/// Namespace roots: `shapes.<role>`, `ranks.<role>`, `dtypes.<var>`, `attrs.<name>`,
-/// `tunables.<NAME>`, `device.limits.<name>` / `device.features.has(..)`. Sorted.
+/// Namespace roots of the seed dialect: `shapes.<role>`, `ranks.<role>`, `dtypes.<var>`,
+/// `attrs.<name>`, `tunables.<NAME>`, `device.limits.<name>` / `device.features.has(..)`. Sorted.
 pub const NAMESPACES: &[&str] = &["attrs", "device", "dtypes", "ranks", "shapes", "tunables"];
+
+/// Namespace roots of the V1 dialect: the seed's plus `args.<name>`, `present.<arg>` and
+/// `tensorDtypes.<arg>` (and `device.adapterInfo.<name>` under `device`). Sorted.
+pub const NAMESPACES_V1: &[&str] = &[
+    "args",
+    "attrs",
+    "device",
+    "dtypes",
+    "present",
+    "ranks",
+    "shapes",
+    "tensorDtypes",
+    "tunables",
+];
+
+/// The namespace roots of `dialect`.
+pub fn namespaces(dialect: Dialect) -> &'static [&'static str] {
+    match dialect {
+        Dialect::Seed => NAMESPACES,
+        Dialect::V1 => NAMESPACES_V1,
+    }
+}
 
 /// The device features `device.features.has("…")` may name (WebGPU spelling). Sorted.
 pub const FEATURES: &[&str] = &["shader-f16", "subgroups", "timestamp-query"];
+
+/// The features V1 packages may ask about: the seed's plus Chromium's subgroup matrices. Sorted.
+pub const FEATURES_V1: &[&str] = &[
+    "chromium-experimental-subgroup-matrix",
+    "shader-f16",
+    "subgroups",
+    "timestamp-query",
+];
+
+/// The device features of `dialect`.
+pub fn features(dialect: Dialect) -> &'static [&'static str] {
+    match dialect {
+        Dialect::Seed => FEATURES,
+        Dialect::V1 => FEATURES_V1,
+    }
+}
 
 /// The feature `f16Ok(dtype)` depends on.
 pub const SHADER_F16: &str = "shader-f16";
@@ -16,21 +54,50 @@ pub const SHADER_F16: &str = "shader-f16";
 /// The values a Dtype takes (WGSL names); a string compared with a Dtype must be one. Sorted.
 pub const DTYPES: &[&str] = &["f16", "f32", "i64", "u32"];
 
+/// The WGSL scalars a V1 type variable binds (`dtypes.X`), as the engine maps tensor types.
+pub const DTYPES_V1: &[&str] = &["f16", "f32", "i32", "u32"];
+
+/// The Dtype values of `dialect`.
+pub fn dtypes(dialect: Dialect) -> &'static [&'static str] {
+    match dialect {
+        Dialect::Seed => DTYPES,
+        Dialect::V1 => DTYPES_V1,
+    }
+}
+
 /// Filters (`x | name`). Sorted.
 pub const FILTERS: &[&str] = &["length"];
 
 /// Tests (`x is name`); `undefined` is `not defined`, as in Jinja. Sorted.
 pub const TESTS: &[&str] = &["defined", "undefined"];
 
-/// A builtin function.
+/// A builtin function. Those marked (V1) exist only in the V1 dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Builtin {
+    /// `broadcastable(a, b)` (V1): shape `a` broadcasts to shape `b` (trailing axes, one way).
+    Broadcastable,
+    /// `ceil(x)` (V1): the smallest Int `>= x`.
+    Ceil,
     /// `ceilDiv(a, b)`: ⌈a / b⌉.
     CeilDiv,
-    /// `dim(shape, axis)`: one dimension.
+    /// `cols(shape[, axis])` (V1): the size of `axis`, by default the last.
+    Cols,
+    /// `dim(shape, axis)`: one dimension (in V1 a negative axis counts from the end).
     Dim,
-    /// `f16Ok(dtype)`: dtype is not f16, or the device has shader-f16.
+    /// `dtypeBytes(dtype)` (V1): bytes per stored element of a Dtype or tensor dtype string.
+    DtypeBytes,
+    /// `f16Allowed(dtype)` (V1): the dtype is f32, or f16 on a device with shader-f16.
+    F16Allowed,
+    /// `f16Ok(dtype)`: dtype is not f16, or the device has shader-f16 (in V1 it also takes a
+    /// tensor dtype string such as `"float16"`).
     F16Ok,
+    /// `floor(x)` (V1): the largest Int `<= x`.
+    Floor,
+    /// `has(namespace, "name")` (V1): whether `namespace.name` is given, e.g.
+    /// `has(device.adapterInfo, "subgroupMinSize")`. Checked into an `is defined` test.
+    Has,
+    /// `hasAxis(axes, axis, rank)` (V1): the list `axes` names `axis`, modulo `rank`.
+    HasAxis,
     /// `inner(shape, axis)`: product of the dimensions after `axis`.
     Inner,
     /// `max(a, b, …)`.
@@ -41,6 +108,18 @@ pub enum Builtin {
     Numel,
     /// `outer(shape, axis)`: product of the dimensions before `axis`.
     Outer,
+    /// `pick([[cond, value], …], default)` (V1): the value of the first pair whose condition
+    /// is truthy, else `default`. Checked into nested `… if … else …`.
+    Pick,
+    /// `pow(a, b)` (V1): `a` to the power `b` (Int when both are Int).
+    Pow,
+    /// `pow2ceil(x)` (V1): the smallest power of two `>= x`; 1 for `x <= 1`.
+    Pow2Ceil,
+    /// `rank(shape)` (V1): the number of dimensions.
+    Rank,
+    /// `rows(shape[, axis])` (V1): the product of every dimension except `axis` (by default
+    /// the last).
+    Rows,
     /// `sameShape(a, b)`: list equality.
     SameShape,
 }
@@ -53,6 +132,16 @@ pub enum Params {
     /// At least this many numeric (Int or Float) arguments; the result is Float when any
     /// argument is Float, Int otherwise.
     Numeric(usize),
+    /// Exactly two numeric arguments, promoted together; Float when either is Float.
+    NumericPair,
+    /// One numeric argument; the result is Int.
+    Rounding,
+    /// One Dtype or Str (a tensor dtype such as `"float16"`) argument.
+    DtypeLike,
+    /// A List and an optional Int axis, which defaults to `-1` (the last axis).
+    ShapeAxis,
+    /// Checked by rules of its own and rewritten into other IR (`has`, `pick`).
+    Special,
 }
 
 /// How a builtin is called from generated code.
@@ -65,10 +154,29 @@ pub enum Lowering {
         /// Whether it returns a `Result`.
         fallible: bool,
     },
+    /// A fallible runtime call on `(shape, axis)` whose function depends on the dialect: the
+    /// seed's rejects negative axes, V1's counts them from the end.
+    Axis {
+        /// The seed dialect's function.
+        seed: &'static str,
+        /// The V1 dialect's function.
+        v1: &'static str,
+    },
+    /// A runtime call chosen by the (promoted) argument type: `int` for Int arguments (`None`:
+    /// the argument itself, as `ceil` of an Int), `float` for Float ones; each a function name
+    /// and whether it is fallible.
+    ByType {
+        /// For Int arguments.
+        int: Option<(&'static str, bool)>,
+        /// For Float arguments.
+        float: (&'static str, bool),
+    },
     /// Folded pairwise with `core::cmp::{max,min}` (Int) or `f64::{max,min}` (Float).
     Fold(&'static str),
-    /// `<runtime>::expr::f16_ok(dtype, <shader-f16 feature>)`.
-    F16Ok,
+    /// `<runtime>::expr::<name>(dtype, <shader-f16 feature>)`.
+    F16(&'static str),
+    /// Never lowered: the checker rewrites the call into other IR.
+    Desugared,
 }
 
 /// One row of the builtin table.
@@ -84,97 +192,261 @@ pub struct BuiltinSig {
     pub result: Type,
     /// How generated code calls it.
     pub lowering: Lowering,
+    /// Whether only the V1 dialect has it (the seed's error messages list only the others).
+    pub v1_only: bool,
 }
+
+/// A fallible runtime function.
+const fn rt(name: &'static str) -> Lowering {
+    Lowering::Runtime {
+        name,
+        fallible: true,
+    }
+}
+
+/// A table row.
+const fn row(
+    builtin: Builtin,
+    name: &'static str,
+    params: Params,
+    result: Type,
+    lowering: Lowering,
+    v1_only: bool,
+) -> BuiltinSig {
+    BuiltinSig {
+        builtin,
+        name,
+        params,
+        result,
+        lowering,
+        v1_only,
+    }
+}
+
+/// Shorthands for the table.
+const LIST: Type = Type::List;
+const INT: Type = Type::Int;
+const BOOL: Type = Type::Bool;
 
 /// Every builtin, sorted by name (error messages list them in this order).
 pub const BUILTINS: &[BuiltinSig] = &[
-    BuiltinSig {
-        builtin: Builtin::CeilDiv,
-        name: "ceilDiv",
-        params: Params::Fixed(&[Type::Int, Type::Int]),
-        result: Type::Int,
-        lowering: Lowering::Runtime {
-            name: "ceil_div",
-            fallible: true,
+    row(
+        Builtin::Broadcastable,
+        "broadcastable",
+        Params::Fixed(&[LIST, LIST]),
+        BOOL,
+        Lowering::Runtime {
+            name: "broadcastable",
+            fallible: false,
         },
-    },
-    BuiltinSig {
-        builtin: Builtin::Dim,
-        name: "dim",
-        params: Params::Fixed(&[Type::List, Type::Int]),
-        result: Type::Int,
-        lowering: Lowering::Runtime {
-            name: "dim",
-            fallible: true,
+        true,
+    ),
+    row(
+        Builtin::Ceil,
+        "ceil",
+        Params::Rounding,
+        INT,
+        Lowering::ByType {
+            int: None,
+            float: ("ceil", true),
         },
-    },
-    BuiltinSig {
-        builtin: Builtin::F16Ok,
-        name: "f16Ok",
-        params: Params::Fixed(&[Type::Dtype]),
-        result: Type::Bool,
-        lowering: Lowering::F16Ok,
-    },
-    BuiltinSig {
-        builtin: Builtin::Inner,
-        name: "inner",
-        params: Params::Fixed(&[Type::List, Type::Int]),
-        result: Type::Int,
-        lowering: Lowering::Runtime {
-            name: "inner",
-            fallible: true,
+        true,
+    ),
+    row(
+        Builtin::CeilDiv,
+        "ceilDiv",
+        Params::Fixed(&[INT, INT]),
+        INT,
+        rt("ceil_div"),
+        false,
+    ),
+    row(
+        Builtin::Cols,
+        "cols",
+        Params::ShapeAxis,
+        INT,
+        rt("cols"),
+        true,
+    ),
+    row(
+        Builtin::Dim,
+        "dim",
+        Params::Fixed(&[LIST, INT]),
+        INT,
+        Lowering::Axis {
+            seed: "dim",
+            v1: "dim_wrapped",
         },
-    },
-    BuiltinSig {
-        builtin: Builtin::Max,
-        name: "max",
-        params: Params::Numeric(2),
-        result: Type::Int,
-        lowering: Lowering::Fold("max"),
-    },
-    BuiltinSig {
-        builtin: Builtin::Min,
-        name: "min",
-        params: Params::Numeric(2),
-        result: Type::Int,
-        lowering: Lowering::Fold("min"),
-    },
-    BuiltinSig {
-        builtin: Builtin::Numel,
-        name: "numel",
-        params: Params::Fixed(&[Type::List]),
-        result: Type::Int,
-        lowering: Lowering::Runtime {
-            name: "numel",
-            fallible: true,
+        false,
+    ),
+    row(
+        Builtin::DtypeBytes,
+        "dtypeBytes",
+        Params::DtypeLike,
+        INT,
+        rt("dtype_bytes"),
+        true,
+    ),
+    row(
+        Builtin::F16Allowed,
+        "f16Allowed",
+        Params::DtypeLike,
+        BOOL,
+        Lowering::F16("f16_allowed"),
+        true,
+    ),
+    row(
+        Builtin::F16Ok,
+        "f16Ok",
+        Params::Fixed(&[Type::Dtype]),
+        BOOL,
+        Lowering::F16("f16_ok"),
+        false,
+    ),
+    row(
+        Builtin::Floor,
+        "floor",
+        Params::Rounding,
+        INT,
+        Lowering::ByType {
+            int: None,
+            float: ("floor", true),
         },
-    },
-    BuiltinSig {
-        builtin: Builtin::Outer,
-        name: "outer",
-        params: Params::Fixed(&[Type::List, Type::Int]),
-        result: Type::Int,
-        lowering: Lowering::Runtime {
-            name: "outer",
-            fallible: true,
+        true,
+    ),
+    row(
+        Builtin::Has,
+        "has",
+        Params::Special,
+        BOOL,
+        Lowering::Desugared,
+        true,
+    ),
+    row(
+        Builtin::HasAxis,
+        "hasAxis",
+        Params::Fixed(&[LIST, INT, INT]),
+        BOOL,
+        rt("has_axis"),
+        true,
+    ),
+    row(
+        Builtin::Inner,
+        "inner",
+        Params::Fixed(&[LIST, INT]),
+        INT,
+        Lowering::Axis {
+            seed: "inner",
+            v1: "inner_wrapped",
         },
-    },
-    BuiltinSig {
-        builtin: Builtin::SameShape,
-        name: "sameShape",
-        params: Params::Fixed(&[Type::List, Type::List]),
-        result: Type::Bool,
-        lowering: Lowering::Runtime {
+        false,
+    ),
+    row(
+        Builtin::Max,
+        "max",
+        Params::Numeric(2),
+        INT,
+        Lowering::Fold("max"),
+        false,
+    ),
+    row(
+        Builtin::Min,
+        "min",
+        Params::Numeric(2),
+        INT,
+        Lowering::Fold("min"),
+        false,
+    ),
+    row(
+        Builtin::Numel,
+        "numel",
+        Params::Fixed(&[LIST]),
+        INT,
+        rt("numel"),
+        false,
+    ),
+    row(
+        Builtin::Outer,
+        "outer",
+        Params::Fixed(&[LIST, INT]),
+        INT,
+        Lowering::Axis {
+            seed: "outer",
+            v1: "outer_wrapped",
+        },
+        false,
+    ),
+    row(
+        Builtin::Pick,
+        "pick",
+        Params::Special,
+        INT,
+        Lowering::Desugared,
+        true,
+    ),
+    row(
+        Builtin::Pow,
+        "pow",
+        Params::NumericPair,
+        INT,
+        Lowering::ByType {
+            int: Some(("pow", true)),
+            float: ("pow_float", false),
+        },
+        true,
+    ),
+    row(
+        Builtin::Pow2Ceil,
+        "pow2ceil",
+        Params::Rounding,
+        INT,
+        Lowering::ByType {
+            int: Some(("pow2ceil", true)),
+            float: ("pow2ceil_float", true),
+        },
+        true,
+    ),
+    row(
+        Builtin::Rank,
+        "rank",
+        Params::Fixed(&[LIST]),
+        INT,
+        rt("rank"),
+        true,
+    ),
+    row(
+        Builtin::Rows,
+        "rows",
+        Params::ShapeAxis,
+        INT,
+        rt("rows"),
+        true,
+    ),
+    row(
+        Builtin::SameShape,
+        "sameShape",
+        Params::Fixed(&[LIST, LIST]),
+        BOOL,
+        Lowering::Runtime {
             name: "same_shape",
             fallible: false,
         },
-    },
+        false,
+    ),
 ];
 
 impl Builtin {
-    /// The builtin called `name`, if any.
+    /// The builtin called `name` in the seed dialect, if any.
     pub fn lookup(name: &str) -> Option<Builtin> {
-        BUILTINS.iter().find(|s| s.name == name).map(|s| s.builtin)
+        Builtin::lookup_in(name, Dialect::Seed)
+    }
+
+    /// The builtin called `name` in `dialect`, if any.
+    pub fn lookup_in(name: &str, dialect: Dialect) -> Option<Builtin> {
+        BUILTINS
+            .iter()
+            .find(|s| s.name == name && (dialect == Dialect::V1 || !s.v1_only))
+            .map(|s| s.builtin)
     }
 
     /// Its row in [`BUILTINS`].
@@ -192,10 +464,16 @@ impl Builtin {
     }
 }
 
-/// The names of all builtins, comma-separated, for "unknown function" messages.
+/// The names of the seed dialect's builtins, comma-separated, for "unknown function" messages.
 pub fn known_functions() -> String {
+    known_functions_in(Dialect::Seed)
+}
+
+/// The names of `dialect`'s builtins, comma-separated.
+pub fn known_functions_in(dialect: Dialect) -> String {
     BUILTINS
         .iter()
+        .filter(|s| dialect == Dialect::V1 || !s.v1_only)
         .map(|s| s.name)
         .collect::<Vec<_>>()
         .join(", ")
@@ -208,22 +486,50 @@ mod tests {
     #[test]
     fn table_is_complete_and_sorted() {
         let all = [
+            Builtin::Broadcastable,
+            Builtin::Ceil,
             Builtin::CeilDiv,
+            Builtin::Cols,
             Builtin::Dim,
+            Builtin::DtypeBytes,
+            Builtin::F16Allowed,
             Builtin::F16Ok,
+            Builtin::Floor,
+            Builtin::Has,
+            Builtin::HasAxis,
             Builtin::Inner,
             Builtin::Max,
             Builtin::Min,
             Builtin::Numel,
             Builtin::Outer,
+            Builtin::Pick,
+            Builtin::Pow,
+            Builtin::Pow2Ceil,
+            Builtin::Rank,
+            Builtin::Rows,
             Builtin::SameShape,
         ];
         assert_eq!(BUILTINS.len(), all.len());
         for b in all {
-            assert_eq!(Builtin::lookup(b.name()), Some(b));
+            assert_eq!(Builtin::lookup_in(b.name(), Dialect::V1), Some(b));
+            let seed = Builtin::lookup(b.name());
+            assert_eq!(seed, (!b.sig().v1_only).then_some(b));
         }
+        assert_eq!(
+            known_functions(),
+            "ceilDiv, dim, f16Ok, inner, max, min, numel, outer, sameShape"
+        );
         assert!(BUILTINS.windows(2).all(|w| w[0].name < w[1].name));
-        for list in [NAMESPACES, FEATURES, DTYPES, FILTERS, TESTS] {
+        for list in [
+            NAMESPACES,
+            NAMESPACES_V1,
+            FEATURES,
+            FEATURES_V1,
+            DTYPES,
+            DTYPES_V1,
+            FILTERS,
+            TESTS,
+        ] {
             assert!(list.windows(2).all(|w| w[0] < w[1]));
         }
     }

@@ -2,24 +2,41 @@
 //!
 //! The checker reports every error it can find in one pass. A subexpression that failed yields
 //! no IR, and its parents then skip their own type checks, so one mistake produces one message
-//! rather than a cascade.
+//! rather than a cascade. What only the V1 dialect has (truthiness, `in`, `~`, its builtins) is
+//! checked in `v1.rs`.
 
 use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
-use super::builtins::{Builtin, DTYPES, Params, known_functions};
+use super::builtins::{Builtin, Params, dtypes, known_functions_in};
 use super::names::is_device_features;
-use super::{ExprError, Ir, IrKind, Span, Symbol, Type};
+use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
 
 /// Resolves names to types: the op model implements it, tests use a fixed table.
 pub trait Scope {
     /// The type of `sym`, or a message saying why it does not exist, such as
     /// ``unknown tensor role `foo` (known: input, cos_cache, …)``.
     fn resolve(&self, sym: &Symbol) -> Result<Type, String>;
+
+    /// The dialect the expressions are written in; decides parsing-independent semantics
+    /// (truthiness, `/`, negative axes, the V1 names and builtins). [`super::Env`] and
+    /// [`super::LowerScope`] must give the same answer for the same expressions.
+    fn dialect(&self) -> Dialect {
+        Dialect::Seed
+    }
+
+    /// For a Str symbol with a closed set of values (a `string` argument's `oneOf`), those
+    /// values: comparing the symbol with a string literal outside them is then an error, as a
+    /// misspelled value would otherwise make the comparison silently false.
+    fn string_values(&self, sym: &Symbol) -> Option<Vec<String>> {
+        let _ = sym;
+        None
+    }
 }
 
 /// Resolves and type-checks `expr`, returning every error found.
 pub fn check(expr: &Expr, scope: &dyn Scope) -> Result<Ir, Vec<ExprError>> {
     let mut checker = Checker {
         scope,
+        dialect: scope.dialect(),
         errors: Vec::new(),
     };
     let ir = checker.expr(expr);
@@ -40,7 +57,7 @@ pub(super) fn ir(kind: IrKind, ty: Type, span: Span) -> Ir {
 }
 
 /// Wraps an Int in `ToFloat`; leaves anything else alone.
-fn promote(x: Ir) -> Ir {
+pub(super) fn promote(x: Ir) -> Ir {
     if x.ty == Type::Int {
         let span = x.span;
         ir(IrKind::ToFloat(Box::new(x)), Type::Float, span)
@@ -50,7 +67,7 @@ fn promote(x: Ir) -> Ir {
 }
 
 /// Brings two numeric operands to a common type (Float if either is Float).
-fn unify_numeric(a: Ir, b: Ir) -> (Ir, Ir, Type) {
+pub(super) fn unify_numeric(a: Ir, b: Ir) -> (Ir, Ir, Type) {
     if a.ty == Type::Float || b.ty == Type::Float {
         (promote(a), promote(b), Type::Float)
     } else {
@@ -61,6 +78,7 @@ fn unify_numeric(a: Ir, b: Ir) -> (Ir, Ir, Type) {
 /// The checker's state: the scope and the errors found so far.
 pub(super) struct Checker<'a> {
     pub(super) scope: &'a dyn Scope,
+    pub(super) dialect: Dialect,
     pub(super) errors: Vec<ExprError>,
 }
 
@@ -72,7 +90,7 @@ impl Checker<'_> {
     /// Checks one node. This only dispatches: each kind has its own method so that this
     /// recursive function keeps a small stack frame (debug builds do not share frame slots
     /// between match arms, and deep `a and b and …` chains recurse through here).
-    fn expr(&mut self, e: &Expr) -> Option<Ir> {
+    pub(super) fn expr(&mut self, e: &Expr) -> Option<Ir> {
         let span = e.span;
         match &e.kind {
             ExprKind::Int(v) => Some(ir(IrKind::Int(*v), Type::Int, span)),
@@ -116,7 +134,11 @@ impl Checker<'_> {
         let items: Vec<Option<Ir>> = items.iter().map(|i| self.expr(i)).collect();
         let mut ok = Vec::new();
         for item in items {
-            let item = item?;
+            let mut item = item?;
+            if self.dialect == Dialect::V1 {
+                // The engine's numbers are doubles: `[args.n / 2]` is a shape if it is whole.
+                item = super::to_int(item);
+            }
             if item.ty != Type::Int {
                 self.error(
                     item.span,
@@ -186,7 +208,10 @@ impl Checker<'_> {
     }
 
     fn unary(&mut self, span: Span, op: UnaryOp, operand: &Expr) -> Option<Ir> {
-        let operand = self.expr(operand)?;
+        let mut operand = self.expr(operand)?;
+        if op == UnaryOp::Not && self.dialect == Dialect::V1 {
+            operand = self.truthy(operand);
+        }
         let ok = match op {
             UnaryOp::Neg => operand.ty.is_numeric(),
             UnaryOp::Not => operand.ty == Type::Bool,
@@ -209,6 +234,30 @@ impl Checker<'_> {
     fn cond(&mut self, span: Span, cond: &Expr, then: &Expr, otherwise: &Expr) -> Option<Ir> {
         let (cond, then, otherwise) = (self.expr(cond), self.expr(then), self.expr(otherwise));
         let (cond, then, otherwise) = (cond?, then?, otherwise?);
+        self.cond_ir(
+            span,
+            cond,
+            then,
+            otherwise,
+            "the branches of `… if … else …`",
+        )
+    }
+
+    /// `then if cond else otherwise` from checked parts; `what` names the branches in the
+    /// error for mismatched types (`pick()` reuses this).
+    pub(super) fn cond_ir(
+        &mut self,
+        span: Span,
+        cond: Ir,
+        then: Ir,
+        otherwise: Ir,
+        what: &str,
+    ) -> Option<Ir> {
+        let cond = if self.dialect == Dialect::V1 {
+            self.truthy(cond)
+        } else {
+            cond
+        };
         if cond.ty != Type::Bool {
             self.error(
                 cond.span,
@@ -225,7 +274,7 @@ impl Checker<'_> {
             self.error(
                 span,
                 format!(
-                    "the branches of `… if … else …` have different types: {} and {}",
+                    "{what} have different types: {} and {}",
                     then.ty, otherwise.ty
                 ),
             );
@@ -241,6 +290,14 @@ impl Checker<'_> {
         {
             return self.feature(span, name, args);
         }
+        if let ExprKind::Name(fname) = &callee.kind {
+            // `has` and `pick` take arguments that are not values on their own.
+            match Builtin::lookup_in(fname, self.dialect) {
+                Some(Builtin::Has) => return self.has(span, args),
+                Some(Builtin::Pick) => return self.pick(span, args),
+                _ => {}
+            }
+        }
         let args: Vec<Option<Ir>> = args.iter().map(|a| self.expr(a)).collect();
         let ExprKind::Name(fname) = &callee.kind else {
             self.error(
@@ -249,16 +306,26 @@ impl Checker<'_> {
             );
             return None;
         };
-        let Some(builtin) = Builtin::lookup(fname) else {
+        let Some(builtin) = Builtin::lookup_in(fname, self.dialect) else {
             self.error(
                 callee.span,
-                format!("unknown function `{fname}` (known: {})", known_functions()),
+                format!(
+                    "unknown function `{fname}` (known: {})",
+                    known_functions_in(self.dialect)
+                ),
             );
             return None;
         };
         let args: Vec<Ir> = args.into_iter().collect::<Option<_>>()?;
         let errors_before = self.errors.len();
-        let result = match builtin.sig().params {
+        let params = match builtin.sig().params {
+            // V1's `f16Ok` also takes a tensor dtype string, as its engine does.
+            Params::Fixed(_) if builtin == Builtin::F16Ok && self.dialect == Dialect::V1 => {
+                Params::DtypeLike
+            }
+            params => params,
+        };
+        let result = match params {
             Params::Fixed(types) => {
                 if args.len() != types.len() {
                     let plural = if types.len() == 1 { "" } else { "s" };
@@ -317,6 +384,7 @@ impl Checker<'_> {
                 };
                 ir(IrKind::Call(builtin, args), ty, span)
             }
+            _ => self.v1_call(span, builtin, params, args)?,
         };
         (self.errors.len() == errors_before).then_some(result)
     }
@@ -329,18 +397,26 @@ impl Checker<'_> {
         lhs: &Expr,
         rhs: &Expr,
     ) -> Option<Ir> {
+        if matches!(op, BinOp::In | BinOp::NotIn) {
+            return self.membership(span, op, op_span, lhs, rhs);
+        }
         let lhs = self.expr(lhs);
         let rhs = self.expr(rhs);
-        if matches!(op, BinOp::And | BinOp::Or) {
-            self.logical(span, op, lhs, rhs)
-        } else {
-            self.typed_binary(span, op, op_span, lhs?, rhs?)
+        match op {
+            BinOp::And | BinOp::Or => self.logical(span, op, lhs, rhs),
+            BinOp::Concat => self.concat(span, lhs?, rhs?),
+            _ => self.typed_binary(span, op, op_span, lhs?, rhs?),
         }
     }
 
-    /// `and` / `or`: both sides must be Bool. Each non-Bool side is reported, even when the
-    /// other side failed to check.
+    /// `and` / `or`: both sides must be Bool (in V1 any value, tested for truthiness). Each
+    /// non-Bool side is reported, even when the other side failed to check.
     fn logical(&mut self, span: Span, op: BinOp, lhs: Option<Ir>, rhs: Option<Ir>) -> Option<Ir> {
+        let (lhs, rhs) = if self.dialect == Dialect::V1 {
+            (lhs.map(|l| self.truthy(l)), rhs.map(|r| self.truthy(r)))
+        } else {
+            (lhs, rhs)
+        };
         for side in [&lhs, &rhs].into_iter().flatten() {
             if side.ty != Type::Bool {
                 self.error(
@@ -365,7 +441,7 @@ impl Checker<'_> {
     }
 
     /// Arithmetic and comparisons.
-    fn typed_binary(
+    pub(super) fn typed_binary(
         &mut self,
         span: Span,
         op: BinOp,
@@ -374,7 +450,12 @@ impl Checker<'_> {
         rhs: Ir,
     ) -> Option<Ir> {
         if lhs.ty.is_numeric() && rhs.ty.is_numeric() {
-            let (lhs, rhs, ty) = unify_numeric(lhs, rhs);
+            let (lhs, rhs, ty) = if op == BinOp::Div && self.dialect == Dialect::V1 {
+                // True division: `7 / 2` is 3.5, as in Jinja and the engine.
+                (promote(lhs), promote(rhs), Type::Float)
+            } else {
+                unify_numeric(lhs, rhs)
+            };
             let ty = if op.is_arithmetic() { ty } else { Type::Bool };
             return Some(ir(
                 IrKind::Binary(op, Box::new(lhs), Box::new(rhs)),
@@ -401,13 +482,30 @@ impl Checker<'_> {
             return None;
         }
         // A misspelled dtype (`dtypes.T == "float16"`) would silently always be false.
+        let known = dtypes(self.dialect);
         for (a, b) in [(&lhs, &rhs), (&rhs, &lhs)] {
             if let (Type::Dtype, IrKind::Str(s)) = (a.ty, &b.kind)
-                && !DTYPES.contains(&s.as_str())
+                && !known.contains(&s.as_str())
             {
                 self.error(
                     b.span,
-                    format!("\"{s}\" is not a dtype (known: {})", DTYPES.join(", ")),
+                    format!("\"{s}\" is not a dtype (known: {})", known.join(", ")),
+                );
+                return None;
+            }
+        }
+        // So would a misspelled value of a `oneOf` string argument.
+        for (a, b) in [(&lhs, &rhs), (&rhs, &lhs)] {
+            if let (IrKind::Sym(sym), IrKind::Str(s)) = (&a.kind, &b.kind)
+                && let Some(values) = self.scope.string_values(sym)
+                && !values.contains(s)
+            {
+                self.error(
+                    b.span,
+                    format!(
+                        "\"{s}\" is not a value of `{sym}` (one of: {})",
+                        values.join(", ")
+                    ),
                 );
                 return None;
             }

@@ -3,13 +3,16 @@
 //!
 //! Every integer operation and shape builtin goes through `super::runtime`, the same source file
 //! the generated code calls, so the two agree on results and error messages by construction.
+//! The environment's [`Env::dialect`] decides what the IR leaves open: whether negative axes
+//! wrap, and how a read of an undefined value is reported.
 
 use std::fmt;
 
 use super::ast::{BinOp, UnaryOp};
 use super::builtins::{Builtin, SHADER_F16};
 use super::runtime as rt;
-use super::{EvalError, Ir, IrKind, Symbol, Type};
+use super::v1::undefined_operand;
+use super::{Dialect, EvalError, Ir, IrKind, Symbol, Type};
 
 /// A runtime value.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +78,11 @@ pub trait Env {
 
     /// Whether the device has the feature `name` (WebGPU spelling, e.g. `shader-f16`).
     fn has_feature(&self, name: &str) -> bool;
+
+    /// The dialect the evaluated expressions were checked in (the [`super::Scope`]'s).
+    fn dialect(&self) -> Dialect {
+        Dialect::Seed
+    }
 }
 
 /// Facts recorded during evaluation.
@@ -92,7 +100,13 @@ pub fn eval(ir: &Ir, env: &dyn Env) -> Result<Value, EvalError> {
 
 /// Evaluates `ir` in `env`, recording facts about the evaluation in `trace`.
 pub fn eval_traced(ir: &Ir, env: &dyn Env, trace: &mut EvalTrace) -> Result<Value, EvalError> {
-    Interp { env, trace }.eval(ir)
+    let dialect = env.dialect();
+    Interp {
+        env,
+        trace,
+        dialect,
+    }
+    .eval(ir)
 }
 
 /// An internal inconsistency: the IR was checked, so a wrong-typed operand means the checker
@@ -104,9 +118,42 @@ fn mismatch(what: &str, value: &Value) -> EvalError {
     ))
 }
 
+/// Checks an environment value against the checked type of `sym` (promoting an Int to Float).
+fn typed(sym: &Symbol, ty: Type, value: Value) -> Result<Value, EvalError> {
+    match (ty, value) {
+        (Type::Float, Value::Int(v)) => Ok(Value::Float(rt::to_float(v))),
+        (ty, value) if value.ty() == ty => Ok(value),
+        (ty, value) => Err(EvalError::new(format!(
+            "`{sym}` should be {ty} but the environment gave a {} value",
+            value.ty()
+        ))),
+    }
+}
+
 struct Interp<'a> {
     env: &'a dyn Env,
     trace: &'a mut EvalTrace,
+    dialect: Dialect,
+}
+
+/// Jinja truthiness of a value (V1).
+fn truthy(value: &Value) -> bool {
+    match value {
+        Value::Int(v) => rt::truthy_int(*v),
+        Value::Float(v) => rt::truthy_float(*v),
+        Value::Bool(v) => *v,
+        Value::Str(v) | Value::Dtype(v) => rt::truthy_str(v),
+        Value::List(v) => rt::truthy_list(v),
+    }
+}
+
+/// A Str, Dtype or Int operand of `~` as text.
+fn text(value: Value) -> Result<String, EvalError> {
+    match value {
+        Value::Str(v) | Value::Dtype(v) => Ok(v),
+        Value::Int(v) => Ok(rt::int_to_str(v)),
+        other => Err(mismatch("an operand of `~`", &other)),
+    }
 }
 
 impl Interp<'_> {
@@ -142,15 +189,41 @@ impl Interp<'_> {
     /// where a Float is expected is accepted (JSON writes `1` for a float attribute of 1.0).
     fn symbol(&mut self, sym: &Symbol, ty: Type) -> Result<Value, EvalError> {
         let Some(value) = self.env.get(sym)? else {
-            return Err(EvalError::new(format!("`{sym}` is not defined")));
+            return Err(match self.dialect {
+                Dialect::Seed => EvalError::new(format!("`{sym}` is not defined")),
+                Dialect::V1 => rt::not_given(&sym.to_string()),
+            });
         };
-        match (ty, value) {
-            (Type::Float, Value::Int(v)) => Ok(Value::Float(rt::to_float(v))),
-            (ty, value) if value.ty() == ty => Ok(value),
-            (ty, value) => Err(EvalError::new(format!(
-                "`{sym}` should be {ty} but the environment gave a {} value",
-                value.ty()
-            ))),
+        typed(sym, ty, value)
+    }
+
+    /// Truthiness of `x`; an undefined symbol is false rather than an error.
+    fn truthy(&mut self, x: &Ir) -> Result<bool, EvalError> {
+        let value = match &x.kind {
+            IrKind::Sym(sym) if !matches!(sym, Symbol::Derived(_)) => match self.env.get(sym)? {
+                Some(value) => typed(sym, x.ty, value)?,
+                None => return Ok(false),
+            },
+            _ => self.eval(x)?,
+        };
+        Ok(truthy(&value))
+    }
+
+    /// An operand of V1's `==` / `!=`: `None` when it is an undefined symbol.
+    fn operand(&mut self, x: &Ir) -> Result<Option<Value>, EvalError> {
+        if let Some(sym) = undefined_operand(x)
+            && self.env.get(sym)?.is_none()
+        {
+            return Ok(None);
+        }
+        self.eval(x).map(Some)
+    }
+
+    /// A Dtype or Str operand (the dtype-like builtins' argument).
+    fn text(&mut self, ir: &Ir) -> Result<String, EvalError> {
+        match self.eval(ir)? {
+            Value::Dtype(v) | Value::Str(v) => Ok(v),
+            other => Err(mismatch("a dtype operand", &other)),
         }
     }
 
@@ -173,6 +246,8 @@ impl Interp<'_> {
                 Ok(Value::Int(rt::index(&list, self.int(index)?)?))
             }
             IrKind::ToFloat(x) => Ok(Value::Float(rt::to_float(self.int(x)?))),
+            IrKind::ToInt(x) => Ok(Value::Int(rt::to_int_exact(self.float(x)?)?)),
+            IrKind::Truthy(x) => Ok(Value::Bool(self.truthy(x)?)),
             IrKind::Unary(UnaryOp::Neg, x) => match self.eval(x)? {
                 Value::Int(v) => Ok(Value::Int(rt::neg(v)?)),
                 Value::Float(v) => Ok(Value::Float(-v)),
@@ -217,13 +292,57 @@ impl Interp<'_> {
                 ))
             })
         };
+        let v1 = self.dialect == Dialect::V1;
         Ok(match builtin {
-            Builtin::Dim => Value::Int(rt::dim(&self.list_value(arg(0)?)?, self.int(arg(1)?)?)?),
-            Builtin::Outer => {
-                Value::Int(rt::outer(&self.list_value(arg(0)?)?, self.int(arg(1)?)?)?)
+            Builtin::Dim | Builtin::Outer | Builtin::Inner | Builtin::Rows | Builtin::Cols => {
+                let shape = self.list_value(arg(0)?)?;
+                let axis = self.int(arg(1)?)?;
+                let f = match builtin {
+                    Builtin::Dim if v1 => rt::dim_wrapped,
+                    Builtin::Dim => rt::dim,
+                    Builtin::Outer if v1 => rt::outer_wrapped,
+                    Builtin::Outer => rt::outer,
+                    Builtin::Inner if v1 => rt::inner_wrapped,
+                    Builtin::Inner => rt::inner,
+                    Builtin::Rows => rt::rows,
+                    _ => rt::cols,
+                };
+                Value::Int(f(&shape, axis)?)
             }
-            Builtin::Inner => {
-                Value::Int(rt::inner(&self.list_value(arg(0)?)?, self.int(arg(1)?)?)?)
+            Builtin::Rank => Value::Int(rt::rank(&self.list_value(arg(0)?)?)?),
+            Builtin::Broadcastable => Value::Bool(rt::broadcastable(
+                &self.list_value(arg(0)?)?,
+                &self.list_value(arg(1)?)?,
+            )),
+            Builtin::HasAxis => {
+                let axes = self.list_value(arg(0)?)?;
+                let (axis, rank) = (self.int(arg(1)?)?, self.int(arg(2)?)?);
+                Value::Bool(rt::has_axis(&axes, axis, rank)?)
+            }
+            Builtin::Ceil | Builtin::Floor | Builtin::Pow2Ceil => {
+                let x = arg(0)?;
+                Value::Int(match (builtin, x.ty) {
+                    (Builtin::Pow2Ceil, Type::Int) => rt::pow2ceil(self.int(x)?)?,
+                    (Builtin::Pow2Ceil, _) => rt::pow2ceil_float(self.float(x)?)?,
+                    (_, Type::Int) => self.int(x)?,
+                    (Builtin::Ceil, _) => rt::ceil(self.float(x)?)?,
+                    _ => rt::floor(self.float(x)?)?,
+                })
+            }
+            Builtin::Pow if ty == Type::Int => {
+                Value::Int(rt::pow(self.int(arg(0)?)?, self.int(arg(1)?)?)?)
+            }
+            Builtin::Pow => Value::Float(rt::pow_float(self.float(arg(0)?)?, self.float(arg(1)?)?)),
+            Builtin::DtypeBytes => Value::Int(rt::dtype_bytes(&self.text(arg(0)?)?)?),
+            Builtin::F16Allowed => Value::Bool(rt::f16_allowed(
+                &self.text(arg(0)?)?,
+                self.env.has_feature(SHADER_F16),
+            )),
+            Builtin::Has | Builtin::Pick => {
+                return Err(EvalError::new(format!(
+                    "internal error: {}() should have been rewritten by the checker",
+                    builtin.name()
+                )));
             }
             Builtin::Numel => Value::Int(rt::numel(&self.list_value(arg(0)?)?)?),
             Builtin::CeilDiv => Value::Int(rt::ceil_div(self.int(arg(0)?)?, self.int(arg(1)?)?)?),
@@ -232,7 +351,9 @@ impl Interp<'_> {
                 &self.list_value(arg(1)?)?,
             )),
             Builtin::F16Ok => match self.eval(arg(0)?)? {
-                Value::Dtype(d) => Value::Bool(rt::f16_ok(&d, self.env.has_feature(SHADER_F16))),
+                Value::Dtype(d) | Value::Str(d) => {
+                    Value::Bool(rt::f16_ok(&d, self.env.has_feature(SHADER_F16)))
+                }
                 other => return Err(mismatch("the f16Ok() argument", &other)),
             },
             Builtin::Max | Builtin::Min => {
@@ -264,6 +385,31 @@ impl Interp<'_> {
         match op {
             BinOp::And => Ok(Value::Bool(self.bool(lhs)? && self.bool(rhs)?)),
             BinOp::Or => Ok(Value::Bool(self.bool(lhs)? || self.bool(rhs)?)),
+            BinOp::In | BinOp::NotIn => {
+                let found = match (self.eval(lhs)?, self.eval(rhs)?) {
+                    (Value::Int(v), Value::List(list)) => rt::contains(&list, v),
+                    (Value::Str(v) | Value::Dtype(v), Value::Str(hay)) => {
+                        rt::contains_str(&hay, &v)
+                    }
+                    (_, other) => return Err(mismatch("an operand of `in`", &other)),
+                };
+                Ok(Value::Bool(found != (op == BinOp::NotIn)))
+            }
+            BinOp::Eq | BinOp::Ne if self.dialect == Dialect::V1 => {
+                let (l, r) = (self.operand(lhs)?, self.operand(rhs)?);
+                match (l, r) {
+                    (Some(l), Some(r)) => apply(op, l, r, self.trace),
+                    // Undefined equals undefined only (see `undefined_operand`).
+                    (l, r) => Ok(Value::Bool(
+                        (l.is_none() && r.is_none()) == (op == BinOp::Eq),
+                    )),
+                }
+            }
+            BinOp::Concat => {
+                let l = text(self.eval(lhs)?)?;
+                let r = text(self.eval(rhs)?)?;
+                Ok(Value::Str(rt::concat(&l, &r)))
+            }
             _ => {
                 let l = self.eval(lhs)?;
                 let r = self.eval(rhs)?;
@@ -288,6 +434,7 @@ fn apply(op: BinOp, l: Value, r: Value, trace: &mut EvalTrace) -> Result<Value, 
                 }
                 Value::Int(q)
             }
+            BinOp::FloorDiv => Value::Int(rt::floor_div(a, b)?),
             BinOp::Rem => Value::Int(rt::rem(a, b)?),
             _ => Value::Bool(compare(op, a.cmp(&b))),
         },
@@ -296,6 +443,7 @@ fn apply(op: BinOp, l: Value, r: Value, trace: &mut EvalTrace) -> Result<Value, 
             BinOp::Sub => Value::Float(a - b),
             BinOp::Mul => Value::Float(a * b),
             BinOp::Div => Value::Float(rt::div_float(a, b)?),
+            BinOp::FloorDiv => Value::Float(rt::floor_div_float(a, b)?),
             BinOp::Rem => Value::Float(rt::rem_float(a, b)?),
             // NaN compares unequal and unordered, as in Rust and Python.
             _ => Value::Bool(match a.partial_cmp(&b) {

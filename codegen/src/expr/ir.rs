@@ -45,6 +45,12 @@ pub enum IrKind {
     Index(Box<Ir>, Box<Ir>),
     /// Int → Float promotion, inserted by the checker.
     ToFloat(Box<Ir>),
+    /// Float → Int where an Int is required (V1 list items, [`super::to_int`]): the value must
+    /// be a whole number.
+    ToInt(Box<Ir>),
+    /// Jinja truthiness of a non-Bool value, or of a symbol that may be undefined (which is
+    /// then false), inserted by the V1 checker where a Bool is expected.
+    Truthy(Box<Ir>),
     /// `-x` or `not x`.
     Unary(UnaryOp, Box<Ir>),
     /// A binary operation, including `and` / `or`.
@@ -65,7 +71,11 @@ impl Ir {
             | IrKind::Feature(_)
             | IrKind::IsDefined(..) => Vec::new(),
             IrKind::List(items) | IrKind::Call(_, items) => items.iter().collect(),
-            IrKind::Length(x) | IrKind::ToFloat(x) | IrKind::Unary(_, x) => vec![x],
+            IrKind::Length(x)
+            | IrKind::ToFloat(x)
+            | IrKind::ToInt(x)
+            | IrKind::Truthy(x)
+            | IrKind::Unary(_, x) => vec![x],
             IrKind::Index(a, b) | IrKind::Binary(_, a, b) => vec![a, b],
             IrKind::Cond(c, t, o) => vec![c, t, o],
         }
@@ -84,14 +94,15 @@ impl Ir {
         out
     }
 
-    /// Every device feature the expression asks about, including `shader-f16` for `f16Ok`.
+    /// Every device feature the expression asks about, including `shader-f16` for `f16Ok` and
+    /// `f16Allowed`.
     pub fn features(&self) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         self.walk(&mut |ir| match &ir.kind {
             IrKind::Feature(name) => {
                 out.insert(name.clone());
             }
-            IrKind::Call(Builtin::F16Ok, _) => {
+            IrKind::Call(Builtin::F16Ok | Builtin::F16Allowed, _) => {
                 out.insert(SHADER_F16.to_owned());
             }
             _ => {}

@@ -2,10 +2,11 @@
 //!
 //! Only the token kinds the language needs are recognised; Jinja operators the language leaves
 //! out (`//`, `**`, `~`, `=`, braces, …) get a specific error instead of a confusing parse error.
+//! The V1 dialect has `//` and `~` ([`V1_OPERATORS`]).
 
 use std::fmt;
 
-use super::{ExprError, Span};
+use super::{Dialect, ExprError, Span};
 
 /// One lexical token.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,8 +83,11 @@ const LEXEMES: &[(&str, Option<&str>)] = &[
     (":", Some("slices are not supported")),
 ];
 
+/// Operators that the seed dialect rejects and the V1 dialect has.
+pub const V1_OPERATORS: &[&str] = &["//", "~"];
+
 /// Tokenizes `src`, stopping at the first invalid token.
-pub fn tokenize(src: &str) -> Result<Vec<Token>, ExprError> {
+pub fn tokenize(src: &str, dialect: Dialect) -> Result<Vec<Token>, ExprError> {
     let bytes = src.as_bytes();
     let mut tokens = Vec::new();
     let mut pos = 0;
@@ -120,8 +124,9 @@ pub fn tokenize(src: &str) -> Result<Vec<Token>, ExprError> {
             LEXEMES.iter().find(|(p, _)| src[pos..].starts_with(p))
         {
             let span = Span::new(pos, pos + p.len());
-            if let Some(why) = unsupported {
-                return Err(ExprError::new(span, *why));
+            let enabled = dialect == Dialect::V1 && V1_OPERATORS.contains(p);
+            if let Some(why) = (*unsupported).filter(|_| !enabled) {
+                return Err(ExprError::new(span, why));
             }
             tokens.push(Token {
                 tok: Tok::Punct(p),
@@ -230,7 +235,7 @@ mod tests {
     use super::*;
 
     fn toks(src: &str) -> Vec<Tok> {
-        tokenize(src)
+        tokenize(src, Dialect::Seed)
             .map(|t| t.into_iter().map(|t| t.tok).collect())
             .unwrap_or_default()
     }
@@ -261,8 +266,11 @@ mod tests {
                 Tok::Ident("c".into()),
             ]
         );
-        assert!(tokenize("a // b").is_err());
-        assert!(tokenize("a = b").is_err());
+        assert!(tokenize("a // b", Dialect::Seed).is_err());
+        assert!(tokenize("a = b", Dialect::Seed).is_err());
+        let v1 = tokenize("a // b ~ c", Dialect::V1).unwrap_or_default();
+        assert_eq!(v1[1].tok, Tok::Punct("//"));
+        assert_eq!(v1[3].tok, Tok::Punct("~"));
     }
 
     #[test]
@@ -271,6 +279,6 @@ mod tests {
             toks(r#"'a\'b' "c""#),
             vec![Tok::Str("a'b".into()), Tok::Str("c".into())]
         );
-        assert!(tokenize("\"abc").is_err());
+        assert!(tokenize("\"abc", Dialect::Seed).is_err());
     }
 }

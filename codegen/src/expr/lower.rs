@@ -2,14 +2,16 @@
 //!
 //! Contract: the tokens are evaluated inside a function returning
 //! `Result<_, <runtime>::expr::EvalError>` (they use `?`). Their Rust type by IR type:
-//! Int → `i64`, Float → `f64`, Bool → `bool`, Str and Dtype → `&'static str`, and
-//! List → `Vec<i64>` (owned, because a computed list such as `[outer(…) * 2]` cannot be returned
-//! by reference). Inside the expression, lists are passed to the runtime as `&[i64]`.
+//! Int → `i64`, Float → `f64`, Bool → `bool`, Str and Dtype → `&str` (`&'static str` in the
+//! seed dialect), and List → `Vec<i64>` (owned, because a computed list such as `[outer(…) * 2]`
+//! cannot be returned by reference). Inside the expression, lists are passed to the runtime as
+//! `&[i64]`. In V1 a Str built by `~` (or a conditional with such a branch) is a `String`
+//! ([`is_owned_str`] tells which).
 //!
 //! The [`LowerScope`] supplies the tokens for names. Symbol tokens must be an expression that
 //! binds at least as tightly as a unary operator (a path, field access, call, `x?`, `&x`, `*x`),
 //! and evaluate to the Rust type of the symbol's IR type, except List symbols, which evaluate
-//! to `&[i64]`.
+//! to `&[i64]`. The V1 parts (truthiness, `~`, `in`, its builtins) are in `lower_v1.rs`.
 //!
 //! The emitter tracks Rust operator precedence and adds parentheses only where they are needed,
 //! so the output compiles without `unused_parens` warnings. Integer arithmetic calls checked
@@ -20,20 +22,40 @@ use quote::quote;
 
 use super::ast::{BinOp, UnaryOp};
 use super::builtins::{Builtin, Lowering, SHADER_F16};
-use super::{Ir, IrKind, Symbol, Type};
+use super::lower_v1::is_owned_str;
+use super::{Dialect, Ir, IrKind, Symbol, Type};
 
 /// Supplies the Rust tokens for names when lowering.
+///
+/// The V1 symbols lower like the others: `args.<name>` ([`Symbol::Arg`]) to the argument's
+/// value (`i64`, `f64`, `bool` or `&str`), `present.<arg>` to a `bool`, `tensorDtypes.<arg>`
+/// to a `&str` such as `"float32"`, `device.adapterInfo.<name>` to an `i64`. A symbol that may
+/// be undefined (an optional argument or tensor, unreported adapter info) must still lower to
+/// its plain type: an expression that fails with `<runtime>::expr::not_given("<symbol>")` when
+/// it is absent (`<runtime>::expr::given(env.args.period, "args.period")?`), which is what the
+/// interpreter reports for arithmetic on it. A truthiness test or an `==` / `!=` reads the
+/// value only after [`LowerScope::is_defined`] is true (`defined && truthy(value)`,
+/// `defined && value == 32`, short-circuit).
 pub trait LowerScope {
     /// The value of `sym` (`&[i64]` for List symbols, see the module docs), e.g.
     /// `env.shapes.input` or `block_size(env)?`.
     fn symbol(&self, sym: &Symbol) -> TokenStream;
-    /// A `bool` expression: whether `sym` is defined, e.g. `attrs.num_heads.is_some()`. Not
-    /// called for derived symbols, which are always defined.
+    /// A `bool` expression binding at least as tightly as a unary operator: whether `sym` is
+    /// defined, e.g. `attrs.num_heads.is_some()`. Not called for derived symbols, which are
+    /// always defined, nor (for truthiness) `present.*`. In V1 it is also asked for every
+    /// other symbol tested for truthiness (`args.exact and …`) or compared with `==` / `!=`;
+    /// return the literal `true` for one that is always defined (a required argument), and
+    /// the test is left out.
     fn is_defined(&self, sym: &Symbol) -> TokenStream;
     /// A `bool` expression: whether the device has the feature `name`.
     fn feature(&self, name: &str) -> TokenStream;
     /// The path of the runtime crate, e.g. `::kernel_runtime`.
     fn runtime(&self) -> TokenStream;
+    /// The dialect the lowered expressions were checked in (the [`super::Scope`]'s): in V1,
+    /// `dim`, `outer` and `inner` call the runtime functions that wrap negative axes.
+    fn dialect(&self) -> Dialect {
+        Dialect::Seed
+    }
 }
 
 /// Lowers `ir` to a Rust expression (see the module docs for the contract).
@@ -42,6 +64,7 @@ pub fn lower(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
     let lowerer = Lowerer {
         scope,
         rt: quote!(#runtime::expr),
+        dialect: scope.dialect(),
     };
     if ir.ty == Type::List {
         lowerer.list_owned(ir)
@@ -59,6 +82,7 @@ pub fn lower_result(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
     let lowerer = Lowerer {
         scope,
         rt: quote!(#runtime::expr),
+        dialect: scope.dialect(),
     };
     if ir.ty == Type::List {
         let owned = lowerer.list_owned(ir);
@@ -76,7 +100,7 @@ pub fn lower_result(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
 
 /// Rust precedence levels, loosest first (only those the emitter produces).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Prec {
+pub(super) enum Prec {
     /// `if … { } else { }`
     Cond,
     /// `||`
@@ -96,15 +120,15 @@ enum Prec {
 }
 
 /// Lowered tokens and how tightly they bind.
-struct Lowered {
-    tokens: TokenStream,
-    prec: Prec,
+pub(super) struct Lowered {
+    pub(super) tokens: TokenStream,
+    pub(super) prec: Prec,
     /// For `f(…)?`, the call without the `?` (see [`lower_result`]).
     call: Option<TokenStream>,
 }
 
 impl Lowered {
-    fn new(tokens: TokenStream, prec: Prec) -> Self {
+    pub(super) fn new(tokens: TokenStream, prec: Prec) -> Self {
         Self {
             tokens,
             prec,
@@ -113,7 +137,7 @@ impl Lowered {
     }
 
     /// A fallible runtime call, `call?`.
-    fn try_call(call: TokenStream) -> Self {
+    pub(super) fn try_call(call: TokenStream) -> Self {
         Self {
             tokens: quote!(#call?),
             prec: Prec::Atom,
@@ -122,7 +146,7 @@ impl Lowered {
     }
 
     /// The tokens, parenthesized when they bind more loosely than `min` requires.
-    fn at(self, min: Prec) -> TokenStream {
+    pub(super) fn at(self, min: Prec) -> TokenStream {
         let tokens = self.tokens;
         if self.prec < min {
             quote!((#tokens))
@@ -132,20 +156,21 @@ impl Lowered {
     }
 }
 
-struct Lowerer<'a> {
-    scope: &'a dyn LowerScope,
+pub(super) struct Lowerer<'a> {
+    pub(super) scope: &'a dyn LowerScope,
     /// `<runtime>::expr`
-    rt: TokenStream,
+    pub(super) rt: TokenStream,
+    pub(super) dialect: Dialect,
 }
 
-fn ident(name: &str) -> Ident {
+pub(super) fn ident(name: &str) -> Ident {
     Ident::new(name, TokenSpan::call_site())
 }
 
 impl Lowerer<'_> {
     /// Lowers a non-List expression (a List one is lowered owned). Cases with several
     /// `quote!`s live in their own methods to keep this recursive function's frame small.
-    fn value(&self, ir: &Ir) -> Lowered {
+    pub(super) fn value(&self, ir: &Ir) -> Lowered {
         match &ir.kind {
             IrKind::Int(v) => int_literal(*v),
             IrKind::Float(v) => float_literal(*v),
@@ -163,6 +188,8 @@ impl Lowerer<'_> {
             IrKind::Length(list) => self.length(list),
             IrKind::Index(list, index) => self.index(list, index),
             IrKind::ToFloat(x) => self.to_float(x),
+            IrKind::ToInt(x) => self.to_int(x),
+            IrKind::Truthy(x) => self.truthy(x),
             IrKind::Unary(UnaryOp::Neg, x) => self.neg(x),
             IrKind::Unary(UnaryOp::Not, x) => self.not(x),
             IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs),
@@ -224,13 +251,15 @@ impl Lowerer<'_> {
     }
 
     fn cond(&self, cond: &Ir, then: &Ir, otherwise: &Ir) -> Lowered {
+        // A String branch makes the other one a String too (`~` in V1).
+        let owned = is_owned_str(then) || is_owned_str(otherwise);
         let cond = self.value(cond).tokens;
-        let then = self.value(then).tokens;
+        let then = self.branch(then, owned);
         // `else if` rather than `else { if … }` (clippy: collapsible_else_if).
         let otherwise = match otherwise.kind {
             IrKind::Cond(..) => self.value(otherwise).tokens,
             _ => {
-                let o = self.value(otherwise).tokens;
+                let o = self.branch(otherwise, owned);
                 quote!({ #o })
             }
         };
@@ -238,7 +267,7 @@ impl Lowerer<'_> {
     }
 
     /// A List expression as `&[i64]` (or `&[i64; N]`, which coerces), usable as an argument.
-    fn list_slice(&self, ir: &Ir) -> Lowered {
+    pub(super) fn list_slice(&self, ir: &Ir) -> Lowered {
         match &ir.kind {
             IrKind::Sym(sym) => Lowered::new(self.scope.symbol(sym), Prec::Unary),
             IrKind::List(items) => {
@@ -307,6 +336,28 @@ impl Lowerer<'_> {
     fn call(&self, builtin: Builtin, args: &[Ir], ty: Type) -> Lowered {
         let rt = &self.rt;
         let tokens = match builtin.sig().lowering {
+            Lowering::Axis { seed, v1 } => {
+                let name = ident(if self.dialect == Dialect::V1 {
+                    v1
+                } else {
+                    seed
+                });
+                let args = args.iter().map(|a| self.arg(a));
+                return Lowered::try_call(quote!(#rt::#name(#(#args),*)));
+            }
+            Lowering::ByType { int, float } => return self.by_type(args, int, float),
+            Lowering::F16(name) => {
+                let name = ident(name);
+                let dtype = args.first().map(|a| self.str_arg(a)).unwrap_or_default();
+                let has_f16 = self.scope.feature(SHADER_F16);
+                quote!(#rt::#name(#dtype, #has_f16))
+            }
+            Lowering::Desugared => {
+                // The checker rewrites these calls; reaching here is a codegen bug, which the
+                // generated crate then reports when it is compiled.
+                let msg = format!("internal error: {}() was not rewritten", builtin.name());
+                quote!(::core::compile_error!(#msg))
+            }
             Lowering::Runtime { name, fallible } => {
                 let name = ident(name);
                 let args = args.iter().map(|a| self.arg(a));
@@ -329,14 +380,6 @@ impl Lowerer<'_> {
                     }
                 })
             }
-            Lowering::F16Ok => {
-                let dtype = args
-                    .first()
-                    .map(|a| self.value(a).tokens)
-                    .unwrap_or_default();
-                let has_f16 = self.scope.feature(SHADER_F16);
-                quote!(#rt::f16_ok(#dtype, #has_f16))
-            }
         };
         Lowered::new(tokens, Prec::Atom)
     }
@@ -357,9 +400,19 @@ impl Lowerer<'_> {
     fn binary(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
         match op {
             BinOp::And | BinOp::Or => self.logical(op, lhs, rhs),
+            BinOp::Concat => self.concat(lhs, rhs),
+            BinOp::In | BinOp::NotIn => self.membership(op, lhs, rhs),
             _ if op.is_arithmetic() && lhs.ty == Type::Int => self.runtime_binary(op, lhs, rhs),
-            BinOp::Div | BinOp::Rem => self.runtime_binary(op, lhs, rhs),
+            BinOp::Div | BinOp::FloorDiv | BinOp::Rem => self.runtime_binary(op, lhs, rhs),
             BinOp::Add | BinOp::Sub | BinOp::Mul => self.float_binary(op, lhs, rhs),
+            BinOp::Eq | BinOp::Ne if self.dialect == Dialect::V1 => {
+                let compared = if lhs.ty == Type::List {
+                    self.list_equality(op, lhs, rhs)
+                } else {
+                    self.comparison(op, lhs, rhs)
+                };
+                self.guarded_equality(op, lhs, rhs, compared)
+            }
             _ if lhs.ty == Type::List => self.list_equality(op, lhs, rhs),
             _ => self.comparison(op, lhs, rhs),
         }
@@ -390,7 +443,9 @@ impl Lowerer<'_> {
             (BinOp::Sub, _) => "sub",
             (BinOp::Mul, _) => "mul",
             (BinOp::Div, Type::Int) => "div",
+            (BinOp::FloorDiv, Type::Int) => "floor_div",
             (BinOp::Div, _) => "div_float",
+            (BinOp::FloorDiv, _) => "floor_div_float",
             (_, Type::Int) => "rem",
             _ => "rem_float",
         });

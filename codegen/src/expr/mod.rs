@@ -12,6 +12,35 @@
 //! Parse errors stop at the first problem; `check` collects every error it finds. Both carry a
 //! byte [`Span`] so callers can point at the column. Evaluation errors ([`EvalError`]) are the
 //! runtime's own type: the interpreter calls the very functions the generated code calls.
+//!
+//! # Dialects
+//!
+//! The seed packages and `schemaVersion: 1` packages write slightly different Jinja. The
+//! [`Dialect`] is given to [`parse_in`] and returned by the `dialect()` methods of [`Scope`],
+//! [`Env`] and [`LowerScope`] (all three must agree). [`Dialect::Seed`] is exactly the seed
+//! language. [`Dialect::V1`] adds, as the engine those packages come from evaluates them:
+//!
+//! - names: `args.<name>` ([`Symbol::Arg`]), `present.<arg>`, `tensorDtypes.<arg>`,
+//!   `device.adapterInfo.<name>`, and `has(<namespace>, "<name>")` (is it given);
+//! - operators: `/` is true division (Int / Int is a Float), `//` floors, `~` concatenates
+//!   (Str, Dtype or Int operands), `x in y` / `x not in y` (in a list literal, by `==`
+//!   with each item; in a List, an Int; in a Str, a substring);
+//! - truthiness: where a Bool is expected (`if` and `… if c else …` conditions, `not`, `and`,
+//!   `or`, `pick` conditions) any value is accepted and tested as Jinja does: 0, 0.0, `""` and
+//!   `[]` are false, and so is an optional value that is not given. `and`, `or` and `not`
+//!   always give a Bool (Jinja's `and`/`or` return an operand; every corpus use is a
+//!   condition, where the two agree), so their operands are coerced, never returned;
+//! - undefined values (an optional argument or tensor not given, adapter info not reported):
+//!   false when tested for truthiness, `has(…)` / `is defined` false, and in `==` / `!=`
+//!   unequal to every value but another undefined one (the engine's loose equality, which
+//!   unguarded corpus constants such as `device.adapterInfo.subgroupMinSize == 32` rely on).
+//!   Any other use (arithmetic, `<`, a builtin's argument) fails with "`args.x` is not given",
+//!   never a silent 0;
+//! - helpers: `ceil`, `floor`, `pow`, `pow2ceil`, `rank`, `rows`, `cols`, `broadcastable`,
+//!   `hasAxis`, `has`, `dtypeBytes`, `pick`, `f16Allowed` (see `builtins.rs`), `f16Ok` of a
+//!   tensor dtype string, and negative axes of `dim`, `outer`, `inner`, `rows` and `cols` count
+//!   from the end (an axis still out of range is an error);
+//! - a Float list item (a shape written with `/`) must be a whole number, and becomes an Int.
 
 pub mod ast;
 pub mod builtins;
@@ -20,8 +49,10 @@ mod interp;
 mod ir;
 mod lexer;
 mod lower;
+mod lower_v1;
 mod names;
 mod parser;
+mod v1;
 
 // The runtime's pure arithmetic, compiled into codegen as well so that the interpreter and the
 // generated code share one implementation (and one set of error messages). The file has no
@@ -35,8 +66,20 @@ pub use check::{Scope, check};
 pub use interp::{Env, EvalTrace, Value, eval, eval_traced};
 pub use ir::{Ir, IrKind};
 pub use lower::{LowerScope, lower, lower_result};
-pub use parser::parse;
+pub use lower_v1::is_owned_str;
+pub use parser::{parse, parse_in};
 pub use runtime::EvalError;
+pub use v1::to_int;
+
+/// Which manifest dialect an expression is written in (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Dialect {
+    /// The seed packages' language (`packages/`).
+    #[default]
+    Seed,
+    /// The `schemaVersion: 1` packages' language.
+    V1,
+}
 
 /// A byte range into the expression source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -98,7 +141,8 @@ pub enum Type {
     Float,
     /// A boolean.
     Bool,
-    /// A string (only literals produce one).
+    /// A string: a literal or a string attribute, and in V1 a string argument, a tensor dtype
+    /// (`"float32"`) or a `~` result.
     Str,
     /// An element type, valued by its WGSL name (`f32`, `f16`, `u32`, `i64`).
     Dtype,
@@ -142,8 +186,18 @@ pub enum Symbol {
     Tunable(String),
     /// `device.limits.<webgpuLimitName>`: a device limit (Int).
     Limit(String),
-    /// A bare identifier: one of the op's `derive` entries.
+    /// A bare identifier: one of the op's `derive` entries (in V1: a variant constant).
     Derived(String),
+    /// `args.<name>`: a scalar argument (V1): Int for `u32`/`i32`, Float for `f32`, Bool for
+    /// `bool`, Str for `string`. May be undefined when the argument is optional.
+    Arg(String),
+    /// `present.<arg>`: whether an optional tensor or scalar argument was given (Bool, V1).
+    Present(String),
+    /// `tensorDtypes.<arg>`: a tensor's element type by tensor name, e.g. `"float32"` (Str, V1).
+    TensorDtype(String),
+    /// `device.adapterInfo.<name>`, e.g. `subgroupMinSize` (Int, V1); undefined when the
+    /// adapter does not report it.
+    AdapterInfo(String),
 }
 
 impl fmt::Display for Symbol {
@@ -157,6 +211,10 @@ impl fmt::Display for Symbol {
             Symbol::Tunable(n) => write!(f, "tunables.{n}"),
             Symbol::Limit(n) => write!(f, "device.limits.{n}"),
             Symbol::Derived(n) => f.write_str(n),
+            Symbol::Arg(n) => write!(f, "args.{n}"),
+            Symbol::Present(n) => write!(f, "present.{n}"),
+            Symbol::TensorDtype(n) => write!(f, "tensorDtypes.{n}"),
+            Symbol::AdapterInfo(n) => write!(f, "device.adapterInfo.{n}"),
         }
     }
 }

@@ -1,38 +1,54 @@
-//! Name resolution inside the checker: namespace paths (`shapes.x`, `device.limits.y`),
-//! `derive` references, `device.features.has("…")` and `is defined` tests.
+//! Name resolution inside the checker: namespace paths (`shapes.x`, `device.limits.y`, and in
+//! V1 `args.x`, `present.x`, `tensorDtypes.x`, `device.adapterInfo.y`), `derive` references,
+//! `device.features.has("…")` and `is defined` tests.
 
 use super::ast::{Expr, ExprKind};
-use super::builtins::{Builtin, FEATURES, NAMESPACES};
+use super::builtins::{Builtin, features, namespaces};
 use super::check::{Checker, ir};
-use super::{ExprError, Ir, IrKind, Span, Symbol, Type};
+use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
 
 /// How each namespace root continues, for "must be followed by" messages.
-fn namespace_hint(root: &str) -> &'static str {
+fn namespace_hint(root: &str, dialect: Dialect) -> &'static str {
     match root {
         "shapes" => "shapes.<role>",
         "ranks" => "ranks.<role>",
         "dtypes" => "dtypes.<typevar>",
         "attrs" => "attrs.<name>",
         "tunables" => "tunables.<NAME>",
+        "args" => "args.<name>",
+        "present" => "present.<arg>",
+        "tensorDtypes" => "tensorDtypes.<arg>",
+        _ if dialect == Dialect::V1 => {
+            "device.limits.<limitName>, device.adapterInfo.<name> or \
+             device.features.has(\"<feature>\")"
+        }
         _ => "device.limits.<limitName> or device.features.has(\"<feature>\")",
+    }
+}
+
+/// The members of `device`, for "unknown member" messages.
+fn device_members(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Seed => "device.features, device.limits",
+        Dialect::V1 => "device.adapterInfo, device.features, device.limits",
     }
 }
 
 impl Checker<'_> {
     /// A bare identifier: a `derive` reference (namespace roots alone are errors).
     pub(super) fn name(&mut self, span: Span, name: &str) -> Option<Ir> {
-        if NAMESPACES.contains(&name) {
+        if namespaces(self.dialect).contains(&name) {
             self.error(
                 span,
                 format!(
                     "`{name}` must be followed by a member: {}",
-                    namespace_hint(name)
+                    namespace_hint(name, self.dialect)
                 ),
             );
             return None;
         }
         let sym = Symbol::Derived(name.to_owned());
-        if Builtin::lookup(name).is_some() && self.scope.resolve(&sym).is_err() {
+        if Builtin::lookup_in(name, self.dialect).is_some() && self.scope.resolve(&sym).is_err() {
             self.error(
                 span,
                 format!("`{name}` is a function: call it as `{name}(…)`"),
@@ -74,6 +90,8 @@ impl Checker<'_> {
             return Err(ExprError::new(e.span, "expected a name"));
         };
         let name = name.clone();
+        let v1 = self.dialect == Dialect::V1;
+        let roots = namespaces(self.dialect);
         match &base.kind {
             ExprKind::Name(root) => match root.as_str() {
                 "shapes" => Ok(Symbol::Shape(name)),
@@ -81,6 +99,9 @@ impl Checker<'_> {
                 "dtypes" => Ok(Symbol::Dtype(name)),
                 "attrs" => Ok(Symbol::Attr(name)),
                 "tunables" => Ok(Symbol::Tunable(name)),
+                "args" if v1 => Ok(Symbol::Arg(name)),
+                "present" if v1 => Ok(Symbol::Present(name)),
+                "tensorDtypes" if v1 => Ok(Symbol::TensorDtype(name)),
                 "device" => Err(ExprError::new(
                     e.span,
                     match name.as_str() {
@@ -88,17 +109,16 @@ impl Checker<'_> {
                                      `device.limits.maxComputeWorkgroupsPerDimension`"
                             .to_owned(),
                         "features" => FEATURES_USAGE.to_owned(),
+                        "adapterInfo" if v1 => ADAPTER_INFO_USAGE.to_owned(),
                         _ => format!(
-                            "unknown member `device.{name}` (known: device.features, device.limits)"
+                            "unknown member `device.{name}` (known: {})",
+                            device_members(self.dialect)
                         ),
                     },
                 )),
                 _ => Err(ExprError::new(
                     base.span,
-                    format!(
-                        "unknown namespace `{root}` (known: {})",
-                        NAMESPACES.join(", ")
-                    ),
+                    format!("unknown namespace `{root}` (known: {})", roots.join(", ")),
                 )),
             },
             ExprKind::Member {
@@ -108,11 +128,13 @@ impl Checker<'_> {
             } if matches!(&inner.kind, ExprKind::Name(d) if d == "device") => match middle.as_str()
             {
                 "limits" => Ok(Symbol::Limit(name)),
+                "adapterInfo" if v1 => Ok(Symbol::AdapterInfo(name)),
                 "features" => Err(ExprError::new(e.span, FEATURES_USAGE)),
                 _ => Err(ExprError::new(
                     base.span,
                     format!(
-                        "unknown member `device.{middle}` (known: device.features, device.limits)"
+                        "unknown member `device.{middle}` (known: {})",
+                        device_members(self.dialect)
                     ),
                 )),
             },
@@ -120,7 +142,7 @@ impl Checker<'_> {
                 *name_span,
                 format!(
                     "member `.{name}` cannot be used here: only the namespaces {} have members",
-                    NAMESPACES.join(", ")
+                    roots.join(", ")
                 ),
             )),
         }
@@ -143,12 +165,13 @@ impl Checker<'_> {
             self.error(arg.span, FEATURES_USAGE);
             return None;
         };
-        if !FEATURES.contains(&feature.as_str()) {
+        let known = features(self.dialect);
+        if !known.contains(&feature.as_str()) {
             self.error(
                 arg.span,
                 format!(
                     "unknown device feature `{feature}` (known: {})",
-                    FEATURES.join(", ")
+                    known.join(", ")
                 ),
             );
             return None;
@@ -181,7 +204,9 @@ impl Checker<'_> {
             return None;
         }
         let sym = match &value.kind {
-            ExprKind::Name(n) if !NAMESPACES.contains(&n.as_str()) => Symbol::Derived(n.clone()),
+            ExprKind::Name(n) if !namespaces(self.dialect).contains(&n.as_str()) => {
+                Symbol::Derived(n.clone())
+            }
             ExprKind::Member { .. } => match self.path(value) {
                 Ok(sym) => sym,
                 Err(err) => {
@@ -205,6 +230,11 @@ impl Checker<'_> {
 
 /// How `device.features` must be used.
 const FEATURES_USAGE: &str = "`device.features` can only be used as `device.features.has(\"<feature>\")` with a string literal";
+
+/// How `device.adapterInfo` must be used (V1).
+const ADAPTER_INFO_USAGE: &str = "`device.adapterInfo` must be followed by a name, e.g. \
+                                  `device.adapterInfo.subgroupMinSize`, or tested with \
+                                  `has(device.adapterInfo, \"<name>\")`";
 
 /// Whether `e` is exactly `device.features`.
 pub(super) fn is_device_features(e: &Expr) -> bool {

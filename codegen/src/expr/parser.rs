@@ -1,7 +1,8 @@
 //! Recursive-descent parser for the expression language, with Jinja's precedence.
 //!
 //! From loosest to tightest: `a if c else b` (right-associative), `or`, `and`, `not`,
-//! comparisons (not chained), `+ -`, `* / %`, then a unary operand: `-` applies to a primary
+//! comparisons (not chained; in V1 also `in` and `not in`), `~` (V1), `+ -`, `* / // %`
+//! (`//` in V1), then a unary operand: `-` applies to a primary
 //! with its postfix operators (`.name`, `[i]`, `(args)`), and filters (`| name`) and tests
 //! (`is [not] name`) apply to the result. As in Jinja, `a + b | length` is `a + (b | length)`
 //! and `-x | f` is `(-x) | f`. This mirrors minijinja's parser so that the differential test
@@ -9,7 +10,7 @@
 
 use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
 use super::lexer::{Tok, Token, tokenize};
-use super::{ExprError, Span};
+use super::{Dialect, ExprError, Span};
 
 /// Parser recursion (parentheses, calls, brackets, prefix operators) beyond which parsing fails
 /// instead of risking a stack overflow. Debug builds spend ~20 KiB of stack per level.
@@ -24,14 +25,20 @@ const KEYWORDS: &[&str] = &[
     "and", "or", "not", "if", "else", "is", "in", "true", "false", "True", "False", "none", "None",
 ];
 
-/// Parses one expression; the whole input must be consumed.
+/// Parses one expression of the seed dialect; the whole input must be consumed.
 pub fn parse(src: &str) -> Result<Expr, ExprError> {
-    let tokens = tokenize(src)?;
+    parse_in(src, Dialect::Seed)
+}
+
+/// Parses one expression of `dialect`; the whole input must be consumed.
+pub fn parse_in(src: &str, dialect: Dialect) -> Result<Expr, ExprError> {
+    let tokens = tokenize(src, dialect)?;
     let mut parser = Parser {
         tokens,
         pos: 0,
         end: src.len(),
         depth: 0,
+        dialect,
     };
     let expr = parser.expr()?;
     if let Some(token) = parser.peek() {
@@ -67,6 +74,7 @@ struct Parser {
     /// Source length, for the span of "end of input" errors.
     end: usize,
     depth: usize,
+    dialect: Dialect,
 }
 
 type PResult = Result<Expr, ExprError>;
@@ -230,7 +238,20 @@ impl Parser {
         })
     }
 
+    /// The comparison operator at the current token, if any (V1: also `in` and `not in`).
     fn comparison_op(&self) -> Option<BinOp> {
+        if self.dialect == Dialect::V1 {
+            if self.peek_is_keyword("in") {
+                return Some(BinOp::In);
+            }
+            let next_is_in = matches!(
+                self.tokens.get(self.pos + 1),
+                Some(Token { tok: Tok::Ident(w), .. }) if w == "in"
+            );
+            if self.peek_is_keyword("not") && next_is_in {
+                return Some(BinOp::NotIn);
+            }
+        }
         let Some(Token {
             tok: Tok::Punct(p), ..
         }) = self.peek()
@@ -249,9 +270,11 @@ impl Parser {
     }
 
     fn compare(&mut self) -> PResult {
-        let lhs = self.additive()?;
+        let lhs = self.concat()?;
         for (keyword, op) in [("in", "in"), ("not", "not in")] {
-            if let Some(Token { span, .. }) = self.peek().filter(|_| self.peek_is_keyword(keyword))
+            if let Some(Token { span, .. }) = self
+                .peek()
+                .filter(|_| self.dialect == Dialect::Seed && self.peek_is_keyword(keyword))
             {
                 return Err(ExprError::new(
                     *span,
@@ -262,8 +285,11 @@ impl Parser {
         let Some(op) = self.comparison_op() else {
             return Ok(lhs);
         };
-        let op_span = self.bump();
-        let rhs = self.additive()?;
+        let mut op_span = self.bump();
+        if op == BinOp::NotIn {
+            op_span = op_span.to(self.bump());
+        }
+        let rhs = self.concat()?;
         if let Some(next) = self.comparison_op() {
             // Jinja chains `a < b < c` like Python; Rust cannot, and no manifest needs it.
             return Err(ExprError::new(
@@ -276,6 +302,16 @@ impl Parser {
             ));
         }
         Ok(Self::binary(op, op_span, lhs, rhs))
+    }
+
+    /// `a ~ b` (V1; the seed's lexer never produces `~`).
+    fn concat(&mut self) -> PResult {
+        let mut lhs = self.additive()?;
+        while let Some(op_span) = self.eat_punct("~") {
+            let rhs = self.additive()?;
+            lhs = Self::binary(BinOp::Concat, op_span, lhs, rhs);
+        }
+        Ok(lhs)
     }
 
     fn additive(&mut self) -> PResult {
@@ -301,6 +337,8 @@ impl Parser {
                 BinOp::Mul
             } else if self.peek_is_punct("/") {
                 BinOp::Div
+            } else if self.peek_is_punct("//") {
+                BinOp::FloorDiv
             } else if self.peek_is_punct("%") {
                 BinOp::Rem
             } else {

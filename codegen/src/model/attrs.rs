@@ -85,6 +85,7 @@ pub fn build_attributes(
         let repr = infer_repr(default.as_ref(), allowed.as_deref(), &usage);
         let ty = match repr {
             AttrRepr::Bool | AttrRepr::I64 => Type::Int,
+            AttrRepr::Truth => Type::Bool,
             AttrRepr::F32 => Type::Float,
             AttrRepr::IntList => Type::List,
             AttrRepr::Str => Type::Str,
@@ -103,6 +104,7 @@ pub fn build_attributes(
             default,
             required,
             allowed,
+            one_of: None,
             description: manifest
                 .attribute_descriptions
                 .get(name.as_str())
@@ -198,4 +200,31 @@ impl Usage {
             .any(|value| value.trim() == needle);
         usage
     }
+}
+
+/// The scalar args of a `schemaVersion: 1` manifest, as attributes typed by their kind.
+pub fn scalar_args(manifest: &Manifest) -> Vec<Attribute> {
+    manifest
+        .scalars
+        .iter()
+        .map(|(name, scalar)| {
+            let (ty, repr) = match scalar.kind.as_str() {
+                "f32" => (Type::Float, AttrRepr::F32),
+                "bool" => (Type::Bool, AttrRepr::Truth),
+                "string" => (Type::Str, AttrRepr::Str),
+                // `u32` and `i32`; the front end admits no other kind.
+                _ => (Type::Int, AttrRepr::I64),
+            };
+            Attribute {
+                name: name.clone(),
+                ty,
+                repr,
+                default: None,
+                required: scalar.required,
+                allowed: None,
+                one_of: scalar.one_of.clone(),
+                description: scalar.description.clone(),
+            }
+        })
+        .collect()
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use super::attrs::{Sources, build_attributes};
+use super::attrs::{Sources, build_attributes, scalar_args};
 use super::variants::build_variants;
 use super::{DType, DTypeRef, Derived, Expr, Op, Storage, Tensor, TypeVar, snake_case};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -27,6 +27,17 @@ pub struct OpScope<'a> {
 }
 
 impl expr::Scope for OpScope<'_> {
+    fn dialect(&self) -> expr::Dialect {
+        self.op.expr_dialect()
+    }
+
+    fn string_values(&self, symbol: &Symbol) -> Option<Vec<String>> {
+        match symbol {
+            Symbol::Arg(name) => self.op.attribute(name)?.one_of.clone(),
+            _ => None,
+        }
+    }
+
     fn resolve(&self, symbol: &Symbol) -> Result<Type, String> {
         let known = |names: Vec<&str>| names.join(", ");
         match symbol {
@@ -72,6 +83,33 @@ impl expr::Scope for OpScope<'_> {
                     Err(format!("unknown WebGPU limit `device.limits.{name}`"))
                 }
             }
+            Symbol::Arg(name) => match self.op.attribute(name) {
+                Some(attribute) => Ok(attribute.ty),
+                None => Err(format!(
+                    "unknown scalar arg `{name}` (known: {})",
+                    known(self.op.attributes.iter().map(|a| a.name.as_str()).collect())
+                )),
+            },
+            Symbol::Present(name) => {
+                if self.op.tensor_index(name).is_some() || self.op.attribute(name).is_some() {
+                    Ok(Type::Bool)
+                } else {
+                    Err(format!("unknown arg `{name}` in `present.{name}`"))
+                }
+            }
+            Symbol::TensorDtype(name) => match self.op.tensor_index(name) {
+                Some(_) => Ok(Type::Str),
+                None => Err(format!(
+                    "unknown tensor `{name}` (known: {})",
+                    known(self.op.tensors().map(|t| t.role.as_str()).collect())
+                )),
+            },
+            Symbol::AdapterInfo(name) => match name.as_str() {
+                "subgroupMinSize" | "subgroupMaxSize" => Ok(Type::Int),
+                _ => Err(format!(
+                    "unknown member `device.adapterInfo.{name}` (known: subgroupMinSize, subgroupMaxSize)"
+                )),
+            },
             Symbol::Derived(name) => match self.derived.get(name) {
                 Some(ty) => Ok(*ty),
                 None if self.op.poisoned.contains(name) => Err(POISONED.to_owned()),
@@ -91,7 +129,7 @@ pub fn check_expr(
     scope: &OpScope<'_>,
     diagnostics: &mut Diagnostics,
 ) -> Option<Expr> {
-    let parsed = match expr::parse(source) {
+    let parsed = match expr::parse_in(source, expr::Scope::dialect(scope)) {
         Ok(parsed) => parsed,
         Err(err) => {
             diagnostics.push(expr_diagnostic(file, path, source, &err));
@@ -166,7 +204,15 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         type_vars,
         inputs: Vec::new(),
         outputs: Vec::new(),
-        attributes: build_attributes(file, manifest, &sources, &mut diagnostics),
+        attributes: if manifest.dialect == crate::manifest::Dialect::V1 {
+            let mut attributes = scalar_args(manifest);
+            if !manifest.attributes.is_empty() {
+                attributes.extend(build_attributes(file, manifest, &sources, &mut diagnostics));
+            }
+            attributes
+        } else {
+            build_attributes(file, manifest, &sources, &mut diagnostics)
+        },
         tunables: Vec::new(),
         derives: Vec::new(),
         variants: Vec::new(),
@@ -366,7 +412,7 @@ fn build_derives(
 ) -> HashMap<String, Type> {
     let mut parsed = BTreeMap::new();
     for (name, source) in &manifest.derive {
-        match expr::parse(source) {
+        match expr::parse_in(source, op.expr_dialect()) {
             Ok(ast) => {
                 parsed.insert(name.clone(), (source.as_str(), ast));
             }
@@ -386,7 +432,7 @@ fn build_derives(
         .map(|(name, (_, ast))| {
             (
                 name.as_str(),
-                ast.derived_refs()
+                ast.derived_refs_in(op.expr_dialect())
                     .into_iter()
                     .filter(|r| parsed.contains_key(r))
                     .collect(),

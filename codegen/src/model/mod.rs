@@ -33,6 +33,18 @@ pub enum DType {
     I64,
 }
 
+/// Parses a storage element type: a scalar (`f32`, `float16`) or `vec2<T>` / `vec4<T>`;
+/// the dtype and its lanes.
+pub fn parse_element(text: &str) -> Option<(DType, u8)> {
+    let text = text.trim();
+    for (prefix, lanes) in [("vec2<", 2), ("vec4<", 4)] {
+        if let Some(inner) = text.strip_prefix(prefix).and_then(|t| t.strip_suffix('>')) {
+            return DType::parse(inner.trim()).map(|d| (d, lanes));
+        }
+    }
+    DType::parse(text).map(|d| (d, 1))
+}
+
 impl DType {
     /// Parses an ONNX-style (`float32`) or WGSL-style (`f32`) dtype name.
     pub fn parse(name: &str) -> Option<DType> {
@@ -52,6 +64,16 @@ impl DType {
             DType::F16 => "f16",
             DType::U32 => "u32",
             DType::I64 => "i64",
+        }
+    }
+
+    /// The ONNX name (`float32`), which is also the value of `tensorDtypes.<x>`.
+    pub fn onnx(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+            DType::U32 => "uint32",
+            DType::I64 => "int64",
         }
     }
 
@@ -112,6 +134,8 @@ pub struct Tensor {
 pub enum AttrRepr {
     /// A 0/1 flag (expression type Int).
     Bool,
+    /// A boolean (expression type Bool): a `bool` scalar arg.
+    Truth,
     I64,
     F32,
     IntList,
@@ -138,6 +162,8 @@ pub struct Attribute {
     pub required: bool,
     /// `attributeConstraints.values`, when given.
     pub allowed: Option<Vec<i64>>,
+    /// The values a string scalar arg may take (`oneOf`).
+    pub one_of: Option<Vec<String>>,
     pub description: String,
 }
 
@@ -185,7 +211,8 @@ pub enum Access {
 /// The element type of a storage binding, resolved per combination.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ElementType {
-    Fixed(DType),
+    /// A scalar (`f32`) or a vector of 2 or 4 of them (`vec4<f16>`): dtype and lanes.
+    Fixed(DType, u8),
     /// `$T`: a type variable.
     Var(String),
     /// `$name`: the value of a static variant constant.
@@ -301,6 +328,14 @@ pub struct Op {
 }
 
 impl Op {
+    /// How the op's expressions read.
+    pub fn expr_dialect(&self) -> crate::expr::Dialect {
+        match self.dialect {
+            crate::manifest::Dialect::Seed => crate::expr::Dialect::Seed,
+            crate::manifest::Dialect::V1 => crate::expr::Dialect::V1,
+        }
+    }
+
     /// `domain.name`, e.g. `com.microsoft.MRotaryEmbedding`.
     pub fn qualified_name(&self) -> String {
         format!("{}.{}", self.domain, self.name)
@@ -385,5 +420,20 @@ mod tests {
         );
         assert_eq!(snake_ident("rank3HeadSize"), "rank3_head_size");
         assert_eq!(snake_ident("WORKGROUP_SIZE"), "workgroup_size");
+    }
+}
+
+#[cfg(test)]
+mod element_tests {
+    use super::*;
+
+    #[test]
+    fn element_types_are_scalars_or_two_and_four_lane_vectors() {
+        assert_eq!(parse_element("f32"), Some((DType::F32, 1)));
+        assert_eq!(parse_element("float16"), Some((DType::F16, 1)));
+        assert_eq!(parse_element("vec4<f16>"), Some((DType::F16, 4)));
+        assert_eq!(parse_element("vec2<u32>"), Some((DType::U32, 2)));
+        assert_eq!(parse_element("vec3<f32>"), None);
+        assert_eq!(parse_element("vec4<bool>"), None);
     }
 }

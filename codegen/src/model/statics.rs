@@ -33,12 +33,12 @@ impl Combination {
     }
 
     /// The dtype a binding element type resolves to under this combination.
-    pub fn element_dtype(&self, element: &ElementType) -> Option<DType> {
+    pub fn element(&self, element: &ElementType) -> Option<(DType, u8)> {
         match element {
-            ElementType::Fixed(dtype) => Some(*dtype),
-            ElementType::Var(var) => self.dtypes.get(var).copied(),
+            ElementType::Fixed(dtype, lanes) => Some((*dtype, *lanes)),
+            ElementType::Var(var) => self.dtypes.get(var).map(|d| (*d, 1)),
             ElementType::Constant(name) => match self.value(name) {
-                Some(Value::Dtype(d) | Value::Str(d)) => DType::parse(d),
+                Some(Value::Dtype(d) | Value::Str(d)) => super::parse_element(d),
                 _ => None,
             },
         }
@@ -155,6 +155,13 @@ fn domain(op: &Op, var: &StaticVar) -> Vec<Value> {
             Some(a) => match (&a.allowed, a.repr) {
                 (Some(values), _) => values.iter().map(|v| Value::Int(*v)).collect(),
                 (None, AttrRepr::Bool) => vec![Value::Int(0), Value::Int(1)],
+                (None, AttrRepr::Truth) => vec![Value::Bool(false), Value::Bool(true)],
+                (None, AttrRepr::Str) => a
+                    .one_of
+                    .iter()
+                    .flatten()
+                    .map(|v| Value::Str(v.clone()))
+                    .collect(),
                 _ => Vec::new(),
             },
             None => Vec::new(),
@@ -174,15 +181,30 @@ fn collect_vars(op: &Op, ir: &expr::Ir, vars: &mut BTreeSet<StaticVar>) {
             Symbol::Dtype(name) => {
                 vars.insert(StaticVar::Dtype(name));
             }
-            Symbol::Attr(name) => {
+            Symbol::Attr(name) | Symbol::Arg(name) => {
                 vars.insert(StaticVar::Attr(name));
+            }
+            // A tensor's dtype string follows its type variable.
+            Symbol::TensorDtype(name) => {
+                if let Some(super::DTypeRef::Var(var)) = op
+                    .tensor_index(&name)
+                    .and_then(|i| op.tensors().nth(i))
+                    .map(|t| &t.dtype)
+                {
+                    vars.insert(StaticVar::Dtype(var.clone()));
+                }
             }
             Symbol::Derived(name) => {
                 if let Some(derived) = op.derived(&name) {
                     collect_vars(op, &derived.expr.ir, vars);
                 }
             }
-            Symbol::Tunable(_) | Symbol::Shape(_) | Symbol::Rank(_) | Symbol::Limit(_) => {}
+            Symbol::Tunable(_)
+            | Symbol::Shape(_)
+            | Symbol::Rank(_)
+            | Symbol::Limit(_)
+            | Symbol::Present(_)
+            | Symbol::AdapterInfo(_) => {}
         }
     }
 }
@@ -201,13 +223,36 @@ impl expr::Env for StaticEnv<'_> {
                 .assignment
                 .get(&StaticVar::Dtype(name.clone()))
                 .cloned(),
-            Symbol::Attr(name) => self.assignment.get(&StaticVar::Attr(name.clone())).cloned(),
+            Symbol::Attr(name) | Symbol::Arg(name) => {
+                self.assignment.get(&StaticVar::Attr(name.clone())).cloned()
+            }
+            Symbol::TensorDtype(name) => {
+                let tensor = self
+                    .op
+                    .tensor_index(name)
+                    .and_then(|i| self.op.tensors().nth(i));
+                let dtype = match tensor.map(|t| &t.dtype) {
+                    Some(super::DTypeRef::Fixed(d)) => Some(*d),
+                    Some(super::DTypeRef::Var(var)) => {
+                        match self.assignment.get(&StaticVar::Dtype(var.clone())) {
+                            Some(Value::Dtype(d)) => DType::parse(d),
+                            _ => None,
+                        }
+                    }
+                    None => None,
+                };
+                dtype.map(|d| Value::Str(d.onnx().to_owned()))
+            }
             Symbol::Tunable(name) => self.op.tunable(name).map(Value::Int),
             Symbol::Derived(name) => match self.op.derived(name) {
                 Some(derived) => Some(expr::eval(&derived.expr.ir, self)?),
                 None => None,
             },
-            Symbol::Shape(_) | Symbol::Rank(_) | Symbol::Limit(_) => {
+            Symbol::Shape(_)
+            | Symbol::Rank(_)
+            | Symbol::Limit(_)
+            | Symbol::Present(_)
+            | Symbol::AdapterInfo(_) => {
                 return Err(EvalError {
                     message: format!("{symbol:?} is not known at build time"),
                 });

@@ -206,13 +206,21 @@ fn template_values(
 pub fn is_static(op: &Op, symbols: &BTreeSet<Symbol>) -> bool {
     symbols.iter().all(|symbol| match symbol {
         Symbol::Dtype(_) | Symbol::Tunable(_) => true,
-        Symbol::Attr(name) => op
-            .attribute(name)
-            .is_some_and(|a| a.allowed.is_some() || a.repr == AttrRepr::Bool),
+        Symbol::Attr(name) | Symbol::Arg(name) => op.attribute(name).is_some_and(|a| {
+            a.allowed.is_some()
+                || a.one_of.is_some()
+                || matches!(a.repr, AttrRepr::Bool | AttrRepr::Truth)
+        }),
+        // Follows the tensor's dtype, which is enumerated.
+        Symbol::TensorDtype(_) => true,
         Symbol::Derived(name) => op
             .derived(name)
             .is_some_and(|d| is_static(op, &d.expr.ir.symbols())),
-        Symbol::Shape(_) | Symbol::Rank(_) | Symbol::Limit(_) => false,
+        Symbol::Shape(_)
+        | Symbol::Rank(_)
+        | Symbol::Limit(_)
+        | Symbol::Present(_)
+        | Symbol::AdapterInfo(_) => false,
     })
 }
 
@@ -418,20 +426,25 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
             return Ok(ElementType::Var(name.to_owned()));
         }
         return match constants.iter().find(|c| c.name == name) {
-            Some(c) if c.class == Class::Static && c.expr.ir.ty == Type::Dtype => {
+            // A dtype, or a string naming an element type (`"vec4<f16>"`), checked per shader.
+            Some(c)
+                if c.class == Class::Static && matches!(c.expr.ir.ty, Type::Dtype | Type::Str) =>
+            {
                 Ok(ElementType::Constant(name.to_owned()))
             }
-            Some(_) => Err(format!("`${name}` must name a static dtype constant")),
+            Some(_) => Err(format!(
+                "`${name}` must name a static dtype or element-type constant"
+            )),
             None => Err(format!(
                 "`${name}` is neither a type variable nor a constant of this variant"
             )),
         };
     }
-    match DType::parse(ty) {
-        Some(DType::I64) | None => Err(format!(
-            "unsupported element type `{ty}` (known: f32, f16, u32, $<type variable>, $<constant>)"
+    match super::parse_element(ty) {
+        Some((DType::I64, _)) | None => Err(format!(
+            "unsupported element type `{ty}` (known: f32, f16, u32, vec2<…>, vec4<…> of them, $<type variable>, $<constant>)"
         )),
-        Some(dtype) => Ok(ElementType::Fixed(dtype)),
+        Some((dtype, lanes)) => Ok(ElementType::Fixed(dtype, lanes)),
     }
 }
 

@@ -39,7 +39,7 @@ fn tensor_type(tensor: &Tensor) -> TokenStream {
 
 pub fn attr_rust_type(attribute: &Attribute) -> TokenStream {
     match attribute.repr {
-        AttrRepr::Bool => quote!(bool),
+        AttrRepr::Bool | AttrRepr::Truth => quote!(bool),
         AttrRepr::I64 => quote!(i64),
         AttrRepr::F32 => quote!(f32),
         AttrRepr::IntList => quote!(::std::vec::Vec<i64>),
@@ -144,7 +144,8 @@ fn attrs_struct(op: &Op) -> TokenStream {
                     None => None,
                 }
             },
-            (AttrRepr::Bool, None) => quote!(raw.flag(#text)?),
+            (AttrRepr::Bool | AttrRepr::Truth, None) => quote!(raw.flag(#text)?),
+            (AttrRepr::Truth, Some(_)) => quote!(raw.flag(#text)?),
             (AttrRepr::I64, _) => quote!(raw.int(#text)?),
             (AttrRepr::F32, _) => quote!(raw.float(#text)?),
             (AttrRepr::IntList, _) => quote!(raw.ints(#text)?),
@@ -317,7 +318,7 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
     let attributes = op.attributes.iter().map(|a| {
         let name = &a.name;
         let rust_type = match a.repr {
-            AttrRepr::Bool => "bool",
+            AttrRepr::Bool | AttrRepr::Truth => "bool",
             AttrRepr::I64 => "i64",
             AttrRepr::F32 => "f32",
             AttrRepr::IntList => "Vec<i64>",

@@ -39,7 +39,7 @@ impl LowerScope for EnvScope<'_> {
                     quote!(#single)
                 }
             }
-            Symbol::Attr(name) => {
+            Symbol::Attr(name) | Symbol::Arg(name) => {
                 let field = ident(name);
                 match self.op.attribute(name).map(|a| a.repr) {
                     Some(AttrRepr::Bool) => quote!(i64::from(env.attrs.#field)),
@@ -62,12 +62,57 @@ impl LowerScope for EnvScope<'_> {
                 let function = derive_fn(name);
                 quote!(#function(env)?)
             }
+            Symbol::TensorDtype(name) => {
+                let tensor = self
+                    .op
+                    .tensor_index(name)
+                    .and_then(|i| self.op.tensors().nth(i));
+                match tensor.map(|t| &t.dtype) {
+                    Some(model::DTypeRef::Var(var))
+                        if float_type_vars(self.op).contains(&var.as_str()) =>
+                    {
+                        let field = ident(&model::snake_ident(var).to_ascii_lowercase());
+                        quote!(env.dtypes.#field.onnx_name())
+                    }
+                    Some(model::DTypeRef::Var(var)) => {
+                        let single = self
+                            .op
+                            .type_var(var)
+                            .and_then(|t| t.allowed.first())
+                            .map_or("", |d| d.onnx());
+                        quote!(#single)
+                    }
+                    Some(model::DTypeRef::Fixed(d)) => {
+                        let name = d.onnx();
+                        quote!(#name)
+                    }
+                    None => quote!(""),
+                }
+            }
+            Symbol::AdapterInfo(name) => match name.as_str() {
+                "subgroupMaxSize" => quote!(i64::from(env.caps.subgroup_max_size)),
+                _ => quote!(i64::from(env.caps.subgroup_min_size)),
+            },
+            // Optional tensors are not emitted yet; `rust::unsupported` rejects the op first.
+            Symbol::Present(_) => quote!(true),
         }
     }
 
-    fn is_defined(&self, _symbol: &Symbol) -> TokenStream {
-        // Attributes always have a value in the typed API: a default or a required parameter.
-        quote!(true)
+    fn is_defined(&self, symbol: &Symbol) -> TokenStream {
+        match symbol {
+            // The adapter may not report subgroup sizes (then 0).
+            Symbol::AdapterInfo(name) if name == "subgroupMaxSize" => {
+                quote!((env.caps.subgroup_max_size != 0))
+            }
+            Symbol::AdapterInfo(_) => quote!((env.caps.subgroup_min_size != 0)),
+            // Attributes and scalar args always have a value in the typed API: a default or a
+            // required parameter (optional scalars are rejected before emitting).
+            _ => quote!(true),
+        }
+    }
+
+    fn dialect(&self) -> expr::Dialect {
+        self.op.expr_dialect()
     }
 
     fn feature(&self, name: &str) -> TokenStream {

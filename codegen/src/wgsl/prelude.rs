@@ -13,8 +13,9 @@ pub struct ResolvedBinding<'a> {
     pub binding: &'a Binding,
     /// `None` for the uniform params binding.
     pub element: Option<DType>,
-    /// Seen as `vec4` words under this combination.
-    pub vec4: bool,
+    /// Elements per array item: 1, or 2 / 4 for `vec2` / `vec4` words (a vector element type,
+    /// or `vec4When` true under this combination).
+    pub lanes: u8,
 }
 
 /// Resolves element types; `Err` names a binding whose element type is unknown here.
@@ -26,14 +27,17 @@ pub fn resolve_bindings<'a>(
         .iter()
         .enumerate()
         .map(|(index, binding)| {
-            let element = match &binding.element {
-                None => None,
-                Some(element) => Some(combination.element_dtype(element).ok_or_else(|| {
-                    format!(
-                        "binding `{}`: element type {element:?} does not resolve to a dtype",
-                        binding.name
-                    )
-                })?),
+            let (element, lanes) = match &binding.element {
+                None => (None, 1),
+                Some(element) => {
+                    let (dtype, lanes) = combination.element(element).ok_or_else(|| {
+                        format!(
+                            "binding `{}`: element type {element:?} does not resolve to a scalar or vector type",
+                            binding.name
+                        )
+                    })?;
+                    (Some(dtype), lanes)
+                }
             };
             let vec4 = binding.vec4_when.as_ref().is_some_and(|name| {
                 combination.value(name) == Some(&crate::expr::Value::Bool(true))
@@ -42,7 +46,7 @@ pub fn resolve_bindings<'a>(
                 index: index as u32,
                 binding,
                 element,
-                vec4,
+                lanes: if vec4 { 4 } else { lanes },
             })
         })
         .collect()
@@ -117,7 +121,9 @@ pub fn prelude(
         };
         let ty = match (&binding.binding.params, binding.element) {
             (Some(params), _) => params.name.clone(),
-            (None, Some(element)) if binding.vec4 => format!("array<vec4<{}>>", element.wgsl()),
+            (None, Some(element)) if binding.lanes > 1 => {
+                format!("array<vec{}<{}>>", binding.lanes, element.wgsl())
+            }
             (None, Some(element)) => format!("array<{}>", element.wgsl()),
             (None, None) => "array<u32>".to_owned(),
         };

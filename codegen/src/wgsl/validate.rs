@@ -149,13 +149,17 @@ pub fn cross_check(
                             size: naga::VectorSize::Quad,
                             scalar,
                         } => scalar_name(&TypeInner::Scalar(*scalar)).map(|s| format!("vec4<{s}>")),
+                        TypeInner::Vector {
+                            size: naga::VectorSize::Bi,
+                            scalar,
+                        } => scalar_name(&TypeInner::Scalar(*scalar)).map(|s| format!("vec2<{s}>")),
                         other => scalar_name(other).map(str::to_owned),
                     },
                     _ => None,
                 };
                 let want = expected.element.map(|d| {
-                    if expected.vec4 {
-                        format!("vec4<{}>", d.wgsl())
+                    if expected.lanes > 1 {
+                        format!("vec{}<{}>", expected.lanes, d.wgsl())
                     } else {
                         d.wgsl().to_owned()
                     }

@@ -199,6 +199,11 @@ impl Scope for Fixture {
                 .map(|_| Type::Int)
                 .ok_or_else(|| unknown("WebGPU limit", l, &self.limits)),
             Symbol::Derived(n) => self.derived_ir(n).map(|ir| ir.ty),
+            // The seed checker never produces these.
+            Symbol::Arg(_)
+            | Symbol::Present(_)
+            | Symbol::TensorDtype(_)
+            | Symbol::AdapterInfo(_) => Err(format!("`{sym}` is not a seed name")),
         }
     }
 }
@@ -227,6 +232,12 @@ impl Env for Fixture {
             Symbol::Derived(n) => {
                 let ir = self.derived_ir(n).map_err(EvalError::new)?;
                 Some(expr::eval(ir, self)?)
+            }
+            Symbol::Arg(_)
+            | Symbol::Present(_)
+            | Symbol::TensorDtype(_)
+            | Symbol::AdapterInfo(_) => {
+                return Err(missing());
             }
         })
     }
@@ -274,6 +285,12 @@ impl LowerScope for TestLowerScope {
                 let n = ident(n);
                 quote!(#n(env)?)
             }
+            Symbol::Arg(_)
+            | Symbol::Present(_)
+            | Symbol::TensorDtype(_)
+            | Symbol::AdapterInfo(_) => {
+                quote!(::core::compile_error!("not a seed name"))
+            }
         }
     }
 
@@ -291,10 +308,14 @@ impl LowerScope for TestLowerScope {
     }
 }
 
-/// Lowers `ir` and pretty-prints it on one line. Parsing the tokens with syn also checks that
-/// the lowering is syntactically valid Rust.
-pub fn lowered_text(ir: &Ir) -> String {
-    let tokens = expr::lower(ir, &TestLowerScope);
+/// Lowers `ir` in `scope` and pretty-prints it on one line. Parsing the tokens with syn also
+/// checks that the lowering is syntactically valid Rust.
+pub fn lowered_text_in(ir: &Ir, scope: &dyn LowerScope) -> String {
+    pretty(expr::lower(ir, scope))
+}
+
+/// Pretty-prints an expression on one line, as the `lower =>` lines are written.
+pub fn pretty(tokens: TokenStream) -> String {
     let file: syn::File = match syn::parse2(quote!(fn f() { #tokens })) {
         Ok(file) => file,
         Err(err) => return format!("INVALID RUST ({err}): {tokens}"),

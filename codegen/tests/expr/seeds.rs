@@ -220,6 +220,10 @@ impl Scope for ManifestScope {
                 .get(d)
                 .copied()
                 .ok_or_else(|| format!("unknown name `{sym}`")),
+            Symbol::Arg(_)
+            | Symbol::Present(_)
+            | Symbol::TensorDtype(_)
+            | Symbol::AdapterInfo(_) => Err(format!("`{sym}` is not a seed name")),
         }
     }
 }

@@ -8,6 +8,9 @@
 //! This file has no dependencies on purpose: the code generator compiles the very same file into
 //! its expression interpreter (`#[path]` include), so the interpreter used by codegen tests and
 //! the code that ships cannot disagree on a result or on an error message.
+//!
+//! The `schemaVersion: 1` package dialect adds helpers of its own (`ceil`, `pow2ceil`, `rows`,
+//! truthiness, `~`, `in`, …); they are in the second half of the file, after the seed's.
 
 use std::fmt;
 
@@ -75,10 +78,20 @@ pub fn neg(a: i64) -> Result<i64, EvalError> {
 /// Integer `a / b` rounded toward negative infinity (Python `//`, the language's `/` on
 /// integers). Fails on a zero divisor and on `i64::MIN / -1`.
 pub fn div(a: i64, b: i64) -> Result<i64, EvalError> {
+    floored(a, b, "/")
+}
+
+/// Integer `a // b` (the V1 dialect's floor division): [`div`], with `//` in its messages.
+pub fn floor_div(a: i64, b: i64) -> Result<i64, EvalError> {
+    floored(a, b, "//")
+}
+
+/// Floored integer division, naming the operator `op` in its errors.
+fn floored(a: i64, b: i64, op: &str) -> Result<i64, EvalError> {
     if b == 0 {
-        return Err(zero_divisor(a, "/", b));
+        return Err(zero_divisor(a, op, b));
     }
-    let q = a.checked_div(b).ok_or_else(|| overflow(a, "/", b))?;
+    let q = a.checked_div(b).ok_or_else(|| overflow(a, op, b))?;
     // Truncating division rounds toward zero; step down when the exact quotient is negative
     // and not whole. `q - 1` cannot overflow: a non-zero remainder means |q| < |a|.
     if a % b != 0 && ((a < 0) != (b < 0)) {
@@ -231,9 +244,277 @@ pub fn same_shape(a: &[i64], b: &[i64]) -> bool {
     a == b
 }
 
-/// `f16Ok(dtype)`: the dtype is not `f16`, or the device has the `shader-f16` feature.
+/// Whether `dtype` names 16-bit floats, by its WGSL (`f16`) or tensor (`float16`) name.
+fn is_f16(dtype: &str) -> bool {
+    dtype == "f16" || dtype == "float16"
+}
+
+/// `f16Ok(dtype)`: the dtype is not `f16` (nor `float16`), or the device has the `shader-f16`
+/// feature.
 pub fn f16_ok(dtype: &str, has_shader_f16: bool) -> bool {
-    dtype != "f16" || has_shader_f16
+    !is_f16(dtype) || has_shader_f16
+}
+
+// ---- The `schemaVersion: 1` dialect -------------------------------------------------------
+
+/// The error for an optional value (an absent scalar argument or tensor) read by arithmetic or a
+/// comparison: a truthiness test is the only use of an absent value that is not an error.
+pub fn not_given(name: &str) -> EvalError {
+    EvalError::new(format!("`{name}` is not given"))
+}
+
+/// The value of an optional symbol, or [`not_given`] naming it.
+pub fn given<T>(value: Option<T>, name: &str) -> Result<T, EvalError> {
+    value.ok_or_else(|| not_given(name))
+}
+
+/// `f16Allowed(dtype)`: the dtype is `f32`, or it is `f16` and the device has `shader-f16`
+/// (any other dtype is not allowed, unlike [`f16_ok`]).
+pub fn f16_allowed(dtype: &str, has_shader_f16: bool) -> bool {
+    dtype == "f32" || dtype == "float32" || (is_f16(dtype) && has_shader_f16)
+}
+
+/// Resolves an axis that may count from the end (`-1` is the last axis); `inclusive` also
+/// accepts `rank` (and `-rank - 1` does not exist: only `-rank..0` wraps).
+fn wrap_axis(name: &str, shape: &[i64], axis: i64, inclusive: bool) -> Result<usize, EvalError> {
+    let rank = i64::try_from(shape.len()).unwrap_or(i64::MAX);
+    let wrapped = if axis < 0 {
+        axis.saturating_add(rank)
+    } else {
+        axis
+    };
+    if wrapped < 0 {
+        return Err(EvalError::new(format!(
+            "{name}(): axis {axis} is out of range for a rank-{rank} shape"
+        )));
+    }
+    check_axis(name, shape, wrapped, inclusive).map_err(|_| {
+        EvalError::new(format!(
+            "{name}(): axis {axis} is out of range for a rank-{rank} shape"
+        ))
+    })
+}
+
+/// `dim(shape, axis)` where a negative axis counts from the end.
+pub fn dim_wrapped(shape: &[i64], axis: i64) -> Result<i64, EvalError> {
+    Ok(shape[wrap_axis("dim", shape, axis, false)?])
+}
+
+/// `outer(shape, axis)` where a negative axis counts from the end.
+pub fn outer_wrapped(shape: &[i64], axis: i64) -> Result<i64, EvalError> {
+    let axis = wrap_axis("outer", shape, axis, true)?;
+    product("outer", &shape[..axis])
+}
+
+/// `inner(shape, axis)` where a negative axis counts from the end.
+pub fn inner_wrapped(shape: &[i64], axis: i64) -> Result<i64, EvalError> {
+    let axis = wrap_axis("inner", shape, axis, false)?;
+    product("inner", &shape[axis + 1..])
+}
+
+/// `rows(shape, axis)`: the product of every dimension except `axis` (by default the last), so
+/// that a shape reads as `rows × cols`. A rank-0 shape has no axis to leave out: an error.
+pub fn rows(shape: &[i64], axis: i64) -> Result<i64, EvalError> {
+    let axis = wrap_axis("rows", shape, axis, false)?;
+    let (before, after) = (&shape[..axis], &shape[axis + 1..]);
+    mul(product("rows", before)?, product("rows", after)?)
+        .map_err(|_| EvalError::new("rows(): product of dimensions overflows i64"))
+}
+
+/// `cols(shape, axis)`: the size of `axis` (by default the last); an error for rank 0.
+pub fn cols(shape: &[i64], axis: i64) -> Result<i64, EvalError> {
+    Ok(shape[wrap_axis("cols", shape, axis, false)?])
+}
+
+/// `rank(shape)`: the number of dimensions.
+pub fn rank(shape: &[i64]) -> Result<i64, EvalError> {
+    i64::try_from(shape.len()).map_err(|_| EvalError::new("rank(): shape is too long"))
+}
+
+/// `broadcastable(a, b)`: whether a tensor of shape `a` broadcasts to shape `b` (one way, as
+/// the dialect's engine defines it): `a` has no more axes than `b`, and each of `a`'s
+/// dimensions, aligned to `b`'s trailing axes, is 1 or equal to `b`'s.
+pub fn broadcastable(a: &[i64], b: &[i64]) -> bool {
+    a.len() <= b.len()
+        && a.iter()
+            .zip(&b[b.len() - a.len()..])
+            .all(|(&x, &y)| x == 1 || x == y)
+}
+
+/// `hasAxis(axes, axis, rank)`: whether the list `axes` names `axis`, both taken modulo `rank`
+/// (so `-1` and `rank - 1` are the same axis). `rank` must be positive.
+pub fn has_axis(axes: &[i64], axis: i64, rank: i64) -> Result<bool, EvalError> {
+    if rank <= 0 {
+        return Err(EvalError::new(format!(
+            "hasAxis(): rank must be positive, found {rank}"
+        )));
+    }
+    let want = rem(axis, rank)?;
+    for &a in axes {
+        if rem(a, rank)? == want {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Converts a float that must be a whole number in `i64`'s range (`name` says by what rule).
+#[allow(clippy::cast_possible_truncation)] // range and integrality are checked first
+fn whole(name: &str, v: f64) -> Result<i64, EvalError> {
+    // 2^63 is exactly representable; every float in [-2^63, 2^63) converts exactly.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if v.is_finite() && (-LIMIT..LIMIT).contains(&v) {
+        Ok(v as i64)
+    } else {
+        Err(EvalError::new(format!(
+            "{name}: {} does not fit in an integer",
+            fmt_float(v)
+        )))
+    }
+}
+
+/// `ceil(x)` of a Float: the smallest integer `>= x`.
+pub fn ceil(v: f64) -> Result<i64, EvalError> {
+    whole("ceil()", v.ceil())
+}
+
+/// `floor(x)` of a Float: the largest integer `<= x`.
+pub fn floor(v: f64) -> Result<i64, EvalError> {
+    whole("floor()", v.floor())
+}
+
+/// A Float used where an integer is required (a list item, a shape, a dispatch size): it must
+/// be a whole number, as the dialect's engine requires of integer uniforms (`8 / 2` is `4.0`).
+pub fn to_int_exact(v: f64) -> Result<i64, EvalError> {
+    if v.fract() != 0.0 && v.is_finite() {
+        return Err(EvalError::new(format!(
+            "{} is not a whole number",
+            fmt_float(v)
+        )));
+    }
+    whole("integer conversion", v)
+}
+
+/// `pow(a, b)` of two Ints: checked; a negative exponent is an error (the result would not be
+/// an Int; write a Float base for a fractional result).
+pub fn pow(a: i64, b: i64) -> Result<i64, EvalError> {
+    let exp = u32::try_from(b).map_err(|_| {
+        if b < 0 {
+            EvalError::new(format!(
+                "pow(): negative exponent {b} of an Int (write `{a}.0` for a Float result)"
+            ))
+        } else {
+            EvalError::new(format!("integer overflow: pow({a}, {b})"))
+        }
+    })?;
+    a.checked_pow(exp)
+        .ok_or_else(|| EvalError::new(format!("integer overflow: pow({a}, {b})")))
+}
+
+/// `pow(a, b)` with a Float operand.
+pub fn pow_float(a: f64, b: f64) -> f64 {
+    a.powf(b)
+}
+
+/// `pow2ceil(x)` of an Int: the smallest power of two `>= x`; 1 for `x <= 1`.
+pub fn pow2ceil(v: i64) -> Result<i64, EvalError> {
+    if v <= 1 {
+        return Ok(1);
+    }
+    u64::try_from(v)
+        .ok()
+        .and_then(u64::checked_next_power_of_two)
+        .and_then(|p| i64::try_from(p).ok())
+        .ok_or_else(|| EvalError::new(format!("pow2ceil(): {v} has no power of two in range")))
+}
+
+/// `pow2ceil(x)` of a Float: the smallest power of two `>= x` (powers of two are whole, so
+/// this is `pow2ceil(ceil(x))`); 1 for `x <= 1`. NaN is an error.
+pub fn pow2ceil_float(v: f64) -> Result<i64, EvalError> {
+    if v.is_nan() {
+        return Err(EvalError::new("pow2ceil(): NaN has no power of two"));
+    }
+    if v <= 1.0 {
+        return Ok(1);
+    }
+    pow2ceil(whole("pow2ceil()", v.ceil())?)
+}
+
+/// Float `a // b`: the floored quotient, as Python computes it (from the floored remainder, so
+/// that `a == b * (a // b) + a % b` holds as closely as floats allow). A zero divisor is an error.
+pub fn floor_div_float(a: f64, b: f64) -> Result<f64, EvalError> {
+    if b == 0.0 {
+        return Err(zero_divisor(fmt_float(a), "//", fmt_float(b)));
+    }
+    let m = a % b;
+    let mut div = (a - m) / b;
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
+    }
+    if div == 0.0 {
+        return Ok(0.0f64.copysign(a / b));
+    }
+    let floor = div.floor();
+    Ok(if div - floor > 0.5 {
+        floor + 1.0
+    } else {
+        floor
+    })
+}
+
+/// Truthiness of an Int (Jinja): non-zero.
+pub fn truthy_int(v: i64) -> bool {
+    v != 0
+}
+
+/// Truthiness of a Float (Jinja): non-zero (NaN is true, as in Python).
+pub fn truthy_float(v: f64) -> bool {
+    v != 0.0
+}
+
+/// Truthiness of a string (Jinja): non-empty.
+pub fn truthy_str(v: &str) -> bool {
+    !v.is_empty()
+}
+
+/// Truthiness of a list (Jinja): non-empty.
+pub fn truthy_list(v: &[i64]) -> bool {
+    !v.is_empty()
+}
+
+/// `a ~ b`: string concatenation.
+pub fn concat(a: &str, b: &str) -> String {
+    let mut s = String::with_capacity(a.len() + b.len());
+    s.push_str(a);
+    s.push_str(b);
+    s
+}
+
+/// An Int operand of `~`, written in decimal.
+pub fn int_to_str(v: i64) -> String {
+    v.to_string()
+}
+
+/// `value in list`.
+pub fn contains(list: &[i64], value: i64) -> bool {
+    list.contains(&value)
+}
+
+/// `needle in haystack` on strings: substring test (the empty string is in every string).
+pub fn contains_str(haystack: &str, needle: &str) -> bool {
+    haystack.contains(needle)
+}
+
+/// `dtypeBytes(dtype)`: bytes per element in a storage buffer, by WGSL or tensor name. 8-bit
+/// integer tensors are stored widened to 32-bit words, as the dialect's engine binds them.
+pub fn dtype_bytes(dtype: &str) -> Result<i64, EvalError> {
+    match dtype {
+        "f16" | "float16" => Ok(2),
+        "f32" | "float32" | "u32" | "uint32" | "i32" | "int32" | "uint8" | "int8" => Ok(4),
+        _ => Err(EvalError::new(format!(
+            "dtypeBytes(): unsupported dtype \"{dtype}\""
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -284,5 +565,28 @@ mod tests {
         assert!(inner(&s, 3).is_err());
         assert!(outer(&s, -1).is_err());
         assert_eq!(numel(&[]), Ok(1));
+    }
+
+    #[test]
+    fn dialect_v1_helpers() {
+        let s = [2, 3, 4];
+        assert_eq!(dim_wrapped(&s, -1), Ok(4));
+        assert!(dim_wrapped(&s, -4).is_err());
+        assert_eq!((rows(&s, -1), cols(&s, -1)), (Ok(6), Ok(4)));
+        assert!(cols(&[], -1).is_err());
+        assert!(broadcastable(&[1, 4], &s) && !broadcastable(&[3, 3], &s));
+        assert_eq!(has_axis(&[0, -1], 2, 3), Ok(true));
+        assert_eq!((ceil(2.5), floor(-2.5)), (Ok(3), Ok(-3)));
+        assert!(ceil(f64::NAN).is_err() && to_int_exact(2.5).is_err());
+        assert_eq!(
+            (pow2ceil(5), pow2ceil(0), pow2ceil_float(4.5)),
+            (Ok(8), Ok(1), Ok(8))
+        );
+        for (a, b, q) in [(7.0, 2.0, 3.0), (-7.0, 2.0, -4.0), (7.5, -2.0, -4.0)] {
+            assert_eq!(floor_div_float(a, b), Ok(q), "{a} // {b}");
+        }
+        assert_eq!(pow(2, 10), Ok(1024));
+        assert!(pow(2, -1).is_err() && pow(2, 64).is_err());
+        assert!(f16_allowed("float16", true) && !f16_allowed("u32", true));
     }
 }

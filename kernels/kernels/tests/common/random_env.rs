@@ -185,6 +185,15 @@ impl Env for Interp<'_> {
                 }
                 Some(traced.value?)
             }
+            // The seed manifests are in the seed dialect, which has none of these.
+            Symbol::Arg(_)
+            | Symbol::Present(_)
+            | Symbol::TensorDtype(_)
+            | Symbol::AdapterInfo(_) => {
+                return Err(EvalError {
+                    message: format!("`{sym}` does not occur in the seed dialect"),
+                });
+            }
         })
     }
 
