@@ -13,10 +13,11 @@ use serde_json::Value as Json;
 
 /// The corpus folder (one package folder per op), if it exists.
 fn corpus_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("KERNEL_CORPUS_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/gemma-4"),
+    let root = std::env::var_os("KERNEL_CORPUS_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus"),
         PathBuf::from,
     );
+    let dir = root.join("gemma-4");
     dir.is_dir().then_some(dir)
 }
 
