@@ -23,7 +23,12 @@ struct Cx<'a> {
 
 impl Cx<'_> {
     fn expr(&mut self, path: &str, source: &str, expected: Type) -> Option<Expr> {
-        let expr = check_expr(self.file, path, source, &self.scope, self.diagnostics)?;
+        let mut expr = check_expr(self.file, path, source, &self.scope, self.diagnostics)?;
+        // `/` is true division in the `schemaVersion: 1` dialect, so counts and integer
+        // fields are often Floats there: they must be whole (checked when evaluated).
+        if expected == Type::Int && self.scope.op.dialect == crate::manifest::Dialect::V1 {
+            expr.ir = crate::expr::to_int(expr.ir);
+        }
         expect_type(self.file, &expr, expected, self.diagnostics)
     }
 

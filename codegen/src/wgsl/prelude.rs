@@ -81,14 +81,16 @@ pub fn override_type(ty: Type) -> &'static str {
 
 /// The declarations the template places with `{{ prelude }}`.
 pub fn prelude(
-    _op: &Op,
+    op: &Op,
     variant: &Variant,
     pass: &Pass,
     bindings: &[ResolvedBinding<'_>],
     f16: bool,
 ) -> String {
     let mut out = String::new();
-    if f16 {
+    // Templates of the `schemaVersion: 1` dialect write their own `enable`s before the
+    // declarations (`env.wgsl.resourceDeclarations`).
+    if f16 && op.dialect == crate::manifest::Dialect::Seed {
         out.push_str("enable f16;\n\n");
     }
     let mut any_override = false;

@@ -121,6 +121,9 @@ pub fn render(
         .collect();
     context.insert("tunables".to_owned(), JValue::from_object(tunables));
     context.insert("prelude".to_owned(), JValue::from(prelude));
+    if op.dialect == crate::manifest::Dialect::V1 {
+        v1_context(&mut context, op, pass, combination, prelude);
+    }
     context.insert("op".to_owned(), JValue::from(op.name.clone()));
     context.insert("variant".to_owned(), JValue::from(variant.id.clone()));
     context.insert("pass".to_owned(), JValue::from(pass.id.clone()));
@@ -135,4 +138,57 @@ fn to_jinja(value: &Value) -> JValue {
         Value::Str(s) | Value::Dtype(s) => JValue::from(s.clone()),
         Value::List(items) => JValue::from(items.clone()),
     }
+}
+
+/// What a `schemaVersion: 1` template sees beyond the values: the generated declarations as
+/// `env.wgsl.resourceDeclarations`, each type variable by name and under `dtypes` (its WGSL
+/// scalar), `tensorDtypes` (by role, arg name and semantic), and the pass's inputs under
+/// `source`.
+fn v1_context(
+    context: &mut BTreeMap<String, JValue>,
+    op: &Op,
+    pass: &Pass,
+    combination: &Combination,
+    prelude: &str,
+) {
+    let wgsl: BTreeMap<&str, JValue> = [("resourceDeclarations", JValue::from(prelude))].into();
+    let env: BTreeMap<&str, JValue> = [("wgsl", JValue::from_object(wgsl))].into();
+    context.insert("env".to_owned(), JValue::from_object(env));
+    let mut dtypes = BTreeMap::new();
+    for (var, dtype) in &combination.dtypes {
+        dtypes.insert(var.clone(), JValue::from(dtype.wgsl()));
+        context
+            .entry(var.clone())
+            .or_insert_with(|| JValue::from(dtype.wgsl()));
+    }
+    context.insert("dtypes".to_owned(), JValue::from_object(dtypes));
+    let mut tensor_dtypes = BTreeMap::new();
+    let names = op
+        .tensors()
+        .enumerate()
+        .map(|(i, t)| (t.role.clone(), i))
+        .chain(op.aliases.iter().cloned());
+    for (name, index) in names {
+        let dtype = match op.tensors().nth(index).map(|t| &t.dtype) {
+            Some(crate::model::DTypeRef::Fixed(d)) => Some(*d),
+            Some(crate::model::DTypeRef::Var(var)) => combination.dtypes.get(var).copied(),
+            None => None,
+        };
+        if let Some(dtype) = dtype {
+            tensor_dtypes.insert(name, JValue::from(dtype.onnx()));
+        }
+    }
+    context.insert(
+        "tensorDtypes".to_owned(),
+        JValue::from_object(tensor_dtypes),
+    );
+    let source: BTreeMap<String, JValue> = pass
+        .inputs
+        .iter()
+        .filter_map(|input| {
+            let value = context.get(&input.name)?.clone();
+            Some((input.name.clone(), value))
+        })
+        .collect();
+    context.insert("source".to_owned(), JValue::from_object(source));
 }
