@@ -246,6 +246,9 @@ fn shader(
             return Err(diagnostic);
         }
     };
+    // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
+    // native text goes without and the web text gets it back (`web_enables`).
+    let (text, wrote_subgroups) = without_subgroups_enable(&text);
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
         .map_err(|m| {
             Diagnostic::new(
@@ -270,7 +273,7 @@ fn shader(
     let overrides: Vec<(String, &'static str)> = dynamic_values(variant, pass)
         .map(|value| (value.name.clone(), override_type(value.expr.ir.ty)))
         .collect();
-    let subgroups = combination.features.contains("subgroups");
+    let subgroups = combination.features.contains("subgroups") || wrote_subgroups;
     let translations =
         targets::translate(&module, &info, &overrides, f16, subgroups).map_err(|m| {
             Diagnostic::new(
@@ -314,6 +317,43 @@ fn shader(
         bindings: binding_layouts,
         translations,
     })
+}
+
+/// `text` without the `subgroups` extension in its leading `enable` directives (a directive
+/// naming nothing else goes), and whether it named it.
+fn without_subgroups_enable(text: &str) -> (String, bool) {
+    let mut out = String::with_capacity(text.len());
+    let mut found = false;
+    let mut in_directives = true;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if in_directives && trimmed.starts_with("enable ") && trimmed.ends_with(';') {
+            let names = trimmed["enable ".len()..trimmed.len() - 1]
+                .split(',')
+                .map(str::trim);
+            let kept: Vec<&str> = names
+                .filter(|name| {
+                    let subgroups = *name == "subgroups";
+                    found |= subgroups;
+                    !subgroups && !name.is_empty()
+                })
+                .collect();
+            if !kept.is_empty() {
+                out.push_str(&format!("enable {};\n", kept.join(", ")));
+            }
+            continue;
+        }
+        // Directives come first; blank lines and comments may sit between them.
+        if !(trimmed.is_empty()
+            || trimmed.starts_with("//")
+            || trimmed.starts_with("diagnostic")
+            || trimmed.starts_with("requires"))
+        {
+            in_directives = false;
+        }
+        out.push_str(line);
+    }
+    (out, found)
 }
 
 /// A literal `@workgroup_size` must equal the dispatch's static `workgroupSize`.
@@ -409,4 +449,20 @@ pub fn describe(combination: &Combination) -> String {
         .collect();
     parts.extend(combination.features.iter().map(|f| format!("feature {f}")));
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod enable_tests {
+    use super::without_subgroups_enable;
+
+    #[test]
+    fn subgroups_leave_the_leading_enables_only() {
+        let (text, found) =
+            without_subgroups_enable("enable f16, subgroups;\n\nenable subgroups;\nfn f() {}\n");
+        assert!(found);
+        assert_eq!(text, "enable f16;\n\nfn f() {}\n");
+        let (text, found) = without_subgroups_enable("fn f() {}\n// enable subgroups;\n");
+        assert!(!found);
+        assert_eq!(text, "fn f() {}\n// enable subgroups;\n");
+    }
 }
