@@ -70,14 +70,15 @@ fn every_corpus_manifest_parses_strictly_in_its_dialect() {
 
 /// Every corpus package through the generator, one at a time: how many come through (manifest
 /// checked, every shader rendered and validated by naga, Rust emitted), and the first
-/// diagnostic of the others. Prints the tally; it fails only if the generator panics. The
+/// diagnostic of the others. Prints the tally and fails when a package that came through no
+/// longer does. The
 /// emitted Rust of these packages is not compiled here: their typed API (optional scalars,
 /// in-place tensors) is not emitted yet.
 #[test]
 fn corpus_packages_through_the_generator() {
     let Some(corpus) = corpus() else { return };
     let shared = corpus.join("gemma-4/_shared_assets");
-    let mut generated = 0;
+    let mut generated = Vec::new();
     let packages = packages(&corpus);
     for package in &packages {
         let mut config = codegen::Config::new();
@@ -89,8 +90,9 @@ fn corpus_packages_through_the_generator() {
             config.include_root(&shared);
         }
         let (inputs, _) = config.read_inputs().expect("corpus is readable");
+        let name = package.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         match codegen::generate(&inputs) {
-            Ok(_) => generated += 1,
+            Ok(_) => generated.push(name.to_owned()),
             Err(diagnostics) => {
                 let first = diagnostics
                     .0
@@ -107,7 +109,20 @@ fn corpus_packages_through_the_generator() {
         }
     }
     eprintln!(
-        "{generated} of {} corpus packages come through the generator",
+        "{} of {} corpus packages come through the generator",
+        generated.len(),
         packages.len()
     );
+    // Those that came through once must keep doing so.
+    for known in [
+        "com.xenova.AddInPlace",
+        "com.xenova.MulBroadcast",
+        "com.xenova.StridedCopy",
+        "com.xenova.gemma4.PleGate",
+    ] {
+        assert!(
+            generated.iter().any(|g| g == known),
+            "{known} no longer generates"
+        );
+    }
 }
