@@ -71,9 +71,8 @@ fn every_corpus_manifest_parses_strictly_in_its_dialect() {
 /// Every corpus package through the generator, one at a time: how many come through (manifest
 /// checked, every shader rendered and validated by naga, Rust emitted), and the first
 /// diagnostic of the others. Prints the tally and fails when a package that came through no
-/// longer does. The
-/// emitted Rust of these packages is not compiled here: their typed API (optional scalars,
-/// in-place tensors) is not emitted yet.
+/// longer does. The emitted Rust of these packages is not compiled here: their typed API
+/// (optional scalars, in-place tensors) is not emitted yet.
 #[test]
 fn corpus_packages_through_the_generator() {
     let Some(corpus) = corpus() else { return };
@@ -119,6 +118,12 @@ fn corpus_packages_through_the_generator() {
         "com.xenova.MulBroadcast",
         "com.xenova.StridedCopy",
         "com.xenova.gemma4.PleGate",
+        "com.xenova.RMSNorm",
+        "com.xenova.Rope1d",
+        "com.xenova.gemma4.ArgMax",
+        "com.xenova.gemma4.DecodeNormAdd",
+        "com.xenova.gemma4.DecodeRmsSrq",
+        "com.xenova.gemma4.SrqQuantize",
     ] {
         assert!(
             generated.iter().any(|g| g == known),

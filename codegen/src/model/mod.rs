@@ -328,6 +328,17 @@ pub struct Op {
 }
 
 impl Op {
+    /// The WGSL name of the pipeline `override` that carries the dynamic template value
+    /// `value`: the value's own name in the seed dialect, whose templates print it into
+    /// expressions; `<value>_pipeline` in the `schemaVersion: 1` dialect, whose templates
+    /// often declare a constant of the value's own name.
+    pub fn override_name(&self, value: &str) -> String {
+        match self.dialect {
+            crate::manifest::Dialect::Seed => value.to_owned(),
+            crate::manifest::Dialect::V1 => format!("{value}_pipeline"),
+        }
+    }
+
     /// How the op's expressions read.
     pub fn expr_dialect(&self) -> crate::expr::Dialect {
         match self.dialect {

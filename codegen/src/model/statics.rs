@@ -115,8 +115,19 @@ pub fn enumerate_combinations(
             .collect();
         let mut features: BTreeSet<String> = variant.required_features.iter().cloned().collect();
         for (var, value) in &assignment {
-            if let (StaticVar::Feature(name), Value::Bool(true)) = (var, value) {
-                features.insert(name.clone());
+            match (var, value) {
+                (StaticVar::Feature(name), Value::Bool(true)) => {
+                    features.insert(name.clone());
+                }
+                // A condition assumed true (it also reads run-time values) may be what lets
+                // the shader use the features it tests, e.g. `device.features.has("subgroups")
+                // and device.adapterInfo.subgroupMinSize >= 32`.
+                (StaticVar::Predicate(name), Value::Bool(true)) => {
+                    if let Some(v) = static_values(variant, pass).find(|v| &v.name == name) {
+                        features.extend(v.expr.ir.features());
+                    }
+                }
+                _ => {}
             }
         }
         // Assignments that differ only in features the values do not depend on render the

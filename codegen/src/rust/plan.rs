@@ -77,8 +77,8 @@ pub(super) fn variant_plan(
             arms.push(quote!((#(#patterns,)*) => #index,));
         }
         let what = format!("{}: variant `{}`, pass `{}`", op.name, variant.id, pass.id);
-        let override_names: Vec<&str> = crate::wgsl::dynamic_values(variant, pass)
-            .map(|d| d.name.as_str())
+        let override_names: Vec<String> = crate::wgsl::dynamic_values(variant, pass)
+            .map(|d| op.override_name(&d.name))
             .collect();
         let infos_name = upper_ident(&["SHADERS", &variant.id, &pass.id]);
         let infos = unique.iter().enumerate().map(|(index, s)| {
@@ -103,13 +103,14 @@ pub(super) fn variant_plan(
         });
         let overrides = crate::wgsl::dynamic_values(variant, pass).map(|d| {
             let name = &d.name;
+            let pipeline_name = op.override_name(name);
             let lowered = lower(&d.expr.ir, scope);
             let value = match d.expr.ir.ty {
                 Type::Float => quote!(#lowered),
                 Type::Bool => quote!(if #lowered { 1.0 } else { 0.0 }),
                 _ => quote!(f64::from(rt::support::to_u32(#name, #lowered)?)),
             };
-            quote!((#name, #value))
+            quote!((#pipeline_name, #value))
         });
         let bindings = pass.bindings.iter().map(|b| match &b.target {
             BindingTarget::Tensor(i) => quote!(rt::Binding::Arg(#i)),

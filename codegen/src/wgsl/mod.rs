@@ -3,6 +3,7 @@
 
 mod prelude;
 mod render;
+mod runtime_values;
 mod targets;
 mod usage;
 mod validate;
@@ -248,7 +249,10 @@ fn shader(
     };
     // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
     // native text goes without and the web text gets it back (`web_enables`).
-    let (text, wrote_subgroups) = without_subgroups_enable(&text);
+    let (mut text, wrote_subgroups) = without_subgroups_enable(&text);
+    if op.dialect == crate::manifest::Dialect::V1 {
+        text = runtime_values::resolve(&text);
+    }
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
         .map_err(|m| {
             Diagnostic::new(
@@ -271,7 +275,12 @@ fn shader(
     check_workgroup_size(op, pass, &reflection)
         .map_err(|m| Diagnostic::new(&pass.template, where_(), m))?;
     let overrides: Vec<(String, &'static str)> = dynamic_values(variant, pass)
-        .map(|value| (value.name.clone(), override_type(value.expr.ir.ty)))
+        .map(|value| {
+            (
+                op.override_name(&value.name),
+                override_type(value.expr.ir.ty),
+            )
+        })
         .collect();
     let subgroups = combination.features.contains("subgroups") || wrote_subgroups;
     let translations =

@@ -98,7 +98,7 @@ pub fn prelude(
         let _ = writeln!(
             out,
             "override {}: {};",
-            value.name,
+            op.override_name(&value.name),
             override_type(value.expr.ir.ty)
         );
         any_override = true;

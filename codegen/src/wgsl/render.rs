@@ -107,12 +107,21 @@ pub fn render(
 ) -> Result<String, minijinja::Error> {
     let template = env.get_template(&pass.template)?;
     let mut context: BTreeMap<String, JValue> = BTreeMap::new();
+    let v1 = op.dialect == crate::manifest::Dialect::V1;
     for (name, value) in &combination.values {
-        context.insert(name.clone(), to_jinja(value));
+        context.insert(name.clone(), to_jinja(value, v1));
     }
     for value in super::prelude::dynamic_values(variant, pass) {
-        // A dynamic value renders as the name of its `override`, so the text does not depend on it.
-        context.insert(value.name.clone(), JValue::from(value.name.clone()));
+        // A dynamic value renders as the name of its `override`, so the text does not depend
+        // on it; `schemaVersion: 1` templates print it where a literal goes, so it is marked
+        // for `runtime_values::resolve`.
+        let name = op.override_name(&value.name);
+        let shown = if v1 {
+            super::runtime_values::marked(&name)
+        } else {
+            name
+        };
+        context.insert(value.name.clone(), JValue::from(shown));
     }
     let tunables: BTreeMap<String, JValue> = op
         .tunables
@@ -130,9 +139,12 @@ pub fn render(
     template.render(JValue::from_object(context))
 }
 
-fn to_jinja(value: &Value) -> JValue {
+/// A static value for the template. `schemaVersion: 1` values come from true division, so a
+/// whole Float prints as the integer it is (`4u`, not `4.0u`), as its engine prints numbers.
+fn to_jinja(value: &Value, v1: bool) -> JValue {
     match value {
         Value::Int(i) => JValue::from(*i),
+        Value::Float(f) if v1 && f.fract() == 0.0 && f.abs() < 9.0e15 => JValue::from(*f as i64),
         Value::Float(f) => JValue::from(*f),
         Value::Bool(b) => JValue::from(*b),
         Value::Str(s) | Value::Dtype(s) => JValue::from(s.clone()),
