@@ -6,11 +6,10 @@
 //! ```no_run
 //! // build.rs
 //! fn main() -> Result<(), codegen::ConfigError> {
-//!     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap()).join("kernels");
+//!     // Into `$OUT_DIR/kernels`, printing `cargo:rerun-if-changed` for every input.
 //!     codegen::Config::new()
 //!         .packages_in("kernels")
 //!         .include_root("kernels/_shared")
-//!         .out_dir(out)
 //!         .generate()?;
 //!     Ok(())
 //! }
@@ -246,17 +245,14 @@ impl Config {
     /// Generates and writes the files that changed into the output folder, removing files
     /// there that are no longer generated; prints `cargo:rerun-if-changed` when asked.
     pub fn generate(&self) -> Result<Report, ConfigError> {
-        let (mut report, out_dir, stale) = self.run()?;
-        for path in &stale {
-            let file = report
-                .output
-                .files
-                .iter()
-                .find(|f| &f.path == path)
-                .ok_or_else(|| ConfigError::Layout {
-                    path: out_dir.join(path),
-                    reason: "a stale file that is not generated".to_owned(),
-                })?;
+        let (report, out_dir) = self.run()?;
+        let stale: BTreeSet<&str> = report.written.iter().map(String::as_str).collect();
+        for file in report
+            .output
+            .files
+            .iter()
+            .filter(|f| stale.contains(f.path.as_str()))
+        {
             let target = out_dir.join(&file.path);
             if let Some(parent) = target.parent() {
                 fs::create_dir_all(parent).map_err(|source| ConfigError::Io {
@@ -277,27 +273,25 @@ impl Config {
             })?;
         }
         remove_empty_dirs(&out_dir);
-        report.written = stale;
         Ok(report)
     }
 
     /// Generates in memory and compares with the output folder: `Err(Stale)` naming every
     /// file that differs or should not be there.
     pub fn check(&self) -> Result<Report, ConfigError> {
-        let (mut report, _, stale) = self.run()?;
-        if !stale.is_empty() || !report.removed.is_empty() {
+        let (report, _) = self.run()?;
+        if !report.written.is_empty() || !report.removed.is_empty() {
             return Err(ConfigError::Stale {
-                stale,
+                stale: report.written,
                 orphaned: report.removed,
             });
         }
-        report.written = stale;
         Ok(report)
     }
 
-    /// Reads, generates and diffs against the output folder: the report, the folder and
-    /// the paths whose contents differ.
-    fn run(&self) -> Result<(Report, PathBuf, Vec<String>), ConfigError> {
+    /// Reads, generates and diffs against the output folder: the report (with the paths
+    /// whose contents differ as `written`) and the folder.
+    fn run(&self) -> Result<(Report, PathBuf), ConfigError> {
         let out_dir = match &self.out_dir {
             Some(dir) => self.path(dir),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(ConfigError::NoOutDir)?)
@@ -338,11 +332,11 @@ impl Config {
         let report = Report {
             packages: inputs.packages.len(),
             output,
-            written: Vec::new(),
+            written: stale,
             removed,
             inputs: read,
         };
-        Ok((report, out_dir, stale))
+        Ok((report, out_dir))
     }
 }
 

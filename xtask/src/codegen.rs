@@ -75,15 +75,18 @@ pub fn run(root: &Path, mode: Mode) -> Result<()> {
     let report = match report {
         Ok(report) => report,
         Err(codegen::ConfigError::Stale { stale, orphaned }) => {
-            let mut text =
-                String::from("generated code is out of date; run `cargo xtask codegen`:");
-            for path in stale {
-                text.push_str(&format!("\n  stale:    {GENERATED_DIR}/{path}"));
-            }
-            for path in orphaned {
-                text.push_str(&format!("\n  orphaned: {GENERATED_DIR}/{path}"));
-            }
-            bail!("{text}");
+            // Named by their place in this repository, with the command that mends them.
+            let here = |paths: Vec<String>| {
+                paths
+                    .into_iter()
+                    .map(|p| format!("{GENERATED_DIR}/{p}"))
+                    .collect()
+            };
+            let err = codegen::ConfigError::Stale {
+                stale: here(stale),
+                orphaned: here(orphaned),
+            };
+            bail!("{err}\n(run `cargo xtask codegen`)");
         }
         Err(err) => bail!("{err}"),
     };

@@ -363,11 +363,14 @@ impl Op {
         })
     }
 
+    /// The tensor `name` refers to (see [`Op::tensor_index`]).
+    pub fn tensor(&self, name: &str) -> Option<&Tensor> {
+        self.tensor_index(name).and_then(|i| self.tensors().nth(i))
+    }
+
     /// The role of the tensor `name` refers to.
     pub fn tensor_role(&self, name: &str) -> Option<&str> {
-        self.tensor_index(name)
-            .and_then(|i| self.tensors().nth(i))
-            .map(|t| t.role.as_str())
+        self.tensor(name).map(|t| t.role.as_str())
     }
 
     pub fn tensors(&self) -> impl Iterator<Item = &Tensor> {

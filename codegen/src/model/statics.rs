@@ -197,11 +197,7 @@ fn collect_vars(op: &Op, ir: &expr::Ir, vars: &mut BTreeSet<StaticVar>) {
             }
             // A tensor's dtype string follows its type variable.
             Symbol::TensorDtype(name) => {
-                if let Some(super::DTypeRef::Var(var)) = op
-                    .tensor_index(&name)
-                    .and_then(|i| op.tensors().nth(i))
-                    .map(|t| &t.dtype)
-                {
+                if let Some(super::DTypeRef::Var(var)) = op.tensor(&name).map(|t| &t.dtype) {
                     vars.insert(StaticVar::Dtype(var.clone()));
                 }
             }
@@ -238,10 +234,7 @@ impl expr::Env for StaticEnv<'_> {
                 self.assignment.get(&StaticVar::Attr(name.clone())).cloned()
             }
             Symbol::TensorDtype(name) => {
-                let tensor = self
-                    .op
-                    .tensor_index(name)
-                    .and_then(|i| self.op.tensors().nth(i));
+                let tensor = self.op.tensor(name);
                 let dtype = match tensor.map(|t| &t.dtype) {
                     Some(super::DTypeRef::Fixed(d)) => Some(*d),
                     Some(super::DTypeRef::Var(var)) => {

@@ -63,10 +63,7 @@ impl LowerScope for EnvScope<'_> {
                 quote!(#function(env)?)
             }
             Symbol::TensorDtype(name) => {
-                let tensor = self
-                    .op
-                    .tensor_index(name)
-                    .and_then(|i| self.op.tensors().nth(i));
+                let tensor = self.op.tensor(name);
                 match tensor.map(|t| &t.dtype) {
                     Some(model::DTypeRef::Var(var))
                         if float_type_vars(self.op).contains(&var.as_str()) =>
@@ -93,8 +90,14 @@ impl LowerScope for EnvScope<'_> {
                 "subgroupMaxSize" => quote!(i64::from(env.caps.subgroup_max_size)),
                 _ => quote!(i64::from(env.caps.subgroup_min_size)),
             },
-            // Optional tensors are not emitted yet; `rust::unsupported` rejects the op first.
-            Symbol::Present(_) => quote!(true),
+            // Optional tensors have no place in the typed API yet: the generated module says
+            // so where it is compiled rather than assuming the tensor is there.
+            Symbol::Present(name) => {
+                let message = format!(
+                    "`present.{name}`: optional tensors are not emitted by this version of the codegen"
+                );
+                quote!(::core::compile_error!(#message))
+            }
         }
     }
 

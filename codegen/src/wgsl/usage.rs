@@ -8,7 +8,9 @@
 //! a filter or a call argument. The value's taint follows `{% set %}`, `{% with %}`, loop
 //! targets and macro parameters, across `{% include %}` and `{% import %}`.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use minijinja::machinery::ast::{self, CallArg, Expr, Stmt};
 use minijinja::machinery::{Span, parse};
@@ -48,7 +50,7 @@ pub fn misuses(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) 
         syntax: SyntaxConfig::default(),
         uses: Vec::new(),
         macro_params: BTreeMap::new(),
-        signatures: std::cell::RefCell::new(BTreeMap::new()),
+        trees: RefCell::new(BTreeMap::new()),
     };
     // A macro's parameters are tainted by its call sites, which may come after the macro or
     // in another template: walk until no new parameter is tainted.
@@ -78,22 +80,34 @@ struct Walker<'a> {
     uses: Vec<Use>,
     /// (template, macro, parameter) → the dynamic value a call site passes to it.
     macro_params: BTreeMap<(String, String, String), String>,
-    /// Template → macro → parameter names, parsed once per template.
-    signatures: std::cell::RefCell<BTreeMap<String, BTreeMap<String, Vec<String>>>>,
+    /// Each template's syntax tree, parsed once however often the walk reaches it (`None`
+    /// when it does not exist or does not parse).
+    trees: RefCell<BTreeMap<String, Option<Rc<Stmt<'a>>>>>,
 }
 
 /// Names in scope that carry a dynamic value: name → the dynamic value it came from.
 type Taint = BTreeMap<String, String>;
 
-impl Walker<'_> {
+impl<'a> Walker<'a> {
+    /// The syntax tree of the template `name`.
+    fn tree(&self, name: &str) -> Option<Rc<Stmt<'a>>> {
+        if let Some(tree) = self.trees.borrow().get(name) {
+            return tree.clone();
+        }
+        let tree = (self.paths.templates.get_key_value(name))
+            .and_then(|(file, source)| parse(source, file, self.syntax.clone()).ok())
+            .map(Rc::new);
+        self.trees
+            .borrow_mut()
+            .insert(name.to_owned(), tree.clone());
+        tree
+    }
+
     fn template(&mut self, name: &str, taint: &Taint, seen: &mut BTreeSet<String>) {
         if !seen.insert(name.to_owned()) {
             return;
         }
-        let Some(source) = self.paths.templates.get(name) else {
-            return;
-        };
-        let Ok(tree) = parse(source, name, self.syntax.clone()) else {
+        let Some(tree) = self.tree(name) else {
             return;
         };
         let mut scope = Scope {
@@ -331,16 +345,9 @@ impl Walker<'_> {
         if let CallArg::Kwarg(keyword, _) = arg {
             return Some((*keyword).to_owned());
         }
-        let mut signatures = self.signatures.borrow_mut();
-        let macros = signatures.entry(file.to_owned()).or_insert_with(|| {
-            let mut macros = BTreeMap::new();
-            if let Some(source) = self.paths.templates.get(file)
-                && let Ok(tree) = parse(source, file, self.syntax.clone())
-            {
-                collect_macros(&tree, &mut macros);
-            }
-            macros
-        });
+        let mut macros = BTreeMap::new();
+        let tree = self.tree(file)?;
+        collect_macros(&tree, &mut macros);
         macros.get(name)?.get(position).cloned()
     }
 
