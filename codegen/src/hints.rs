@@ -5,7 +5,8 @@
 //! A hint adds `derive` entries, adds static boolean source inputs to a pass, lets some of its
 //! storage bindings be seen as `vec4` words where such a boolean is true (the binding field
 //! `vec4When`), and may replace the pass's dispatch sizes (a shader that does more work per
-//! invocation needs fewer invocations).
+//! invocation needs fewer invocations). A variant hint declares the values to build shaders for
+//! where the shader text depends on a run-time value with no finite domain (`specialise`).
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -27,6 +28,20 @@ pub struct Hints {
     pub derive: IndexMap<String, String>,
     #[serde(default)]
     pub passes: Vec<PassHint>,
+    #[serde(default)]
+    pub variants: Vec<VariantHint>,
+}
+
+/// Hints for one variant.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantHint {
+    pub variant: String,
+    /// Template value → the values to build shaders for, for a value the shader text depends
+    /// on whose domain the manifest leaves open (`"headDim": [64, 128, 256]`). A call with
+    /// another value finds no shader and says so.
+    #[serde(default)]
+    pub specialise: IndexMap<String, Vec<Value>>,
 }
 
 /// Hints for one pass of one variant.
@@ -61,6 +76,7 @@ pub fn parse(file: &str, text: &str) -> Result<Hints, Diagnostic> {
 
 /// Applies `hints` to `manifest`; what cannot be applied is reported against the hints file.
 pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &mut Diagnostics) {
+    apply_variant_hints(file, hints, manifest, diagnostics);
     for (name, source) in &hints.derive {
         if manifest.derive.contains_key(name) {
             diagnostics.push(Diagnostic::new(
@@ -141,5 +157,78 @@ pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &m
             }
         }
         pass.bindings = BindingsRef::Inline(bindings);
+    }
+}
+
+/// Checks and records the specialisation sets of `hints.variants`.
+fn apply_variant_hints(
+    file: &str,
+    hints: &Hints,
+    manifest: &mut Manifest,
+    diagnostics: &mut Diagnostics,
+) {
+    for (h, hint) in hints.variants.iter().enumerate() {
+        let path = format!("variants[{h}]");
+        let Some(variant) = manifest.variants.iter_mut().find(|v| v.id == hint.variant) else {
+            diagnostics.push(Diagnostic::new(
+                file,
+                format!("{path}.variant"),
+                format!("`{}` has no variant `{}`", hints.op, hint.variant),
+            ));
+            continue;
+        };
+        for (name, values) in &hint.specialise {
+            let value_path = format!("{path}.specialise.{name}");
+            let known = variant.constants.contains_key(name)
+                || variant
+                    .passes
+                    .iter()
+                    .any(|p| p.source.inputs.contains_key(name));
+            if !known {
+                diagnostics.push(Diagnostic::new(
+                    file,
+                    &value_path,
+                    format!(
+                        "variant `{}` has no constant or pass input `{name}`",
+                        hint.variant
+                    ),
+                ));
+                continue;
+            }
+            if values.is_empty() {
+                diagnostics.push(Diagnostic::new(
+                    file,
+                    &value_path,
+                    "a specialisation set needs at least one value",
+                ));
+                continue;
+            }
+            let mut set = Vec::new();
+            for (i, value) in values.iter().enumerate() {
+                let converted = match value {
+                    Value::Bool(b) => Some(crate::expr::Value::Bool(*b)),
+                    Value::String(s) => Some(crate::expr::Value::Str(s.clone())),
+                    Value::Number(n) => n
+                        .as_i64()
+                        .map(crate::expr::Value::Int)
+                        .or_else(|| n.as_f64().map(crate::expr::Value::Float)),
+                    _ => None,
+                };
+                match converted {
+                    Some(v) if set.contains(&v) => diagnostics.push(Diagnostic::new(
+                        file,
+                        format!("{value_path}[{i}]"),
+                        format!("{value} is listed twice"),
+                    )),
+                    Some(v) => set.push(v),
+                    None => diagnostics.push(Diagnostic::new(
+                        file,
+                        format!("{value_path}[{i}]"),
+                        "expected a number, a boolean or a string",
+                    )),
+                }
+            }
+            variant.specialise.insert(name.clone(), set);
+        }
     }
 }

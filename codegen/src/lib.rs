@@ -203,7 +203,15 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
     diagnostics.0.extend(template_errors);
     let mut output = Output::default();
     let mut generated_ops = Vec::new();
-    for op in &ops {
+    let mut unsettled = BTreeSet::new();
+    for op in &mut ops {
+        let problems = wgsl::settle(op, &env, &paths);
+        if !problems.is_empty() {
+            unsettled.insert(op.module.clone());
+            diagnostics.extend(problems);
+        }
+    }
+    for op in ops.iter().filter(|op| !unsettled.contains(&op.module)) {
         let templates: BTreeSet<&str> = op
             .variants
             .iter()

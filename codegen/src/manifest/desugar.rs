@@ -200,6 +200,7 @@ fn variant_decl(
             .collect(),
         intermediates,
         passes,
+        specialise: IndexMap::new(),
     }
 }
 

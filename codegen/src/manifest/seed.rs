@@ -149,6 +149,10 @@ pub struct VariantDecl {
     #[serde(default)]
     pub intermediates: Vec<IntermediateDecl>,
     pub passes: Vec<PassDecl>,
+    /// Template value → the values to build shaders for, declared by implementation hints
+    /// ([`crate::hints`]); never read from a manifest.
+    #[serde(skip)]
+    pub specialise: IndexMap<String, Vec<crate::expr::Value>>,
 }
 
 /// A scratch buffer owned by a variant.

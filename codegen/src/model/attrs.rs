@@ -105,6 +105,7 @@ pub fn build_attributes(
             required,
             allowed,
             one_of: None,
+            unsigned: false,
             description: manifest
                 .attribute_descriptions
                 .get(name.as_str())
@@ -223,6 +224,7 @@ pub fn scalar_args(manifest: &Manifest) -> Vec<Attribute> {
                 required: scalar.required,
                 allowed: None,
                 one_of: scalar.one_of.clone(),
+                unsigned: scalar.kind == "u32",
                 description: scalar.description.clone(),
             }
         })

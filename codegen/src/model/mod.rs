@@ -6,6 +6,7 @@
 
 mod attrs;
 mod build;
+pub mod domains;
 mod statics;
 mod variants;
 
@@ -164,6 +165,8 @@ pub struct Attribute {
     pub allowed: Option<Vec<i64>>,
     /// The values a string scalar arg may take (`oneOf`).
     pub one_of: Option<Vec<String>>,
+    /// A `u32` scalar arg: never negative.
+    pub unsigned: bool,
     pub description: String,
 }
 
@@ -189,6 +192,10 @@ pub struct TemplateValue {
     pub name: String,
     pub expr: Expr,
     pub class: Class,
+    /// For a static value that reads run-time names: the values it is enumerated over
+    /// ([`domains::pin`]); `None` when its names' domains are enumerated instead (or it is a
+    /// boolean, enumerated over both values).
+    pub domain: Option<Vec<crate::expr::Value>>,
 }
 
 /// What a binding is bound to.
@@ -297,6 +304,10 @@ pub struct Variant {
     pub passes: Vec<Pass>,
     /// Features a `when` condition requires outright (`device.features.has("x")`).
     pub required_features: Vec<String>,
+    /// Template value → the values the hints declare to build shaders for.
+    pub specialise: std::collections::BTreeMap<String, Vec<crate::expr::Value>>,
+    /// Argument → the values `when` allows it ([`domains::when_bounds`]).
+    pub bounds: std::collections::BTreeMap<String, Vec<crate::expr::Value>>,
 }
 
 /// A validated op.

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::domains::Bounds;
 use super::{AttrRepr, Class, DType, ElementType, Op, Pass, TemplateValue, Variant};
 use crate::expr::{self, EvalError, Symbol, Value};
 
@@ -12,8 +13,9 @@ pub enum StaticVar {
     Dtype(String),
     Attr(String),
     Feature(String),
-    /// A boolean template value that depends on shapes or limits: both values are rendered.
-    Predicate(String),
+    /// A template value enumerated over values of its own: a boolean that depends on shapes
+    /// or limits (both values are rendered), or a value [`super::domains::pin`] gave a domain.
+    Value(String),
 }
 
 /// One pre-rendered shader's inputs: the assignment and the values it gives.
@@ -65,10 +67,11 @@ pub fn enumerate_combinations(
 ) -> Result<Vec<Combination>, EvalError> {
     let mut vars = BTreeSet::new();
     for value in static_values(variant, pass) {
-        if super::variants::is_static(op, &value.expr.ir.symbols()) {
+        let symbols = value.expr.ir.symbols();
+        if value.domain.is_none() && super::domains::is_bounded(op, &variant.bounds, &symbols) {
             collect_vars(op, &value.expr.ir, &mut vars);
         } else {
-            vars.insert(StaticVar::Predicate(value.name.clone()));
+            vars.insert(StaticVar::Value(value.name.clone()));
         }
     }
     for binding in &pass.bindings {
@@ -80,7 +83,12 @@ pub fn enumerate_combinations(
         vars.remove(&StaticVar::Feature(feature.clone()));
     }
     let vars: Vec<StaticVar> = vars.into_iter().collect();
-    let domains: Vec<Vec<Value>> = vars.iter().map(|var| domain(op, var)).collect();
+    let domains: Vec<Vec<Value>> = vars
+        .iter()
+        .map(|var| {
+            value_domain(variant, pass, var).unwrap_or_else(|| domain(op, &variant.bounds, var))
+        })
+        .collect();
 
     let mut combinations: Vec<Combination> = Vec::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -98,7 +106,7 @@ pub fn enumerate_combinations(
         };
         let mut values = Vec::new();
         for value in static_values(variant, pass) {
-            let evaluated = match assignment.get(&StaticVar::Predicate(value.name.clone())) {
+            let evaluated = match assignment.get(&StaticVar::Value(value.name.clone())) {
                 Some(assumed) => assumed.clone(),
                 None => expr::eval(&value.expr.ir, &env)?,
             };
@@ -122,7 +130,7 @@ pub fn enumerate_combinations(
                 // A condition assumed true (it also reads run-time values) may be what lets
                 // the shader use the features it tests, e.g. `device.features.has("subgroups")
                 // and device.adapterInfo.subgroupMinSize >= 32`.
-                (StaticVar::Predicate(name), Value::Bool(true)) => {
+                (StaticVar::Value(name), Value::Bool(true)) => {
                     if let Some(v) = static_values(variant, pass).find(|v| &v.name == name) {
                         features.extend(v.expr.ir.features());
                     }
@@ -151,7 +159,25 @@ pub fn enumerate_combinations(
     Ok(combinations)
 }
 
-fn domain(op: &Op, var: &StaticVar) -> Vec<Value> {
+/// The values a template value enumerated over its own values takes: its pinned domain, or
+/// both booleans.
+fn value_domain(variant: &Variant, pass: &Pass, var: &StaticVar) -> Option<Vec<Value>> {
+    let StaticVar::Value(name) = var else {
+        return None;
+    };
+    let value = static_values(variant, pass).find(|v| &v.name == name)?;
+    Some(
+        value
+            .domain
+            .clone()
+            .unwrap_or_else(|| vec![Value::Bool(false), Value::Bool(true)]),
+    )
+}
+
+/// The values one enumerated name takes: a type variable's dtypes, an attribute's allowed
+/// values (or those the variant's `when` bounds it to), both booleans for a feature.
+pub(super) fn domain(op: &Op, bounds: &Bounds, var: &StaticVar) -> Vec<Value> {
+    let bounded = |name: &str| bounds.get(name).cloned().unwrap_or_default();
     match var {
         StaticVar::Dtype(name) => op
             .type_var(name)
@@ -173,17 +199,17 @@ fn domain(op: &Op, var: &StaticVar) -> Vec<Value> {
                     .flatten()
                     .map(|v| Value::Str(v.clone()))
                     .collect(),
-                _ => Vec::new(),
+                _ => bounded(name),
             },
-            None => Vec::new(),
+            None => bounded(name),
         },
-        StaticVar::Feature(_) | StaticVar::Predicate(_) => {
+        StaticVar::Feature(_) | StaticVar::Value(_) => {
             vec![Value::Bool(false), Value::Bool(true)]
         }
     }
 }
 
-fn collect_vars(op: &Op, ir: &expr::Ir, vars: &mut BTreeSet<StaticVar>) {
+pub(super) fn collect_vars(op: &Op, ir: &expr::Ir, vars: &mut BTreeSet<StaticVar>) {
     for feature in ir.features() {
         vars.insert(StaticVar::Feature(feature));
     }
@@ -214,6 +240,42 @@ fn collect_vars(op: &Op, ir: &expr::Ir, vars: &mut BTreeSet<StaticVar>) {
             | Symbol::AdapterInfo(_) => {}
         }
     }
+}
+
+/// Every distinct value `ir` takes over the domains of the names it reads (all finite under
+/// `bounds`); `None` when none can be evaluated at build time.
+pub(super) fn evaluate_over_roots(
+    op: &Op,
+    required: &[String],
+    bounds: &Bounds,
+    ir: &expr::Ir,
+) -> Option<Vec<Value>> {
+    let mut vars = BTreeSet::new();
+    collect_vars(op, ir, &mut vars);
+    let vars: Vec<StaticVar> = vars.into_iter().collect();
+    let domains: Vec<Vec<Value>> = vars.iter().map(|var| domain(op, bounds, var)).collect();
+    let total: usize = domains.iter().map(Vec::len).product();
+    let mut values = Vec::new();
+    for mut index in 0..total {
+        let mut assignment = BTreeMap::new();
+        for (var, domain) in vars.iter().zip(&domains) {
+            assignment.insert(var.clone(), domain[index % domain.len()].clone());
+            index /= domain.len();
+        }
+        let env = StaticEnv {
+            op,
+            assignment: &assignment,
+            required,
+        };
+        // An assignment the expression rejects (a division by zero, say) is one the variant
+        // never runs with.
+        if let Ok(value) = expr::eval(ir, &env)
+            && !values.contains(&value)
+        {
+            values.push(value);
+        }
+    }
+    (!values.is_empty()).then_some(values)
 }
 
 /// Evaluates static expressions under one assignment.

@@ -150,6 +150,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
             dispatch,
         });
     }
+    let bounds = super::domains::when_bounds(cx.scope.op, &when);
     Variant {
         id: decl.id.clone(),
         description: decl.description.clone(),
@@ -158,6 +159,12 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         constants,
         intermediates,
         passes,
+        bounds,
+        specialise: decl
+            .specialise
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         required_features,
     }
 }
@@ -202,6 +209,7 @@ fn template_values(
             name: name.clone(),
             expr,
             class,
+            domain: None,
         });
     }
     out

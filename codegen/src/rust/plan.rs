@@ -16,7 +16,12 @@ fn pattern(value: &Value) -> Result<TokenStream, String> {
         Value::Bool(b) => quote!(#b),
         Value::Int(i) => quote!(#i),
         Value::Str(s) | Value::Dtype(s) => quote!(#s),
-        Value::Float(_) | Value::List(_) => {
+        // Floats are matched by their bits (see the key in `variant_plan`).
+        Value::Float(f) => {
+            let bits = f.to_bits();
+            quote!(#bits)
+        }
+        Value::List(_) => {
             return Err(format!(
                 "static value {value:?} cannot select a shader (only booleans, integers, strings and dtypes can)"
             ));
@@ -64,7 +69,16 @@ pub(super) fn variant_plan(
         });
         let static_values: Vec<&model::TemplateValue> =
             model::static_values(variant, pass).collect();
-        let keys = static_values.iter().map(|s| lower(&s.expr.ir, scope));
+        // A float value (a pinned `8 / args.bits` of the true-division dialect) is matched by
+        // its bits: every pattern is a value the same expression computed at build time.
+        let keys = static_values.iter().map(|s| {
+            let lowered = lower(&s.expr.ir, scope);
+            if s.expr.ir.ty == Type::Float {
+                quote!(f64::to_bits(#lowered))
+            } else {
+                lowered
+            }
+        });
         let mut arms = Vec::new();
         for shader in &shaders {
             let index = kernel_index(shader);

@@ -4,6 +4,7 @@
 mod prelude;
 mod render;
 mod runtime_values;
+mod settle;
 mod targets;
 mod usage;
 mod validate;
@@ -14,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 pub use prelude::{dynamic_values, override_type};
 pub use render::environment;
+pub use settle::settle;
 pub use targets::{Target, TargetStatus, Translations, representative_override};
 
 use crate::diag::{Diagnostic, Diagnostics};
@@ -70,8 +72,8 @@ impl Shader {
     }
 }
 
-/// Renders and validates all shaders of an op. Template names are display paths
-/// ([`crate::templates`]).
+/// Renders and validates all shaders of an op, [`settle`]d before. Template names are display
+/// paths ([`crate::templates`]).
 pub fn shaders(
     op: &Op,
     env: &minijinja::Environment<'static>,
@@ -150,6 +152,52 @@ pub fn shaders(
     let mut seen = BTreeSet::new();
     diagnostics.0.retain(|d| seen.insert(d.to_string()));
     diagnostics.into_result(shaders)
+}
+
+/// A pass's shader text under one combination, resolved but not validated.
+struct Rendered {
+    text: String,
+    f16: bool,
+    /// Whether the template wrote `enable subgroups;` (moved to the web text).
+    wrote_subgroups: bool,
+}
+
+fn render_pass(
+    op: &Op,
+    env: &minijinja::Environment<'static>,
+    v: usize,
+    p: usize,
+    combination: &Combination,
+    bindings: &[prelude::ResolvedBinding<'_>],
+) -> Result<Rendered, Diagnostic> {
+    let variant = &op.variants[v];
+    let pass = &variant.passes[p];
+    let f16 = prelude::uses_f16(bindings, combination);
+    let prelude_text = prelude::prelude(op, variant, pass, bindings, f16);
+    let text = match render::render(env, op, variant, pass, combination, &prelude_text) {
+        Ok(text) => text,
+        // The pass's own template exists (checked before); a missing one is an include.
+        Err(err) => {
+            let mut diagnostic = render::template_diagnostic(&pass.template, "", &err);
+            if err.kind() == minijinja::ErrorKind::TemplateNotFound {
+                diagnostic.message.push_str(
+                    " (`./` and `../` names are relative to the including file and may not leave its package folder or the include root; other names are relative to the include root)",
+                );
+            }
+            return Err(diagnostic);
+        }
+    };
+    // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
+    // native text goes without and the web text gets it back (`web_enables`).
+    let (mut text, wrote_subgroups) = without_subgroups_enable(&text);
+    if op.dialect == crate::manifest::Dialect::V1 {
+        text = runtime_values::resolve(&text);
+    }
+    Ok(Rendered {
+        text,
+        f16,
+        wrote_subgroups,
+    })
 }
 
 /// A dynamic value used where the template needs its value, at its template line.
@@ -232,27 +280,11 @@ fn shader(
             }
         }
     }
-    let f16 = prelude::uses_f16(&bindings, &combination);
-    let prelude_text = prelude::prelude(op, variant, pass, &bindings, f16);
-    let text = match render::render(env, op, variant, pass, &combination, &prelude_text) {
-        Ok(text) => text,
-        // The pass's own template exists (checked before); a missing one is an include.
-        Err(err) => {
-            let mut diagnostic = render::template_diagnostic(&pass.template, "", &err);
-            if err.kind() == minijinja::ErrorKind::TemplateNotFound {
-                diagnostic.message.push_str(
-                    " (`./` and `../` names are relative to the including file and may not leave its package folder or the include root; other names are relative to the include root)",
-                );
-            }
-            return Err(diagnostic);
-        }
-    };
-    // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
-    // native text goes without and the web text gets it back (`web_enables`).
-    let (mut text, wrote_subgroups) = without_subgroups_enable(&text);
-    if op.dialect == crate::manifest::Dialect::V1 {
-        text = runtime_values::resolve(&text);
-    }
+    let Rendered {
+        text,
+        f16,
+        wrote_subgroups,
+    } = render_pass(op, env, v, p, &combination, &bindings)?;
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
         .map_err(|m| {
             Diagnostic::new(

@@ -185,15 +185,17 @@ impl<'a> Walker<'a> {
         }
     }
 
-    /// A macro's body with the parameters its call sites taint.
+    /// A macro's body: it sees the names of the scope it is defined in (the render context
+    /// among them), except where a parameter shadows one, which its call sites taint.
     fn macro_body(&mut self, m: &ast::Macro<'_>, scope: &Scope, seen: &mut BTreeSet<String>) {
         let mut inner = Scope {
             file: scope.file.clone(),
-            taint: Taint::new(),
+            taint: scope.taint.clone(),
             imports: scope.imports.clone(),
         };
         for param in &m.args {
             if let Expr::Var(v) = param {
+                inner.taint.remove(v.id);
                 let key = (scope.file.clone(), m.name.to_owned(), v.id.to_owned());
                 if let Some(value) = self.macro_params.get(&key) {
                     inner.taint.insert(v.id.to_owned(), value.clone());

@@ -1,0 +1,367 @@
+//! Finite domains of run-time values. A value the shader text depends on (a template branch, a
+//! loop bound, a function-scope array length) cannot be a pipeline override; it can still be
+//! enumerated when it takes finitely many values: an argument a variant's `when` bounds
+//! (`args.bits == 2 or args.bits == 4`, or `args.m > 0 and args.m <= 4`), an expression of
+//! such arguments, a conditional whose branches have finite domains given what the condition
+//! says (`2 if args.m > 2 else args.m`, with `args.m > 0` in `when`), or a set the package's
+//! hints declare. [`pin`] decides which; the value is then static, one shader per value.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::statics;
+use super::{Class, Expr, Op, TemplateValue, Variant};
+use crate::expr::ast::BinOp;
+use crate::expr::{Ir, IrKind, Symbol, Value};
+
+/// The most shaders one pinned value may add to a pass (its values, or the product of its
+/// roots' values).
+pub const MAX_DOMAIN: usize = 64;
+
+/// Argument name → its finitely many values.
+pub type Bounds = BTreeMap<String, Vec<Value>>;
+
+/// Argument name → the values a variant's `when` allows it, read from the clauses' top-level
+/// conjuncts: `args.x == 2`, `(args.x == 2 or args.x == 4)`, `args.x in [2, 4]`. An argument
+/// bounded twice gets the values both allow.
+pub fn when_bounds(op: &Op, when: &[Expr]) -> Bounds {
+    let mut bounds = Bounds::new();
+    let mut conjuncts = Vec::new();
+    for clause in when {
+        flatten(&clause.ir, BinOp::And, &mut conjuncts);
+    }
+    for conjunct in conjuncts {
+        let Some((name, values)) = alternatives(conjunct) else {
+            continue;
+        };
+        match bounds.get_mut(&name) {
+            Some(existing) => existing.retain(|v| values.contains(v)),
+            None => {
+                bounds.insert(name, values);
+            }
+        }
+    }
+    let mut ranges = Ranges::new();
+    for clause in when {
+        refine(op, &mut ranges, &clause.ir, true);
+    }
+    add_finite(&mut bounds, &ranges);
+    bounds
+}
+
+/// Inclusive integer ranges of arguments; `None` is open.
+type Ranges = BTreeMap<String, (Option<i64>, Option<i64>)>;
+
+/// Narrows `ranges` by what `cond` being `truth` says about integer arguments compared with
+/// literals (`args.m > 2`, `4 >= args.m`), through `and`, `or` (when false) and `not`.
+fn refine(op: &Op, ranges: &mut Ranges, cond: &Ir, truth: bool) {
+    match &cond.kind {
+        IrKind::Binary(BinOp::And, a, b) if truth => {
+            refine(op, ranges, a, true);
+            refine(op, ranges, b, true);
+        }
+        IrKind::Binary(BinOp::Or, a, b) if !truth => {
+            refine(op, ranges, a, false);
+            refine(op, ranges, b, false);
+        }
+        IrKind::Unary(crate::expr::ast::UnaryOp::Not, x) => refine(op, ranges, x, !truth),
+        IrKind::Binary(cmp, a, b) => {
+            let (name, k, cmp) = match (argument(a), integer(b), argument(b), integer(a)) {
+                (Some(name), Some(k), _, _) => (name, k, *cmp),
+                (_, _, Some(name), Some(k)) => (name, k, mirrored(*cmp)),
+                _ => return,
+            };
+            let Some(attribute) = op.attribute(&name) else {
+                return;
+            };
+            if attribute.ty != crate::expr::Type::Int {
+                return;
+            }
+            let cmp = if truth { cmp } else { negated(cmp) };
+            let floor = attribute.unsigned.then_some(0);
+            let range = ranges.entry(name).or_insert((floor, None));
+            let (lo, hi) = match cmp {
+                BinOp::Eq => (Some(k), Some(k)),
+                BinOp::Gt => (k.checked_add(1), None),
+                BinOp::Ge => (Some(k), None),
+                BinOp::Lt => (None, k.checked_sub(1)),
+                BinOp::Le => (None, Some(k)),
+                _ => (None, None),
+            };
+            range.0 = range.0.max(lo);
+            range.1 = match (range.1, hi) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        _ => {}
+    }
+}
+
+/// `k < x` is `x > k`.
+fn mirrored(cmp: BinOp) -> BinOp {
+    match cmp {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Ge => BinOp::Le,
+        other => other,
+    }
+}
+
+/// `not (x > k)` is `x <= k`; `!=` says too little to narrow.
+fn negated(cmp: BinOp) -> BinOp {
+    match cmp {
+        BinOp::Lt => BinOp::Ge,
+        BinOp::Le => BinOp::Gt,
+        BinOp::Gt => BinOp::Le,
+        BinOp::Ge => BinOp::Lt,
+        _ => BinOp::Ne,
+    }
+}
+
+fn integer(ir: &Ir) -> Option<i64> {
+    match literal(ir)? {
+        Value::Int(k) => Some(k),
+        _ => None,
+    }
+}
+
+/// Adds the arguments whose range is closed and small to `bounds` (narrowing those there).
+fn add_finite(bounds: &mut Bounds, ranges: &Ranges) {
+    for (name, range) in ranges {
+        let (Some(lo), Some(hi)) = *range else {
+            continue;
+        };
+        let values: Vec<Value> = if hi < lo {
+            Vec::new()
+        } else if hi.saturating_sub(lo) < MAX_DOMAIN as i64 {
+            (lo..=hi).map(Value::Int).collect()
+        } else {
+            continue;
+        };
+        match bounds.get_mut(name) {
+            Some(existing) => existing.retain(|v| values.contains(v)),
+            None => {
+                bounds.insert(name.clone(), values);
+            }
+        }
+    }
+}
+
+/// The ranges a variant's `when` gives, for refining inside conditionals.
+fn when_ranges(op: &Op, variant: &Variant) -> Ranges {
+    let mut ranges = Ranges::new();
+    for clause in &variant.when {
+        refine(op, &mut ranges, &clause.ir, true);
+    }
+    ranges
+}
+
+/// The operands of a chain of `op` (`a and b and c`).
+fn flatten<'a>(ir: &'a Ir, op: BinOp, out: &mut Vec<&'a Ir>) {
+    match &ir.kind {
+        IrKind::Binary(o, a, b) if *o == op => {
+            flatten(a, op, out);
+            flatten(b, op, out);
+        }
+        _ => out.push(ir),
+    }
+}
+
+/// `args.x == K`, `args.x == K1 or args.x == K2 …` or `args.x in [K1, K2]`: the argument
+/// and its values.
+fn alternatives(ir: &Ir) -> Option<(String, Vec<Value>)> {
+    if let IrKind::Binary(BinOp::In, item, list) = &ir.kind
+        && let (Some(name), IrKind::List(items)) = (argument(item), &list.kind)
+    {
+        let values = items.iter().map(literal).collect::<Option<Vec<_>>>()?;
+        return Some((name, values));
+    }
+    let mut operands = Vec::new();
+    flatten(ir, BinOp::Or, &mut operands);
+    let mut name = None;
+    let mut values = Vec::new();
+    for operand in operands {
+        let IrKind::Binary(BinOp::Eq, a, b) = &operand.kind else {
+            return None;
+        };
+        let (arg, value) = match (argument(a), argument(b)) {
+            (Some(arg), None) => (arg, literal(b)?),
+            (None, Some(arg)) => (arg, literal(a)?),
+            _ => return None,
+        };
+        if name.get_or_insert_with(|| arg.clone()) != &arg {
+            return None;
+        }
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    name.map(|name| (name, values))
+}
+
+/// The argument an operand reads, through the checker's conversions.
+fn argument(ir: &Ir) -> Option<String> {
+    match &ir.kind {
+        IrKind::Sym(Symbol::Arg(name) | Symbol::Attr(name)) => Some(name.clone()),
+        IrKind::ToFloat(x) | IrKind::ToInt(x) => argument(x),
+        _ => None,
+    }
+}
+
+fn literal(ir: &Ir) -> Option<Value> {
+    match &ir.kind {
+        IrKind::Int(i) => Some(Value::Int(*i)),
+        // `args.x == 2` may compare as floats; the argument itself is whole.
+        IrKind::Float(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some(Value::Int(*f as i64)),
+        IrKind::Float(f) => Some(Value::Float(*f)),
+        IrKind::Bool(b) => Some(Value::Bool(*b)),
+        IrKind::Str(s) => Some(Value::Str(s.clone())),
+        IrKind::ToFloat(x) | IrKind::ToInt(x) => literal(x),
+        _ => None,
+    }
+}
+
+/// Whether every name `symbols` reads has a finite domain: enumerated at build time already,
+/// or in `bounds` (a variant's, from its `when`).
+pub fn is_bounded(op: &Op, bounds: &Bounds, symbols: &BTreeSet<Symbol>) -> bool {
+    symbols.iter().all(|symbol| match symbol {
+        Symbol::Attr(name) | Symbol::Arg(name) if bounds.contains_key(name) => true,
+        Symbol::Derived(name) => op
+            .derived(name)
+            .is_some_and(|d| is_bounded(op, bounds, &d.expr.ir.symbols())),
+        other => super::variants::is_static(op, &BTreeSet::from([other.clone()])),
+    })
+}
+
+/// How a pinned value is enumerated.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pin {
+    /// Through the finite-domain names it reads, like any static value.
+    Roots,
+    /// Over these values of its own (a conditional's branches, or a declared set); the
+    /// generated code computes the value per call and picks the shader rendered for it.
+    Values(Vec<Value>),
+}
+
+/// Why a value cannot be enumerated: the names it reads that have no finite domain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unbounded {
+    pub names: Vec<String>,
+    /// Set when the domain exists but is larger than [`MAX_DOMAIN`].
+    pub too_many: Option<usize>,
+}
+
+/// How `value` of `variant` can be enumerated; `declared` is the set the hints give.
+pub fn pin(
+    op: &Op,
+    variant: &Variant,
+    value: &TemplateValue,
+    declared: Option<&[Value]>,
+) -> Result<Pin, Unbounded> {
+    if let Some(values) = declared {
+        return Ok(Pin::Values(values.to_vec()));
+    }
+    let ir = &value.expr.ir;
+    if is_bounded(op, &variant.bounds, &ir.symbols()) {
+        let count = root_count(op, &variant.bounds, ir);
+        return if count <= MAX_DOMAIN {
+            Ok(Pin::Roots)
+        } else {
+            Err(Unbounded {
+                names: Vec::new(),
+                too_many: Some(count),
+            })
+        };
+    }
+    match value_set(op, variant, &when_ranges(op, variant), ir) {
+        Some(values) if values.len() <= MAX_DOMAIN => Ok(Pin::Values(values)),
+        Some(values) => Err(Unbounded {
+            names: Vec::new(),
+            too_many: Some(values.len()),
+        }),
+        None => Err(Unbounded {
+            names: unbounded_names(op, variant, ir),
+            too_many: None,
+        }),
+    }
+}
+
+/// Makes the template value `name` of variant `v` static under `pin`.
+pub fn apply(op: &mut Op, v: usize, name: &str, pin: Pin) {
+    let variant = &mut op.variants[v];
+    let values = variant
+        .constants
+        .iter_mut()
+        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
+    for value in values.filter(|value| value.name == name) {
+        value.class = Class::Static;
+        value.domain = match &pin {
+            Pin::Roots => None,
+            Pin::Values(values) => Some(values.clone()),
+        };
+    }
+}
+
+/// How many combinations the roots of `ir` make.
+fn root_count(op: &Op, bounds: &Bounds, ir: &Ir) -> usize {
+    let mut vars = BTreeSet::new();
+    statics::collect_vars(op, ir, &mut vars);
+    vars.iter()
+        .map(|var| statics::domain(op, bounds, var).len().max(1))
+        .fold(1usize, usize::saturating_mul)
+}
+
+/// The values `ir` can take, when finitely many, where `ranges` hold: every value over its
+/// roots' domains, or the union of a conditional's branches, each under what its condition
+/// says.
+fn value_set(op: &Op, variant: &Variant, ranges: &Ranges, ir: &Ir) -> Option<Vec<Value>> {
+    let mut bounds = variant.bounds.clone();
+    add_finite(&mut bounds, ranges);
+    if is_bounded(op, &bounds, &ir.symbols()) {
+        if root_count(op, &bounds, ir) > MAX_DOMAIN {
+            return None;
+        }
+        return statics::evaluate_over_roots(op, &variant.required_features, &bounds, ir);
+    }
+    match &ir.kind {
+        IrKind::Cond(cond, then, otherwise) => {
+            let mut when_true = ranges.clone();
+            refine(op, &mut when_true, cond, true);
+            let mut when_false = ranges.clone();
+            refine(op, &mut when_false, cond, false);
+            let mut values = value_set(op, variant, &when_true, then)?;
+            for value in value_set(op, variant, &when_false, otherwise)? {
+                if !values.contains(&value) {
+                    values.push(value);
+                }
+            }
+            Some(values)
+        }
+        _ => None,
+    }
+}
+
+/// The names `ir` reads that have no finite domain, as a manifest writes them.
+fn unbounded_names(op: &Op, variant: &Variant, ir: &Ir) -> Vec<String> {
+    let mut names = Vec::new();
+    for symbol in ir.symbols() {
+        if is_bounded(op, &variant.bounds, &BTreeSet::from([symbol.clone()])) {
+            continue;
+        }
+        let name = match &symbol {
+            Symbol::Arg(name) | Symbol::Attr(name) => format!("args.{name}"),
+            Symbol::Shape(name) => format!("shapes.{name}"),
+            Symbol::Rank(name) => format!("ranks.{name}"),
+            Symbol::Limit(name) => format!("device.limits.{name}"),
+            Symbol::AdapterInfo(name) => format!("device.adapterInfo.{name}"),
+            Symbol::Present(name) => format!("present.{name}"),
+            Symbol::Derived(name) => name.clone(),
+            other => format!("{other:?}"),
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}

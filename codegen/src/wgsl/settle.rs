@@ -1,0 +1,307 @@
+//! Settles, per pass, which run-time values the shader text itself depends on. A dynamic
+//! value renders as a pipeline override; that fails where the template needs its value while
+//! rendering (found in minijinja's syntax tree, `usage.rs`) and where the rendered WGSL sizes
+//! a function-scope or private array with it (found in naga's module of a first rendering:
+//! WGSL allows override-sized arrays only in workgroup memory). Each such value is pinned to
+//! its finite domain ([`model::domains`]), so one shader is rendered per value, or reported
+//! with where it is needed and how to give it a domain.
+
+use std::collections::BTreeSet;
+
+use super::{Rendered, dynamic_values, prelude, render_pass, usage};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::model::{self, Op, domains};
+use crate::templates::TemplatePaths;
+
+/// Why the shader text needs a value.
+enum Need {
+    /// The template needs it while rendering.
+    Template(usage::Use),
+    /// The rendered WGSL sizes a non-workgroup array with it: the declaration's line.
+    ArrayLength { line: usize, text: String },
+}
+
+/// Pins every value the passes' shader text depends on, or reports it.
+pub fn settle(
+    op: &mut Op,
+    env: &minijinja::Environment<'static>,
+    paths: &TemplatePaths<'_>,
+) -> Diagnostics {
+    let mut diagnostics = Diagnostics::default();
+    for v in 0..op.variants.len() {
+        for p in 0..op.variants[v].passes.len() {
+            // Pinning one value can expose another (a branch now rendered reads a second
+            // one), so look again until nothing more is needed.
+            for _ in 0..4 {
+                let needs = needed(op, env, paths, v, p);
+                if needs.is_empty() {
+                    break;
+                }
+                let mut reported = false;
+                let mut pinned = BTreeSet::new();
+                for (name, need) in needs {
+                    if pinned.contains(&name) {
+                        continue;
+                    }
+                    let variant = &op.variants[v];
+                    let Some(value) = variant
+                        .constants
+                        .iter()
+                        .chain(variant.passes.iter().flat_map(|p| &p.inputs))
+                        .find(|value| value.name == name)
+                    else {
+                        continue;
+                    };
+                    let declared = variant.specialise.get(&name).map(Vec::as_slice);
+                    match domains::pin(op, variant, value, declared) {
+                        Ok(pin) => {
+                            domains::apply(op, v, &name, pin);
+                            pinned.insert(name);
+                        }
+                        Err(unbounded) => {
+                            reported = true;
+                            diagnostics.push(diagnostic(op, paths, v, p, &name, &need, &unbounded));
+                        }
+                    }
+                }
+                if reported {
+                    break;
+                }
+            }
+        }
+    }
+    diagnostics
+}
+
+/// The dynamic values pass `p` of variant `v` needs the value of, each with its first need.
+fn needed(
+    op: &Op,
+    env: &minijinja::Environment<'static>,
+    paths: &TemplatePaths<'_>,
+    v: usize,
+    p: usize,
+) -> Vec<(String, Need)> {
+    let variant = &op.variants[v];
+    let pass = &variant.passes[p];
+    let dynamic: BTreeSet<&str> = dynamic_values(variant, pass)
+        .map(|d| d.name.as_str())
+        .collect();
+    if dynamic.is_empty() {
+        return Vec::new();
+    }
+    let mut needs: Vec<(String, Need)> = Vec::new();
+    // Every use is kept, so a value that cannot be pinned is reported wherever it is needed.
+    for misuse in usage::misuses(paths, &pass.template, &dynamic) {
+        needs.push((misuse.value.clone(), Need::Template(misuse)));
+    }
+    if !needs.is_empty() || !paths.exists(&pass.template) {
+        return needs;
+    }
+    // The template renders with overrides: does the WGSL accept them where they are?
+    let Ok(combinations) = model::enumerate_combinations(op, variant, pass) else {
+        return needs;
+    };
+    let Some(combination) = combinations.first() else {
+        return needs;
+    };
+    let Ok(bindings) = prelude::resolve_bindings(pass, combination) else {
+        return needs;
+    };
+    // Failures to render are reported when the shaders are made.
+    let Ok(Rendered { text, .. }) = render_pass(op, env, v, p, combination, &bindings) else {
+        return needs;
+    };
+    let Ok(module) = naga::front::wgsl::parse_str(&text) else {
+        return needs;
+    };
+    for (override_names, span) in override_sized_arrays(&module) {
+        let line = span
+            .location(&text)
+            .line_number
+            .try_into()
+            .unwrap_or(usize::MAX);
+        let line_text = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+        for value in dynamic_values(variant, pass) {
+            if override_names.contains(&op.override_name(&value.name))
+                && !needs.iter().any(|(name, _)| *name == value.name)
+            {
+                needs.push((
+                    value.name.clone(),
+                    Need::ArrayLength {
+                        line,
+                        text: line_text.trim().to_owned(),
+                    },
+                ));
+            }
+        }
+    }
+    needs
+}
+
+/// Every array outside workgroup memory whose length is an override expression: the
+/// overrides the length reads (directly or through other overrides) and where it is declared.
+fn override_sized_arrays(module: &naga::Module) -> Vec<(BTreeSet<String>, naga::Span)> {
+    let mut found = Vec::new();
+    let mut check = |ty: naga::Handle<naga::Type>, span: naga::Span| {
+        if let Some(length) = pending_length(module, ty) {
+            let mut names = BTreeSet::new();
+            override_names(module, length, &mut names);
+            found.push((names, span));
+        }
+    };
+    let functions = module
+        .functions
+        .iter()
+        .map(|(_, f)| f)
+        .chain(module.entry_points.iter().map(|e| &e.function));
+    for function in functions {
+        for (handle, local) in function.local_variables.iter() {
+            check(local.ty, function.local_variables.get_span(handle));
+        }
+    }
+    for (handle, global) in module.global_variables.iter() {
+        if global.space == naga::AddressSpace::Private {
+            check(global.ty, module.global_variables.get_span(handle));
+        }
+    }
+    found
+}
+
+/// The override that sizes `ty` or an array inside it.
+fn pending_length(
+    module: &naga::Module,
+    ty: naga::Handle<naga::Type>,
+) -> Option<naga::Handle<naga::Override>> {
+    match &module.types[ty].inner {
+        naga::TypeInner::Array { size, base, .. } => match size {
+            naga::ArraySize::Pending(length) => Some(*length),
+            _ => pending_length(module, *base),
+        },
+        naga::TypeInner::Struct { members, .. } => members
+            .iter()
+            .find_map(|member| pending_length(module, member.ty)),
+        _ => None,
+    }
+}
+
+/// The names of `handle` and of every override its initializer reads.
+fn override_names(
+    module: &naga::Module,
+    handle: naga::Handle<naga::Override>,
+    names: &mut BTreeSet<String>,
+) {
+    let o = &module.overrides[handle];
+    if let Some(name) = &o.name
+        && !names.insert(name.clone())
+    {
+        return;
+    }
+    if let Some(init) = o.init {
+        expression_overrides(module, init, names);
+    }
+}
+
+fn expression_overrides(
+    module: &naga::Module,
+    handle: naga::Handle<naga::Expression>,
+    names: &mut BTreeSet<String>,
+) {
+    use naga::Expression as E;
+    let mut operands = Vec::new();
+    match &module.global_expressions[handle] {
+        E::Override(o) => override_names(module, *o, names),
+        E::Binary { left, right, .. } => operands.extend([*left, *right]),
+        E::Unary { expr, .. } | E::As { expr, .. } | E::Splat { value: expr, .. } => {
+            operands.push(*expr);
+        }
+        E::Select {
+            condition,
+            accept,
+            reject,
+        } => operands.extend([*condition, *accept, *reject]),
+        E::Math {
+            arg,
+            arg1,
+            arg2,
+            arg3,
+            ..
+        } => operands.extend([Some(*arg), *arg1, *arg2, *arg3].into_iter().flatten()),
+        E::Compose { components, .. } => operands.extend(components.iter().copied()),
+        _ => {}
+    }
+    for operand in operands {
+        expression_overrides(module, operand, names);
+    }
+}
+
+fn diagnostic(
+    op: &Op,
+    paths: &TemplatePaths<'_>,
+    v: usize,
+    p: usize,
+    name: &str,
+    need: &Need,
+    unbounded: &domains::Unbounded,
+) -> Diagnostic {
+    let variant = &op.variants[v];
+    let source = variant
+        .constants
+        .iter()
+        .chain(variant.passes[p].inputs.iter())
+        .find(|value| value.name == name)
+        .map_or(String::new(), |value| value.expr.source.clone());
+    let why = match (&unbounded.too_many, unbounded.names.as_slice()) {
+        (Some(count), _) => format!(
+            "it takes {count} values, more than the {} shaders one value may add",
+            domains::MAX_DOMAIN
+        ),
+        (None, []) => "its values cannot be enumerated".to_owned(),
+        (None, names) => format!(
+            "`{}` has no finite domain here",
+            names
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join("`, `")
+        ),
+    };
+    let fix = format!(
+        "bound it in variant `{}`'s `when` (`x == 2 or x == 4`, `x > 0 and x <= 8`) or declare the values to build in the package's hints (`\"variants\": [{{\"variant\": \"{}\", \"specialise\": {{\"{name}\": [...]}}}}]`)",
+        variant.id, variant.id
+    );
+    let value = format!("template input `{name}` (`{source}`)");
+    match need {
+        Need::Template(misuse) => {
+            let how = match misuse.misuse {
+                usage::Misuse::Condition => "steers a condition",
+                usage::Misuse::Iteration => "is iterated over",
+                usage::Misuse::Computation => "takes part in a computation while rendering",
+            };
+            let diagnostic = Diagnostic::new(
+                &misuse.file,
+                format!("line {}", misuse.line),
+                format!(
+                    "{value} {how}, so the shader text depends on its value, which is known only per call: {why}; {fix}"
+                ),
+            );
+            let line_text = paths
+                .templates
+                .get(&misuse.file)
+                .and_then(|source| source.lines().nth(misuse.line.saturating_sub(1)))
+                .unwrap_or("")
+                .trim_end();
+            if line_text.is_empty() {
+                diagnostic
+            } else {
+                diagnostic.at(line_text, misuse.column)
+            }
+        }
+        Need::ArrayLength { line, text } => Diagnostic::new(
+            &variant.passes[p].template,
+            format!("variant `{}`, pass `{}`", variant.id, variant.passes[p].id),
+            format!(
+                "{value} sizes an array outside workgroup memory (rendered line {line}: `{text}`), whose length WGSL needs when the shader is compiled: {why}; {fix}"
+            ),
+        ),
+    }
+}
