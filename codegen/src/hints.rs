@@ -37,9 +37,10 @@ pub struct Hints {
 #[serde(deny_unknown_fields)]
 pub struct VariantHint {
     pub variant: String,
-    /// Template value → the values to build shaders for, for a value the shader text depends
-    /// on whose domain the manifest leaves open (`"headDim": [64, 128, 256]`). A call with
-    /// another value finds no shader and says so.
+    /// Template value or scalar arg (`args.<name>`) → the values to build shaders for, where
+    /// the shader text depends on a value whose domain the manifest leaves open
+    /// (`"headDim": [64, 128, 256]`, `"args.hidden": [1536, 2560]`). A call with another value
+    /// finds no shader and says so.
     #[serde(default)]
     pub specialise: IndexMap<String, Vec<Value>>,
 }
@@ -169,6 +170,7 @@ fn apply_variant_hints(
 ) {
     for (h, hint) in hints.variants.iter().enumerate() {
         let path = format!("variants[{h}]");
+        let scalars = &manifest.scalars;
         let Some(variant) = manifest.variants.iter_mut().find(|v| v.id == hint.variant) else {
             diagnostics.push(Diagnostic::new(
                 file,
@@ -179,19 +181,27 @@ fn apply_variant_hints(
         };
         for (name, values) in &hint.specialise {
             let value_path = format!("{path}.specialise.{name}");
-            let known = variant.constants.contains_key(name)
-                || variant
-                    .passes
-                    .iter()
-                    .any(|p| p.source.inputs.contains_key(name));
+            let known = match name.strip_prefix("args.") {
+                Some(arg) => scalars.contains_key(arg),
+                None => {
+                    variant.constants.contains_key(name)
+                        || variant
+                            .passes
+                            .iter()
+                            .any(|p| p.source.inputs.contains_key(name))
+                }
+            };
             if !known {
                 diagnostics.push(Diagnostic::new(
                     file,
                     &value_path,
-                    format!(
-                        "variant `{}` has no constant or pass input `{name}`",
-                        hint.variant
-                    ),
+                    match name.strip_prefix("args.") {
+                        Some(arg) => format!("`{}` has no scalar arg `{arg}`", hints.op),
+                        None => format!(
+                            "variant `{}` has no constant or pass input `{name}`",
+                            hint.variant
+                        ),
+                    },
                 ));
                 continue;
             }

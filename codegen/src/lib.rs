@@ -97,6 +97,23 @@ pub struct GeneratedShader {
     pub shader: wgsl::Shader,
 }
 
+/// Removes the variants that require a feature no wgpu device offers, saying so in `notes`.
+fn drop_unavailable_variants(op: &mut model::Op, notes: &mut Vec<String>) {
+    op.variants.retain(|variant| {
+        let missing = variant
+            .required_features
+            .iter()
+            .find(|f| expr::builtins::UNAVAILABLE_FEATURES.contains(&f.as_str()));
+        if let Some(feature) = missing {
+            notes.push(format!(
+                "{}: variant `{}` is not built: it requires `{feature}`, which no wgpu device offers",
+                op.file, variant.id
+            ));
+        }
+        missing.is_none()
+    });
+}
+
 /// Runs the whole pipeline. Errors from every manifest and template are collected.
 pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
@@ -105,6 +122,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         include_root: inputs.include_root.as_deref(),
     };
     let mut ops = Vec::new();
+    let mut unavailable_notes = Vec::new();
     for package in &inputs.packages {
         let file = package.manifest_path();
         let mut manifest = match manifest::parse_any(&package.manifest) {
@@ -146,7 +164,10 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             }
         }
         match model::build_op(&file, &manifest) {
-            Ok(op) => ops.push(op),
+            Ok(mut op) => {
+                drop_unavailable_variants(&mut op, &mut unavailable_notes);
+                ops.push(op);
+            }
             Err(errors) => diagnostics.extend(errors),
         }
     }
@@ -198,14 +219,28 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         }
     }
 
-    let (env, template_errors) =
-        wgsl::environment(&inputs.templates, inputs.include_root.as_deref());
+    let include_root = inputs.include_root.as_deref();
+    let (seed_env, template_errors) =
+        wgsl::environment(&inputs.templates, include_root, manifest::Dialect::Seed);
     diagnostics.0.extend(template_errors);
-    let mut output = Output::default();
+    // The same templates, parsed once more only when an op of the other dialect renders them
+    // (their syntax errors are reported once, above).
+    let v1_env = ops
+        .iter()
+        .any(|op| op.dialect == manifest::Dialect::V1)
+        .then(|| wgsl::environment(&inputs.templates, include_root, manifest::Dialect::V1).0);
+    let env_of = |op: &model::Op| match (&op.dialect, &v1_env) {
+        (manifest::Dialect::V1, Some(env)) => env,
+        _ => &seed_env,
+    };
+    let mut output = Output {
+        notes: unavailable_notes,
+        ..Output::default()
+    };
     let mut generated_ops = Vec::new();
     let mut unsettled = BTreeSet::new();
     for op in &mut ops {
-        let problems = wgsl::settle(op, &env, &paths);
+        let problems = wgsl::settle(op, env_of(op), &paths);
         if !problems.is_empty() {
             unsettled.insert(op.module.clone());
             diagnostics.extend(problems);
@@ -226,7 +261,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             ));
             continue;
         }
-        let shaders = match wgsl::shaders(op, &env, &paths) {
+        let shaders = match wgsl::shaders(op, env_of(op), &paths) {
             Ok(shaders) => shaders,
             Err(errors) => {
                 diagnostics.extend(errors);

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context, Result, bail};
 use codegen::GeneratedShader;
 use codegen::model::Access;
-use codegen::wgsl::{Target, TargetStatus, representative_override};
+use codegen::wgsl::{Target, TargetStatus};
 use serde_json::{Value, json};
 
 /// Where job files and SPIR-V modules go, relative to the project root.
@@ -119,7 +119,7 @@ impl TintJob {
             constants: s
                 .overrides
                 .iter()
-                .map(|(name, ty)| (name.clone(), representative_override(ty)))
+                .map(|o| (o.name.clone(), o.representative))
                 .collect(),
             bindings: s
                 .bindings

@@ -40,6 +40,10 @@ pub const FEATURES_V1: &[&str] = &[
     "timestamp-query",
 ];
 
+/// Features packages may test for that no wgpu device offers: a variant that requires one is
+/// never a candidate here, so its shaders are not built.
+pub const UNAVAILABLE_FEATURES: &[&str] = &["chromium-experimental-subgroup-matrix"];
+
 /// The device features of `dialect`.
 pub fn features(dialect: Dialect) -> &'static [&'static str] {
     match dialect {

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::statics;
+use super::statics::{self, StaticVar};
 use super::{Class, Expr, Op, TemplateValue, Variant};
 use crate::expr::ast::BinOp;
 use crate::expr::{Ir, IrKind, Symbol, Value};
@@ -17,11 +17,13 @@ use crate::expr::{Ir, IrKind, Symbol, Value};
 /// roots' values).
 pub const MAX_DOMAIN: usize = 64;
 
-/// Argument name → its finitely many values.
-pub type Bounds = BTreeMap<String, Vec<Value>>;
+/// Argument (`StaticVar::Attr`) or type variable (`StaticVar::Dtype`) → the values it may
+/// take.
+pub type Bounds = BTreeMap<StaticVar, Vec<Value>>;
 
-/// Argument name → the values a variant's `when` allows it, read from the clauses' top-level
-/// conjuncts: `args.x == 2`, `(args.x == 2 or args.x == 4)`, `args.x in [2, 4]`. An argument
+/// What a variant's `when` allows arguments and type variables, read from the clauses'
+/// top-level conjuncts: `args.x == 2`, `(args.x == 2 or args.x == 4)`, `args.x in [2, 4]`,
+/// `args.x > 0 and args.x <= 4`, `dtypes.T == "f32"`, `tensorDtypes.xT == "float16"`. A name
 /// bounded twice gets the values both allow.
 pub fn when_bounds(op: &Op, when: &[Expr]) -> Bounds {
     let mut bounds = Bounds::new();
@@ -30,7 +32,7 @@ pub fn when_bounds(op: &Op, when: &[Expr]) -> Bounds {
         flatten(&clause.ir, BinOp::And, &mut conjuncts);
     }
     for conjunct in conjuncts {
-        let Some((name, values)) = alternatives(conjunct) else {
+        let Some((name, values)) = alternatives(op, conjunct) else {
             continue;
         };
         match bounds.get_mut(&name) {
@@ -139,10 +141,10 @@ fn add_finite(bounds: &mut Bounds, ranges: &Ranges) {
         } else {
             continue;
         };
-        match bounds.get_mut(name) {
+        match bounds.get_mut(&StaticVar::Attr(name.clone())) {
             Some(existing) => existing.retain(|v| values.contains(v)),
             None => {
-                bounds.insert(name.clone(), values);
+                bounds.insert(StaticVar::Attr(name.clone()), values);
             }
         }
     }
@@ -157,6 +159,24 @@ fn when_ranges(op: &Op, variant: &Variant) -> Ranges {
     ranges
 }
 
+/// The features a variant's `when` requires outright: `device.features.has("x")` as a clause
+/// or a top-level conjunct of one.
+pub fn required_features(when: &[Expr]) -> Vec<String> {
+    let mut conjuncts = Vec::new();
+    for clause in when {
+        flatten(&clause.ir, BinOp::And, &mut conjuncts);
+    }
+    let mut features = Vec::new();
+    for conjunct in conjuncts {
+        if let IrKind::Feature(name) = &conjunct.kind
+            && !features.contains(name)
+        {
+            features.push(name.clone());
+        }
+    }
+    features
+}
+
 /// The operands of a chain of `op` (`a and b and c`).
 fn flatten<'a>(ir: &'a Ir, op: BinOp, out: &mut Vec<&'a Ir>) {
     match &ir.kind {
@@ -168,14 +188,14 @@ fn flatten<'a>(ir: &'a Ir, op: BinOp, out: &mut Vec<&'a Ir>) {
     }
 }
 
-/// `args.x == K`, `args.x == K1 or args.x == K2 …` or `args.x in [K1, K2]`: the argument
+/// `x == K`, `x == K1 or x == K2 …` or `x in [K1, K2]` for an argument or a dtype: the name
 /// and its values.
-fn alternatives(ir: &Ir) -> Option<(String, Vec<Value>)> {
+fn alternatives(op: &Op, ir: &Ir) -> Option<(StaticVar, Vec<Value>)> {
     if let IrKind::Binary(BinOp::In, item, list) = &ir.kind
         && let (Some(name), IrKind::List(items)) = (argument(item), &list.kind)
     {
         let values = items.iter().map(literal).collect::<Option<Vec<_>>>()?;
-        return Some((name, values));
+        return Some((StaticVar::Attr(name), values));
     }
     let mut operands = Vec::new();
     flatten(ir, BinOp::Or, &mut operands);
@@ -185,9 +205,9 @@ fn alternatives(ir: &Ir) -> Option<(String, Vec<Value>)> {
         let IrKind::Binary(BinOp::Eq, a, b) = &operand.kind else {
             return None;
         };
-        let (arg, value) = match (argument(a), argument(b)) {
-            (Some(arg), None) => (arg, literal(b)?),
-            (None, Some(arg)) => (arg, literal(a)?),
+        let (arg, value) = match (compared(op, a), compared(op, b)) {
+            (Some(var), None) => (var.clone(), var_value(&var, literal(b)?)?),
+            (None, Some(var)) => (var.clone(), var_value(&var, literal(a)?)?),
             _ => return None,
         };
         if name.get_or_insert_with(|| arg.clone()) != &arg {
@@ -198,6 +218,32 @@ fn alternatives(ir: &Ir) -> Option<(String, Vec<Value>)> {
         }
     }
     name.map(|name| (name, values))
+}
+
+/// The argument or type variable an operand of a comparison reads.
+fn compared(op: &Op, ir: &Ir) -> Option<StaticVar> {
+    if let Some(name) = argument(ir) {
+        return Some(StaticVar::Attr(name));
+    }
+    match &ir.kind {
+        IrKind::Sym(Symbol::Dtype(var)) => Some(StaticVar::Dtype(var.clone())),
+        IrKind::Sym(Symbol::TensorDtype(name)) => match op.tensor(name).map(|t| &t.dtype) {
+            Some(super::DTypeRef::Var(var)) => Some(StaticVar::Dtype(var.clone())),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A literal compared with `var`, as `var`'s values are written (dtypes by WGSL name).
+fn var_value(var: &StaticVar, literal: Value) -> Option<Value> {
+    match (var, literal) {
+        (StaticVar::Dtype(_), Value::Str(name)) => {
+            super::DType::parse(&name).map(|d| Value::Dtype(d.wgsl().to_owned()))
+        }
+        (StaticVar::Dtype(_), _) => None,
+        (_, literal) => Some(literal),
+    }
 }
 
 /// The argument an operand reads, through the checker's conversions.
@@ -226,7 +272,11 @@ fn literal(ir: &Ir) -> Option<Value> {
 /// or in `bounds` (a variant's, from its `when`).
 pub fn is_bounded(op: &Op, bounds: &Bounds, symbols: &BTreeSet<Symbol>) -> bool {
     symbols.iter().all(|symbol| match symbol {
-        Symbol::Attr(name) | Symbol::Arg(name) if bounds.contains_key(name) => true,
+        Symbol::Attr(name) | Symbol::Arg(name)
+            if bounds.contains_key(&StaticVar::Attr(name.clone())) =>
+        {
+            true
+        }
         Symbol::Derived(name) => op
             .derived(name)
             .is_some_and(|d| is_bounded(op, bounds, &d.expr.ir.symbols())),
@@ -285,6 +335,14 @@ pub fn pin(
             too_many: None,
         }),
     }
+}
+
+/// One value `ir` takes when `variant` runs, where its domain is known: the first of
+/// [`value_set`]'s.
+pub fn sample(op: &Op, variant: &Variant, ir: &Ir) -> Option<Value> {
+    value_set(op, variant, &when_ranges(op, variant), ir)?
+        .into_iter()
+        .next()
 }
 
 /// Makes the template value `name` of variant `v` static under `pin`.

@@ -306,8 +306,8 @@ pub struct Variant {
     pub required_features: Vec<String>,
     /// Template value → the values the hints declare to build shaders for.
     pub specialise: std::collections::BTreeMap<String, Vec<crate::expr::Value>>,
-    /// Argument → the values `when` allows it ([`domains::when_bounds`]).
-    pub bounds: std::collections::BTreeMap<String, Vec<crate::expr::Value>>,
+    /// What `when` allows arguments and type variables ([`domains::when_bounds`]).
+    pub bounds: domains::Bounds,
 }
 
 /// A validated op.

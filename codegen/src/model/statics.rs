@@ -175,9 +175,15 @@ fn value_domain(variant: &Variant, pass: &Pass, var: &StaticVar) -> Option<Vec<V
 }
 
 /// The values one enumerated name takes: a type variable's dtypes, an attribute's allowed
-/// values (or those the variant's `when` bounds it to), both booleans for a feature.
+/// values (each narrowed to what `bounds`, a variant's `when`, allows), both booleans for a
+/// feature.
 pub(super) fn domain(op: &Op, bounds: &Bounds, var: &StaticVar) -> Vec<Value> {
-    let bounded = |name: &str| bounds.get(name).cloned().unwrap_or_default();
+    let bounded = |name: &str| {
+        bounds
+            .get(&StaticVar::Attr(name.to_owned()))
+            .cloned()
+            .unwrap_or_default()
+    };
     match var {
         StaticVar::Dtype(name) => op
             .type_var(name)
@@ -185,6 +191,7 @@ pub(super) fn domain(op: &Op, bounds: &Bounds, var: &StaticVar) -> Vec<Value> {
                 t.allowed
                     .iter()
                     .map(|d| Value::Dtype(d.wgsl().to_owned()))
+                    .filter(|d| bounds.get(var).is_none_or(|allowed| allowed.contains(d)))
                     .collect()
             })
             .unwrap_or_default(),

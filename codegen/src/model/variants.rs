@@ -11,7 +11,7 @@ use super::{
     Intermediate, Op, ParamField, ParamsStruct, Pass, TemplateValue, Variant,
 };
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::expr::{IrKind, Symbol, Type};
+use crate::expr::{Symbol, Type};
 use crate::manifest::{BindingDecl, BindingsRef, Manifest, VariantDecl};
 
 struct Cx<'a> {
@@ -75,13 +75,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         .enumerate()
         .filter_map(|(i, source)| cx.expr(&format!("{base}.when[{i}]"), source, Type::Bool))
         .collect();
-    let required_features = when
-        .iter()
-        .filter_map(|expr| match &expr.ir.kind {
-            IrKind::Feature(name) => Some(name.clone()),
-            _ => None,
-        })
-        .collect();
+    let required_features = super::domains::required_features(&when);
     let constants = template_values(cx, &format!("{base}.constants"), &decl.constants);
     let intermediates: Vec<Intermediate> = decl
         .intermediates
@@ -150,7 +144,19 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
             dispatch,
         });
     }
-    let bounds = super::domains::when_bounds(cx.scope.op, &when);
+    let mut bounds = super::domains::when_bounds(cx.scope.op, &when);
+    // A declared set for an argument bounds it like a `when` clause would.
+    for (name, values) in &decl.specialise {
+        if let Some(arg) = name.strip_prefix("args.") {
+            let var = crate::model::StaticVar::Attr(arg.to_owned());
+            match bounds.get_mut(&var) {
+                Some(existing) => existing.retain(|v| values.contains(v)),
+                None => {
+                    bounds.insert(var, values.clone());
+                }
+            }
+        }
+    }
     Variant {
         id: decl.id.clone(),
         description: decl.description.clone(),
@@ -163,6 +169,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         specialise: decl
             .specialise
             .iter()
+            .filter(|(k, _)| !k.starts_with("args."))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         required_features,

@@ -36,6 +36,18 @@ pub struct BindingLayout {
     pub uniform_size: Option<u32>,
 }
 
+/// A pipeline override of a shader.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverrideSpec {
+    pub name: String,
+    /// `u32`, `f32` or `bool`.
+    pub wgsl_type: &'static str,
+    /// The value translation and the second validator resolve it with: one the variant can
+    /// run with where its domain says ([`model::domains::sample`]), else
+    /// [`representative_override`].
+    pub representative: f64,
+}
+
 /// One pre-rendered, validated shader.
 #[derive(Debug, Clone)]
 pub struct Shader {
@@ -57,8 +69,8 @@ pub struct Shader {
     /// Directives that go before `text` where WGSL reaches a browser unchanged (wasm32):
     /// [`WEB_SUBGROUPS_ENABLE`] for subgroup shaders, empty otherwise.
     pub web_enables: &'static str,
-    /// The pipeline overrides the runtime sets: name and WGSL type.
-    pub overrides: Vec<(String, &'static str)>,
+    /// The pipeline overrides the runtime sets.
+    pub overrides: Vec<OverrideSpec>,
     /// The bind group the pipeline's automatic layout must accept.
     pub bindings: Vec<BindingLayout>,
     /// naga's translations for wgpu's native backends.
@@ -189,8 +201,14 @@ fn render_pass(
     };
     // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
     // native text goes without and the web text gets it back (`web_enables`).
-    let (mut text, wrote_subgroups) = without_subgroups_enable(&text);
+    let (mut text, enabled) = leading_enables(&text);
+    let wrote_subgroups = enabled.iter().any(|name| name == "subgroups");
     if op.dialect == crate::manifest::Dialect::V1 {
+        // These templates write their own `enable`s; one that binds f16 storage without
+        // enabling f16 gets the directive its declarations need from the loader.
+        if f16 && !enabled.iter().any(|name| name == "f16") {
+            text.insert_str(0, "enable f16;\n");
+        }
         text = runtime_values::resolve(&text);
     }
     Ok(Rendered {
@@ -306,12 +324,22 @@ fn shader(
     }
     check_workgroup_size(op, pass, &reflection)
         .map_err(|m| Diagnostic::new(&pass.template, where_(), m))?;
-    let overrides: Vec<(String, &'static str)> = dynamic_values(variant, pass)
+    let overrides: Vec<OverrideSpec> = dynamic_values(variant, pass)
         .map(|value| {
-            (
-                op.override_name(&value.name),
-                override_type(value.expr.ir.ty),
-            )
+            let wgsl_type = override_type(value.expr.ir.ty);
+            let representative = model::domains::sample(op, variant, &value.expr.ir)
+                .and_then(|sample| match sample {
+                    Value::Int(i) => Some(i as f64),
+                    Value::Float(f) => Some(f),
+                    Value::Bool(b) => Some(f64::from(u8::from(b))),
+                    _ => None,
+                })
+                .unwrap_or_else(|| representative_override(wgsl_type));
+            OverrideSpec {
+                name: op.override_name(&value.name),
+                wgsl_type,
+                representative,
+            }
         })
         .collect();
     let subgroups = combination.features.contains("subgroups") || wrote_subgroups;
@@ -360,11 +388,11 @@ fn shader(
     })
 }
 
-/// `text` without the `subgroups` extension in its leading `enable` directives (a directive
-/// naming nothing else goes), and whether it named it.
-fn without_subgroups_enable(text: &str) -> (String, bool) {
+/// `text` without `subgroups` in its leading `enable` directives, and every extension they
+/// named.
+fn leading_enables(text: &str) -> (String, Vec<String>) {
     let mut out = String::with_capacity(text.len());
-    let mut found = false;
+    let mut enabled = Vec::new();
     let mut in_directives = true;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim();
@@ -374,9 +402,10 @@ fn without_subgroups_enable(text: &str) -> (String, bool) {
                 .map(str::trim);
             let kept: Vec<&str> = names
                 .filter(|name| {
-                    let subgroups = *name == "subgroups";
-                    found |= subgroups;
-                    !subgroups && !name.is_empty()
+                    if !name.is_empty() {
+                        enabled.push((*name).to_owned());
+                    }
+                    *name != "subgroups" && !name.is_empty()
                 })
                 .collect();
             if !kept.is_empty() {
@@ -394,7 +423,7 @@ fn without_subgroups_enable(text: &str) -> (String, bool) {
         }
         out.push_str(line);
     }
-    (out, found)
+    (out, enabled)
 }
 
 /// A literal `@workgroup_size` must equal the dispatch's static `workgroupSize`.
@@ -494,16 +523,16 @@ pub fn describe(combination: &Combination) -> String {
 
 #[cfg(test)]
 mod enable_tests {
-    use super::without_subgroups_enable;
+    use super::leading_enables;
 
     #[test]
     fn subgroups_leave_the_leading_enables_only() {
-        let (text, found) =
-            without_subgroups_enable("enable f16, subgroups;\n\nenable subgroups;\nfn f() {}\n");
-        assert!(found);
+        let (text, enabled) =
+            leading_enables("enable f16, subgroups;\n\nenable subgroups;\nfn f() {}\n");
+        assert_eq!(enabled, ["f16", "subgroups", "subgroups"]);
         assert_eq!(text, "enable f16;\n\nfn f() {}\n");
-        let (text, found) = without_subgroups_enable("fn f() {}\n// enable subgroups;\n");
-        assert!(!found);
+        let (text, enabled) = leading_enables("fn f() {}\n// enable subgroups;\n");
+        assert!(enabled.is_empty());
         assert_eq!(text, "fn f() {}\n// enable subgroups;\n");
     }
 }

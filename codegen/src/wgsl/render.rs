@@ -9,18 +9,25 @@ use crate::diag::Diagnostic;
 use crate::expr::Value;
 use crate::model::{Combination, Op, Pass, Variant};
 
-/// A minijinja environment holding every template, configured for WGSL:
-/// strict undefined, `trim_blocks`/`lstrip_blocks`, no escaping, WGSL literals.
+/// A minijinja environment holding every template, configured for WGSL: `trim_blocks`/
+/// `lstrip_blocks`, no escaping, WGSL literals, and undefined names as `dialect` has them:
+/// an error wherever used in the seed dialect; falsy in a condition (an error when printed)
+/// in the `schemaVersion: 1` dialect, whose templates test names only some variants define
+/// (`{% if PRESRQ %}`).
 pub fn environment(
     templates: &BTreeMap<String, String>,
     include_root: Option<&str>,
+    dialect: crate::manifest::Dialect,
 ) -> (Environment<'static>, Vec<Diagnostic>) {
     let mut env = Environment::new();
     let root = include_root.map(str::to_owned);
     env.set_path_join_callback(move |name, parent| {
         crate::templates::join(root.as_deref(), name, parent).into()
     });
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_undefined_behavior(match dialect {
+        crate::manifest::Dialect::Seed => UndefinedBehavior::Strict,
+        crate::manifest::Dialect::V1 => UndefinedBehavior::SemiStrict,
+    });
     let syntax = minijinja::syntax::SyntaxConfig::builder()
         .trim_blocks(true)
         .lstrip_blocks(true)

@@ -80,13 +80,13 @@ pub fn representative_override(wgsl_type: &str) -> f64 {
 pub fn translate(
     module: &naga::Module,
     info: &naga::valid::ModuleInfo,
-    overrides: &[(String, &'static str)],
+    overrides: &[super::OverrideSpec],
     f16: bool,
     subgroups: bool,
 ) -> Result<Translations, String> {
     let mut constants = naga::back::PipelineConstants::default();
-    for (name, ty) in overrides {
-        constants.insert(name.clone(), representative_override(ty));
+    for o in overrides {
+        constants.insert(o.name.clone(), o.representative);
     }
     let entry = (naga::ShaderStage::Compute, "main");
     let (module, info) =
