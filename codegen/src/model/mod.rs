@@ -249,6 +249,8 @@ pub struct Binding {
     pub target: BindingTarget,
     pub access: Access,
     pub element: Option<ElementType>,
+    /// Elements are `atomic<…>` of `element` (read and written with atomic operations).
+    pub atomic: bool,
     pub params: Option<ParamsStruct>,
     /// The static boolean of the pass under which the buffer is seen as `vec4` words.
     pub vec4_when: Option<String>,

@@ -376,7 +376,33 @@ fn build_bindings(
                 "the `kernel.params` binding, and only it, is a uniform buffer",
             );
         }
-        let element = match (&decl.element_type, target == BindingTarget::Params) {
+        // `atomic<u32>` words: the buffer is read and written with atomic operations.
+        let atomic_inner = decl
+            .element_type
+            .as_deref()
+            .and_then(|ty| ty.trim().strip_prefix("atomic<"))
+            .and_then(|ty| ty.strip_suffix('>'))
+            .map(str::trim);
+        if let Some(inner) = atomic_inner {
+            if inner != "u32" {
+                cx.error(
+                    format!("{path}.elementType"),
+                    format!(
+                        "atomic bindings hold `u32` (tensors have no i32 dtype), not `{inner}`"
+                    ),
+                );
+                continue;
+            }
+            if access != Access::ReadWrite {
+                cx.error(
+                    format!("{path}.buffer.type"),
+                    "an `atomic<…>` binding is written: its buffer type must be `storage`",
+                );
+                continue;
+            }
+        }
+        let element_type = atomic_inner.or(decl.element_type.as_deref());
+        let element = match (element_type, target == BindingTarget::Params) {
             (_, true) => None,
             (None, false) => {
                 cx.error(&path, "storage bindings need an `elementType`");
@@ -433,6 +459,7 @@ fn build_bindings(
             target,
             access,
             element,
+            atomic: atomic_inner.is_some(),
             params,
             vec4_when,
         });
@@ -462,7 +489,7 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
     }
     match super::parse_element(ty) {
         Some((DType::I64, _)) | None => Err(format!(
-            "unsupported element type `{ty}` (known: f32, f16, u32, vec2<…>, vec4<…> of them, $<type variable>, $<constant>)"
+            "unsupported element type `{ty}` (known: f32, f16, u32, vec2<…>, vec4<…> of them, atomic<u32>, $<type variable>, $<constant>)"
         )),
         Some((dtype, lanes)) => Ok(ElementType::Fixed(dtype, lanes)),
     }

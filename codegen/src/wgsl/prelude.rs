@@ -126,6 +126,9 @@ pub fn prelude(
             (None, Some(element)) if binding.lanes > 1 => {
                 format!("array<vec{}<{}>>", binding.lanes, element.wgsl())
             }
+            (None, Some(element)) if binding.binding.atomic => {
+                format!("array<atomic<{}>>", element.wgsl())
+            }
             (None, Some(element)) => format!("array<{}>", element.wgsl()),
             (None, None) => "array<u32>".to_owned(),
         };

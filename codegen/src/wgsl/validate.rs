@@ -153,12 +153,17 @@ pub fn cross_check(
                             size: naga::VectorSize::Bi,
                             scalar,
                         } => scalar_name(&TypeInner::Scalar(*scalar)).map(|s| format!("vec2<{s}>")),
+                        TypeInner::Atomic(scalar) => {
+                            scalar_name(&TypeInner::Scalar(*scalar)).map(|s| format!("atomic<{s}>"))
+                        }
                         other => scalar_name(other).map(str::to_owned),
                     },
                     _ => None,
                 };
                 let want = expected.element.map(|d| {
-                    if expected.lanes > 1 {
+                    if expected.binding.atomic {
+                        format!("atomic<{}>", d.wgsl())
+                    } else if expected.lanes > 1 {
                         format!("vec{}<{}>", expected.lanes, d.wgsl())
                     } else {
                         d.wgsl().to_owned()
