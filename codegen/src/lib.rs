@@ -261,7 +261,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             ));
             continue;
         }
-        let shaders = match wgsl::shaders(op, env_of(op), &paths) {
+        let shaders = match wgsl::shaders(op, env_of(op), &paths, &mut output.notes) {
             Ok(shaders) => shaders,
             Err(errors) => {
                 diagnostics.extend(errors);

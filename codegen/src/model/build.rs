@@ -379,9 +379,11 @@ fn build_tensors(
         } else {
             None
         };
-        // An output that repeats an input's role is written in place and has its shape.
+        // An output that repeats an input's role is written in place and has its shape; any
+        // other output without a shape expression is one the caller provides, shape and all.
         let in_place = !inputs && manifest.inputs.iter().any(|i| i.role == decl.role);
-        if !inputs && decl.shape.is_none() && !in_place {
+        let provided = !inputs && decl.shape.is_none() && !in_place;
+        if provided && manifest.dialect == crate::manifest::Dialect::Seed {
             diagnostics.push(Diagnostic::new(
                 file,
                 &path,
@@ -398,6 +400,7 @@ fn build_tensors(
             description: decl.description.clone(),
             optional: decl.optional,
             in_place: false,
+            provided,
         });
     }
     tensors

@@ -17,6 +17,10 @@ use crate::expr::{Ir, IrKind, Symbol, Value};
 /// roots' values).
 pub const MAX_DOMAIN: usize = 64;
 
+/// The most assignments of its names an expression is evaluated over to find its values
+/// (`ceil(args.dim / 256)` with `args.dim <= 8192` takes 32 values over 8192 assignments).
+const MAX_EVALUATIONS: usize = 1 << 16;
+
 /// Argument (`StaticVar::Attr`) or type variable (`StaticVar::Dtype`) → the values it may
 /// take.
 pub type Bounds = BTreeMap<StaticVar, Vec<Value>>;
@@ -46,7 +50,7 @@ pub fn when_bounds(op: &Op, when: &[Expr]) -> Bounds {
     for clause in when {
         refine(op, &mut ranges, &clause.ir, true);
     }
-    add_finite(&mut bounds, &ranges);
+    add_finite(&mut bounds, &ranges, MAX_DOMAIN);
     bounds
 }
 
@@ -128,15 +132,16 @@ fn integer(ir: &Ir) -> Option<i64> {
     }
 }
 
-/// Adds the arguments whose range is closed and small to `bounds` (narrowing those there).
-fn add_finite(bounds: &mut Bounds, ranges: &Ranges) {
+/// Adds the arguments whose range is closed and holds at most `limit` values to `bounds`
+/// (narrowing those there).
+fn add_finite(bounds: &mut Bounds, ranges: &Ranges, limit: usize) {
     for (name, range) in ranges {
         let (Some(lo), Some(hi)) = *range else {
             continue;
         };
         let values: Vec<Value> = if hi < lo {
             Vec::new()
-        } else if hi.saturating_sub(lo) < MAX_DOMAIN as i64 {
+        } else if hi.saturating_sub(lo) < limit as i64 {
             (lo..=hi).map(Value::Int).collect()
         } else {
             continue;
@@ -324,7 +329,7 @@ pub fn pin(
             })
         };
     }
-    match value_set(op, variant, &when_ranges(op, variant), ir) {
+    match value_set(op, variant, &when_ranges(op, variant), ir, MAX_EVALUATIONS) {
         Some(values) if values.len() <= MAX_DOMAIN => Ok(Pin::Values(values)),
         Some(values) => Err(Unbounded {
             names: Vec::new(),
@@ -337,10 +342,10 @@ pub fn pin(
     }
 }
 
-/// One value `ir` takes when `variant` runs, where its domain is known: the first of
-/// [`value_set`]'s.
+/// One value `ir` takes when `variant` runs, where a small domain is known: the first of
+/// [`value_set`]'s. Called per shader, so it evaluates little.
 pub fn sample(op: &Op, variant: &Variant, ir: &Ir) -> Option<Value> {
-    value_set(op, variant, &when_ranges(op, variant), ir)?
+    value_set(op, variant, &when_ranges(op, variant), ir, MAX_DOMAIN)?
         .into_iter()
         .next()
 }
@@ -373,11 +378,17 @@ fn root_count(op: &Op, bounds: &Bounds, ir: &Ir) -> usize {
 /// The values `ir` can take, when finitely many, where `ranges` hold: every value over its
 /// roots' domains, or the union of a conditional's branches, each under what its condition
 /// says.
-fn value_set(op: &Op, variant: &Variant, ranges: &Ranges, ir: &Ir) -> Option<Vec<Value>> {
+fn value_set(
+    op: &Op,
+    variant: &Variant,
+    ranges: &Ranges,
+    ir: &Ir,
+    evaluations: usize,
+) -> Option<Vec<Value>> {
     let mut bounds = variant.bounds.clone();
-    add_finite(&mut bounds, ranges);
+    add_finite(&mut bounds, ranges, evaluations);
     if is_bounded(op, &bounds, &ir.symbols()) {
-        if root_count(op, &bounds, ir) > MAX_DOMAIN {
+        if root_count(op, &bounds, ir) > evaluations {
             return None;
         }
         return statics::evaluate_over_roots(op, &variant.required_features, &bounds, ir);
@@ -388,8 +399,8 @@ fn value_set(op: &Op, variant: &Variant, ranges: &Ranges, ir: &Ir) -> Option<Vec
             refine(op, &mut when_true, cond, true);
             let mut when_false = ranges.clone();
             refine(op, &mut when_false, cond, false);
-            let mut values = value_set(op, variant, &when_true, then)?;
-            for value in value_set(op, variant, &when_false, otherwise)? {
+            let mut values = value_set(op, variant, &when_true, then, evaluations)?;
+            for value in value_set(op, variant, &when_false, otherwise, evaluations)? {
                 if !values.contains(&value) {
                     values.push(value);
                 }

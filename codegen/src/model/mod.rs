@@ -128,6 +128,9 @@ pub struct Tensor {
     pub optional: bool,
     /// An input the op also writes in place (the same role among the manifest's outputs).
     pub in_place: bool,
+    /// An output without a shape expression (`schemaVersion: 1`): the caller provides the
+    /// tensor, and its shape is an input to the op's expressions.
+    pub provided: bool,
 }
 
 /// How an attribute is represented in the generated Rust struct.

@@ -85,11 +85,12 @@ impl Shader {
 }
 
 /// Renders and validates all shaders of an op, [`settle`]d before. Template names are display
-/// paths ([`crate::templates`]).
+/// paths ([`crate::templates`]); combinations left out are said in `notes`.
 pub fn shaders(
     op: &Op,
     env: &minijinja::Environment<'static>,
     paths: &crate::templates::TemplatePaths<'_>,
+    notes: &mut Vec<String>,
 ) -> Result<Vec<Shader>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let mut shaders = Vec::new();
@@ -132,6 +133,24 @@ pub fn shaders(
             let total = combinations.len();
             let mut failures = Vec::new();
             for combination in combinations {
+                // A third-party package may declare dtypes its bindings cannot hold (a `T`
+                // tensor bound as `vec4<f32>`): that combination is left out, said at build
+                // time, and a call with those dtypes finds no shader.
+                if op.dialect == crate::manifest::Dialect::V1
+                    && let Ok(bindings) = prelude::resolve_bindings(pass, &combination)
+                    && let Some(mismatch) = element_mismatch(op, &bindings, &combination)
+                {
+                    let note = format!(
+                        "{}: {} ({}) is not built: {mismatch}",
+                        op.file,
+                        pass_path(op, v, p),
+                        describe(&combination)
+                    );
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                    continue;
+                }
                 match shader(op, env, v, p, combination) {
                     Ok(mut shader) => {
                         if let Some(first) = shaders.iter().position(|s: &Shader| {
@@ -166,6 +185,36 @@ pub fn shaders(
     diagnostics.into_result(shaders)
 }
 
+/// A binding whose element type disagrees with its tensor's dtype under `combination`.
+fn element_mismatch(
+    op: &Op,
+    bindings: &[prelude::ResolvedBinding<'_>],
+    combination: &Combination,
+) -> Option<String> {
+    bindings.iter().find_map(|binding| {
+        let (model::BindingTarget::Tensor(t), Some(element)) =
+            (&binding.binding.target, binding.element)
+        else {
+            return None;
+        };
+        let tensor = op.tensors().nth(*t)?;
+        let storage = match (&tensor.storage, &tensor.dtype) {
+            (model::Storage::U32Checked, _) => Some(model::DType::U32),
+            (_, model::DTypeRef::Fixed(d)) => Some(*d),
+            (_, model::DTypeRef::Var(var)) => combination.dtypes.get(var).copied(),
+        }?;
+        (storage != element).then(|| {
+            format!(
+                "binding `{}` has element type {} but tensor `{}` is stored as {}",
+                binding.binding.name,
+                element.wgsl(),
+                tensor.role,
+                storage.wgsl()
+            )
+        })
+    })
+}
+
 /// A pass's shader text under one combination, resolved but not validated.
 struct Rendered {
     text: String,
@@ -184,7 +233,12 @@ fn render_pass(
 ) -> Result<Rendered, Diagnostic> {
     let variant = &op.variants[v];
     let pass = &variant.passes[p];
-    let f16 = prelude::uses_f16(bindings, combination);
+    // f16 bindings need the capability, and so does a shader whose combination may use
+    // `shader-f16` (a branch taken only when the device has it, staging in f16, say).
+    let f16 = prelude::uses_f16(bindings, combination)
+        || combination
+            .features
+            .contains(crate::expr::builtins::SHADER_F16);
     let prelude_text = prelude::prelude(op, variant, pass, bindings, f16);
     let text = match render::render(env, op, variant, pass, combination, &prelude_text) {
         Ok(text) => text,
@@ -271,32 +325,8 @@ fn shader(
     let where_ = || format!("{} ({})", pass_path(op, v, p), describe(&combination));
     let bindings = prelude::resolve_bindings(pass, &combination)
         .map_err(|m| Diagnostic::new(&op.file, where_(), m))?;
-    for binding in &bindings {
-        if let (model::BindingTarget::Tensor(t), Some(element)) =
-            (&binding.binding.target, binding.element)
-        {
-            let tensor = op.tensors().nth(*t).ok_or_else(|| {
-                Diagnostic::new(&op.file, where_(), "binding target out of range")
-            })?;
-            let storage = match (&tensor.storage, &tensor.dtype) {
-                (model::Storage::U32Checked, _) => Some(model::DType::U32),
-                (_, model::DTypeRef::Fixed(d)) => Some(*d),
-                (_, model::DTypeRef::Var(var)) => combination.dtypes.get(var).copied(),
-            };
-            if storage.is_some_and(|s| s != element) {
-                return Err(Diagnostic::new(
-                    &op.file,
-                    where_(),
-                    format!(
-                        "binding `{}` has element type {} but tensor `{}` is stored as {}",
-                        binding.binding.name,
-                        element.wgsl(),
-                        tensor.role,
-                        storage.map_or("?", |s| s.wgsl())
-                    ),
-                ));
-            }
-        }
+    if let Some(mismatch) = element_mismatch(op, &bindings, &combination) {
+        return Err(Diagnostic::new(&op.file, where_(), mismatch));
     }
     let Rendered {
         text,
