@@ -93,12 +93,8 @@ pub fn enumerate_combinations(
     let mut combinations: Vec<Combination> = Vec::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let total: usize = domains.iter().map(Vec::len).product();
-    for mut index in 0..total {
-        let mut assignment = BTreeMap::new();
-        for (var, domain) in vars.iter().zip(&domains) {
-            assignment.insert(var.clone(), domain[index % domain.len()].clone());
-            index /= domain.len();
-        }
+    for index in 0..total {
+        let assignment = assignment(&vars, &domains, index);
         let env = StaticEnv {
             op,
             assignment: &assignment,
@@ -263,12 +259,8 @@ pub(super) fn evaluate_over_roots(
     let domains: Vec<Vec<Value>> = vars.iter().map(|var| domain(op, bounds, var)).collect();
     let total: usize = domains.iter().map(Vec::len).product();
     let mut values = Vec::new();
-    for mut index in 0..total {
-        let mut assignment = BTreeMap::new();
-        for (var, domain) in vars.iter().zip(&domains) {
-            assignment.insert(var.clone(), domain[index % domain.len()].clone());
-            index /= domain.len();
-        }
+    for index in 0..total {
+        let assignment = assignment(&vars, &domains, index);
         let env = StaticEnv {
             op,
             assignment: &assignment,
@@ -283,6 +275,20 @@ pub(super) fn evaluate_over_roots(
         }
     }
     (!values.is_empty()).then_some(values)
+}
+
+/// The `index`th assignment of `vars` over their `domains` (mixed radix, first var fastest).
+fn assignment(
+    vars: &[StaticVar],
+    domains: &[Vec<Value>],
+    mut index: usize,
+) -> BTreeMap<StaticVar, Value> {
+    let mut assignment = BTreeMap::new();
+    for (var, domain) in vars.iter().zip(domains) {
+        assignment.insert(var.clone(), domain[index % domain.len()].clone());
+        index /= domain.len();
+    }
+    assignment
 }
 
 /// Evaluates static expressions under one assignment.

@@ -100,11 +100,12 @@ pub fn shaders(
                 .map(|d| d.name.as_str())
                 .collect();
             let misuses = usage::misuses(paths, &pass.template, &dynamic);
+            // Left only where [`settle`] found no domain (and reported it), or where one value
+            // pinned exposed more than it looks at.
             for misuse in &misuses {
-                diagnostics.push(misuse_diagnostic(paths, misuse));
+                diagnostics.push(settle::unsettled(op, paths, v, p, misuse));
             }
             if !misuses.is_empty() {
-                // Rendering would only fail on what is reported already.
                 continue;
             }
             let combinations = match model::enumerate_combinations(op, variant, pass) {
@@ -270,39 +271,6 @@ fn render_pass(
         f16,
         wrote_subgroups,
     })
-}
-
-/// A dynamic value used where the template needs its value, at its template line.
-fn misuse_diagnostic(
-    paths: &crate::templates::TemplatePaths<'_>,
-    misuse: &usage::Use,
-) -> Diagnostic {
-    let how = match misuse.misuse {
-        usage::Misuse::Condition => "cannot steer a condition",
-        usage::Misuse::Iteration => "cannot be iterated over",
-        usage::Misuse::Computation => {
-            "cannot take part in a computation while rendering (print it as it is and compute in WGSL)"
-        }
-    };
-    let line_text = paths
-        .templates
-        .get(&misuse.file)
-        .and_then(|source| source.lines().nth(misuse.line.saturating_sub(1)))
-        .unwrap_or("")
-        .trim_end();
-    let diagnostic = Diagnostic::new(
-        &misuse.file,
-        format!("line {}", misuse.line),
-        format!(
-            "template input `{}` depends on shapes or device limits (it is a WGSL override, set when the pipeline is created), so it {how}: the shader text must not depend on it",
-            misuse.value
-        ),
-    );
-    if line_text.is_empty() {
-        diagnostic
-    } else {
-        diagnostic.at(line_text, misuse.column)
-    }
 }
 
 fn pass_path(op: &Op, v: usize, p: usize) -> String {

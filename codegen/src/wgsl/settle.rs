@@ -73,6 +73,30 @@ pub fn settle(
     diagnostics
 }
 
+/// The diagnostic of a use [`settle`] left: the value and why it has no domain.
+pub fn unsettled(
+    op: &Op,
+    paths: &TemplatePaths<'_>,
+    v: usize,
+    p: usize,
+    misuse: &usage::Use,
+) -> Diagnostic {
+    let variant = &op.variants[v];
+    let value = variant
+        .constants
+        .iter()
+        .chain(variant.passes.iter().flat_map(|p| &p.inputs))
+        .find(|value| value.name == misuse.value);
+    let unbounded = value
+        .and_then(|value| domains::pin(op, variant, value, None).err())
+        .unwrap_or(domains::Unbounded {
+            names: Vec::new(),
+            too_many: None,
+        });
+    let need = Need::Template(misuse.clone());
+    diagnostic(op, paths, v, p, &misuse.value, &need, &unbounded)
+}
+
 /// The dynamic values pass `p` of variant `v` needs the value of, each with its first need.
 fn needed(
     op: &Op,
