@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use super::{AttrRepr, AttrValue, Attribute};
+use super::{AttrRepr, AttrValue, Attribute, IntWidth};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Type;
 use crate::manifest::Manifest;
@@ -105,7 +105,7 @@ pub fn build_attributes(
             required,
             allowed,
             one_of: None,
-            unsigned: false,
+            int_width: IntWidth::I64,
             description: manifest
                 .attribute_descriptions
                 .get(name.as_str())
@@ -224,7 +224,11 @@ pub fn scalar_args(manifest: &Manifest) -> Vec<Attribute> {
                 required: scalar.required,
                 allowed: None,
                 one_of: scalar.one_of.clone(),
-                unsigned: scalar.kind == "u32",
+                int_width: match scalar.kind.as_str() {
+                    "u32" => IntWidth::U32,
+                    "i32" => IntWidth::I32,
+                    _ => IntWidth::I64,
+                },
                 description: scalar.description.clone(),
             }
         })

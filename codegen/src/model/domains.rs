@@ -83,7 +83,7 @@ fn refine(op: &Op, ranges: &mut Ranges, cond: &Ir, truth: bool) {
                 return;
             }
             let cmp = if truth { cmp } else { negated(cmp) };
-            let floor = attribute.unsigned.then_some(0);
+            let floor = (attribute.int_width == super::IntWidth::U32).then_some(0);
             let range = ranges.entry(name).or_insert((floor, None));
             let (lo, hi) = match cmp {
                 BinOp::Eq => (Some(k), Some(k)),

@@ -155,6 +155,15 @@ pub enum AttrValue {
     Str(String),
 }
 
+/// How wide an integer attribute is in the typed API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntWidth {
+    I64,
+    /// A `u32` scalar arg: never negative.
+    U32,
+    I32,
+}
+
 /// An op attribute.
 #[derive(Debug, Clone)]
 pub struct Attribute {
@@ -168,9 +177,24 @@ pub struct Attribute {
     pub allowed: Option<Vec<i64>>,
     /// The values a string scalar arg may take (`oneOf`).
     pub one_of: Option<Vec<String>>,
-    /// A `u32` scalar arg: never negative.
-    pub unsigned: bool,
+    /// The width of an integer scalar arg (`u32`, `i32`); seed attributes are `i64`.
+    pub int_width: IntWidth,
     pub description: String,
+}
+
+impl Tensor {
+    /// An output whose shape the op computes from its shape expression.
+    pub fn is_computed_output(&self) -> bool {
+        self.shape.is_some() && !self.provided
+    }
+}
+
+impl Attribute {
+    /// A scalar arg the caller may leave out (`required: false`, no default): `Option` in
+    /// the typed API, undefined in expressions when absent.
+    pub fn is_optional(&self) -> bool {
+        !self.required && self.default.is_none()
+    }
 }
 
 /// A `derive` entry, in dependency order.

@@ -5,7 +5,9 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::{OpInput, ident};
-use crate::model::{AttrRepr, AttrValue, Attribute, DType, DTypeRef, Op, Storage, Tensor};
+use crate::model::{
+    AttrRepr, AttrValue, Attribute, DType, DTypeRef, IntWidth, Op, Storage, Tensor,
+};
 
 /// Type variables that become generic parameters: those that allow floating-point types.
 pub fn float_type_vars(op: &Op) -> Vec<&str> {
@@ -33,18 +35,37 @@ fn tensor_type(tensor: &Tensor) -> TokenStream {
             quote!(rt::Tensor<#g>)
         }
         (_, DTypeRef::Fixed(DType::F16)) => quote!(rt::Tensor<rt::half::f16>),
+        (_, DTypeRef::Fixed(DType::U32)) => quote!(rt::Tensor<u32>),
         (_, DTypeRef::Fixed(_)) => quote!(rt::Tensor<f32>),
     }
 }
 
-pub fn attr_rust_type(attribute: &Attribute) -> TokenStream {
-    match attribute.repr {
-        AttrRepr::Bool | AttrRepr::Truth => quote!(bool),
-        AttrRepr::I64 => quote!(i64),
-        AttrRepr::F32 => quote!(f32),
-        AttrRepr::IntList => quote!(::std::vec::Vec<i64>),
-        AttrRepr::Str => quote!(::std::string::String),
+/// The Rust type of an attribute's value (an optional scalar arg holds an `Option` of it).
+pub fn attr_value_type(attribute: &Attribute) -> TokenStream {
+    match (attribute.repr, attribute.int_width) {
+        (AttrRepr::Bool | AttrRepr::Truth, _) => quote!(bool),
+        (AttrRepr::I64, IntWidth::U32) => quote!(u32),
+        (AttrRepr::I64, IntWidth::I32) => quote!(i32),
+        (AttrRepr::I64, IntWidth::I64) => quote!(i64),
+        (AttrRepr::F32, _) => quote!(f32),
+        (AttrRepr::IntList, _) => quote!(::std::vec::Vec<i64>),
+        (AttrRepr::Str, _) => quote!(::std::string::String),
     }
+}
+
+/// The Rust type of an attribute's field.
+pub fn attr_rust_type(attribute: &Attribute) -> TokenStream {
+    let ty = attr_value_type(attribute);
+    if attribute.is_optional() {
+        quote!(::core::option::Option<#ty>)
+    } else {
+        ty
+    }
+}
+
+/// The field of an attribute: its name in snake_case (`from_raw` reads the manifest's name).
+pub fn attr_field(attribute: &Attribute) -> proc_macro2::Ident {
+    ident(&crate::model::snake_ident(&attribute.name))
 }
 
 fn default_tokens(attribute: &Attribute) -> Option<TokenStream> {
@@ -113,27 +134,28 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
 
 fn attrs_struct(op: &Op) -> TokenStream {
     let fields = op.attributes.iter().map(|a| {
-        let name = ident(&a.name);
+        let name = attr_field(a);
         let ty = attr_rust_type(a);
         let doc = super::doc_lines(&attr_doc(a));
         quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
     let required: Vec<&Attribute> = op.attributes.iter().filter(|a| a.required).collect();
     let params = required.iter().map(|a| {
-        let name = ident(&a.name);
+        let name = attr_field(a);
         let ty = attr_rust_type(a);
         quote!(#name: #ty)
     });
     let inits = op.attributes.iter().map(|a| {
-        let name = ident(&a.name);
+        let name = attr_field(a);
         match default_tokens(a) {
             Some(value) if !a.required => quote!(#name: #value,),
+            _ if a.is_optional() => quote!(#name: None,),
             _ => quote!(#name,),
         }
     });
     let known: Vec<&str> = op.attributes.iter().map(|a| a.name.as_str()).collect();
     let raw_reads = op.attributes.iter().map(|a| {
-        let name = ident(&a.name);
+        let name = attr_field(a);
         let text = &a.name;
         let read = match (a.repr, &a.allowed) {
             // A flag with an allowed set is read as the integer it is, so that `2` is
@@ -144,9 +166,13 @@ fn attrs_struct(op: &Op) -> TokenStream {
                     None => None,
                 }
             },
-            (AttrRepr::Bool | AttrRepr::Truth, None) => quote!(raw.flag(#text)?),
-            (AttrRepr::Truth, Some(_)) => quote!(raw.flag(#text)?),
-            (AttrRepr::I64, _) => quote!(raw.int(#text)?),
+            (AttrRepr::Bool, None) => quote!(raw.flag(#text)?),
+            (AttrRepr::Truth, _) => quote!(raw.boolean(#text)?),
+            (AttrRepr::I64, _) => match a.int_width {
+                IntWidth::U32 => quote!(raw.uint32(#text)?),
+                IntWidth::I32 => quote!(raw.int32(#text)?),
+                IntWidth::I64 => quote!(raw.int(#text)?),
+            },
             (AttrRepr::F32, _) => quote!(raw.float(#text)?),
             (AttrRepr::IntList, _) => quote!(raw.ints(#text)?),
             (AttrRepr::Str, _) => quote!(raw.string(#text)?),
@@ -158,13 +184,17 @@ fn attrs_struct(op: &Op) -> TokenStream {
         }
     });
     let optional_sets = op.attributes.iter().filter(|a| !a.required).map(|a| {
-        let name = ident(&a.name);
-        quote!(if let Some(value) = #name { attrs.#name = value; })
+        let name = attr_field(a);
+        if a.is_optional() {
+            quote!(attrs.#name = #name;)
+        } else {
+            quote!(if let Some(value) = #name { attrs.#name = value; })
+        }
     });
-    let required_names = required.iter().map(|a| ident(&a.name));
+    let required_names = required.iter().map(|a| attr_field(a));
     let checks = op.attributes.iter().filter_map(|a| {
         let allowed = a.allowed.as_ref()?;
-        let name = ident(&a.name);
+        let name = attr_field(a);
         let text = &a.name;
         let value = if a.repr == AttrRepr::Bool {
             quote!(i64::from(self.#name))
@@ -232,73 +262,258 @@ fn dtypes_struct(op: &Op) -> TokenStream {
     }
 }
 
-fn io_structs(op: &Op) -> TokenStream {
-    let vars: Vec<proc_macro2::Ident> = float_type_vars(op)
+/// The type variables a set of tensors uses, in the op's order: a struct's generic parameters.
+pub fn vars_of<'a>(op: &'a Op, tensors: &[&Tensor]) -> Vec<&'a str> {
+    float_type_vars(op)
+        .into_iter()
+        .filter(|var| {
+            tensors.iter().any(|t| {
+                t.storage != Storage::U32Checked && t.dtype == DTypeRef::Var((*var).to_owned())
+            })
+        })
+        .collect()
+}
+
+/// `<A: rt::Float, B: rt::Float>`-style parameters (without the angle brackets).
+pub fn generic_params(vars: &[&str]) -> TokenStream {
+    let idents = vars.iter().map(|v| generic_ident(v));
+    quote!(#(#idents: rt::Float),*)
+}
+
+/// `A, B`: the arguments for [`generic_params`].
+pub fn generic_args(vars: &[&str]) -> TokenStream {
+    let idents = vars.iter().map(|v| generic_ident(v));
+    quote!(#(#idents),*)
+}
+
+/// How the typed structs split an op's tensors.
+pub struct Layout<'a> {
+    /// Tensors only read: `Inputs`.
+    pub read: Vec<&'a Tensor>,
+    /// Tensors written: in-place inputs, then outputs (`OutputsMut`).
+    pub written: Vec<&'a Tensor>,
+    /// Whether the op can allocate its outputs (`record`, `run`): nothing is written in
+    /// place, and every output has a shape expression and is always produced.
+    pub allocates: bool,
+}
+
+impl<'a> Layout<'a> {
+    pub fn of(op: &'a Op) -> Self {
+        let read = op.inputs.iter().filter(|t| !t.in_place).collect();
+        let written: Vec<&Tensor> = op
+            .inputs
+            .iter()
+            .filter(|t| t.in_place)
+            .chain(&op.outputs)
+            .collect();
+        let allocates = op.inputs.iter().all(|t| !t.in_place)
+            && op.outputs.iter().all(|t| !t.provided && !t.optional);
+        Layout {
+            read,
+            written,
+            allocates,
+        }
+    }
+
+    /// Whether `Inputs` alone gives every shape and type variable `plan` needs.
+    pub fn inputs_suffice(&self, op: &Op) -> bool {
+        self.allocates && vars_of(op, &self.read).len() == float_type_vars(op).len()
+    }
+}
+
+/// The shape of a tensor whose shape `plan` takes: `&[usize]`, or an `Option` when optional.
+fn shape_type(t: &Tensor) -> TokenStream {
+    if t.optional {
+        quote!(::core::option::Option<&'a [usize]>)
+    } else {
+        quote!(&'a [usize])
+    }
+}
+
+/// The tensors whose shapes `plan` takes: inputs (in place or not), then outputs the caller
+/// provides or may leave out (an optional output's shape says whether it is given).
+pub fn shaped_tensors(op: &Op) -> Vec<&Tensor> {
+    op.inputs
         .iter()
-        .map(|v| generic_ident(v))
-        .collect();
-    let shape_fields = op.inputs.iter().map(|t| {
-        let name = ident(&t.role);
+        .chain(op.outputs.iter().filter(|t| t.provided || t.optional))
+        .collect()
+}
+
+fn io_structs(op: &Op) -> TokenStream {
+    let layout = Layout::of(op);
+    let read_vars = vars_of(op, &layout.read);
+    let written_vars = vars_of(op, &layout.written);
+    let all_vars = float_type_vars(op);
+    let shape_fields = shaped_tensors(op).into_iter().map(|t| {
+        let name = super::tensor_field(t);
+        let ty = shape_type(t);
         let doc = super::doc_lines(&format!(" Shape of `{}`.", t.role));
-        quote!(#(#[doc = #doc])* pub #name: &'a [usize],)
+        quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
-    let input_fields = op.inputs.iter().map(|t| {
-        let name = ident(&t.role);
+    let input_fields = layout.read.iter().map(|t| {
+        let name = super::tensor_field(t);
         let ty = tensor_type(t);
         let doc = super::doc_lines(&format!(" {}", t.description));
-        quote!(#(#[doc = #doc])* pub #name: &'a #ty,)
+        if t.optional {
+            quote!(#(#[doc = #doc])* pub #name: ::core::option::Option<&'a #ty>,)
+        } else {
+            quote!(#(#[doc = #doc])* pub #name: &'a #ty,)
+        }
     });
     let output_fields = op.outputs.iter().map(|t| {
-        let name = ident(&t.role);
+        let name = super::tensor_field(t);
         let ty = tensor_type(t);
         let doc = super::doc_lines(&format!(" {}", t.description));
         quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
-    let output_mut_fields = op.outputs.iter().map(|t| {
-        let name = ident(&t.role);
+    let output_mut_fields = layout.written.iter().map(|t| {
+        let name = super::tensor_field(t);
         let ty = tensor_type(t);
-        let doc = super::doc_lines(&format!(" {}", t.description));
-        quote!(#(#[doc = #doc])* pub #name: &'a mut #ty,)
+        let what = if t.in_place {
+            " Read and written in place."
+        } else if t.provided {
+            " Its shape is the caller's choice."
+        } else {
+            ""
+        };
+        let doc = super::doc_lines(&format!(" {}{what}", t.description));
+        if t.optional {
+            quote!(#(#[doc = #doc])* pub #name: ::core::option::Option<&'a mut #ty>,)
+        } else {
+            quote!(#(#[doc = #doc])* pub #name: &'a mut #ty,)
+        }
     });
-    let shape_inits = op.inputs.iter().map(|t| {
-        let name = ident(&t.role);
-        quote!(#name: self.#name.shape(),)
-    });
-    let dtype_inits = float_type_vars(op).into_iter().map(|v| {
+    let dtype_inits = all_vars.iter().map(|v| {
         let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
         let g = generic_ident(v);
         quote!(#name: <#g as rt::Element>::DTYPE,)
     });
-    let bounds = quote!(#(#vars: rt::Float),*);
-    quote! {
-        /// Input shapes, for planning without a GPU.
-        #[derive(Clone, Copy, Debug)]
-        pub struct Shapes<'a> { #(#shape_fields)* }
-
-        /// Input tensors.
-        #[derive(Clone, Copy, Debug)]
-        pub struct Inputs<'a, #bounds> { #(#input_fields)* }
-
-        /// Output tensors, allocated and shaped by the op.
-        #[derive(Debug)]
-        pub struct Outputs<#bounds> { #(#output_fields)* }
-
-        /// Output tensors the caller provides (`record_into`, `run_into`): each must have the
-        /// shape the op produces, and none may share bytes with another argument.
-        #[derive(Debug)]
-        pub struct OutputsMut<'a, #bounds> { #(#output_mut_fields)* }
-
-        impl<'a, #bounds> Inputs<'a, #(#vars),*> {
+    let shape_of = |t: &Tensor, from: TokenStream| {
+        let name = super::tensor_field(t);
+        if t.optional {
+            quote!(#name: #from.#name.as_ref().map(|t| t.shape()),)
+        } else {
+            quote!(#name: #from.#name.shape(),)
+        }
+    };
+    let read_params = generic_params(&read_vars);
+    let read_args = generic_args(&read_vars);
+    let written_params = generic_params(&written_vars);
+    let written_args = generic_args(&written_vars);
+    let all_params = generic_params(&all_vars);
+    let all_args = generic_args(&all_vars);
+    let inputs_struct = if layout.read.is_empty() {
+        quote! {
+            /// Input tensors: this op reads none that it does not also write.
+            #[derive(Clone, Copy, Debug)]
+            pub struct Inputs;
+        }
+    } else {
+        quote! {
+            /// Input tensors.
+            #[derive(Clone, Copy, Debug)]
+            pub struct Inputs<'a, #read_params> { #(#input_fields)* }
+        }
+    };
+    let inputs_type = if layout.read.is_empty() {
+        quote!(Inputs)
+    } else {
+        quote!(Inputs<'a, #read_args>)
+    };
+    let outputs_struct = if layout.allocates {
+        let params = generic_params(&vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
+        quote! {
+            /// Output tensors, allocated and shaped by the op.
+            #[derive(Debug)]
+            pub struct Outputs<#params> { #(#output_fields)* }
+        }
+    } else {
+        quote!()
+    };
+    let shape_methods = if layout.allocates {
+        let shape_inits = layout.read.iter().map(|t| shape_of(t, quote!(self)));
+        quote! {
             /// The shapes of these inputs.
             pub fn shapes(&self) -> Shapes<'a> {
                 Shapes { #(#shape_inits)* }
             }
-
+        }
+    } else {
+        quote!()
+    };
+    let dtype_method = if layout.inputs_suffice(op) {
+        quote! {
             /// The element types of these inputs.
             pub fn dtypes(&self) -> DTypes {
                 DTypes { #(#dtype_inits)* }
             }
         }
+    } else {
+        quote!()
+    };
+    let mut inputs_methods =
+        if layout.read.is_empty() || (shape_methods.is_empty() && dtype_method.is_empty()) {
+            quote!()
+        } else {
+            quote! {
+                impl<'a, #read_params> Inputs<'a, #read_args> {
+                    #shape_methods
+                    #dtype_method
+                }
+            }
+        };
+    if !layout.allocates {
+        let shape_inits = shaped_tensors(op).into_iter().enumerate().map(|(i, t)| {
+            // Written tensors (in place, then outputs) are the caller's `OutputsMut`.
+            if t.in_place || i >= op.inputs.len() {
+                shape_of(t, quote!(outputs))
+            } else {
+                shape_of(t, quote!(inputs))
+            }
+        });
+        let inputs_param = if layout.read.is_empty() {
+            quote!(_inputs: &Inputs)
+        } else {
+            quote!(inputs: &#inputs_type)
+        };
+        inputs_methods.extend(quote! {
+            /// The shapes `plan` takes, from the tensors of a call.
+            pub fn shapes<'a, #all_params>(#inputs_param, outputs: &'a OutputsMut<'_, #written_args>) -> Shapes<'a> {
+                Shapes { #(#shape_inits)* }
+            }
+        });
+    }
+    if !layout.inputs_suffice(op) {
+        let dtype_inits = all_vars.iter().map(|v| {
+            let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
+            let g = generic_ident(v);
+            quote!(#name: <#g as rt::Element>::DTYPE,)
+        });
+        inputs_methods.extend(quote! {
+            /// The element types of a call's type parameters.
+            pub fn dtypes<#all_params>() -> DTypes {
+                DTypes { #(#dtype_inits)* }
+            }
+        });
+    }
+    let _ = all_args;
+    quote! {
+        /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
+        /// provides.
+        #[derive(Clone, Copy, Debug)]
+        pub struct Shapes<'a> { #(#shape_fields)* }
+
+        #inputs_struct
+
+        #outputs_struct
+
+        /// Tensors the op writes that the caller provides (`record_into`, `run_into`): each
+        /// must have the shape the op produces, and none may share bytes with another
+        /// argument.
+        #[derive(Debug)]
+        pub struct OutputsMut<'a, #written_params> { #(#output_mut_fields)* }
+
+        #inputs_methods
     }
 }
 

@@ -4,7 +4,7 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use super::api::float_type_vars;
+use super::api::{Layout, float_type_vars, generic_args, generic_params, vars_of};
 use super::{OpInput, ident};
 use crate::model::{self, DType, DTypeRef, Storage, Tensor};
 
@@ -14,11 +14,6 @@ fn var_field(var: &str) -> Ident {
 
 pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let op = input.op;
-    let vars: Vec<Ident> = float_type_vars(op)
-        .iter()
-        .map(|v| format_ident!("{}", v))
-        .collect();
-    let bounds = quote!(#(#vars: rt::Float),*);
     let dtype_checks = float_type_vars(op).into_iter().map(|var| {
         let field = var_field(var);
         let allowed: Vec<Ident> = op
@@ -35,9 +30,9 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             }
         }
     });
-    let rank_checks = op.inputs.iter().filter_map(|t| {
+    let rank_checks = op.inputs.iter().filter(|t| !t.optional).filter_map(|t| {
         let rank = t.rank? as usize;
-        let role = ident(&t.role);
+        let role = super::tensor_field(t);
         let text = &t.role;
         Some(quote! {
             if shapes.#role.len() != #rank {
@@ -49,45 +44,108 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         Some(check) => quote!(#check(&#views, attrs)?;),
         None => quote!(),
     };
+    let layout = Layout::of(op);
+    let all_vars = float_type_vars(op);
+    let bounds = generic_params(&all_vars);
+    let read_vars = vars_of(op, &layout.read);
+    let read_bounds = generic_params(&read_vars);
+    let read_args = generic_args(&read_vars);
+    let tensor_vars = vars_of(op, &op.tensors().collect::<Vec<_>>());
+    let tensor_bounds = generic_params(&tensor_vars);
+    let written_args = generic_args(&vars_of(op, &layout.written));
+    let inputs_ty = if layout.read.is_empty() {
+        quote!(Inputs)
+    } else {
+        quote!(Inputs<'_, #read_args>)
+    };
+    let outputs_mut_ty = quote!(OutputsMut<'_, #written_args>);
 
-    // Typed path.
-    let typed_views = op.inputs.iter().map(|t| {
-        let role = ident(&t.role);
+    // Typed path. Host checks see the required inputs the op only reads.
+    let typed_views = layout.read.iter().filter(|t| !t.optional).map(|t| {
+        let role = super::tensor_field(t);
         let text = &t.role;
         let values = if t.storage == Storage::U32Checked { quote!(inputs.#role.values()) } else { quote!(None) };
         quote!(rt::registry::ArgView { role: #text, shape: inputs.#role.shape(), index_values: #values })
     });
     let typed_host_check = host_check_call(quote!([#(#typed_views),*]));
-    let output_allocs = op.outputs.iter().enumerate().map(|(i, t)| {
-        let role = ident(&t.role);
-        let ty = output_type(t);
-        quote!(let mut #role = #ty::zeros(ctx, &plan.outputs[#i].shape)?;)
-    });
     let output_checks = op.outputs.iter().enumerate().map(|(i, t)| {
-        let role = ident(&t.role);
-        quote!(rt::support::check_output(OP_NAME, &plan.outputs[#i], outputs.#role.shape())?;)
+        let role = super::tensor_field(t);
+        if t.optional {
+            quote!(if let Some(output) = &outputs.#role { rt::support::check_output(OP_NAME, &plan.outputs[#i], output.shape())?; })
+        } else {
+            quote!(rt::support::check_output(OP_NAME, &plan.outputs[#i], outputs.#role.shape())?;)
+        }
     });
+    let arg = |t: &Tensor, from: TokenStream, access: TokenStream| {
+        let role = super::tensor_field(t);
+        let text = &t.role;
+        if t.optional {
+            quote!(match &#from.#role { Some(t) => rt::Arg::#access(#text, t.binding()), None => rt::Arg::absent(#text) })
+        } else {
+            quote!(rt::Arg::#access(#text, #from.#role.binding()))
+        }
+    };
     let args = op
         .inputs
         .iter()
         .map(|t| {
-            let role = ident(&t.role);
-            let text = &t.role;
             if t.in_place {
-                quote!(rt::Arg::read_write(#text, inputs.#role.binding()))
+                arg(t, quote!(outputs), quote!(read_write))
             } else {
-                quote!(rt::Arg::read(#text, inputs.#role.binding()))
+                arg(t, quote!(inputs), quote!(read))
             }
         })
-        .chain(op.outputs.iter().map(|t| {
-            let role = ident(&t.role);
-            let text = &t.role;
-            quote!(rt::Arg::write(#text, outputs.#role.binding()))
-        }));
-    let out_roles: Vec<Ident> = op.outputs.iter().map(|t| ident(&t.role)).collect();
+        .chain(
+            op.outputs
+                .iter()
+                .map(|t| arg(t, quote!(outputs), quote!(write))),
+        );
+    let shapes_call = if layout.allocates {
+        quote!(inputs.shapes())
+    } else {
+        quote!(shapes(inputs, &outputs))
+    };
+    let dtypes_call = if layout.inputs_suffice(op) {
+        quote!(inputs.dtypes())
+    } else {
+        let all_args = generic_args(&all_vars);
+        quote!(dtypes::<#all_args>())
+    };
+    let inputs_unused = if layout.read.is_empty() {
+        quote!(let _ = inputs;)
+    } else {
+        quote!()
+    };
 
-    // Untyped path.
-    let input_idents: Vec<Ident> = op.inputs.iter().map(|t| ident(&t.role)).collect();
+    let allocating = if layout.allocates {
+        let output_allocs = op.outputs.iter().enumerate().map(|(i, t)| {
+            let role = super::tensor_field(t);
+            let ty = output_type(t);
+            quote!(let mut #role = #ty::zeros(ctx, &plan.outputs[#i].shape)?;)
+        });
+        let out_roles: Vec<Ident> = op.outputs.iter().map(super::tensor_field).collect();
+        let outputs_args = generic_args(&vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
+        quote! {
+            /// Records the op into `encoder` with new outputs, so several ops can share one
+            /// submission. The outputs are valid once the encoder has been submitted.
+            pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, attrs: &Attrs) -> Result<Outputs<#outputs_args>, rt::OpError> {
+                let plan = checked_plan(ctx, &inputs.shapes(), &#dtypes_call, inputs, attrs)?;
+                #(#output_allocs)*
+                encode(ctx, encoder, &plan, inputs, &OutputsMut { #(#out_roles: &mut #out_roles),* }, false)?;
+                Ok(Outputs { #(#out_roles),* })
+            }
+
+            /// Runs the op with new outputs and waits for the GPU.
+            pub fn run<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, attrs: &Attrs) -> Result<Outputs<#outputs_args>, rt::OpError> {
+                ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+            }
+        }
+    } else {
+        quote!()
+    };
+
+    // Untyped path: inputs only, so only ops that allocate their outputs have one.
+    let input_idents: Vec<Ident> = op.inputs.iter().map(super::tensor_field).collect();
     let role_list = op
         .inputs
         .iter()
@@ -96,7 +154,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         .join(", ");
     let input_count = op.inputs.len();
     let kind_checks = op.inputs.iter().map(|t| {
-        let role = ident(&t.role);
+        let role = super::tensor_field(t);
         let text = &t.role;
         if t.storage == Storage::U32Checked {
             quote!(rt::support::expect_index(OP_NAME, #text, #role)?;)
@@ -104,29 +162,58 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             quote!(rt::support::expect_float(OP_NAME, #text, #role)?;)
         }
     });
-    let dyn_dtypes = float_type_vars(op).into_iter().map(|var| {
+    let dyn_dtypes = all_vars.iter().map(|var| {
         let field = var_field(var);
         let members = op
             .inputs
             .iter()
-            .filter(|t: &&Tensor| t.dtype == DTypeRef::Var(var.to_owned()))
+            .filter(|t: &&Tensor| t.dtype == DTypeRef::Var((*var).to_owned()))
             .map(|t| {
-                let role = ident(&t.role);
+                let role = super::tensor_field(t);
                 let text = &t.role;
                 quote!((#text, #role.dtype()))
             });
         quote!(#field: rt::support::unify_dtype(OP_NAME, #var, &[#(#members),*])?,)
     });
     let dyn_shapes = op.inputs.iter().map(|t| {
-        let role = ident(&t.role);
+        let role = super::tensor_field(t);
         quote!(#role: #role.shape(),)
     });
     let dyn_views = op.inputs.iter().map(|t| {
-        let role = ident(&t.role);
+        let role = super::tensor_field(t);
         let text = &t.role;
         quote!(rt::registry::ArgView::of(#text, #role))
     });
     let dyn_host_check = host_check_call(quote!([#(#dyn_views),*]));
+    let untyped_ok = layout.inputs_suffice(op) && op.inputs.iter().all(|t| !t.optional);
+    let plan_dyn = if untyped_ok {
+        quote! {
+            fn plan_dyn(ctx: &rt::Context, inputs: &[&rt::AnyTensor], raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
+                let attrs = Attrs::from_raw(raw)?;
+                let attrs = &attrs;
+                let [#(#input_idents),*] = inputs else {
+                    return Err(rt::OpError::Input { op: OP_NAME, input: #role_list.into(), rule: format!("expected {} inputs ({}), got {}", #input_count, #role_list, inputs.len()) });
+                };
+                #(#kind_checks)*
+                let dtypes = DTypes { #(#dyn_dtypes)* };
+                let plan = plan(ctx.caps(), &Shapes { #(#dyn_shapes)* }, &dtypes, attrs)?;
+                #dyn_host_check
+                Ok(plan)
+            }
+        }
+    } else {
+        let message = "the untyped entry takes inputs only; this op writes tensors in place, has outputs the caller provides or optional inputs: use its typed `record_into`";
+        quote! {
+            fn plan_dyn(_ctx: &rt::Context, _inputs: &[&rt::AnyTensor], _raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
+                Err(rt::OpError::Input { op: OP_NAME, input: ::std::string::String::new(), rule: #message.into() })
+            }
+        }
+    };
+    let host_inputs = if typed_host_check.is_empty() {
+        quote!(_inputs)
+    } else {
+        quote!(inputs)
+    };
 
     quote! {
         /// Compiles, ahead of the first call, every shader of this op the device can run: the
@@ -147,16 +234,17 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             plan_variant(&env).map_err(|error| rt::OpError::Plan { op: OP_NAME, variant, error })
         }
 
-        /// [`plan`] for these inputs on the context's device, with the op's host checks.
-        fn checked_plan<#bounds>(ctx: &rt::Context, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
-            let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
+        /// [`plan`] for a call's tensors on the context's device, with the op's host checks.
+        fn checked_plan<#read_bounds>(ctx: &rt::Context, shapes: &Shapes<'_>, dtypes: &DTypes, #host_inputs: &#inputs_ty, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
+            let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
             #typed_host_check
             Ok(plan)
         }
 
         /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
         /// same tensors (see [`rt::Context::record_plan_reusing`]).
-        fn encode<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &Inputs<'_, #(#vars),*>, outputs: &OutputsMut<'_, #(#vars),*>, reuse: bool) -> Result<(), rt::OpError> {
+        fn encode<#tensor_bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &#inputs_ty, outputs: &#outputs_mut_ty, reuse: bool) -> Result<(), rt::OpError> {
+            #inputs_unused
             let args = [#(#args),*];
             if reuse {
                 ctx.record_plan_reusing(encoder, plan, &args)?;
@@ -166,49 +254,26 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             Ok(())
         }
 
-        /// Records the op into `encoder` with new outputs, so several ops can share one
-        /// submission. The outputs are valid once the encoder has been submitted.
-        pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
-            let plan = checked_plan(ctx, inputs, attrs)?;
-            #(#output_allocs)*
-            encode(ctx, encoder, &plan, inputs, &OutputsMut { #(#out_roles: &mut #out_roles),* }, false)?;
-            Ok(Outputs { #(#out_roles),* })
-        }
+        #allocating
 
-        /// Records the op into `encoder`, writing into outputs the caller provides (tensors
+        /// Records the op into `encoder`, writing into tensors the caller provides (tensors
         /// of its own or views of its buffers), so a loop allocates nothing per step and an
         /// output can be the next op's input. Bind groups are kept for the next call with the
         /// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
         /// [`rt::OpError::Output`]; one that shares bytes with another argument is
         /// [`rt::RuntimeError::Alias`].
-        pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &Inputs<'_, #(#vars),*>, outputs: OutputsMut<'_, #(#vars),*>, attrs: &Attrs) -> Result<(), rt::OpError> {
-            let plan = checked_plan(ctx, inputs, attrs)?;
+        pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
+            let plan = checked_plan(ctx, &#shapes_call, &#dtypes_call, inputs, attrs)?;
             #(#output_checks)*
             encode(ctx, encoder, &plan, inputs, &outputs, true)
         }
 
-        /// Runs the op with new outputs and waits for the GPU.
-        pub fn run<#bounds>(ctx: &rt::Context, inputs: &Inputs<'_, #(#vars),*>, attrs: &Attrs) -> Result<Outputs<#(#vars),*>, rt::OpError> {
-            ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
-        }
-
         /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
-        pub fn run_into<#bounds>(ctx: &rt::Context, inputs: &Inputs<'_, #(#vars),*>, outputs: OutputsMut<'_, #(#vars),*>, attrs: &Attrs) -> Result<(), rt::OpError> {
+        pub fn run_into<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
             ctx.record_and_submit(|encoder| record_into(ctx, encoder, inputs, outputs, attrs))
         }
 
-        fn plan_dyn(ctx: &rt::Context, inputs: &[&rt::AnyTensor], raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
-            let attrs = Attrs::from_raw(raw)?;
-            let attrs = &attrs;
-            let [#(#input_idents),*] = inputs else {
-                return Err(rt::OpError::Input { op: OP_NAME, input: #role_list.into(), rule: format!("expected {} inputs ({}), got {}", #input_count, #role_list, inputs.len()) });
-            };
-            #(#kind_checks)*
-            let dtypes = DTypes { #(#dyn_dtypes)* };
-            let plan = plan(ctx.caps(), &Shapes { #(#dyn_shapes)* }, &dtypes, attrs)?;
-            #dyn_host_check
-            Ok(plan)
-        }
+        #plan_dyn
     }
 }
 
@@ -220,6 +285,7 @@ fn output_type(t: &Tensor) -> TokenStream {
             quote!(rt::Tensor::<#g>)
         }
         DTypeRef::Fixed(DType::F16) => quote!(rt::Tensor::<rt::half::f16>),
+        DTypeRef::Fixed(DType::U32) => quote!(rt::Tensor::<u32>),
         DTypeRef::Fixed(_) => quote!(rt::Tensor::<f32>),
     }
 }

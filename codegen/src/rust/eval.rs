@@ -19,11 +19,11 @@ impl LowerScope for EnvScope<'_> {
     fn symbol(&self, symbol: &Symbol) -> TokenStream {
         match symbol {
             Symbol::Shape(name) => {
-                let role = ident(self.op.tensor_role(name).unwrap_or(name));
+                let role = super::tensor_field_of(self.op, name);
                 quote!(env.shapes.#role.as_slice())
             }
             Symbol::Rank(name) => {
-                let role = ident(self.op.tensor_role(name).unwrap_or(name));
+                let role = super::tensor_field_of(self.op, name);
                 quote!(rt::support::rank(&env.shapes.#role))
             }
             Symbol::Dtype(var) => {
@@ -40,13 +40,38 @@ impl LowerScope for EnvScope<'_> {
                 }
             }
             Symbol::Attr(name) | Symbol::Arg(name) => {
-                let field = ident(name);
-                match self.op.attribute(name).map(|a| a.repr) {
-                    Some(AttrRepr::Bool) => quote!(i64::from(env.attrs.#field)),
-                    Some(AttrRepr::F32) => quote!(f64::from(env.attrs.#field)),
-                    Some(AttrRepr::IntList) => quote!(env.attrs.#field.as_slice()),
-                    Some(AttrRepr::Str) => quote!(env.attrs.#field.as_str()),
-                    _ => quote!(env.attrs.#field),
+                let Some(attribute) = self.op.attribute(name) else {
+                    let field = ident(name);
+                    return quote!(env.attrs.#field);
+                };
+                let field = super::api::attr_field(attribute);
+                // An optional scalar arg is read only where it is given (the lowering tests
+                // `is_defined` first where Jinja would); elsewhere its absence is an error.
+                let value = if attribute.is_optional() {
+                    let text = format!("args.{name}");
+                    match attribute.repr {
+                        AttrRepr::Str => {
+                            quote!(rt::expr::given(env.attrs.#field.as_deref(), #text)?)
+                        }
+                        AttrRepr::IntList => {
+                            quote!(rt::expr::given(env.attrs.#field.as_deref(), #text)?)
+                        }
+                        _ => quote!(rt::expr::given(env.attrs.#field, #text)?),
+                    }
+                } else {
+                    match attribute.repr {
+                        AttrRepr::IntList => quote!(env.attrs.#field.as_slice()),
+                        AttrRepr::Str => quote!(env.attrs.#field.as_str()),
+                        _ => quote!(env.attrs.#field),
+                    }
+                };
+                match attribute.repr {
+                    AttrRepr::Bool => quote!(i64::from(#value)),
+                    AttrRepr::F32 => quote!(f64::from(#value)),
+                    AttrRepr::I64 if attribute.int_width != model::IntWidth::I64 => {
+                        quote!(i64::from(#value))
+                    }
+                    _ => value,
                 }
             }
             Symbol::Tunable(name) => {
@@ -90,14 +115,13 @@ impl LowerScope for EnvScope<'_> {
                 "subgroupMaxSize" => quote!(i64::from(env.caps.subgroup_max_size)),
                 _ => quote!(i64::from(env.caps.subgroup_min_size)),
             },
-            // Optional tensors have no place in the typed API yet: the generated module says
-            // so where it is compiled rather than assuming the tensor is there.
-            Symbol::Present(name) => {
-                let message = format!(
-                    "`present.{name}`: optional tensors are not emitted by this version of the codegen"
-                );
-                quote!(::core::compile_error!(#message))
-            }
+            Symbol::Present(name) => match self.op.tensor(name) {
+                Some(tensor) if tensor.optional => {
+                    let field = super::tensor_field(tensor);
+                    quote!(env.present.#field)
+                }
+                _ => quote!(true),
+            },
         }
     }
 
@@ -105,11 +129,18 @@ impl LowerScope for EnvScope<'_> {
         match symbol {
             // The adapter may not report subgroup sizes (then 0).
             Symbol::AdapterInfo(name) if name == "subgroupMaxSize" => {
-                quote!((env.caps.subgroup_max_size != 0))
+                quote!(rt::support::reported(env.caps.subgroup_max_size))
             }
-            Symbol::AdapterInfo(_) => quote!((env.caps.subgroup_min_size != 0)),
-            // Attributes and scalar args always have a value in the typed API: a default or a
-            // required parameter (optional scalars are rejected before emitting).
+            Symbol::AdapterInfo(_) => quote!(rt::support::reported(env.caps.subgroup_min_size)),
+            // An optional scalar arg may be absent; every other attribute has a value in the
+            // typed API (a default or a required parameter).
+            Symbol::Attr(name) | Symbol::Arg(name) => match self.op.attribute(name) {
+                Some(attribute) if attribute.is_optional() => {
+                    let field = super::api::attr_field(attribute);
+                    quote!(env.attrs.#field.is_some())
+                }
+                _ => quote!(true),
+            },
             _ => quote!(true),
         }
     }
@@ -239,6 +270,20 @@ fn introspection(op: &Op) -> TokenStream {
         .variants
         .iter()
         .map(|v| format_ident!("accept_{}", model::snake_ident(&v.id)));
+    // With no `derive` entries there is nothing to look up.
+    let derived_body = if names.is_empty() {
+        quote! {
+            let _ = (name, env);
+            None
+        }
+    } else {
+        quote! {
+            Some(match name {
+                #( #names => #functions(env).map(rt::support::ExprValue::from), )*
+                _ => return None,
+            })
+        }
+    };
     quote! {
         /// The manifest's `derive` names, in dependency order.
         #[doc(hidden)]
@@ -251,10 +296,7 @@ fn introspection(op: &Op) -> TokenStream {
         /// Evaluates the `derive` entry `name` with the compiled code.
         #[doc(hidden)]
         pub fn derived_value(name: &str, env: &Env<'_>) -> Option<Result<rt::support::ExprValue, EvalError>> {
-            Some(match name {
-                #( #names => #functions(env).map(rt::support::ExprValue::from), )*
-                _ => return None,
-            })
+            #derived_body
         }
 
         /// Checks the `when` list of variant `id` with the compiled code.
@@ -367,18 +409,63 @@ fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStrea
 }
 
 fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
-    let roles: Vec<proc_macro2::Ident> = op.tensors().map(|t| ident(&t.role)).collect();
-    let input_inits = op.inputs.iter().map(|t| {
-        let role = ident(&t.role);
-        quote!(#role: rt::support::shape_i64(shapes.#role),)
+    let roles: Vec<proc_macro2::Ident> = op.tensors().map(super::tensor_field).collect();
+    // Shapes `plan` is given (inputs, provided outputs); an absent optional one is empty.
+    let given = super::api::shaped_tensors(op);
+    let input_inits = given.iter().filter(|t| !t.is_computed_output()).map(|t| {
+        let role = super::tensor_field(t);
+        if t.optional {
+            quote!(#role: shapes.#role.map(rt::support::shape_i64).unwrap_or_default(),)
+        } else {
+            quote!(#role: rt::support::shape_i64(shapes.#role),)
+        }
     });
-    let output_inits = op.outputs.iter().map(|t| {
-        let role = ident(&t.role);
-        quote!(#role: ::std::vec::Vec::new(),)
+    let output_inits = op
+        .outputs
+        .iter()
+        .filter(|t| t.is_computed_output())
+        .map(|t| {
+            let role = super::tensor_field(t);
+            quote!(#role: ::std::vec::Vec::new(),)
+        });
+    let optional: Vec<&model::Tensor> = given.iter().copied().filter(|t| t.optional).collect();
+    let present_fields = optional.iter().map(|t| super::tensor_field(t));
+    let present_inits = optional.iter().map(|t| {
+        let role = super::tensor_field(t);
+        quote!(#role: shapes.#role.is_some(),)
     });
+    let output_error = if op.outputs.iter().any(model::Tensor::is_computed_output) {
+        quote! {
+            fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
+                rt::OpError::Input { op: OP_NAME, input: role.into(), rule: format!("shape `{source}` could not be computed: {error}") }
+            }
+        }
+    } else {
+        quote!()
+    };
+    let (present_struct, present_field, present_init) = if optional.is_empty() {
+        (quote!(), quote!(), quote!())
+    } else {
+        (
+            quote! {
+                /// Which optional tensors the call gives.
+                #[doc(hidden)]
+                #[derive(Clone, Copy, Debug, Default)]
+                pub struct EnvPresent { #( pub #present_fields: bool, )* }
+            },
+            quote!(pub present: EnvPresent,),
+            quote!(present: EnvPresent { #(#present_inits)* },),
+        )
+    };
+    // Output shapes are computed into the environment when there are any to compute.
+    let env_binding = if op.outputs.iter().any(model::Tensor::is_computed_output) {
+        quote!(mut env)
+    } else {
+        quote!(env)
+    };
     let mut output_fns = Vec::new();
-    let output_shapes: Vec<TokenStream> = op.outputs.iter().map(|t| {
-        let role = ident(&t.role);
+    let output_shapes: Vec<TokenStream> = op.outputs.iter().filter(|t| t.is_computed_output()).map(|t| {
+        let role = super::tensor_field(t);
         let role_text = &t.role;
         let shape_fn = format_ident!("output_shape_{}", model::snake_ident(&t.role));
         let shape = t.shape.as_ref().map(|s| lower_result(&s.ir, scope)).unwrap_or(quote!(Ok(::std::vec::Vec::new())));
@@ -421,24 +508,25 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         #[derive(Clone, Debug, Default)]
         pub struct EnvShapes { #( pub #roles: ::std::vec::Vec<i64>, )* }
 
+        #present_struct
+
         /// Everything the manifest's expressions may read.
         #[doc(hidden)]
         #[derive(Clone, Debug)]
         pub struct Env<'a> {
             pub shapes: EnvShapes,
+            #present_field
             pub dtypes: DTypes,
             pub attrs: &'a Attrs,
             pub caps: &'a rt::DeviceCaps,
         }
 
-        fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
-            rt::OpError::Input { op: OP_NAME, input: role.into(), rule: format!("shape `{source}` could not be computed: {error}") }
-        }
+        #output_error
 
         impl<'a> Env<'a> {
             /// Input shapes as given; output shapes and ranks from the manifest's expressions.
             pub fn new(shapes: &Shapes<'_>, dtypes: DTypes, attrs: &'a Attrs, caps: &'a rt::DeviceCaps) -> Result<Self, rt::OpError> {
-                let mut env = Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, dtypes, attrs, caps };
+                let #env_binding = Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, #present_init dtypes, attrs, caps };
                 #(#output_shapes)*
                 Ok(env)
             }

@@ -27,23 +27,6 @@ pub struct OpInput<'a> {
 /// The generated module of one op, formatted.
 pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let op = input.op;
-    // Outputs the caller provides have no place in the typed API yet: the generated module
-    // says so where it is compiled rather than planning them without their shape.
-    if let Some(output) = op.outputs.iter().find(|t| t.provided) {
-        let message = format!(
-            "{}: output `{}` has no shape expression (the caller provides it); such outputs are not emitted by this version of the codegen",
-            op.qualified_name(),
-            output.role
-        );
-        let runtime = &input.runtime;
-        return format(
-            quote! {
-                use #runtime as rt;
-                ::core::compile_error!(#message);
-            },
-            &op.file,
-        );
-    }
     let api = api::emit(input);
     let eval = eval::emit(input)?;
     let entry = entry::emit(input);
@@ -111,6 +94,20 @@ pub fn ident(name: &str) -> Ident {
         Ident::new(name, Span::call_site())
     } else {
         Ident::new_raw(name, Span::call_site())
+    }
+}
+
+/// The field of a tensor in the typed structs and the expression environment: its role in
+/// snake_case.
+pub fn tensor_field(tensor: &crate::model::Tensor) -> Ident {
+    ident(&crate::model::snake_ident(&tensor.role))
+}
+
+/// The field of the tensor a manifest name (role, arg or semantic) refers to.
+pub fn tensor_field_of(op: &Op, name: &str) -> Ident {
+    match op.tensor(name) {
+        Some(tensor) => tensor_field(tensor),
+        None => ident(&crate::model::snake_ident(name)),
     }
 }
 

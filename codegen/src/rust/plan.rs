@@ -29,6 +29,14 @@ fn pattern(value: &Value) -> Result<TokenStream, String> {
     })
 }
 
+fn is_literal(ir: &crate::expr::Ir) -> bool {
+    use crate::expr::IrKind;
+    matches!(
+        ir.kind,
+        IrKind::Int(_) | IrKind::Float(_) | IrKind::Bool(_) | IrKind::Str(_)
+    )
+}
+
 pub(super) fn variant_plan(
     input: &OpInput<'_>,
     scope: &EnvScope<'_>,
@@ -67,27 +75,81 @@ pub(super) fn variant_plan(
             let web_enables = s.web_enables;
             quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest, web_enables: #web_enables })
         });
-        let static_values: Vec<&model::TemplateValue> =
-            model::static_values(variant, pass).collect();
+        // A value the typed API folds to a literal is the same for every call: not a key.
+        let keyed: Vec<bool> = model::static_values(variant, pass)
+            .map(|s| !is_literal(&super::fold::fold(&s.expr.ir)))
+            .collect();
+        let static_values: Vec<&model::TemplateValue> = model::static_values(variant, pass)
+            .zip(&keyed)
+            .filter(|(_, keyed)| **keyed)
+            .map(|(s, _)| s)
+            .collect();
         // A float value (a pinned `8 / args.bits` of the true-division dialect) is matched by
         // its bits: every pattern is a value the same expression computed at build time.
-        let keys = static_values.iter().map(|s| {
-            let lowered = lower(&s.expr.ir, scope);
-            if s.expr.ir.ty == Type::Float {
-                quote!(f64::to_bits(#lowered))
-            } else {
-                lowered
-            }
+        // A string the expression builds (`~`) is bound first and matched as a `&str`.
+        let mut key_lets = Vec::new();
+        let keys: Vec<TokenStream> = static_values
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let lowered = lower(&s.expr.ir, scope);
+                if s.expr.ir.ty == Type::Float {
+                    quote!(f64::to_bits(#lowered))
+                } else if crate::expr::is_owned_str(&super::fold::fold(&s.expr.ir)) {
+                    let name = format_ident!("key_{i}");
+                    key_lets.push(quote!(let #name = #lowered;));
+                    quote!(#name.as_str())
+                } else {
+                    lowered
+                }
+            })
+            .collect();
+        // Type variables that only set binding element types (`$T`) are part of the key too,
+        // where the static values do not already tell their shaders apart.
+        let float_vars = float_type_vars(op);
+        let mut dtypes_by_values = std::collections::BTreeMap::new();
+        let ambiguous = shaders.iter().any(|s| {
+            let values = format!("{:?}", s.combination.values);
+            let dtypes = format!("{:?}", s.combination.dtypes);
+            dtypes_by_values
+                .entry(values)
+                .or_insert_with(|| dtypes.clone())
+                != &dtypes
         });
+        let dtype_vars: Vec<&str> = shaders
+            .iter()
+            .filter(|_| ambiguous)
+            .flat_map(|s| s.combination.dtypes.keys())
+            .map(String::as_str)
+            .filter(|var| float_vars.contains(var))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let mut keys = keys;
+        for var in &dtype_vars {
+            let field = ident(&model::snake_ident(var).to_ascii_lowercase());
+            keys.push(quote!(env.dtypes.#field.wgsl_name()));
+        }
+        let env_param = if keys.is_empty() {
+            format_ident!("_env")
+        } else {
+            format_ident!("env")
+        };
         let mut arms = Vec::new();
         for shader in &shaders {
             let index = kernel_index(shader);
-            let patterns = shader
+            let mut patterns = shader
                 .combination
                 .values
                 .iter()
-                .map(|(_, value)| pattern(value))
+                .zip(&keyed)
+                .filter(|(_, keyed)| **keyed)
+                .map(|((_, value), _)| pattern(value))
                 .collect::<Result<Vec<_>, _>>()?;
+            for var in &dtype_vars {
+                let wgsl = shader.combination.dtypes.get(*var).map_or("", |d| d.wgsl());
+                patterns.push(quote!(#wgsl));
+            }
             arms.push(quote!((#(#patterns,)*) => #index,));
         }
         let what = format!("{}: variant `{}`, pass `{}`", op.name, variant.id, pass.id);
@@ -105,7 +167,8 @@ pub(super) fn variant_plan(
         items.push(quote! {
             static #statics: [rt::Kernel; #count] = [#(#kernels),*];
 
-            fn #kernel_fn(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
+            fn #kernel_fn(#env_param: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
+                #(#key_lets)*
                 let key = (#(#keys,)*);
                 let index = match key {
                     #(#arms)*
@@ -157,7 +220,7 @@ pub(super) fn variant_plan(
     });
     let outputs = op.outputs.iter().map(|t| {
         let role = &t.role;
-        let field = ident(role);
+        let field = super::tensor_field(t);
         let dtype = tensor_dtype(op, t);
         quote!(rt::OutputSpec { role: #role, dtype: #dtype, shape: rt::support::to_shape(#role, &env.shapes.#field)? })
     });

@@ -325,6 +325,36 @@ impl<'a> RawAttrs<'a> {
         }
     }
 
+    /// A `u32` scalar argument, if given: an integer in `0..=u32::MAX`.
+    pub fn uint32(&self, name: &str) -> Result<Option<u32>, OpError> {
+        self.int_in(name, "an integer in 0..=4294967295")
+    }
+
+    /// An `i32` scalar argument, if given: an integer in `i32`'s range.
+    pub fn int32(&self, name: &str) -> Result<Option<i32>, OpError> {
+        self.int_in(name, "an integer in -2147483648..=2147483647")
+    }
+
+    fn int_in<T: TryFrom<i64>>(&self, name: &str, want: &str) -> Result<Option<T>, OpError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(value @ AttrValue::Int(v)) => T::try_from(*v)
+                .map(Some)
+                .map_err(|_| self.wrong(name, want, value)),
+            Some(other) => Err(self.wrong(name, want, other)),
+        }
+    }
+
+    /// A boolean scalar argument, if given: `true`/`false`, or a 0/1 integer.
+    pub fn boolean(&self, name: &str) -> Result<Option<bool>, OpError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(AttrValue::Int(v @ (0 | 1))) => Ok(Some(*v == 1)),
+            Some(AttrValue::Str(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
+            Some(other) => Err(self.wrong(name, "a boolean (true, false, 0 or 1)", other)),
+        }
+    }
+
     /// A 0/1 flag; any non-zero integer reads as `true`, as ONNX kernels test `!= 0`.
     pub fn flag(&self, name: &str) -> Result<Option<bool>, OpError> {
         Ok(self.int(name)?.map(|v| v != 0))
@@ -358,6 +388,12 @@ impl<'a> RawAttrs<'a> {
             Some(other) => Err(self.wrong(name, "a string", other)),
         }
     }
+}
+
+/// Whether the adapter reported a subgroup size (`0` when it did not): the generated test
+/// for `device.adapterInfo.subgroupMinSize is defined`.
+pub fn reported(subgroup_size: u32) -> bool {
+    subgroup_size != 0
 }
 
 /// Checks an attribute against the manifest's `attributeConstraints.values`.

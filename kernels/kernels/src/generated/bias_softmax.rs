@@ -58,7 +58,8 @@ pub struct DTypes {
     /// The element type bound to type variable `T`.
     pub t: rt::DType,
 }
-/// Input shapes, for planning without a GPU.
+/// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
+/// provides.
 #[derive(Clone, Copy, Debug)]
 pub struct Shapes<'a> {
     /// Shape of `data`.
@@ -80,8 +81,9 @@ pub struct Outputs<T: rt::Float> {
     /// The output tensor; same shape as data.
     pub output: rt::Tensor<T>,
 }
-/// Output tensors the caller provides (`record_into`, `run_into`): each must have the
-/// shape the op produces, and none may share bytes with another argument.
+/// Tensors the op writes that the caller provides (`record_into`, `run_into`): each
+/// must have the shape the op produces, and none may share bytes with another
+/// argument.
 #[derive(Debug)]
 pub struct OutputsMut<'a, T: rt::Float> {
     /// The output tensor; same shape as data.
@@ -803,8 +805,6 @@ fn kernel_longrow_split_block_stats(
     let key = (
         env.dtypes.t.wgsl_name(),
         env.dtypes.t.wgsl_name() == "f16",
-        false,
-        "block",
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
@@ -812,38 +812,38 @@ fn kernel_longrow_split_block_stats(
         env.caps.has_feature("subgroups"),
     );
     let index = match key {
-        ("f32", false, false, "block", false, false, false, false) => 0usize,
-        ("f16", true, false, "block", false, false, false, false) => 1usize,
-        ("f32", false, false, "block", true, false, false, false) => 2usize,
-        ("f16", true, false, "block", true, false, false, false) => 3usize,
-        ("f32", false, false, "block", false, false, false, true) => 0usize,
-        ("f16", true, false, "block", false, false, false, true) => 1usize,
-        ("f32", false, false, "block", true, false, false, true) => 2usize,
-        ("f16", true, false, "block", true, false, false, true) => 3usize,
-        ("f32", false, false, "block", false, false, true, false) => 0usize,
-        ("f16", true, false, "block", false, false, true, false) => 1usize,
-        ("f32", false, false, "block", true, false, true, false) => 2usize,
-        ("f16", true, false, "block", true, false, true, false) => 3usize,
-        ("f32", false, false, "block", false, false, true, true) => 0usize,
-        ("f16", true, false, "block", false, false, true, true) => 1usize,
-        ("f32", false, false, "block", true, false, true, true) => 2usize,
-        ("f16", true, false, "block", true, false, true, true) => 3usize,
-        ("f32", false, false, "block", false, true, false, false) => 4usize,
-        ("f16", true, false, "block", false, true, false, false) => 5usize,
-        ("f32", false, false, "block", true, true, false, false) => 6usize,
-        ("f16", true, false, "block", true, true, false, false) => 7usize,
-        ("f32", false, false, "block", false, true, false, true) => 4usize,
-        ("f16", true, false, "block", false, true, false, true) => 5usize,
-        ("f32", false, false, "block", true, true, false, true) => 6usize,
-        ("f16", true, false, "block", true, true, false, true) => 7usize,
-        ("f32", false, false, "block", false, true, true, false) => 4usize,
-        ("f16", true, false, "block", false, true, true, false) => 5usize,
-        ("f32", false, false, "block", true, true, true, false) => 6usize,
-        ("f16", true, false, "block", true, true, true, false) => 7usize,
-        ("f32", false, false, "block", false, true, true, true) => 8usize,
-        ("f16", true, false, "block", false, true, true, true) => 9usize,
-        ("f32", false, false, "block", true, true, true, true) => 10usize,
-        ("f16", true, false, "block", true, true, true, true) => 11usize,
+        ("f32", false, false, false, false, false) => 0usize,
+        ("f16", true, false, false, false, false) => 1usize,
+        ("f32", false, true, false, false, false) => 2usize,
+        ("f16", true, true, false, false, false) => 3usize,
+        ("f32", false, false, false, false, true) => 0usize,
+        ("f16", true, false, false, false, true) => 1usize,
+        ("f32", false, true, false, false, true) => 2usize,
+        ("f16", true, true, false, false, true) => 3usize,
+        ("f32", false, false, false, true, false) => 0usize,
+        ("f16", true, false, false, true, false) => 1usize,
+        ("f32", false, true, false, true, false) => 2usize,
+        ("f16", true, true, false, true, false) => 3usize,
+        ("f32", false, false, false, true, true) => 0usize,
+        ("f16", true, false, false, true, true) => 1usize,
+        ("f32", false, true, false, true, true) => 2usize,
+        ("f16", true, true, false, true, true) => 3usize,
+        ("f32", false, false, true, false, false) => 4usize,
+        ("f16", true, false, true, false, false) => 5usize,
+        ("f32", false, true, true, false, false) => 6usize,
+        ("f16", true, true, true, false, false) => 7usize,
+        ("f32", false, false, true, false, true) => 4usize,
+        ("f16", true, false, true, false, true) => 5usize,
+        ("f32", false, true, true, false, true) => 6usize,
+        ("f16", true, true, true, false, true) => 7usize,
+        ("f32", false, false, true, true, false) => 4usize,
+        ("f16", true, false, true, true, false) => 5usize,
+        ("f32", false, true, true, true, false) => 6usize,
+        ("f16", true, true, true, true, false) => 7usize,
+        ("f32", false, false, true, true, true) => 8usize,
+        ("f16", true, false, true, true, true) => 9usize,
+        ("f32", false, true, true, true, true) => 10usize,
+        ("f16", true, true, true, true, true) => 11usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -909,15 +909,10 @@ static KERNELS_LONGROW_SPLIT_ROW_STATS: [rt::Kernel; 2usize] = [
 fn kernel_longrow_split_row_stats(
     env: &Env<'_>,
 ) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        false,
-        "row",
-    );
+    let key = (env.dtypes.t.wgsl_name(), env.dtypes.t.wgsl_name() == "f16");
     let index = match key {
-        ("f32", false, false, "row") => 0usize,
-        ("f16", true, false, "row") => 1usize,
+        ("f32", false) => 0usize,
+        ("f16", true) => 1usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1069,21 +1064,20 @@ fn kernel_longrow_split_normalize(
     let key = (
         env.dtypes.t.wgsl_name(),
         env.dtypes.t.wgsl_name() == "f16",
-        false,
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
         derive_normalize_span_blocks(env)?,
     );
     let index = match key {
-        ("f32", false, false, false, false, 2i64) => 0usize,
-        ("f16", true, false, false, false, 2i64) => 1usize,
-        ("f32", false, false, true, false, 2i64) => 2usize,
-        ("f16", true, false, true, false, 2i64) => 3usize,
-        ("f32", false, false, false, true, 2i64) => 4usize,
-        ("f16", true, false, false, true, 2i64) => 5usize,
-        ("f32", false, false, true, true, 2i64) => 6usize,
-        ("f16", true, false, true, true, 2i64) => 7usize,
+        ("f32", false, false, false, 2i64) => 0usize,
+        ("f16", true, false, false, 2i64) => 1usize,
+        ("f32", false, true, false, 2i64) => 2usize,
+        ("f16", true, true, false, 2i64) => 3usize,
+        ("f32", false, false, true, 2i64) => 4usize,
+        ("f16", true, false, true, 2i64) => 5usize,
+        ("f32", false, true, true, 2i64) => 6usize,
+        ("f16", true, true, true, 2i64) => 7usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1329,26 +1323,24 @@ fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalErr
     let key = (
         env.dtypes.t.wgsl_name(),
         env.dtypes.t.wgsl_name() == "f16",
-        false,
-        true,
         i64::from(env.attrs.is_inner_broadcast) != 0i64,
         derive_block_size(env)? > 0i64
             && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
         derive_word_lanes(env)?,
     );
     let index = match key {
-        ("f32", false, false, true, false, false, false) => 0usize,
-        ("f16", true, false, true, false, false, false) => 1usize,
-        ("f32", false, false, true, true, false, false) => 2usize,
-        ("f16", true, false, true, true, false, false) => 3usize,
-        ("f32", false, false, true, false, false, true) => 0usize,
-        ("f32", false, false, true, true, false, true) => 2usize,
-        ("f32", false, false, true, false, true, false) => 4usize,
-        ("f16", true, false, true, false, true, false) => 5usize,
-        ("f32", false, false, true, true, true, false) => 6usize,
-        ("f16", true, false, true, true, true, false) => 7usize,
-        ("f32", false, false, true, false, true, true) => 8usize,
-        ("f32", false, false, true, true, true, true) => 9usize,
+        ("f32", false, false, false, false) => 0usize,
+        ("f16", true, false, false, false) => 1usize,
+        ("f32", false, true, false, false) => 2usize,
+        ("f16", true, true, false, false) => 3usize,
+        ("f32", false, false, false, true) => 0usize,
+        ("f32", false, true, false, true) => 2usize,
+        ("f32", false, false, true, false) => 4usize,
+        ("f16", true, false, true, false) => 5usize,
+        ("f32", false, true, true, false) => 6usize,
+        ("f16", true, true, true, false) => 7usize,
+        ("f32", false, false, true, true) => 8usize,
+        ("f32", false, true, true, true) => 9usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1746,7 +1738,6 @@ static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
 ];
 fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
     let key = (
-        false,
         env.dtypes.t.wgsl_name(),
         env.dtypes.t.wgsl_name() == "f16",
         env.caps.has_feature("subgroups"),
@@ -1757,38 +1748,38 @@ fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalEr
         derive_row_per_subgroup(env)?,
     );
     let index = match key {
-        (false, "f32", false, false, false, false, false, false) => 0usize,
-        (false, "f16", true, false, false, false, false, false) => 1usize,
-        (false, "f32", false, false, true, false, false, false) => 2usize,
-        (false, "f16", true, false, true, false, false, false) => 3usize,
-        (false, "f32", false, true, false, false, true, false) => 4usize,
-        (false, "f16", true, true, false, false, false, false) => 5usize,
-        (false, "f32", false, true, true, false, true, false) => 6usize,
-        (false, "f16", true, true, true, false, false, false) => 7usize,
-        (false, "f32", false, false, false, false, false, true) => 0usize,
-        (false, "f16", true, false, false, false, false, true) => 1usize,
-        (false, "f32", false, false, true, false, false, true) => 2usize,
-        (false, "f16", true, false, true, false, false, true) => 3usize,
-        (false, "f32", false, true, false, false, true, true) => 8usize,
-        (false, "f16", true, true, false, false, false, true) => 9usize,
-        (false, "f32", false, true, true, false, true, true) => 10usize,
-        (false, "f16", true, true, true, false, false, true) => 11usize,
-        (false, "f32", false, false, false, true, false, false) => 12usize,
-        (false, "f16", true, false, false, true, false, false) => 13usize,
-        (false, "f32", false, false, true, true, false, false) => 14usize,
-        (false, "f16", true, false, true, true, false, false) => 15usize,
-        (false, "f32", false, true, false, true, true, false) => 16usize,
-        (false, "f16", true, true, false, true, false, false) => 17usize,
-        (false, "f32", false, true, true, true, true, false) => 18usize,
-        (false, "f16", true, true, true, true, false, false) => 19usize,
-        (false, "f32", false, false, false, true, false, true) => 12usize,
-        (false, "f16", true, false, false, true, false, true) => 13usize,
-        (false, "f32", false, false, true, true, false, true) => 14usize,
-        (false, "f16", true, false, true, true, false, true) => 15usize,
-        (false, "f32", false, true, false, true, true, true) => 20usize,
-        (false, "f16", true, true, false, true, false, true) => 21usize,
-        (false, "f32", false, true, true, true, true, true) => 22usize,
-        (false, "f16", true, true, true, true, false, true) => 23usize,
+        ("f32", false, false, false, false, false, false) => 0usize,
+        ("f16", true, false, false, false, false, false) => 1usize,
+        ("f32", false, false, true, false, false, false) => 2usize,
+        ("f16", true, false, true, false, false, false) => 3usize,
+        ("f32", false, true, false, false, true, false) => 4usize,
+        ("f16", true, true, false, false, false, false) => 5usize,
+        ("f32", false, true, true, false, true, false) => 6usize,
+        ("f16", true, true, true, false, false, false) => 7usize,
+        ("f32", false, false, false, false, false, true) => 0usize,
+        ("f16", true, false, false, false, false, true) => 1usize,
+        ("f32", false, false, true, false, false, true) => 2usize,
+        ("f16", true, false, true, false, false, true) => 3usize,
+        ("f32", false, true, false, false, true, true) => 8usize,
+        ("f16", true, true, false, false, false, true) => 9usize,
+        ("f32", false, true, true, false, true, true) => 10usize,
+        ("f16", true, true, true, false, false, true) => 11usize,
+        ("f32", false, false, false, true, false, false) => 12usize,
+        ("f16", true, false, false, true, false, false) => 13usize,
+        ("f32", false, false, true, true, false, false) => 14usize,
+        ("f16", true, false, true, true, false, false) => 15usize,
+        ("f32", false, true, false, true, true, false) => 16usize,
+        ("f16", true, true, false, true, false, false) => 17usize,
+        ("f32", false, true, true, true, true, false) => 18usize,
+        ("f16", true, true, true, true, false, false) => 19usize,
+        ("f32", false, false, false, true, false, true) => 12usize,
+        ("f16", true, false, false, true, false, true) => 13usize,
+        ("f32", false, false, true, true, false, true) => 14usize,
+        ("f16", true, false, true, true, false, true) => 15usize,
+        ("f32", false, true, false, true, true, true) => 20usize,
+        ("f16", true, true, false, true, false, true) => 21usize,
+        ("f32", false, true, true, true, true, true) => 22usize,
+        ("f16", true, true, true, true, false, true) => 23usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1938,13 +1929,15 @@ pub fn plan(
             error,
         })
 }
-/// [`plan`] for these inputs on the context's device, with the op's host checks.
+/// [`plan`] for a call's tensors on the context's device, with the op's host checks.
 fn checked_plan<T: rt::Float>(
     ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    _inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
-    let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
+    let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
     Ok(plan)
 }
 /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
@@ -1977,12 +1970,20 @@ pub fn record<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let plan = checked_plan(ctx, inputs, attrs)?;
+    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
     let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
     encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
 }
-/// Records the op into `encoder`, writing into outputs the caller provides (tensors
+/// Runs the op with new outputs and waits for the GPU.
+pub fn run<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+}
+/// Records the op into `encoder`, writing into tensors the caller provides (tensors
 /// of its own or views of its buffers), so a loop allocates nothing per step and an
 /// output can be the next op's input. Bind groups are kept for the next call with the
 /// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
@@ -1995,17 +1996,9 @@ pub fn record_into<T: rt::Float>(
     outputs: OutputsMut<'_, T>,
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
-    let plan = checked_plan(ctx, inputs, attrs)?;
+    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
     rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
     encode(ctx, encoder, &plan, inputs, &outputs, true)
-}
-/// Runs the op with new outputs and waits for the GPU.
-pub fn run<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
 }
 /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
 pub fn run_into<T: rt::Float>(

@@ -39,7 +39,8 @@ pub struct DTypes {
     /// The element type bound to type variable `T`.
     pub t: rt::DType,
 }
-/// Input shapes, for planning without a GPU.
+/// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
+/// provides.
 #[derive(Clone, Copy, Debug)]
 pub struct Shapes<'a> {
     /// Shape of `query_layer`.
@@ -77,8 +78,9 @@ pub struct Outputs<T: rt::Float> {
     /// Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.
     pub output: rt::Tensor<T>,
 }
-/// Output tensors the caller provides (`record_into`, `run_into`): each must have the
-/// shape the op produces, and none may share bytes with another argument.
+/// Tensors the op writes that the caller provides (`record_into`, `run_into`): each
+/// must have the shape the op produces, and none may share bytes with another
+/// argument.
 #[derive(Debug)]
 pub struct OutputsMut<'a, T: rt::Float> {
     /// Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.
@@ -693,16 +695,14 @@ fn kernel_row_head_subgroups_main(
     let key = (
         env.dtypes.t.wgsl_name(),
         env.dtypes.t.wgsl_name() == "f16",
-        true,
-        true,
         derive_vec4_rows(env)?,
         derive_rows_per_workgroup(env)?,
     );
     let index = match key {
-        ("f32", false, true, true, false, 1i64) => 0usize,
-        ("f16", true, true, true, false, 4i64) => 1usize,
-        ("f32", false, true, true, true, 1i64) => 2usize,
-        ("f16", true, true, true, true, 4i64) => 3usize,
+        ("f32", false, false, 1i64) => 0usize,
+        ("f16", true, false, 4i64) => 1usize,
+        ("f32", false, true, 1i64) => 2usize,
+        ("f16", true, true, 4i64) => 3usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -818,16 +818,14 @@ fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalE
     let key = (
         env.dtypes.t.wgsl_name(),
         env.dtypes.t.wgsl_name() == "f16",
-        true,
-        false,
         derive_vec4_rows(env)?,
         derive_rows_per_workgroup(env)?,
     );
     let index = match key {
-        ("f32", false, true, false, false, 1i64) => 0usize,
-        ("f16", true, true, false, false, 4i64) => 1usize,
-        ("f32", false, true, false, true, 1i64) => 2usize,
-        ("f16", true, true, false, true, 4i64) => 3usize,
+        ("f32", false, false, 1i64) => 0usize,
+        ("f16", true, false, 4i64) => 1usize,
+        ("f32", false, true, 1i64) => 2usize,
+        ("f16", true, true, 4i64) => 3usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -943,16 +941,14 @@ fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
     let key = (
         env.dtypes.t.wgsl_name(),
         env.dtypes.t.wgsl_name() == "f16",
-        false,
-        false,
         derive_vec4_rows(env)?,
         derive_rows_per_workgroup(env)?,
     );
     let index = match key {
-        ("f32", false, false, false, false, 1i64) => 0usize,
-        ("f16", true, false, false, false, 4i64) => 1usize,
-        ("f32", false, false, false, true, 1i64) => 2usize,
-        ("f16", true, false, false, true, 4i64) => 3usize,
+        ("f32", false, false, 1i64) => 0usize,
+        ("f16", true, false, 4i64) => 1usize,
+        ("f32", false, true, 1i64) => 2usize,
+        ("f16", true, true, 4i64) => 3usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1175,13 +1171,15 @@ pub fn plan(
             error,
         })
 }
-/// [`plan`] for these inputs on the context's device, with the op's host checks.
+/// [`plan`] for a call's tensors on the context's device, with the op's host checks.
 fn checked_plan<T: rt::Float>(
     ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    _inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
-    let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
+    let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
     Ok(plan)
 }
 /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
@@ -1218,12 +1216,20 @@ pub fn record<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let plan = checked_plan(ctx, inputs, attrs)?;
+    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
     let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
     encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
 }
-/// Records the op into `encoder`, writing into outputs the caller provides (tensors
+/// Runs the op with new outputs and waits for the GPU.
+pub fn run<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+}
+/// Records the op into `encoder`, writing into tensors the caller provides (tensors
 /// of its own or views of its buffers), so a loop allocates nothing per step and an
 /// output can be the next op's input. Bind groups are kept for the next call with the
 /// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
@@ -1236,17 +1242,9 @@ pub fn record_into<T: rt::Float>(
     outputs: OutputsMut<'_, T>,
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
-    let plan = checked_plan(ctx, inputs, attrs)?;
+    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
     rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
     encode(ctx, encoder, &plan, inputs, &outputs, true)
-}
-/// Runs the op with new outputs and waits for the GPU.
-pub fn run<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
 }
 /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
 pub fn run_into<T: rt::Float>(

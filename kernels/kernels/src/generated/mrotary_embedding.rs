@@ -145,7 +145,8 @@ pub struct DTypes {
     /// The element type bound to type variable `T`.
     pub t: rt::DType,
 }
-/// Input shapes, for planning without a GPU.
+/// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
+/// provides.
 #[derive(Clone, Copy, Debug)]
 pub struct Shapes<'a> {
     /// Shape of `input`.
@@ -175,8 +176,9 @@ pub struct Outputs<T: rt::Float> {
     /// Rotary-position-encoded tensor with the same shape and type as `input`.
     pub output: rt::Tensor<T>,
 }
-/// Output tensors the caller provides (`record_into`, `run_into`): each must have the
-/// shape the op produces, and none may share bytes with another argument.
+/// Tensors the op writes that the caller provides (`record_into`, `run_into`): each
+/// must have the shape the op produces, and none may share bytes with another
+/// argument.
 #[derive(Debug)]
 pub struct OutputsMut<'a, T: rt::Float> {
     /// Rotary-position-encoded tensor with the same shape and type as `input`.
@@ -1140,27 +1142,26 @@ fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         i64::from(env.attrs.mrope_layout) == 0i64,
         env.dtypes.t.wgsl_name() == "f16",
         env.dtypes.t.wgsl_name(),
-        3i64,
         derive_quad_pairs(env)?,
         derive_quad_heads_per_task(env)?,
     );
     let index = match key {
-        (false, true, false, "f32", 3i64, false, 4i64) => 0usize,
-        (false, true, true, "f16", 3i64, false, 4i64) => 1usize,
-        (true, true, false, "f32", 3i64, false, 4i64) => 2usize,
-        (true, true, true, "f16", 3i64, false, 4i64) => 3usize,
-        (false, false, false, "f32", 3i64, false, 4i64) => 4usize,
-        (false, false, true, "f16", 3i64, false, 4i64) => 5usize,
-        (true, false, false, "f32", 3i64, false, 4i64) => 6usize,
-        (true, false, true, "f16", 3i64, false, 4i64) => 7usize,
-        (false, true, false, "f32", 3i64, true, 4i64) => 8usize,
-        (false, true, true, "f16", 3i64, true, 4i64) => 9usize,
-        (true, true, false, "f32", 3i64, true, 4i64) => 10usize,
-        (true, true, true, "f16", 3i64, true, 4i64) => 11usize,
-        (false, false, false, "f32", 3i64, true, 4i64) => 12usize,
-        (false, false, true, "f16", 3i64, true, 4i64) => 13usize,
-        (true, false, false, "f32", 3i64, true, 4i64) => 14usize,
-        (true, false, true, "f16", 3i64, true, 4i64) => 15usize,
+        (false, true, false, "f32", false, 4i64) => 0usize,
+        (false, true, true, "f16", false, 4i64) => 1usize,
+        (true, true, false, "f32", false, 4i64) => 2usize,
+        (true, true, true, "f16", false, 4i64) => 3usize,
+        (false, false, false, "f32", false, 4i64) => 4usize,
+        (false, false, true, "f16", false, 4i64) => 5usize,
+        (true, false, false, "f32", false, 4i64) => 6usize,
+        (true, false, true, "f16", false, 4i64) => 7usize,
+        (false, true, false, "f32", true, 4i64) => 8usize,
+        (false, true, true, "f16", true, 4i64) => 9usize,
+        (true, true, false, "f32", true, 4i64) => 10usize,
+        (true, true, true, "f16", true, 4i64) => 11usize,
+        (false, false, false, "f32", true, 4i64) => 12usize,
+        (false, false, true, "f16", true, 4i64) => 13usize,
+        (true, false, false, "f32", true, 4i64) => 14usize,
+        (true, false, true, "f16", true, 4i64) => 15usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1481,27 +1482,26 @@ fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
         i64::from(env.attrs.mrope_layout) == 0i64,
         env.dtypes.t.wgsl_name() == "f16",
         env.dtypes.t.wgsl_name(),
-        4i64,
         derive_quad_pairs(env)?,
         derive_quad_heads_per_task(env)?,
     );
     let index = match key {
-        (false, true, false, "f32", 4i64, false, 4i64) => 0usize,
-        (false, true, true, "f16", 4i64, false, 4i64) => 1usize,
-        (true, true, false, "f32", 4i64, false, 4i64) => 2usize,
-        (true, true, true, "f16", 4i64, false, 4i64) => 3usize,
-        (false, false, false, "f32", 4i64, false, 4i64) => 4usize,
-        (false, false, true, "f16", 4i64, false, 4i64) => 5usize,
-        (true, false, false, "f32", 4i64, false, 4i64) => 6usize,
-        (true, false, true, "f16", 4i64, false, 4i64) => 7usize,
-        (false, true, false, "f32", 4i64, true, 4i64) => 8usize,
-        (false, true, true, "f16", 4i64, true, 4i64) => 9usize,
-        (true, true, false, "f32", 4i64, true, 4i64) => 10usize,
-        (true, true, true, "f16", 4i64, true, 4i64) => 11usize,
-        (false, false, false, "f32", 4i64, true, 4i64) => 12usize,
-        (false, false, true, "f16", 4i64, true, 4i64) => 13usize,
-        (true, false, false, "f32", 4i64, true, 4i64) => 14usize,
-        (true, false, true, "f16", 4i64, true, 4i64) => 15usize,
+        (false, true, false, "f32", false, 4i64) => 0usize,
+        (false, true, true, "f16", false, 4i64) => 1usize,
+        (true, true, false, "f32", false, 4i64) => 2usize,
+        (true, true, true, "f16", false, 4i64) => 3usize,
+        (false, false, false, "f32", false, 4i64) => 4usize,
+        (false, false, true, "f16", false, 4i64) => 5usize,
+        (true, false, false, "f32", false, 4i64) => 6usize,
+        (true, false, true, "f16", false, 4i64) => 7usize,
+        (false, true, false, "f32", true, 4i64) => 8usize,
+        (false, true, true, "f16", true, 4i64) => 9usize,
+        (true, true, false, "f32", true, 4i64) => 10usize,
+        (true, true, true, "f16", true, 4i64) => 11usize,
+        (false, false, false, "f32", true, 4i64) => 12usize,
+        (false, false, true, "f16", true, 4i64) => 13usize,
+        (true, false, false, "f32", true, 4i64) => 14usize,
+        (true, false, true, "f16", true, 4i64) => 15usize,
         #[allow(unreachable_patterns)]
         _ => {
             return Err(
@@ -1742,13 +1742,15 @@ pub fn plan(
             error,
         })
 }
-/// [`plan`] for these inputs on the context's device, with the op's host checks.
+/// [`plan`] for a call's tensors on the context's device, with the op's host checks.
 fn checked_plan<T: rt::Float>(
     ctx: &rt::Context,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
-    let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
+    let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
     crate::host_checks::mrotary_embedding::check(
         &[
             rt::registry::ArgView {
@@ -1808,12 +1810,20 @@ pub fn record<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let plan = checked_plan(ctx, inputs, attrs)?;
+    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
     let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
     encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
 }
-/// Records the op into `encoder`, writing into outputs the caller provides (tensors
+/// Runs the op with new outputs and waits for the GPU.
+pub fn run<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+}
+/// Records the op into `encoder`, writing into tensors the caller provides (tensors
 /// of its own or views of its buffers), so a loop allocates nothing per step and an
 /// output can be the next op's input. Bind groups are kept for the next call with the
 /// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
@@ -1826,17 +1836,9 @@ pub fn record_into<T: rt::Float>(
     outputs: OutputsMut<'_, T>,
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
-    let plan = checked_plan(ctx, inputs, attrs)?;
+    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
     rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
     encode(ctx, encoder, &plan, inputs, &outputs, true)
-}
-/// Runs the op with new outputs and waits for the GPU.
-pub fn run<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
 }
 /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
 pub fn run_into<T: rt::Float>(
