@@ -71,7 +71,7 @@ fn every_corpus_manifest_parses_strictly_in_its_dialect() {
 /// The project's hints for corpus packages whose shader text depends on a value the manifest
 /// leaves unbounded (a head or hidden size sizing a function-scope array).
 fn corpus_hints() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_hints")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/corpus/hints")
 }
 
 /// Runs packages through the generator together; the first diagnostic when they do not come
@@ -110,8 +110,8 @@ fn generate(packages: &[&PathBuf], shared: &std::path::Path, hints: bool) -> Res
 /// Every corpus package through the generator, one at a time: manifest checked, every shader
 /// rendered and validated by naga, Rust emitted. Without hints every package but those that
 /// need a declared specialisation set comes through; with the project's hints all do. The
-/// emitted Rust of these packages is not compiled here: their typed API (optional tensors,
-/// provided outputs, scalar args) is not emitted yet.
+/// emitted Rust is compiled, and run on an adapter, by the `corpus` crate
+/// (`examples/corpus`) for the packages it builds.
 #[test]
 fn corpus_packages_through_the_generator() {
     let Some(corpus) = corpus() else { return };

@@ -3,10 +3,11 @@
 //
 // Usage: node tint-check.mjs JOBS.json, where JOBS.json is an array of
 //   { path, text, prefixLines, features: [...], constants: {name: value},
-//     bindings: [{ index, type: "uniform" | "read-only-storage" | "storage", size }] }
+//     bindings: [{ index, type: "uniform" | "read-only-storage" | "storage", size }],
+//     limits: {name: value} }
 // Prints one JSON line per job, in order:
 //   { path, messages: [{ type, line, column, message }], pipeline: null | string,
-//     bindGroup: null | string }
+//     bindGroup: null | string, unchecked: null | string }
 // `line` is a line of the file: the `prefixLines` directives put in front of it (what a
 // browser compiles, e.g. `enable subgroups;`) are subtracted; a message on one of them, or
 // without a position, has line 0.
@@ -19,16 +20,31 @@ Object.assign(globalThis, globals);
 const jobs = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const gpu = create(['backend=null']);
 
-// One device per distinct feature set, with exactly those features, so a shader that uses a
-// feature it does not declare fails. An adapter makes one device, so each gets its own. The
-// null adapter has shader-f16 and subgroups, and WebGPU's default limits.
+// One device per distinct feature set and limits, with exactly those features and WebGPU's
+// default limits except those the job asks for (what the shader needs), so a shader that
+// uses a feature it does not declare, or more than its limits, fails. An adapter makes one
+// device, so each gets its own. The null adapter has shader-f16 and subgroups.
+// A limit the null adapter cannot grant is requested at its maximum: the module is still
+// compiled, and the job reports why its pipeline is not created (`unchecked`).
 const devices = new Map();
-async function deviceFor(features) {
-  const key = [...features].sort().join(',');
+async function deviceFor(features, limits) {
+  const key = [...features].sort().join(',') + JSON.stringify(limits);
   if (!devices.has(key)) {
     const adapter = await gpu.requestAdapter();
     if (!adapter) throw new Error('Dawn has no null-backend adapter');
-    devices.set(key, await adapter.requestDevice({ requiredFeatures: [...features] }));
+    const granted = {};
+    const short = [];
+    for (const [name, value] of Object.entries(limits)) {
+      granted[name] = Math.min(value, adapter.limits[name]);
+      if (adapter.limits[name] < value) {
+        short.push(`needs ${name} ${value}, the null adapter offers ${adapter.limits[name]}`);
+      }
+    }
+    const device = await adapter.requestDevice({
+      requiredFeatures: [...features],
+      requiredLimits: granted,
+    });
+    devices.set(key, { device, unchecked: short.length ? `pipeline not created: ${short.join('; ')}` : null });
   }
   return devices.get(key);
 }
@@ -48,8 +64,8 @@ const usages = {
 };
 
 for (const job of jobs) {
-  const device = await deviceFor(job.features);
-  const result = { path: job.path, messages: [], pipeline: null, bindGroup: null };
+  const { device, unchecked } = await deviceFor(job.features, job.limits ?? {});
+  const result = { path: job.path, messages: [], pipeline: null, bindGroup: null, unchecked };
 
   const module = await scoped(device, () => device.createShaderModule({ code: job.text }));
   for (const m of (await module.value.getCompilationInfo()).messages) {
@@ -64,7 +80,7 @@ for (const job of jobs) {
 
   // The pipeline and bind group as the runtime creates them; skipped for a module that does
   // not compile, whose errors are already reported.
-  if (compiled && !module.error) {
+  if (compiled && !module.error && !unchecked) {
     const pipeline = await scoped(device, () =>
       device.createComputePipeline({
         layout: 'auto',

@@ -1,9 +1,10 @@
 //! Project automation, the only entry point for generated code, CI and the demo:
-//! `cargo xtask codegen [--check [--tint] [--spirv-val]]`, `cargo xtask ci`, `cargo xtask demo`,
+//! `cargo xtask codegen [--check [--tint] [--spirv-val]]`, `cargo xtask corpus`, `cargo xtask ci`, `cargo xtask demo`,
 //! `cargo xtask bench`, `cargo xtask web [--serve]`.
 
 mod ci;
 mod codegen;
+mod corpus;
 mod validators;
 mod web;
 
@@ -34,6 +35,17 @@ enum Command {
         /// With --check: also validate naga's SPIR-V of every shader with `spirv-val`
         /// (Debian's spirv-tools).
         #[arg(long, requires = "check")]
+        spirv_val: bool,
+    },
+    /// The third-party corpus (`../shared/corpus` or `$KERNEL_CORPUS_DIR`) through the
+    /// generator in memory: packages with and without hints, generation time, shaders and
+    /// Rust lines per op.
+    Corpus {
+        /// Also compile every shader with Tint (as `codegen --check --tint` does).
+        #[arg(long)]
+        tint: bool,
+        /// Also validate naga's SPIR-V of every shader with `spirv-val`.
+        #[arg(long)]
         spirv_val: bool,
     },
     /// Everything CI runs: Vulkan driver setup, formatting, codegen freshness, clippy, tests.
@@ -72,6 +84,7 @@ fn main() -> ExitCode {
                 codegen::Mode::Write
             },
         ),
+        Command::Corpus { tint, spirv_val } => corpus::run(&root, tint, spirv_val),
         Command::Ci => ci::run(&root),
         Command::Demo => ci::ensure_vulkan_driver()
             .and_then(|()| codegen::run(&root, codegen::Mode::Write))

@@ -38,6 +38,9 @@ pub const JS_DIR: &str = "xtask/js";
 pub struct Findings {
     pub path: String,
     pub problems: Vec<String>,
+    /// What the validator could not check, and why (Tint: a pipeline whose limits the null
+    /// adapter cannot grant).
+    pub unchecked: Option<String>,
 }
 
 /// Every problem of `findings`, in order.
@@ -105,6 +108,22 @@ pub struct TintJob {
     /// Binding index, buffer binding type (`uniform`, `read-only-storage`, `storage`) and the
     /// size the shader needs (0 when any buffer does).
     pub bindings: Vec<(u32, &'static str, u32)>,
+    /// Limits above WebGPU's defaults that the device must be created with: what the shader
+    /// needs, as the runtime's device (which takes the adapter's limits) would have them.
+    pub limits: Vec<(&'static str, u32)>,
+}
+
+/// The WebGPU limits, above their defaults, that `needs` asks for.
+fn needed_limits(needs: codegen::wgsl::Needs) -> Vec<(&'static str, u32)> {
+    let defaults = codegen::wgsl::Needs::DEFAULTS;
+    let mut limits = Vec::new();
+    if needs.storage_buffers > defaults.storage_buffers {
+        limits.push(("maxStorageBuffersPerShaderStage", needs.storage_buffers));
+    }
+    if needs.workgroup_storage > defaults.workgroup_storage {
+        limits.push(("maxComputeWorkgroupStorageSize", needs.workgroup_storage));
+    }
+    limits
 }
 
 impl TintJob {
@@ -133,6 +152,7 @@ impl TintJob {
                     (b.index, ty, b.uniform_size.unwrap_or(0))
                 })
                 .collect(),
+            limits: needed_limits(s.translations.needs),
         }
     }
 
@@ -147,6 +167,11 @@ impl TintJob {
             .iter()
             .map(|(index, ty, size)| json!({ "index": index, "type": ty, "size": size }))
             .collect();
+        let limits: serde_json::Map<String, Value> = self
+            .limits
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), json!(value)))
+            .collect();
         json!({
             "path": self.path,
             "text": self.text,
@@ -154,6 +179,7 @@ impl TintJob {
             "features": self.features,
             "constants": constants,
             "bindings": bindings,
+            "limits": limits,
         })
     }
 }
@@ -236,9 +262,14 @@ pub fn run_tint(root: &Path, jobs: &[TintJob], job_file: &str) -> Result<Vec<Fin
                 ));
             }
         }
+        let unchecked = result["unchecked"].as_str().map(str::to_owned);
+        if let Some(why) = &unchecked {
+            eprintln!("note: {}: Tint: {why}", job.path);
+        }
         findings.push(Findings {
             path: job.path.clone(),
             problems,
+            unchecked,
         });
     }
     Ok(findings)
@@ -331,6 +362,7 @@ pub fn spirv_val(root: &Path, shaders: &[GeneratedShader]) -> Result<Vec<Finding
         findings.push(Findings {
             path: shader.path.clone(),
             problems,
+            unchecked: None,
         });
     }
     Ok(findings)
@@ -358,6 +390,7 @@ pub fn summary_table(
         targets: BTreeMap<Target, (usize, usize)>, // (translated, not applicable)
         spirv_passed: usize,
         tint_passed: usize,
+        tint_unchecked: usize,
     }
     let passed = |findings: Option<&[Findings]>, path: &str| {
         findings.is_some_and(|f| f.iter().any(|f| f.path == path && f.problems.is_empty()))
@@ -381,6 +414,11 @@ pub fn summary_table(
             }
             row.spirv_passed += usize::from(passed(spirv, &shader.path));
             row.tint_passed += usize::from(passed(tint, &shader.path));
+            row.tint_unchecked += usize::from(tint.is_some_and(|findings| {
+                findings
+                    .iter()
+                    .any(|f| f.path == shader.path && f.unchecked.is_some())
+            }));
         }
     }
     let mut table = String::from("| Op | Shaders | naga (WGSL) |");
@@ -415,10 +453,13 @@ pub fn summary_table(
                 table.push_str(&format!(" {translated}/{total} ({na} n/a) |"));
             }
         }
+        let mut tint_cell = validator(tint.is_some(), row.tint_passed, row.shaders);
+        if row.tint_unchecked > 0 {
+            tint_cell.push_str(&format!(" ({} without pipeline)", row.tint_unchecked));
+        }
         table.push_str(&format!(
-            " {} | {} |\n",
+            " {} | {tint_cell} |\n",
             validator(spirv.is_some(), row.spirv_passed, row.shaders),
-            validator(tint.is_some(), row.tint_passed, row.shaders)
         ));
     }
     table
@@ -502,6 +543,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            limits: Vec::new(),
         }
     }
 

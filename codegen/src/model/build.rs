@@ -546,9 +546,23 @@ fn check_output_exprs(
         checked.push((decl.role.clone(), shape, rank));
     }
     for (role, shape, rank) in checked {
+        // A shape read from the output's own shape (`"shape": "shapes.dstT"`) is the caller's:
+        // the output is provided, shape and all.
+        let own = shape.as_ref().is_some_and(|shape| {
+            shape.ir.symbols().iter().any(|symbol| {
+                matches!(symbol, Symbol::Shape(name) | Symbol::Rank(name)
+                    if op.tensor_role(name) == Some(role.as_str()))
+            })
+        });
         if let Some(output) = op.outputs.iter_mut().find(|o| o.role == role) {
-            output.shape = shape;
-            output.rank_expr = rank;
+            if own {
+                output.provided = true;
+                output.shape = None;
+                output.rank_expr = None;
+            } else {
+                output.shape = shape;
+                output.rank_expr = rank;
+            }
         }
     }
 }

@@ -103,6 +103,11 @@ fn attr_doc(attribute: &Attribute) -> String {
     let mut doc = format!(" {}", attribute.description);
     match default_text(attribute) {
         Some(default) => doc.push_str(&format!("\n\n Default: `{default}`.")),
+        None if attribute.is_optional() => {
+            doc.push_str(
+                "\n\n Optional: `None` leaves it out (undefined in the manifest's expressions).",
+            );
+        }
         None if attribute.description.contains("Required") => {}
         None => doc.push_str("\n\n Required."),
     }

@@ -96,17 +96,21 @@ impl LowerScope for EnvScope<'_> {
                         let field = ident(&model::snake_ident(var).to_ascii_lowercase());
                         quote!(env.dtypes.#field.onnx_name())
                     }
+                    // A dtype known here is still read through the runtime's name for it, so a
+                    // manifest's `tensorDtypes.x == "float32"` does not become a comparison of
+                    // two literals.
                     Some(model::DTypeRef::Var(var)) => {
                         let single = self
                             .op
                             .type_var(var)
                             .and_then(|t| t.allowed.first())
-                            .map_or("", |d| d.onnx());
-                        quote!(#single)
+                            .map_or("F32", |d| d.runtime_variant());
+                        let single = format_ident!("{single}");
+                        quote!(rt::DType::#single.onnx_name())
                     }
                     Some(model::DTypeRef::Fixed(d)) => {
-                        let name = d.onnx();
-                        quote!(#name)
+                        let variant = format_ident!("{}", d.runtime_variant());
+                        quote!(rt::DType::#variant.onnx_name())
                     }
                     None => quote!(""),
                 }

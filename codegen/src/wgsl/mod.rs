@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 pub use prelude::{dynamic_values, override_type};
 pub use render::environment;
 pub use settle::settle;
-pub use targets::{Target, TargetStatus, Translations, representative_override};
+pub use targets::{Needs, Target, TargetStatus, Translations, representative_override};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Value;

@@ -53,9 +53,48 @@ pub enum TargetStatus {
     NotApplicable(&'static str),
 }
 
+/// The device limits a shader needs, measured on its module with overrides resolved (for an
+/// override-sized workgroup array, with the values translation uses).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// Storage buffers bound in the compute stage (`maxStorageBuffersPerShaderStage`).
+    pub storage_buffers: u32,
+    /// Bytes of workgroup memory, each variable rounded up to 16 as WebGPU counts them
+    /// (`maxComputeWorkgroupStorageSize`).
+    pub workgroup_storage: u32,
+}
+
+impl Needs {
+    /// WebGPU's default limits, which every adapter offers.
+    pub const DEFAULTS: Needs = Needs {
+        storage_buffers: 8,
+        workgroup_storage: 16384,
+    };
+
+    fn of(module: &naga::Module) -> Result<Needs, String> {
+        let mut layouter = naga::proc::Layouter::default();
+        layouter
+            .update(module.to_ctx())
+            .map_err(|e| format!("measuring types: {e}"))?;
+        let mut needs = Needs::default();
+        for (_, global) in module.global_variables.iter() {
+            match global.space {
+                naga::AddressSpace::Storage { .. } => needs.storage_buffers += 1,
+                naga::AddressSpace::WorkGroup => {
+                    needs.workgroup_storage += layouter[global.ty].size.div_ceil(16) * 16;
+                }
+                _ => {}
+            }
+        }
+        Ok(needs)
+    }
+}
+
 /// The translations of one shader.
 #[derive(Debug, Clone, Default)]
 pub struct Translations {
+    /// The limits the shader needs.
+    pub needs: Needs,
     /// Per target, in [`Target::ALL`] order.
     pub status: Vec<(Target, TargetStatus)>,
     /// The SPIR-V module, for external validation (`spirv-val`).
@@ -92,7 +131,10 @@ pub fn translate(
     let (module, info) =
         naga::back::pipeline_constants::process_overrides(module, info, Some(entry), &constants)
             .map_err(|e| format!("resolving overrides: {e}"))?;
-    let mut out = Translations::default();
+    let mut out = Translations {
+        needs: Needs::of(&module)?,
+        ..Translations::default()
+    };
 
     let spirv_version = if subgroups { (1, 3) } else { (1, 0) };
     let spv_options = spv::Options {

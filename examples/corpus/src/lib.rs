@@ -1,0 +1,61 @@
+//! Packages of the third-party corpus, generated at build time by `build.rs` from where they
+//! are (`$KERNEL_CORPUS_DIR`, else `../shared/corpus`), and the helpers their tests share.
+//! Without a corpus the crate is empty and [`PRESENT`] is false.
+
+/// Whether the corpus was found when the crate was built.
+pub const PRESENT: bool = cfg!(corpus);
+
+/// The generated op modules (`add_in_place`, …) and their registry `OPS`.
+#[cfg(corpus)]
+pub mod kernels {
+    include!(concat!(env!("OUT_DIR"), "/kernels/mod.rs"));
+}
+
+pub use kernel_runtime as runtime;
+
+/// Seeded data in `[-1, 1)`: a fixed linear congruential sequence, so a failure reproduces.
+pub fn data(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    (0..len)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            // 23 random bits: a value in [0, 1), then [-1, 1).
+            ((state >> 41) as f32 / (1u64 << 23) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// The largest difference between `got` and `want`, relative to `1 + |want|`, with its index.
+pub fn worst(got: &[f32], want: &[f64]) -> (usize, f64) {
+    assert_eq!(got.len(), want.len(), "lengths differ");
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| (f64::from(*g) - w).abs() / (1.0 + w.abs()))
+        .enumerate()
+        .fold(
+            (0, 0.0),
+            |best, (i, e)| if e > best.1 { (i, e) } else { best },
+        )
+}
+
+/// Fails, naming `what`, the worst element and both values, unless every element of `got` is
+/// within `tolerance` of `want` relative to `1 + |want|`.
+pub fn assert_close(got: &[f32], want: &[f64], tolerance: f64, what: &str) {
+    let (at, err) = worst(got, want);
+    assert!(
+        err < tolerance,
+        "{what}: element {at}: {} against {}",
+        got[at],
+        want[at]
+    );
+}
+
+/// Says, once per test, that the corpus was absent.
+pub fn skip_without_corpus(test: &str) -> bool {
+    if !PRESENT {
+        eprintln!("{test}: skipped, no package corpus (set KERNEL_CORPUS_DIR)");
+    }
+    !PRESENT
+}

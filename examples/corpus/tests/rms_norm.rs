@@ -1,0 +1,88 @@
+//! `com.xenova.RMSNorm` from the corpus: `y = x / sqrt(mean(x²) + eps) · w` per row, with and
+//! without the optional weight, in the fast and the exact-order variants, against a float64
+//! reference; every output element is written (the output is poisoned first) and a second
+//! run gives the same bits.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+#[test]
+fn normalizes_rows_in_every_variant() {
+    if !corpus::skip_without_corpus("normalizes_rows_in_every_variant") {
+        #[cfg(corpus)]
+        gpu::normalizes_rows_in_every_variant();
+    }
+}
+
+#[cfg(corpus)]
+mod gpu {
+    use corpus::kernels::rmsnorm as op;
+    use corpus::runtime::{Context, Tensor};
+
+    fn reference(x: &[f32], w: Option<&[f32]>, rows: usize, dim: usize, eps: f64) -> Vec<f64> {
+        let mut out = Vec::with_capacity(rows * dim);
+        for r in 0..rows {
+            let row = &x[r * dim..(r + 1) * dim];
+            let mean = row.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / dim as f64;
+            let scale = 1.0 / (mean + eps).sqrt();
+            for (j, v) in row.iter().enumerate() {
+                out.push(f64::from(*v) * scale * w.map_or(1.0, |w| f64::from(w[j])));
+            }
+        }
+        out
+    }
+
+    pub fn normalizes_rows_in_every_variant() {
+        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let (rows, dim) = (5usize, 200usize);
+        let x = corpus::data(rows * dim, 7);
+        let w = corpus::data(dim, 8);
+        let x_t = Tensor::from_slice(&ctx, &[rows, dim], &x).unwrap();
+        let w_t = Tensor::from_slice(&ctx, &[dim], &w).unwrap();
+        let subgroup32 = ctx.caps().has_feature("subgroups") && ctx.caps().subgroup_min_size >= 32;
+        let cases = [
+            (
+                true,
+                None,
+                if subgroup32 {
+                    "weighted_subgroup_vec4"
+                } else {
+                    "weighted"
+                },
+            ),
+            (false, None, "unweighted"),
+            (true, Some(1), "exact_weighted"),
+            (false, Some(1), "exact_unweighted"),
+        ];
+        for (weighted, exact, variant) in cases {
+            let mut attrs = op::Attrs::new(rows as u32, dim as u32);
+            attrs.eps = Some(1e-5);
+            attrs.exact = exact;
+            let inputs = op::Inputs::<f32, f32> {
+                x: &x_t,
+                w: weighted.then_some(&w_t),
+            };
+            let dtypes = op::dtypes::<f32, f32, f32>();
+            let plan = op::plan(ctx.caps(), &inputs.shapes(), &dtypes, &attrs).unwrap();
+            assert_eq!(plan.variant, variant);
+            let poison = vec![f32::NAN; rows * dim];
+            let mut first = Tensor::from_slice(&ctx, &[rows, dim], &poison).unwrap();
+            op::run_into(&ctx, &inputs, op::OutputsMut { y: &mut first }, &attrs).unwrap();
+            let got = first.to_vec(&ctx).unwrap();
+            let want = reference(&x, weighted.then_some(w.as_slice()), rows, dim, 1e-5);
+            assert!(
+                got.iter().all(|v| v.is_finite()),
+                "{variant}: an element was not written"
+            );
+            corpus::assert_close(&got, &want, 1e-5, variant);
+            let again = op::run::<f32, f32, f32>(&ctx, &inputs, &attrs).unwrap();
+            let again = again.y.to_vec(&ctx).unwrap();
+            assert!(
+                got.iter()
+                    .zip(&again)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{variant}: a second run differs"
+            );
+        }
+    }
+}

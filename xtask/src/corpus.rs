@@ -1,0 +1,137 @@
+//! `cargo xtask corpus [--tint] [--spirv-val]`: the whole third-party corpus
+//! (`$KERNEL_CORPUS_DIR`, else `../shared/corpus`) through the generator in memory, with the
+//! hints of `examples/corpus/hints`: packages that come through with and without hints, the
+//! time of a full generation, shaders and generated Rust lines per op, and optionally every
+//! shader through Tint and `spirv-val`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::validators;
+
+/// The corpus folder: `$KERNEL_CORPUS_DIR`, else `shared/corpus` beside the repository.
+fn corpus_dir(root: &Path) -> PathBuf {
+    std::env::var_os("KERNEL_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/corpus"))
+}
+
+/// Every package folder of the corpus's collection.
+fn packages(collection: &Path) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(collection)
+        .with_context(|| format!("reading {}", collection.display()))?
+    {
+        let path = entry?.path();
+        if path.join("manifest.json").is_file() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn config(collection: &Path, packages: &[PathBuf], hints: Option<&Path>) -> codegen::Config {
+    let mut config = codegen::Config::new();
+    for package in packages {
+        config.package(package);
+    }
+    config
+        .include_root(collection.join("_shared_assets"))
+        .emit_rerun_if_changed(false);
+    if let Some(hints) = hints {
+        config.hints_dir(hints);
+    }
+    config
+}
+
+pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
+    let collection = corpus_dir(root).join("gemma-4");
+    if !collection.is_dir() {
+        bail!(
+            "no package corpus at {} (set KERNEL_CORPUS_DIR)",
+            collection.display()
+        );
+    }
+    let packages = packages(&collection)?;
+    // One package at a time without hints: which come through on their own.
+    let mut unhinted = 0;
+    for package in &packages {
+        let (inputs, _) = config(&collection, std::slice::from_ref(package), None).read_inputs()?;
+        match codegen::generate(&inputs) {
+            Ok(_) => unhinted += 1,
+            Err(diagnostics) => {
+                let first = diagnostics
+                    .0
+                    .first()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                eprintln!(
+                    "without hints: {}",
+                    first.lines().next().unwrap_or_default()
+                );
+            }
+        }
+    }
+    let hints = root.join("examples/corpus/hints");
+    let (inputs, _) = config(&collection, &packages, Some(&hints)).read_inputs()?;
+    let started = Instant::now();
+    let output = codegen::generate(&inputs).map_err(|d| anyhow::anyhow!("with hints:\n{d}"))?;
+    let elapsed = started.elapsed();
+    let rust: Vec<(&str, usize)> = output
+        .files
+        .iter()
+        .filter(|f| f.path.ends_with(".rs") && f.path != "mod.rs")
+        .map(|f| (f.path.as_str(), f.contents.lines().count()))
+        .collect();
+    let lines: usize = rust.iter().map(|(_, n)| n).sum();
+    println!(
+        "{unhinted} of {} packages generate without hints, {} with the hints in {}",
+        packages.len(),
+        packages.len(),
+        hints.display()
+    );
+    println!(
+        "full generation: {:.1} s, {} shaders validated by naga, {} lines of Rust ({} per op on average)",
+        elapsed.as_secs_f64(),
+        output.shader_count,
+        lines,
+        lines / rust.len().max(1)
+    );
+    for (path, n) in &rust {
+        println!("  {path}: {n} lines");
+    }
+    if !(tint || spirv_val) {
+        return Ok(());
+    }
+    let spirv = if spirv_val {
+        Some(validators::spirv_val(root, &output.shaders)?)
+    } else {
+        None
+    };
+    let tint = if tint {
+        Some(validators::tint(root, &output.shaders)?)
+    } else {
+        None
+    };
+    println!(
+        "{}",
+        validators::summary_table(&output.shaders, spirv.as_deref(), tint.as_deref())
+    );
+    let problems: Vec<String> = [spirv, tint]
+        .into_iter()
+        .flatten()
+        .flat_map(|findings| validators::problems(&findings))
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        bail!(
+            "{} shader(s) failed a validator:\n{}",
+            problems.len(),
+            problems.join("\n")
+        )
+    }
+}
