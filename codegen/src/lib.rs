@@ -87,12 +87,13 @@ pub struct Output {
     pub shaders: Vec<GeneratedShader>,
 }
 
-/// One shader file of [`Output::files`] and how it was built.
+/// One shader of an op's table (the `<op>.shaders` file of [`Output::files`]) and how it was
+/// built.
 #[derive(Debug, Clone)]
 pub struct GeneratedShader {
     /// The op's qualified name (`com.microsoft.BiasSoftmax`).
     pub op: String,
-    /// The file's path, as in [`Output::files`].
+    /// The table file and the shader's name in it (`bias_softmax.shaders#packed_rows.main…`).
     pub path: String,
     pub shader: wgsl::Shader,
 }
@@ -283,13 +284,16 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             }
             Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
         }
+        match rust::shader_table(op, &shaders) {
+            Ok(table) => output.files.push(GeneratedFile {
+                path: format!("{}.shaders", op.module),
+                contents: table,
+            }),
+            Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
+        }
         output.shader_count += shaders.iter().filter(|s| s.same_as.is_none()).count();
         for shader in shaders.iter().filter(|s| s.same_as.is_none()) {
-            let path = format!("{}/{}", op.module, shader.file_name);
-            output.files.push(GeneratedFile {
-                path: path.clone(),
-                contents: shader.text.clone(),
-            });
+            let path = format!("{}.shaders#{}", op.module, shader.file_name);
             output.shaders.push(GeneratedShader {
                 op: op.qualified_name(),
                 path,

@@ -18,12 +18,13 @@ fn precompile_prepares_every_runnable_shader_and_runs_still_match() {
         kernels::mrotary_embedding::precompile(&ctx).unwrap(),
     ];
     assert!(prepared.iter().all(|&n| n > 0), "{prepared:?}");
-    // Every list of every op (all variants and passes) goes into the one pool.
+    // Every shader of every op (all variants and passes) goes into the one pool.
     let runnable = |entry: &kernel_runtime::registry::OpEntry| {
         entry
             .shaders
+            .shaders()
+            .unwrap()
             .iter()
-            .flat_map(|list| list.iter())
             .filter(|s| s.features.iter().all(|f| ctx.caps().has_feature(f)))
             .count()
     };

@@ -100,24 +100,28 @@ fn default_text(attribute: &Attribute) -> Option<String> {
 }
 
 fn attr_doc(attribute: &Attribute) -> String {
-    let mut doc = format!(" {}", attribute.description);
+    let mut notes = String::new();
     match default_text(attribute) {
-        Some(default) => doc.push_str(&format!("\n\n Default: `{default}`.")),
+        Some(default) => notes.push_str(&format!("Default: `{default}`.")),
         None if attribute.is_optional() => {
-            doc.push_str(
-                "\n\n Optional: `None` leaves it out (undefined in the manifest's expressions).",
+            notes.push_str(
+                "Optional: `None` leaves it out (undefined in the manifest's expressions).",
             );
         }
         None if attribute.description.contains("Required") => {}
-        None => doc.push_str("\n\n Required."),
+        None => notes.push_str("Required."),
     }
     if let Some(allowed) = &attribute.allowed {
-        doc.push_str(&format!(" Allowed manifest values: {allowed:?}."));
+        notes.push_str(&format!(" Allowed manifest values: {allowed:?}."));
     }
     if attribute.repr == AttrRepr::Bool {
-        doc.push_str(" The manifest's integer flag (`true` = 1).");
+        notes.push_str(" The manifest's integer flag (`true` = 1).");
     }
-    doc
+    match (attribute.description.is_empty(), notes.trim().is_empty()) {
+        (true, _) => format!(" {}", notes.trim()),
+        (false, true) => format!(" {}", attribute.description),
+        (false, false) => format!(" {}\n\n {}", attribute.description, notes.trim()),
+    }
 }
 
 pub fn emit(input: &OpInput<'_>) -> TokenStream {
@@ -526,38 +530,40 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
     let role_info = |t: &Tensor| {
         let role = &t.role;
         let description = &t.description;
-        let kind = match (&t.storage, &t.dtype) {
-            (Storage::U32Checked, _) => quote!(rt::registry::TensorKind::Index),
-            (_, DTypeRef::Var(var)) => quote!(rt::registry::TensorKind::Float { type_var: #var }),
-            (_, DTypeRef::Fixed(_)) => quote!(rt::registry::TensorKind::Float { type_var: "" }),
-        };
-        quote!(rt::registry::RoleInfo { role: #role, kind: #kind, description: #description })
+        match (&t.storage, &t.dtype) {
+            (Storage::U32Checked, _) => quote!(rt::registry::RoleInfo::index(#role, #description)),
+            (_, DTypeRef::Var(var)) => {
+                quote!(rt::registry::RoleInfo::float(#role, #var, #description))
+            }
+            (_, DTypeRef::Fixed(_)) => {
+                quote!(rt::registry::RoleInfo::float(#role, "", #description))
+            }
+        }
     };
     let inputs = op.inputs.iter().map(role_info);
     let outputs = op.outputs.iter().map(role_info);
     let attributes = op.attributes.iter().map(|a| {
         let name = &a.name;
-        let rust_type = match a.repr {
-            AttrRepr::Bool | AttrRepr::Truth => "bool",
-            AttrRepr::I64 => "i64",
-            AttrRepr::F32 => "f32",
-            AttrRepr::IntList => "Vec<i64>",
-            AttrRepr::Str => "String",
+        // The field's type as a reader writes it (`u32`, `Option<f32>`, `Vec<i64>`).
+        let value_type = attr_value_type(a)
+            .to_string()
+            .replace(' ', "")
+            .replace("::std::vec::", "")
+            .replace("::std::string::", "");
+        let rust_type = if a.is_optional() {
+            format!("Option<{value_type}>")
+        } else {
+            value_type
         };
         let default = match default_text(a) {
             Some(text) => quote!(Some(#text)),
             None => quote!(None),
         };
         let description = &a.description;
-        quote!(rt::registry::AttrInfo { name: #name, rust_type: #rust_type, default: #default, description: #description })
+        quote!(rt::registry::AttrInfo::new(#name, #rust_type, #default, #description))
     });
     let name = &op.name;
     let description = &op.description;
-    let shader_lists = op.variants.iter().flat_map(|v| {
-        v.passes
-            .iter()
-            .map(move |p| super::upper_ident(&["SHADERS", &v.id, &p.id]))
-    });
     quote! {
         /// This op in the registry of untyped entry points.
         pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
@@ -568,7 +574,7 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
             outputs: &[#(#outputs),*],
             attributes: &[#(#attributes),*],
             variants: VARIANT_IDS,
-            shaders: &[#(&#shader_lists),*],
+            shaders: &SHADERS,
             plan: plan_dyn,
         };
     }

@@ -220,7 +220,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         /// whole pipeline where one serves all shapes, the shader module where pipelines take
         /// shape-dependent overrides. Returns the number of shaders prepared.
         pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-            rt::support::precompile(ctx, ENTRY.shaders)
+            rt::support::precompile(ctx, &SHADERS)
         }
 
         /// Chooses the variant and computes everything about the dispatch, without a GPU:

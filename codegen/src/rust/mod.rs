@@ -6,6 +6,9 @@ mod entry;
 mod eval;
 mod fold;
 mod plan;
+mod table;
+
+pub use table::shader_table;
 
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
@@ -30,6 +33,7 @@ pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let api = api::emit(input);
     let eval = eval::emit(input)?;
     let entry = entry::emit(input);
+    let table = table::table_static(input);
     let runtime = &input.runtime;
     // No inner attributes: the root module `include!`s this file into `pub mod <op> { … }`,
     // which carries the op's docs.
@@ -39,6 +43,7 @@ pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
         #api
         #eval
         #entry
+        #table
     };
     format(tokens, &op.file)
 }

@@ -7,35 +7,9 @@ use quote::{format_ident, quote};
 
 use super::api::float_type_vars;
 use super::eval::{EnvScope, lower};
-use super::{OpInput, camel_ident, ident, upper_ident};
-use crate::expr::{Type, Value};
+use super::{OpInput, camel_ident, ident};
+use crate::expr::Type;
 use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
-
-fn pattern(value: &Value) -> Result<TokenStream, String> {
-    Ok(match value {
-        Value::Bool(b) => quote!(#b),
-        Value::Int(i) => quote!(#i),
-        Value::Str(s) | Value::Dtype(s) => quote!(#s),
-        // Floats are matched by their bits (see the key in `variant_plan`).
-        Value::Float(f) => {
-            let bits = f.to_bits();
-            quote!(#bits)
-        }
-        Value::List(_) => {
-            return Err(format!(
-                "static value {value:?} cannot select a shader (only booleans, integers, strings and dtypes can)"
-            ));
-        }
-    })
-}
-
-fn is_literal(ir: &crate::expr::Ir) -> bool {
-    use crate::expr::IrKind;
-    matches!(
-        ir.kind,
-        IrKind::Int(_) | IrKind::Float(_) | IrKind::Bool(_) | IrKind::Str(_)
-    )
-}
 
 pub(super) fn variant_plan(
     input: &OpInput<'_>,
@@ -47,137 +21,9 @@ pub(super) fn variant_plan(
     let mut items = Vec::new();
     let mut passes = Vec::new();
     for (p, pass) in variant.passes.iter().enumerate() {
-        let shaders: Vec<&crate::wgsl::Shader> = input
-            .shaders
-            .iter()
-            .filter(|s| s.variant == v && s.pass == p)
-            .collect();
-        let statics = upper_ident(&["KERNELS", &variant.id, &pass.id]);
-        let kernel_fn = format_ident!(
-            "kernel_{}_{}",
-            model::snake_ident(&variant.id),
-            model::snake_ident(&pass.id)
-        );
-        // Combinations that render the same text share a kernel.
-        let unique: Vec<&&crate::wgsl::Shader> =
-            shaders.iter().filter(|s| s.same_as.is_none()).collect();
-        let kernel_index = |shader: &crate::wgsl::Shader| -> usize {
-            let origin = shader.same_as.map_or(shader.digest.as_str(), |first| {
-                input.shaders[first].digest.as_str()
-            });
-            unique.iter().position(|u| u.digest == origin).unwrap_or(0)
-        };
-        let count = unique.len();
-        let label = &pass.label;
-        let kernels = unique.iter().map(|s| {
-            let path = format!("{}/{}", op.module, s.file_name);
-            let digest = &s.digest;
-            let web_enables = s.web_enables;
-            quote!(rt::Kernel { label: #label, source: include_str!(#path), entry_point: "main", digest: #digest, web_enables: #web_enables })
-        });
-        // A value the typed API folds to a literal is the same for every call: not a key.
-        let keyed: Vec<bool> = model::static_values(variant, pass)
-            .map(|s| !is_literal(&super::fold::fold(&s.expr.ir)))
-            .collect();
-        let static_values: Vec<&model::TemplateValue> = model::static_values(variant, pass)
-            .zip(&keyed)
-            .filter(|(_, keyed)| **keyed)
-            .map(|(s, _)| s)
-            .collect();
-        // A float value (a pinned `8 / args.bits` of the true-division dialect) is matched by
-        // its bits: every pattern is a value the same expression computed at build time.
-        // A string the expression builds (`~`) is bound first and matched as a `&str`.
-        let mut key_lets = Vec::new();
-        let keys: Vec<TokenStream> = static_values
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let lowered = lower(&s.expr.ir, scope);
-                if s.expr.ir.ty == Type::Float {
-                    quote!(f64::to_bits(#lowered))
-                } else if crate::expr::is_owned_str(&super::fold::fold(&s.expr.ir)) {
-                    let name = format_ident!("key_{i}");
-                    key_lets.push(quote!(let #name = #lowered;));
-                    quote!(#name.as_str())
-                } else {
-                    lowered
-                }
-            })
-            .collect();
-        // Type variables that only set binding element types (`$T`) are part of the key too,
-        // where the static values do not already tell their shaders apart.
-        let float_vars = float_type_vars(op);
-        let mut dtypes_by_values = std::collections::BTreeMap::new();
-        let ambiguous = shaders.iter().any(|s| {
-            let values = format!("{:?}", s.combination.values);
-            let dtypes = format!("{:?}", s.combination.dtypes);
-            dtypes_by_values
-                .entry(values)
-                .or_insert_with(|| dtypes.clone())
-                != &dtypes
-        });
-        let dtype_vars: Vec<&str> = shaders
-            .iter()
-            .filter(|_| ambiguous)
-            .flat_map(|s| s.combination.dtypes.keys())
-            .map(String::as_str)
-            .filter(|var| float_vars.contains(var))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        let mut keys = keys;
-        for var in &dtype_vars {
-            let field = ident(&model::snake_ident(var).to_ascii_lowercase());
-            keys.push(quote!(env.dtypes.#field.wgsl_name()));
-        }
-        let env_param = if keys.is_empty() {
-            format_ident!("_env")
-        } else {
-            format_ident!("env")
-        };
-        let mut arms = Vec::new();
-        for shader in &shaders {
-            let index = kernel_index(shader);
-            let mut patterns = shader
-                .combination
-                .values
-                .iter()
-                .zip(&keyed)
-                .filter(|(_, keyed)| **keyed)
-                .map(|((_, value), _)| pattern(value))
-                .collect::<Result<Vec<_>, _>>()?;
-            for var in &dtype_vars {
-                let wgsl = shader.combination.dtypes.get(*var).map_or("", |d| d.wgsl());
-                patterns.push(quote!(#wgsl));
-            }
-            arms.push(quote!((#(#patterns,)*) => #index,));
-        }
-        let what = format!("{}: variant `{}`, pass `{}`", op.name, variant.id, pass.id);
-        let override_names: Vec<String> = crate::wgsl::dynamic_values(variant, pass)
-            .map(|d| op.override_name(&d.name))
-            .collect();
-        let infos_name = upper_ident(&["SHADERS", &variant.id, &pass.id]);
-        let infos = unique.iter().enumerate().map(|(index, s)| {
-            let features = &s.features;
-            quote!(rt::support::ShaderInfo { kernel: &#statics[#index], features: &[#(#features),*], overrides: &[#(#override_names),*] })
-        });
-        items.push(quote! {
-            static #infos_name: [rt::support::ShaderInfo; #count] = [#(#infos),*];
-        });
-        items.push(quote! {
-            static #statics: [rt::Kernel; #count] = [#(#kernels),*];
-
-            fn #kernel_fn(#env_param: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
-                #(#key_lets)*
-                let key = (#(#keys,)*);
-                let index = match key {
-                    #(#arms)*
-                    #[allow(unreachable_patterns)]
-                    _ => return Err(EvalError::new(format!("{}: no pre-rendered shader for {key:?}", #what))),
-                };
-                Ok(&#statics[index])
-            }
-        });
+        let shaders = super::table::pass_shaders(input.shaders, v, p);
+        let keys = super::table::pass_key(op, variant, pass, &shaders).lowered(scope);
+        let table_pass = super::table::pass_index(op, v, p);
         let overrides = crate::wgsl::dynamic_values(variant, pass).map(|d| {
             let name = &d.name;
             let pipeline_name = op.override_name(name);
@@ -209,7 +55,7 @@ pub(super) fn variant_plan(
         let dispatch = dispatch(scope, &pass.dispatch);
         let id = &pass.id;
         passes.push(quote! {
-            rt::PlannedPass { id: #id, kernel: #kernel_fn(env)?, overrides: vec![#(#overrides),*], bindings: vec![#(#bindings),*], params: #params, dispatch: #dispatch }
+            rt::PlannedPass { id: #id, kernel: SHADERS.kernel(#table_pass, &[#(#keys),*])?, overrides: vec![#(#overrides),*], bindings: vec![#(#bindings),*], params: #params, dispatch: #dispatch }
         });
     }
     let intermediates = variant.intermediates.iter().map(|i| {

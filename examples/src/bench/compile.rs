@@ -30,16 +30,16 @@ pub fn measure(options: &ContextOptions) -> Result<Vec<CompileTime>> {
     let mut times = Vec::new();
     for entry in kernels::OPS {
         let ctx = Context::with_options(options)?;
-        for shader in entry.shaders.iter().flat_map(|list| list.iter()) {
+        for shader in entry.shaders.shaders()? {
             if !shader.features.iter().all(|f| ctx.caps().has_feature(f)) {
                 continue;
             }
             let pipeline = shader.overrides.is_empty();
             let started = Instant::now();
             if pipeline {
-                ctx.precompile(shader.kernel, &[])?;
+                ctx.precompile(&shader.kernel, &[])?;
             } else {
-                ctx.precompile_module(shader.kernel)?;
+                ctx.precompile_module(&shader.kernel)?;
             }
             times.push(CompileTime {
                 op: entry.name.to_owned(),

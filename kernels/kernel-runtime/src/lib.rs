@@ -86,6 +86,7 @@ mod pipeline;
 pub mod plan;
 mod record;
 pub mod registry;
+pub mod shaders;
 mod staging;
 pub mod support;
 mod tensor;

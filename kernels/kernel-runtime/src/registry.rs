@@ -33,17 +33,58 @@ pub struct RoleInfo {
     pub description: &'static str,
 }
 
+impl RoleInfo {
+    /// A floating-point tensor whose dtype is type variable `type_var` (empty for a fixed
+    /// dtype).
+    pub const fn float(
+        role: &'static str,
+        type_var: &'static str,
+        description: &'static str,
+    ) -> Self {
+        Self {
+            role,
+            kind: TensorKind::Float { type_var },
+            description,
+        }
+    }
+
+    /// A logical int64 tensor stored as u32.
+    pub const fn index(role: &'static str, description: &'static str) -> Self {
+        Self {
+            role,
+            kind: TensorKind::Index,
+            description,
+        }
+    }
+}
+
 /// One attribute of an op, as a tool shows it.
 #[derive(Debug, Clone, Copy)]
 pub struct AttrInfo {
     /// The attribute name.
     pub name: &'static str,
-    /// Rust type in the typed API (`bool`, `i64`, `f32`, `Vec<i64>`, `String`).
+    /// Rust type in the typed API (`bool`, `i64`, `u32`, `Option<f32>`, `Vec<i64>`, `String`…).
     pub rust_type: &'static str,
     /// The manifest default, or `None` for required attributes.
     pub default: Option<&'static str>,
     /// The manifest's description.
     pub description: &'static str,
+}
+
+impl AttrInfo {
+    pub const fn new(
+        name: &'static str,
+        rust_type: &'static str,
+        default: Option<&'static str>,
+        description: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            rust_type,
+            default,
+            description,
+        }
+    }
 }
 
 /// A host-side view of an input, for hand-written contract checks that need values
@@ -108,9 +149,9 @@ pub struct OpEntry {
     pub attributes: &'static [AttrInfo],
     /// Variant ids in selection order.
     pub variants: &'static [&'static str],
-    /// Every pre-rendered shader of the op, one list per pass of each variant (what
-    /// `precompile` compiles; tools time or inspect them one by one).
-    pub shaders: &'static [&'static [crate::support::ShaderInfo]],
+    /// Every pre-rendered shader of the op (what `precompile` compiles; tools time or
+    /// inspect them one by one).
+    pub shaders: &'static crate::shaders::ShaderTable,
     /// Plans the op on untyped inputs; [`OpEntry::run`] and [`OpEntry::time`] execute it.
     pub plan: DynPlanFn,
 }

@@ -9,6 +9,7 @@ use crate::dtype::DType;
 use crate::error::{OpError, Rejection};
 use crate::expr::EvalError;
 use crate::plan::OutputSpec;
+use crate::shaders::{Shader, ShaderTable};
 
 /// Why a `when` condition did not hold: the path of names leading to the first failing
 /// conjunct, and the evaluation error if it could not be evaluated at all.
@@ -37,36 +38,29 @@ impl Failure {
     }
 }
 
-/// One pre-rendered shader of an op, as `precompile` sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct ShaderInfo {
-    /// The shader.
-    pub kernel: &'static crate::plan::Kernel,
-    /// WebGPU features the shader uses (`shader-f16`, `subgroups`).
-    pub features: &'static [&'static str],
-    /// Names of the overrides its pipelines take; empty when one pipeline serves all shapes.
-    pub overrides: &'static [&'static str],
-}
-
-/// Compiles every shader of `shader_lists` (an op's lists, one per pass of each variant) the
-/// device can run: the whole pipeline when it takes no overrides, the shader module otherwise
-/// (its pipelines depend on shapes). Returns how many shaders were prepared.
+/// Compiles every shader of `table` the device can run: the whole pipeline when it takes no
+/// overrides, the shader module otherwise (its pipelines depend on shapes). Returns how many
+/// shaders were prepared.
 ///
 /// Natively the shaders compile on several threads at once (up to the machine's parallelism),
-/// all of the op's lists in one pool: with a cold driver cache, compilation is most of the
-/// cost, and it is independent per shader, so the op waits for its slowest shader rather than
-/// for the slowest of each list in turn.
-pub fn precompile(ctx: &crate::Context, shader_lists: &[&[ShaderInfo]]) -> Result<usize, OpError> {
-    let wanted: Vec<&ShaderInfo> = shader_lists
+/// all of the op's in one pool: with a cold driver cache, compilation is most of the cost, and
+/// it is independent per shader, so the op waits for its slowest shader rather than for the
+/// slowest of each pass in turn.
+pub fn precompile(ctx: &crate::Context, table: &'static ShaderTable) -> Result<usize, OpError> {
+    let wanted: Vec<&'static Shader> = table
+        .shaders()
+        .map_err(|error| OpError::Shaders {
+            op: table.op(),
+            error,
+        })?
         .iter()
-        .flat_map(|list| list.iter())
         .filter(|s| s.features.iter().all(|f| ctx.caps().has_feature(f)))
         .collect();
     crate::pipeline::on_threads(&wanted, |shader| {
         if shader.overrides.is_empty() {
-            ctx.precompile(shader.kernel, &[])
+            ctx.precompile(&shader.kernel, &[])
         } else {
-            ctx.precompile_module(shader.kernel)
+            ctx.precompile_module(&shader.kernel)
         }
     })?;
     Ok(wanted.len())

@@ -110,52 +110,36 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     name: "BiasSoftmax",
     description: "Computes `softmax(data + bias)` over the flattened suffix beginning at `axis`. The required `is_inner_broadcast` attribute selects how bias rows are reused: consecutive groups for inner broadcast or cyclic groups for outer broadcast. This specializes the `softmax(scores + additive_mask)` pattern used by transformer attention. Float16 and float32 are supported; the schema's double type is not.",
     inputs: &[
-        rt::registry::RoleInfo {
-            role: "data",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "The input data tensor.",
-        },
-        rt::registry::RoleInfo {
-            role: "bias",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "The bias (or additive mask) tensor. Its element count must be an integral number of flattened softmax rows and that row count must divide the data row count.",
-        },
+        rt::registry::RoleInfo::float("data", "T", "The input data tensor."),
+        rt::registry::RoleInfo::float(
+            "bias",
+            "T",
+            "The bias (or additive mask) tensor. Its element count must be an integral number of flattened softmax rows and that row count must divide the data row count.",
+        ),
     ],
     outputs: &[
-        rt::registry::RoleInfo {
-            role: "output",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "The output tensor; same shape as data.",
-        },
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "The output tensor; same shape as data.",
+        ),
     ],
     attributes: &[
-        rt::registry::AttrInfo {
-            name: "axis",
-            rust_type: "i64",
-            default: Some("1"),
-            description: "The axis from which softmax is applied; dimensions from `axis` onward are included in the softmax reduction.",
-        },
-        rt::registry::AttrInfo {
-            name: "is_inner_broadcast",
-            rust_type: "bool",
-            default: None,
-            description: "When 1, bias is broadcast across dimensions from `broadcast_axis` to `axis-1`; when 0, bias is broadcast across dimensions 0 to `broadcast_axis-1`.",
-        },
+        rt::registry::AttrInfo::new(
+            "axis",
+            "i64",
+            Some("1"),
+            "The axis from which softmax is applied; dimensions from `axis` onward are included in the softmax reduction.",
+        ),
+        rt::registry::AttrInfo::new(
+            "is_inner_broadcast",
+            "bool",
+            None,
+            "When 1, bias is broadcast across dimensions from `broadcast_axis` to `axis-1`; when 0, bias is broadcast across dimensions 0 to `broadcast_axis-1`.",
+        ),
     ],
     variants: VARIANT_IDS,
-    shaders: &[
-        &SHADERS_LONGROW_SPLIT_BLOCK_STATS,
-        &SHADERS_LONGROW_SPLIT_ROW_STATS,
-        &SHADERS_LONGROW_SPLIT_NORMALIZE,
-        &SHADERS_PACKED_ROWS_MAIN,
-        &SHADERS_ADAPTIVE_ROW_MAIN,
-    ],
+    shaders: &SHADERS,
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
@@ -627,237 +611,6 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
-static SHADERS_LONGROW_SPLIT_BLOCK_STATS: [rt::support::ShaderInfo; 12usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[0usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[1usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[2usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[3usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[4usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[5usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[6usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[7usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[8usize],
-        features: &["subgroups"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[9usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[10usize],
-        features: &["subgroups"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_BLOCK_STATS[11usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-];
-static KERNELS_LONGROW_SPLIT_BLOCK_STATS: [rt::Kernel; 12usize] = [
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c0a31bedd43f8357b6e3573f68f7e307",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "688921a36042e3f2c921c7e529be6d5a",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "f0a05db50c3e6f1310e510a0aed9944b",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-0.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "f78f65e9ed816ed8541f5af44923dd0d",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "41a356e0e03ada17df047333414aa3ce",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "3aa2ff031d501fbf4340bffcbef9ea32",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "352535cc2ebe3eced9102e588ae9b62f",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-0.statsSubgroups-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "e68d7ad4f1a2d7d9279aa170817e83b4",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "9b60ca6bb28b057a1263d8a00608e48f",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-0.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "ab26d2b597fc1c81543ea892bad1f4e8",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c5b06729b146a48ad3ea85d2539f9c4d",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowBlockStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.block_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-block.isInnerBroadcast-1.vec4Rows-1.blockPerSubgroup-1.statsSubgroups-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c36a17a00d23c0a3be2a4e23982a2c5c",
-        web_enables: "enable subgroups;\n",
-    },
-];
-fn kernel_longrow_split_block_stats(
-    env: &Env<'_>,
-) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        i64::from(env.attrs.is_inner_broadcast) != 0i64,
-        derive_block_size(env)? > 0i64
-            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-        derive_block_per_subgroup(env)?,
-        env.caps.has_feature("subgroups"),
-    );
-    let index = match key {
-        ("f32", false, false, false, false, false) => 0usize,
-        ("f16", true, false, false, false, false) => 1usize,
-        ("f32", false, true, false, false, false) => 2usize,
-        ("f16", true, true, false, false, false) => 3usize,
-        ("f32", false, false, false, false, true) => 0usize,
-        ("f16", true, false, false, false, true) => 1usize,
-        ("f32", false, true, false, false, true) => 2usize,
-        ("f16", true, true, false, false, true) => 3usize,
-        ("f32", false, false, false, true, false) => 0usize,
-        ("f16", true, false, false, true, false) => 1usize,
-        ("f32", false, true, false, true, false) => 2usize,
-        ("f16", true, true, false, true, false) => 3usize,
-        ("f32", false, false, false, true, true) => 0usize,
-        ("f16", true, false, false, true, true) => 1usize,
-        ("f32", false, true, false, true, true) => 2usize,
-        ("f16", true, true, false, true, true) => 3usize,
-        ("f32", false, false, true, false, false) => 4usize,
-        ("f16", true, false, true, false, false) => 5usize,
-        ("f32", false, true, true, false, false) => 6usize,
-        ("f16", true, true, true, false, false) => 7usize,
-        ("f32", false, false, true, false, true) => 4usize,
-        ("f16", true, false, true, false, true) => 5usize,
-        ("f32", false, true, true, false, true) => 6usize,
-        ("f16", true, true, true, false, true) => 7usize,
-        ("f32", false, false, true, true, false) => 4usize,
-        ("f16", true, false, true, true, false) => 5usize,
-        ("f32", false, true, true, true, false) => 6usize,
-        ("f16", true, true, true, true, false) => 7usize,
-        ("f32", false, false, true, true, true) => 8usize,
-        ("f16", true, false, true, true, true) => 9usize,
-        ("f32", false, true, true, true, true) => 10usize,
-        ("f16", true, true, true, true, true) => 11usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "BiasSoftmax: variant `longrow_split`, pass `block_stats`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_LONGROW_SPLIT_BLOCK_STATS[index])
-}
 /// Uniform `Params` of longrow_split/block_stats (8 bytes): its fields in order, four bytes each.
 fn fill_params_longrow_split_block_stats(
     env: &Env<'_>,
@@ -874,59 +627,6 @@ fn fill_params_longrow_split_block_stats(
             .into_bytes(),
     )
 }
-static SHADERS_LONGROW_SPLIT_ROW_STATS: [rt::support::ShaderInfo; 2usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_ROW_STATS[0usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_ROW_STATS[1usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-];
-static KERNELS_LONGROW_SPLIT_ROW_STATS: [rt::Kernel; 2usize] = [
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.row_stats.scalar-f32.usesF16-0.combineSubgroups-0.stage-row.wgsl"
-        ),
-        entry_point: "main",
-        digest: "69522fc91bddaa6f4ea8a1589005e376",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowStats",
-        source: include_str!(
-            "bias_softmax/longrow_split.row_stats.scalar-f16.usesF16-1.combineSubgroups-0.stage-row.wgsl"
-        ),
-        entry_point: "main",
-        digest: "efaa727495694a1674e6a38e513ef140",
-        web_enables: "",
-    },
-];
-fn kernel_longrow_split_row_stats(
-    env: &Env<'_>,
-) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (env.dtypes.t.wgsl_name(), env.dtypes.t.wgsl_name() == "f16");
-    let index = match key {
-        ("f32", false) => 0usize,
-        ("f16", true) => 1usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "BiasSoftmax: variant `longrow_split`, pass `row_stats`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_LONGROW_SPLIT_ROW_STATS[index])
-}
 /// Uniform `Params` of longrow_split/row_stats (4 bytes): its fields in order, four bytes each.
 fn fill_params_longrow_split_row_stats(
     env: &Env<'_>,
@@ -941,156 +641,6 @@ fn fill_params_longrow_split_row_stats(
             )
             .into_bytes(),
     )
-}
-static SHADERS_LONGROW_SPLIT_NORMALIZE: [rt::support::ShaderInfo; 8usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[0usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[1usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[2usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[3usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[4usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[5usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[6usize],
-        features: &[],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_LONGROW_SPLIT_NORMALIZE[7usize],
-        features: &["shader-f16"],
-        overrides: &["biasBlockCount", "innerRepeat"],
-    },
-];
-static KERNELS_LONGROW_SPLIT_NORMALIZE: [rt::Kernel; 8usize] = [
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "f0d033f20ac01d29293d7b7f46a758f9",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "3b0806ef2bc8f259c710541f6e767a44",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "db8b198b80dddaf525d332f667388be9",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "6ed161f9da626bf3ed77527bd7e8b9bb",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "17e3aefe45a7f59ac741bd8d44733be5",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "1d90d468c4e17d72243d199fa4999546",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "1ced36c878fe66f6888b1acc4d433a4c",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.LongRowNormalize",
-        source: include_str!(
-            "bias_softmax/longrow_split.normalize.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.spanBlocks-2.wgsl"
-        ),
-        entry_point: "main",
-        digest: "9949c0d5ba62bbc3c3eea87aa39518fb",
-        web_enables: "",
-    },
-];
-fn kernel_longrow_split_normalize(
-    env: &Env<'_>,
-) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        i64::from(env.attrs.is_inner_broadcast) != 0i64,
-        derive_block_size(env)? > 0i64
-            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-        derive_normalize_span_blocks(env)?,
-    );
-    let index = match key {
-        ("f32", false, false, false, 2i64) => 0usize,
-        ("f16", true, false, false, 2i64) => 1usize,
-        ("f32", false, true, false, 2i64) => 2usize,
-        ("f16", true, true, false, 2i64) => 3usize,
-        ("f32", false, false, true, 2i64) => 4usize,
-        ("f16", true, false, true, 2i64) => 5usize,
-        ("f32", false, true, true, 2i64) => 6usize,
-        ("f16", true, true, true, 2i64) => 7usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "BiasSoftmax: variant `longrow_split`, pass `normalize`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_LONGROW_SPLIT_NORMALIZE[index])
 }
 /// Uniform `Params` of longrow_split/normalize (4 bytes): its fields in order, four bytes each.
 fn fill_params_longrow_split_normalize(
@@ -1108,8 +658,12 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "longrow_split",
         passes: vec![
-            rt::PlannedPass { id : "block_stats", kernel :
-            kernel_longrow_split_block_stats(env) ?, overrides : vec![("biasBlockCount",
+            rt::PlannedPass { id : "block_stats", kernel : SHADERS.kernel(0usize, & [(env
+            .dtypes.t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
+            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
+            4i64) ? == 0i64).into(), (derive_block_per_subgroup(env) ?).into(), (env.caps
+            .has_feature("subgroups")).into()]) ?, overrides : vec![("biasBlockCount",
             f64::from(rt::support::to_u32("biasBlockCount", ::core::cmp::max(1i64,
             derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
             f64::from(rt::support::to_u32("innerRepeat", ::core::cmp::max(1i64,
@@ -1124,16 +678,21 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ? }
             else { rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ? }) ?, y :
             rt::support::to_u64("y", derive_batch_count(env) ?) ?, z : 1 } },
-            rt::PlannedPass { id : "row_stats", kernel :
-            kernel_longrow_split_row_stats(env) ?, overrides : vec![], bindings :
-            vec![rt::Binding::Intermediate(0usize), rt::Binding::Intermediate(1usize),
-            rt::Binding::Intermediate(2usize), rt::Binding::Intermediate(3usize),
-            rt::Binding::Params], params : fill_params_longrow_split_row_stats(env) ?,
-            dispatch : rt::Dispatch::Grid { x : rt::support::to_u64("x",
-            derive_batch_count(env) ?) ?, y : 1, z : 1 } }, rt::PlannedPass { id :
-            "normalize", kernel : kernel_longrow_split_normalize(env) ?, overrides :
-            vec![("biasBlockCount", f64::from(rt::support::to_u32("biasBlockCount",
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::PlannedPass { id : "row_stats", kernel : SHADERS.kernel(1usize, & [(env
+            .dtypes.t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into()])
+            ?, overrides : vec![], bindings : vec![rt::Binding::Intermediate(0usize),
+            rt::Binding::Intermediate(1usize), rt::Binding::Intermediate(2usize),
+            rt::Binding::Intermediate(3usize), rt::Binding::Params], params :
+            fill_params_longrow_split_row_stats(env) ?, dispatch : rt::Dispatch::Grid { x
+            : rt::support::to_u64("x", derive_batch_count(env) ?) ?, y : 1, z : 1 } },
+            rt::PlannedPass { id : "normalize", kernel : SHADERS.kernel(2usize, & [(env
+            .dtypes.t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
+            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
+            4i64) ? == 0i64).into(), (derive_normalize_span_blocks(env) ?).into()]) ?,
+            overrides : vec![("biasBlockCount",
+            f64::from(rt::support::to_u32("biasBlockCount", ::core::cmp::max(1i64,
+            derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
             f64::from(rt::support::to_u32("innerRepeat", ::core::cmp::max(1i64,
             rt::expr::div(derive_batch_count(env) ?, ::core::cmp::max(1i64,
             derive_bias_block_count(env) ?)) ?)) ?))], bindings :
@@ -1175,186 +734,6 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_PACKED_ROWS_MAIN: [rt::support::ShaderInfo; 10usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[0usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[1usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[2usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[3usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[4usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[5usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[6usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[7usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[8usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_PACKED_ROWS_MAIN[9usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-];
-static KERNELS_PACKED_ROWS_MAIN: [rt::Kernel; 10usize] = [
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "ba261a51f01448cb6bbb53ef2f190cf9",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "d2368a4c21b45178afa8e6edd287e96e",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "ccb970016eb3ce67a50747534075ae28",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "79e00ef32da47e7fc4b1baa87fdde5e4",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "e7e9e8bf9eb10d11cd4559a6f00e46de",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "4d6950e95e153532692b2ffaf029c12f",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "6aafa7c84cc6634df8fe206ca1b150a1",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f16.usesF16-1.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "abf928a8444703f904c075270887e7f2",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c1974c19b718d2bbcb4c796d53b61113",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.PackedRows",
-        source: include_str!(
-            "bias_softmax/packed_rows.main.scalar-f32.usesF16-0.combineSubgroups-0.packedRows-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "0ab0490a74827f33a8feeba0e1489db0",
-        web_enables: "enable subgroups;\n",
-    },
-];
-fn kernel_packed_rows_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        i64::from(env.attrs.is_inner_broadcast) != 0i64,
-        derive_block_size(env)? > 0i64
-            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-        derive_word_lanes(env)?,
-    );
-    let index = match key {
-        ("f32", false, false, false, false) => 0usize,
-        ("f16", true, false, false, false) => 1usize,
-        ("f32", false, true, false, false) => 2usize,
-        ("f16", true, true, false, false) => 3usize,
-        ("f32", false, false, false, true) => 0usize,
-        ("f32", false, true, false, true) => 2usize,
-        ("f32", false, false, true, false) => 4usize,
-        ("f16", true, false, true, false) => 5usize,
-        ("f32", false, true, true, false) => 6usize,
-        ("f16", true, true, true, false) => 7usize,
-        ("f32", false, false, true, true) => 8usize,
-        ("f32", false, true, true, true) => 9usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "BiasSoftmax: variant `packed_rows`, pass `main`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_PACKED_ROWS_MAIN[index])
-}
 /// Uniform `Params` of packed_rows/main (8 bytes): its fields in order, four bytes each.
 fn fill_params_packed_rows_main(
     env: &Env<'_>,
@@ -1372,8 +751,12 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "packed_rows",
         passes: vec![
-            rt::PlannedPass { id : "main", kernel : kernel_packed_rows_main(env) ?,
-            overrides : vec![("blockSize", f64::from(rt::support::to_u32("blockSize",
+            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(3usize, & [(env.dtypes
+            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
+            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
+            4i64) ? == 0i64).into(), (derive_word_lanes(env) ?).into()]) ?, overrides :
+            vec![("blockSize", f64::from(rt::support::to_u32("blockSize",
             derive_block_size(env) ?) ?)), ("biasBlockCount",
             f64::from(rt::support::to_u32("biasBlockCount", ::core::cmp::max(1i64,
             derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
@@ -1396,404 +779,6 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-static SHADERS_ADAPTIVE_ROW_MAIN: [rt::support::ShaderInfo; 24usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[0usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[1usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[2usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[3usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[4usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[5usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[6usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[7usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[8usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[9usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[10usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[11usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[12usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[13usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[14usize],
-        features: &[],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[15usize],
-        features: &["shader-f16"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[16usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[17usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[18usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[19usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[20usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[21usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[22usize],
-        features: &["subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ADAPTIVE_ROW_MAIN[23usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
-    },
-];
-static KERNELS_ADAPTIVE_ROW_MAIN: [rt::Kernel; 24usize] = [
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "8210f51619ac139fda0c9928ad35d277",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "535b0b6d4d9db0ae19bde47317a62662",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "fa73aeb7e0e959b730a1714790034c34",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "4483187e131374074763c8afb4b42daa",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "21332f1565d889c66525064296cb8207",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "97875c7f6241c85409737669a05b6622",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c0eca4330fadcf6125931d8dc9b8ebf3",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "d1de35982f1a3f22673236c30891483c",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "b1c07b1245d7306f94d3d694406ff6e4",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "0dc3890f79c80ffd35a3bc598d610912",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "9e0f4be005a93530c7f1de076c01cc6c",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-0.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "01c9b9dfec9524faf4df2473a57eb4ae",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "b052e7bdddda1ac02ee7253e6f988b2d",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "dc8bf2e5bac7234de54832b06fcf18db",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "697d9e25838b4d33cd97f4adb0d232a3",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-0.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.wgsl"
-        ),
-        entry_point: "main",
-        digest: "a9edb9e6dde44565397057e20d981439",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "b77232fc879929cfbe95e9244e8faa82",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "267b2a71e177f0b2f45d4aea47d821bf",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "addc34be94a4e4a585e00c57f7ecef53",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-0.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "43c07978c487518aca8dcadc4c1229fd",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "1f90e6438e3b34e4d05cfb949c2da7a8",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-0.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "11d216f248010a3c7970857fac0434d2",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f32.usesF16-0.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-1.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "849acfebcaf652749dad596e238af2b3",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "BiasSoftmax.AdaptiveRow",
-        source: include_str!(
-            "bias_softmax/adaptive_row.main.packedRows-0.scalar-f16.usesF16-1.combineSubgroups-1.isInnerBroadcast-1.vec4Rows-1.wordLanes-0.rowPerSubgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "ee5460b7e558a1eab5b3cefa4ab0d239",
-        web_enables: "enable subgroups;\n",
-    },
-];
-fn kernel_adaptive_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        env.caps.has_feature("subgroups"),
-        i64::from(env.attrs.is_inner_broadcast) != 0i64,
-        derive_block_size(env)? > 0i64
-            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-        env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32",
-        derive_row_per_subgroup(env)?,
-    );
-    let index = match key {
-        ("f32", false, false, false, false, false, false) => 0usize,
-        ("f16", true, false, false, false, false, false) => 1usize,
-        ("f32", false, false, true, false, false, false) => 2usize,
-        ("f16", true, false, true, false, false, false) => 3usize,
-        ("f32", false, true, false, false, true, false) => 4usize,
-        ("f16", true, true, false, false, false, false) => 5usize,
-        ("f32", false, true, true, false, true, false) => 6usize,
-        ("f16", true, true, true, false, false, false) => 7usize,
-        ("f32", false, false, false, false, false, true) => 0usize,
-        ("f16", true, false, false, false, false, true) => 1usize,
-        ("f32", false, false, true, false, false, true) => 2usize,
-        ("f16", true, false, true, false, false, true) => 3usize,
-        ("f32", false, true, false, false, true, true) => 8usize,
-        ("f16", true, true, false, false, false, true) => 9usize,
-        ("f32", false, true, true, false, true, true) => 10usize,
-        ("f16", true, true, true, false, false, true) => 11usize,
-        ("f32", false, false, false, true, false, false) => 12usize,
-        ("f16", true, false, false, true, false, false) => 13usize,
-        ("f32", false, false, true, true, false, false) => 14usize,
-        ("f16", true, false, true, true, false, false) => 15usize,
-        ("f32", false, true, false, true, true, false) => 16usize,
-        ("f16", true, true, false, true, false, false) => 17usize,
-        ("f32", false, true, true, true, true, false) => 18usize,
-        ("f16", true, true, true, true, false, false) => 19usize,
-        ("f32", false, false, false, true, false, true) => 12usize,
-        ("f16", true, false, false, true, false, true) => 13usize,
-        ("f32", false, false, true, true, false, true) => 14usize,
-        ("f16", true, false, true, true, false, true) => 15usize,
-        ("f32", false, true, false, true, true, true) => 20usize,
-        ("f16", true, true, false, true, false, true) => 21usize,
-        ("f32", false, true, true, true, true, true) => 22usize,
-        ("f16", true, true, true, true, false, true) => 23usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "BiasSoftmax: variant `adaptive_row`, pass `main`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_ADAPTIVE_ROW_MAIN[index])
-}
 /// Uniform `Params` of adaptive_row/main (8 bytes): its fields in order, four bytes each.
 fn fill_params_adaptive_row_main(
     env: &Env<'_>,
@@ -1811,11 +796,16 @@ fn plan_adaptive_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "adaptive_row",
         passes: vec![
-            rt::PlannedPass { id : "main", kernel : kernel_adaptive_row_main(env) ?,
-            overrides : vec![("blockSize", f64::from(rt::support::to_u32("blockSize",
-            derive_block_size(env) ?) ?)), ("biasBlockCount",
-            f64::from(rt::support::to_u32("biasBlockCount", ::core::cmp::max(1i64,
-            derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(4usize, & [(env.dtypes
+            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(), (env.caps
+            .has_feature("subgroups")).into(), (i64::from(env.attrs.is_inner_broadcast)
+            != 0i64).into(), (derive_block_size(env) ? > 0i64 &&
+            rt::expr::rem(derive_block_size(env) ?, 4i64) ? == 0i64).into(), (env.caps
+            .has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32").into(),
+            (derive_row_per_subgroup(env) ?).into()]) ?, overrides : vec![("blockSize",
+            f64::from(rt::support::to_u32("blockSize", derive_block_size(env) ?) ?)),
+            ("biasBlockCount", f64::from(rt::support::to_u32("biasBlockCount",
+            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
             f64::from(rt::support::to_u32("innerRepeat", ::core::cmp::max(1i64,
             rt::expr::div(derive_batch_count(env) ?, ::core::cmp::max(1i64,
             derive_bias_block_count(env) ?)) ?)) ?))], bindings :
@@ -1899,7 +889,7 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
 pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    rt::support::precompile(ctx, ENTRY.shaders)
+    rt::support::precompile(ctx, &SHADERS)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
@@ -2045,3 +1035,8 @@ fn plan_dyn(
     )?;
     Ok(plan)
 }
+/// Every pre-rendered shader of the op, by pass and key (`bias_softmax.shaders`).
+static SHADERS: rt::shaders::ShaderTable = rt::shaders::ShaderTable::new(
+    OP_NAME,
+    include_str!("bias_softmax.shaders"),
+);

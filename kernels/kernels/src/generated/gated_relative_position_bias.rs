@@ -111,72 +111,54 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     name: "GatedRelativePositionBias",
     description: "Scales a precomputed relative-position bias by a per-query gate (WavLM's gated relative position bias). For each batch, head and query position, the biased query row of that head is projected through `weight` and `bias` to `D` values; the first `D/2` sum to one gate and the last `D/2` to another, each through a logistic, and the row of `rel_pos` is multiplied by `gate_u * (gate_r * eco_a - 1) + 2`. `rel_pos` has a single batch that is shared by every batch of the output. `D` must be even and at most 32. All gate arithmetic is float32 whatever the tensor type; only the store narrows. The padding-removed form of ONNX Runtime (a `token_offset` input with a rank-2 query) is not supported.",
     inputs: &[
-        rt::registry::RoleInfo {
-            role: "query_layer",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Query activations of shape `(batch_size, seq_len, num_heads * head_size)`.",
-        },
-        rt::registry::RoleInfo {
-            role: "query_bias",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Bias added to `query_layer` before the projection, of shape `(num_heads * head_size)`.",
-        },
-        rt::registry::RoleInfo {
-            role: "rel_pos",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Relative position bias of shape `(1, num_heads, seq_len, seq_len)`; its single batch is broadcast over the output's batches.",
-        },
-        rt::registry::RoleInfo {
-            role: "weight",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Gate projection weight of shape `(head_size, D)`, row-major, with `D` even and at most 32.",
-        },
-        rt::registry::RoleInfo {
-            role: "bias",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Gate projection bias of shape `(D)`.",
-        },
-        rt::registry::RoleInfo {
-            role: "eco_a",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Per-head coefficient of shape `(1, num_heads, 1, 1)` (WavLM's `gru_rel_pos_const`).",
-        },
+        rt::registry::RoleInfo::float(
+            "query_layer",
+            "T",
+            "Query activations of shape `(batch_size, seq_len, num_heads * head_size)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "query_bias",
+            "T",
+            "Bias added to `query_layer` before the projection, of shape `(num_heads * head_size)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "rel_pos",
+            "T",
+            "Relative position bias of shape `(1, num_heads, seq_len, seq_len)`; its single batch is broadcast over the output's batches.",
+        ),
+        rt::registry::RoleInfo::float(
+            "weight",
+            "T",
+            "Gate projection weight of shape `(head_size, D)`, row-major, with `D` even and at most 32.",
+        ),
+        rt::registry::RoleInfo::float(
+            "bias",
+            "T",
+            "Gate projection bias of shape `(D)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "eco_a",
+            "T",
+            "Per-head coefficient of shape `(1, num_heads, 1, 1)` (WavLM's `gru_rel_pos_const`).",
+        ),
     ],
     outputs: &[
-        rt::registry::RoleInfo {
-            role: "output",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.",
-        },
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.",
+        ),
     ],
     attributes: &[
-        rt::registry::AttrInfo {
-            name: "num_heads",
-            rust_type: "i64",
-            default: None,
-            description: "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
-        },
+        rt::registry::AttrInfo::new(
+            "num_heads",
+            "i64",
+            None,
+            "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
+        ),
     ],
     variants: VARIANT_IDS,
-    shaders: &[
-        &SHADERS_ROW_HEAD_SUBGROUPS_MAIN,
-        &SHADERS_ROW_HEAD_TREE_MAIN,
-        &SHADERS_ROW_MAIN,
-    ],
+    shaders: &SHADERS,
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
@@ -629,94 +611,6 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
-static SHADERS_ROW_HEAD_SUBGROUPS_MAIN: [rt::support::ShaderInfo; 4usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[0usize],
-        features: &["subgroups"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[1usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[2usize],
-        features: &["subgroups"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_SUBGROUPS_MAIN[3usize],
-        features: &["shader-f16", "subgroups"],
-        overrides: &[],
-    },
-];
-static KERNELS_ROW_HEAD_SUBGROUPS_MAIN: [rt::Kernel; 4usize] = [
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadSubgroups",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "da65bd7287b92c03fbb851e360431d62",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadSubgroups",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-0.rowsPerWorkgroup-4.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "058b9c7b36f71e9117a03ae606e8aadc",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadSubgroups",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-1.vec4Rows-1.rowsPerWorkgroup-1.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "df83f18223922306c2a98ae9469962ed",
-        web_enables: "enable subgroups;\n",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadSubgroups",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_subgroups.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-1.vec4Rows-1.rowsPerWorkgroup-4.subgroups.wgsl"
-        ),
-        entry_point: "main",
-        digest: "dc370810b030ca763eb063046933fd43",
-        web_enables: "enable subgroups;\n",
-    },
-];
-fn kernel_row_head_subgroups_main(
-    env: &Env<'_>,
-) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        derive_vec4_rows(env)?,
-        derive_rows_per_workgroup(env)?,
-    );
-    let index = match key {
-        ("f32", false, false, 1i64) => 0usize,
-        ("f16", true, false, 4i64) => 1usize,
-        ("f32", false, true, 1i64) => 2usize,
-        ("f16", true, true, 4i64) => 3usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "GatedRelativePositionBias: variant `row_head_subgroups`, pass `main`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_ROW_HEAD_SUBGROUPS_MAIN[index])
-}
 /// Uniform `Params` of row_head_subgroups/main (24 bytes): its fields in order, four bytes each.
 fn fill_params_row_head_subgroups_main(
     env: &Env<'_>,
@@ -738,7 +632,9 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "row_head_subgroups",
         passes: vec![
-            rt::PlannedPass { id : "main", kernel : kernel_row_head_subgroups_main(env)
+            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(0usize, & [(env.dtypes
+            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (derive_vec4_rows(env) ?).into(), (derive_rows_per_workgroup(env) ?).into()])
             ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
@@ -753,92 +649,6 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::support::to_shape("output", & env.shapes.output) ? }
         ],
     })
-}
-static SHADERS_ROW_HEAD_TREE_MAIN: [rt::support::ShaderInfo; 4usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[0usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[1usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[2usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_HEAD_TREE_MAIN[3usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-];
-static KERNELS_ROW_HEAD_TREE_MAIN: [rt::Kernel; 4usize] = [
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadTree",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c7226f2efd7c8c80bb041b29eae6b10b",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadTree",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "48fa601fe4f3e1b05b7c0f5c5e2cf085",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadTree",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f32.usesF16-0.headParallel-1.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "f0a60b72b349c1e6ae7c82ff7101aaba",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.RowHeadTree",
-        source: include_str!(
-            "gated_relative_position_bias/row_head_tree.main.scalar-f16.usesF16-1.headParallel-1.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "acf3d66f72bb6783e66080f3a4097598",
-        web_enables: "",
-    },
-];
-fn kernel_row_head_tree_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        derive_vec4_rows(env)?,
-        derive_rows_per_workgroup(env)?,
-    );
-    let index = match key {
-        ("f32", false, false, 1i64) => 0usize,
-        ("f16", true, false, 4i64) => 1usize,
-        ("f32", false, true, 1i64) => 2usize,
-        ("f16", true, true, 4i64) => 3usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "GatedRelativePositionBias: variant `row_head_tree`, pass `main`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_ROW_HEAD_TREE_MAIN[index])
 }
 /// Uniform `Params` of row_head_tree/main (24 bytes): its fields in order, four bytes each.
 fn fill_params_row_head_tree_main(
@@ -861,8 +671,10 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "row_head_tree",
         passes: vec![
-            rt::PlannedPass { id : "main", kernel : kernel_row_head_tree_main(env) ?,
-            overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
+            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(1usize, & [(env.dtypes
+            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (derive_vec4_rows(env) ?).into(), (derive_rows_per_workgroup(env) ?).into()])
+            ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : fill_params_row_head_tree_main(env) ?,
@@ -876,92 +688,6 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::support::to_shape("output", & env.shapes.output) ? }
         ],
     })
-}
-static SHADERS_ROW_MAIN: [rt::support::ShaderInfo; 4usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_MAIN[0usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_MAIN[1usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_MAIN[2usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_ROW_MAIN[3usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-];
-static KERNELS_ROW_MAIN: [rt::Kernel; 4usize] = [
-    rt::Kernel {
-        label: "GatedRelativePositionBias.Row",
-        source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "36237319dcfecfede7daa87dc654fc70",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.Row",
-        source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-0.rowsPerWorkgroup-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "8bebd7ffb0ce59194eb4ef2d1131fe98",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.Row",
-        source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f32.usesF16-0.headParallel-0.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-1.wgsl"
-        ),
-        entry_point: "main",
-        digest: "a967301bd77d9f5fe0bfc09112471714",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "GatedRelativePositionBias.Row",
-        source: include_str!(
-            "gated_relative_position_bias/row.main.scalar-f16.usesF16-1.headParallel-0.combineSubgroups-0.vec4Rows-1.rowsPerWorkgroup-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "7248341cccf6d8e824ef58724c718c1d",
-        web_enables: "",
-    },
-];
-fn kernel_row_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        env.dtypes.t.wgsl_name(),
-        env.dtypes.t.wgsl_name() == "f16",
-        derive_vec4_rows(env)?,
-        derive_rows_per_workgroup(env)?,
-    );
-    let index = match key {
-        ("f32", false, false, 1i64) => 0usize,
-        ("f16", true, false, 4i64) => 1usize,
-        ("f32", false, true, 1i64) => 2usize,
-        ("f16", true, true, 4i64) => 3usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "GatedRelativePositionBias: variant `row`, pass `main`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_ROW_MAIN[index])
 }
 /// Uniform `Params` of row/main (24 bytes): its fields in order, four bytes each.
 fn fill_params_row_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
@@ -982,11 +708,13 @@ fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "row",
         passes: vec![
-            rt::PlannedPass { id : "main", kernel : kernel_row_main(env) ?, overrides :
-            vec![], bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
-            rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
-            rt::Binding::Arg(5usize), rt::Binding::Arg(6usize), rt::Binding::Params],
-            params : fill_params_row_main(env) ?, dispatch :
+            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(2usize, & [(env.dtypes
+            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (derive_vec4_rows(env) ?).into(), (derive_rows_per_workgroup(env) ?).into()])
+            ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
+            rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
+            rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
+            rt::Binding::Params], params : fill_params_row_main(env) ?, dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
             rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
             ?) ?) }
@@ -1085,7 +813,7 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
 pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    rt::support::precompile(ctx, ENTRY.shaders)
+    rt::support::precompile(ctx, &SHADERS)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
@@ -1307,3 +1035,8 @@ fn plan_dyn(
     )?;
     Ok(plan)
 }
+/// Every pre-rendered shader of the op, by pass and key (`gated_relative_position_bias.shaders`).
+static SHADERS: rt::shaders::ShaderTable = rt::shaders::ShaderTable::new(
+    OP_NAME,
+    include_str!("gated_relative_position_bias.shaders"),
+);

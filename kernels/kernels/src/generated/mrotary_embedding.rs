@@ -207,88 +207,79 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     name: "MRotaryEmbedding",
     description: "Multimodal rotary position embedding (M-RoPE) for Qwen models. Each token has temporal, height, and width position streams; `mrope_section` partitions the half-rotary axis and `mrope_layout` assigns them. Text-only tokens set all streams equal, reducing the op to `RotaryEmbedding`. The effective rotary dimension must be positive and even; an odd head size is supported with a smaller even `rotary_embedding_dim`. This package supports float16/float32 and non-packed mode; bfloat16 and packed batching are not implemented. Position ids must be valid non-negative cache-row indices.",
     inputs: &[
-        rt::registry::RoleInfo {
-            role: "input",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Input token embeddings. Shape is `(batch_size, sequence_length, hidden_size)` for rank 3 or `(batch_size, num_heads, sequence_length, head_size)` for rank 4. The effective rotary dimension must be even, and `num_heads` is required for rank-3 input.",
-        },
-        rt::registry::RoleInfo {
-            role: "position_ids",
-            kind: rt::registry::TensorKind::Index,
-            description: "Logical int64 position indices of shape `(3, batch_size, sequence_length)`, holding the temporal, height and width streams in that order along the first axis. Valid positions are non-negative cache-row indices and use uint32 WebGPU storage.",
-        },
-        rt::registry::RoleInfo {
-            role: "cos_cache",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Precomputed cosine values of shape `(max_sequence_length, rotary_dim/2)`, shared by all three position streams.",
-        },
-        rt::registry::RoleInfo {
-            role: "sin_cache",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Precomputed sine values with the same shape and type as `cos_cache`.",
-        },
+        rt::registry::RoleInfo::float(
+            "input",
+            "T",
+            "Input token embeddings. Shape is `(batch_size, sequence_length, hidden_size)` for rank 3 or `(batch_size, num_heads, sequence_length, head_size)` for rank 4. The effective rotary dimension must be even, and `num_heads` is required for rank-3 input.",
+        ),
+        rt::registry::RoleInfo::index(
+            "position_ids",
+            "Logical int64 position indices of shape `(3, batch_size, sequence_length)`, holding the temporal, height and width streams in that order along the first axis. Valid positions are non-negative cache-row indices and use uint32 WebGPU storage.",
+        ),
+        rt::registry::RoleInfo::float(
+            "cos_cache",
+            "T",
+            "Precomputed cosine values of shape `(max_sequence_length, rotary_dim/2)`, shared by all three position streams.",
+        ),
+        rt::registry::RoleInfo::float(
+            "sin_cache",
+            "T",
+            "Precomputed sine values with the same shape and type as `cos_cache`.",
+        ),
     ],
     outputs: &[
-        rt::registry::RoleInfo {
-            role: "output",
-            kind: rt::registry::TensorKind::Float {
-                type_var: "T",
-            },
-            description: "Rotary-position-encoded tensor with the same shape and type as `input`.",
-        },
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "Rotary-position-encoded tensor with the same shape and type as `input`.",
+        ),
     ],
     attributes: &[
-        rt::registry::AttrInfo {
-            name: "interleaved",
-            rust_type: "bool",
-            default: Some("false"),
-            description: "Set to 1 to rotate using an interleaved pattern (even/odd elements), or 0 to split the head dimension into two contiguous halves. Default is 0. This is the rotation pairing and is independent of `mrope_layout`.",
-        },
-        rt::registry::AttrInfo {
-            name: "is_packed_batching",
-            rust_type: "bool",
-            default: Some("false"),
-            description: "Whether `position_ids` uses packed-batch metadata. The default and only supported value is 0; packed batching (1) is not implemented.",
-        },
-        rt::registry::AttrInfo {
-            name: "mrope_layout",
-            rust_type: "bool",
-            default: Some("false"),
-            description: "How the three sections are combined into one per-token cos/sin vector: `0` for the sectioned/chunked layout (Qwen2-VL, Qwen2.5-VL) or `1` for the interleaved layout (Qwen3-VL, Qwen3.5). Default is 0.",
-        },
-        rt::registry::AttrInfo {
-            name: "mrope_section",
-            rust_type: "Vec<i64>",
-            default: None,
-            description: "Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.",
-        },
-        rt::registry::AttrInfo {
-            name: "num_heads",
-            rust_type: "i64",
-            default: Some("0"),
-            description: "Number of attention heads. The schema default is 0. A positive value is required for rank-3 `input` and whenever `rotary_embedding_dim` is nonzero; rank-4 execution otherwise infers the head count from `input`.",
-        },
-        rt::registry::AttrInfo {
-            name: "rotary_embedding_dim",
-            rust_type: "i64",
-            default: Some("0"),
-            description: "Positive even number of head-dimension elements to rotate; `0` means the full head dimension, which must then be even. A smaller even value permits an odd head size and copies the remaining tail unchanged.",
-        },
-        rt::registry::AttrInfo {
-            name: "scale",
-            rust_type: "f32",
-            default: Some("1"),
-            description: "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
-        },
+        rt::registry::AttrInfo::new(
+            "interleaved",
+            "bool",
+            Some("false"),
+            "Set to 1 to rotate using an interleaved pattern (even/odd elements), or 0 to split the head dimension into two contiguous halves. Default is 0. This is the rotation pairing and is independent of `mrope_layout`.",
+        ),
+        rt::registry::AttrInfo::new(
+            "is_packed_batching",
+            "bool",
+            Some("false"),
+            "Whether `position_ids` uses packed-batch metadata. The default and only supported value is 0; packed batching (1) is not implemented.",
+        ),
+        rt::registry::AttrInfo::new(
+            "mrope_layout",
+            "bool",
+            Some("false"),
+            "How the three sections are combined into one per-token cos/sin vector: `0` for the sectioned/chunked layout (Qwen2-VL, Qwen2.5-VL) or `1` for the interleaved layout (Qwen3-VL, Qwen3.5). Default is 0.",
+        ),
+        rt::registry::AttrInfo::new(
+            "mrope_section",
+            "Vec<i64>",
+            None,
+            "Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.",
+        ),
+        rt::registry::AttrInfo::new(
+            "num_heads",
+            "i64",
+            Some("0"),
+            "Number of attention heads. The schema default is 0. A positive value is required for rank-3 `input` and whenever `rotary_embedding_dim` is nonzero; rank-4 execution otherwise infers the head count from `input`.",
+        ),
+        rt::registry::AttrInfo::new(
+            "rotary_embedding_dim",
+            "i64",
+            Some("0"),
+            "Positive even number of head-dimension elements to rotate; `0` means the full head dimension, which must then be even. A smaller even value permits an odd head size and copies the remaining tail unchanged.",
+        ),
+        rt::registry::AttrInfo::new(
+            "scale",
+            "f32",
+            Some("1"),
+            "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
+        ),
     ],
     variants: VARIANT_IDS,
-    shaders: &[&SHADERS_RANK3_MAIN, &SHADERS_RANK4_MAIN],
+    shaders: &SHADERS,
     plan: plan_dyn,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
@@ -908,274 +899,6 @@ pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError>
         rejections,
     })
 }
-static SHADERS_RANK3_MAIN: [rt::support::ShaderInfo; 16usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[0usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[1usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[2usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[3usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[4usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[5usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[6usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[7usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[8usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[9usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[10usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[11usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[12usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[13usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[14usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK3_MAIN[15usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-];
-static KERNELS_RANK3_MAIN: [rt::Kernel; 16usize] = [
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "948c63aa5478d5c637949296cdf85b12",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "340716a5f69fc50cd620701e462c11cb",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "adf9252a3c083d4cc66c2d23ee3ca6c9",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "a45c371bb2ac8834ef14585132a8ee94",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "4716187b8d7463f1aca0e34b505a6a06",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "9446a06fbd464f6532254df11f6e3b6c",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "aa7a3228b9d70b536dfc32a854aa9c36",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "ca714fd09f919a9c61e2d94a394fe9bb",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "940e483c5db74a7a03733f9e2e386a22",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "52cc7d8db39a4d8358a5bf61d30a3d30",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c2e2878e5425dcf2509a28f5b2b0a381",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "47de3324db1128effb5677824c2efabf",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "3cc8035289b0071a6f0496b06473a0a5",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "60a60862c067697cdfbc79ab2897f767",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "7626a1daf6a3ef41caac7e32925934df",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding3d",
-        source: include_str!(
-            "mrotary_embedding/rank3.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-3.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "18cde5182e6157f70a9b061bb2c830ad",
-        web_enables: "",
-    },
-];
-fn kernel_rank3_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        i64::from(env.attrs.interleaved) != 0i64,
-        i64::from(env.attrs.mrope_layout) == 0i64,
-        env.dtypes.t.wgsl_name() == "f16",
-        env.dtypes.t.wgsl_name(),
-        derive_quad_pairs(env)?,
-        derive_quad_heads_per_task(env)?,
-    );
-    let index = match key {
-        (false, true, false, "f32", false, 4i64) => 0usize,
-        (false, true, true, "f16", false, 4i64) => 1usize,
-        (true, true, false, "f32", false, 4i64) => 2usize,
-        (true, true, true, "f16", false, 4i64) => 3usize,
-        (false, false, false, "f32", false, 4i64) => 4usize,
-        (false, false, true, "f16", false, 4i64) => 5usize,
-        (true, false, false, "f32", false, 4i64) => 6usize,
-        (true, false, true, "f16", false, 4i64) => 7usize,
-        (false, true, false, "f32", true, 4i64) => 8usize,
-        (false, true, true, "f16", true, 4i64) => 9usize,
-        (true, true, false, "f32", true, 4i64) => 10usize,
-        (true, true, true, "f16", true, 4i64) => 11usize,
-        (false, false, false, "f32", true, 4i64) => 12usize,
-        (false, false, true, "f16", true, 4i64) => 13usize,
-        (true, false, false, "f32", true, 4i64) => 14usize,
-        (true, false, true, "f16", true, 4i64) => 15usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "MRotaryEmbedding: variant `rank3`, pass `main`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_RANK3_MAIN[index])
-}
 /// Uniform `Params` of rank3/main (44 bytes): its fields in order, four bytes each.
 fn fill_params_rank3_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
@@ -1230,8 +953,12 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "rank3",
         passes: vec![
-            rt::PlannedPass { id : "main", kernel : kernel_rank3_main(env) ?, overrides :
-            vec![], bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
+            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(0usize, &
+            [(i64::from(env.attrs.interleaved) != 0i64).into(), (i64::from(env.attrs
+            .mrope_layout) == 0i64).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (env.dtypes.t.wgsl_name()).into(), (derive_quad_pairs(env) ?).into(),
+            (derive_quad_heads_per_task(env) ?).into()]) ?, overrides : vec![], bindings
+            : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : fill_params_rank3_main(env) ?, dispatch :
             rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
@@ -1247,274 +974,6 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::support::to_shape("output", & env.shapes.output) ? }
         ],
     })
-}
-static SHADERS_RANK4_MAIN: [rt::support::ShaderInfo; 16usize] = [
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[0usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[1usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[2usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[3usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[4usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[5usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[6usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[7usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[8usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[9usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[10usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[11usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[12usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[13usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[14usize],
-        features: &[],
-        overrides: &[],
-    },
-    rt::support::ShaderInfo {
-        kernel: &KERNELS_RANK4_MAIN[15usize],
-        features: &["shader-f16"],
-        overrides: &[],
-    },
-];
-static KERNELS_RANK4_MAIN: [rt::Kernel; 16usize] = [
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "473aab372468fd374e8802abab3f24a7",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c7da8b5234e262a171df5565324d343b",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "6be655c51cfa8929b136d417516121c1",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "dab92401d98ab775424be0b5e88b1c24",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "d13c56563620bb4fde9b172f7b7b43ab",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "bca7e314ba7bcf3bf0eb1a4f459cf47d",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "74b80f1d20a2872b47a4b31a492c2016",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-0.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "f2413ca3a34d6ed9cd7ff3cd56f64c87",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "a6e9f0ec15141634d5c62aef986e8a51",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "b08f1854b47810d3a0752b50914fb2af",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "2f1d6fc0148fdb7e2c8c2fea8479ff7c",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-1.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "c20db8e82c6dd8ddd7d849100f79f7dc",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "90e66f12fe3c0b1d674ea2759e9e70d1",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-0.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "69819b5c08068ee6db7832460d6071a2",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-0.scalar-f32.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "d3ab14a16c756e2de3b58f03f54192af",
-        web_enables: "",
-    },
-    rt::Kernel {
-        label: "mrotary_embedding4d",
-        source: include_str!(
-            "mrotary_embedding/rank4.main.interleaved-1.mropeSectioned-0.usesF16-1.scalar-f16.rank-4.quads-1.headsPerTask-4.wgsl"
-        ),
-        entry_point: "main",
-        digest: "a01d8ea216bb27e138755de96a13e526",
-        web_enables: "",
-    },
-];
-fn kernel_rank4_main(env: &Env<'_>) -> Result<&'static rt::Kernel, EvalError> {
-    let key = (
-        i64::from(env.attrs.interleaved) != 0i64,
-        i64::from(env.attrs.mrope_layout) == 0i64,
-        env.dtypes.t.wgsl_name() == "f16",
-        env.dtypes.t.wgsl_name(),
-        derive_quad_pairs(env)?,
-        derive_quad_heads_per_task(env)?,
-    );
-    let index = match key {
-        (false, true, false, "f32", false, 4i64) => 0usize,
-        (false, true, true, "f16", false, 4i64) => 1usize,
-        (true, true, false, "f32", false, 4i64) => 2usize,
-        (true, true, true, "f16", false, 4i64) => 3usize,
-        (false, false, false, "f32", false, 4i64) => 4usize,
-        (false, false, true, "f16", false, 4i64) => 5usize,
-        (true, false, false, "f32", false, 4i64) => 6usize,
-        (true, false, true, "f16", false, 4i64) => 7usize,
-        (false, true, false, "f32", true, 4i64) => 8usize,
-        (false, true, true, "f16", true, 4i64) => 9usize,
-        (true, true, false, "f32", true, 4i64) => 10usize,
-        (true, true, true, "f16", true, 4i64) => 11usize,
-        (false, false, false, "f32", true, 4i64) => 12usize,
-        (false, false, true, "f16", true, 4i64) => 13usize,
-        (true, false, false, "f32", true, 4i64) => 14usize,
-        (true, false, true, "f16", true, 4i64) => 15usize,
-        #[allow(unreachable_patterns)]
-        _ => {
-            return Err(
-                EvalError::new(
-                    format!(
-                        "{}: no pre-rendered shader for {key:?}",
-                        "MRotaryEmbedding: variant `rank4`, pass `main`"
-                    ),
-                ),
-            );
-        }
-    };
-    Ok(&KERNELS_RANK4_MAIN[index])
 }
 /// Uniform `Params` of rank4/main (44 bytes): its fields in order, four bytes each.
 fn fill_params_rank4_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
@@ -1580,8 +1039,12 @@ fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         op: OP_NAME,
         variant: "rank4",
         passes: vec![
-            rt::PlannedPass { id : "main", kernel : kernel_rank4_main(env) ?, overrides :
-            vec![], bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
+            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(1usize, &
+            [(i64::from(env.attrs.interleaved) != 0i64).into(), (i64::from(env.attrs
+            .mrope_layout) == 0i64).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (env.dtypes.t.wgsl_name()).into(), (derive_quad_pairs(env) ?).into(),
+            (derive_quad_heads_per_task(env) ?).into()]) ?, overrides : vec![], bindings
+            : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : fill_params_rank4_main(env) ?, dispatch :
             rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
@@ -1684,7 +1147,7 @@ pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failur
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
 pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    rt::support::precompile(ctx, ENTRY.shaders)
+    rt::support::precompile(ctx, &SHADERS)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
@@ -1903,3 +1366,8 @@ fn plan_dyn(
     )?;
     Ok(plan)
 }
+/// Every pre-rendered shader of the op, by pass and key (`mrotary_embedding.shaders`).
+static SHADERS: rt::shaders::ShaderTable = rt::shaders::ShaderTable::new(
+    OP_NAME,
+    include_str!("mrotary_embedding.shaders"),
+);
