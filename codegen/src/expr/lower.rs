@@ -47,6 +47,12 @@ pub trait LowerScope {
     /// return the literal `true` for one that is always defined (a required argument), and
     /// the test is left out.
     fn is_defined(&self, sym: &Symbol) -> TokenStream;
+    /// The Jinja truthiness of `sym` in one expression where the scope can test an optional
+    /// value's presence and truth together (`<runtime>::expr::truthy_given(env.attrs.exact)`);
+    /// `None`, the default, lowers it as `defined && truthy(value)`.
+    fn truthy_if_given(&self, _sym: &Symbol) -> Option<TokenStream> {
+        None
+    }
     /// A `bool` expression: whether the device has the feature `name`.
     fn feature(&self, name: &str) -> TokenStream;
     /// The path of the runtime crate, e.g. `::kernel_runtime`.

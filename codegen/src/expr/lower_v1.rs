@@ -93,6 +93,9 @@ impl Lowerer<'_> {
         if defined.to_string() == "true" {
             return value;
         }
+        if let Some(both) = self.scope.truthy_if_given(sym) {
+            return Lowered::new(both, Prec::Atom);
+        }
         let value = value.at(Prec::And);
         Lowered::new(quote!(#defined && #value), Prec::And)
     }

@@ -201,6 +201,11 @@ fn attrs_struct(op: &Op) -> TokenStream {
         }
     });
     let required_names = required.iter().map(|a| attr_field(a));
+    let attrs_binding = if op.attributes.iter().any(|a| !a.required) {
+        quote!(mut attrs)
+    } else {
+        quote!(attrs)
+    };
     let checks = op.attributes.iter().filter_map(|a| {
         let allowed = a.allowed.as_ref()?;
         let name = attr_field(a);
@@ -240,8 +245,7 @@ fn attrs_struct(op: &Op) -> TokenStream {
             pub fn from_raw(values: &[(::std::string::String, rt::support::AttrValue)]) -> Result<Self, rt::OpError> {
                 let raw = rt::support::RawAttrs::new(OP_NAME, values, &[#(#known),*])?;
                 #( #raw_reads )*
-                #[allow(unused_mut)]
-                let mut attrs = Attrs::new(#(#required_names),*);
+                let #attrs_binding = Attrs::new(#(#required_names),*);
                 #( #optional_sets )*
                 attrs.validate()?;
                 Ok(attrs)

@@ -18,27 +18,32 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         let field = var_field(var);
         let allowed: Vec<Ident> = op
             .type_var(var)
-            .map(|t| t.allowed.iter().map(|d| format_ident!("{}", d.runtime_variant())).collect())
+            .map(|t| {
+                t.allowed
+                    .iter()
+                    .map(|d| format_ident!("{}", d.runtime_variant()))
+                    .collect()
+            })
             .unwrap_or_default();
-        let names: Vec<&str> = op.type_var(var).map(|t| t.allowed.iter().map(|d| onnx(*d)).collect()).unwrap_or_default();
-        let rule = format!("type variable `{var}` must be one of {}", names.join(", "));
-        let roles: Vec<&str> = op.inputs.iter().filter(|t| t.dtype == DTypeRef::Var(var.to_owned())).map(|t| t.role.as_str()).collect();
+        let roles: Vec<&str> = op
+            .inputs
+            .iter()
+            .filter(|t| t.dtype == DTypeRef::Var(var.to_owned()))
+            .map(|t| t.role.as_str())
+            .collect();
         let roles = roles.join(", ");
-        quote! {
-            if !matches!(dtypes.#field, #(rt::DType::#allowed)|*) {
-                return Err(rt::OpError::Input { op: OP_NAME, input: #roles.into(), rule: format!("{}, got {}", #rule, dtypes.#field) });
-            }
-        }
+        let allowed = if allowed == [format_ident!("F32"), format_ident!("F16")] {
+            quote!(rt::DType::FLOATS)
+        } else {
+            quote!(&[#(rt::DType::#allowed),*])
+        };
+        quote!(rt::support::dtype_allowed(OP_NAME, #roles, #var, dtypes.#field, #allowed)?;)
     });
     let rank_checks = op.inputs.iter().filter(|t| !t.optional).filter_map(|t| {
         let rank = t.rank? as usize;
         let role = super::tensor_field(t);
         let text = &t.role;
-        Some(quote! {
-            if shapes.#role.len() != #rank {
-                return Err(rt::OpError::Input { op: OP_NAME, input: #text.into(), rule: format!("the manifest declares rank {}, got shape {:?}", #rank, shapes.#role) });
-            }
-        })
+        Some(quote!(rt::support::rank_is(OP_NAME, #text, shapes.#role, #rank)?;))
     });
     let host_check_call = |views: TokenStream| match &input.host_check {
         Some(check) => quote!(#check(&#views, attrs)?;),
@@ -111,6 +116,15 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         let all_args = generic_args(&all_vars);
         quote!(dtypes::<#all_args>())
     };
+    let planned_with = |shapes: TokenStream| {
+        if typed_host_check.is_empty() {
+            quote!(plan(ctx.caps(), &#shapes, &#dtypes_call, attrs)?)
+        } else {
+            quote!(checked_plan(ctx, &#shapes, &#dtypes_call, inputs, attrs)?)
+        }
+    };
+    let planned = planned_with(shapes_call.clone());
+    let planned_inputs = planned_with(quote!(inputs.shapes()));
     let inputs_unused = if layout.read.is_empty() {
         quote!(let _ = inputs;)
     } else {
@@ -129,7 +143,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             /// Records the op into `encoder` with new outputs, so several ops can share one
             /// submission. The outputs are valid once the encoder has been submitted.
             pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, attrs: &Attrs) -> Result<Outputs<#outputs_args>, rt::OpError> {
-                let plan = checked_plan(ctx, &inputs.shapes(), &#dtypes_call, inputs, attrs)?;
+                let plan = #planned_inputs;
                 #(#output_allocs)*
                 encode(ctx, encoder, &plan, inputs, &OutputsMut { #(#out_roles: &mut #out_roles),* }, false)?;
                 Ok(Outputs { #(#out_roles),* })
@@ -202,17 +216,24 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             }
         }
     } else {
-        let message = "the untyped entry takes inputs only; this op writes tensors in place, has outputs the caller provides or optional inputs: use its typed `record_into`";
         quote! {
             fn plan_dyn(_ctx: &rt::Context, _inputs: &[&rt::AnyTensor], _raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
-                Err(rt::OpError::Input { op: OP_NAME, input: ::std::string::String::new(), rule: #message.into() })
+                Err(rt::support::typed_only(OP_NAME))
             }
         }
     };
-    let host_inputs = if typed_host_check.is_empty() {
-        quote!(_inputs)
+    // Without a host check, `plan` is all a call needs.
+    let checked_plan = if typed_host_check.is_empty() {
+        quote!()
     } else {
-        quote!(inputs)
+        quote! {
+            /// [`plan`] for a call's tensors on the context's device, with the op's host checks.
+            fn checked_plan<#read_bounds>(ctx: &rt::Context, shapes: &Shapes<'_>, dtypes: &DTypes, inputs: &#inputs_ty, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
+                let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
+                #typed_host_check
+                Ok(plan)
+            }
+        }
     };
 
     quote! {
@@ -230,16 +251,11 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             #(#dtype_checks)*
             #(#rank_checks)*
             let env = Env::new(shapes, *dtypes, attrs, caps)?;
-            let (variant, plan_variant) = select(&env)?;
-            plan_variant(&env).map_err(|error| rt::OpError::Plan { op: OP_NAME, variant, error })
+            let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
+            rt::support::planned(OP_NAME, variant, plan_variant(&env))
         }
 
-        /// [`plan`] for a call's tensors on the context's device, with the op's host checks.
-        fn checked_plan<#read_bounds>(ctx: &rt::Context, shapes: &Shapes<'_>, dtypes: &DTypes, #host_inputs: &#inputs_ty, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
-            let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
-            #typed_host_check
-            Ok(plan)
-        }
+        #checked_plan
 
         /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
         /// same tensors (see [`rt::Context::record_plan_reusing`]).
@@ -263,7 +279,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         /// [`rt::OpError::Output`]; one that shares bytes with another argument is
         /// [`rt::RuntimeError::Alias`].
         pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
-            let plan = checked_plan(ctx, &#shapes_call, &#dtypes_call, inputs, attrs)?;
+            let plan = #planned;
             #(#output_checks)*
             encode(ctx, encoder, &plan, inputs, &outputs, true)
         }
@@ -287,14 +303,5 @@ fn output_type(t: &Tensor) -> TokenStream {
         DTypeRef::Fixed(DType::F16) => quote!(rt::Tensor::<rt::half::f16>),
         DTypeRef::Fixed(DType::U32) => quote!(rt::Tensor::<u32>),
         DTypeRef::Fixed(_) => quote!(rt::Tensor::<f32>),
-    }
-}
-
-fn onnx(dtype: DType) -> &'static str {
-    match dtype {
-        DType::F32 => "float32",
-        DType::F16 => "float16",
-        DType::U32 => "uint32",
-        DType::I64 => "int64",
     }
 }

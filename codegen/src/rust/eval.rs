@@ -149,6 +149,20 @@ impl LowerScope for EnvScope<'_> {
         }
     }
 
+    fn truthy_if_given(&self, symbol: &Symbol) -> Option<TokenStream> {
+        let (Symbol::Attr(name) | Symbol::Arg(name)) = symbol else {
+            return None;
+        };
+        let attribute = self.op.attribute(name).filter(|a| a.is_optional())?;
+        let field = super::api::attr_field(attribute);
+        Some(match attribute.repr {
+            AttrRepr::Str | AttrRepr::IntList => {
+                quote!(rt::expr::truthy_given(env.attrs.#field.as_deref()))
+            }
+            _ => quote!(rt::expr::truthy_given(env.attrs.#field)),
+        })
+    }
+
     fn dialect(&self) -> expr::Dialect {
         self.op.expr_dialect()
     }
@@ -176,8 +190,8 @@ fn derive_fn(name: &str) -> proc_macro2::Ident {
     format_ident!("derive_{}", model::snake_ident(name))
 }
 
-fn explain_fn(name: &str) -> proc_macro2::Ident {
-    format_ident!("explain_{}", model::snake_ident(name))
+fn explain_static(name: &str) -> proc_macro2::Ident {
+    format_ident!("EXPLAIN_{}", model::snake_ident(name).to_ascii_uppercase())
 }
 
 fn rust_type(ty: Type) -> TokenStream {
@@ -213,40 +227,25 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         .iter()
         .filter(|d| used.contains(d.name.as_str()))
         .map(|d| {
-            let name = explain_fn(&d.name);
+            let name = explain_static(&d.name);
             let folded = super::fold::fold(&d.expr.ir);
             let (guard, clauses) = clauses(&folded).unwrap_or((None, vec![&folded]));
-            let mut checks: Vec<TokenStream> = clauses
+            let checks = clauses
                 .into_iter()
-                .map(|c| condition(op, &scope, &d.expr.source, c))
-                .collect();
-            if let Some(disjunction) = guard {
-                // Only a false disjunction is explained, by the clauses of its last alternative.
-                let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
-                let whole = lower_result(disjunction, &scope);
-                checks.insert(0, quote! {
-                    if rt::support::holds(#text, env, |env: &Env<'_>| -> Result<bool, EvalError> { #whole })? {
-                        return Ok(());
-                    }
-                });
-
-            }
-            let tail = match guard {
-                // A false disjunction has a failing clause in its last alternative, so this is
-                // only reached if the two disagree, which would be a codegen bug.
+                .map(|c| condition(op, &scope, &d.expr.source, c));
+            let unless = match guard {
                 Some(disjunction) => {
                     let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
-                    quote!(Err(rt::support::Failure { path: vec![#text], error: None }))
+                    let whole = lower_result(disjunction, &scope);
+                    let param = env_param(disjunction);
+                    quote!(Some((#text, |#param| #whole)))
                 }
-                None => quote!(Ok(())),
+                None => quote!(None),
             };
-            let doc = super::doc_lines(&format!(
-                " Finds the first conjunct of `{}` that does not hold.",
-                d.name
-            ));
+            let doc = super::doc_lines(&format!(" How `{}` is explained, conjunct by conjunct.", d.name));
             quote! {
                 #(#[doc = #doc])*
-                fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* #tail }
+                static #name: rt::when::Explanation<Test> = rt::when::Explanation { unless: #unless, clauses: &[#(#checks),*] };
             }
         });
     let selection = selection(op, &scope);
@@ -270,10 +269,6 @@ fn introspection(op: &Op) -> TokenStream {
     let names: Vec<&str> = op.derives.iter().map(|d| d.name.as_str()).collect();
     let functions = op.derives.iter().map(|d| derive_fn(&d.name));
     let ids: Vec<&str> = op.variants.iter().map(|v| v.id.as_str()).collect();
-    let accepts = op
-        .variants
-        .iter()
-        .map(|v| format_ident!("accept_{}", model::snake_ident(&v.id)));
     // With no `derive` entries there is nothing to look up.
     let derived_body = if names.is_empty() {
         quote! {
@@ -306,10 +301,7 @@ fn introspection(op: &Op) -> TokenStream {
         /// Checks the `when` list of variant `id` with the compiled code.
         #[doc(hidden)]
         pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-            Some(match id {
-                #( #ids => #accepts(env), )*
-                _ => return None,
-            })
+            rt::when::accepts(&VARIANTS, id, env)
         }
     }
 }
@@ -383,13 +375,14 @@ fn conjuncts(ir: &Ir) -> Vec<&Ir> {
     }
 }
 
-/// One checked condition: a reference to an explainable `derive` recurses into it.
+/// One clause of a `when` list or explanation: a reference to an explainable `derive` refers
+/// to its explanation.
 fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
     if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
         && op.derived(name).is_some_and(explainable)
     {
-        let function = explain_fn(name);
-        return quote!(#function(env).map_err(|f| f.within(#name))?;);
+        let explanation = explain_static(name);
+        return quote!(rt::when::Clause::Explain(#name, &#explanation));
     }
     let text = source
         .get(ir.span.start..ir.span.end)
@@ -406,10 +399,11 @@ fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStrea
             .get(folded.span.start..folded.span.end)
             .unwrap_or(source)
             .trim();
-        return quote!(rt::support::require(#function(env), #inner).map_err(|f| f.within(#name))?;);
+        return quote!(rt::when::Clause::Require(#name, #inner, #function));
     }
     let body = lower_result(ir, scope);
-    quote!(rt::support::check(#text, env, |env: &Env<'_>| -> Result<bool, EvalError> { #body })?;)
+    let param = env_param(ir);
+    quote!(rt::when::Clause::Check(#text, |#param| #body))
 }
 
 fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
@@ -540,50 +534,37 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
     }
 }
 
-type PlanFn = TokenStream;
-
 fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
-    let accepts = op.variants.iter().map(|variant| {
-        let name = format_ident!("accept_{}", model::snake_ident(&variant.id));
+    let variants = op.variants.iter().map(|variant| {
         let checks = variant
             .when
             .iter()
             .map(|w| condition(op, scope, &w.source, &w.ir));
-        let doc = super::doc_lines(&format!(
-            " Whether variant `{}` accepts the inputs: its `when` conditions in order.\n\n {}",
-            variant.id, variant.description
-        ));
-        quote! {
-            #(#[doc = #doc])*
-            #[doc(hidden)]
-            pub fn #name(env: &Env<'_>) -> Result<(), rt::support::Failure> { #(#checks)* Ok(()) }
-        }
-    });
-    let tries = op.variants.iter().map(|variant| {
-        let accept = format_ident!("accept_{}", model::snake_ident(&variant.id));
-        let plan: PlanFn = {
-            let f = format_ident!("plan_{}", model::snake_ident(&variant.id));
-            quote!(#f)
-        };
+        let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
         let id = &variant.id;
-        quote! {
-            match #accept(env) {
-                Ok(()) => return Ok((#id, #plan)),
-                Err(failure) => rejections.push(failure.into_rejection(#id)),
-            }
-        }
+        quote!(rt::when::Variant::new(#id, &[#(#checks),*], #plan))
     });
+    let count = op.variants.len();
+    let docs = op
+        .variants
+        .iter()
+        .filter(|v| !v.description.is_empty())
+        .map(|v| {
+            super::doc_lines(&format!(
+                " - `{}`: {}",
+                v.id,
+                v.description.replace('\n', " ")
+            ))
+        });
+    let docs: Vec<String> = docs.flatten().collect();
     quote! {
-        #(#accepts)*
-
+        /// A compiled `when` condition.
+        type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
         type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
 
-        /// The first variant, by priority, whose `when` conditions all hold.
-        #[doc(hidden)]
-        pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError> {
-            let mut rejections = ::std::vec::Vec::new();
-            #(#tries)*
-            Err(rt::OpError::NoVariant { op: OP_NAME, rejections })
-        }
+        /// The variants in priority order, each with its `when` conditions in order and its plan.
+        ///
+        #(#[doc = #docs])*
+        static VARIANTS: [rt::when::Variant<Test, VariantPlan>; #count] = [#(#variants),*];
     }
 }

@@ -128,8 +128,8 @@ fn params_struct(
         let text = &f.name;
         let lowered = lower(&f.value.ir, scope);
         match f.wgsl_type {
-            "u32" => quote!(.u32(rt::support::to_u32(#text, #lowered)?)),
-            "i32" => quote!(.i32(rt::support::to_i32(#text, #lowered)?)),
+            "u32" => quote!(.checked_u32(#text, #lowered)?),
+            "i32" => quote!(.checked_i32(#text, #lowered)?),
             _ => quote!(.f32((#lowered) as f32)),
         }
     });

@@ -23,6 +23,9 @@ impl DType {
     /// Every dtype, in declaration order.
     pub const ALL: [DType; 4] = [DType::F32, DType::F16, DType::U32, DType::I64];
 
+    /// The float dtypes, what most type variables allow.
+    pub const FLOATS: &[DType] = &[DType::F32, DType::F16];
+
     /// The WGSL scalar type name (`f32`, `f16`, `u32`, `i64`).
     pub fn wgsl_name(self) -> &'static str {
         match self {

@@ -467,6 +467,46 @@ pub fn truthy_int(v: i64) -> bool {
     v != 0
 }
 
+/// A value Jinja tests for truth: numbers are true when non-zero (NaN too, as in Python),
+/// strings and lists when non-empty.
+pub trait Truthy {
+    fn truthy(&self) -> bool;
+}
+
+macro_rules! truthy_numbers {
+    ($($t:ty),*) => {$(
+        impl Truthy for $t {
+            fn truthy(&self) -> bool {
+                *self != 0 as $t
+            }
+        }
+    )*};
+}
+truthy_numbers!(u32, i32, i64, f32, f64);
+
+impl Truthy for bool {
+    fn truthy(&self) -> bool {
+        *self
+    }
+}
+
+impl Truthy for &str {
+    fn truthy(&self) -> bool {
+        !self.is_empty()
+    }
+}
+
+impl Truthy for &[i64] {
+    fn truthy(&self) -> bool {
+        !self.is_empty()
+    }
+}
+
+/// Truthiness of an optional value (the `schemaVersion: 1` dialect): an absent one is false.
+pub fn truthy_given<T: Truthy>(value: Option<T>) -> bool {
+    value.is_some_and(|v| v.truthy())
+}
+
 /// Truthiness of a Float (Jinja): non-zero (NaN is true, as in Python).
 pub fn truthy_float(v: f64) -> bool {
     v != 0.0

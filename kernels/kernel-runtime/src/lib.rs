@@ -92,6 +92,7 @@ pub mod support;
 mod tensor;
 mod timing;
 pub mod uniform;
+pub mod when;
 
 pub use any::AnyTensor;
 pub use args::{Access, Arg};

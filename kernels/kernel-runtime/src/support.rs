@@ -66,6 +66,60 @@ pub fn precompile(ctx: &crate::Context, table: &'static ShaderTable) -> Result<u
     Ok(wanted.len())
 }
 
+/// `Ok` when type variable `var` is bound to one of the dtypes the manifest allows; `roles`
+/// are the inputs it types, which the error names.
+pub fn dtype_allowed(
+    op: &'static str,
+    roles: &str,
+    var: &str,
+    dtype: DType,
+    allowed: &[DType],
+) -> Result<(), OpError> {
+    if allowed.contains(&dtype) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|d| d.onnx_name()).collect();
+    Err(OpError::Input {
+        op,
+        input: roles.into(),
+        rule: format!(
+            "type variable `{var}` must be one of {}, got {dtype}",
+            names.join(", ")
+        ),
+    })
+}
+
+/// The chosen variant's plan, or why it could not be computed.
+pub fn planned(
+    op: &'static str,
+    variant: &'static str,
+    plan: Result<crate::Plan, EvalError>,
+) -> Result<crate::Plan, OpError> {
+    plan.map_err(|error| OpError::Plan { op, variant, error })
+}
+
+/// The untyped entry of an op it cannot serve: one that writes tensors in place, has outputs
+/// the caller provides or optional inputs.
+pub fn typed_only(op: &'static str) -> OpError {
+    OpError::Input {
+        op,
+        input: String::new(),
+        rule: "the untyped entry takes inputs only; this op writes tensors in place, has outputs the caller provides or optional inputs: use its typed `record_into`".into(),
+    }
+}
+
+/// `Ok` when input `role` has the rank the manifest declares.
+pub fn rank_is(op: &'static str, role: &str, shape: &[usize], rank: usize) -> Result<(), OpError> {
+    if shape.len() == rank {
+        return Ok(());
+    }
+    Err(OpError::Input {
+        op,
+        input: role.into(),
+        rule: format!("the manifest declares rank {rank}, got shape {shape:?}"),
+    })
+}
+
 /// Evaluates the condition `text` with `f`: `Ok` when it holds.
 pub fn check<E>(
     text: &'static str,

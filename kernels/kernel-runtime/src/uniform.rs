@@ -34,6 +34,16 @@ impl Words {
         self
     }
 
+    /// Appends the `u32` field `name`, an expression integer that must fit.
+    pub fn checked_u32(self, name: &str, value: i64) -> Result<Self, crate::EvalError> {
+        Ok(self.u32(crate::support::to_u32(name, value)?))
+    }
+
+    /// Appends the `i32` field `name`, an expression integer that must fit.
+    pub fn checked_i32(self, name: &str, value: i64) -> Result<Self, crate::EvalError> {
+        Ok(self.i32(crate::support::to_i32(name, value)?))
+    }
+
     /// Appends an `f32` field.
     #[must_use]
     pub fn f32(mut self, value: f32) -> Self {
@@ -68,6 +78,18 @@ mod tests {
         assert_eq!(&bytes[0..4], &7u32.to_le_bytes());
         assert_eq!(&bytes[4..8], &(-2i32).to_le_bytes());
         assert_eq!(&bytes[8..12], &1.5f32.to_le_bytes());
+    }
+
+    #[test]
+    fn checked_fields_name_a_value_that_does_not_fit() {
+        let bytes = Words::with_fields(2)
+            .checked_u32("n", 5)
+            .unwrap()
+            .checked_i32("d", -1);
+        assert_eq!(bytes.unwrap().into_bytes().len(), 8);
+        let err = Words::default().checked_u32("rows", -3).unwrap_err();
+        assert_eq!(err.to_string(), "`rows` = -3 does not fit a u32");
+        assert!(Words::default().checked_i32("d", i64::MAX).is_err());
     }
 
     #[test]

@@ -39,7 +39,6 @@ impl Attrs {
         let is_inner_broadcast = raw
             .flag("is_inner_broadcast")?
             .ok_or_else(|| raw.missing("is_inner_broadcast"))?;
-        #[allow(unused_mut)]
         let mut attrs = Attrs::new(is_inner_broadcast);
         if let Some(value) = axis {
             attrs.axis = value;
@@ -296,334 +295,230 @@ pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
 pub fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
     Ok(env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32")
 }
-/// Finds the first conjunct of `biasContract` that does not hold.
-fn explain_bias_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    if rt::support::holds(
+/// How `biasContract` is explained, conjunct by conjunct.
+static EXPLAIN_BIAS_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: Some((
         "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::numel(env.shapes.data.as_slice())? == 0i64
-                    && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
-                    || derive_block_size(env)? > 0i64
-                        && derive_bias_block_count(env)? > 0i64
-                        && rt::expr::rem(
-                            rt::expr::numel(env.shapes.bias.as_slice())?,
-                            derive_block_size(env)?,
-                        )? == 0i64
-                        && derive_bias_block_count(env)? <= derive_batch_count(env)?
-                        && rt::expr::rem(
-                            derive_batch_count(env)?,
-                            derive_bias_block_count(env)?,
-                        )? == 0i64,
-            )
-        },
-    )? {
-        return Ok(());
-    }
-    rt::support::check(
-        "blockSize > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_block_size(env)? > 0i64) },
-    )?;
-    rt::support::check(
-        "biasBlockCount > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_bias_block_count(env)? > 0i64)
-        },
-    )?;
-    rt::support::check(
-        "numel(shapes.bias) % blockSize == 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+        |env| Ok(
+            rt::expr::numel(env.shapes.data.as_slice())? == 0i64
+                && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
+                || derive_block_size(env)? > 0i64 && derive_bias_block_count(env)? > 0i64
+                    && rt::expr::rem(
+                        rt::expr::numel(env.shapes.bias.as_slice())?,
+                        derive_block_size(env)?,
+                    )? == 0i64
+                    && derive_bias_block_count(env)? <= derive_batch_count(env)?
+                    && rt::expr::rem(
+                        derive_batch_count(env)?,
+                        derive_bias_block_count(env)?,
+                    )? == 0i64,
+        ),
+    )),
+    clauses: &[
+        rt::when::Clause::Check(
+            "blockSize > 0",
+            |env| Ok(derive_block_size(env)? > 0i64),
+        ),
+        rt::when::Clause::Check(
+            "biasBlockCount > 0",
+            |env| Ok(derive_bias_block_count(env)? > 0i64),
+        ),
+        rt::when::Clause::Check(
+            "numel(shapes.bias) % blockSize == 0",
+            |env| Ok(
                 rt::expr::rem(
                     rt::expr::numel(env.shapes.bias.as_slice())?,
                     derive_block_size(env)?,
                 )? == 0i64,
-            )
-        },
-    )?;
-    rt::support::check(
-        "biasBlockCount <= batchCount",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_bias_block_count(env)? <= derive_batch_count(env)?)
-        },
-    )?;
-    rt::support::check(
-        "batchCount % biasBlockCount == 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "biasBlockCount <= batchCount",
+            |env| Ok(derive_bias_block_count(env)? <= derive_batch_count(env)?),
+        ),
+        rt::when::Clause::Check(
+            "batchCount % biasBlockCount == 0",
+            |env| Ok(
                 rt::expr::rem(derive_batch_count(env)?, derive_bias_block_count(env)?)?
                     == 0i64,
-            )
-        },
-    )?;
-    Err(rt::support::Failure {
-        path: vec![
-            "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)"
-        ],
-        error: None,
-    })
-}
-/// Whether variant `longrow_split` accepts the inputs: its `when` conditions in order.
-#[doc(hidden)]
-pub fn accept_longrow_split(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::check(
-        "numel(shapes.data) == numel(shapes.output)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::numel(env.shapes.data.as_slice())?
-                    == rt::expr::numel(env.shapes.output.as_slice())?,
-            )
-        },
-    )?;
-    rt::support::check(
-        "ranks.data >= 1",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.data) >= 1i64)
-        },
-    )?;
-    rt::support::check(
-        "attrs.axis + ranks.data >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-                    >= 0i64,
-            )
-        },
-    )?;
-    rt::support::check(
-        "attrs.axis < ranks.data",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(env.attrs.axis < rt::support::rank(&env.shapes.data))
-        },
-    )?;
-    explain_bias_contract(env).map_err(|f| f.within("biasContract"))?;
-    rt::support::check(
-        "blockSize >= 65536",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_block_size(env)? >= 65536i64)
-        },
-    )?;
-    rt::support::check(
-        "batchCount > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_batch_count(env)? > 0i64)
-        },
-    )?;
-    rt::support::check(
-        "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                derive_batch_count(env)?
-                    <= rt::support::limit(
-                        env.caps.limits.max_compute_workgroups_per_dimension,
-                    ),
-            )
-        },
-    )?;
-    rt::support::check(
-        "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits.maxComputeWorkgroupsPerDimension",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
-                    <= rt::support::limit(
-                        env.caps.limits.max_compute_workgroups_per_dimension,
-                    ),
-            )
-        },
-    )?;
-    rt::support::check(
-        "f16Ok(dtypes.T)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::f16_ok(
-                    env.dtypes.t.wgsl_name(),
-                    env.caps.has_feature("shader-f16"),
-                ),
-            )
-        },
-    )?;
-    Ok(())
-}
-/// Whether variant `packed_rows` accepts the inputs: its `when` conditions in order.
-#[doc(hidden)]
-pub fn accept_packed_rows(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::check(
-        "numel(shapes.data) == numel(shapes.output)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::numel(env.shapes.data.as_slice())?
-                    == rt::expr::numel(env.shapes.output.as_slice())?,
-            )
-        },
-    )?;
-    rt::support::check(
-        "ranks.data >= 1",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.data) >= 1i64)
-        },
-    )?;
-    rt::support::check(
-        "attrs.axis + ranks.data >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-                    >= 0i64,
-            )
-        },
-    )?;
-    rt::support::check(
-        "attrs.axis < ranks.data",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(env.attrs.axis < rt::support::rank(&env.shapes.data))
-        },
-    )?;
-    explain_bias_contract(env).map_err(|f| f.within("biasContract"))?;
-    rt::support::check(
-        "blockSize > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_block_size(env)? > 0i64) },
-    )?;
-    rt::support::check(
-        "blockSize <= 8",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_block_size(env)? <= 8i64)
-        },
-    )?;
-    rt::support::check(
-        "batchCount >= 64",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_batch_count(env)? >= 64i64)
-        },
-    )?;
-    rt::support::check(
-        "f16Ok(dtypes.T)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::f16_ok(
-                    env.dtypes.t.wgsl_name(),
-                    env.caps.has_feature("shader-f16"),
-                ),
-            )
-        },
-    )?;
-    Ok(())
-}
-/// Whether variant `adaptive_row` accepts the inputs: its `when` conditions in order.
-#[doc(hidden)]
-pub fn accept_adaptive_row(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::check(
-        "numel(shapes.data) == numel(shapes.output)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::numel(env.shapes.data.as_slice())?
-                    == rt::expr::numel(env.shapes.output.as_slice())?,
-            )
-        },
-    )?;
-    rt::support::check(
-        "ranks.data >= 1",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.data) >= 1i64)
-        },
-    )?;
-    rt::support::check(
-        "attrs.axis + ranks.data >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-                    >= 0i64,
-            )
-        },
-    )?;
-    rt::support::check(
-        "attrs.axis < ranks.data",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(env.attrs.axis < rt::support::rank(&env.shapes.data))
-        },
-    )?;
-    explain_bias_contract(env).map_err(|f| f.within("biasContract"))?;
-    rt::support::check(
-        "numel(shapes.data) >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::numel(env.shapes.data.as_slice())? >= 0i64)
-        },
-    )?;
-    rt::support::check(
-        "f16Ok(dtypes.T)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                rt::expr::f16_ok(
-                    env.dtypes.t.wgsl_name(),
-                    env.caps.has_feature("shader-f16"),
-                ),
-            )
-        },
-    )?;
-    Ok(())
-}
+            ),
+        ),
+    ],
+};
+/// A compiled `when` condition.
+type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-/// The first variant, by priority, whose `when` conditions all hold.
-#[doc(hidden)]
-pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError> {
-    let mut rejections = ::std::vec::Vec::new();
-    match accept_longrow_split(env) {
-        Ok(()) => return Ok(("longrow_split", plan_longrow_split)),
-        Err(failure) => rejections.push(failure.into_rejection("longrow_split")),
-    }
-    match accept_packed_rows(env) {
-        Ok(()) => return Ok(("packed_rows", plan_packed_rows)),
-        Err(failure) => rejections.push(failure.into_rejection("packed_rows")),
-    }
-    match accept_adaptive_row(env) {
-        Ok(()) => return Ok(("adaptive_row", plan_adaptive_row)),
-        Err(failure) => rejections.push(failure.into_rejection("adaptive_row")),
-    }
-    Err(rt::OpError::NoVariant {
-        op: OP_NAME,
-        rejections,
-    })
-}
+/// The variants in priority order, each with its `when` conditions in order and its plan.
+///
+static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
+    rt::when::Variant::new(
+        "longrow_split",
+        &[
+            rt::when::Clause::Check(
+                "numel(shapes.data) == numel(shapes.output)",
+                |env| Ok(
+                    rt::expr::numel(env.shapes.data.as_slice())?
+                        == rt::expr::numel(env.shapes.output.as_slice())?,
+                ),
+            ),
+            rt::when::Clause::Check(
+                "ranks.data >= 1",
+                |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
+            ),
+            rt::when::Clause::Check(
+                "attrs.axis + ranks.data >= 0",
+                |env| Ok(
+                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
+                        >= 0i64,
+                ),
+            ),
+            rt::when::Clause::Check(
+                "attrs.axis < ranks.data",
+                |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
+            ),
+            rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+            rt::when::Clause::Check(
+                "blockSize >= 65536",
+                |env| Ok(derive_block_size(env)? >= 65536i64),
+            ),
+            rt::when::Clause::Check(
+                "batchCount > 0",
+                |env| Ok(derive_batch_count(env)? > 0i64),
+            ),
+            rt::when::Clause::Check(
+                "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
+                |env| Ok(
+                    derive_batch_count(env)?
+                        <= rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
+                        ),
+                ),
+            ),
+            rt::when::Clause::Check(
+                "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits.maxComputeWorkgroupsPerDimension",
+                |env| Ok(
+                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
+                        <= rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
+                        ),
+                ),
+            ),
+            rt::when::Clause::Check(
+                "f16Ok(dtypes.T)",
+                |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
+                    ),
+                ),
+            ),
+        ],
+        plan_longrow_split,
+    ),
+    rt::when::Variant::new(
+        "packed_rows",
+        &[
+            rt::when::Clause::Check(
+                "numel(shapes.data) == numel(shapes.output)",
+                |env| Ok(
+                    rt::expr::numel(env.shapes.data.as_slice())?
+                        == rt::expr::numel(env.shapes.output.as_slice())?,
+                ),
+            ),
+            rt::when::Clause::Check(
+                "ranks.data >= 1",
+                |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
+            ),
+            rt::when::Clause::Check(
+                "attrs.axis + ranks.data >= 0",
+                |env| Ok(
+                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
+                        >= 0i64,
+                ),
+            ),
+            rt::when::Clause::Check(
+                "attrs.axis < ranks.data",
+                |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
+            ),
+            rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+            rt::when::Clause::Check(
+                "blockSize > 0",
+                |env| Ok(derive_block_size(env)? > 0i64),
+            ),
+            rt::when::Clause::Check(
+                "blockSize <= 8",
+                |env| Ok(derive_block_size(env)? <= 8i64),
+            ),
+            rt::when::Clause::Check(
+                "batchCount >= 64",
+                |env| Ok(derive_batch_count(env)? >= 64i64),
+            ),
+            rt::when::Clause::Check(
+                "f16Ok(dtypes.T)",
+                |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
+                    ),
+                ),
+            ),
+        ],
+        plan_packed_rows,
+    ),
+    rt::when::Variant::new(
+        "adaptive_row",
+        &[
+            rt::when::Clause::Check(
+                "numel(shapes.data) == numel(shapes.output)",
+                |env| Ok(
+                    rt::expr::numel(env.shapes.data.as_slice())?
+                        == rt::expr::numel(env.shapes.output.as_slice())?,
+                ),
+            ),
+            rt::when::Clause::Check(
+                "ranks.data >= 1",
+                |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
+            ),
+            rt::when::Clause::Check(
+                "attrs.axis + ranks.data >= 0",
+                |env| Ok(
+                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
+                        >= 0i64,
+                ),
+            ),
+            rt::when::Clause::Check(
+                "attrs.axis < ranks.data",
+                |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
+            ),
+            rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+            rt::when::Clause::Check(
+                "numel(shapes.data) >= 0",
+                |env| Ok(rt::expr::numel(env.shapes.data.as_slice())? >= 0i64),
+            ),
+            rt::when::Clause::Check(
+                "f16Ok(dtypes.T)",
+                |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
+                    ),
+                ),
+            ),
+        ],
+        plan_adaptive_row,
+    ),
+];
 /// Uniform `Params` of longrow_split/block_stats (8 bytes): its fields in order, four bytes each.
 fn fill_params_longrow_split_block_stats(
     env: &Env<'_>,
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(2usize)
-            .u32(rt::support::to_u32("blockSize", derive_block_size(env)?)?)
-            .u32(
-                rt::support::to_u32(
-                    "blocks",
-                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
-                )?,
-            )
+            .checked_u32("blockSize", derive_block_size(env)?)?
+            .checked_u32(
+                "blocks",
+                rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
+            )?
             .into_bytes(),
     )
 }
@@ -633,12 +528,10 @@ fn fill_params_longrow_split_row_stats(
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(1usize)
-            .u32(
-                rt::support::to_u32(
-                    "blocks",
-                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
-                )?,
-            )
+            .checked_u32(
+                "blocks",
+                rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
+            )?
             .into_bytes(),
     )
 }
@@ -648,7 +541,7 @@ fn fill_params_longrow_split_normalize(
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(1usize)
-            .u32(rt::support::to_u32("blockSize", derive_block_size(env)?)?)
+            .checked_u32("blockSize", derive_block_size(env)?)?
             .into_bytes(),
     )
 }
@@ -740,8 +633,8 @@ fn fill_params_packed_rows_main(
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(2usize)
-            .u32(rt::support::to_u32("blockSize", derive_block_size(env)?)?)
-            .u32(rt::support::to_u32("batchCount", derive_batch_count(env)?)?)
+            .checked_u32("blockSize", derive_block_size(env)?)?
+            .checked_u32("batchCount", derive_batch_count(env)?)?
             .into_bytes(),
     )
 }
@@ -785,8 +678,8 @@ fn fill_params_adaptive_row_main(
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(2usize)
-            .u32(rt::support::to_u32("blockSize", derive_block_size(env)?)?)
-            .u32(rt::support::to_u32("batchCount", derive_batch_count(env)?)?)
+            .checked_u32("blockSize", derive_block_size(env)?)?
+            .checked_u32("batchCount", derive_batch_count(env)?)?
             .into_bytes(),
     )
 }
@@ -876,14 +769,7 @@ pub fn derived_value(
 /// Checks the `when` list of variant `id` with the compiled code.
 #[doc(hidden)]
 pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-    Some(
-        match id {
-            "longrow_split" => accept_longrow_split(env),
-            "packed_rows" => accept_packed_rows(env),
-            "adaptive_row" => accept_adaptive_row(env),
-            _ => return None,
-        },
-    )
+    rt::when::accepts(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
@@ -900,35 +786,10 @@ pub fn plan(
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
     attrs.validate()?;
-    if !matches!(dtypes.t, rt::DType::F32 | rt::DType::F16) {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "data, bias".into(),
-            rule: format!(
-                "{}, got {}", "type variable `T` must be one of float32, float16", dtypes
-                .t
-            ),
-        });
-    }
+    rt::support::dtype_allowed(OP_NAME, "data, bias", "T", dtypes.t, rt::DType::FLOATS)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let (variant, plan_variant) = select(&env)?;
-    plan_variant(&env)
-        .map_err(|error| rt::OpError::Plan {
-            op: OP_NAME,
-            variant,
-            error,
-        })
-}
-/// [`plan`] for a call's tensors on the context's device, with the op's host checks.
-fn checked_plan<T: rt::Float>(
-    ctx: &rt::Context,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    _inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<rt::Plan, rt::OpError> {
-    let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
-    Ok(plan)
+    let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
+    rt::support::planned(OP_NAME, variant, plan_variant(&env))
 }
 /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
 /// same tensors (see [`rt::Context::record_plan_reusing`]).
@@ -960,7 +821,7 @@ pub fn record<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
+    let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
     let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
     encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
@@ -986,7 +847,7 @@ pub fn record_into<T: rt::Float>(
     outputs: OutputsMut<'_, T>,
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
-    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
+    let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
     rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
     encode(ctx, encoder, &plan, inputs, &outputs, true)
 }

@@ -23,8 +23,7 @@ impl Attrs {
     ) -> Result<Self, rt::OpError> {
         let raw = rt::support::RawAttrs::new(OP_NAME, values, &["num_heads"])?;
         let num_heads = raw.int("num_heads")?.ok_or_else(|| raw.missing("num_heads"))?;
-        #[allow(unused_mut)]
-        let mut attrs = Attrs::new(num_heads);
+        let attrs = Attrs::new(num_heads);
         attrs.validate()?;
         Ok(attrs)
     }
@@ -399,230 +398,182 @@ pub fn derive_head_parallel(env: &Env<'_>) -> Result<bool, EvalError> {
             || !derive_fixed_subgroup_size(env)? && derive_long_aligned_rows(env)?,
     )
 }
-/// Finds the first conjunct of `queryContract` that does not hold.
-fn explain_query_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::check(
-        "attrs.num_heads > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(env.attrs.num_heads > 0i64) },
-    )?;
-    rt::support::check(
-        "hidden > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_hidden(env)? > 0i64) },
-    )?;
-    rt::support::check(
-        "hidden % attrs.num_heads == 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64)
-        },
-    )?;
-    rt::support::check(
-        "sameShape(shapes.query_bias, [hidden])",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+/// How `queryContract` is explained, conjunct by conjunct.
+static EXPLAIN_QUERY_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Check(
+            "attrs.num_heads > 0",
+            |env| Ok(env.attrs.num_heads > 0i64),
+        ),
+        rt::when::Clause::Check("hidden > 0", |env| Ok(derive_hidden(env)? > 0i64)),
+        rt::when::Clause::Check(
+            "hidden % attrs.num_heads == 0",
+            |env| Ok(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64),
+        ),
+        rt::when::Clause::Check(
+            "sameShape(shapes.query_bias, [hidden])",
+            |env| Ok(
                 rt::expr::same_shape(
                     env.shapes.query_bias.as_slice(),
                     &[derive_hidden(env)?],
                 ),
-            )
-        },
-    )?;
-    Ok(())
-}
-/// Finds the first conjunct of `weightContract` that does not hold.
-fn explain_weight_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::check(
-        "dim(shapes.weight, 0) == headSize",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+    ],
+};
+/// How `weightContract` is explained, conjunct by conjunct.
+static EXPLAIN_WEIGHT_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Check(
+            "dim(shapes.weight, 0) == headSize",
+            |env| Ok(
                 rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?
                     == derive_head_size(env)?,
-            )
-        },
-    )?;
-    rt::support::check(
-        "projDim % 2 == 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64)
-        },
-    )?;
-    rt::support::check(
-        "projDim >= 2",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_proj_dim(env)? >= 2i64) },
-    )?;
-    rt::support::check(
-        "projDim <= 32",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_proj_dim(env)? <= 32i64) },
-    )?;
-    Ok(())
-}
-/// Finds the first conjunct of `contract` that does not hold.
-fn explain_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::check(
-        "f16Ok(dtypes.T)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "projDim % 2 == 0",
+            |env| Ok(rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64),
+        ),
+        rt::when::Clause::Check("projDim >= 2", |env| Ok(derive_proj_dim(env)? >= 2i64)),
+        rt::when::Clause::Check(
+            "projDim <= 32",
+            |env| Ok(derive_proj_dim(env)? <= 32i64),
+        ),
+    ],
+};
+/// How `contract` is explained, conjunct by conjunct.
+static EXPLAIN_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Check(
+            "f16Ok(dtypes.T)",
+            |env| Ok(
                 rt::expr::f16_ok(
                     env.dtypes.t.wgsl_name(),
                     env.caps.has_feature("shader-f16"),
                 ),
-            )
-        },
-    )?;
-    explain_query_contract(env).map_err(|f| f.within("queryContract"))?;
-    rt::support::require(
-            derive_rel_pos_contract(env),
+            ),
+        ),
+        rt::when::Clause::Explain("queryContract", &EXPLAIN_QUERY_CONTRACT),
+        rt::when::Clause::Require(
+            "relPosContract",
             "sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])",
-        )
-        .map_err(|f| f.within("relPosContract"))?;
-    explain_weight_contract(env).map_err(|f| f.within("weightContract"))?;
-    rt::support::require(derive_bias_contract(env), "sameShape(shapes.bias, [projDim])")
-        .map_err(|f| f.within("biasContract"))?;
-    rt::support::require(
-            derive_eco_contract(env),
+            derive_rel_pos_contract,
+        ),
+        rt::when::Clause::Explain("weightContract", &EXPLAIN_WEIGHT_CONTRACT),
+        rt::when::Clause::Require(
+            "biasContract",
+            "sameShape(shapes.bias, [projDim])",
+            derive_bias_contract,
+        ),
+        rt::when::Clause::Require(
+            "ecoContract",
             "sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])",
-        )
-        .map_err(|f| f.within("ecoContract"))?;
-    Ok(())
-}
-/// Finds the first conjunct of `longAlignedRows` that does not hold.
-fn explain_long_aligned_rows(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::require(derive_vec4_rows(env), "seqLen % 4 == 0")
-        .map_err(|f| f.within("vec4Rows"))?;
-    rt::support::check(
-        "seqLen >= tunables.LONG_ROW",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(derive_seq_len(env)? >= 256i64) },
-    )?;
-    rt::support::check(
-        "headSize >= 8 * projDim",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?)
-        },
-    )?;
-    Ok(())
-}
-/// Finds the first conjunct of `headParallel` that does not hold.
-fn explain_head_parallel(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    if rt::support::holds(
+            derive_eco_contract,
+        ),
+    ],
+};
+/// How `longAlignedRows` is explained, conjunct by conjunct.
+static EXPLAIN_LONG_ALIGNED_ROWS: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Require("vec4Rows", "seqLen % 4 == 0", derive_vec4_rows),
+        rt::when::Clause::Check(
+            "seqLen >= tunables.LONG_ROW",
+            |env| Ok(derive_seq_len(env)? >= 256i64),
+        ),
+        rt::when::Clause::Check(
+            "headSize >= 8 * projDim",
+            |env| Ok(
+                derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
+            ),
+        ),
+    ],
+};
+/// How `headParallel` is explained, conjunct by conjunct.
+static EXPLAIN_HEAD_PARALLEL: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: Some((
         "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
-                derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
-                    || !derive_fixed_subgroup_size(env)?
-                        && derive_long_aligned_rows(env)?,
-            )
-        },
-    )? {
-        return Ok(());
-    }
-    rt::support::check(
-        "not fixedSubgroupSize",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(!derive_fixed_subgroup_size(env)?)
-        },
-    )?;
-    explain_long_aligned_rows(env).map_err(|f| f.within("longAlignedRows"))?;
-    Err(rt::support::Failure {
-        path: vec![
-            "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)"
-        ],
-        error: None,
-    })
-}
-/// Whether variant `row_head_subgroups` accepts the inputs: its `when` conditions in order.
-///
-/// Like `row_head_tree`, with each batch's two gate sums reduced by subgroup shuffles (and, where a subgroup is smaller than a batch's lane group, combined across subgroups in workgroup memory). Requires `subgroups`.
-#[doc(hidden)]
-pub fn accept_row_head_subgroups(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    explain_contract(env).map_err(|f| f.within("contract"))?;
-    rt::support::require(
-            derive_dispatch_ok(env),
-            "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-        )
-        .map_err(|f| f.within("dispatchOk"))?;
-    rt::support::check(
-        "device.features.has(\"subgroups\")",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(env.caps.has_feature("subgroups"))
-        },
-    )?;
-    explain_head_parallel(env).map_err(|f| f.within("headParallel"))?;
-    Ok(())
-}
-/// Whether variant `row_head_tree` accepts the inputs: its `when` conditions in order.
-///
-/// Like `row`, but each batch's `head_size x D` projection products are spread over a group of `32 / rowsPerWorkgroup` lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
-#[doc(hidden)]
-pub fn accept_row_head_tree(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    explain_contract(env).map_err(|f| f.within("contract"))?;
-    rt::support::require(
-            derive_dispatch_ok(env),
-            "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-        )
-        .map_err(|f| f.within("dispatchOk"))?;
-    explain_head_parallel(env).map_err(|f| f.within("headParallel"))?;
-    Ok(())
-}
-/// Whether variant `row` accepts the inputs: its `when` conditions in order.
-///
-/// One workgroup per `rowsPerWorkgroup` consecutive `rel_pos` rows (head, query position; the tunable `ROWS_PER_WORKGROUP_F32` or `_F16`), producing those rows of the output for every batch, so `rel_pos` is read once: `D` lanes per (row, batch) slot project the biased query row serially, the gates go to workgroup memory, and all lanes stream the rows, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch, and for float16, whose rows carry half the bytes, several rows per workgroup spread the gate computation, which waits on memory, over more of the stream.)
-#[doc(hidden)]
-pub fn accept_row(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    explain_contract(env).map_err(|f| f.within("contract"))?;
-    rt::support::require(
-            derive_dispatch_ok(env),
-            "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-        )
-        .map_err(|f| f.within("dispatchOk"))?;
-    Ok(())
-}
+        |env| Ok(
+            derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
+                || !derive_fixed_subgroup_size(env)? && derive_long_aligned_rows(env)?,
+        ),
+    )),
+    clauses: &[
+        rt::when::Clause::Check(
+            "not fixedSubgroupSize",
+            |env| Ok(!derive_fixed_subgroup_size(env)?),
+        ),
+        rt::when::Clause::Explain("longAlignedRows", &EXPLAIN_LONG_ALIGNED_ROWS),
+    ],
+};
+/// A compiled `when` condition.
+type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-/// The first variant, by priority, whose `when` conditions all hold.
-#[doc(hidden)]
-pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError> {
-    let mut rejections = ::std::vec::Vec::new();
-    match accept_row_head_subgroups(env) {
-        Ok(()) => return Ok(("row_head_subgroups", plan_row_head_subgroups)),
-        Err(failure) => rejections.push(failure.into_rejection("row_head_subgroups")),
-    }
-    match accept_row_head_tree(env) {
-        Ok(()) => return Ok(("row_head_tree", plan_row_head_tree)),
-        Err(failure) => rejections.push(failure.into_rejection("row_head_tree")),
-    }
-    match accept_row(env) {
-        Ok(()) => return Ok(("row", plan_row)),
-        Err(failure) => rejections.push(failure.into_rejection("row")),
-    }
-    Err(rt::OpError::NoVariant {
-        op: OP_NAME,
-        rejections,
-    })
-}
+/// The variants in priority order, each with its `when` conditions in order and its plan.
+///
+/// - `row_head_subgroups`: Like `row_head_tree`, with each batch's two gate sums reduced by subgroup shuffles (and, where a subgroup is smaller than a batch's lane group, combined across subgroups in workgroup memory). Requires `subgroups`.
+/// - `row_head_tree`: Like `row`, but each batch's `head_size x D` projection products are spread over a group of `32 / rowsPerWorkgroup` lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
+/// - `row`: One workgroup per `rowsPerWorkgroup` consecutive `rel_pos` rows (head, query position; the tunable `ROWS_PER_WORKGROUP_F32` or `_F16`), producing those rows of the output for every batch, so `rel_pos` is read once: `D` lanes per (row, batch) slot project the biased query row serially, the gates go to workgroup memory, and all lanes stream the rows, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch, and for float16, whose rows carry half the bytes, several rows per workgroup spread the gate computation, which waits on memory, over more of the stream.)
+static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
+    rt::when::Variant::new(
+        "row_head_subgroups",
+        &[
+            rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
+            rt::when::Clause::Require(
+                "dispatchOk",
+                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+                derive_dispatch_ok,
+            ),
+            rt::when::Clause::Check(
+                "device.features.has(\"subgroups\")",
+                |env| Ok(env.caps.has_feature("subgroups")),
+            ),
+            rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
+        ],
+        plan_row_head_subgroups,
+    ),
+    rt::when::Variant::new(
+        "row_head_tree",
+        &[
+            rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
+            rt::when::Clause::Require(
+                "dispatchOk",
+                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+                derive_dispatch_ok,
+            ),
+            rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
+        ],
+        plan_row_head_tree,
+    ),
+    rt::when::Variant::new(
+        "row",
+        &[
+            rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
+            rt::when::Clause::Require(
+                "dispatchOk",
+                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+                derive_dispatch_ok,
+            ),
+        ],
+        plan_row,
+    ),
+];
 /// Uniform `Params` of row_head_subgroups/main (24 bytes): its fields in order, four bytes each.
 fn fill_params_row_head_subgroups_main(
     env: &Env<'_>,
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(6usize)
-            .u32(rt::support::to_u32("relRows", derive_rel_rows(env)?)?)
-            .u32(rt::support::to_u32("batchSize", derive_batch_size(env)?)?)
-            .u32(rt::support::to_u32("numHeads", env.attrs.num_heads)?)
-            .u32(rt::support::to_u32("seqLen", derive_seq_len(env)?)?)
-            .u32(rt::support::to_u32("headSize", derive_head_size(env)?)?)
-            .u32(rt::support::to_u32("projDim", derive_proj_dim(env)?)?)
+            .checked_u32("relRows", derive_rel_rows(env)?)?
+            .checked_u32("batchSize", derive_batch_size(env)?)?
+            .checked_u32("numHeads", env.attrs.num_heads)?
+            .checked_u32("seqLen", derive_seq_len(env)?)?
+            .checked_u32("headSize", derive_head_size(env)?)?
+            .checked_u32("projDim", derive_proj_dim(env)?)?
             .into_bytes(),
     )
 }
@@ -656,12 +607,12 @@ fn fill_params_row_head_tree_main(
 ) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(6usize)
-            .u32(rt::support::to_u32("relRows", derive_rel_rows(env)?)?)
-            .u32(rt::support::to_u32("batchSize", derive_batch_size(env)?)?)
-            .u32(rt::support::to_u32("numHeads", env.attrs.num_heads)?)
-            .u32(rt::support::to_u32("seqLen", derive_seq_len(env)?)?)
-            .u32(rt::support::to_u32("headSize", derive_head_size(env)?)?)
-            .u32(rt::support::to_u32("projDim", derive_proj_dim(env)?)?)
+            .checked_u32("relRows", derive_rel_rows(env)?)?
+            .checked_u32("batchSize", derive_batch_size(env)?)?
+            .checked_u32("numHeads", env.attrs.num_heads)?
+            .checked_u32("seqLen", derive_seq_len(env)?)?
+            .checked_u32("headSize", derive_head_size(env)?)?
+            .checked_u32("projDim", derive_proj_dim(env)?)?
             .into_bytes(),
     )
 }
@@ -693,12 +644,12 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
 fn fill_params_row_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(6usize)
-            .u32(rt::support::to_u32("relRows", derive_rel_rows(env)?)?)
-            .u32(rt::support::to_u32("batchSize", derive_batch_size(env)?)?)
-            .u32(rt::support::to_u32("numHeads", env.attrs.num_heads)?)
-            .u32(rt::support::to_u32("seqLen", derive_seq_len(env)?)?)
-            .u32(rt::support::to_u32("headSize", derive_head_size(env)?)?)
-            .u32(rt::support::to_u32("projDim", derive_proj_dim(env)?)?)
+            .checked_u32("relRows", derive_rel_rows(env)?)?
+            .checked_u32("batchSize", derive_batch_size(env)?)?
+            .checked_u32("numHeads", env.attrs.num_heads)?
+            .checked_u32("seqLen", derive_seq_len(env)?)?
+            .checked_u32("headSize", derive_head_size(env)?)?
+            .checked_u32("projDim", derive_proj_dim(env)?)?
             .into_bytes(),
     )
 }
@@ -800,14 +751,7 @@ pub fn derived_value(
 /// Checks the `when` list of variant `id` with the compiled code.
 #[doc(hidden)]
 pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-    Some(
-        match id {
-            "row_head_subgroups" => accept_row_head_subgroups(env),
-            "row_head_tree" => accept_row_head_tree(env),
-            "row" => accept_row(env),
-            _ => return None,
-        },
-    )
+    rt::when::accepts(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
@@ -824,91 +768,22 @@ pub fn plan(
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
     attrs.validate()?;
-    if !matches!(dtypes.t, rt::DType::F32 | rt::DType::F16) {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "query_layer, query_bias, rel_pos, weight, bias, eco_a".into(),
-            rule: format!(
-                "{}, got {}", "type variable `T` must be one of float32, float16", dtypes
-                .t
-            ),
-        });
-    }
-    if shapes.query_layer.len() != 3usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "query_layer".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 3usize, shapes
-                .query_layer
-            ),
-        });
-    }
-    if shapes.query_bias.len() != 1usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "query_bias".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 1usize, shapes
-                .query_bias
-            ),
-        });
-    }
-    if shapes.rel_pos.len() != 4usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "rel_pos".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 4usize, shapes.rel_pos
-            ),
-        });
-    }
-    if shapes.weight.len() != 2usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "weight".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 2usize, shapes.weight
-            ),
-        });
-    }
-    if shapes.bias.len() != 1usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "bias".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 1usize, shapes.bias
-            ),
-        });
-    }
-    if shapes.eco_a.len() != 4usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "eco_a".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 4usize, shapes.eco_a
-            ),
-        });
-    }
+    rt::support::dtype_allowed(
+        OP_NAME,
+        "query_layer, query_bias, rel_pos, weight, bias, eco_a",
+        "T",
+        dtypes.t,
+        rt::DType::FLOATS,
+    )?;
+    rt::support::rank_is(OP_NAME, "query_layer", shapes.query_layer, 3usize)?;
+    rt::support::rank_is(OP_NAME, "query_bias", shapes.query_bias, 1usize)?;
+    rt::support::rank_is(OP_NAME, "rel_pos", shapes.rel_pos, 4usize)?;
+    rt::support::rank_is(OP_NAME, "weight", shapes.weight, 2usize)?;
+    rt::support::rank_is(OP_NAME, "bias", shapes.bias, 1usize)?;
+    rt::support::rank_is(OP_NAME, "eco_a", shapes.eco_a, 4usize)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let (variant, plan_variant) = select(&env)?;
-    plan_variant(&env)
-        .map_err(|error| rt::OpError::Plan {
-            op: OP_NAME,
-            variant,
-            error,
-        })
-}
-/// [`plan`] for a call's tensors on the context's device, with the op's host checks.
-fn checked_plan<T: rt::Float>(
-    ctx: &rt::Context,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    _inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<rt::Plan, rt::OpError> {
-    let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
-    Ok(plan)
+    let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
+    rt::support::planned(OP_NAME, variant, plan_variant(&env))
 }
 /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
 /// same tensors (see [`rt::Context::record_plan_reusing`]).
@@ -944,7 +819,7 @@ pub fn record<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
+    let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
     let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
     encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
@@ -970,7 +845,7 @@ pub fn record_into<T: rt::Float>(
     outputs: OutputsMut<'_, T>,
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
-    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
+    let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
     rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
     encode(ctx, encoder, &plan, inputs, &outputs, true)
 }

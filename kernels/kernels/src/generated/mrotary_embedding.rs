@@ -93,7 +93,6 @@ impl Attrs {
         let num_heads = raw.int("num_heads")?;
         let rotary_embedding_dim = raw.int("rotary_embedding_dim")?;
         let scale = raw.float("scale")?;
-        #[allow(unused_mut)]
         let mut attrs = Attrs::new(mrope_section);
         if let Some(value) = interleaved {
             attrs.interleaved = value;
@@ -555,39 +554,30 @@ pub fn derive_rank4_contract(env: &Env<'_>) -> Result<bool, EvalError> {
                 == derive_effective_rotary_dim(env)?,
     )
 }
-/// Finds the first conjunct of `sectionsValid` that does not hold.
-fn explain_sections_valid(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::require(
-            derive_sections_defined(env),
+/// How `sectionsValid` is explained, conjunct by conjunct.
+static EXPLAIN_SECTIONS_VALID: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Require(
+            "sectionsDefined",
             "(attrs.mrope_section | length) == 3",
-        )
-        .map_err(|f| f.within("sectionsDefined"))?;
-    rt::support::check(
-        "attrs.mrope_section[0] >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64)
-        },
-    )?;
-    rt::support::check(
-        "attrs.mrope_section[1] >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64)
-        },
-    )?;
-    rt::support::check(
-        "attrs.mrope_section[2] >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64)
-        },
-    )?;
-    rt::support::check(
-        "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            derive_sections_defined,
+        ),
+        rt::when::Clause::Check(
+            "attrs.mrope_section[0] >= 0",
+            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64),
+        ),
+        rt::when::Clause::Check(
+            "attrs.mrope_section[1] >= 0",
+            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64),
+        ),
+        rt::when::Clause::Check(
+            "attrs.mrope_section[2] >= 0",
+            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64),
+        ),
+        rt::when::Clause::Check(
+            "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim",
+            |env| Ok(
                 rt::expr::add(
                     rt::expr::add(
                         rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
@@ -595,132 +585,96 @@ fn explain_sections_valid(env: &Env<'_>) -> Result<(), rt::support::Failure> {
                     )?,
                     rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
                 )? == derive_half_rotary_dim(env)?,
-            )
-        },
-    )?;
-    Ok(())
-}
-/// Finds the first conjunct of `commonContract` that does not hold.
-fn explain_common_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    rt::support::check(
-        "f16Ok(dtypes.T)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+    ],
+};
+/// How `commonContract` is explained, conjunct by conjunct.
+static EXPLAIN_COMMON_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Check(
+            "f16Ok(dtypes.T)",
+            |env| Ok(
                 rt::expr::f16_ok(
                     env.dtypes.t.wgsl_name(),
                     env.caps.has_feature("shader-f16"),
                 ),
-            )
-        },
-    )?;
-    rt::support::check(
-        "sameShape(shapes.input, shapes.output)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "sameShape(shapes.input, shapes.output)",
+            |env| Ok(
                 rt::expr::same_shape(
                     env.shapes.input.as_slice(),
                     env.shapes.output.as_slice(),
                 ),
-            )
-        },
-    )?;
-    rt::support::check(
-        "(attrs.interleaved == 0 or attrs.interleaved == 1)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "(attrs.interleaved == 0 or attrs.interleaved == 1)",
+            |env| Ok(
                 i64::from(env.attrs.interleaved) == 0i64
                     || i64::from(env.attrs.interleaved) == 1i64,
-            )
-        },
-    )?;
-    rt::support::check(
-        "(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)",
+            |env| Ok(
                 i64::from(env.attrs.mrope_layout) == 0i64
                     || i64::from(env.attrs.mrope_layout) == 1i64,
-            )
-        },
-    )?;
-    rt::support::check(
-        "attrs.num_heads >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(env.attrs.num_heads >= 0i64) },
-    )?;
-    rt::support::check(
-        "attrs.rotary_embedding_dim >= 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(env.attrs.rotary_embedding_dim >= 0i64)
-        },
-    )?;
-    rt::support::check(
-        "(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64)
-        },
-    )?;
-    rt::support::check(
-        "sameShape(shapes.cos_cache, shapes.sin_cache)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "attrs.num_heads >= 0",
+            |env| Ok(env.attrs.num_heads >= 0i64),
+        ),
+        rt::when::Clause::Check(
+            "attrs.rotary_embedding_dim >= 0",
+            |env| Ok(env.attrs.rotary_embedding_dim >= 0i64),
+        ),
+        rt::when::Clause::Check(
+            "(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)",
+            |env| Ok(
+                env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
+            ),
+        ),
+        rt::when::Clause::Check(
+            "sameShape(shapes.cos_cache, shapes.sin_cache)",
+            |env| Ok(
                 rt::expr::same_shape(
                     env.shapes.cos_cache.as_slice(),
                     env.shapes.sin_cache.as_slice(),
                 ),
-            )
-        },
-    )?;
-    rt::support::check(
-        "ranks.cos_cache == 2",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.cos_cache) == 2i64)
-        },
-    )?;
-    rt::support::check(
-        "ranks.sin_cache == 2",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.sin_cache) == 2i64)
-        },
-    )?;
-    explain_sections_valid(env).map_err(|f| f.within("sectionsValid"))?;
-    rt::support::check(
-        "ranks.position_ids == 3",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.position_ids) == 3i64)
-        },
-    )?;
-    rt::support::check(
-        "dim(shapes.position_ids, 0) == 3",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64)
-        },
-    )?;
-    rt::support::check(
-        "dim(shapes.position_ids, 1) == dim(shapes.input, 0)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "ranks.cos_cache == 2",
+            |env| Ok(rt::support::rank(&env.shapes.cos_cache) == 2i64),
+        ),
+        rt::when::Clause::Check(
+            "ranks.sin_cache == 2",
+            |env| Ok(rt::support::rank(&env.shapes.sin_cache) == 2i64),
+        ),
+        rt::when::Clause::Explain("sectionsValid", &EXPLAIN_SECTIONS_VALID),
+        rt::when::Clause::Check(
+            "ranks.position_ids == 3",
+            |env| Ok(rt::support::rank(&env.shapes.position_ids) == 3i64),
+        ),
+        rt::when::Clause::Check(
+            "dim(shapes.position_ids, 0) == 3",
+            |env| Ok(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64),
+        ),
+        rt::when::Clause::Check(
+            "dim(shapes.position_ids, 1) == dim(shapes.input, 0)",
+            |env| Ok(
                 rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
                     == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
-            )
-        },
-    )?;
-    rt::support::check(
-        "dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)",
+            |env| Ok(
                 rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
                     == rt::expr::dim(
                         env.shapes.input.as_slice(),
@@ -730,219 +684,158 @@ fn explain_common_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
                             2i64
                         },
                     )?,
-            )
-        },
-    )?;
-    Ok(())
-}
-/// Finds the first conjunct of `rank3Contract` that does not hold.
-fn explain_rank3_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    explain_common_contract(env).map_err(|f| f.within("commonContract"))?;
-    rt::support::check(
-        "ranks.input == 3",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.input) == 3i64)
-        },
-    )?;
-    rt::support::check(
-        "ranks.output == 3",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.output) == 3i64)
-        },
-    )?;
-    rt::support::check(
-        "attrs.num_heads >= 1",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> { Ok(env.attrs.num_heads >= 1i64) },
-    )?;
-    rt::support::check(
-        "dim(shapes.input, 2) % attrs.num_heads == 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+    ],
+};
+/// How `rank3Contract` is explained, conjunct by conjunct.
+static EXPLAIN_RANK3_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
+        rt::when::Clause::Check(
+            "ranks.input == 3",
+            |env| Ok(rt::support::rank(&env.shapes.input) == 3i64),
+        ),
+        rt::when::Clause::Check(
+            "ranks.output == 3",
+            |env| Ok(rt::support::rank(&env.shapes.output) == 3i64),
+        ),
+        rt::when::Clause::Check(
+            "attrs.num_heads >= 1",
+            |env| Ok(env.attrs.num_heads >= 1i64),
+        ),
+        rt::when::Clause::Check(
+            "dim(shapes.input, 2) % attrs.num_heads == 0",
+            |env| Ok(
                 rt::expr::rem(
                     rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
                     env.attrs.num_heads,
                 )? == 0i64,
-            )
-        },
-    )?;
-    rt::support::check(
-        "rank3HeadSize > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(derive_rank3_head_size(env)? > 0i64)
-        },
-    )?;
-    rt::support::check(
-        "effectiveRotaryDim % 2 == 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64)
-        },
-    )?;
-    rt::support::check(
-        "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "rank3HeadSize > 0",
+            |env| Ok(derive_rank3_head_size(env)? > 0i64),
+        ),
+        rt::when::Clause::Check(
+            "effectiveRotaryDim % 2 == 0",
+            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
+        ),
+        rt::when::Clause::Check(
+            "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
+            |env| Ok(
                 env.attrs.rotary_embedding_dim == 0i64
                     || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?,
-            )
-        },
-    )?;
-    rt::support::check(
-        "halfRotaryDim * 2 == effectiveRotaryDim",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "halfRotaryDim * 2 == effectiveRotaryDim",
+            |env| Ok(
                 rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
                     == derive_effective_rotary_dim(env)?,
-            )
-        },
-    )?;
-    Ok(())
-}
-/// Finds the first conjunct of `rank4Contract` that does not hold.
-fn explain_rank4_contract(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    explain_common_contract(env).map_err(|f| f.within("commonContract"))?;
-    rt::support::check(
-        "ranks.input == 4",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.input) == 4i64)
-        },
-    )?;
-    rt::support::check(
-        "ranks.output == 4",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::support::rank(&env.shapes.output) == 4i64)
-        },
-    )?;
-    rt::support::check(
-        "dim(shapes.input, 3) > 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64)
-        },
-    )?;
-    rt::support::check(
-        "effectiveRotaryDim % 2 == 0",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64)
-        },
-    )?;
-    rt::support::check(
-        "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+    ],
+};
+/// How `rank4Contract` is explained, conjunct by conjunct.
+static EXPLAIN_RANK4_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+    unless: None,
+    clauses: &[
+        rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
+        rt::when::Clause::Check(
+            "ranks.input == 4",
+            |env| Ok(rt::support::rank(&env.shapes.input) == 4i64),
+        ),
+        rt::when::Clause::Check(
+            "ranks.output == 4",
+            |env| Ok(rt::support::rank(&env.shapes.output) == 4i64),
+        ),
+        rt::when::Clause::Check(
+            "dim(shapes.input, 3) > 0",
+            |env| Ok(rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64),
+        ),
+        rt::when::Clause::Check(
+            "effectiveRotaryDim % 2 == 0",
+            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
+        ),
+        rt::when::Clause::Check(
+            "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
+            |env| Ok(
                 env.attrs.rotary_embedding_dim == 0i64
                     || env.attrs.rotary_embedding_dim
                         <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?,
-            )
-        },
-    )?;
-    rt::support::check(
-        "halfRotaryDim * 2 == effectiveRotaryDim",
-        env,
-        |env: &Env<'_>| -> Result<bool, EvalError> {
-            Ok(
+            ),
+        ),
+        rt::when::Clause::Check(
+            "halfRotaryDim * 2 == effectiveRotaryDim",
+            |env| Ok(
                 rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
                     == derive_effective_rotary_dim(env)?,
-            )
-        },
-    )?;
-    Ok(())
-}
-/// Whether variant `rank3` accepts the inputs: its `when` conditions in order.
-#[doc(hidden)]
-pub fn accept_rank3(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    explain_rank3_contract(env).map_err(|f| f.within("rank3Contract"))?;
-    rt::support::require(
-            derive_pair_dispatch_ok(env),
-            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-        )
-        .map_err(|f| f.within("pairDispatchOk"))?;
-    Ok(())
-}
-/// Whether variant `rank4` accepts the inputs: its `when` conditions in order.
-#[doc(hidden)]
-pub fn accept_rank4(env: &Env<'_>) -> Result<(), rt::support::Failure> {
-    explain_rank4_contract(env).map_err(|f| f.within("rank4Contract"))?;
-    rt::support::require(
-            derive_pair_dispatch_ok(env),
-            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-        )
-        .map_err(|f| f.within("pairDispatchOk"))?;
-    Ok(())
-}
+            ),
+        ),
+    ],
+};
+/// A compiled `when` condition.
+type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-/// The first variant, by priority, whose `when` conditions all hold.
-#[doc(hidden)]
-pub fn select(env: &Env<'_>) -> Result<(&'static str, VariantPlan), rt::OpError> {
-    let mut rejections = ::std::vec::Vec::new();
-    match accept_rank3(env) {
-        Ok(()) => return Ok(("rank3", plan_rank3)),
-        Err(failure) => rejections.push(failure.into_rejection("rank3")),
-    }
-    match accept_rank4(env) {
-        Ok(()) => return Ok(("rank4", plan_rank4)),
-        Err(failure) => rejections.push(failure.into_rejection("rank4")),
-    }
-    Err(rt::OpError::NoVariant {
-        op: OP_NAME,
-        rejections,
-    })
-}
+/// The variants in priority order, each with its `when` conditions in order and its plan.
+///
+static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
+    rt::when::Variant::new(
+        "rank3",
+        &[
+            rt::when::Clause::Explain("rank3Contract", &EXPLAIN_RANK3_CONTRACT),
+            rt::when::Clause::Require(
+                "pairDispatchOk",
+                "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
+                derive_pair_dispatch_ok,
+            ),
+        ],
+        plan_rank3,
+    ),
+    rt::when::Variant::new(
+        "rank4",
+        &[
+            rt::when::Clause::Explain("rank4Contract", &EXPLAIN_RANK4_CONTRACT),
+            rt::when::Clause::Require(
+                "pairDispatchOk",
+                "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
+                derive_pair_dispatch_ok,
+            ),
+        ],
+        plan_rank4,
+    ),
+];
 /// Uniform `Params` of rank3/main (44 bytes): its fields in order, four bytes each.
 fn fill_params_rank3_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(11usize)
-            .u32(rt::support::to_u32("pairCount", derive_pair_count(env)?)?)
-            .u32(
-                rt::support::to_u32(
-                    "batchSize",
-                    rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "sequenceLength",
-                    rt::expr::dim(env.shapes.input.as_slice(), 1i64)?,
-                )?,
-            )
-            .u32(rt::support::to_u32("numHeads", env.attrs.num_heads)?)
-            .u32(rt::support::to_u32("headSize", derive_rank3_head_size(env)?)?)
-            .u32(
-                rt::support::to_u32(
-                    "rotaryDim",
-                    rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?,
-                )?,
-            )
-            .u32(rt::support::to_u32("halfRotaryDim", derive_half_rotary_dim(env)?)?)
-            .u32(
-                rt::support::to_u32(
-                    "section0",
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "section1",
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "section2",
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-                )?,
-            )
+            .checked_u32("pairCount", derive_pair_count(env)?)?
+            .checked_u32("batchSize", rt::expr::dim(env.shapes.input.as_slice(), 0i64)?)?
+            .checked_u32(
+                "sequenceLength",
+                rt::expr::dim(env.shapes.input.as_slice(), 1i64)?,
+            )?
+            .checked_u32("numHeads", env.attrs.num_heads)?
+            .checked_u32("headSize", derive_rank3_head_size(env)?)?
+            .checked_u32(
+                "rotaryDim",
+                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?,
+            )?
+            .checked_u32("halfRotaryDim", derive_half_rotary_dim(env)?)?
+            .checked_u32(
+                "section0",
+                rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+            )?
+            .checked_u32(
+                "section1",
+                rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+            )?
+            .checked_u32(
+                "section2",
+                rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+            )?
             .f32((f64::from(env.attrs.scale)) as f32)
             .into_bytes(),
     )
@@ -979,56 +872,31 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
 fn fill_params_rank4_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
     Ok(
         rt::uniform::Words::with_fields(11usize)
-            .u32(rt::support::to_u32("pairCount", derive_pair_count(env)?)?)
-            .u32(
-                rt::support::to_u32(
-                    "batchSize",
-                    rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "sequenceLength",
-                    rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "numHeads",
-                    rt::expr::dim(env.shapes.input.as_slice(), 1i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "headSize",
-                    rt::expr::dim(env.shapes.input.as_slice(), 3i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "rotaryDim",
-                    rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?,
-                )?,
-            )
-            .u32(rt::support::to_u32("halfRotaryDim", derive_half_rotary_dim(env)?)?)
-            .u32(
-                rt::support::to_u32(
-                    "section0",
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "section1",
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                )?,
-            )
-            .u32(
-                rt::support::to_u32(
-                    "section2",
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-                )?,
-            )
+            .checked_u32("pairCount", derive_pair_count(env)?)?
+            .checked_u32("batchSize", rt::expr::dim(env.shapes.input.as_slice(), 0i64)?)?
+            .checked_u32(
+                "sequenceLength",
+                rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+            )?
+            .checked_u32("numHeads", rt::expr::dim(env.shapes.input.as_slice(), 1i64)?)?
+            .checked_u32("headSize", rt::expr::dim(env.shapes.input.as_slice(), 3i64)?)?
+            .checked_u32(
+                "rotaryDim",
+                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?,
+            )?
+            .checked_u32("halfRotaryDim", derive_half_rotary_dim(env)?)?
+            .checked_u32(
+                "section0",
+                rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+            )?
+            .checked_u32(
+                "section1",
+                rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+            )?
+            .checked_u32(
+                "section2",
+                rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+            )?
             .f32((f64::from(env.attrs.scale)) as f32)
             .into_bytes(),
     )
@@ -1135,13 +1003,7 @@ pub fn derived_value(
 /// Checks the `when` list of variant `id` with the compiled code.
 #[doc(hidden)]
 pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-    Some(
-        match id {
-            "rank3" => accept_rank3(env),
-            "rank4" => accept_rank4(env),
-            _ => return None,
-        },
-    )
+    rt::when::accepts(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
@@ -1158,52 +1020,19 @@ pub fn plan(
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
     attrs.validate()?;
-    if !matches!(dtypes.t, rt::DType::F32 | rt::DType::F16) {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "input, cos_cache, sin_cache".into(),
-            rule: format!(
-                "{}, got {}", "type variable `T` must be one of float32, float16", dtypes
-                .t
-            ),
-        });
-    }
-    if shapes.position_ids.len() != 3usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "position_ids".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 3usize, shapes
-                .position_ids
-            ),
-        });
-    }
-    if shapes.cos_cache.len() != 2usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "cos_cache".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 2usize, shapes.cos_cache
-            ),
-        });
-    }
-    if shapes.sin_cache.len() != 2usize {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "sin_cache".into(),
-            rule: format!(
-                "the manifest declares rank {}, got shape {:?}", 2usize, shapes.sin_cache
-            ),
-        });
-    }
+    rt::support::dtype_allowed(
+        OP_NAME,
+        "input, cos_cache, sin_cache",
+        "T",
+        dtypes.t,
+        rt::DType::FLOATS,
+    )?;
+    rt::support::rank_is(OP_NAME, "position_ids", shapes.position_ids, 3usize)?;
+    rt::support::rank_is(OP_NAME, "cos_cache", shapes.cos_cache, 2usize)?;
+    rt::support::rank_is(OP_NAME, "sin_cache", shapes.sin_cache, 2usize)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let (variant, plan_variant) = select(&env)?;
-    plan_variant(&env)
-        .map_err(|error| rt::OpError::Plan {
-            op: OP_NAME,
-            variant,
-            error,
-        })
+    let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
+    rt::support::planned(OP_NAME, variant, plan_variant(&env))
 }
 /// [`plan`] for a call's tensors on the context's device, with the op's host checks.
 fn checked_plan<T: rt::Float>(
