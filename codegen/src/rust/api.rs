@@ -169,12 +169,7 @@ fn attrs_struct(op: &Op) -> TokenStream {
         let read = match (a.repr, &a.allowed) {
             // A flag with an allowed set is read as the integer it is, so that `2` is
             // rejected instead of reading as `true`.
-            (AttrRepr::Bool, Some(allowed)) => quote! {
-                match raw.int(#text)? {
-                    Some(v) => { rt::support::check_allowed(OP_NAME, #text, v, &[#(#allowed),*])?; Some(v != 0) }
-                    None => None,
-                }
-            },
+            (AttrRepr::Bool, Some(allowed)) => quote!(raw.flag_in(#text, &[#(#allowed),*])?),
             (AttrRepr::Bool, None) => quote!(raw.flag(#text)?),
             (AttrRepr::Truth, _) => quote!(raw.boolean(#text)?),
             (AttrRepr::I64, _) => match a.int_width {
@@ -188,18 +183,23 @@ fn attrs_struct(op: &Op) -> TokenStream {
         };
         if a.required {
             quote!(let #name = #read.ok_or_else(|| raw.missing(#text))?;)
+        } else if a.is_optional() {
+            quote!(attrs.#name = #read;)
         } else {
-            quote!(let #name = #read;)
+            quote!(if let Some(value) = #read { attrs.#name = value; })
         }
     });
-    let optional_sets = op.attributes.iter().filter(|a| !a.required).map(|a| {
-        let name = attr_field(a);
-        if a.is_optional() {
-            quote!(attrs.#name = #name;)
-        } else {
-            quote!(if let Some(value) = #name { attrs.#name = value; })
-        }
-    });
+    let required_reads: Vec<TokenStream> = raw_reads
+        .clone()
+        .zip(&op.attributes)
+        .filter(|(_, a)| a.required)
+        .map(|(r, _)| r)
+        .collect();
+    let optional_sets: Vec<TokenStream> = raw_reads
+        .zip(&op.attributes)
+        .filter(|(_, a)| !a.required)
+        .map(|(r, _)| r)
+        .collect();
     let required_names = required.iter().map(|a| attr_field(a));
     let attrs_binding = if op.attributes.iter().any(|a| !a.required) {
         quote!(mut attrs)
@@ -244,7 +244,7 @@ fn attrs_struct(op: &Op) -> TokenStream {
             /// wrong kinds and missing required attributes are errors.
             pub fn from_raw(values: &[(::std::string::String, rt::support::AttrValue)]) -> Result<Self, rt::OpError> {
                 let raw = rt::support::RawAttrs::new(OP_NAME, values, &[#(#known),*])?;
-                #( #raw_reads )*
+                #( #required_reads )*
                 let #attrs_binding = Attrs::new(#(#required_names),*);
                 #( #optional_sets )*
                 attrs.validate()?;

@@ -69,8 +69,12 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let typed_views = layout.read.iter().filter(|t| !t.optional).map(|t| {
         let role = super::tensor_field(t);
         let text = &t.role;
-        let values = if t.storage == Storage::U32Checked { quote!(inputs.#role.values()) } else { quote!(None) };
-        quote!(rt::registry::ArgView { role: #text, shape: inputs.#role.shape(), index_values: #values })
+        let values = if t.storage == Storage::U32Checked {
+            quote!(inputs.#role.values())
+        } else {
+            quote!(None)
+        };
+        quote!(rt::registry::ArgView::new(#text, inputs.#role.shape(), #values))
     });
     let typed_host_check = host_check_call(quote!([#(#typed_views),*]));
     let output_checks = op.outputs.iter().enumerate().map(|(i, t)| {
@@ -166,7 +170,6 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         .map(|t| t.role.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    let input_count = op.inputs.len();
     let kind_checks = op.inputs.iter().map(|t| {
         let role = super::tensor_field(t);
         let text = &t.role;
@@ -205,9 +208,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             fn plan_dyn(ctx: &rt::Context, inputs: &[&rt::AnyTensor], raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
                 let attrs = Attrs::from_raw(raw)?;
                 let attrs = &attrs;
-                let [#(#input_idents),*] = inputs else {
-                    return Err(rt::OpError::Input { op: OP_NAME, input: #role_list.into(), rule: format!("expected {} inputs ({}), got {}", #input_count, #role_list, inputs.len()) });
-                };
+                let [#(#input_idents),*] = rt::support::inputs_exactly(OP_NAME, #role_list, inputs)?;
                 #(#kind_checks)*
                 let dtypes = DTypes { #(#dyn_dtypes)* };
                 let plan = plan(ctx.caps(), &Shapes { #(#dyn_shapes)* }, &dtypes, attrs)?;
@@ -261,13 +262,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         /// same tensors (see [`rt::Context::record_plan_reusing`]).
         fn encode<#tensor_bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, plan: &rt::Plan, inputs: &#inputs_ty, outputs: &#outputs_mut_ty, reuse: bool) -> Result<(), rt::OpError> {
             #inputs_unused
-            let args = [#(#args),*];
-            if reuse {
-                ctx.record_plan_reusing(encoder, plan, &args)?;
-            } else {
-                ctx.record_plan(encoder, plan, &args)?;
-            }
-            Ok(())
+            rt::support::record(ctx, encoder, plan, &[#(#args),*], reuse)
         }
 
         #allocating

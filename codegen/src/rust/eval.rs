@@ -208,11 +208,20 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let op = input.op;
     let scope = EnvScope { op };
     let env = env_struct(op, &scope);
+    let used = used_explanations(op);
     let derives = op.derives.iter().map(|d| {
         let name = derive_fn(&d.name);
         let ty = rust_type(d.expr.ir.ty);
-        let body = lower_result(&d.expr.ir, &scope);
-        let param = env_param(&d.expr.ir);
+        // An explained entry is computed from its explanation's clauses, compiled once.
+        let (body, param) = if used.contains(d.name.as_str()) {
+            let explanation = explain_static(&d.name);
+            (
+                quote!(rt::when::value(&#explanation, env)),
+                format_ident!("env"),
+            )
+        } else {
+            (lower_result(&d.expr.ir, &scope), env_param(&d.expr.ir))
+        };
         let doc = super::doc_lines(&format!(" `{}` = `{}`", d.name, d.expr.source));
         quote! {
             #(#[doc = #doc])*
@@ -221,7 +230,6 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         }
     });
     let introspection = introspection(op);
-    let used = used_explanations(op);
     let explains = op
         .derives
         .iter()
@@ -294,7 +302,7 @@ fn introspection(op: &Op) -> TokenStream {
 
         /// Evaluates the `derive` entry `name` with the compiled code.
         #[doc(hidden)]
-        pub fn derived_value(name: &str, env: &Env<'_>) -> Option<Result<rt::support::ExprValue, EvalError>> {
+        pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
             #derived_body
         }
 
@@ -500,6 +508,16 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             #rank_check
         }
     }).collect();
+    let env_value = quote!(Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, #present_init dtypes, attrs, caps });
+    let construct = if output_shapes.is_empty() {
+        quote!(Ok(#env_value))
+    } else {
+        quote! {
+            let #env_binding = #env_value;
+            #(#output_shapes)*
+            Ok(env)
+        }
+    };
     quote! {
         /// Tensor shapes as expression integers, inputs and outputs.
         #[doc(hidden)]
@@ -524,9 +542,7 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         impl<'a> Env<'a> {
             /// Input shapes as given; output shapes and ranks from the manifest's expressions.
             pub fn new(shapes: &Shapes<'_>, dtypes: DTypes, attrs: &'a Attrs, caps: &'a rt::DeviceCaps) -> Result<Self, rt::OpError> {
-                let #env_binding = Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, #present_init dtypes, attrs, caps };
-                #(#output_shapes)*
-                Ok(env)
+                #construct
             }
         }
 
@@ -535,14 +551,37 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
 }
 
 fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
+    // The leading conditions every variant writes alike are emitted once.
+    let shared = match op.variants.split_first() {
+        Some((first, rest)) if !rest.is_empty() => (0..first.when.len())
+            .take_while(|&i| {
+                rest.iter().all(|v| {
+                    v.when
+                        .get(i)
+                        .is_some_and(|w| w.source == first.when[i].source)
+                })
+            })
+            .count(),
+        _ => 0,
+    };
+    let shared = if shared >= 2 { shared } else { 0 };
+    let shared_static = op.variants.first().filter(|_| shared > 0).map(|first| {
+        let checks = first.when[..shared]
+            .iter()
+            .map(|w| condition(op, scope, &w.source, &w.ir));
+        quote! {
+            /// The `when` conditions every variant starts with.
+            static SHARED_WHEN: [rt::when::Clause<Test>; #shared] = [#(#checks),*];
+        }
+    });
     let variants = op.variants.iter().map(|variant| {
-        let checks = variant
-            .when
+        let shared_clause = (shared > 0).then(|| quote!(rt::when::Clause::All(&SHARED_WHEN),));
+        let checks = variant.when[shared..]
             .iter()
             .map(|w| condition(op, scope, &w.source, &w.ir));
         let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
         let id = &variant.id;
-        quote!(rt::when::Variant::new(#id, &[#(#checks),*], #plan))
+        quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks),*], #plan))
     });
     let count = op.variants.len();
     let docs = op
@@ -566,5 +605,7 @@ fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         ///
         #(#[doc = #docs])*
         static VARIANTS: [rt::when::Variant<Test, VariantPlan>; #count] = [#(#variants),*];
+
+        #shared_static
     }
 }

@@ -11,7 +11,7 @@ mod table;
 pub use table::shader_table;
 
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 
 use crate::model::Op;
 use crate::wgsl::Shader;
@@ -119,28 +119,4 @@ pub fn tensor_field_of(op: &Op, name: &str) -> Ident {
         Some(tensor) => tensor_field(tensor),
         None => ident(&crate::model::snake_ident(name)),
     }
-}
-
-/// `rank3` + `main` → `RANK3_MAIN` style identifiers for statics.
-pub fn upper_ident(parts: &[&str]) -> Ident {
-    let joined: Vec<String> = parts
-        .iter()
-        .map(|p| crate::model::snake_ident(p).to_ascii_uppercase())
-        .collect();
-    format_ident!("{}", joined.join("_"))
-}
-
-/// `rank3` + `main` → `Rank3Main` style identifiers for types.
-pub fn camel_ident(parts: &[&str]) -> Ident {
-    let mut out = String::new();
-    for part in parts {
-        for word in crate::model::snake_ident(part).split('_') {
-            let mut chars = word.chars();
-            if let Some(first) = chars.next() {
-                out.push(first.to_ascii_uppercase());
-                out.extend(chars);
-            }
-        }
-    }
-    format_ident!("{}", out)
 }

@@ -1,13 +1,14 @@
-//! The plan of each variant in a generated op module: which pre-rendered shader a pass uses
-//! (a match on its static values), its overrides, its uniform struct (layout asserted against
-//! naga's), its dispatch, the variant's intermediates and the op's outputs.
+//! The plan of each variant in a generated op module: the shader each pass looks up in the
+//! op's table (by its key, `table.rs`), its overrides, its uniform bytes (packed field by
+//! field, the layout naga's was checked against), its dispatch, the variant's intermediates
+//! and the op's outputs.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::api::float_type_vars;
 use super::eval::{EnvScope, lower};
-use super::{OpInput, camel_ident, ident};
+use super::{OpInput, ident};
 use crate::expr::Type;
 use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
 
@@ -18,7 +19,6 @@ pub(super) fn variant_plan(
     variant: &Variant,
 ) -> Result<TokenStream, String> {
     let op = input.op;
-    let mut items = Vec::new();
     let mut passes = Vec::new();
     for (p, pass) in variant.passes.iter().enumerate() {
         let shaders = super::table::pass_shaders(input.shaders, v, p);
@@ -41,15 +41,7 @@ pub(super) fn variant_plan(
             BindingTarget::Params => quote!(rt::Binding::Params),
         });
         let params = match pass.bindings.iter().find_map(|b| b.params.as_ref()) {
-            Some(params) => {
-                let size = shaders
-                    .first()
-                    .and_then(|s| s.uniform_size)
-                    .unwrap_or(4 * params.fields.len() as u32);
-                let (item, call) = params_struct(scope, &[&variant.id, &pass.id], params, size);
-                items.push(item);
-                call
-            }
+            Some(params) => params_bytes(scope, params),
             None => quote!(::std::vec::Vec::new()),
         };
         let dispatch = dispatch(scope, &pass.dispatch);
@@ -74,8 +66,6 @@ pub(super) fn variant_plan(
     let id = &variant.id;
     let doc = super::doc_lines(&format!(" The plan of variant `{id}`."));
     Ok(quote! {
-        #(#items)*
-
         #(#[doc = #doc])*
         fn #plan_fn(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             Ok(rt::Plan {
@@ -112,18 +102,9 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
     }
 }
 
-/// The function that packs a pass's uniform struct (every field a 4-byte scalar at offset
-/// `4 * i`, which `wgsl::validate` checked against naga's layout) and its call.
-fn params_struct(
-    scope: &EnvScope<'_>,
-    parts: &[&str],
-    params: &model::ParamsStruct,
-    naga_size: u32,
-) -> (TokenStream, TokenStream) {
-    let mut name_parts = vec!["Params"];
-    name_parts.extend_from_slice(parts);
-    let name = camel_ident(&name_parts);
-    let fill = format_ident!("fill_{}", model::snake_ident(&name.to_string()));
+/// The bytes of a pass's uniform struct, packed field by field: every field is a 4-byte scalar
+/// at offset `4 * i`, which `wgsl::validate` checked against naga's layout.
+fn params_bytes(scope: &EnvScope<'_>, params: &model::ParamsStruct) -> TokenStream {
     let words = params.fields.iter().map(|f| {
         let text = &f.name;
         let lowered = lower(&f.value.ir, scope);
@@ -134,18 +115,7 @@ fn params_struct(
         }
     });
     let count = params.fields.len();
-    let doc = super::doc_lines(&format!(
-        " Uniform `{}` of {} ({naga_size} bytes): its fields in order, four bytes each.",
-        params.name,
-        parts.join("/")
-    ));
-    let item = quote! {
-        #(#[doc = #doc])*
-        fn #fill(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
-            Ok(rt::uniform::Words::with_fields(#count) #(#words)* .into_bytes())
-        }
-    };
-    (item, quote!(#fill(env)?))
+    quote!(rt::uniform::Words::with_fields(#count) #(#words)* .into_bytes())
 }
 
 fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {

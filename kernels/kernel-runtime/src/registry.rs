@@ -101,6 +101,18 @@ pub struct ArgView<'a> {
 }
 
 impl<'a> ArgView<'a> {
+    pub const fn new(
+        role: &'static str,
+        shape: &'a [usize],
+        index_values: Option<&'a [u32]>,
+    ) -> Self {
+        ArgView {
+            role,
+            shape,
+            index_values,
+        }
+    }
+
     /// The view of an untyped tensor.
     pub fn of(role: &'static str, tensor: &'a AnyTensor) -> Self {
         let index_values = match tensor {

@@ -89,6 +89,37 @@ pub fn dtype_allowed(
     })
 }
 
+/// Records `plan` with `args`; `reuse` keeps the bind groups for the caller's next call with
+/// the same tensors ([`crate::Context::record_plan_reusing`]).
+pub fn record(
+    ctx: &crate::Context,
+    encoder: &mut wgpu::CommandEncoder,
+    plan: &crate::Plan,
+    args: &[crate::Arg<'_>],
+    reuse: bool,
+) -> Result<(), OpError> {
+    if reuse {
+        ctx.record_plan_reusing(encoder, plan, args)?;
+    } else {
+        ctx.record_plan(encoder, plan, args)?;
+    }
+    Ok(())
+}
+
+/// The untyped inputs of an op with `N` inputs (`roles`, in manifest order), or an error
+/// naming them when there are more or fewer.
+pub fn inputs_exactly<'t, 'a, const N: usize>(
+    op: &'static str,
+    roles: &str,
+    inputs: &'t [&'a AnyTensor],
+) -> Result<&'t [&'a AnyTensor; N], OpError> {
+    inputs.try_into().map_err(|_| OpError::Input {
+        op,
+        input: roles.into(),
+        rule: format!("expected {N} inputs ({roles}), got {}", inputs.len()),
+    })
+}
+
 /// The chosen variant's plan, or why it could not be computed.
 pub fn planned(
     op: &'static str,
@@ -161,6 +192,9 @@ pub fn require(value: Result<bool, EvalError>, text: &'static str) -> Result<(),
         }),
     }
 }
+
+/// A `derive` entry's value by name: `None` for a name the op does not derive.
+pub type DerivedValue = Option<Result<ExprValue, EvalError>>;
 
 /// The value of a compiled expression, for name-keyed access (tests, tools).
 #[derive(Debug, Clone, PartialEq)]
@@ -406,6 +440,16 @@ impl<'a> RawAttrs<'a> {
     /// A 0/1 flag; any non-zero integer reads as `true`, as ONNX kernels test `!= 0`.
     pub fn flag(&self, name: &str) -> Result<Option<bool>, OpError> {
         Ok(self.int(name)?.map(|v| v != 0))
+    }
+
+    /// A 0/1 flag, if given, whose integer must be one of `allowed` (so that `2` is rejected
+    /// instead of reading as `true`).
+    pub fn flag_in(&self, name: &str, allowed: &[i64]) -> Result<Option<bool>, OpError> {
+        let Some(value) = self.int(name)? else {
+            return Ok(None);
+        };
+        check_allowed(self.op, name, value, allowed)?;
+        Ok(Some(value != 0))
     }
 
     /// A float attribute (integers convert), if given.

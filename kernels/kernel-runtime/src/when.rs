@@ -20,6 +20,8 @@ pub enum Clause<F: 'static> {
     Require(&'static str, &'static str, F),
     /// A boolean `derive` entry explained by its own clauses: its name and the explanation.
     Explain(&'static str, &'static Explanation<F>),
+    /// Clauses several variants share, in order, as if written in place.
+    All(&'static [Clause<F>]),
 }
 
 /// How a `derive` entry is explained: its conjuncts in order; or, for a disjunction whose last
@@ -61,6 +63,7 @@ where
             Clause::Explain(name, explanation) => {
                 explain(explanation, env).map_err(|f| f.within(name))?;
             }
+            Clause::All(clauses) => first_failure(clauses, env)?,
         }
     }
     Ok(())
@@ -87,6 +90,36 @@ where
         path: vec![text],
         error: None,
     })
+}
+
+/// The value of the `derive` entry `explanation` explains, from its clauses (in order, stopping
+/// at the first false one, as `and` does).
+pub fn value<E, F>(explanation: &Explanation<F>, env: &E) -> Result<bool, EvalError>
+where
+    F: Fn(&E) -> Result<bool, EvalError>,
+{
+    match &explanation.unless {
+        // The disjunction is the whole expression.
+        Some((_, whole)) => whole(env),
+        None => all_hold(explanation.clauses, env),
+    }
+}
+
+fn all_hold<E, F>(clauses: &[Clause<F>], env: &E) -> Result<bool, EvalError>
+where
+    F: Fn(&E) -> Result<bool, EvalError>,
+{
+    for clause in clauses {
+        let holds = match clause {
+            Clause::Check(_, test) | Clause::Require(_, _, test) => test(env)?,
+            Clause::Explain(_, explanation) => value(explanation, env)?,
+            Clause::All(clauses) => all_hold(clauses, env)?,
+        };
+        if !holds {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The first variant, by priority, whose `when` clauses all hold, and its plan; otherwise
@@ -141,11 +174,13 @@ mod tests {
         ],
     };
 
+    static POSITIVE: [Clause<Test>; 1] = [Clause::Check("n > 0", |e| Ok(e.n > 0))];
+
     static VARIANTS: [Variant<Test, u8>; 2] = [
         Variant::new(
             "first",
             &[
-                Clause::Check("n > 0", |e| Ok(e.n > 0)),
+                Clause::All(&POSITIVE),
                 Clause::Explain("smallOrEven", &SMALL_OR_EVEN),
             ],
             1,
@@ -162,6 +197,22 @@ mod tests {
             2,
         ),
     ];
+
+    #[test]
+    fn an_explanation_has_the_value_of_its_expression() {
+        for n in [-3, 2, 7, 40, 101, 102] {
+            let expected = n < 4 || (n % 2 == 0 && n < 100);
+            assert_eq!(value(&SMALL_OR_EVEN, &Env { n }).unwrap(), expected, "{n}");
+            let conjunction = Explanation::<Test> {
+                unless: None,
+                clauses: SMALL_OR_EVEN.clauses,
+            };
+            assert_eq!(
+                value(&conjunction, &Env { n }).unwrap(),
+                n % 2 == 0 && n < 100
+            );
+        }
+    }
 
     #[test]
     fn the_first_accepting_variant_is_chosen() {

@@ -35,12 +35,11 @@ impl Attrs {
             values,
             &["axis", "is_inner_broadcast"],
         )?;
-        let axis = raw.int("axis")?;
         let is_inner_broadcast = raw
             .flag("is_inner_broadcast")?
             .ok_or_else(|| raw.missing("is_inner_broadcast"))?;
         let mut attrs = Attrs::new(is_inner_broadcast);
-        if let Some(value) = axis {
+        if let Some(value) = raw.int("axis")? {
             attrs.axis = value;
         }
         attrs.validate()?;
@@ -243,19 +242,7 @@ pub fn derive_bias_block_count(env: &Env<'_>) -> Result<i64, EvalError> {
 /// `biasContract` = `(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)`
 #[doc(hidden)]
 pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::numel(env.shapes.data.as_slice())? == 0i64
-            && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
-            || derive_block_size(env)? > 0i64 && derive_bias_block_count(env)? > 0i64
-                && rt::expr::rem(
-                    rt::expr::numel(env.shapes.bias.as_slice())?,
-                    derive_block_size(env)?,
-                )? == 0i64 && derive_bias_block_count(env)? <= derive_batch_count(env)?
-                && rt::expr::rem(
-                    derive_batch_count(env)?,
-                    derive_bias_block_count(env)?,
-                )? == 0i64,
-    )
+    rt::when::value(&EXPLAIN_BIAS_CONTRACT, env)
 }
 /// `fixedSubgroups` = `device.features.has("subgroups") and device.limits.subgroupMinSize >= 4 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize and device.limits.subgroupMinSize <= tunables.WORKGROUP_SIZE`
 #[doc(hidden)]
@@ -354,29 +341,7 @@ static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
     rt::when::Variant::new(
         "longrow_split",
         &[
-            rt::when::Clause::Check(
-                "numel(shapes.data) == numel(shapes.output)",
-                |env| Ok(
-                    rt::expr::numel(env.shapes.data.as_slice())?
-                        == rt::expr::numel(env.shapes.output.as_slice())?,
-                ),
-            ),
-            rt::when::Clause::Check(
-                "ranks.data >= 1",
-                |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
-            ),
-            rt::when::Clause::Check(
-                "attrs.axis + ranks.data >= 0",
-                |env| Ok(
-                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-                        >= 0i64,
-                ),
-            ),
-            rt::when::Clause::Check(
-                "attrs.axis < ranks.data",
-                |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
-            ),
-            rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+            rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "blockSize >= 65536",
                 |env| Ok(derive_block_size(env)? >= 65536i64),
@@ -418,29 +383,7 @@ static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
     rt::when::Variant::new(
         "packed_rows",
         &[
-            rt::when::Clause::Check(
-                "numel(shapes.data) == numel(shapes.output)",
-                |env| Ok(
-                    rt::expr::numel(env.shapes.data.as_slice())?
-                        == rt::expr::numel(env.shapes.output.as_slice())?,
-                ),
-            ),
-            rt::when::Clause::Check(
-                "ranks.data >= 1",
-                |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
-            ),
-            rt::when::Clause::Check(
-                "attrs.axis + ranks.data >= 0",
-                |env| Ok(
-                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-                        >= 0i64,
-                ),
-            ),
-            rt::when::Clause::Check(
-                "attrs.axis < ranks.data",
-                |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
-            ),
-            rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+            rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "blockSize > 0",
                 |env| Ok(derive_block_size(env)? > 0i64),
@@ -468,29 +411,7 @@ static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
     rt::when::Variant::new(
         "adaptive_row",
         &[
-            rt::when::Clause::Check(
-                "numel(shapes.data) == numel(shapes.output)",
-                |env| Ok(
-                    rt::expr::numel(env.shapes.data.as_slice())?
-                        == rt::expr::numel(env.shapes.output.as_slice())?,
-                ),
-            ),
-            rt::when::Clause::Check(
-                "ranks.data >= 1",
-                |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
-            ),
-            rt::when::Clause::Check(
-                "attrs.axis + ranks.data >= 0",
-                |env| Ok(
-                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-                        >= 0i64,
-                ),
-            ),
-            rt::when::Clause::Check(
-                "attrs.axis < ranks.data",
-                |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
-            ),
-            rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+            rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "numel(shapes.data) >= 0",
                 |env| Ok(rt::expr::numel(env.shapes.data.as_slice())? >= 0i64),
@@ -508,43 +429,31 @@ static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
         plan_adaptive_row,
     ),
 ];
-/// Uniform `Params` of longrow_split/block_stats (8 bytes): its fields in order, four bytes each.
-fn fill_params_longrow_split_block_stats(
-    env: &Env<'_>,
-) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(2usize)
-            .checked_u32("blockSize", derive_block_size(env)?)?
-            .checked_u32(
-                "blocks",
-                rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
-            )?
-            .into_bytes(),
-    )
-}
-/// Uniform `Params` of longrow_split/row_stats (4 bytes): its fields in order, four bytes each.
-fn fill_params_longrow_split_row_stats(
-    env: &Env<'_>,
-) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(1usize)
-            .checked_u32(
-                "blocks",
-                rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
-            )?
-            .into_bytes(),
-    )
-}
-/// Uniform `Params` of longrow_split/normalize (4 bytes): its fields in order, four bytes each.
-fn fill_params_longrow_split_normalize(
-    env: &Env<'_>,
-) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(1usize)
-            .checked_u32("blockSize", derive_block_size(env)?)?
-            .into_bytes(),
-    )
-}
+/// The `when` conditions every variant starts with.
+static SHARED_WHEN: [rt::when::Clause<Test>; 5usize] = [
+    rt::when::Clause::Check(
+        "numel(shapes.data) == numel(shapes.output)",
+        |env| Ok(
+            rt::expr::numel(env.shapes.data.as_slice())?
+                == rt::expr::numel(env.shapes.output.as_slice())?,
+        ),
+    ),
+    rt::when::Clause::Check(
+        "ranks.data >= 1",
+        |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
+    ),
+    rt::when::Clause::Check(
+        "attrs.axis + ranks.data >= 0",
+        |env| Ok(
+            rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))? >= 0i64,
+        ),
+    ),
+    rt::when::Clause::Check(
+        "attrs.axis < ranks.data",
+        |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
+    ),
+    rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+];
 /// The plan of variant `longrow_split`.
 fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
     Ok(rt::Plan {
@@ -564,7 +473,9 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             derive_bias_block_count(env) ?)) ?)) ?))], bindings :
             vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Intermediate(0usize), rt::Binding::Intermediate(1usize),
-            rt::Binding::Params], params : fill_params_longrow_split_block_stats(env) ?,
+            rt::Binding::Params], params : rt::uniform::Words::with_fields(2usize)
+            .checked_u32("blockSize", derive_block_size(env) ?) ? .checked_u32("blocks",
+            rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?) ? .into_bytes(),
             dispatch : rt::Dispatch::Grid { x : rt::support::to_u64("x", if
             derive_block_per_subgroup(env) ? {
             rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
@@ -576,23 +487,25 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             ?, overrides : vec![], bindings : vec![rt::Binding::Intermediate(0usize),
             rt::Binding::Intermediate(1usize), rt::Binding::Intermediate(2usize),
             rt::Binding::Intermediate(3usize), rt::Binding::Params], params :
-            fill_params_longrow_split_row_stats(env) ?, dispatch : rt::Dispatch::Grid { x
-            : rt::support::to_u64("x", derive_batch_count(env) ?) ?, y : 1, z : 1 } },
-            rt::PlannedPass { id : "normalize", kernel : SHADERS.kernel(2usize, & [(env
-            .dtypes.t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
-            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
-            4i64) ? == 0i64).into(), (derive_normalize_span_blocks(env) ?).into()]) ?,
-            overrides : vec![("biasBlockCount",
-            f64::from(rt::support::to_u32("biasBlockCount", ::core::cmp::max(1i64,
-            derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::uniform::Words::with_fields(1usize).checked_u32("blocks",
+            rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?) ? .into_bytes(),
+            dispatch : rt::Dispatch::Grid { x : rt::support::to_u64("x",
+            derive_batch_count(env) ?) ?, y : 1, z : 1 } }, rt::PlannedPass { id :
+            "normalize", kernel : SHADERS.kernel(2usize, & [(env.dtypes.t.wgsl_name())
+            .into(), (env.dtypes.t.wgsl_name() == "f16").into(), (i64::from(env.attrs
+            .is_inner_broadcast) != 0i64).into(), (derive_block_size(env) ? > 0i64 &&
+            rt::expr::rem(derive_block_size(env) ?, 4i64) ? == 0i64).into(),
+            (derive_normalize_span_blocks(env) ?).into()]) ?, overrides :
+            vec![("biasBlockCount", f64::from(rt::support::to_u32("biasBlockCount",
+            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
             f64::from(rt::support::to_u32("innerRepeat", ::core::cmp::max(1i64,
             rt::expr::div(derive_batch_count(env) ?, ::core::cmp::max(1i64,
             derive_bias_block_count(env) ?)) ?)) ?))], bindings :
             vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Intermediate(2usize), rt::Binding::Intermediate(3usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
-            fill_params_longrow_split_normalize(env) ?, dispatch : rt::Dispatch::Grid { x
+            rt::uniform::Words::with_fields(1usize).checked_u32("blockSize",
+            derive_block_size(env) ?) ? .into_bytes(), dispatch : rt::Dispatch::Grid { x
             : rt::support::to_u64("x",
             rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
             derive_normalize_span_blocks(env) ?) ?) ?, y : rt::support::to_u64("y",
@@ -627,17 +540,6 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-/// Uniform `Params` of packed_rows/main (8 bytes): its fields in order, four bytes each.
-fn fill_params_packed_rows_main(
-    env: &Env<'_>,
-) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(2usize)
-            .checked_u32("blockSize", derive_block_size(env)?)?
-            .checked_u32("batchCount", derive_batch_count(env)?)?
-            .into_bytes(),
-    )
-}
 /// The plan of variant `packed_rows`.
 fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
     Ok(rt::Plan {
@@ -658,11 +560,14 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             derive_bias_block_count(env) ?)) ?)) ?))], bindings :
             vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
-            fill_params_packed_rows_main(env) ?, dispatch : rt::Dispatch::GridStride {
-            items : rt::support::to_u64("gridStride", if derive_word_lanes(env) ? &&
-            rt::expr::rem(derive_block_size(env) ?, 4i64) ? == 0i64 {
-            rt::expr::mul(derive_batch_count(env) ?, rt::expr::div(derive_block_size(env)
-            ?, 4i64) ?) ? } else { derive_batch_count(env) ? }) ?, workgroup_size :
+            rt::uniform::Words::with_fields(2usize).checked_u32("blockSize",
+            derive_block_size(env) ?) ? .checked_u32("batchCount",
+            derive_batch_count(env) ?) ? .into_bytes(), dispatch :
+            rt::Dispatch::GridStride { items : rt::support::to_u64("gridStride", if
+            derive_word_lanes(env) ? && rt::expr::rem(derive_block_size(env) ?, 4i64) ?
+            == 0i64 { rt::expr::mul(derive_batch_count(env) ?,
+            rt::expr::div(derive_block_size(env) ?, 4i64) ?) ? } else {
+            derive_batch_count(env) ? }) ?, workgroup_size :
             rt::support::to_u32("workgroupSize", 256i64) ? } }
         ],
         intermediates: vec![],
@@ -671,17 +576,6 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::support::to_shape("output", & env.shapes.output) ? }
         ],
     })
-}
-/// Uniform `Params` of adaptive_row/main (8 bytes): its fields in order, four bytes each.
-fn fill_params_adaptive_row_main(
-    env: &Env<'_>,
-) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(2usize)
-            .checked_u32("blockSize", derive_block_size(env)?)?
-            .checked_u32("batchCount", derive_batch_count(env)?)?
-            .into_bytes(),
-    )
 }
 /// The plan of variant `adaptive_row`.
 fn plan_adaptive_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
@@ -704,7 +598,9 @@ fn plan_adaptive_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             derive_bias_block_count(env) ?)) ?)) ?))], bindings :
             vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
-            fill_params_adaptive_row_main(env) ?, dispatch :
+            rt::uniform::Words::with_fields(2usize).checked_u32("blockSize",
+            derive_block_size(env) ?) ? .checked_u32("batchCount",
+            derive_batch_count(env) ?) ? .into_bytes(), dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("workgroups", if
             derive_row_per_subgroup(env) ? { rt::expr::ceil_div(derive_batch_count(env)
             ?, rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ?
@@ -736,10 +632,7 @@ pub const DERIVED_NAMES: &[&str] = &[
 pub const VARIANT_IDS: &[&str] = &["longrow_split", "packed_rows", "adaptive_row"];
 /// Evaluates the `derive` entry `name` with the compiled code.
 #[doc(hidden)]
-pub fn derived_value(
-    name: &str,
-    env: &Env<'_>,
-) -> Option<Result<rt::support::ExprValue, EvalError>> {
+pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
     Some(
         match name {
             "axisNorm" => derive_axis_norm(env).map(rt::support::ExprValue::from),
@@ -801,17 +694,17 @@ fn encode<T: rt::Float>(
     outputs: &OutputsMut<'_, T>,
     reuse: bool,
 ) -> Result<(), rt::OpError> {
-    let args = [
-        rt::Arg::read("data", inputs.data.binding()),
-        rt::Arg::read("bias", inputs.bias.binding()),
-        rt::Arg::write("output", outputs.output.binding()),
-    ];
-    if reuse {
-        ctx.record_plan_reusing(encoder, plan, &args)?;
-    } else {
-        ctx.record_plan(encoder, plan, &args)?;
-    }
-    Ok(())
+    rt::support::record(
+        ctx,
+        encoder,
+        plan,
+        &[
+            rt::Arg::read("data", inputs.data.binding()),
+            rt::Arg::read("bias", inputs.bias.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
+        ],
+        reuse,
+    )
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
 /// submission. The outputs are valid once the encoder has been submitted.
@@ -867,15 +760,7 @@ fn plan_dyn(
 ) -> Result<rt::Plan, rt::OpError> {
     let attrs = Attrs::from_raw(raw)?;
     let attrs = &attrs;
-    let [data, bias] = inputs else {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "data, bias".into(),
-            rule: format!(
-                "expected {} inputs ({}), got {}", 2usize, "data, bias", inputs.len()
-            ),
-        });
-    };
+    let [data, bias] = rt::support::inputs_exactly(OP_NAME, "data, bias", inputs)?;
     rt::support::expect_float(OP_NAME, "data", data)?;
     rt::support::expect_float(OP_NAME, "bias", bias)?;
     let dtypes = DTypes {

@@ -283,14 +283,7 @@ pub fn derive_hidden(env: &Env<'_>) -> Result<i64, EvalError> {
 /// `queryContract` = `attrs.num_heads > 0 and hidden > 0 and hidden % attrs.num_heads == 0 and sameShape(shapes.query_bias, [hidden])`
 #[doc(hidden)]
 pub fn derive_query_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        env.attrs.num_heads > 0i64 && derive_hidden(env)? > 0i64
-            && rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64
-            && rt::expr::same_shape(
-                env.shapes.query_bias.as_slice(),
-                &[derive_hidden(env)?],
-            ),
-    )
+    rt::when::value(&EXPLAIN_QUERY_CONTRACT, env)
 }
 /// `seqLen` = `dim(shapes.query_layer, 1)`
 #[doc(hidden)]
@@ -321,21 +314,12 @@ pub fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
 /// `weightContract` = `dim(shapes.weight, 0) == headSize and projDim % 2 == 0 and projDim >= 2 and projDim <= 32`
 #[doc(hidden)]
 pub fn derive_weight_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::dim(env.shapes.weight.as_slice(), 0i64)? == derive_head_size(env)?
-            && rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64
-            && derive_proj_dim(env)? >= 2i64 && derive_proj_dim(env)? <= 32i64,
-    )
+    rt::when::value(&EXPLAIN_WEIGHT_CONTRACT, env)
 }
 /// `contract` = `f16Ok(dtypes.T) and queryContract and relPosContract and weightContract and biasContract and ecoContract`
 #[doc(hidden)]
 pub fn derive_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::f16_ok(env.dtypes.t.wgsl_name(), env.caps.has_feature("shader-f16"))
-            && derive_query_contract(env)? && derive_rel_pos_contract(env)?
-            && derive_weight_contract(env)? && derive_bias_contract(env)?
-            && derive_eco_contract(env)?,
-    )
+    rt::when::value(&EXPLAIN_CONTRACT, env)
 }
 /// `relRows` = `attrs.num_heads * seqLen if batchSize > 0 else 0`
 #[doc(hidden)]
@@ -385,18 +369,12 @@ pub fn derive_vec4_rows(env: &Env<'_>) -> Result<bool, EvalError> {
 /// `longAlignedRows` = `vec4Rows and seqLen >= tunables.LONG_ROW and headSize >= 8 * projDim`
 #[doc(hidden)]
 pub fn derive_long_aligned_rows(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_vec4_rows(env)? && derive_seq_len(env)? >= 256i64
-            && derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
-    )
+    rt::when::value(&EXPLAIN_LONG_ALIGNED_ROWS, env)
 }
 /// `headParallel` = `(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)`
 #[doc(hidden)]
 pub fn derive_head_parallel(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
-            || !derive_fixed_subgroup_size(env)? && derive_long_aligned_rows(env)?,
-    )
+    rt::when::value(&EXPLAIN_HEAD_PARALLEL, env)
 }
 /// How `queryContract` is explained, conjunct by conjunct.
 static EXPLAIN_QUERY_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
@@ -522,12 +500,7 @@ static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
     rt::when::Variant::new(
         "row_head_subgroups",
         &[
-            rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
-            rt::when::Clause::Require(
-                "dispatchOk",
-                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-                derive_dispatch_ok,
-            ),
+            rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "device.features.has(\"subgroups\")",
                 |env| Ok(env.caps.has_feature("subgroups")),
@@ -539,44 +512,22 @@ static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
     rt::when::Variant::new(
         "row_head_tree",
         &[
-            rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
-            rt::when::Clause::Require(
-                "dispatchOk",
-                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-                derive_dispatch_ok,
-            ),
+            rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
         ],
         plan_row_head_tree,
     ),
-    rt::when::Variant::new(
-        "row",
-        &[
-            rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
-            rt::when::Clause::Require(
-                "dispatchOk",
-                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-                derive_dispatch_ok,
-            ),
-        ],
-        plan_row,
+    rt::when::Variant::new("row", &[rt::when::Clause::All(&SHARED_WHEN)], plan_row),
+];
+/// The `when` conditions every variant starts with.
+static SHARED_WHEN: [rt::when::Clause<Test>; 2usize] = [
+    rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
+    rt::when::Clause::Require(
+        "dispatchOk",
+        "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+        derive_dispatch_ok,
     ),
 ];
-/// Uniform `Params` of row_head_subgroups/main (24 bytes): its fields in order, four bytes each.
-fn fill_params_row_head_subgroups_main(
-    env: &Env<'_>,
-) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(6usize)
-            .checked_u32("relRows", derive_rel_rows(env)?)?
-            .checked_u32("batchSize", derive_batch_size(env)?)?
-            .checked_u32("numHeads", env.attrs.num_heads)?
-            .checked_u32("seqLen", derive_seq_len(env)?)?
-            .checked_u32("headSize", derive_head_size(env)?)?
-            .checked_u32("projDim", derive_proj_dim(env)?)?
-            .into_bytes(),
-    )
-}
 /// The plan of variant `row_head_subgroups`.
 fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
     Ok(rt::Plan {
@@ -589,8 +540,13 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
-            rt::Binding::Params], params : fill_params_row_head_subgroups_main(env) ?,
-            dispatch : rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
+            rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
+            .checked_u32("relRows", derive_rel_rows(env) ?) ? .checked_u32("batchSize",
+            derive_batch_size(env) ?) ? .checked_u32("numHeads", env.attrs.num_heads) ?
+            .checked_u32("seqLen", derive_seq_len(env) ?) ? .checked_u32("headSize",
+            derive_head_size(env) ?) ? .checked_u32("projDim", derive_proj_dim(env) ?) ?
+            .into_bytes(), dispatch :
+            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
             rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
             ?) ?) }
         ],
@@ -600,21 +556,6 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::support::to_shape("output", & env.shapes.output) ? }
         ],
     })
-}
-/// Uniform `Params` of row_head_tree/main (24 bytes): its fields in order, four bytes each.
-fn fill_params_row_head_tree_main(
-    env: &Env<'_>,
-) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(6usize)
-            .checked_u32("relRows", derive_rel_rows(env)?)?
-            .checked_u32("batchSize", derive_batch_size(env)?)?
-            .checked_u32("numHeads", env.attrs.num_heads)?
-            .checked_u32("seqLen", derive_seq_len(env)?)?
-            .checked_u32("headSize", derive_head_size(env)?)?
-            .checked_u32("projDim", derive_proj_dim(env)?)?
-            .into_bytes(),
-    )
 }
 /// The plan of variant `row_head_tree`.
 fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
@@ -628,8 +569,13 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
-            rt::Binding::Params], params : fill_params_row_head_tree_main(env) ?,
-            dispatch : rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
+            rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
+            .checked_u32("relRows", derive_rel_rows(env) ?) ? .checked_u32("batchSize",
+            derive_batch_size(env) ?) ? .checked_u32("numHeads", env.attrs.num_heads) ?
+            .checked_u32("seqLen", derive_seq_len(env) ?) ? .checked_u32("headSize",
+            derive_head_size(env) ?) ? .checked_u32("projDim", derive_proj_dim(env) ?) ?
+            .into_bytes(), dispatch :
+            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
             rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
             ?) ?) }
         ],
@@ -639,19 +585,6 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::support::to_shape("output", & env.shapes.output) ? }
         ],
     })
-}
-/// Uniform `Params` of row/main (24 bytes): its fields in order, four bytes each.
-fn fill_params_row_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(6usize)
-            .checked_u32("relRows", derive_rel_rows(env)?)?
-            .checked_u32("batchSize", derive_batch_size(env)?)?
-            .checked_u32("numHeads", env.attrs.num_heads)?
-            .checked_u32("seqLen", derive_seq_len(env)?)?
-            .checked_u32("headSize", derive_head_size(env)?)?
-            .checked_u32("projDim", derive_proj_dim(env)?)?
-            .into_bytes(),
-    )
 }
 /// The plan of variant `row`.
 fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
@@ -665,7 +598,12 @@ fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
-            rt::Binding::Params], params : fill_params_row_main(env) ?, dispatch :
+            rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
+            .checked_u32("relRows", derive_rel_rows(env) ?) ? .checked_u32("batchSize",
+            derive_batch_size(env) ?) ? .checked_u32("numHeads", env.attrs.num_heads) ?
+            .checked_u32("seqLen", derive_seq_len(env) ?) ? .checked_u32("headSize",
+            derive_head_size(env) ?) ? .checked_u32("projDim", derive_proj_dim(env) ?) ?
+            .into_bytes(), dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
             rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
             ?) ?) }
@@ -705,10 +643,7 @@ pub const DERIVED_NAMES: &[&str] = &[
 pub const VARIANT_IDS: &[&str] = &["row_head_subgroups", "row_head_tree", "row"];
 /// Evaluates the `derive` entry `name` with the compiled code.
 #[doc(hidden)]
-pub fn derived_value(
-    name: &str,
-    env: &Env<'_>,
-) -> Option<Result<rt::support::ExprValue, EvalError>> {
+pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
     Some(
         match name {
             "batchSize" => derive_batch_size(env).map(rt::support::ExprValue::from),
@@ -795,21 +730,21 @@ fn encode<T: rt::Float>(
     outputs: &OutputsMut<'_, T>,
     reuse: bool,
 ) -> Result<(), rt::OpError> {
-    let args = [
-        rt::Arg::read("query_layer", inputs.query_layer.binding()),
-        rt::Arg::read("query_bias", inputs.query_bias.binding()),
-        rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
-        rt::Arg::read("weight", inputs.weight.binding()),
-        rt::Arg::read("bias", inputs.bias.binding()),
-        rt::Arg::read("eco_a", inputs.eco_a.binding()),
-        rt::Arg::write("output", outputs.output.binding()),
-    ];
-    if reuse {
-        ctx.record_plan_reusing(encoder, plan, &args)?;
-    } else {
-        ctx.record_plan(encoder, plan, &args)?;
-    }
-    Ok(())
+    rt::support::record(
+        ctx,
+        encoder,
+        plan,
+        &[
+            rt::Arg::read("query_layer", inputs.query_layer.binding()),
+            rt::Arg::read("query_bias", inputs.query_bias.binding()),
+            rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
+            rt::Arg::read("weight", inputs.weight.binding()),
+            rt::Arg::read("bias", inputs.bias.binding()),
+            rt::Arg::read("eco_a", inputs.eco_a.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
+        ],
+        reuse,
+    )
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
 /// submission. The outputs are valid once the encoder has been submitted.
@@ -865,16 +800,11 @@ fn plan_dyn(
 ) -> Result<rt::Plan, rt::OpError> {
     let attrs = Attrs::from_raw(raw)?;
     let attrs = &attrs;
-    let [query_layer, query_bias, rel_pos, weight, bias, eco_a] = inputs else {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "query_layer, query_bias, rel_pos, weight, bias, eco_a".into(),
-            rule: format!(
-                "expected {} inputs ({}), got {}", 6usize,
-                "query_layer, query_bias, rel_pos, weight, bias, eco_a", inputs.len()
-            ),
-        });
-    };
+    let [query_layer, query_bias, rel_pos, weight, bias, eco_a] = rt::support::inputs_exactly(
+        OP_NAME,
+        "query_layer, query_bias, rel_pos, weight, bias, eco_a",
+        inputs,
+    )?;
     rt::support::expect_float(OP_NAME, "query_layer", query_layer)?;
     rt::support::expect_float(OP_NAME, "query_bias", query_bias)?;
     rt::support::expect_float(OP_NAME, "rel_pos", rel_pos)?;

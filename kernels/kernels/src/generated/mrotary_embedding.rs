@@ -66,50 +66,26 @@ impl Attrs {
                 "scale",
             ],
         )?;
-        let interleaved = match raw.int("interleaved")? {
-            Some(v) => {
-                rt::support::check_allowed(OP_NAME, "interleaved", v, &[0i64, 1i64])?;
-                Some(v != 0)
-            }
-            None => None,
-        };
-        let is_packed_batching = match raw.int("is_packed_batching")? {
-            Some(v) => {
-                rt::support::check_allowed(OP_NAME, "is_packed_batching", v, &[0i64])?;
-                Some(v != 0)
-            }
-            None => None,
-        };
-        let mrope_layout = match raw.int("mrope_layout")? {
-            Some(v) => {
-                rt::support::check_allowed(OP_NAME, "mrope_layout", v, &[0i64, 1i64])?;
-                Some(v != 0)
-            }
-            None => None,
-        };
         let mrope_section = raw
             .ints("mrope_section")?
             .ok_or_else(|| raw.missing("mrope_section"))?;
-        let num_heads = raw.int("num_heads")?;
-        let rotary_embedding_dim = raw.int("rotary_embedding_dim")?;
-        let scale = raw.float("scale")?;
         let mut attrs = Attrs::new(mrope_section);
-        if let Some(value) = interleaved {
+        if let Some(value) = raw.flag_in("interleaved", &[0i64, 1i64])? {
             attrs.interleaved = value;
         }
-        if let Some(value) = is_packed_batching {
+        if let Some(value) = raw.flag_in("is_packed_batching", &[0i64])? {
             attrs.is_packed_batching = value;
         }
-        if let Some(value) = mrope_layout {
+        if let Some(value) = raw.flag_in("mrope_layout", &[0i64, 1i64])? {
             attrs.mrope_layout = value;
         }
-        if let Some(value) = num_heads {
+        if let Some(value) = raw.int("num_heads")? {
             attrs.num_heads = value;
         }
-        if let Some(value) = rotary_embedding_dim {
+        if let Some(value) = raw.int("rotary_embedding_dim")? {
             attrs.rotary_embedding_dim = value;
         }
-        if let Some(value) = scale {
+        if let Some(value) = raw.float("scale")? {
             attrs.scale = value;
         }
         attrs.validate()?;
@@ -365,55 +341,12 @@ pub fn derive_sections_defined(env: &Env<'_>) -> Result<bool, EvalError> {
 /// `sectionsValid` = `sectionsDefined and attrs.mrope_section[0] >= 0 and attrs.mrope_section[1] >= 0 and attrs.mrope_section[2] >= 0 and attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim`
 #[doc(hidden)]
 pub fn derive_sections_valid(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_sections_defined(env)?
-            && rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64
-            && rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64
-            && rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64
-            && rt::expr::add(
-                rt::expr::add(
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                )?,
-                rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-            )? == derive_half_rotary_dim(env)?,
-    )
+    rt::when::value(&EXPLAIN_SECTIONS_VALID, env)
 }
 /// `commonContract` = `f16Ok(dtypes.T) and sameShape(shapes.input, shapes.output) and (attrs.interleaved == 0 or attrs.interleaved == 1) and (attrs.mrope_layout == 0 or attrs.mrope_layout == 1) and attrs.num_heads >= 0 and attrs.rotary_embedding_dim >= 0 and (attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0) and sameShape(shapes.cos_cache, shapes.sin_cache) and ranks.cos_cache == 2 and ranks.sin_cache == 2 and sectionsValid and ranks.position_ids == 3 and dim(shapes.position_ids, 0) == 3 and dim(shapes.position_ids, 1) == dim(shapes.input, 0) and dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)`
 #[doc(hidden)]
 pub fn derive_common_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::f16_ok(env.dtypes.t.wgsl_name(), env.caps.has_feature("shader-f16"))
-            && rt::expr::same_shape(
-                env.shapes.input.as_slice(),
-                env.shapes.output.as_slice(),
-            )
-            && (i64::from(env.attrs.interleaved) == 0i64
-                || i64::from(env.attrs.interleaved) == 1i64)
-            && (i64::from(env.attrs.mrope_layout) == 0i64
-                || i64::from(env.attrs.mrope_layout) == 1i64)
-            && env.attrs.num_heads >= 0i64 && env.attrs.rotary_embedding_dim >= 0i64
-            && (env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64)
-            && rt::expr::same_shape(
-                env.shapes.cos_cache.as_slice(),
-                env.shapes.sin_cache.as_slice(),
-            ) && rt::support::rank(&env.shapes.cos_cache) == 2i64
-            && rt::support::rank(&env.shapes.sin_cache) == 2i64
-            && derive_sections_valid(env)?
-            && rt::support::rank(&env.shapes.position_ids) == 3i64
-            && rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64
-            && rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
-                == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?
-            && rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
-                == rt::expr::dim(
-                    env.shapes.input.as_slice(),
-                    if rt::support::rank(&env.shapes.input) == 3i64 {
-                        1i64
-                    } else {
-                        2i64
-                    },
-                )?,
-    )
+    rt::when::value(&EXPLAIN_COMMON_CONTRACT, env)
 }
 /// `rank3HeadSize` = `dim(shapes.input, 2) / attrs.num_heads if attrs.num_heads is defined and attrs.num_heads > 0 else 0`
 #[doc(hidden)]
@@ -524,35 +457,12 @@ pub fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
 /// `rank3Contract` = `commonContract and ranks.input == 3 and ranks.output == 3 and attrs.num_heads is defined and attrs.num_heads >= 1 and dim(shapes.input, 2) % attrs.num_heads == 0 and rank3HeadSize > 0 and effectiveRotaryDim % 2 == 0 and (attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize) and halfRotaryDim * 2 == effectiveRotaryDim`
 #[doc(hidden)]
 pub fn derive_rank3_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_common_contract(env)? && rt::support::rank(&env.shapes.input) == 3i64
-            && rt::support::rank(&env.shapes.output) == 3i64
-            && env.attrs.num_heads >= 1i64
-            && rt::expr::rem(
-                rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                env.attrs.num_heads,
-            )? == 0i64 && derive_rank3_head_size(env)? > 0i64
-            && rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64
-            && (env.attrs.rotary_embedding_dim == 0i64
-                || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?)
-            && rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                == derive_effective_rotary_dim(env)?,
-    )
+    rt::when::value(&EXPLAIN_RANK3_CONTRACT, env)
 }
 /// `rank4Contract` = `commonContract and ranks.input == 4 and ranks.output == 4 and dim(shapes.input, 3) > 0 and effectiveRotaryDim % 2 == 0 and (attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3)) and halfRotaryDim * 2 == effectiveRotaryDim`
 #[doc(hidden)]
 pub fn derive_rank4_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_common_contract(env)? && rt::support::rank(&env.shapes.input) == 4i64
-            && rt::support::rank(&env.shapes.output) == 4i64
-            && rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64
-            && rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64
-            && (env.attrs.rotary_embedding_dim == 0i64
-                || env.attrs.rotary_embedding_dim
-                    <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?)
-            && rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                == derive_effective_rotary_dim(env)?,
-    )
+    rt::when::value(&EXPLAIN_RANK4_CONTRACT, env)
 }
 /// How `sectionsValid` is explained, conjunct by conjunct.
 static EXPLAIN_SECTIONS_VALID: rt::when::Explanation<Test> = rt::when::Explanation {
@@ -807,39 +717,6 @@ static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
         plan_rank4,
     ),
 ];
-/// Uniform `Params` of rank3/main (44 bytes): its fields in order, four bytes each.
-fn fill_params_rank3_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(11usize)
-            .checked_u32("pairCount", derive_pair_count(env)?)?
-            .checked_u32("batchSize", rt::expr::dim(env.shapes.input.as_slice(), 0i64)?)?
-            .checked_u32(
-                "sequenceLength",
-                rt::expr::dim(env.shapes.input.as_slice(), 1i64)?,
-            )?
-            .checked_u32("numHeads", env.attrs.num_heads)?
-            .checked_u32("headSize", derive_rank3_head_size(env)?)?
-            .checked_u32(
-                "rotaryDim",
-                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?,
-            )?
-            .checked_u32("halfRotaryDim", derive_half_rotary_dim(env)?)?
-            .checked_u32(
-                "section0",
-                rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-            )?
-            .checked_u32(
-                "section1",
-                rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-            )?
-            .checked_u32(
-                "section2",
-                rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-            )?
-            .f32((f64::from(env.attrs.scale)) as f32)
-            .into_bytes(),
-    )
-}
 /// The plan of variant `rank3`.
 fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
     Ok(rt::Plan {
@@ -853,9 +730,20 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             (derive_quad_heads_per_task(env) ?).into()]) ?, overrides : vec![], bindings
             : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
-            rt::Binding::Params], params : fill_params_rank3_main(env) ?, dispatch :
-            rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
-            derive_quad_pairs(env) ? {
+            rt::Binding::Params], params : rt::uniform::Words::with_fields(11usize)
+            .checked_u32("pairCount", derive_pair_count(env) ?) ?
+            .checked_u32("batchSize", rt::expr::dim(env.shapes.input.as_slice(), 0i64) ?)
+            ? .checked_u32("sequenceLength", rt::expr::dim(env.shapes.input.as_slice(),
+            1i64) ?) ? .checked_u32("numHeads", env.attrs.num_heads) ?
+            .checked_u32("headSize", derive_rank3_head_size(env) ?) ?
+            .checked_u32("rotaryDim", rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64)
+            ?) ? .checked_u32("halfRotaryDim", derive_half_rotary_dim(env) ?) ?
+            .checked_u32("section0", rt::expr::index(env.attrs.mrope_section.as_slice(),
+            0i64) ?) ? .checked_u32("section1", rt::expr::index(env.attrs.mrope_section
+            .as_slice(), 1i64) ?) ? .checked_u32("section2", rt::expr::index(env.attrs
+            .mrope_section.as_slice(), 2i64) ?) ? .f32((f64::from(env.attrs.scale)) as
+            f32).into_bytes(), dispatch : rt::Dispatch::Threads { threads :
+            rt::support::to_u64("threads", if derive_quad_pairs(env) ? {
             rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
             derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
             derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? })
@@ -867,39 +755,6 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::support::to_shape("output", & env.shapes.output) ? }
         ],
     })
-}
-/// Uniform `Params` of rank4/main (44 bytes): its fields in order, four bytes each.
-fn fill_params_rank4_main(env: &Env<'_>) -> Result<::std::vec::Vec<u8>, EvalError> {
-    Ok(
-        rt::uniform::Words::with_fields(11usize)
-            .checked_u32("pairCount", derive_pair_count(env)?)?
-            .checked_u32("batchSize", rt::expr::dim(env.shapes.input.as_slice(), 0i64)?)?
-            .checked_u32(
-                "sequenceLength",
-                rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-            )?
-            .checked_u32("numHeads", rt::expr::dim(env.shapes.input.as_slice(), 1i64)?)?
-            .checked_u32("headSize", rt::expr::dim(env.shapes.input.as_slice(), 3i64)?)?
-            .checked_u32(
-                "rotaryDim",
-                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?,
-            )?
-            .checked_u32("halfRotaryDim", derive_half_rotary_dim(env)?)?
-            .checked_u32(
-                "section0",
-                rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-            )?
-            .checked_u32(
-                "section1",
-                rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-            )?
-            .checked_u32(
-                "section2",
-                rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-            )?
-            .f32((f64::from(env.attrs.scale)) as f32)
-            .into_bytes(),
-    )
 }
 /// The plan of variant `rank4`.
 fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
@@ -914,9 +769,21 @@ fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             (derive_quad_heads_per_task(env) ?).into()]) ?, overrides : vec![], bindings
             : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
-            rt::Binding::Params], params : fill_params_rank4_main(env) ?, dispatch :
-            rt::Dispatch::Threads { threads : rt::support::to_u64("threads", if
-            derive_quad_pairs(env) ? {
+            rt::Binding::Params], params : rt::uniform::Words::with_fields(11usize)
+            .checked_u32("pairCount", derive_pair_count(env) ?) ?
+            .checked_u32("batchSize", rt::expr::dim(env.shapes.input.as_slice(), 0i64) ?)
+            ? .checked_u32("sequenceLength", rt::expr::dim(env.shapes.input.as_slice(),
+            2i64) ?) ? .checked_u32("numHeads", rt::expr::dim(env.shapes.input
+            .as_slice(), 1i64) ?) ? .checked_u32("headSize", rt::expr::dim(env.shapes
+            .input.as_slice(), 3i64) ?) ? .checked_u32("rotaryDim",
+            rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64) ?) ?
+            .checked_u32("halfRotaryDim", derive_half_rotary_dim(env) ?) ?
+            .checked_u32("section0", rt::expr::index(env.attrs.mrope_section.as_slice(),
+            0i64) ?) ? .checked_u32("section1", rt::expr::index(env.attrs.mrope_section
+            .as_slice(), 1i64) ?) ? .checked_u32("section2", rt::expr::index(env.attrs
+            .mrope_section.as_slice(), 2i64) ?) ? .f32((f64::from(env.attrs.scale)) as
+            f32).into_bytes(), dispatch : rt::Dispatch::Threads { threads :
+            rt::support::to_u64("threads", if derive_quad_pairs(env) ? {
             rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
             derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
             derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? })
@@ -953,10 +820,7 @@ pub const DERIVED_NAMES: &[&str] = &[
 pub const VARIANT_IDS: &[&str] = &["rank3", "rank4"];
 /// Evaluates the `derive` entry `name` with the compiled code.
 #[doc(hidden)]
-pub fn derived_value(
-    name: &str,
-    env: &Env<'_>,
-) -> Option<Result<rt::support::ExprValue, EvalError>> {
+pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
     Some(
         match name {
             "halfRotaryDim" => {
@@ -1045,26 +909,14 @@ fn checked_plan<T: rt::Float>(
     let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
     crate::host_checks::mrotary_embedding::check(
         &[
-            rt::registry::ArgView {
-                role: "input",
-                shape: inputs.input.shape(),
-                index_values: None,
-            },
-            rt::registry::ArgView {
-                role: "position_ids",
-                shape: inputs.position_ids.shape(),
-                index_values: inputs.position_ids.values(),
-            },
-            rt::registry::ArgView {
-                role: "cos_cache",
-                shape: inputs.cos_cache.shape(),
-                index_values: None,
-            },
-            rt::registry::ArgView {
-                role: "sin_cache",
-                shape: inputs.sin_cache.shape(),
-                index_values: None,
-            },
+            rt::registry::ArgView::new("input", inputs.input.shape(), None),
+            rt::registry::ArgView::new(
+                "position_ids",
+                inputs.position_ids.shape(),
+                inputs.position_ids.values(),
+            ),
+            rt::registry::ArgView::new("cos_cache", inputs.cos_cache.shape(), None),
+            rt::registry::ArgView::new("sin_cache", inputs.sin_cache.shape(), None),
         ],
         attrs,
     )?;
@@ -1080,19 +932,19 @@ fn encode<T: rt::Float>(
     outputs: &OutputsMut<'_, T>,
     reuse: bool,
 ) -> Result<(), rt::OpError> {
-    let args = [
-        rt::Arg::read("input", inputs.input.binding()),
-        rt::Arg::read("position_ids", inputs.position_ids.binding()),
-        rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
-        rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
-        rt::Arg::write("output", outputs.output.binding()),
-    ];
-    if reuse {
-        ctx.record_plan_reusing(encoder, plan, &args)?;
-    } else {
-        ctx.record_plan(encoder, plan, &args)?;
-    }
-    Ok(())
+    rt::support::record(
+        ctx,
+        encoder,
+        plan,
+        &[
+            rt::Arg::read("input", inputs.input.binding()),
+            rt::Arg::read("position_ids", inputs.position_ids.binding()),
+            rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
+            rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
+        ],
+        reuse,
+    )
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
 /// submission. The outputs are valid once the encoder has been submitted.
@@ -1148,16 +1000,11 @@ fn plan_dyn(
 ) -> Result<rt::Plan, rt::OpError> {
     let attrs = Attrs::from_raw(raw)?;
     let attrs = &attrs;
-    let [input, position_ids, cos_cache, sin_cache] = inputs else {
-        return Err(rt::OpError::Input {
-            op: OP_NAME,
-            input: "input, position_ids, cos_cache, sin_cache".into(),
-            rule: format!(
-                "expected {} inputs ({}), got {}", 4usize,
-                "input, position_ids, cos_cache, sin_cache", inputs.len()
-            ),
-        });
-    };
+    let [input, position_ids, cos_cache, sin_cache] = rt::support::inputs_exactly(
+        OP_NAME,
+        "input, position_ids, cos_cache, sin_cache",
+        inputs,
+    )?;
     rt::support::expect_float(OP_NAME, "input", input)?;
     rt::support::expect_index(OP_NAME, "position_ids", position_ids)?;
     rt::support::expect_float(OP_NAME, "cos_cache", cos_cache)?;
