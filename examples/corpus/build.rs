@@ -6,20 +6,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The packages built and run here: those with CPU references in `tests/`, and one that needs
-/// the hints beside this crate.
-const PACKAGES: &[&str] = &[
-    "com.xenova.AddInPlace",
-    "com.xenova.MulBroadcast",
-    "com.xenova.RMSNorm",
-    "com.xenova.Rope1d",
-    "com.xenova.StridedCopy",
-    "com.xenova.gemma4.ArgMax",
-    "com.xenova.gemma4.Attention",
-    "com.xenova.gemma4.DenseGemv",
-    "com.xenova.gemma4.QatEmbedGather",
-];
-
 fn main() -> ExitCode {
     println!("cargo::rustc-check-cfg=cfg(corpus)");
     println!("cargo:rerun-if-env-changed=KERNEL_CORPUS_DIR");
@@ -36,11 +22,11 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
+    // Every package of the collection, with the hints beside this crate for those that need
+    // them.
     let mut config = codegen::Config::new();
-    for package in PACKAGES {
-        config.package(collection.join(package));
-    }
     config
+        .packages_in(&collection)
         .include_root(collection.join("_shared_assets"))
         .hints_dir(manifest_dir.join("hints"));
     match config.generate() {
