@@ -1,12 +1,12 @@
-//! The compiled half of a generated op module: the expression environment, every `derive` as a
-//! function, and variant selection with explanations; `plan.rs` emits each variant's plan.
+//! The compiled half of a generated op module: the expression environment and every `derive`
+//! as a function; `when.rs` emits the variants' clause tables, `plan.rs` each variant's plan.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::api::float_type_vars;
 use super::{OpInput, ident};
-use crate::expr::{self, Ir, IrKind, LowerScope, Symbol, Type, ast::BinOp};
+use crate::expr::{self, Ir, LowerScope, Symbol, Type};
 use crate::model::{self, AttrRepr, Op};
 use crate::webgpu;
 
@@ -186,12 +186,8 @@ pub(super) fn lower_result(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
     expr::lower_result(&super::fold::fold(ir), scope)
 }
 
-fn derive_fn(name: &str) -> proc_macro2::Ident {
+pub(super) fn derive_fn(name: &str) -> proc_macro2::Ident {
     format_ident!("derive_{}", model::snake_ident(name))
-}
-
-fn explain_static(name: &str) -> proc_macro2::Ident {
-    format_ident!("EXPLAIN_{}", model::snake_ident(name).to_ascii_uppercase())
 }
 
 fn rust_type(ty: Type) -> TokenStream {
@@ -208,13 +204,13 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let op = input.op;
     let scope = EnvScope { op };
     let env = env_struct(op, &scope);
-    let used = used_explanations(op);
+    let used = super::when::used_explanations(op);
     let derives = op.derives.iter().map(|d| {
         let name = derive_fn(&d.name);
         let ty = rust_type(d.expr.ir.ty);
         // An explained entry is computed from its explanation's clauses, compiled once.
         let (body, param) = if used.contains(d.name.as_str()) {
-            let explanation = explain_static(&d.name);
+            let explanation = super::when::explain_static(&d.name);
             (
                 quote!(rt::when::value(&#explanation, env)),
                 format_ident!("env"),
@@ -230,33 +226,8 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         }
     });
     let introspection = introspection(op);
-    let explains = op
-        .derives
-        .iter()
-        .filter(|d| used.contains(d.name.as_str()))
-        .map(|d| {
-            let name = explain_static(&d.name);
-            let folded = super::fold::fold(&d.expr.ir);
-            let (guard, clauses) = clauses(&folded).unwrap_or((None, vec![&folded]));
-            let checks = clauses
-                .into_iter()
-                .map(|c| condition(op, &scope, &d.expr.source, c));
-            let unless = match guard {
-                Some(disjunction) => {
-                    let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
-                    let whole = lower_result(disjunction, &scope);
-                    let param = env_param(disjunction);
-                    quote!(Some((#text, |#param| #whole)))
-                }
-                None => quote!(None),
-            };
-            let doc = super::doc_lines(&format!(" How `{}` is explained, conjunct by conjunct.", d.name));
-            quote! {
-                #(#[doc = #doc])*
-                static #name: rt::when::Explanation<Test> = rt::when::Explanation { unless: #unless, clauses: &[#(#checks),*] };
-            }
-        });
-    let selection = selection(op, &scope);
+    let explains = super::when::explanations(op, &scope, &used);
+    let selection = super::when::selection(op, &scope);
     let mut plans = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
         plans.push(super::plan::variant_plan(input, &scope, v, variant)?);
@@ -314,104 +285,13 @@ fn introspection(op: &Op) -> TokenStream {
     }
 }
 
-/// `a and b and c` → `[a, b, c]`.
-/// The explainable `derive` entries some `when` condition reaches, directly or through
-/// another explanation: only those get an `explain_*` function.
-fn used_explanations(op: &Op) -> std::collections::BTreeSet<&str> {
-    let mut used = std::collections::BTreeSet::new();
-    let mut stack: Vec<Ir> = op
-        .variants
-        .iter()
-        .flat_map(|v| &v.when)
-        .map(|w| w.ir.clone())
-        .collect();
-    while let Some(ir) = stack.pop() {
-        if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
-            && let Some(derived) = op.derived(name)
-            && explainable(derived)
-            && used.insert(derived.name.as_str())
-        {
-            let folded = super::fold::fold(&derived.expr.ir);
-            if let Some((_, clauses)) = clauses(&folded) {
-                stack.extend(clauses.into_iter().cloned());
-            }
-        }
-    }
-    used
-}
-
 /// `env`, or `_env` for a function whose expression reads nothing from it.
-fn env_param(ir: &Ir) -> proc_macro2::Ident {
+pub(super) fn env_param(ir: &Ir) -> proc_macro2::Ident {
     if ir.symbols().is_empty() && ir.features().is_empty() {
         format_ident!("_env")
     } else {
         format_ident!("env")
     }
-}
-
-/// How a `derive` entry is explained clause by clause: a conjunction by its conjuncts; a
-/// disjunction whose last alternative is a conjunction (the general case after special
-/// cases, like BiasSoftmax's `biasContract`) by that alternative's conjuncts once the whole
-/// disjunction is false.
-fn clauses(folded: &Ir) -> Option<(Option<&Ir>, Vec<&Ir>)> {
-    let all = conjuncts(folded);
-    if all.len() > 1 {
-        return Some((None, all));
-    }
-    if let IrKind::Binary(BinOp::Or, _, last) = &folded.kind {
-        let last = conjuncts(last);
-        if last.len() > 1 {
-            return Some((Some(folded), last));
-        }
-    }
-    None
-}
-
-/// Whether a `derive` entry is explained clause by clause.
-fn explainable(derived: &model::Derived) -> bool {
-    clauses(&super::fold::fold(&derived.expr.ir)).is_some()
-}
-
-fn conjuncts(ir: &Ir) -> Vec<&Ir> {
-    match &ir.kind {
-        IrKind::Binary(BinOp::And, lhs, rhs) => {
-            let mut out = conjuncts(lhs);
-            out.extend(conjuncts(rhs));
-            out
-        }
-        _ => vec![ir],
-    }
-}
-
-/// One clause of a `when` list or explanation: a reference to an explainable `derive` refers
-/// to its explanation.
-fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
-    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
-        && op.derived(name).is_some_and(explainable)
-    {
-        let explanation = explain_static(name);
-        return quote!(rt::when::Clause::Explain(#name, &#explanation));
-    }
-    let text = source
-        .get(ir.span.start..ir.span.end)
-        .unwrap_or(source)
-        .trim();
-    if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
-        && let Some(derived) = op.derived(name)
-    {
-        // Quote the entry's own text, so the message shows the rule and not just its name.
-        let function = derive_fn(name);
-        let folded = super::fold::fold(&derived.expr.ir);
-        let source = &derived.expr.source;
-        let inner = source
-            .get(folded.span.start..folded.span.end)
-            .unwrap_or(source)
-            .trim();
-        return quote!(rt::when::Clause::Require(#name, #inner, #function));
-    }
-    let body = lower_result(ir, scope);
-    let param = env_param(ir);
-    quote!(rt::when::Clause::Check(#text, |#param| #body))
 }
 
 fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
@@ -547,65 +427,5 @@ fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         }
 
         #(#output_fns)*
-    }
-}
-
-fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
-    // The leading conditions every variant writes alike are emitted once.
-    let shared = match op.variants.split_first() {
-        Some((first, rest)) if !rest.is_empty() => (0..first.when.len())
-            .take_while(|&i| {
-                rest.iter().all(|v| {
-                    v.when
-                        .get(i)
-                        .is_some_and(|w| w.source == first.when[i].source)
-                })
-            })
-            .count(),
-        _ => 0,
-    };
-    let shared = if shared >= 2 { shared } else { 0 };
-    let shared_static = op.variants.first().filter(|_| shared > 0).map(|first| {
-        let checks = first.when[..shared]
-            .iter()
-            .map(|w| condition(op, scope, &w.source, &w.ir));
-        quote! {
-            /// The `when` conditions every variant starts with.
-            static SHARED_WHEN: [rt::when::Clause<Test>; #shared] = [#(#checks),*];
-        }
-    });
-    let variants = op.variants.iter().map(|variant| {
-        let shared_clause = (shared > 0).then(|| quote!(rt::when::Clause::All(&SHARED_WHEN),));
-        let checks = variant.when[shared..]
-            .iter()
-            .map(|w| condition(op, scope, &w.source, &w.ir));
-        let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
-        let id = &variant.id;
-        quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks),*], #plan))
-    });
-    let count = op.variants.len();
-    let docs = op
-        .variants
-        .iter()
-        .filter(|v| !v.description.is_empty())
-        .map(|v| {
-            super::doc_lines(&format!(
-                " - `{}`: {}",
-                v.id,
-                v.description.replace('\n', " ")
-            ))
-        });
-    let docs: Vec<String> = docs.flatten().collect();
-    quote! {
-        /// A compiled `when` condition.
-        type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
-        type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-
-        /// The variants in priority order, each with its `when` conditions in order and its plan.
-        ///
-        #(#[doc = #docs])*
-        static VARIANTS: [rt::when::Variant<Test, VariantPlan>; #count] = [#(#variants),*];
-
-        #shared_static
     }
 }

@@ -7,6 +7,7 @@ mod eval;
 mod fold;
 mod plan;
 mod table;
+mod when;
 
 pub use table::shader_table;
 

@@ -72,6 +72,7 @@
 pub mod adapter;
 mod any;
 mod args;
+mod attrs;
 mod bind_cache;
 mod buffers;
 pub mod caps;

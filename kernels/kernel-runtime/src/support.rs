@@ -1,8 +1,7 @@
-//! Helpers the generated op modules call: variant-selection failures, range-checked
-//! conversions of expression values into uniforms, overrides and dispatch sizes, and the
-//! untyped attribute values tools pass by name.
-
-use std::fmt;
+//! Helpers the generated op modules call: variant-selection failures, dtype and rank checks,
+//! range-checked conversions of expression values into uniforms, overrides and dispatch
+//! sizes, recording, and the untyped entry's checks (attribute values by name live in
+//! `attrs.rs`, re-exported here).
 
 use crate::any::AnyTensor;
 use crate::dtype::DType;
@@ -10,6 +9,8 @@ use crate::error::{OpError, Rejection};
 use crate::expr::EvalError;
 use crate::plan::OutputSpec;
 use crate::shaders::{Shader, ShaderTable};
+
+pub use crate::attrs::{AttrValue, RawAttrs, check_allowed};
 
 /// Why a `when` condition did not hold: the path of names leading to the first failing
 /// conjunct, and the evaluation error if it could not be evaluated at all.
@@ -290,223 +291,10 @@ pub fn limit(value: impl Into<u64>) -> i64 {
     i64::try_from(value.into()).unwrap_or(i64::MAX)
 }
 
-/// An attribute value given by name, as ONNX attributes are (for tools such as `run-op`).
-#[derive(Debug, Clone, PartialEq)]
-pub enum AttrValue {
-    /// `name=3`.
-    Int(i64),
-    /// `name=0.5`.
-    Float(f64),
-    /// `name=16,24,24`.
-    Ints(Vec<i64>),
-    /// Anything else.
-    Str(String),
-}
-
-impl fmt::Display for AttrValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AttrValue::Int(v) => write!(f, "{v}"),
-            AttrValue::Float(v) => write!(f, "{v}"),
-            AttrValue::Ints(v) => {
-                let items: Vec<String> = v.iter().map(i64::to_string).collect();
-                write!(f, "[{}]", items.join(", "))
-            }
-            AttrValue::Str(v) => write!(f, "{v:?}"),
-        }
-    }
-}
-
-impl AttrValue {
-    /// Parses `3`, `0.5`, `16,24,24` or any other text (a string).
-    pub fn parse(text: &str) -> AttrValue {
-        let text = text.trim();
-        if let Ok(v) = text.parse::<i64>() {
-            return AttrValue::Int(v);
-        }
-        if let Ok(v) = text.parse::<f64>() {
-            return AttrValue::Float(v);
-        }
-        let items: Result<Vec<i64>, _> = text
-            .trim_matches(['[', ']'])
-            .split(',')
-            .map(|s| s.trim().parse::<i64>())
-            .collect();
-        match items {
-            Ok(items) if text.contains(',') || text.starts_with('[') => AttrValue::Ints(items),
-            _ => AttrValue::Str(text.to_owned()),
-        }
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            AttrValue::Int(_) => "an integer",
-            AttrValue::Float(_) => "a float",
-            AttrValue::Ints(_) => "an integer list",
-            AttrValue::Str(_) => "a string",
-        }
-    }
-}
-
-/// Reads typed attributes out of name/value pairs, rejecting unknown names.
-pub struct RawAttrs<'a> {
-    op: &'static str,
-    values: &'a [(String, AttrValue)],
-}
-
-impl<'a> RawAttrs<'a> {
-    /// Checks every name is one of `known` (the op's attributes).
-    pub fn new(
-        op: &'static str,
-        values: &'a [(String, AttrValue)],
-        known: &[&str],
-    ) -> Result<Self, OpError> {
-        for (name, _) in values {
-            if !known.contains(&name.as_str()) {
-                return Err(OpError::Attribute {
-                    op,
-                    attribute: name.clone(),
-                    rule: format!("unknown attribute (known: {})", known.join(", ")),
-                });
-            }
-        }
-        Ok(RawAttrs { op, values })
-    }
-
-    fn get(&self, name: &str) -> Option<&'a AttrValue> {
-        self.values
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v)
-    }
-
-    fn wrong(&self, name: &str, want: &str, got: &AttrValue) -> OpError {
-        OpError::Attribute {
-            op: self.op,
-            attribute: name.to_owned(),
-            rule: format!("expected {want}, got {} ({got})", got.kind()),
-        }
-    }
-
-    /// A required attribute that was not given.
-    pub fn missing(&self, name: &str) -> OpError {
-        OpError::Attribute {
-            op: self.op,
-            attribute: name.to_owned(),
-            rule: "required, but not given".to_owned(),
-        }
-    }
-
-    /// An integer attribute, if given.
-    pub fn int(&self, name: &str) -> Result<Option<i64>, OpError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(AttrValue::Int(v)) => Ok(Some(*v)),
-            Some(other) => Err(self.wrong(name, "an integer", other)),
-        }
-    }
-
-    /// A `u32` scalar argument, if given: an integer in `0..=u32::MAX`.
-    pub fn uint32(&self, name: &str) -> Result<Option<u32>, OpError> {
-        self.int_in(name, "an integer in 0..=4294967295")
-    }
-
-    /// An `i32` scalar argument, if given: an integer in `i32`'s range.
-    pub fn int32(&self, name: &str) -> Result<Option<i32>, OpError> {
-        self.int_in(name, "an integer in -2147483648..=2147483647")
-    }
-
-    fn int_in<T: TryFrom<i64>>(&self, name: &str, want: &str) -> Result<Option<T>, OpError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(value @ AttrValue::Int(v)) => T::try_from(*v)
-                .map(Some)
-                .map_err(|_| self.wrong(name, want, value)),
-            Some(other) => Err(self.wrong(name, want, other)),
-        }
-    }
-
-    /// A boolean scalar argument, if given: `true`/`false`, or a 0/1 integer.
-    pub fn boolean(&self, name: &str) -> Result<Option<bool>, OpError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(AttrValue::Int(v @ (0 | 1))) => Ok(Some(*v == 1)),
-            Some(AttrValue::Str(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-            Some(other) => Err(self.wrong(name, "a boolean (true, false, 0 or 1)", other)),
-        }
-    }
-
-    /// A 0/1 flag; any non-zero integer reads as `true`, as ONNX kernels test `!= 0`.
-    pub fn flag(&self, name: &str) -> Result<Option<bool>, OpError> {
-        Ok(self.int(name)?.map(|v| v != 0))
-    }
-
-    /// A 0/1 flag, if given, whose integer must be one of `allowed` (so that `2` is rejected
-    /// instead of reading as `true`).
-    pub fn flag_in(&self, name: &str, allowed: &[i64]) -> Result<Option<bool>, OpError> {
-        let Some(value) = self.int(name)? else {
-            return Ok(None);
-        };
-        check_allowed(self.op, name, value, allowed)?;
-        Ok(Some(value != 0))
-    }
-
-    /// A float attribute (integers convert), if given.
-    pub fn float(&self, name: &str) -> Result<Option<f32>, OpError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(AttrValue::Float(v)) => Ok(Some(*v as f32)),
-            Some(AttrValue::Int(v)) => Ok(Some(*v as f32)),
-            Some(other) => Err(self.wrong(name, "a float", other)),
-        }
-    }
-
-    /// An integer-list attribute (a single integer is a list of one), if given.
-    pub fn ints(&self, name: &str) -> Result<Option<Vec<i64>>, OpError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(AttrValue::Ints(v)) => Ok(Some(v.clone())),
-            Some(AttrValue::Int(v)) => Ok(Some(vec![*v])),
-            Some(other) => Err(self.wrong(name, "an integer list", other)),
-        }
-    }
-
-    /// A string attribute, if given.
-    pub fn string(&self, name: &str) -> Result<Option<String>, OpError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(AttrValue::Str(v)) => Ok(Some(v.clone())),
-            Some(other) => Err(self.wrong(name, "a string", other)),
-        }
-    }
-}
-
 /// Whether the adapter reported a subgroup size (`0` when it did not): the generated test
 /// for `device.adapterInfo.subgroupMinSize is defined`.
 pub fn reported(subgroup_size: u32) -> bool {
     subgroup_size != 0
-}
-
-/// Checks an attribute against the manifest's `attributeConstraints.values`.
-pub fn check_allowed(
-    op: &'static str,
-    name: &str,
-    value: i64,
-    allowed: &[i64],
-) -> Result<(), OpError> {
-    if allowed.contains(&value) {
-        return Ok(());
-    }
-    let list: Vec<String> = allowed.iter().map(i64::to_string).collect();
-    Err(OpError::Attribute {
-        op,
-        attribute: name.to_owned(),
-        rule: format!(
-            "value {value} is not allowed (allowed: {})",
-            list.join(", ")
-        ),
-    })
 }
 
 /// The dtype shared by all tensors of one type variable (untyped entry points).
