@@ -75,8 +75,50 @@ pub fn parse(file: &str, text: &str) -> Result<Hints, Diagnostic> {
     })
 }
 
-/// Applies `hints` to `manifest`; what cannot be applied is reported against the hints file.
-pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &mut Diagnostics) {
+/// Where each expression hints put into a manifest came from: the manifest JSON path the model
+/// reports it at, and the hints file's JSON path.
+#[derive(Debug, Default)]
+pub struct Origins {
+    file: String,
+    paths: Vec<(String, String)>,
+}
+
+impl Origins {
+    fn add(&mut self, manifest_path: String, hints_path: String) {
+        self.paths.push((manifest_path, hints_path));
+    }
+
+    /// Points the diagnostics about `manifest_file` at an expression the hints added at the
+    /// hints file and the expression's JSON path there.
+    pub fn relocate(&self, manifest_file: &str, diagnostics: &mut Diagnostics) {
+        for diagnostic in diagnostics.0.iter_mut().filter(|d| d.file == manifest_file) {
+            let found = self.paths.iter().find(|(at, _)| {
+                diagnostic.path == *at
+                    || diagnostic
+                        .path
+                        .strip_prefix(at.as_str())
+                        .is_some_and(|rest| rest.starts_with(['.', '[']))
+            });
+            if let Some((at, hints_path)) = found {
+                diagnostic.path = format!("{hints_path}{}", &diagnostic.path[at.len()..]);
+                diagnostic.file.clone_from(&self.file);
+            }
+        }
+    }
+}
+
+/// Applies `hints` to `manifest`; what cannot be applied is reported against the hints file,
+/// and the returned origins let the model's errors about what was applied be reported there too.
+pub fn apply(
+    file: &str,
+    hints: &Hints,
+    manifest: &mut Manifest,
+    diagnostics: &mut Diagnostics,
+) -> Origins {
+    let mut origins = Origins {
+        file: file.to_owned(),
+        paths: Vec::new(),
+    };
     apply_variant_hints(file, hints, manifest, diagnostics);
     for (name, source) in &hints.derive {
         if manifest.derive.contains_key(name) {
@@ -88,6 +130,7 @@ pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &m
             continue;
         }
         manifest.derive.insert(name.clone(), source.clone());
+        origins.add(format!("derive.{name}"), format!("derive.{name}"));
     }
     for (h, hint) in hints.passes.iter().enumerate() {
         let path = format!("passes[{h}]");
@@ -118,9 +161,16 @@ pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &m
             BindingsRef::Set(name) => manifest.binding_sets.get(name).cloned(),
         };
         let pass = &mut manifest.variants[v].passes[p];
+        let at = format!("variants[{v}].passes[{p}]");
         for (key, source) in &hint.dispatch {
             match pass.dispatch.get_mut(key) {
-                Some(value) => *value = Value::String(source.clone()),
+                Some(value) => {
+                    *value = Value::String(source.clone());
+                    origins.add(
+                        format!("{at}.dispatch.{key}"),
+                        format!("{path}.dispatch.{key}"),
+                    );
+                }
                 None => diagnostics.push(Diagnostic::new(
                     file,
                     format!("{path}.dispatch.{key}"),
@@ -140,13 +190,23 @@ pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &m
             pass.source
                 .inputs
                 .insert(name.clone(), Value::String(source.clone()));
+            origins.add(
+                format!("{at}.source.inputs.{name}"),
+                format!("{path}.inputs.{name}"),
+            );
         }
         let (Some(mut bindings), false) = (bindings, hint.vec4_when.is_empty()) else {
             continue;
         };
         for (name, predicate) in &hint.vec4_when {
-            match bindings.iter_mut().find(|b| &b.name == name) {
-                Some(binding) => binding.vec4_when = Some(predicate.clone()),
+            match bindings.iter_mut().position(|b| &b.name == name) {
+                Some(b) => {
+                    bindings[b].vec4_when = Some(predicate.clone());
+                    origins.add(
+                        format!("{at}.bindings[{b}].vec4When"),
+                        format!("{path}.vec4When.{name}"),
+                    );
+                }
                 None => diagnostics.push(Diagnostic::new(
                     file,
                     format!("{path}.vec4When.{name}"),
@@ -159,6 +219,7 @@ pub fn apply(file: &str, hints: &Hints, manifest: &mut Manifest, diagnostics: &m
         }
         pass.bindings = BindingsRef::Inline(bindings);
     }
+    origins
 }
 
 /// Checks and records the specialisation sets of `hints.variants`.

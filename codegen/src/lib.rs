@@ -143,10 +143,11 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             }
         };
         let qualified = format!("{}.{}", manifest.domain, manifest.name);
+        let mut origins = hints::Origins::default();
         if let Some((hints_path, text)) = &package.hints {
             match hints::parse(hints_path, text) {
                 Ok(op_hints) if op_hints.op == qualified => {
-                    hints::apply(hints_path, &op_hints, &mut manifest, &mut diagnostics);
+                    origins = hints::apply(hints_path, &op_hints, &mut manifest, &mut diagnostics);
                 }
                 Ok(op_hints) => diagnostics.push(Diagnostic::new(
                     hints_path,
@@ -169,7 +170,10 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                 drop_unavailable_variants(&mut op, &mut unavailable_notes);
                 ops.push(op);
             }
-            Err(errors) => diagnostics.extend(errors),
+            Err(mut errors) => {
+                origins.relocate(&file, &mut errors);
+                diagnostics.extend(errors);
+            }
         }
     }
     let mut seen = BTreeSet::new();
