@@ -1,4 +1,5 @@
-//! Attribute typing: idiomatic Rust types inferred from defaults, constraints and usage.
+//! Attribute typing: idiomatic Rust types inferred from defaults, constraints and usage, read
+//! from the syntax trees of the manifest's expressions.
 //!
 //! Rules, in order:
 //! - an integer list default, or an attribute that some expression indexes (`attrs.x[0]`) or
@@ -14,6 +15,7 @@ use serde_json::Value;
 use super::{AttrRepr, AttrValue, Attribute, IntWidth};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Type;
+use crate::expr::ast::{BinOp, Expr, ExprKind};
 use crate::manifest::Manifest;
 
 /// Every expression source of a manifest with its JSON path, gathered once for usage scans.
@@ -164,43 +166,62 @@ struct Usage {
 }
 
 impl Usage {
+    /// Reads every expression's syntax tree for uses of `attrs.<name>`; an expression that
+    /// does not parse is reported by the model when it is built, and tells nothing here.
     fn scan(name: &str, sources: &Sources<'_>) -> Usage {
-        let needle = format!("attrs.{name}");
         let mut usage = Usage::default();
         for (_, source) in &sources.all {
-            for (at, _) in source.match_indices(&needle) {
-                let rest = &source[at + needle.len()..];
-                let continues_name = rest
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_alphanumeric() || c == '_');
-                if continues_name {
-                    continue;
-                }
-                usage.occurrences += 1;
-                let rest = rest.trim_start();
-                if rest.starts_with('[')
-                    || rest.starts_with("| length")
-                    || rest.starts_with("|length")
-                {
-                    usage.as_list = true;
-                }
-                let compared_with_zero = ["!= 0", "== 0"].iter().any(|op| {
-                    rest.strip_prefix(op).is_some_and(|after| {
-                        !after.starts_with(|c: char| c.is_ascii_digit() || c == '.')
-                    })
-                });
-                if compared_with_zero {
-                    usage.zero_tests += 1;
-                }
+            if let Ok(expr) = crate::expr::parse(source) {
+                usage.walk(name, &expr, false);
             }
         }
         usage.feeds_f32 = sources
             .f32_fields
             .iter()
-            .any(|value| value.trim() == needle);
+            .any(|value| crate::expr::parse(value).is_ok_and(|expr| is_attr(&expr, name)));
         usage
     }
+
+    /// Counts `attrs.<name>` in `expr`; `compared_with_zero` says `expr` is an operand of
+    /// `== 0` or `!= 0`.
+    fn walk(&mut self, name: &str, expr: &Expr, compared_with_zero: bool) {
+        if is_attr(expr, name) {
+            self.occurrences += 1;
+            self.zero_tests += usize::from(compared_with_zero);
+            return;
+        }
+        match &expr.kind {
+            ExprKind::Index { base, .. } if is_attr(base, name) => self.as_list = true,
+            ExprKind::Filter {
+                value,
+                name: filter,
+                ..
+            } if filter == "length" && is_attr(value, name) => {
+                self.as_list = true;
+            }
+            ExprKind::Binary {
+                op: BinOp::Eq | BinOp::Ne,
+                lhs,
+                rhs,
+                ..
+            } => {
+                let zero = |e: &Expr| matches!(e.kind, ExprKind::Int(0));
+                self.walk(name, lhs, zero(rhs));
+                self.walk(name, rhs, zero(lhs));
+                return;
+            }
+            _ => {}
+        }
+        for child in expr.children() {
+            self.walk(name, child, false);
+        }
+    }
+}
+
+/// Whether `expr` is `attrs.<name>`.
+fn is_attr(expr: &Expr, name: &str) -> bool {
+    matches!(&expr.kind, ExprKind::Member { base, name: member, .. }
+        if member == name && matches!(&base.kind, ExprKind::Name(root) if root == "attrs"))
 }
 
 /// The scalar args of a `schemaVersion: 1` manifest, as attributes typed by their kind.
@@ -233,4 +254,36 @@ pub fn scalar_args(manifest: &Manifest) -> Vec<Attribute> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(name: &str, sources: &[&str], f32_fields: &[&str]) -> Usage {
+        let sources = Sources {
+            all: sources.iter().map(|s| (String::new(), *s)).collect(),
+            f32_fields: f32_fields.to_vec(),
+        };
+        Usage::scan(name, &sources)
+    }
+
+    #[test]
+    fn usage_is_read_from_the_syntax_tree() {
+        let u = usage(
+            "flag",
+            &["attrs.flag != 0 and attrs.flagged > 2", "0 == attrs.flag"],
+            &[],
+        );
+        assert_eq!((u.occurrences, u.zero_tests), (2, 2));
+        let u = usage("flag", &["attrs.flag != 0 or attrs.flag + 1 == 0"], &[]);
+        assert_eq!((u.occurrences, u.zero_tests), (2, 1));
+        assert!(usage("s", &["attrs.s[1] * 2"], &[]).as_list);
+        assert!(usage("s", &["(attrs.s | length) > 3"], &[]).as_list);
+        assert!(!usage("s", &["attrs.s * 2"], &[]).as_list);
+        assert!(usage("scale", &[], &[" attrs.scale "]).feeds_f32);
+        assert!(!usage("scale", &[], &["attrs.scale * 2"]).feeds_f32);
+        // A string that only mentions the name is not a use.
+        assert_eq!(usage("x", &["\"attrs.x\" == \"\""], &[]).occurrences, 0);
+    }
 }
