@@ -54,11 +54,10 @@ mod names;
 mod parser;
 mod v1;
 
-// The runtime's pure arithmetic, compiled into codegen as well so that the interpreter and the
-// generated code share one implementation (and one set of error messages). The file has no
-// dependencies; see its header.
-#[path = "../../../kernels/kernel-runtime/src/expr.rs"]
-pub mod runtime;
+// The arithmetic generated code calls, shared with the runtime through `kernel-abi`, so that
+// the interpreter and the generated code have one implementation (and one set of error
+// messages).
+pub use kernel_abi::expr as runtime;
 
 use std::fmt;
 

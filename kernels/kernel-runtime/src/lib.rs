@@ -81,7 +81,8 @@ mod context;
 mod disk_cache;
 pub mod dtype;
 pub mod error;
-pub mod expr;
+/// The expression language's arithmetic that generated code calls (`kernel-abi`'s).
+pub use kernel_abi::expr;
 mod index;
 mod pipeline;
 pub mod plan;

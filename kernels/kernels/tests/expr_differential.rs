@@ -216,7 +216,7 @@ fn comparison_detects_deliberate_faults() {
     ));
     assert!(!harness::same_generated(
         &Err(EvalError::new("a")),
-        &Err(kernel_runtime::EvalError::new("b"))
+        &Err(EvalError::new("b"))
     ));
 
     let pair = |a: &str, b: &str| Some((a.to_owned(), b.to_owned()));

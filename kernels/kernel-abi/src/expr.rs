@@ -5,9 +5,9 @@
 //! and `%` takes the sign of the divisor (as in Python and minijinja), overflow is an error rather
 //! than a wrap, and shape accessors check their axis.
 //!
-//! This file has no dependencies on purpose: the code generator compiles the very same file into
-//! its expression interpreter (`#[path]` include), so the interpreter used by codegen tests and
-//! the code that ships cannot disagree on a result or on an error message.
+//! The code generator's expression interpreter calls the very same functions (this crate is a
+//! dependency of both), so the interpreter used by codegen and its tests and the code that
+//! ships cannot disagree on a result or on an error message.
 //!
 //! The `schemaVersion: 1` package dialect adds helpers of its own (`ceil`, `pow2ceil`, `rows`,
 //! truthiness, `~`, `in`, …); they are in the second half of the file, after the seed's.
