@@ -240,10 +240,13 @@ fn parse(text: &'static str) -> Result<Parsed, String> {
     let mut shaders = Vec::new();
     // Byte offsets of the `#shader` lines; each section runs to the next.
     let mut starts: Vec<usize> = Vec::new();
+    // The 1-based line of each `#shader` line, for errors (counted once, not per section).
+    let mut lines_at: Vec<usize> = Vec::new();
     let mut offset = 0;
     for (number, line) in text.split_inclusive('\n').enumerate() {
         if line.starts_with("#shader ") {
             starts.push(offset);
+            lines_at.push(number + 1);
         } else if line.starts_with("#pass ") && starts.is_empty() {
             passes.push(
                 parse_pass(line.trim_end()).map_err(|e| format!("line {}: {e}", number + 1))?,
@@ -255,7 +258,7 @@ fn parse(text: &'static str) -> Result<Parsed, String> {
     starts.push(text.len());
     for (section, bounds) in starts.windows(2).enumerate() {
         let body = &text[bounds[0]..bounds[1]];
-        let line_no = text[..bounds[0]].matches('\n').count() + 1;
+        let line_no = lines_at[section];
         let at = |e: String| format!("line {line_no}: {e}");
         let mut lines = body.split_inclusive('\n');
         let header = lines.next().unwrap_or_default();
