@@ -13,6 +13,28 @@ pub mod kernels {
 
 pub use kernel_runtime as runtime;
 
+/// An element type outputs are filled with a poison value of before a run (a NaN for floats),
+/// compared by bits: an element still holding them was not written, and two runs agree only
+/// when their bits do.
+pub trait Poison: kernel_runtime::Float {
+    const POISON: Self;
+    fn bits(self) -> u32;
+}
+
+impl Poison for f32 {
+    const POISON: Self = f32::from_bits(0x7fc0_0bad);
+    fn bits(self) -> u32 {
+        self.to_bits()
+    }
+}
+
+impl Poison for kernel_runtime::half::f16 {
+    const POISON: Self = kernel_runtime::half::f16::from_bits(0x7e55);
+    fn bits(self) -> u32 {
+        u32::from(self.to_bits())
+    }
+}
+
 /// Seeded data in `[-1, 1)`: a fixed linear congruential sequence, so a failure reproduces.
 pub fn data(len: usize, seed: u64) -> Vec<f32> {
     let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
@@ -23,6 +45,21 @@ pub fn data(len: usize, seed: u64) -> Vec<f32> {
                 .wrapping_add(1_442_695_040_888_963_407);
             // 23 random bits: a value in [0, 1), then [-1, 1).
             ((state >> 41) as f32 / (1u64 << 23) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Seeded codes of `bits` bits (quantized weights before packing): every bit position varies,
+/// unlike [`data`]'s values.
+pub fn codes(len: usize, bits: usize, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z >> 32) as u32) & ((1 << bits) - 1)
         })
         .collect()
 }

@@ -1,0 +1,312 @@
+//! `com.xenova.gemma4.DecodeNormAddNorm` from the corpus: per row, `hidden = (hidden +
+//! rmsnorm(src) · w1) · scale[0]` in place, then `y2 = srq(rmsnorm(hidden) · w2, inScale)` over
+//! the updated row (`srq` rounds to an int8 grid of that step, a no-op without a scale) and
+//! `sum2[row] = Σ y2`, through its one variant `main`, in f32 and (where the adapter has
+//! shader-f16) f16, against a float64 reference; `y2` and `sum2` start poisoned, every element
+//! the shader writes is written and nothing past `rows · dim` (or `rows`) is, a second run from
+//! the same input gives the same bits, and rows past 8192 elements have no variant.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+#[test]
+fn updates_the_residual_and_quantizes_its_norm() {
+    if !corpus::skip_without_corpus("updates_the_residual_and_quantizes_its_norm") {
+        #[cfg(corpus)]
+        gpu::updates_the_residual_and_quantizes_its_norm();
+    }
+}
+
+#[test]
+fn rows_longer_than_8192_have_no_variant() {
+    if !corpus::skip_without_corpus("rows_longer_than_8192_have_no_variant") {
+        #[cfg(corpus)]
+        gpu::rows_longer_than_8192_have_no_variant();
+    }
+}
+
+#[cfg(corpus)]
+mod gpu {
+    use corpus::Poison;
+    use corpus::kernels::decode_norm_add_norm as op;
+    use corpus::runtime::half::f16;
+    use corpus::runtime::{Context, Float, Tensor};
+
+    /// Every tensor the op writes is longer than the op's range by this much; the shader
+    /// must leave those elements.
+    const TAIL: usize = 5;
+
+    fn cast<T: Float>(values: &[f32]) -> Vec<T> {
+        values.iter().map(|&v| T::from_f64(f64::from(v))).collect()
+    }
+
+    fn srq64(x: f64, s: f64) -> f64 {
+        if s == 0.0 {
+            return x;
+        }
+        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
+    }
+
+    fn rms(row: &[f64], eps: f64) -> f64 {
+        let mean = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
+        1.0 / (mean + eps).sqrt()
+    }
+
+    fn first_unwritten<T: Poison>(values: &[T]) -> Option<usize> {
+        values.iter().position(|v| v.bits() == T::POISON.bits())
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    struct Case {
+        rows: usize,
+        dim: usize,
+        eps: Option<f32>,
+        in_scale: Option<f32>,
+    }
+
+    struct Run<T, Y> {
+        hidden: Vec<T>,
+        y2: Vec<Y>,
+        sum2: Vec<f32>,
+    }
+
+    fn check<T: Poison, Y: Poison>(ctx: &Context, case: Case, tol: f64) {
+        let Case { rows, dim, .. } = case;
+        let what = format!("{:?} -> {:?} {case:?}", T::DTYPE, Y::DTYPE);
+        let n = rows * dim;
+        let mut hidden0: Vec<T> = cast(&corpus::data(n, 31));
+        hidden0.extend(std::iter::repeat_n(T::POISON, TAIL));
+        let src: Vec<T> = cast(&corpus::data(n, 32));
+        let w1 = corpus::data(dim, 33);
+        let w2 = corpus::data(dim, 34);
+        // Not 1, so that every element of `hidden` visibly changes.
+        let scale = [0.75f32];
+        let src_t = Tensor::from_slice(ctx, &[rows, dim], &src).unwrap();
+        let w1_t = Tensor::from_slice(ctx, &[dim], &w1).unwrap();
+        let w2_t = Tensor::from_slice(ctx, &[dim], &w2).unwrap();
+        let scale_t = Tensor::from_slice(ctx, &[1], &scale).unwrap();
+        let mut attrs = op::Attrs::new(rows as u32, dim as u32);
+        attrs.eps = case.eps;
+        attrs.in_scale = case.in_scale;
+        let inputs = op::Inputs {
+            src: &src_t,
+            w1: &w1_t,
+            scale: &scale_t,
+            w2: &w2_t,
+        };
+        let shapes = op::Shapes {
+            hidden: &[n + TAIL],
+            src: &[rows, dim],
+            w1: &[dim],
+            scale: &[1],
+            w2: &[dim],
+            y2: &[n + TAIL],
+            sum2: &[rows + TAIL],
+        };
+        let plan = op::plan(ctx.caps(), &shapes, &op::dtypes::<T, Y>(), &attrs).unwrap();
+        assert_eq!(plan.variant, "main", "{what}: variant");
+
+        let run = || {
+            let mut hidden = Tensor::from_slice(ctx, &[n + TAIL], &hidden0).unwrap();
+            let mut y2 = Tensor::from_slice(ctx, &[n + TAIL], &vec![Y::POISON; n + TAIL]).unwrap();
+            let mut sum2 = Tensor::from_slice(
+                ctx,
+                &[rows + TAIL],
+                &vec![f32::from_bits(0x7fc0_0bad); rows + TAIL],
+            )
+            .unwrap();
+            op::run_into(
+                ctx,
+                &inputs,
+                op::OutputsMut {
+                    hidden: &mut hidden,
+                    y2: &mut y2,
+                    sum2: &mut sum2,
+                },
+                &attrs,
+            )
+            .unwrap();
+            Run {
+                hidden: hidden.to_vec(ctx).unwrap(),
+                y2: y2.to_vec(ctx).unwrap(),
+                sum2: sum2.to_vec(ctx).unwrap(),
+            }
+        };
+        let got = run();
+        assert_eq!(
+            (got.hidden.len(), got.y2.len(), got.sum2.len()),
+            (n + TAIL, n + TAIL, rows + TAIL),
+            "{what}: lengths"
+        );
+        assert!(
+            got.hidden[n..].iter().all(|v| v.bits() == T::POISON.bits()),
+            "{what}: Hidden was written past rows · dim"
+        );
+        assert!(
+            got.y2[n..].iter().all(|v| v.bits() == Y::POISON.bits()),
+            "{what}: Y2 was written past rows · dim"
+        );
+        assert!(
+            got.sum2[rows..].iter().all(|v| v.to_bits() == 0x7fc0_0bad),
+            "{what}: Sum2 was written past rows"
+        );
+        if let Some(at) = first_unwritten(&got.y2[..n]) {
+            panic!("{what}: Y2 element {at} was not written");
+        }
+        if let Some(at) = got.sum2[..rows].iter().position(|v| !v.is_finite()) {
+            panic!(
+                "{what}: Sum2 element {at} was not written ({})",
+                got.sum2[at]
+            );
+        }
+        let hidden: Vec<f64> = got.hidden[..n].iter().map(|v| v.to_f64()).collect();
+        let y2: Vec<f64> = got.y2[..n].iter().map(|v| v.to_f64()).collect();
+        if let Some(at) = hidden.iter().chain(&y2).position(|v| !v.is_finite()) {
+            panic!("{what}: element {at} of Hidden, then Y2, is not finite");
+        }
+
+        let eps = f64::from(case.eps.unwrap_or(1e-6));
+        let s = f64::from(case.in_scale.unwrap_or(0.0));
+        let mut want_hidden = Vec::with_capacity(n);
+        let mut worst = (0, 0.0f64, 0.0f64);
+        for r in 0..rows {
+            let src_row: Vec<f64> = src[r * dim..(r + 1) * dim]
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            let rms1 = rms(&src_row, eps);
+            for j in 0..dim {
+                want_hidden.push(
+                    (hidden0[r * dim + j].to_f64() + src_row[j] * rms1 * f64::from(w1[j]))
+                        * f64::from(scale[0]),
+                );
+            }
+            // The second norm is of the row as the GPU stored it, so that the check of `y2`
+            // does not also carry the error of `hidden`.
+            let row = &hidden[r * dim..(r + 1) * dim];
+            let rms2 = rms(row, eps);
+            for j in 0..dim {
+                let normed = row[j] * rms2 * f64::from(w2[j]);
+                // The f32 (or f16) value may sit on either side of a grid boundary the exact
+                // one is near: accept both neighbours.
+                let slack = tol * (1.0 + normed.abs());
+                let g = y2[r * dim + j];
+                let (err, want) = [srq64(normed - slack, s), srq64(normed + slack, s)]
+                    .iter()
+                    .map(|&want| ((g - want).abs() / (1.0 + want.abs()), want))
+                    .fold((f64::INFINITY, 0.0), |b, e| if e.0 < b.0 { e } else { b });
+                if err > worst.1 {
+                    worst = (r * dim + j, err, want);
+                }
+            }
+            // The sum is of the values as stored, in f32.
+            let row_y = &y2[r * dim..(r + 1) * dim];
+            let want_sum: f64 = row_y.iter().sum();
+            let magnitude: f64 = row_y.iter().map(|v| v.abs()).sum();
+            let got_sum = f64::from(got.sum2[r]);
+            assert!(
+                (got_sum - want_sum).abs() <= 1e-5 * (1.0 + magnitude),
+                "{what}: Sum2[{r}] is {got_sum}, the row of Y2 sums to {want_sum}"
+            );
+        }
+        let hidden32: Vec<f32> = hidden.iter().map(|&v| v as f32).collect();
+        corpus::assert_close(&hidden32, &want_hidden, tol, &format!("{what}: Hidden"));
+        let (at, err, want) = worst;
+        assert!(
+            err <= tol,
+            "{what}: Y2 element {at}: {} against {want} (relative error {err:e})",
+            y2[at]
+        );
+
+        let again = run();
+        assert!(
+            got.hidden
+                .iter()
+                .zip(&again.hidden)
+                .all(|(a, b)| a.bits() == b.bits()),
+            "{what}: a second run differs in Hidden"
+        );
+        assert!(
+            got.y2
+                .iter()
+                .zip(&again.y2)
+                .all(|(a, b)| a.bits() == b.bits()),
+            "{what}: a second run differs in Y2"
+        );
+        assert!(
+            got.sum2
+                .iter()
+                .zip(&again.sum2)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{what}: a second run differs in Sum2"
+        );
+    }
+
+    pub fn updates_the_residual_and_quantizes_its_norm() {
+        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let caps = ctx.caps();
+        if !(caps.has_feature("subgroups") && caps.subgroup_min_size >= 32) {
+            eprintln!(
+                "updates_the_residual_and_quantizes_its_norm: the subgroup reduction of `main` \
+                 needs subgroups of at least 32 lanes (this adapter: subgroups {}, sizes \
+                 {}..{}); the workgroup-memory tree runs instead",
+                caps.subgroups, caps.subgroup_min_size, caps.subgroup_max_size
+            );
+        }
+        let case = |rows, dim, eps, in_scale| Case {
+            rows,
+            dim,
+            eps,
+            in_scale,
+        };
+        // Rows shorter and longer than the 256 threads (one to three values kept per thread);
+        // without a scale, with a coarse grid, and with a fine one that clamps at 127 steps.
+        let cases = [
+            case(1, 200, Some(1e-5), None),
+            case(3, 600, None, None),
+            case(3, 300, None, Some(1.0 / 32.0)),
+            case(2, 520, Some(1e-5), Some(1.0 / 128.0)),
+        ];
+        for c in cases {
+            check::<f32, f32>(&ctx, c, 1e-5);
+        }
+        if ctx.caps().has_feature("shader-f16") {
+            for c in cases {
+                check::<f16, f16>(&ctx, c, 2e-3);
+                check::<f32, f16>(&ctx, c, 2e-3);
+                check::<f16, f32>(&ctx, c, 2e-3);
+            }
+        } else {
+            eprintln!(
+                "updates_the_residual_and_quantizes_its_norm: no shader-f16 on this adapter, \
+                 f16 not run"
+            );
+        }
+    }
+
+    pub fn rows_longer_than_8192_have_no_variant() {
+        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let dim = 8193;
+        // The shader keeps ceil(dim / 256) values per thread in registers, sized for 8192.
+        let shapes = op::Shapes {
+            hidden: &[dim],
+            src: &[dim],
+            w1: &[dim],
+            scale: &[1],
+            w2: &[dim],
+            y2: &[dim],
+            sum2: &[1],
+        };
+        let err = op::plan(
+            ctx.caps(),
+            &shapes,
+            &op::dtypes::<f32, f32>(),
+            &op::Attrs::new(1, dim as u32),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, corpus::runtime::OpError::NoVariant { .. }),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! `com.xenova.gemma4.DecodeRmsSrq` from the corpus: `y = srq(rmsnorm(x) · w, inScale)` per row
+//! (`srq` rounds to an int8 grid of that step, a no-op without a scale) and `sumA[row] = Σ y`,
+//! through its one variant `main`, in f32 and (where the adapter has shader-f16) f16, against
+//! a float64 reference; both outputs start poisoned, every element the shader writes is written
+//! and nothing past `rows · dim` is, and a second run gives the same bits.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+#[test]
+fn normalizes_quantizes_and_sums_rows() {
+    if !corpus::skip_without_corpus("normalizes_quantizes_and_sums_rows") {
+        #[cfg(corpus)]
+        gpu::normalizes_quantizes_and_sums_rows();
+    }
+}
+
+#[cfg(corpus)]
+mod gpu {
+    use corpus::Poison;
+    use corpus::kernels::decode_rms_srq as op;
+    use corpus::runtime::half::f16;
+    use corpus::runtime::{Context, Float, Tensor};
+
+    /// `X` (and so `Y`) is longer than `rows · dim` by this much; the shader must leave it.
+    const TAIL: usize = 7;
+
+    fn cast<T: Float>(values: &[f32]) -> Vec<T> {
+        values.iter().map(|&v| T::from_f64(f64::from(v))).collect()
+    }
+
+    fn srq64(x: f64, s: f64) -> f64 {
+        if s == 0.0 {
+            return x;
+        }
+        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    struct Case {
+        rows: usize,
+        dim: usize,
+        eps: Option<f32>,
+        in_scale: Option<f32>,
+    }
+
+    fn check<X: Poison, Y: Poison>(ctx: &Context, case: Case, tol: f64) {
+        let Case { rows, dim, .. } = case;
+        let what = format!("{:?} -> {:?} {case:?}", X::DTYPE, Y::DTYPE);
+        let n = rows * dim;
+        let x: Vec<X> = cast(&corpus::data(n + TAIL, 21));
+        let w: Vec<f32> = corpus::data(dim, 22);
+        let x_t = Tensor::from_slice(ctx, &[n + TAIL], &x).unwrap();
+        let w_t = Tensor::from_slice(ctx, &[dim], &w).unwrap();
+        let mut attrs = op::Attrs::new(rows as u32, dim as u32);
+        attrs.eps = case.eps;
+        attrs.in_scale = case.in_scale;
+        let inputs = op::Inputs { x: &x_t, w: &w_t };
+        let plan = op::plan(ctx.caps(), &inputs.shapes(), &op::dtypes::<X, Y>(), &attrs).unwrap();
+        assert_eq!(plan.variant, "main", "{what}: variant");
+
+        let run = || {
+            let mut y = Tensor::from_slice(ctx, &[n + TAIL], &vec![Y::POISON; n + TAIL]).unwrap();
+            let mut sum_a =
+                Tensor::from_slice(ctx, &[rows], &vec![f32::from_bits(0x7fc0_0bad); rows]).unwrap();
+            op::run_into(
+                ctx,
+                &inputs,
+                op::OutputsMut {
+                    y: &mut y,
+                    sum_a: &mut sum_a,
+                },
+                &attrs,
+            )
+            .unwrap();
+            (y.to_vec(ctx).unwrap(), sum_a.to_vec(ctx).unwrap())
+        };
+        let (y, sum_a) = run();
+        assert_eq!((y.len(), sum_a.len()), (n + TAIL, rows), "{what}: lengths");
+        if let Some(at) = y[n..].iter().position(|v| v.bits() != Y::POISON.bits()) {
+            panic!("{what}: Y element {} past rows · dim was written", n + at);
+        }
+        let y64: Vec<f64> = y[..n].iter().map(|v| v.to_f64()).collect();
+        if let Some(at) = y64.iter().position(|v| !v.is_finite()) {
+            panic!("{what}: Y element {at} was not written ({})", y64[at]);
+        }
+        if let Some(at) = sum_a.iter().position(|v| !v.is_finite()) {
+            panic!("{what}: SumA element {at} was not written ({})", sum_a[at]);
+        }
+
+        let eps = f64::from(case.eps.unwrap_or(1e-6));
+        let s = f64::from(case.in_scale.unwrap_or(0.0));
+        let mut worst = (0, 0.0f64, 0.0f64);
+        for r in 0..rows {
+            let row: Vec<f64> = x[r * dim..(r + 1) * dim]
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            let mean = row.iter().map(|v| v * v).sum::<f64>() / dim as f64;
+            let rms = 1.0 / (mean + eps).sqrt();
+            for j in 0..dim {
+                let normed = row[j] * rms * f64::from(w[j]);
+                // The f32 (or f16) value may sit on either side of a grid boundary the exact
+                // one is near: accept both neighbours.
+                let slack = tol * (1.0 + normed.abs());
+                let g = y64[r * dim + j];
+                let (err, want) = [srq64(normed - slack, s), srq64(normed + slack, s)]
+                    .iter()
+                    .map(|&want| ((g - want).abs() / (1.0 + want.abs()), want))
+                    .fold((f64::INFINITY, 0.0), |b, e| if e.0 < b.0 { e } else { b });
+                if err > worst.1 {
+                    worst = (r * dim + j, err, want);
+                }
+            }
+            // The sum is of the values as stored, in f32.
+            let row_y = &y64[r * dim..(r + 1) * dim];
+            let want_sum: f64 = row_y.iter().sum();
+            let magnitude: f64 = row_y.iter().map(|v| v.abs()).sum();
+            let got_sum = f64::from(sum_a[r]);
+            assert!(
+                (got_sum - want_sum).abs() <= 1e-5 * (1.0 + magnitude),
+                "{what}: SumA[{r}] is {got_sum}, the row of Y sums to {want_sum}"
+            );
+        }
+        let (at, err, want) = worst;
+        assert!(
+            err <= tol,
+            "{what}: Y element {at}: {} against {want} (relative error {err:e})",
+            y64[at]
+        );
+
+        let (y2, sum_a2) = run();
+        assert!(
+            y.iter().zip(&y2).all(|(a, b)| a.bits() == b.bits()),
+            "{what}: a second run differs in Y"
+        );
+        assert!(
+            sum_a
+                .iter()
+                .zip(&sum_a2)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{what}: a second run differs in SumA"
+        );
+    }
+
+    pub fn normalizes_quantizes_and_sums_rows() {
+        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let caps = ctx.caps();
+        if !(caps.has_feature("subgroups") && caps.subgroup_min_size >= 32) {
+            eprintln!(
+                "normalizes_quantizes_and_sums_rows: the subgroup reduction of `main` needs \
+                 subgroups of at least 32 lanes (this adapter: subgroups {}, sizes {}..{}); \
+                 the workgroup-memory tree runs instead",
+                caps.subgroups, caps.subgroup_min_size, caps.subgroup_max_size
+            );
+        }
+        let case = |rows, dim, eps, in_scale| Case {
+            rows,
+            dim,
+            eps,
+            in_scale,
+        };
+        // Rows shorter and longer than the 256 threads; without a scale, with a coarse grid,
+        // and with a fine one that clamps the largest values at 127 steps.
+        let cases = [
+            case(1, 200, Some(1e-5), None),
+            case(3, 600, None, None),
+            case(3, 300, None, Some(1.0 / 32.0)),
+            case(2, 520, Some(1e-5), Some(1.0 / 128.0)),
+        ];
+        for c in cases {
+            check::<f32, f32>(&ctx, c, 1e-5);
+        }
+        if ctx.caps().has_feature("shader-f16") {
+            for c in cases {
+                check::<f16, f16>(&ctx, c, 2e-3);
+                check::<f32, f16>(&ctx, c, 2e-3);
+                check::<f16, f32>(&ctx, c, 1e-5);
+            }
+        } else {
+            eprintln!(
+                "normalizes_quantizes_and_sums_rows: no shader-f16 on this adapter, f16 not run"
+            );
+        }
+    }
+}
