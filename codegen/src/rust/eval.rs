@@ -227,7 +227,7 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
     });
     let introspection = introspection(op);
     let explains = super::when::explanations(op, &scope, &used);
-    let selection = super::when::selection(op, &scope);
+    let selection = super::when::selection(op, &scope, input.shaders);
     let mut plans = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
         plans.push(super::plan::variant_plan(input, &scope, v, variant)?);

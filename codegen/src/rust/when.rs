@@ -9,7 +9,8 @@ use quote::{format_ident, quote};
 
 use super::eval::{EnvScope, derive_fn, env_param, lower_result};
 use crate::expr::{Ir, IrKind, Symbol, ast::BinOp};
-use crate::model::{self, Op};
+use crate::model::{self, DType, Op, Variant};
+use crate::wgsl::Shader;
 
 pub(super) fn explain_static(name: &str) -> proc_macro2::Ident {
     format_ident!("EXPLAIN_{}", model::snake_ident(name).to_ascii_uppercase())
@@ -139,7 +140,7 @@ fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStrea
     quote!(rt::when::Clause::Check(#text, |#param| #body))
 }
 
-pub(super) fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
+pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> TokenStream {
     // The leading conditions every variant writes alike are emitted once.
     let shared = match op.variants.split_first() {
         Some((first, rest)) if !rest.is_empty() => (0..first.when.len())
@@ -170,7 +171,9 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             .map(|w| condition(op, scope, &w.source, &w.ir));
         let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
         let id = &variant.id;
-        quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks),*], #plan))
+        let v = op.variants.iter().position(|o| o.id == variant.id).unwrap_or(0);
+        let built = built_dtypes(op, variant, v, shaders);
+        quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks,)* #(#built),*], #plan))
     });
     let count = op.variants.len();
     let docs = op
@@ -197,4 +200,66 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
 
         #shared_static
     }
+}
+
+/// A clause per pass whose shaders exist for only some of the dtypes the manifest allows
+/// (combinations whose bindings cannot hold their dtypes are left out at build time): the
+/// variant then rejects the others by name instead of failing to find a shader.
+fn built_dtypes(op: &Op, variant: &Variant, v: usize, shaders: &[Shader]) -> Vec<TokenStream> {
+    let float_vars = super::api::float_type_vars(op);
+    let mut clauses: Vec<(String, TokenStream)> = Vec::new();
+    for p in 0..variant.passes.len() {
+        let of_pass: Vec<&Shader> = shaders
+            .iter()
+            .filter(|s| s.variant == v && s.pass == p)
+            .collect();
+        let Some(first) = of_pass.first() else {
+            continue;
+        };
+        let vars: Vec<&str> = float_vars
+            .iter()
+            .copied()
+            .filter(|var| first.combination.dtypes.contains_key(*var))
+            .collect();
+        if vars.is_empty() {
+            continue;
+        }
+        let tuple = |s: &Shader| -> Option<Vec<DType>> {
+            vars.iter().map(|var| s.combination.dtypes.get(*var).copied()).collect()
+        };
+        let mut built: Vec<Vec<DType>> = of_pass.iter().filter_map(|s| tuple(s)).collect();
+        built.sort_by_key(|t| t.iter().map(|d| d.wgsl()).collect::<Vec<_>>());
+        built.dedup();
+        let allowed = vars.iter().map(|var| {
+            op.type_var(var).map_or(0, |t| {
+                t.allowed
+                    .iter()
+                    .filter(|d| matches!(d, DType::F32 | DType::F16))
+                    .count()
+            })
+        });
+        if built.len() >= allowed.product::<usize>() {
+            continue;
+        }
+        let spell = |t: &[DType]| t.iter().map(|d| d.wgsl()).collect::<Vec<_>>().join(", ");
+        let text = format!(
+            "({}) is one of ({}): the dtypes pass `{}` has shaders for (its bindings' element types hold no others)",
+            vars.iter().map(|v| format!("dtypes.{v}")).collect::<Vec<_>>().join(", "),
+            built.iter().map(|t| spell(t)).collect::<Vec<_>>().join("), ("),
+            variant.passes[p].id,
+        );
+        let fields = vars.iter().map(|var| {
+            let field = super::ident(&model::snake_ident(var).to_ascii_lowercase());
+            quote!(env.dtypes.#field)
+        });
+        let patterns = built.iter().map(|t| {
+            let dtypes = t.iter().map(|d| format_ident!("{}", d.runtime_variant()));
+            quote!((#(rt::DType::#dtypes,)*))
+        });
+        let clause = quote!(rt::when::Clause::Check(#text, |env| Ok(matches!((#(#fields,)*), #(#patterns)|*))));
+        if !clauses.iter().any(|(t, _)| *t == text) {
+            clauses.push((text, clause));
+        }
+    }
+    clauses.into_iter().map(|(_, c)| c).collect()
 }

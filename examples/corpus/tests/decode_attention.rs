@@ -24,12 +24,14 @@ fn half_precision_output() {
     }
 }
 
+/// The manifest's `when` accepts float16 Q/K/V, but it binds K and V as `vec4<f32>` whatever
+/// `T` is, so no shader is built for them: the variant rejects them, naming the dtypes its
+/// shaders exist for.
 #[test]
-#[ignore = "the `when` of `split8_fused` accepts float16 Q/K/V, but the manifest binds K and V as vec4<f32> whatever T is and the generated shader table holds no shader with inputScalar f16: `plan` fails with `no pre-rendered shader for (true, \"f16\", \"f32\", false, false)`"]
-fn half_precision_inputs() {
-    if !corpus::skip_without_corpus("half_precision_inputs") {
+fn half_precision_inputs_are_rejected_by_name() {
+    if !corpus::skip_without_corpus("half_precision_inputs_are_rejected_by_name") {
         #[cfg(corpus)]
-        gpu::half_precision_inputs();
+        gpu::half_precision_inputs_are_rejected_by_name();
     }
 }
 
@@ -271,12 +273,27 @@ mod gpu {
         check::<f32, f16>(&ctx, case(70, 69, (2, 1), 16), 1e-3);
     }
 
-    pub fn half_precision_inputs() {
+    pub fn half_precision_inputs_are_rejected_by_name() {
         let ctx = context();
-        if !ctx.caps().has_feature("shader-f16") {
-            eprintln!("half_precision_inputs: skipped, the adapter has no shader-f16");
-            return;
-        }
-        check::<f16, f32>(&ctx, case(70, 69, (2, 1), 16), 1e-3);
+        let (d, keys) = (16usize, 70usize);
+        let shape = [keys, 1, d];
+        let attrs = op::Attrs::new(1, keys as u32, 69, 2, 1, d as u32);
+        let shapes = op::Shapes {
+            q: &[1, 2, d],
+            w: &[d],
+            cos: &[d / 2],
+            sin: &[d / 2],
+            k: &shape,
+            v: &shape,
+            out: &[1, 2 * d],
+        };
+        let err = op::plan(ctx.caps(), &shapes, &op::dtypes::<f16, f32>(), &attrs).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains("split8_fused") && message.contains("(dtypes.T, dtypes.U) is one of"),
+            "{message}"
+        );
+        // The same call in f32 is accepted.
+        op::plan(ctx.caps(), &shapes, &op::dtypes::<f32, f32>(), &attrs).unwrap();
     }
 }
