@@ -171,7 +171,11 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
             .map(|w| condition(op, scope, &w.source, &w.ir));
         let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
         let id = &variant.id;
-        let v = op.variants.iter().position(|o| o.id == variant.id).unwrap_or(0);
+        let v = op
+            .variants
+            .iter()
+            .position(|o| o.id == variant.id)
+            .unwrap_or(0);
         let built = built_dtypes(op, variant, v, shaders);
         quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks,)* #(#built),*], #plan))
     });
@@ -225,7 +229,9 @@ fn built_dtypes(op: &Op, variant: &Variant, v: usize, shaders: &[Shader]) -> Vec
             continue;
         }
         let tuple = |s: &Shader| -> Option<Vec<DType>> {
-            vars.iter().map(|var| s.combination.dtypes.get(*var).copied()).collect()
+            vars.iter()
+                .map(|var| s.combination.dtypes.get(*var).copied())
+                .collect()
         };
         let mut built: Vec<Vec<DType>> = of_pass.iter().filter_map(|s| tuple(s)).collect();
         built.sort_by_key(|t| t.iter().map(|d| d.wgsl()).collect::<Vec<_>>());
@@ -244,8 +250,15 @@ fn built_dtypes(op: &Op, variant: &Variant, v: usize, shaders: &[Shader]) -> Vec
         let spell = |t: &[DType]| t.iter().map(|d| d.wgsl()).collect::<Vec<_>>().join(", ");
         let text = format!(
             "({}) is one of ({}): the dtypes pass `{}` has shaders for (its bindings' element types hold no others)",
-            vars.iter().map(|v| format!("dtypes.{v}")).collect::<Vec<_>>().join(", "),
-            built.iter().map(|t| spell(t)).collect::<Vec<_>>().join("), ("),
+            vars.iter()
+                .map(|v| format!("dtypes.{v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            built
+                .iter()
+                .map(|t| spell(t))
+                .collect::<Vec<_>>()
+                .join("), ("),
             variant.passes[p].id,
         );
         let fields = vars.iter().map(|var| {
