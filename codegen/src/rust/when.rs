@@ -164,18 +164,13 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
             static SHARED_WHEN: [rt::when::Clause<Test>; #shared] = [#(#checks),*];
         }
     });
-    let variants = op.variants.iter().map(|variant| {
+    let variants = op.variants.iter().enumerate().map(|(v, variant)| {
         let shared_clause = (shared > 0).then(|| quote!(rt::when::Clause::All(&SHARED_WHEN),));
         let checks = variant.when[shared..]
             .iter()
             .map(|w| condition(op, scope, &w.source, &w.ir));
         let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
         let id = &variant.id;
-        let v = op
-            .variants
-            .iter()
-            .position(|o| o.id == variant.id)
-            .unwrap_or(0);
         let built = built_dtypes(op, variant, v, shaders);
         quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks,)* #(#built),*], #plan))
     });

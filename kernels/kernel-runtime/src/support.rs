@@ -152,28 +152,6 @@ pub fn rank_is(op: &'static str, role: &str, shape: &[usize], rank: usize) -> Re
     })
 }
 
-/// Evaluates the condition `text` with `f`: `Ok` when it holds.
-pub fn check<E>(
-    text: &'static str,
-    env: &E,
-    f: impl FnOnce(&E) -> Result<bool, EvalError>,
-) -> Result<(), Failure> {
-    require(f(env), text)
-}
-
-/// Evaluates the condition `text` with `f`, keeping its value; evaluation errors become a
-/// failure of `text`.
-pub fn holds<E>(
-    text: &'static str,
-    env: &E,
-    f: impl FnOnce(&E) -> Result<bool, EvalError>,
-) -> Result<bool, Failure> {
-    f(env).map_err(|error| Failure {
-        path: vec![text],
-        error: Some(error),
-    })
-}
-
 /// The rank of a shape as an expression integer.
 pub fn rank(shape: &[i64]) -> i64 {
     i64::try_from(shape.len()).unwrap_or(i64::MAX)
