@@ -119,7 +119,7 @@ pub fn apply(
         file: file.to_owned(),
         paths: Vec::new(),
     };
-    apply_variant_hints(file, hints, manifest, diagnostics);
+    apply_variant_hints(file, hints, manifest, diagnostics, &mut origins);
     for (name, source) in &hints.derive {
         if manifest.derive.contains_key(name) {
             diagnostics.push(Diagnostic::new(
@@ -222,17 +222,20 @@ pub fn apply(
     origins
 }
 
-/// Checks and records the specialisation sets of `hints.variants`.
+/// Checks and records the specialisation sets of `hints.variants`. A set for an argument also
+/// becomes a `when` clause of the variant (`args.hidden in [1536, 2560]`): a call with another
+/// value is rejected by that clause, as it has no shader.
 fn apply_variant_hints(
     file: &str,
     hints: &Hints,
     manifest: &mut Manifest,
     diagnostics: &mut Diagnostics,
+    origins: &mut Origins,
 ) {
     for (h, hint) in hints.variants.iter().enumerate() {
         let path = format!("variants[{h}]");
-        let scalars = &manifest.scalars;
-        let Some(variant) = manifest.variants.iter_mut().find(|v| v.id == hint.variant) else {
+        let Some(manifest_variant) = manifest.variants.iter().position(|v| v.id == hint.variant)
+        else {
             diagnostics.push(Diagnostic::new(
                 file,
                 format!("{path}.variant"),
@@ -240,10 +243,11 @@ fn apply_variant_hints(
             ));
             continue;
         };
+        let variant = &mut manifest.variants[manifest_variant];
         for (name, values) in &hint.specialise {
             let value_path = format!("{path}.specialise.{name}");
             let known = match name.strip_prefix("args.") {
-                Some(arg) => scalars.contains_key(arg),
+                Some(arg) => manifest.scalars.contains_key(arg),
                 None => {
                     variant.constants.contains_key(name)
                         || variant
@@ -298,6 +302,17 @@ fn apply_variant_hints(
                         "expected a number, a boolean or a string",
                     )),
                 }
+            }
+            if name.starts_with("args.") {
+                let listed: Vec<String> = set.iter().map(ToString::to_string).collect();
+                variant
+                    .when
+                    .push(format!("{name} in [{}]", listed.join(", ")));
+                let v = manifest_variant;
+                origins.add(
+                    format!("variants[{v}].when[{}]", variant.when.len() - 1),
+                    value_path.clone(),
+                );
             }
             variant.specialise.insert(name.clone(), set);
         }

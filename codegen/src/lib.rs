@@ -115,15 +115,46 @@ fn drop_unavailable_variants(op: &mut model::Op, notes: &mut Vec<String>) {
     });
 }
 
-/// Runs the whole pipeline. Errors from every manifest and template are collected.
-pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
-    let mut diagnostics = Diagnostics::default();
+/// What the front end made of the packages: the ops as the emitters see them (templates
+/// settled), and the template environments that render them.
+struct FrontEnd {
+    ops: Vec<model::Op>,
+    notes: Vec<String>,
+    /// Modules whose template values could not be settled (already reported).
+    unsettled: BTreeSet<String>,
+    /// Per manifest file, where the expressions its hints added came from, so that errors
+    /// found after the model is built point at the hints file too.
+    origins: BTreeMap<String, hints::Origins>,
+    seed_env: minijinja::Environment<'static>,
+    v1_env: Option<minijinja::Environment<'static>>,
+}
+
+impl FrontEnd {
+    /// Points `diagnostics` about `op` at the hints file where a hint added the expression.
+    fn relocate(&self, op: &model::Op, diagnostics: &mut Diagnostics) {
+        if let Some(origins) = self.origins.get(&op.file) {
+            origins.relocate(&op.file, diagnostics);
+        }
+    }
+
+    fn env_of(&self, op: &model::Op) -> &minijinja::Environment<'static> {
+        match (&op.dialect, &self.v1_env) {
+            (manifest::Dialect::V1, Some(env)) => env,
+            _ => &self.seed_env,
+        }
+    }
+}
+
+/// Reads every package into its validated op model, applies its hints and settles how its
+/// templates use each value; what fails is reported in `diagnostics` and left out.
+fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     let paths = templates::TemplatePaths {
         templates: &inputs.templates,
         include_root: inputs.include_root.as_deref(),
     };
     let mut ops = Vec::new();
     let mut unavailable_notes = Vec::new();
+    let mut all_origins = BTreeMap::new();
     for package in &inputs.packages {
         let file = package.manifest_path();
         let mut manifest = match manifest::parse_any(&package.manifest) {
@@ -147,7 +178,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         if let Some((hints_path, text)) = &package.hints {
             match hints::parse(hints_path, text) {
                 Ok(op_hints) if op_hints.op == qualified => {
-                    origins = hints::apply(hints_path, &op_hints, &mut manifest, &mut diagnostics);
+                    origins = hints::apply(hints_path, &op_hints, &mut manifest, diagnostics);
                 }
                 Ok(op_hints) => diagnostics.push(Diagnostic::new(
                     hints_path,
@@ -175,6 +206,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                 diagnostics.extend(errors);
             }
         }
+        all_origins.insert(file, origins);
     }
     let mut seen = BTreeSet::new();
     for op in &ops {
@@ -186,6 +218,55 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             ));
         }
     }
+    let include_root = inputs.include_root.as_deref();
+    let (seed_env, template_errors) =
+        wgsl::environment(&inputs.templates, include_root, manifest::Dialect::Seed);
+    diagnostics.0.extend(template_errors);
+    // The same templates, parsed once more only when an op of the other dialect renders them
+    // (their syntax errors are reported once, above).
+    let v1_env = ops
+        .iter()
+        .any(|op| op.dialect == manifest::Dialect::V1)
+        .then(|| wgsl::environment(&inputs.templates, include_root, manifest::Dialect::V1).0);
+    let mut front = FrontEnd {
+        ops,
+        notes: unavailable_notes,
+        unsettled: BTreeSet::new(),
+        origins: all_origins,
+        seed_env,
+        v1_env,
+    };
+    let mut ops = std::mem::take(&mut front.ops);
+    for op in &mut ops {
+        let mut problems = wgsl::settle(op, front.env_of(op), &paths);
+        front.relocate(op, &mut problems);
+        if !problems.is_empty() {
+            front.unsettled.insert(op.module.clone());
+            diagnostics.extend(problems);
+        }
+    }
+    front.ops = ops;
+    front
+}
+
+/// The op models of `inputs` as the emitters see them: manifests read in either dialect, hints
+/// applied, template values settled. For tools and tests that evaluate a package's
+/// expressions themselves; [`generate`] is this followed by the emitters.
+pub fn models(inputs: &Inputs) -> Result<Vec<model::Op>, Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let front = front_end(inputs, &mut diagnostics);
+    diagnostics.into_result(front.ops)
+}
+
+/// Runs the whole pipeline. Errors from every manifest and template are collected.
+pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
+    let mut diagnostics = Diagnostics::default();
+    let paths = templates::TemplatePaths {
+        templates: &inputs.templates,
+        include_root: inputs.include_root.as_deref(),
+    };
+    let front = front_end(inputs, &mut diagnostics);
+    let ops = &front.ops;
     let known: BTreeSet<String> = ops.iter().map(|op| op.qualified_name()).collect();
     for op_name in inputs.host_checks.keys().filter(|n| !known.contains(*n)) {
         diagnostics.push(Diagnostic::new(
@@ -224,33 +305,13 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         }
     }
 
-    let include_root = inputs.include_root.as_deref();
-    let (seed_env, template_errors) =
-        wgsl::environment(&inputs.templates, include_root, manifest::Dialect::Seed);
-    diagnostics.0.extend(template_errors);
-    // The same templates, parsed once more only when an op of the other dialect renders them
-    // (their syntax errors are reported once, above).
-    let v1_env = ops
-        .iter()
-        .any(|op| op.dialect == manifest::Dialect::V1)
-        .then(|| wgsl::environment(&inputs.templates, include_root, manifest::Dialect::V1).0);
-    let env_of = |op: &model::Op| match (&op.dialect, &v1_env) {
-        (manifest::Dialect::V1, Some(env)) => env,
-        _ => &seed_env,
-    };
     let mut output = Output {
-        notes: unavailable_notes,
+        notes: front.notes.clone(),
         ..Output::default()
     };
     let mut generated_ops = Vec::new();
-    let mut unsettled = BTreeSet::new();
-    for op in &mut ops {
-        let problems = wgsl::settle(op, env_of(op), &paths);
-        if !problems.is_empty() {
-            unsettled.insert(op.module.clone());
-            diagnostics.extend(problems);
-        }
-    }
+    let unsettled = &front.unsettled;
+    let env_of = |op: &model::Op| front.env_of(op);
     for op in ops.iter().filter(|op| !unsettled.contains(&op.module)) {
         let templates: BTreeSet<&str> = op
             .variants
@@ -268,7 +329,8 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         }
         let shaders = match wgsl::shaders(op, env_of(op), &paths, &mut output.notes) {
             Ok(shaders) => shaders,
-            Err(errors) => {
+            Err(mut errors) => {
+                front.relocate(op, &mut errors);
                 diagnostics.extend(errors);
                 continue;
             }

@@ -209,7 +209,7 @@ impl Interp<'_> {
         Ok(truthy(&value))
     }
 
-    /// An operand of V1's `==` / `!=`: `None` when it is an undefined symbol.
+    /// An operand of V1's comparisons: `None` when it is an undefined symbol.
     fn operand(&mut self, x: &Ir) -> Result<Option<Value>, EvalError> {
         if let Some(sym) = undefined_operand(x)
             && self.env.get(sym)?.is_none()
@@ -403,6 +403,13 @@ impl Interp<'_> {
                     (l, r) => Ok(Value::Bool(
                         (l.is_none() && r.is_none()) == (op == BinOp::Eq),
                     )),
+                }
+            }
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge if self.dialect == Dialect::V1 => {
+                match (self.operand(lhs)?, self.operand(rhs)?) {
+                    (Some(l), Some(r)) => apply(op, l, r, self.trace),
+                    // Nothing is ordered against an undefined value (see `undefined_operand`).
+                    _ => Ok(Value::Bool(false)),
                 }
             }
             BinOp::Concat => {

@@ -68,6 +68,7 @@ pub trait LowerScope {
 pub fn lower(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
     let runtime = scope.runtime();
     let lowerer = Lowerer {
+        known_defined: std::cell::RefCell::default(),
         scope,
         rt: quote!(#runtime::expr),
         dialect: scope.dialect(),
@@ -86,6 +87,7 @@ pub fn lower(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
 pub fn lower_result(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
     let runtime = scope.runtime();
     let lowerer = Lowerer {
+        known_defined: std::cell::RefCell::default(),
         scope,
         rt: quote!(#runtime::expr),
         dialect: scope.dialect(),
@@ -167,6 +169,9 @@ pub(super) struct Lowerer<'a> {
     /// `<runtime>::expr`
     pub(super) rt: TokenStream,
     pub(super) dialect: Dialect,
+    /// Symbols an enclosing `has(…) and …` has found defined, so that a comparison on the
+    /// right need not test them again.
+    pub(super) known_defined: std::cell::RefCell<Vec<Symbol>>,
 }
 
 pub(super) fn ident(name: &str) -> Ident {
@@ -419,6 +424,10 @@ impl Lowerer<'_> {
                 };
                 self.guarded_equality(op, lhs, rhs, compared)
             }
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge if self.dialect == Dialect::V1 => {
+                let compared = self.comparison(op, lhs, rhs);
+                self.guarded_order(lhs, rhs, compared)
+            }
             _ if lhs.ty == Type::List => self.list_equality(op, lhs, rhs),
             _ => self.comparison(op, lhs, rhs),
         }
@@ -432,7 +441,14 @@ impl Lowerer<'_> {
             Prec::Or
         };
         let l = self.value(lhs).at(prec);
+        let mut defined = Vec::new();
+        if op == BinOp::And {
+            defined_conjuncts(lhs, &mut defined);
+        }
+        let known = self.known_defined.borrow().len();
+        self.known_defined.borrow_mut().extend(defined);
         let r = self.value(rhs).at(prec);
+        self.known_defined.borrow_mut().truncate(known);
         let tokens = if op == BinOp::And {
             quote!(#l && #r)
         } else {
@@ -570,5 +586,17 @@ fn float_literal(v: f64) -> Lowered {
     } else {
         let lit = Literal::f64_suffixed(v);
         Lowered::new(quote!(#lit), Prec::Atom)
+    }
+}
+
+/// The symbols `has(…)` conjuncts of `ir` test for, when `ir` holds.
+fn defined_conjuncts(ir: &Ir, out: &mut Vec<Symbol>) {
+    match &ir.kind {
+        IrKind::Binary(BinOp::And, l, r) => {
+            defined_conjuncts(l, out);
+            defined_conjuncts(r, out);
+        }
+        IrKind::IsDefined(sym, false) => out.push(sym.clone()),
+        _ => {}
     }
 }

@@ -100,6 +100,29 @@ impl Lowerer<'_> {
         Lowered::new(quote!(#defined && #value), Prec::And)
     }
 
+    /// The `is defined` tests a comparison of `lhs` and `rhs` needs: one per operand that may
+    /// be undefined, unless an enclosing `has(…) and …` has tested it already.
+    fn definedness_guards(&self, lhs: &Ir, rhs: &Ir) -> Vec<TokenStream> {
+        [lhs, rhs]
+            .into_iter()
+            .filter_map(undefined_operand)
+            .filter(|sym| !self.known_defined.borrow().contains(sym))
+            .map(|sym| self.scope.is_defined(sym))
+            .filter(|defined| defined.to_string() != "true")
+            .collect()
+    }
+
+    /// V1's `<`, `<=`, `>`, `>=` when an operand may be undefined: false unless both are
+    /// defined, as the engine orders nothing against `undefined`.
+    pub(super) fn guarded_order(&self, lhs: &Ir, rhs: &Ir, compared: Lowered) -> Lowered {
+        let guards = self.definedness_guards(lhs, rhs);
+        if guards.is_empty() {
+            return compared;
+        }
+        let c = compared.at(Prec::And);
+        Lowered::new(quote!(#(#guards &&)* #c), Prec::And)
+    }
+
     /// V1's `==` / `!=` when an operand may be undefined: the comparison is made only when
     /// both are defined; an undefined operand equals only another undefined one.
     pub(super) fn guarded_equality(
@@ -109,12 +132,7 @@ impl Lowerer<'_> {
         rhs: &Ir,
         compared: Lowered,
     ) -> Lowered {
-        let guards: Vec<TokenStream> = [lhs, rhs]
-            .into_iter()
-            .filter_map(undefined_operand)
-            .map(|sym| self.scope.is_defined(sym))
-            .filter(|defined| defined.to_string() != "true")
-            .collect();
+        let guards = self.definedness_guards(lhs, rhs);
         let eq = op == BinOp::Eq;
         match guards.as_slice() {
             [] => compared,

@@ -37,10 +37,11 @@ fn may_be_undefined(ir: &Ir) -> bool {
     matches!(&ir.kind, IrKind::Sym(sym) if !matches!(sym, Symbol::Derived(_) | Symbol::Present(_)))
 }
 
-/// The symbol an operand of `==` / `!=` reads directly (perhaps promoted to Float), when it
+/// The symbol an operand of a comparison reads directly (perhaps promoted to Float), when it
 /// may be undefined: V1 compares an undefined value as unequal to any value and equal to
-/// another undefined one, as the engine does, instead of failing (`sgExact32` reads
-/// `device.adapterInfo.subgroupMinSize == 32` on adapters that may not report it).
+/// another undefined one, and as neither less nor greater than anything, as the engine does,
+/// instead of failing (`sgExact32` reads `device.adapterInfo.subgroupMinSize == 32`, and
+/// Attention `device.adapterInfo.subgroupMinSize >= 32`, on adapters that may not report it).
 pub(super) fn undefined_operand(ir: &Ir) -> Option<&Symbol> {
     match &ir.kind {
         IrKind::ToFloat(x) => undefined_operand(x),

@@ -11,7 +11,9 @@ mod statics;
 mod variants;
 
 pub use build::build_op;
-pub use statics::{Combination, StaticVar, enumerate_combinations, static_values};
+pub use statics::{
+    Combination, StaticValueError, StaticVar, enumerate_combinations, static_values,
+};
 
 use crate::expr::{Ir, Type};
 

@@ -59,12 +59,22 @@ pub fn static_values<'a>(
         .filter(|v| v.class == Class::Static)
 }
 
+/// A static template value that fails to evaluate for some combination.
+#[derive(Debug, Clone)]
+pub struct StaticValueError {
+    /// The value's name and JSON path (in the manifest, or where hints added it).
+    pub name: String,
+    pub path: String,
+    pub source: String,
+    pub error: EvalError,
+}
+
 /// Every distinct combination of a pass, in a deterministic order.
 pub fn enumerate_combinations(
     op: &Op,
     variant: &Variant,
     pass: &Pass,
-) -> Result<Vec<Combination>, EvalError> {
+) -> Result<Vec<Combination>, StaticValueError> {
     let mut vars = BTreeSet::new();
     for value in static_values(variant, pass) {
         let symbols = value.expr.ir.symbols();
@@ -104,7 +114,12 @@ pub fn enumerate_combinations(
         for value in static_values(variant, pass) {
             let evaluated = match assignment.get(&StaticVar::Value(value.name.clone())) {
                 Some(assumed) => assumed.clone(),
-                None => expr::eval(&value.expr.ir, &env)?,
+                None => expr::eval(&value.expr.ir, &env).map_err(|error| StaticValueError {
+                    name: value.name.clone(),
+                    path: value.expr.path.clone(),
+                    source: value.expr.source.clone(),
+                    error,
+                })?,
             };
             values.push((value.name.clone(), evaluated));
         }

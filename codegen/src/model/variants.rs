@@ -144,19 +144,9 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
             dispatch,
         });
     }
-    let mut bounds = super::domains::when_bounds(cx.scope.op, &when);
-    // A declared set for an argument bounds it like a `when` clause would.
-    for (name, values) in &decl.specialise {
-        if let Some(arg) = name.strip_prefix("args.") {
-            let var = crate::model::StaticVar::Attr(arg.to_owned());
-            match bounds.get_mut(&var) {
-                Some(existing) => existing.retain(|v| values.contains(v)),
-                None => {
-                    bounds.insert(var, values.clone());
-                }
-            }
-        }
-    }
+    // A declared set for an argument is a `when` clause the hints added, so it bounds the
+    // argument as any clause does.
+    let bounds = super::domains::when_bounds(cx.scope.op, &when);
     Variant {
         id: decl.id.clone(),
         description: decl.description.clone(),

@@ -268,10 +268,23 @@ fn dtypes_struct(op: &Op) -> TokenStream {
         let doc = super::doc_lines(&format!(" The element type bound to type variable `{v}`."));
         quote!(#(#[doc = #doc])* pub #name: rt::DType,)
     });
+    let lookups = vars.iter().map(|v| {
+        let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
+        quote!(#name: get(#v),)
+    });
     quote! {
         /// The element types bound to the op's type variables.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct DTypes { #(#fields)* }
+
+        impl DTypes {
+            /// The element types by type variable name, for tools that drive every op alike.
+            #[doc(hidden)]
+            pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
+                let _ = get;
+                DTypes { #(#lookups)* }
+            }
+        }
     }
 }
 
@@ -362,6 +375,15 @@ fn io_structs(op: &Op) -> TokenStream {
         let ty = shape_type(t);
         let doc = super::doc_lines(&format!(" Shape of `{}`.", t.role));
         quote!(#(#[doc = #doc])* pub #name: #ty,)
+    });
+    let shape_lookups = shaped_tensors(op).into_iter().map(|t| {
+        let name = super::tensor_field(t);
+        let role = &t.role;
+        if t.optional {
+            quote!(#name: get(#role),)
+        } else {
+            quote!(#name: get(#role).unwrap_or_default(),)
+        }
     });
     let input_fields = layout.read.iter().map(|t| {
         let name = super::tensor_field(t);
@@ -515,6 +537,16 @@ fn io_structs(op: &Op) -> TokenStream {
         /// provides.
         #[derive(Clone, Copy, Debug)]
         pub struct Shapes<'a> { #(#shape_fields)* }
+
+        impl<'a> Shapes<'a> {
+            /// The shapes by tensor role (an absent required one is empty), for tools that
+            /// drive every op alike.
+            #[doc(hidden)]
+            pub fn from_lookup(get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>) -> Self {
+                let _ = get;
+                Shapes { #(#shape_lookups)* }
+            }
+        }
 
         #inputs_struct
 

@@ -113,8 +113,11 @@ pub fn shaders(
                 Err(err) => {
                     diagnostics.push(Diagnostic::new(
                         &op.file,
-                        pass_path(op, v, p),
-                        format!("static values cannot be evaluated: {}", err.message),
+                        err.path,
+                        format!(
+                            "template value `{}` (`{}`) cannot be evaluated at build time: {}",
+                            err.name, err.source, err.error.message
+                        ),
                     ));
                     continue;
                 }

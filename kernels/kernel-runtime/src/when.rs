@@ -155,6 +155,16 @@ where
     Some(first_failure(variant.when, env))
 }
 
+/// The plan of the variant `id`, whether or not its `when` holds, for tests that compare
+/// every variant's plan.
+pub fn plan_of<E, F, P, R>(variants: &[Variant<F, P>], id: &str, env: &E) -> Option<R>
+where
+    P: Fn(&E) -> R,
+{
+    let variant = variants.iter().find(|v| v.id == id)?;
+    Some((variant.plan)(env))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,14 @@ pub struct DTypes {
     /// The element type bound to type variable `T`.
     pub t: rt::DType,
 }
+impl DTypes {
+    /// The element types by type variable name, for tools that drive every op alike.
+    #[doc(hidden)]
+    pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
+        let _ = get;
+        DTypes { t: get("T") }
+    }
+}
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -64,6 +72,20 @@ pub struct Shapes<'a> {
     pub data: &'a [usize],
     /// Shape of `bias`.
     pub bias: &'a [usize],
+}
+impl<'a> Shapes<'a> {
+    /// The shapes by tensor role (an absent required one is empty), for tools that
+    /// drive every op alike.
+    #[doc(hidden)]
+    pub fn from_lookup(
+        get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>,
+    ) -> Self {
+        let _ = get;
+        Shapes {
+            data: get("data").unwrap_or_default(),
+            bias: get("bias").unwrap_or_default(),
+        }
+    }
 }
 /// Input tensors.
 #[derive(Clone, Copy, Debug)]
@@ -663,6 +685,11 @@ pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
 #[doc(hidden)]
 pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
     rt::when::accepts(&VARIANTS, id, env)
+}
+/// Computes the plan of variant `id` with the compiled code, selected or not.
+#[doc(hidden)]
+pub fn plan_variant(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+    rt::when::plan_of(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take

@@ -38,6 +38,14 @@ pub struct DTypes {
     /// The element type bound to type variable `T`.
     pub t: rt::DType,
 }
+impl DTypes {
+    /// The element types by type variable name, for tools that drive every op alike.
+    #[doc(hidden)]
+    pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
+        let _ = get;
+        DTypes { t: get("T") }
+    }
+}
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -54,6 +62,24 @@ pub struct Shapes<'a> {
     pub bias: &'a [usize],
     /// Shape of `eco_a`.
     pub eco_a: &'a [usize],
+}
+impl<'a> Shapes<'a> {
+    /// The shapes by tensor role (an absent required one is empty), for tools that
+    /// drive every op alike.
+    #[doc(hidden)]
+    pub fn from_lookup(
+        get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>,
+    ) -> Self {
+        let _ = get;
+        Shapes {
+            query_layer: get("query_layer").unwrap_or_default(),
+            query_bias: get("query_bias").unwrap_or_default(),
+            rel_pos: get("rel_pos").unwrap_or_default(),
+            weight: get("weight").unwrap_or_default(),
+            bias: get("bias").unwrap_or_default(),
+            eco_a: get("eco_a").unwrap_or_default(),
+        }
+    }
 }
 /// Input tensors.
 #[derive(Clone, Copy, Debug)]
@@ -687,6 +713,11 @@ pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
 #[doc(hidden)]
 pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
     rt::when::accepts(&VARIANTS, id, env)
+}
+/// Computes the plan of variant `id` with the compiled code, selected or not.
+#[doc(hidden)]
+pub fn plan_variant(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+    rt::when::plan_of(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
