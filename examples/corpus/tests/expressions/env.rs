@@ -1,0 +1,544 @@
+//! Random environments for a `schemaVersion: 1` op, drawn from its model, and the
+//! interpreter's view of one.
+//!
+//! An environment is steered towards one variant at a time: arguments and type variables take
+//! the values that variant's `when` bounds them to most of the time, and sizes come from a
+//! small pool shared by arguments and dimensions, so that equalities between them
+//! (`dim(shapes.wT, 0) == args.dim`) hold often enough for every variant to be selected.
+//! Absent optional tensors have the empty shape, as in the generated `Env`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use codegen::expr::ast::BinOp;
+use codegen::expr::{self, Dialect, EvalError, EvalTrace, Ir, IrKind, Symbol, Type, Value};
+use codegen::model::{AttrRepr, DType, DTypeRef, IntWidth, Op, StaticVar, Variant};
+use kernel_runtime::DeviceCaps;
+
+/// splitmix64: failures reproduce from the seed alone, whatever the dependencies.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % (n.max(1) as u64)) as usize
+    }
+
+    pub fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len())].clone()
+    }
+
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Sizes the pool of an environment is drawn from: powers of two, the odd sizes real models
+/// have, and a few that are neither.
+const SIZES: &[i64] = &[
+    1, 2, 3, 4, 5, 8, 12, 16, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 2560, 4096, 8192,
+    16384,
+];
+
+/// Everything an expression of the op may read, as plain values. `shapes` is indexed like
+/// `inputs ++ outputs`; `None` is an absent optional tensor or a computed output.
+#[derive(Clone, Debug)]
+pub struct RandomEnv {
+    /// The scalar args that are given.
+    pub args: BTreeMap<String, Value>,
+    pub shapes: Vec<Option<Vec<i64>>>,
+    /// Whether the call gives tensor `i`: an optional input or output may be left out (an
+    /// optional computed output still has the shape its expression gives).
+    pub given: Vec<bool>,
+    /// Type variable → element type.
+    pub dtypes: BTreeMap<String, DType>,
+    pub caps: DeviceCaps,
+}
+
+impl RandomEnv {
+    /// An environment steered towards `target` (an index into `op.variants`).
+    pub fn draw(op: &Op, target: usize, rng: &mut Rng) -> Self {
+        let bounds = op.variants.get(target).map(|v| &v.bounds);
+        let bounded = |var: StaticVar| bounds.and_then(|b| b.get(&var)).filter(|v| !v.is_empty());
+        let pool: Vec<i64> = (0..3).map(|_| rng.pick(SIZES)).collect();
+        let mut args = BTreeMap::new();
+        for attr in &op.attributes {
+            if attr.is_optional() && rng.chance(30) {
+                continue;
+            }
+            let value = match bounded(StaticVar::Attr(attr.name.clone())) {
+                Some(values) if rng.chance(85) => rng.pick(values),
+                _ => random_arg(attr, &pool, rng),
+            };
+            args.insert(attr.name.clone(), value);
+        }
+        let mut dtypes = BTreeMap::new();
+        for var in &op.type_vars {
+            let allowed: Vec<DType> = match bounded(StaticVar::Dtype(var.name.clone())) {
+                Some(values) if rng.chance(85) => values
+                    .iter()
+                    .filter_map(|v| match v {
+                        Value::Dtype(d) | Value::Str(d) => DType::parse(d),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => var.allowed.clone(),
+            };
+            let allowed = if allowed.is_empty() {
+                var.allowed.clone()
+            } else {
+                allowed
+            };
+            if let Some(first) = allowed.first() {
+                let dtype = if allowed.len() > 1 {
+                    rng.pick(&allowed)
+                } else {
+                    *first
+                };
+                dtypes.insert(var.name.clone(), dtype);
+            }
+        }
+        // Sizes the arguments took join the pool, so shapes can agree with them.
+        let mut sizes = pool.clone();
+        sizes.extend(args.values().filter_map(|v| match v {
+            Value::Int(n) if *n > 0 => Some(*n),
+            _ => None,
+        }));
+        let given: Vec<bool> = op
+            .tensors()
+            .map(|t| !(t.optional && rng.chance(30)))
+            .collect();
+        let shapes = op
+            .tensors()
+            .zip(&given)
+            .map(|(t, given)| {
+                if t.is_computed_output() || !given {
+                    return None;
+                }
+                let rank = t
+                    .rank
+                    .map_or_else(|| rng.pick(&[1, 1, 2, 2, 3, 4]), |r| r as usize);
+                Some((0..rank).map(|_| random_dim(&sizes, rng)).collect())
+            })
+            .collect();
+        RandomEnv {
+            args,
+            shapes,
+            given,
+            dtypes,
+            caps: random_caps(rng),
+        }
+    }
+
+    /// Local search towards an environment `variant` accepts: mutations of one value at a time
+    /// (an argument, a dimension, a rank, a presence, an element type, a device property) are
+    /// kept when no fewer of the variant's `when` conjuncts hold, for up to `attempts` tries.
+    /// Random drawing alone rarely meets conditions such as `numel(shapes.xT) >= args.rows *
+    /// args.dim and dim(shapes.wT, 0) == args.dim` together.
+    pub fn steer(&mut self, op: &Op, variant: &Variant, rng: &mut Rng, attempts: usize) {
+        let mut conjuncts = Vec::new();
+        for clause in &variant.when {
+            flatten_and(&clause.ir, &mut conjuncts);
+        }
+        let score = |env: &mut RandomEnv| {
+            env.compute_outputs(op);
+            let interp = Interp::new(op, env, Some(variant));
+            conjuncts
+                .iter()
+                .filter(|c| matches!(interp.eval(c).value, Ok(Value::Bool(true))))
+                .count()
+        };
+        let mut best = score(self);
+        for _ in 0..attempts {
+            if best == conjuncts.len() {
+                return;
+            }
+            let mut next = self.clone();
+            next.mutate(op, rng);
+            let got = score(&mut next);
+            if got >= best {
+                *self = next;
+                best = got;
+            }
+        }
+    }
+
+    /// Changes one value.
+    fn mutate(&mut self, op: &Op, rng: &mut Rng) {
+        let known: Vec<i64> = self
+            .args
+            .values()
+            .filter_map(|v| match v {
+                Value::Int(n) if *n > 0 => Some(*n),
+                _ => None,
+            })
+            .chain(
+                self.shapes
+                    .iter()
+                    .flatten()
+                    .flatten()
+                    .copied()
+                    .filter(|d| *d > 0),
+            )
+            .collect();
+        let size = |rng: &mut Rng| match rng.below(10) {
+            0..4 if !known.is_empty() => rng.pick(&known),
+            4..6 if !known.is_empty() => rng
+                .pick(&known)
+                .saturating_mul(rng.pick(&known))
+                .min(1 << 24),
+            6 if !known.is_empty() => (rng.pick(&known) / rng.pick(&[2, 4, 8, 32])).max(1),
+            7 => rng.pick(&[1, 2, 4, 8, 32]),
+            _ => rng.pick(SIZES),
+        };
+        match rng.below(10) {
+            0..4 => {
+                let Some(attr) = op.attributes.get(rng.below(op.attributes.len())) else {
+                    return;
+                };
+                match self.args.get(&attr.name) {
+                    Some(Value::Int(_)) if attr.one_of.is_none() && rng.chance(85) => {
+                        let v = size(rng);
+                        self.args.insert(attr.name.clone(), Value::Int(v));
+                    }
+                    Some(_) if attr.is_optional() && rng.chance(30) => {
+                        self.args.remove(&attr.name);
+                    }
+                    _ => {
+                        let v = random_arg(attr, SIZES, rng);
+                        self.args.insert(attr.name.clone(), v);
+                    }
+                }
+            }
+            4..8 => {
+                let inputs: Vec<usize> = (0..self.shapes.len())
+                    .filter(|i| self.shapes[*i].is_some())
+                    .collect();
+                if inputs.is_empty() {
+                    return;
+                }
+                let i = rng.pick(&inputs);
+                let declared = op.tensors().nth(i).and_then(|t| t.rank);
+                let v = size(rng);
+                let Some(shape) = self.shapes[i].as_mut() else {
+                    return;
+                };
+                if declared.is_none() && rng.chance(15) {
+                    if shape.len() > 1 && rng.chance(50) {
+                        shape.pop();
+                    } else {
+                        shape.push(v);
+                    }
+                } else if !shape.is_empty() {
+                    let axis = rng.below(shape.len());
+                    shape[axis] = v;
+                }
+            }
+            8 => {
+                let i = rng.below(self.given.len());
+                if op.tensors().nth(i).is_some_and(|t| t.optional) {
+                    self.given[i] = !self.given[i];
+                    let computed = op.tensors().nth(i).is_some_and(|t| t.is_computed_output());
+                    if !computed {
+                        self.shapes[i] = if self.given[i] {
+                            let rank =
+                                op.tensors().nth(i).and_then(|t| t.rank).unwrap_or(1) as usize;
+                            Some((0..rank).map(|_| size(rng)).collect())
+                        } else {
+                            None
+                        };
+                    }
+                }
+            }
+            _ => {
+                if rng.chance(50) {
+                    if let Some(var) = op.type_vars.get(rng.below(op.type_vars.len()))
+                        && !var.allowed.is_empty()
+                    {
+                        self.dtypes.insert(var.name.clone(), rng.pick(&var.allowed));
+                    }
+                } else {
+                    self.caps = random_caps(rng);
+                }
+            }
+        }
+    }
+
+    /// The element type of tensor `index` (of `inputs ++ outputs`).
+    pub fn tensor_dtype(&self, op: &Op, index: usize) -> Option<DType> {
+        match &op.tensors().nth(index)?.dtype {
+            DTypeRef::Var(var) => self.dtypes.get(var).copied(),
+            DTypeRef::Fixed(d) => Some(*d),
+        }
+    }
+
+    /// Fills in the shapes of computed outputs from their expressions; a failure is kept as
+    /// the output's result.
+    pub fn compute_outputs(&mut self, op: &Op) -> Vec<(usize, Result<Vec<i64>, EvalError>)> {
+        let mut results = Vec::new();
+        for (index, tensor) in op.tensors().enumerate() {
+            let Some(shape) = tensor
+                .shape
+                .as_ref()
+                .filter(|_| tensor.is_computed_output())
+            else {
+                continue;
+            };
+            let value = Interp::new(op, self, None).eval(&shape.ir).value;
+            let result = match value {
+                Ok(Value::List(dims)) => Ok(dims),
+                Ok(Value::Int(n)) => Ok(vec![n]),
+                Ok(other) => Err(EvalError::new(format!("shape is {other}, not a list"))),
+                Err(e) => Err(e),
+            };
+            if let Ok(dims) = &result {
+                self.shapes[index] = Some(dims.clone());
+            }
+            results.push((index, result));
+        }
+        results
+    }
+
+    /// A few lines for failure messages.
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "args {:?}\n    shapes {:?}, given {:?}\n    dtypes {{",
+            self.args, self.shapes, self.given
+        );
+        for (var, d) in &self.dtypes {
+            let _ = write!(out, " {var}: {}", d.wgsl());
+        }
+        let _ = write!(
+            out,
+            " }}\n    shader-f16 {}, subgroups {}, subgroup sizes {}..={}, \
+             maxComputeWorkgroupsPerDimension {}",
+            self.caps.shader_f16,
+            self.caps.subgroups,
+            self.caps.subgroup_min_size,
+            self.caps.subgroup_max_size,
+            self.caps.limits.max_compute_workgroups_per_dimension
+        );
+        out
+    }
+}
+
+/// The conjuncts of a `when` clause: `a and (b and c)` is `a`, `b`, `c`.
+fn flatten_and<'i>(ir: &'i Ir, out: &mut Vec<&'i Ir>) {
+    match &ir.kind {
+        IrKind::Binary(BinOp::And, l, r) => {
+            flatten_and(l, out);
+            flatten_and(r, out);
+        }
+        _ => out.push(ir),
+    }
+}
+
+fn random_dim(sizes: &[i64], rng: &mut Rng) -> i64 {
+    match rng.below(100) {
+        0..3 => 0,
+        3..10 => rng.pick(&[1, 2, 4]),
+        10..18 => rng.pick(sizes) * rng.pick(&[2, 4, 8]),
+        _ => rng.pick(sizes),
+    }
+}
+
+/// A value of `attr`'s expression type, not necessarily one the typed API can hold (a
+/// negative `u32` now and then is outside its domain, which the caller notices).
+fn random_arg(attr: &codegen::model::Attribute, pool: &[i64], rng: &mut Rng) -> Value {
+    if let Some(one_of) = attr.one_of.as_ref().filter(|v| !v.is_empty()) {
+        return Value::Str(rng.pick(one_of));
+    }
+    if let Some(allowed) = attr.allowed.as_ref().filter(|v| !v.is_empty())
+        && rng.chance(90)
+    {
+        return Value::Int(rng.pick(allowed));
+    }
+    match (attr.repr, attr.ty) {
+        (AttrRepr::Truth, _) | (_, Type::Bool) => Value::Bool(rng.chance(50)),
+        (AttrRepr::Bool, _) => Value::Int(rng.pick(&[0, 1])),
+        (AttrRepr::F32, _) | (_, Type::Float) => {
+            let v: f32 = rng.pick(&[1e-6, 1e-5, 0.5, 1.0, 0.125, 2.0, -1.0, 0.0, 30.0]);
+            Value::Float(f64::from(v))
+        }
+        (AttrRepr::Str, _) => Value::Str(rng.pick(&["", "a", "none"]).to_owned()),
+        (AttrRepr::IntList, _) => Value::List((0..rng.below(4)).map(|_| rng.pick(pool)).collect()),
+        (AttrRepr::I64, _) => Value::Int(match rng.below(100) {
+            0..8 => 0,
+            8..12 if attr.int_width == IntWidth::I32 => -rng.pick(pool),
+            12..14 => rng.pick(&[1 << 31, 1 << 32, -1]),
+            14..30 => rng.pick(&[1, 2, 3, 4, 8]),
+            _ => rng.pick(pool),
+        }),
+    }
+}
+
+/// Mostly a default device; sometimes small dispatch limits, with and without the optional
+/// features, with unreported, variable and fixed subgroup sizes.
+fn random_caps(rng: &mut Rng) -> DeviceCaps {
+    let mut caps = DeviceCaps::portable();
+    caps.limits.max_compute_workgroups_per_dimension =
+        rng.pick(&[65535, 65535, 65535, 65535, 1, 4, 64, 1024]);
+    caps.shader_f16 = rng.chance(50);
+    caps.subgroups = rng.chance(60);
+    caps.timestamp_query = rng.chance(50);
+    (caps.subgroup_min_size, caps.subgroup_max_size) = rng.pick(&[
+        (0, 0),
+        (4, 8),
+        (8, 8),
+        (32, 32),
+        (32, 64),
+        (4, 128),
+        (64, 64),
+    ]);
+    caps
+}
+
+/// A result of the interpreter, with whether something not comparable took part in it: an
+/// inexact integer division, or a constant that was not itself compared exactly.
+#[derive(Debug, Clone)]
+pub struct Traced {
+    pub value: Result<Value, EvalError>,
+    pub inexact: bool,
+}
+
+/// The interpreter's `Env` over one [`RandomEnv`], within one variant (whose constants the
+/// expressions may read), with the constants memoised.
+pub struct Interp<'a> {
+    op: &'a Op,
+    env: &'a RandomEnv,
+    variant: Option<&'a Variant>,
+    memo: RefCell<HashMap<String, Traced>>,
+    /// Constants another side could not compute the same way: reading one taints the result.
+    untrusted: RefCell<Vec<String>>,
+    tainted: Cell<bool>,
+}
+
+impl<'a> Interp<'a> {
+    pub fn new(op: &'a Op, env: &'a RandomEnv, variant: Option<&'a Variant>) -> Self {
+        Interp {
+            op,
+            env,
+            variant,
+            memo: RefCell::new(HashMap::new()),
+            untrusted: RefCell::new(Vec::new()),
+            tainted: Cell::new(false),
+        }
+    }
+
+    /// Marks the constant `name` as not comparable: what reads it is not compared either.
+    pub fn distrust(&self, name: &str) {
+        self.untrusted.borrow_mut().push(name.to_owned());
+    }
+
+    /// Evaluates `ir`; nested constant evaluations save and restore the taint, so each result
+    /// says exactly what it read.
+    pub fn eval(&self, ir: &Ir) -> Traced {
+        let outer = self.tainted.replace(false);
+        let mut trace = EvalTrace::default();
+        let value = expr::eval_traced(ir, self, &mut trace);
+        let inexact = trace.inexact_division || self.tainted.get();
+        self.tainted.set(outer);
+        Traced { value, inexact }
+    }
+
+    /// The value of the constant or `derive` entry `name`, memoised.
+    pub fn constant(&self, name: &str) -> Traced {
+        if let Some(done) = self.memo.borrow().get(name) {
+            return done.clone();
+        }
+        let ir = self
+            .op
+            .derives
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| &d.expr.ir)
+            .or_else(|| {
+                let variant = self.variant?;
+                variant
+                    .constants
+                    .iter()
+                    .find(|c| c.name == name)
+                    .map(|c| &c.expr.ir)
+            });
+        let traced = match ir {
+            Some(ir) => self.eval(ir),
+            None => Traced {
+                value: Err(EvalError::new(format!("test bug: no constant `{name}`"))),
+                inexact: false,
+            },
+        };
+        self.memo
+            .borrow_mut()
+            .insert(name.to_owned(), traced.clone());
+        traced
+    }
+
+    fn shape(&self, name: &str) -> Option<Vec<i64>> {
+        let index = self.op.tensor_index(name)?;
+        Some(self.env.shapes.get(index)?.clone().unwrap_or_default())
+    }
+}
+
+impl expr::Env for Interp<'_> {
+    fn get(&self, sym: &Symbol) -> Result<Option<Value>, EvalError> {
+        let env = self.env;
+        Ok(match sym {
+            Symbol::Shape(name) => self.shape(name).map(Value::List),
+            Symbol::Rank(name) => self.shape(name).map(|s| Value::Int(s.len() as i64)),
+            Symbol::Dtype(var) => env
+                .dtypes
+                .get(var)
+                .map(|d| Value::Dtype(d.wgsl().to_owned())),
+            Symbol::TensorDtype(name) => self
+                .op
+                .tensor_index(name)
+                .and_then(|i| env.tensor_dtype(self.op, i))
+                .map(|d| Value::Str(d.onnx().to_owned())),
+            Symbol::Attr(name) | Symbol::Arg(name) => env.args.get(name).cloned(),
+            Symbol::Present(name) => Some(Value::Bool(match self.op.tensor_index(name) {
+                Some(index) => env.given[index],
+                None => env.args.contains_key(name),
+            })),
+            Symbol::Tunable(name) => self.op.tunable(name).map(Value::Int),
+            Symbol::Limit(name) => env
+                .caps
+                .limit(name)
+                .map(|v| Value::Int(kernel_runtime::support::limit(v))),
+            Symbol::AdapterInfo(name) => {
+                let size = match name.as_str() {
+                    "subgroupMaxSize" => env.caps.subgroup_max_size,
+                    _ => env.caps.subgroup_min_size,
+                };
+                (size != 0).then(|| Value::Int(i64::from(size)))
+            }
+            Symbol::Derived(name) => {
+                let traced = self.constant(name);
+                if traced.inexact || self.untrusted.borrow().iter().any(|n| n == name) {
+                    self.tainted.set(true);
+                }
+                Some(traced.value?)
+            }
+        })
+    }
+
+    fn has_feature(&self, name: &str) -> bool {
+        self.env.caps.has_feature(name)
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.op.expr_dialect()
+    }
+}

@@ -1,0 +1,213 @@
+//! The generated Rust's side: one random environment handed to an op module's typed API as a
+//! caller would (attributes from name/value pairs, shapes by role, element types by type
+//! variable), and what the module computes from it: output shapes, every variant's
+//! acceptance and plan, and the plan of the variant it selects.
+
+use codegen::expr::Value;
+use codegen::model::{DType, Op};
+use kernel_runtime::support::AttrValue;
+use kernel_runtime::{OpError, Plan};
+
+use super::env::RandomEnv;
+
+/// What the generated module computed for one environment.
+pub struct Generated {
+    /// `Env::new`: fails when an output shape cannot be computed.
+    pub env: Result<(), String>,
+    /// `accepts(id)` for every variant: the failing clause's text and error.
+    pub accepted: Vec<(&'static str, Result<(), Failed>)>,
+    /// `plan_variant(id)` for every variant, in the same order.
+    pub plans: Vec<Result<Plan, String>>,
+    pub plan: Result<Plan, OpError>,
+}
+
+/// Why a variant was not accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failed {
+    /// The clause that did not hold: its source text.
+    pub clause: String,
+    /// Its error, when it failed by erroring rather than being false.
+    pub error: Option<String>,
+}
+
+/// The environment's given attributes as a caller passes them by name.
+pub fn raw_attrs(env: &RandomEnv) -> Vec<(String, AttrValue)> {
+    env.args
+        .iter()
+        .map(|(name, value)| {
+            let raw = match value {
+                Value::Int(v) => AttrValue::Int(*v),
+                Value::Float(v) => AttrValue::Float(*v),
+                Value::Bool(v) => AttrValue::Int(i64::from(*v)),
+                Value::Str(v) | Value::Dtype(v) => AttrValue::Str(v.clone()),
+                Value::List(v) => AttrValue::Ints(v.clone()),
+            };
+            (name.clone(), raw)
+        })
+        .collect()
+}
+
+/// The shapes the caller has (inputs, in-place tensors, provided outputs, optional outputs
+/// it asks for), by role, as `usize`; other outputs are left out (the op computes them).
+pub fn caller_shapes(op: &Op, env: &RandomEnv) -> Vec<(String, Option<Vec<usize>>)> {
+    op.tensors()
+        .zip(env.shapes.iter().zip(&env.given))
+        .filter(|(t, _)| !t.is_computed_output() || t.optional)
+        .map(|(t, (shape, given))| {
+            let dims = shape.as_ref().filter(|_| *given).map(|s| {
+                s.iter()
+                    .map(|d| usize::try_from(*d).unwrap_or(usize::MAX))
+                    .collect()
+            });
+            (t.role.clone(), dims)
+        })
+        .collect()
+}
+
+/// The runtime's element type for a model's.
+pub fn runtime_dtype(d: DType) -> kernel_runtime::DType {
+    match d {
+        DType::F32 => kernel_runtime::DType::F32,
+        DType::F16 => kernel_runtime::DType::F16,
+        DType::U32 => kernel_runtime::DType::U32,
+        DType::I64 => kernel_runtime::DType::I64,
+    }
+}
+
+/// Runs one environment through the module `$m`: `None` when the typed API cannot hold it
+/// (an argument out of its Rust type's range, say).
+macro_rules! through {
+    ($m:path, $op:expr, $env:expr) => {{
+        use $m as m;
+        let (op, env): (&Op, &RandomEnv) = ($op, $env);
+        let attrs = m::Attrs::from_raw(&$crate::generated::raw_attrs(env)).ok()?;
+        let held = $crate::generated::caller_shapes(op, env);
+        let shapes = m::Shapes::from_lookup(&|role| {
+            held.iter()
+                .find(|(r, _)| r == role)
+                .and_then(|(_, s)| s.as_deref())
+        });
+        let dtypes = m::DTypes::from_lookup(&|var| {
+            env.dtypes.get(var).map_or(kernel_runtime::DType::F32, |d| {
+                $crate::generated::runtime_dtype(*d)
+            })
+        });
+        let plan = m::plan(&env.caps, &shapes, &dtypes, &attrs);
+        let (env_result, accepted, plans) = match m::Env::new(&shapes, dtypes, &attrs, &env.caps) {
+            Ok(generated_env) => {
+                let accepted = m::VARIANT_IDS
+                    .iter()
+                    .map(|id| {
+                        let result = match m::accepts(id, &generated_env) {
+                            Some(Ok(())) => Ok(()),
+                            Some(Err(failure)) => Err($crate::generated::Failed {
+                                clause: failure.path.last().copied().unwrap_or_default().to_owned(),
+                                error: failure.error.map(|e| e.message().to_owned()),
+                            }),
+                            None => Err($crate::generated::Failed {
+                                clause: "no such variant".to_owned(),
+                                error: None,
+                            }),
+                        };
+                        (*id, result)
+                    })
+                    .collect();
+                let plans = m::VARIANT_IDS
+                    .iter()
+                    .map(|id| match m::plan_variant(id, &generated_env) {
+                        Some(result) => result.map_err(|e| e.message().to_owned()),
+                        None => Err("no such variant".to_owned()),
+                    })
+                    .collect();
+                (Ok(()), accepted, plans)
+            }
+            Err(e) => (Err(e.to_string()), Vec::new(), Vec::new()),
+        };
+        Some($crate::generated::Generated {
+            env: env_result,
+            accepted,
+            plans,
+            plan,
+        })
+    }};
+}
+
+/// A call as a caller writes it: attributes by name, shapes by role (`None`: left out),
+/// element types by type variable, and a device.
+pub struct Call {
+    pub attrs: Vec<(String, AttrValue)>,
+    pub shapes: Vec<(String, Option<Vec<usize>>)>,
+    pub dtypes: Vec<(String, kernel_runtime::DType)>,
+    pub caps: kernel_runtime::DeviceCaps,
+}
+
+/// Plans `$call` with the module `$m`: the attributes' errors, then `plan`'s.
+macro_rules! plan_call {
+    ($m:path, $call:expr) => {{
+        use $m as m;
+        let call: &$crate::generated::Call = $call;
+        let shapes = m::Shapes::from_lookup(&|role| {
+            call.shapes
+                .iter()
+                .find(|(r, _)| r == role)
+                .and_then(|(_, s)| s.as_deref())
+        });
+        let dtypes = m::DTypes::from_lookup(&|var| {
+            call.dtypes
+                .iter()
+                .find(|(v, _)| v == var)
+                .map_or(kernel_runtime::DType::F32, |(_, d)| *d)
+        });
+        m::Attrs::from_raw(&call.attrs)
+            .and_then(|attrs| m::plan(&call.caps, &shapes, &dtypes, &attrs))
+    }};
+}
+
+/// `run(module, op, env)`: the environment through the generated module named `module`, and
+/// `plan_call(module, call)`, for every module listed; `ops!` also lists the names, so a test
+/// can see that every op of the corpus has its entry.
+macro_rules! ops {
+    ($($module:ident),* $(,)?) => {
+        pub const MODULES: &[&str] = &[$(stringify!($module)),*];
+
+        pub fn run(module: &str, op: &Op, env: &RandomEnv) -> Option<Generated> {
+            match module {
+                $(stringify!($module) => (|| through!(corpus::kernels::$module, op, env))(),)*
+                _ => None,
+            }
+        }
+
+        pub fn plan_call(module: &str, call: &Call) -> Option<Result<Plan, OpError>> {
+            match module {
+                $(stringify!($module) => Some(plan_call!(corpus::kernels::$module, call)),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+ops!(
+    add_in_place,
+    arg_max,
+    attention,
+    decode_attention,
+    decode_down_norm_add,
+    decode_gate_up_norm,
+    decode_norm_add,
+    decode_norm_add_norm,
+    decode_oproj_norm,
+    decode_ple_gate,
+    decode_ple_proj_norm,
+    decode_qk_norm_rope,
+    decode_qkv_proj,
+    decode_rms_srq,
+    dense_gemv,
+    mul_broadcast,
+    ple_gate,
+    qat_embed_gather,
+    qat_mat_mul,
+    rmsnorm,
+    rope1d,
+    srq_quantize,
+    strided_copy,
+);

@@ -1,0 +1,419 @@
+//! minijinja's own expression evaluator as the reference for the `schemaVersion: 1` dialect:
+//! the dialect's helpers registered as functions (they call the same runtime functions as the
+//! generated code, so only the language around them is under test), and a context per random
+//! environment laid out as the dialect's template context.
+//!
+//! Undefined values are lenient, as the dialect reads an absent optional argument: falsy in a
+//! test, unequal to any value, an error in arithmetic or a call. Known, documented differences
+//! from our evaluator are tolerated by [`compare`]: `/` is true division (results an inexact
+//! integer division reached are not compared), integers widen to i128 where ours overflow.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use codegen::expr::runtime as rt;
+use codegen::expr::{EvalError, Value};
+use codegen::model::Op;
+use minijinja::value::{Object, Rest, Value as Mj, ValueKind};
+use minijinja::{Environment, Error as MjError, ErrorKind, State, UndefinedBehavior};
+
+use super::env::{RandomEnv, Traced};
+
+/// `device.features`: an object with a `has(name)` method.
+#[derive(Debug)]
+struct Features(Vec<&'static str>);
+
+impl Object for Features {
+    fn call_method(
+        self: &Arc<Self>,
+        _: &mut State<'_, '_>,
+        method: &str,
+        args: &[Mj],
+    ) -> Result<Mj, MjError> {
+        match (method, args) {
+            ("has", [name]) => Ok(Mj::from(name.as_str().is_some_and(|n| self.0.contains(&n)))),
+            _ => Err(MjError::from(ErrorKind::UnknownMethod)),
+        }
+    }
+}
+
+/// The context of one environment: the namespaces, then the variant's constants at top level
+/// as minijinja computes them (in order; one that failed stays undefined).
+#[derive(Debug)]
+pub struct Context {
+    base: BTreeMap<&'static str, Mj>,
+    constants: Mutex<BTreeMap<String, Mj>>,
+}
+
+impl Object for Context {
+    fn get_value(self: &Arc<Self>, key: &Mj) -> Option<Mj> {
+        let key = key.as_str()?;
+        if let Some(v) = self.base.get(key) {
+            return Some(v.clone());
+        }
+        // A constant does not hide a helper of the same name (RMSNorm's `dim`): expressions
+        // call the helper.
+        if HELPERS.contains(&key) {
+            return None;
+        }
+        let constants = self
+            .constants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        constants.get(key).cloned()
+    }
+}
+
+/// The dialect's helper functions, as [`environment`] registers them.
+const HELPERS: &[&str] = &[
+    "broadcastable",
+    "ceil",
+    "ceilDiv",
+    "cols",
+    "dim",
+    "dtypeBytes",
+    "f16Allowed",
+    "f16Ok",
+    "floor",
+    "has",
+    "hasAxis",
+    "inner",
+    "max",
+    "min",
+    "numel",
+    "outer",
+    "pick",
+    "pow",
+    "pow2ceil",
+    "rank",
+    "rows",
+    "sameShape",
+];
+
+impl Context {
+    /// Adds a constant's minijinja value.
+    pub fn define(&self, name: &str, value: Mj) {
+        let mut constants = self
+            .constants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        constants.insert(name.to_owned(), value);
+    }
+
+    /// Forgets the constants of the previous variant.
+    pub fn clear_constants(&self) {
+        self.constants
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+}
+
+fn mj_err(e: EvalError) -> MjError {
+    MjError::new(ErrorKind::InvalidOperation, e.message)
+}
+
+fn number(v: &Mj) -> Result<f64, MjError> {
+    if v.kind() != ValueKind::Number {
+        return Err(MjError::new(
+            ErrorKind::InvalidOperation,
+            format!("{v} is not a number"),
+        ));
+    }
+    f64::try_from(v.clone())
+}
+
+/// `max` / `min` over minijinja numbers, returning the first extreme argument as Python does.
+fn extreme(args: &[Mj], want_max: bool) -> Result<Mj, MjError> {
+    let mut best: Option<(f64, Mj)> = None;
+    for arg in args {
+        let v = number(arg)?;
+        if best
+            .as_ref()
+            .is_none_or(|(b, _)| if want_max { v > *b } else { v < *b })
+        {
+            best = Some((v, arg.clone()));
+        }
+    }
+    best.map(|(_, v)| v)
+        .ok_or_else(|| MjError::from(ErrorKind::MissingArgument))
+}
+
+/// `ceil`, `floor`, `pow2ceil`: an integer stays itself (or its power of two).
+fn rounding(
+    x: &Mj,
+    float: fn(f64) -> Result<i64, EvalError>,
+    int: fn(i64) -> Result<i64, EvalError>,
+) -> Result<i64, MjError> {
+    if x.is_integer() {
+        let v = x
+            .as_i64()
+            .ok_or_else(|| MjError::new(ErrorKind::InvalidOperation, "integer out of range"))?;
+        return int(v).map_err(mj_err);
+    }
+    float(number(x)?).map_err(mj_err)
+}
+
+fn shader_f16(state: &State<'_, '_>) -> Result<bool, MjError> {
+    let device = state
+        .lookup("device")
+        .ok_or_else(|| MjError::new(ErrorKind::UndefinedError, "no `device` in the context"))?;
+    let features = device.get_attr("features")?;
+    let features = features.downcast_object_ref::<Features>().ok_or_else(|| {
+        MjError::new(
+            ErrorKind::InvalidOperation,
+            "`device.features` is not Features",
+        )
+    })?;
+    Ok(features.0.contains(&"shader-f16"))
+}
+
+/// The minijinja environment: semi-strict undefined, the dialect's helpers as functions.
+pub fn environment<'s>() -> Environment<'s> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    env.add_function("ceil", |x: Mj| rounding(&x, rt::ceil, Ok));
+    env.add_function("floor", |x: Mj| rounding(&x, rt::floor, Ok));
+    env.add_function("pow2ceil", |x: Mj| {
+        rounding(&x, rt::pow2ceil_float, rt::pow2ceil)
+    });
+    env.add_function("pow", |a: Mj, b: Mj| -> Result<Mj, MjError> {
+        if a.is_integer() && b.is_integer() {
+            let (Some(a), Some(b)) = (a.as_i64(), b.as_i64()) else {
+                return Err(MjError::new(
+                    ErrorKind::InvalidOperation,
+                    "integer out of range",
+                ));
+            };
+            return rt::pow(a, b).map(Mj::from).map_err(mj_err);
+        }
+        Ok(Mj::from(rt::pow_float(number(&a)?, number(&b)?)))
+    });
+    env.add_function("max", |args: Rest<Mj>| extreme(&args, true));
+    env.add_function("min", |args: Rest<Mj>| extreme(&args, false));
+    env.add_function("ceilDiv", |a: i64, b: i64| {
+        rt::ceil_div(a, b).map_err(mj_err)
+    });
+    env.add_function("numel", |s: Vec<i64>| rt::numel(&s).map_err(mj_err));
+    env.add_function("rank", |s: Vec<i64>| rt::rank(&s).map_err(mj_err));
+    env.add_function("dim", |s: Vec<i64>, a: i64| {
+        rt::dim_wrapped(&s, a).map_err(mj_err)
+    });
+    env.add_function("outer", |s: Vec<i64>, a: i64| {
+        rt::outer_wrapped(&s, a).map_err(mj_err)
+    });
+    env.add_function("inner", |s: Vec<i64>, a: i64| {
+        rt::inner_wrapped(&s, a).map_err(mj_err)
+    });
+    env.add_function("rows", |s: Vec<i64>, a: Option<i64>| {
+        rt::rows(&s, a.unwrap_or(-1)).map_err(mj_err)
+    });
+    env.add_function("cols", |s: Vec<i64>, a: Option<i64>| {
+        rt::cols(&s, a.unwrap_or(-1)).map_err(mj_err)
+    });
+    env.add_function("broadcastable", |a: Vec<i64>, b: Vec<i64>| {
+        rt::broadcastable(&a, &b)
+    });
+    env.add_function("sameShape", |a: Vec<i64>, b: Vec<i64>| {
+        rt::same_shape(&a, &b)
+    });
+    env.add_function("hasAxis", |axes: Vec<i64>, axis: i64, rank: i64| {
+        rt::has_axis(&axes, axis, rank).map_err(mj_err)
+    });
+    env.add_function("dtypeBytes", |d: String| {
+        rt::dtype_bytes(&d).map_err(mj_err)
+    });
+    env.add_function("f16Ok", |state: &State<'_, '_>, d: String| {
+        Ok::<_, MjError>(rt::f16_ok(&d, shader_f16(state)?))
+    });
+    env.add_function("f16Allowed", |state: &State<'_, '_>, d: String| {
+        Ok::<_, MjError>(rt::f16_allowed(&d, shader_f16(state)?))
+    });
+    // `has(namespace, "name")`: the name is given (an absent value is left out of its map).
+    env.add_function("has", |object: Mj, key: String| -> Result<bool, MjError> {
+        Ok(object.get_attr(&key).is_ok_and(|v| !v.is_undefined()))
+    });
+    // `pick([[c1, v1], …], default)`: the value of the first true condition.
+    env.add_function(
+        "pick",
+        |pairs: Vec<Mj>, default: Mj| -> Result<Mj, MjError> {
+            for pair in pairs {
+                if pair.get_item_by_index(0)?.is_true() {
+                    return pair.get_item_by_index(1);
+                }
+            }
+            Ok(default)
+        },
+    );
+    env
+}
+
+/// A minijinja map of `pairs`.
+fn map<K: Into<String>>(pairs: impl IntoIterator<Item = (K, Mj)>) -> Mj {
+    Mj::from(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.into(), v))
+            .collect::<BTreeMap<String, Mj>>(),
+    )
+}
+
+/// Our value as a minijinja value.
+pub fn to_mj(value: &Value) -> Mj {
+    match value {
+        Value::Int(v) => Mj::from(*v),
+        Value::Float(v) => Mj::from(*v),
+        Value::Bool(v) => Mj::from(*v),
+        Value::Str(v) | Value::Dtype(v) => Mj::from(v.as_str()),
+        Value::List(v) => v.iter().copied().collect(),
+    }
+}
+
+/// The template context of `env` for `op`: `args` (and `attrs`) with the given scalars,
+/// `shapes`, `ranks`, `tensorDtypes` and `present` under every name a tensor goes by, `dtypes`,
+/// `tunables` and `device` (features, every limit, the adapter's subgroup sizes as reported).
+pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
+    let args = map(env.args.iter().map(|(k, v)| (k.clone(), to_mj(v))));
+    let names: Vec<(String, usize)> = op
+        .tensors()
+        .enumerate()
+        .map(|(i, t)| (t.role.clone(), i))
+        .chain(op.aliases.iter().cloned())
+        .collect();
+    let shape = |i: usize| env.shapes.get(i).cloned().flatten().unwrap_or_default();
+    let shapes = map(names
+        .iter()
+        .map(|(n, i)| (n.clone(), shape(*i).into_iter().collect::<Mj>())));
+    let ranks = map(names
+        .iter()
+        .map(|(n, i)| (n.clone(), Mj::from(shape(*i).len()))));
+    let tensor_dtypes = map(names
+        .iter()
+        .filter_map(|(n, i)| Some((n.clone(), Mj::from(env.tensor_dtype(op, *i)?.onnx())))));
+    let present = map(names
+        .iter()
+        .map(|(n, i)| (n.clone(), Mj::from(env.given[*i])))
+        .chain(
+            op.attributes
+                .iter()
+                .map(|a| (a.name.clone(), Mj::from(env.args.contains_key(&a.name)))),
+        ));
+    let dtypes = map(env
+        .dtypes
+        .iter()
+        .map(|(k, d)| (k.clone(), Mj::from(d.wgsl()))));
+    let tunables = map(op.tunables.iter().map(|(k, v)| (k.clone(), Mj::from(*v))));
+    let limits = map(codegen::webgpu::LIMITS.iter().filter_map(|(name, _)| {
+        Some((
+            *name,
+            Mj::from(kernel_runtime::support::limit(env.caps.limit(name)?)),
+        ))
+    }));
+    let features = codegen::expr::builtins::FEATURES_V1
+        .iter()
+        .copied()
+        .filter(|f| env.caps.has_feature(f))
+        .collect();
+    let mut adapter = BTreeMap::new();
+    if env.caps.subgroup_min_size != 0 {
+        adapter.insert("subgroupMinSize", Mj::from(env.caps.subgroup_min_size));
+    }
+    if env.caps.subgroup_max_size != 0 {
+        adapter.insert("subgroupMaxSize", Mj::from(env.caps.subgroup_max_size));
+    }
+    let device = map([
+        ("limits", limits),
+        ("features", Mj::from_object(Features(features))),
+        ("adapterInfo", map(adapter)),
+    ]);
+    Arc::new(Context {
+        base: BTreeMap::from([
+            ("args", args.clone()),
+            ("attrs", args),
+            ("shapes", shapes),
+            ("ranks", ranks),
+            ("tensorDtypes", tensor_dtypes),
+            ("present", present),
+            ("dtypes", dtypes),
+            ("tunables", tunables),
+            ("device", device),
+        ]),
+        constants: Mutex::new(BTreeMap::new()),
+    })
+}
+
+/// Evaluates a compiled expression. The result may be undefined: `args.flag and x` is
+/// `args.flag` when that is absent, as Jinja's `and` gives an operand. With `whole`, a number
+/// must be a whole one and becomes an integer, as our model converts a value that a dispatch
+/// size or an integer uniform field takes (`args.cols / 4`).
+pub fn eval(
+    expr: &minijinja::Expression<'_, '_>,
+    ctx: &Arc<Context>,
+    whole: bool,
+) -> Result<Mj, MjError> {
+    let value = expr.eval(Mj::from_dyn_object(ctx.clone()))?;
+    if whole && value.kind() == ValueKind::Number && !value.is_integer() {
+        return rt::to_int_exact(number(&value)?)
+            .map(Mj::from)
+            .map_err(mj_err);
+    }
+    Ok(value)
+}
+
+/// Whether our value and minijinja's agree. Integers compare exactly; a float result by value.
+/// A Bool compares with the truth of minijinja's value: Jinja's `and` and `or` give one of
+/// their operands (`0`, an undefined argument), and a `when` clause holds only when it is
+/// true, so a falsy operand and `false` select alike. Anything else undefined is a failure
+/// (a bare constant that failed).
+pub fn same(ours: &Value, theirs: &Mj) -> bool {
+    if let Value::Bool(v) = ours {
+        return theirs.is_true() == *v;
+    }
+    if theirs.is_undefined() {
+        return false;
+    }
+    let number = || match theirs.kind() {
+        ValueKind::Number => f64::try_from(theirs.clone()).ok(),
+        _ => None,
+    };
+    match ours {
+        Value::Int(v) if theirs.is_integer() => theirs.as_i64() == Some(*v),
+        Value::Int(v) => number() == Some(rt::to_float(*v)),
+        Value::Float(v) => number().is_some_and(|t| t == *v || (t - v).abs() <= 1e-12 * v.abs()),
+        Value::Bool(_) => false,
+        Value::Str(v) | Value::Dtype(v) => theirs.as_str() == Some(v.as_str()),
+        Value::List(v) => {
+            theirs.kind() == ValueKind::Seq
+                && theirs.try_iter().is_ok_and(|it| {
+                    it.map(|x| x.as_i64()).collect::<Vec<_>>()
+                        == v.iter().map(|x| Some(*x)).collect::<Vec<_>>()
+                })
+        }
+    }
+}
+
+/// The outcome of comparing one of our results with minijinja's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Compared, and equal (values equal, or both failed).
+    Agree,
+    /// Compared, and different.
+    Disagree,
+    /// Not comparable: an inexact integer division, or a constant that was not comparable,
+    /// took part in our result, or ours overflowed where minijinja's integers widen.
+    Loose,
+}
+
+/// Compares one of our results with minijinja's.
+pub fn compare(ours: &Traced, theirs: &Result<Mj, MjError>) -> Verdict {
+    if ours.inexact {
+        return Verdict::Loose;
+    }
+    match (&ours.value, theirs) {
+        (Ok(o), Ok(t)) if same(o, t) => Verdict::Agree,
+        (Err(_), Err(_)) => Verdict::Agree,
+        (Err(_), Ok(t)) if t.is_undefined() => Verdict::Agree,
+        (Err(e), Ok(_)) if e.message.contains("overflow") => Verdict::Loose,
+        _ => Verdict::Disagree,
+    }
+}
