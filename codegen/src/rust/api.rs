@@ -272,6 +272,7 @@ fn dtypes_struct(op: &Op) -> TokenStream {
         let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
         quote!(#name: get(#v),)
     });
+    let unused = vars.is_empty().then(|| quote!(let _ = get;));
     quote! {
         /// The element types bound to the op's type variables.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,7 +282,7 @@ fn dtypes_struct(op: &Op) -> TokenStream {
             /// The element types by type variable name, for tools that drive every op alike.
             #[doc(hidden)]
             pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
-                let _ = get;
+                #unused
                 DTypes { #(#lookups)* }
             }
         }
@@ -385,6 +386,7 @@ fn io_structs(op: &Op) -> TokenStream {
             quote!(#name: get(#role).unwrap_or_default(),)
         }
     });
+    let unused_lookup = shaped_tensors(op).is_empty().then(|| quote!(let _ = get;));
     let input_fields = layout.read.iter().map(|t| {
         let name = super::tensor_field(t);
         let ty = tensor_type(t);
@@ -543,7 +545,7 @@ fn io_structs(op: &Op) -> TokenStream {
             /// drive every op alike.
             #[doc(hidden)]
             pub fn from_lookup(get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>) -> Self {
-                let _ = get;
+                #unused_lookup
                 Shapes { #(#shape_lookups)* }
             }
         }

@@ -276,18 +276,6 @@ fn introspection(op: &Op) -> TokenStream {
         pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
             #derived_body
         }
-
-        /// Checks the `when` list of variant `id` with the compiled code.
-        #[doc(hidden)]
-        pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-            rt::when::accepts(&VARIANTS, id, env)
-        }
-
-        /// Computes the plan of variant `id` with the compiled code, selected or not.
-        #[doc(hidden)]
-        pub fn plan_variant(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
-            rt::when::plan_of(&VARIANTS, id, env)
-        }
     }
 }
 

@@ -192,10 +192,12 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
         type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
         type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
 
-        /// The variants in priority order, each with its `when` conditions in order and its plan.
+        /// The variants in priority order, each with its `when` conditions in order and its
+        /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
         ///
         #(#[doc = #docs])*
-        static VARIANTS: [rt::when::Variant<Test, VariantPlan>; #count] = [#(#variants),*];
+        #[doc(hidden)]
+        pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; #count] = [#(#variants),*];
 
         #shared_static
     }

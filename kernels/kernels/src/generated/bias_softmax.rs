@@ -60,7 +60,6 @@ impl DTypes {
     /// The element types by type variable name, for tools that drive every op alike.
     #[doc(hidden)]
     pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
-        let _ = get;
         DTypes { t: get("T") }
     }
 }
@@ -80,7 +79,6 @@ impl<'a> Shapes<'a> {
     pub fn from_lookup(
         get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>,
     ) -> Self {
-        let _ = get;
         Shapes {
             data: get("data").unwrap_or_default(),
             bias: get("bias").unwrap_or_default(),
@@ -357,9 +355,11 @@ static EXPLAIN_BIAS_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanatio
 /// A compiled `when` condition.
 type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-/// The variants in priority order, each with its `when` conditions in order and its plan.
+/// The variants in priority order, each with its `when` conditions in order and its
+/// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
 ///
-static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
+#[doc(hidden)]
+pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
     rt::when::Variant::new(
         "longrow_split",
         &[
@@ -680,16 +680,6 @@ pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
             _ => return None,
         },
     )
-}
-/// Checks the `when` list of variant `id` with the compiled code.
-#[doc(hidden)]
-pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-    rt::when::accepts(&VARIANTS, id, env)
-}
-/// Computes the plan of variant `id` with the compiled code, selected or not.
-#[doc(hidden)]
-pub fn plan_variant(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
-    rt::when::plan_of(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take

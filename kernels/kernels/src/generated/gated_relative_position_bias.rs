@@ -42,7 +42,6 @@ impl DTypes {
     /// The element types by type variable name, for tools that drive every op alike.
     #[doc(hidden)]
     pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
-        let _ = get;
         DTypes { t: get("T") }
     }
 }
@@ -70,7 +69,6 @@ impl<'a> Shapes<'a> {
     pub fn from_lookup(
         get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>,
     ) -> Self {
-        let _ = get;
         Shapes {
             query_layer: get("query_layer").unwrap_or_default(),
             query_bias: get("query_bias").unwrap_or_default(),
@@ -517,12 +515,14 @@ static EXPLAIN_HEAD_PARALLEL: rt::when::Explanation<Test> = rt::when::Explanatio
 /// A compiled `when` condition.
 type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-/// The variants in priority order, each with its `when` conditions in order and its plan.
+/// The variants in priority order, each with its `when` conditions in order and its
+/// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
 ///
 /// - `row_head_subgroups`: Like `row_head_tree`, with each batch's two gate sums reduced by subgroup shuffles (and, where a subgroup is smaller than a batch's lane group, combined across subgroups in workgroup memory). Requires `subgroups`.
 /// - `row_head_tree`: Like `row`, but each batch's `head_size x D` projection products are spread over a group of `32 / rowsPerWorkgroup` lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
 /// - `row`: One workgroup per `rowsPerWorkgroup` consecutive `rel_pos` rows (head, query position; the tunable `ROWS_PER_WORKGROUP_F32` or `_F16`), producing those rows of the output for every batch, so `rel_pos` is read once: `D` lanes per (row, batch) slot project the biased query row serially, the gates go to workgroup memory, and all lanes stream the rows, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch, and for float16, whose rows carry half the bytes, several rows per workgroup spread the gate computation, which waits on memory, over more of the stream.)
-static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
+#[doc(hidden)]
+pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
     rt::when::Variant::new(
         "row_head_subgroups",
         &[
@@ -708,16 +708,6 @@ pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
             _ => return None,
         },
     )
-}
-/// Checks the `when` list of variant `id` with the compiled code.
-#[doc(hidden)]
-pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-    rt::when::accepts(&VARIANTS, id, env)
-}
-/// Computes the plan of variant `id` with the compiled code, selected or not.
-#[doc(hidden)]
-pub fn plan_variant(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
-    rt::when::plan_of(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take

@@ -124,7 +124,6 @@ impl DTypes {
     /// The element types by type variable name, for tools that drive every op alike.
     #[doc(hidden)]
     pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
-        let _ = get;
         DTypes { t: get("T") }
     }
 }
@@ -148,7 +147,6 @@ impl<'a> Shapes<'a> {
     pub fn from_lookup(
         get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>,
     ) -> Self {
-        let _ = get;
         Shapes {
             input: get("input").unwrap_or_default(),
             position_ids: get("position_ids").unwrap_or_default(),
@@ -713,9 +711,11 @@ static EXPLAIN_RANK4_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanati
 /// A compiled `when` condition.
 type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-/// The variants in priority order, each with its `when` conditions in order and its plan.
+/// The variants in priority order, each with its `when` conditions in order and its
+/// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
 ///
-static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
+#[doc(hidden)]
+pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
     rt::when::Variant::new(
         "rank3",
         &[
@@ -887,16 +887,6 @@ pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
             _ => return None,
         },
     )
-}
-/// Checks the `when` list of variant `id` with the compiled code.
-#[doc(hidden)]
-pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-    rt::when::accepts(&VARIANTS, id, env)
-}
-/// Computes the plan of variant `id` with the compiled code, selected or not.
-#[doc(hidden)]
-pub fn plan_variant(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
-    rt::when::plan_of(&VARIANTS, id, env)
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take

@@ -1,7 +1,7 @@
 //! The generated Rust as the third evaluator: each op's random environment mapped into the
 //! generated code's typed `Env` (or `None` outside its typed domain), and every derived value
 //! and variant acceptance read through the name-keyed entry points (`DERIVED_NAMES`,
-//! `derived_value`, `VARIANT_IDS`, `accepts`).
+//! `derived_value`, `VARIANT_IDS`, `VARIANTS`).
 //!
 //! The typed domain of every op: the manifest's tunables (the generated code has them inlined),
 //! every attribute given with a value its Rust type represents, input dims non-negative (they
@@ -131,7 +131,7 @@ pub fn mrope_generated(env: &RandomEnv, tunables: &[(String, i64)]) -> Option<Ge
         mrope::DERIVED_NAMES,
         mrope::VARIANT_IDS,
         |name| mrope::derived_value(name, &genv),
-        |id| mrope::accepts(id, &genv),
+        |id| kernel_runtime::when::accepts(&mrope::VARIANTS, id, &genv),
     ))
 }
 
@@ -170,7 +170,7 @@ pub fn bias_generated(env: &RandomEnv, tunables: &[(String, i64)]) -> Option<Gen
         bias::DERIVED_NAMES,
         bias::VARIANT_IDS,
         |name| bias::derived_value(name, &genv),
-        |id| bias::accepts(id, &genv),
+        |id| kernel_runtime::when::accepts(&bias::VARIANTS, id, &genv),
     ))
 }
 
@@ -213,6 +213,6 @@ pub fn gated_generated(env: &RandomEnv, tunables: &[(String, i64)]) -> Option<Ge
         gated::DERIVED_NAMES,
         gated::VARIANT_IDS,
         |name| gated::derived_value(name, &genv),
-        |id| gated::accepts(id, &genv),
+        |id| kernel_runtime::when::accepts(&gated::VARIANTS, id, &genv),
     ))
 }
