@@ -171,11 +171,8 @@ fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/calls")
 }
 
-#[test]
-fn calls_through_the_typed_api() {
-    if corpus::skip_without_corpus("calls_through_the_typed_api") {
-        return;
-    }
+/// Runs every fixture file (`UPDATE_EXPECT=1` rewrites the expectations).
+pub fn check_fixtures() {
     let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
     let mut entries: Vec<PathBuf> = std::fs::read_dir(fixture_dir())
         .unwrap_or_else(|e| panic!("{}: {e}", fixture_dir().display()))

@@ -14,98 +14,125 @@
 //! failures), and that every variant the generated code can plan for was planned; a
 //! self-check shows that a wrong minijinja source and a wrong plan value are caught.
 
+// Without a corpus the generated modules do not exist: the tests say they skipped.
+#[cfg(corpus)]
 mod calls;
+#[cfg(corpus)]
 mod compare;
+#[cfg(corpus)]
 mod env;
+#[cfg(corpus)]
 mod generated;
+#[cfg(corpus)]
 mod jinja;
-
-use std::collections::BTreeSet;
-use std::path::PathBuf;
-
-use codegen::model::Op;
-
-use compare::Tally;
-
-/// Environments per variant of each op.
-const ENVS_PER_VARIANT: usize = 200;
-
-/// The corpus's op models, as the corpus crate's build script generates them.
-fn models() -> Vec<Op> {
-    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let corpus = std::env::var_os("KERNEL_CORPUS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir.join("../../../shared/corpus"));
-    let collection = corpus.join("gemma-4");
-    let mut config = codegen::Config::new();
-    config
-        .packages_in(&collection)
-        .include_root(collection.join("_shared_assets"))
-        .hints_dir(manifest_dir.join("hints"));
-    let (inputs, _) = config
-        .read_inputs()
-        .unwrap_or_else(|e| panic!("reading the corpus: {e}"));
-    codegen::models(&inputs).unwrap_or_else(|d| panic!("the corpus's models: {d}"))
-}
 
 #[test]
 fn every_corpus_expression_three_way() {
-    if corpus::skip_without_corpus("every_corpus_expression_three_way") {
-        return;
+    if !corpus::skip_without_corpus("every_corpus_expression_three_way") {
+        #[cfg(corpus)]
+        run::every_expression();
     }
-    let ops = models();
-    let modules: BTreeSet<&str> = ops.iter().map(|op| op.module.as_str()).collect();
-    let listed: BTreeSet<&str> = generated::MODULES.iter().copied().collect();
-    assert_eq!(
-        modules, listed,
-        "generated.rs's `ops!` must list every op of the corpus"
-    );
-    let mut report = String::new();
-    let mut failures = Vec::new();
-    let mut total = Tally::default();
-    for (i, op) in ops.iter().enumerate() {
-        let envs = ENVS_PER_VARIANT * op.variants.len().max(1);
-        let tally = compare::run(op, 0xc0de_0000 + i as u64, envs, &compare::Fault::None);
-        report.push_str(&tally.summary(op));
-        failures.extend(tally.problems(op));
-        total.absorb(&tally);
-    }
-    eprintln!("{report}{}", total.totals());
-    assert!(
-        failures.is_empty(),
-        "{} problems:\n{}",
-        failures.len(),
-        failures
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
 }
 
 /// The comparison is not vacuous: a minijinja source that differs from the manifest's, and a
 /// generated plan value that differs from the interpreter's, are both reported.
 #[test]
 fn deliberate_faults_are_caught() {
-    if corpus::skip_without_corpus("deliberate_faults_are_caught") {
-        return;
+    if !corpus::skip_without_corpus("deliberate_faults_are_caught") {
+        #[cfg(corpus)]
+        run::deliberate_faults();
     }
-    let ops = models();
-    let op = ops
-        .iter()
-        .find(|op| op.module == "rmsnorm")
-        .expect("the corpus has RMSNorm");
-    let wrong_source = compare::run(op, 7, 600, &compare::Fault::Source("args.rows * 2".into()));
-    assert!(
-        wrong_source.disagreements > 0,
-        "a wrong minijinja source went unnoticed:\n{}",
-        wrong_source.summary(op)
-    );
-    let wrong_plan = compare::run(op, 7, 600, &compare::Fault::PlanValue);
-    assert!(
-        wrong_plan.plan_mismatches > 0,
-        "a wrong plan value went unnoticed:\n{}",
-        wrong_plan.summary(op)
-    );
+}
+
+#[test]
+fn calls_through_the_typed_api() {
+    if !corpus::skip_without_corpus("calls_through_the_typed_api") {
+        #[cfg(corpus)]
+        calls::check_fixtures();
+    }
+}
+
+#[cfg(corpus)]
+mod run {
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    use codegen::model::Op;
+
+    use super::compare::{self, Tally};
+    use super::generated;
+
+    /// Environments per variant of each op.
+    const ENVS_PER_VARIANT: usize = 200;
+
+    /// The corpus's op models, as the corpus crate's build script generates them.
+    fn models() -> Vec<Op> {
+        let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let corpus = std::env::var_os("KERNEL_CORPUS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| manifest_dir.join("../../../shared/corpus"));
+        let collection = corpus.join("gemma-4");
+        let mut config = codegen::Config::new();
+        config
+            .packages_in(&collection)
+            .include_root(collection.join("_shared_assets"))
+            .hints_dir(manifest_dir.join("hints"));
+        let (inputs, _) = config
+            .read_inputs()
+            .unwrap_or_else(|e| panic!("reading the corpus: {e}"));
+        codegen::models(&inputs).unwrap_or_else(|d| panic!("the corpus's models: {d}"))
+    }
+
+    pub fn every_expression() {
+        let ops = models();
+        let modules: BTreeSet<&str> = ops.iter().map(|op| op.module.as_str()).collect();
+        let listed: BTreeSet<&str> = generated::MODULES.iter().copied().collect();
+        assert_eq!(
+            modules, listed,
+            "generated.rs's `ops!` must list every op of the corpus"
+        );
+        let mut report = String::new();
+        let mut failures = Vec::new();
+        let mut total = Tally::default();
+        for (i, op) in ops.iter().enumerate() {
+            let envs = ENVS_PER_VARIANT * op.variants.len().max(1);
+            let tally = compare::run(op, 0xc0de_0000 + i as u64, envs, &compare::Fault::None);
+            report.push_str(&tally.summary(op));
+            failures.extend(tally.problems(op));
+            total.absorb(&tally);
+        }
+        eprintln!("{report}{}", total.totals());
+        assert!(
+            failures.is_empty(),
+            "{} problems:\n{}",
+            failures.len(),
+            failures
+                .iter()
+                .take(20)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
+    pub fn deliberate_faults() {
+        let ops = models();
+        let op = ops
+            .iter()
+            .find(|op| op.module == "rmsnorm")
+            .expect("the corpus has RMSNorm");
+        let wrong_source =
+            compare::run(op, 7, 600, &compare::Fault::Source("args.rows * 2".into()));
+        assert!(
+            wrong_source.disagreements > 0,
+            "a wrong minijinja source went unnoticed:\n{}",
+            wrong_source.summary(op)
+        );
+        let wrong_plan = compare::run(op, 7, 600, &compare::Fault::PlanValue);
+        assert!(
+            wrong_plan.plan_mismatches > 0,
+            "a wrong plan value went unnoticed:\n{}",
+            wrong_plan.summary(op)
+        );
+    }
 }
