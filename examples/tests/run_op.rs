@@ -257,6 +257,58 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
         ],
         "unknown attribute",
     );
+    // An attribute given twice is an error, not the last one winning.
+    expect_usage_error(
+        &[
+            "MRotaryEmbedding",
+            "--inputs",
+            good,
+            "--output",
+            out,
+            "--attr",
+            "num_heads=2",
+            "--attr",
+            "num_heads=3",
+            "--attr",
+            "mrope_section=2,1,1",
+        ],
+        "`num_heads` is given twice",
+    );
+    // A float beyond f32's range (or not finite) is refused rather than made infinite.
+    for scale in ["scale=1e39", "scale=inf", "scale=nan"] {
+        expect_usage_error(
+            &[
+                "MRotaryEmbedding",
+                "--inputs",
+                good,
+                "--output",
+                out,
+                "--attr",
+                "num_heads=2",
+                "--attr",
+                "mrope_section=2,1,1",
+                "--attr",
+                scale,
+            ],
+            "a finite float within f32's range",
+        );
+    }
+    // `--repeat` is bounded: 0 and counts that would exhaust memory are refused by the parser.
+    for repeat in ["0", "18446744073709551615", "1099511627776", "100001"] {
+        let output = run_op(&[
+            "MRotaryEmbedding",
+            "--inputs",
+            good,
+            "--output",
+            out,
+            "--repeat",
+            repeat,
+        ]);
+        let text = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "--repeat {repeat}: {text}");
+        assert!(text.contains("--repeat"), "--repeat {repeat}: {text}");
+        assert!(!text.contains("panicked"), "--repeat {repeat}: {text}");
+    }
 
     // A position past the cache, caught on the host with stream, batch and token.
     let mut positions = p.positions.clone();
@@ -498,4 +550,45 @@ fn runs_gated_relative_position_bias_with_its_roles() {
         Tolerance::gated_bias(kernel_runtime::DType::F32),
     );
     assert!(comparison.passed(), "{comparison}");
+}
+
+/// The outputs are written beside the destination and renamed: a write that fails (here the
+/// destination is a folder) leaves neither a partial file nor an empty one.
+#[test]
+fn a_failed_write_leaves_no_file() {
+    let dir = scratch("failed_write");
+    let inputs = dir.join("in.safetensors");
+    let taken = dir.join("taken");
+    std::fs::create_dir_all(&taken).expect("scratch folder");
+    let p = problem();
+    write_problem(&inputs, &p, &p.positions);
+    let output = run_op(&[
+        "MRotaryEmbedding",
+        "--inputs",
+        inputs.to_str().expect("utf-8 path"),
+        "--output",
+        taken.to_str().expect("utf-8 path"),
+        "--attr",
+        "num_heads=2",
+        "--attr",
+        "mrope_section=2,1,1",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "stderr: {}", stderr(&output));
+    assert!(
+        error_line(&output).contains("cannot write"),
+        "{}",
+        stderr(&output)
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .expect("scratch folder")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["in.safetensors", "taken"],
+        "files left beside the output"
+    );
+    assert!(taken.is_dir(), "the folder in the way is untouched");
 }

@@ -19,6 +19,10 @@ use kernel_runtime::support::AttrValue;
 use kernel_runtime::{AnyTensor, Context, IndexTensor, OpError, RuntimeError, Tensor};
 use safetensors::{Dtype, SafeTensors};
 
+/// The most timed runs `--repeat` asks for: the timings are kept in memory, and more would
+/// take hours without changing the median.
+const MAX_REPEAT: i64 = 100_000;
+
 #[derive(Parser)]
 #[command(about = "Run one generated op on tensors from a safetensors file")]
 struct Args {
@@ -33,9 +37,9 @@ struct Args {
     /// An attribute: integers `name=3`, floats `name=0.5`, integer lists `name=16,24,24`.
     #[arg(long = "attr", value_name = "NAME=VALUE")]
     attrs: Vec<String>,
-    /// Time the op this many times and report the median GPU time.
-    #[arg(long, default_value_t = 1)]
-    repeat: usize,
+    /// Time the op this many times and report the median GPU time (1 to 100000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_REPEAT))]
+    repeat: u32,
 }
 
 /// A failure and the exit status it maps to.
@@ -108,7 +112,7 @@ fn run(args: &Args) -> Result<String, Failure> {
     let ctx = Context::new().map_err(|e| Failure::Runtime(one_line(&e.to_string())))?;
     let inputs = upload_inputs(&ctx, entry, &file, &args.inputs)?;
     let input_refs: Vec<&AnyTensor> = inputs.iter().collect();
-    let result = entry.time(&ctx, &input_refs, &attrs, args.repeat.max(1))?;
+    let result = entry.time(&ctx, &input_refs, &attrs, args.repeat as usize)?;
     write_outputs(&ctx, entry, &result.outputs, &args.output)?;
 
     let timing = if result.gpu_times.is_empty() {
@@ -129,14 +133,20 @@ fn run(args: &Args) -> Result<String, Failure> {
 }
 
 fn parse_attrs(raw: &[String]) -> Result<Vec<(String, AttrValue)>, Failure> {
-    raw.iter()
-        .map(|item| {
-            let (name, value) = item
-                .split_once('=')
-                .ok_or_else(|| Failure::Usage(format!("--attr `{item}` is not NAME=VALUE")))?;
-            Ok((name.trim().to_owned(), AttrValue::parse(value)))
-        })
-        .collect()
+    let mut attrs: Vec<(String, AttrValue)> = Vec::new();
+    for item in raw {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| Failure::Usage(format!("--attr `{item}` is not NAME=VALUE")))?;
+        let name = name.trim();
+        if attrs.iter().any(|(n, _)| n == name) {
+            return Err(Failure::Usage(format!(
+                "--attr `{name}` is given twice; give each attribute once"
+            )));
+        }
+        attrs.push((name.to_owned(), AttrValue::parse(value)));
+    }
+    Ok(attrs)
 }
 
 fn upload_inputs(
@@ -284,6 +294,14 @@ fn write_outputs(
     )]));
     let bytes = safetensors::serialize(views, metadata)
         .map_err(|e| Failure::Runtime(format!("serializing outputs: {e}")))?;
-    std::fs::write(path, bytes)
-        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))
+    // Written beside the destination and renamed, so a failed write leaves no partial file.
+    let file_name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    let partial = path.with_file_name(format!(".{file_name}.partial"));
+    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        Failure::Usage(format!("cannot write {}: {e}", path.display()))
+    })
 }

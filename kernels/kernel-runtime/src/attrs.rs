@@ -23,7 +23,8 @@ impl fmt::Display for AttrValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AttrValue::Int(v) => write!(f, "{v}"),
-            AttrValue::Float(v) => write!(f, "{v}"),
+            // `{:?}` keeps a float a float (`2.0`) and large ones short (`1e39`).
+            AttrValue::Float(v) => write!(f, "{v:?}"),
             AttrValue::Ints(v) => {
                 let items: Vec<String> = v.iter().map(i64::to_string).collect();
                 write!(f, "[{}]", items.join(", "))
@@ -168,14 +169,24 @@ impl<'a> RawAttrs<'a> {
         Ok(Some(value != 0))
     }
 
-    /// A float attribute (integers convert), if given.
+    /// A float attribute (integers convert), if given: finite and within `f32`'s range, so
+    /// that `1e39` is an error rather than an infinity.
     pub fn float(&self, name: &str) -> Result<Option<f32>, OpError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(AttrValue::Float(v)) => Ok(Some(*v as f32)),
-            Some(AttrValue::Int(v)) => Ok(Some(*v as f32)),
-            Some(other) => Err(self.wrong(name, "a float", other)),
+        let value = match self.get(name) {
+            None => return Ok(None),
+            Some(AttrValue::Float(v)) => *v,
+            Some(AttrValue::Int(v)) => *v as f64,
+            Some(other) => return Err(self.wrong(name, "a float", other)),
+        };
+        let narrowed = value as f32;
+        if !narrowed.is_finite() {
+            return Err(self.wrong(
+                name,
+                "a finite float within f32's range",
+                &AttrValue::Float(value),
+            ));
         }
+        Ok(Some(narrowed))
     }
 
     /// An integer-list attribute (a single integer is a list of one), if given.
