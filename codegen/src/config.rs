@@ -247,6 +247,10 @@ impl Config {
     pub fn generate(&self) -> Result<Report, ConfigError> {
         let (report, out_dir) = self.run()?;
         let stale: BTreeSet<&str> = report.written.iter().map(String::as_str).collect();
+        // All files or none: each is written beside its place first, and only when every
+        // one is written are they renamed into place (a full disk leaves the old tree).
+        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let mut failed = None;
         for file in report
             .output
             .files
@@ -254,13 +258,37 @@ impl Config {
             .filter(|f| stale.contains(f.path.as_str()))
         {
             let target = out_dir.join(&file.path);
-            if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent).map_err(|source| ConfigError::Io {
-                    path: parent.to_path_buf(),
+            let name = target.file_name().map(|n| n.to_string_lossy().into_owned());
+            let temp = target.with_file_name(format!(".{}.partial", name.unwrap_or_default()));
+            let parent = target.parent().map(Path::to_path_buf).unwrap_or_default();
+            let written = fs::create_dir_all(&parent)
+                .map_err(|source| ConfigError::Io {
+                    path: parent,
                     source,
-                })?;
+                })
+                .and_then(|()| {
+                    fs::write(&temp, &file.contents).map_err(|source| ConfigError::Io {
+                        path: temp.clone(),
+                        source,
+                    })
+                });
+            match written {
+                Ok(()) => staged.push((temp, target)),
+                Err(err) => {
+                    let _ = fs::remove_file(&temp);
+                    failed = Some(err);
+                    break;
+                }
             }
-            fs::write(&target, &file.contents).map_err(|source| ConfigError::Io {
+        }
+        if let Some(err) = failed {
+            for (temp, _) in &staged {
+                let _ = fs::remove_file(temp);
+            }
+            return Err(err);
+        }
+        for (temp, target) in &staged {
+            fs::rename(temp, target).map_err(|source| ConfigError::Io {
                 path: target.clone(),
                 source,
             })?;

@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// One error found while compiling the manifests and templates.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Diagnostic {
     /// The file's display path, e.g. `packages/com.example.Op/manifest.json`.
     pub file: String,
@@ -15,6 +15,9 @@ pub struct Diagnostic {
     /// The expression or template line, shown under the message with a caret.
     pub excerpt: Option<String>,
     pub message: String,
+    /// A consequence of an error reported by another diagnostic (a pass that includes a
+    /// template with a syntax error): dropped when that error is in the same run.
+    pub follow_on: bool,
 }
 
 impl Diagnostic {
@@ -26,7 +29,14 @@ impl Diagnostic {
             column: None,
             excerpt: None,
             message: message.into(),
+            follow_on: false,
         }
+    }
+
+    /// Marks the diagnostic as a consequence of an error another diagnostic reports.
+    pub fn as_follow_on(mut self) -> Self {
+        self.follow_on = true;
+        self
     }
 
     /// Points the diagnostic at a column of an expression or template line.
@@ -72,12 +82,18 @@ impl Diagnostics {
     }
 
     /// `Ok(value)` when nothing was reported, otherwise all the diagnostics.
-    pub fn into_result<T>(self, value: T) -> Result<T, Diagnostics> {
+    /// Repeats of one diagnostic (one error found from several shaders or passes) are shown
+    /// once, and follow-on diagnostics not at all beside the errors they follow from.
+    pub fn into_result<T>(mut self, value: T) -> Result<T, Diagnostics> {
         if self.0.is_empty() {
-            Ok(value)
-        } else {
-            Err(self)
+            return Ok(value);
         }
+        let mut seen = std::collections::HashSet::new();
+        self.0.retain(|d| seen.insert(d.clone()));
+        if self.0.iter().any(|d| !d.follow_on) {
+            self.0.retain(|d| !d.follow_on);
+        }
+        Err(self)
     }
 }
 

@@ -64,15 +64,8 @@ pub struct PassHint {
 
 /// Parses a hints file, reporting the JSON path of a structural error.
 pub fn parse(file: &str, text: &str) -> Result<Hints, Diagnostic> {
-    let deserializer = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        Diagnostic::new(
-            file,
-            if path == "." { String::new() } else { path },
-            err.into_inner().to_string(),
-        )
-    })
+    crate::manifest::parse_strict(text)
+        .map_err(|(path, message)| Diagnostic::new(file, path, message))
 }
 
 /// Where each expression hints put into a manifest came from: the manifest JSON path the model
@@ -165,7 +158,8 @@ pub fn apply(
         for (key, source) in &hint.dispatch {
             match pass.dispatch.get_mut(key) {
                 Some(value) => {
-                    *value = Value::String(source.clone());
+                    let original = std::mem::replace(value, Value::String(source.clone()));
+                    pass.replaced_dispatch.insert(key.clone(), original);
                     origins.add(
                         format!("{at}.dispatch.{key}"),
                         format!("{path}.dispatch.{key}"),

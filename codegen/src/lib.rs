@@ -176,6 +176,9 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
         let qualified = format!("{}.{}", manifest.domain, manifest.name);
         let mut origins = hints::Origins::default();
         if let Some((hints_path, text)) = &package.hints {
+            // An op whose hints fail is not built further: without them its templates
+            // would fail too, and those errors would only repeat the hints'.
+            let before = diagnostics.0.len();
             match hints::parse(hints_path, text) {
                 Ok(op_hints) if op_hints.op == qualified => {
                     origins = hints::apply(hints_path, &op_hints, &mut manifest, diagnostics);
@@ -189,6 +192,9 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
                     ),
                 )),
                 Err(diagnostic) => diagnostics.push(diagnostic),
+            }
+            if diagnostics.0.len() > before {
+                continue;
             }
         }
         for variant in &mut manifest.variants {

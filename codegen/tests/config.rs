@@ -119,3 +119,30 @@ fn misplaced_inputs_are_errors_naming_the_path() {
     );
     let _ = fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_failed_write_leaves_the_previous_files() {
+    let root = scratch("all-or-none");
+    // The last file in path order cannot be staged: a folder sits where its partial goes.
+    let (inputs, _) = config(&root).read_inputs().expect("reads");
+    let files = codegen::generate(&inputs).expect("generates").files;
+    let last = &files.last().expect("files").path;
+    let blocker = root.join("out").join(format!(".{last}.partial"));
+    fs::create_dir_all(&blocker).expect("blocker");
+    let err = config(&root)
+        .generate()
+        .expect_err("a file cannot be written");
+    assert!(matches!(err, ConfigError::Io { .. }), "{err}");
+    let left: Vec<_> = fs::read_dir(root.join("out"))
+        .expect("out exists")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        vec![format!(".{last}.partial")],
+        "nothing but the blocker"
+    );
+    fs::remove_dir_all(&blocker).expect("unblock");
+    config(&root).generate().expect("generates");
+    config(&root).check().expect("fresh");
+}

@@ -272,6 +272,7 @@ fn pass_decl(
         source,
         bindings,
         dispatch,
+        replaced_dispatch: IndexMap::new(),
     })
 }
 

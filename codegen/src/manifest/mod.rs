@@ -10,6 +10,7 @@
 //! nothing after `model` ever sees them.
 
 mod desugar;
+mod json;
 pub mod seed;
 pub mod v1;
 
@@ -47,6 +48,7 @@ pub enum AnyManifest {
 /// Reads a manifest, choosing the dialect by its `schemaVersion` (absent: the seed dialect);
 /// a structural error comes back as (JSON path, message).
 pub fn parse_any(text: &str) -> Result<AnyManifest, (String, String)> {
+    json::check_keys(text)?;
     let value: Value = serde_json::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
     match value.get("schemaVersion") {
         None => parse(text).map(|m| AnyManifest::Seed(Box::new(m))),
@@ -60,15 +62,4 @@ pub fn parse_any(text: &str) -> Result<AnyManifest, (String, String)> {
     }
 }
 
-/// Parses `text` as `T`, reporting the JSON path of the first structural error.
-pub(crate) fn parse_strict<T: serde::de::DeserializeOwned>(
-    text: &str,
-) -> Result<T, (String, String)> {
-    let deserializer = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        let path = if path == "." { String::new() } else { path };
-        (path, inner.to_string())
-    })
-}
+pub(crate) use json::parse_strict;

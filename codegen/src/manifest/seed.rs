@@ -173,6 +173,10 @@ pub struct PassDecl {
     pub source: SourceDecl,
     pub bindings: BindingsRef,
     pub dispatch: IndexMap<String, Value>,
+    /// The manifest's own dispatch values that hints replaced: still checked, so that the
+    /// package is valid without its hints too.
+    #[serde(skip)]
+    pub replaced_dispatch: IndexMap<String, Value>,
 }
 
 /// The template of a pass and its inputs.

@@ -49,6 +49,9 @@ pub fn build_attributes(
     for name in names {
         let path = format!("attributes.{name}");
         let constraint = manifest.attribute_constraints.get(name.as_str());
+        // A default found wrong is reported and left out, so that the attribute is still
+        // known to the expressions that use it (no follow-on "unknown attribute" errors).
+        let mut bad_default = false;
         let default = match manifest.attributes.get(name.as_str()).map(attr_value) {
             Some(Some(value)) => Some(value),
             Some(None) => {
@@ -57,7 +60,8 @@ pub fn build_attributes(
                     &path,
                     "attribute defaults must be an integer, a float, a string or a list of integers",
                 ));
-                continue;
+                bad_default = true;
+                None
             }
             None => None,
         };
@@ -84,6 +88,14 @@ pub fn build_attributes(
             None => None,
         };
         let usage = Usage::scan(name, sources);
+        let default = match default.map(|d| check_default(&d, allowed.as_deref()).map(|()| d)) {
+            Some(Err(message)) => {
+                diagnostics.push(Diagnostic::new(file, &path, message));
+                bad_default = true;
+                None
+            }
+            checked => checked.and_then(Result::ok),
+        };
         let repr = infer_repr(default.as_ref(), allowed.as_deref(), &usage);
         let ty = match repr {
             AttrRepr::Bool | AttrRepr::I64 => Type::Int,
@@ -92,7 +104,7 @@ pub fn build_attributes(
             AttrRepr::IntList => Type::List,
             AttrRepr::Str => Type::Str,
         };
-        if !required && default.is_none() {
+        if !required && default.is_none() && !bad_default {
             diagnostics.push(Diagnostic::new(
                 file,
                 &path,
@@ -116,6 +128,48 @@ pub fn build_attributes(
         });
     }
     attributes
+}
+
+/// A default must be a value the attribute can hold and one its constraint allows: a float
+/// within float32's range (generated code holds it as `f32`), not a whole number beyond
+/// int64's (JSON gives those as floats, so an integer attribute would silently become a float
+/// one), and one of `values` where they are given.
+fn check_default(default: &AttrValue, allowed: Option<&[i64]>) -> Result<(), String> {
+    if let AttrValue::Float(v) = default {
+        if !v.is_finite() || v.abs() > f64::from(f32::MAX) {
+            return Err(format!(
+                "the default {v:e} is beyond float32's range (±{:e}): generated code holds float attributes as f32",
+                f32::MAX
+            ));
+        }
+        if v.fract() == 0.0 && v.abs() >= 9.223_372_036_854_776e18 {
+            return Err(format!(
+                "the default {v:e} is a whole number beyond int64's range: an integer attribute cannot hold it, and a float32 one needs a value with a fraction or within ±2^63"
+            ));
+        }
+    }
+    if let Some(allowed) = allowed {
+        let fits = match default {
+            AttrValue::Int(v) => allowed.contains(v),
+            _ => false,
+        };
+        if !fits {
+            return Err(format!(
+                "the default {} is not one of `attributeConstraints` values {allowed:?}",
+                default_text(default)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn default_text(default: &AttrValue) -> String {
+    match default {
+        AttrValue::Int(v) => v.to_string(),
+        AttrValue::Float(v) => format!("{v:?}"),
+        AttrValue::Str(s) => format!("{s:?}"),
+        AttrValue::Ints(v) => format!("{v:?}"),
+    }
 }
 
 fn attr_value(value: &Value) -> Option<AttrValue> {

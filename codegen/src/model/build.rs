@@ -260,6 +260,7 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
     let derived_types = build_derives(file, manifest, &mut op, &mut diagnostics);
     check_output_exprs(file, manifest, &mut op, &derived_types, &mut diagnostics);
     op.variants = build_variants(file, manifest, &op, &derived_types, &mut diagnostics);
+    super::names::check(file, manifest, &op, &mut diagnostics);
     diagnostics.into_result(op)
 }
 
@@ -366,7 +367,19 @@ fn build_tensors(
         let rank = if inputs {
             match &decl.rank {
                 None => None,
-                Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().map(|r| r as u32),
+                Some(Value::Number(n)) if n.as_u64().is_some() => {
+                    match n.as_u64().map(u32::try_from) {
+                        Some(Ok(rank)) => Some(rank),
+                        _ => {
+                            diagnostics.push(Diagnostic::new(
+                                file,
+                                format!("{path}.rank"),
+                                format!("an input rank must be at most {}; {n} is not", u32::MAX),
+                            ));
+                            None
+                        }
+                    }
+                }
                 Some(_) => {
                     diagnostics.push(Diagnostic::new(
                         file,

@@ -7,6 +7,7 @@
 mod attrs;
 mod build;
 pub mod domains;
+mod names;
 mod statics;
 mod variants;
 

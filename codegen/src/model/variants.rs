@@ -19,6 +19,9 @@ struct Cx<'a> {
     manifest: &'a Manifest,
     scope: OpScope<'a>,
     diagnostics: &'a mut Diagnostics,
+    /// Template values whose expressions failed (already reported): a binding that names one
+    /// is not reported again.
+    failed: BTreeSet<String>,
 }
 
 impl Cx<'_> {
@@ -51,18 +54,14 @@ pub fn build_variants(
         manifest,
         scope: OpScope { op, derived },
         diagnostics,
+        failed: BTreeSet::new(),
     };
+    // Repeated ids are reported with the other generated names (`model::names`).
     let mut variants = Vec::new();
-    let mut seen = BTreeSet::new();
     for (v, decl) in manifest.variants.iter().enumerate() {
-        if !seen.insert(decl.id.as_str()) {
-            cx.error(
-                format!("variants[{v}].id"),
-                format!("duplicate variant id `{}`", decl.id),
-            );
-        }
         variants.push(build_variant(&mut cx, v, decl));
     }
+    check_unused_binding_sets(&mut cx);
     variants.sort_by_key(|variant| std::cmp::Reverse(variant.priority));
     variants
 }
@@ -132,6 +131,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
                 &inputs,
             ),
         };
+        check_replaced_dispatch(cx, &path, &pass.replaced_dispatch);
         let Some(dispatch) = build_dispatch(cx, &format!("{path}.dispatch"), &pass.dispatch) else {
             continue;
         };
@@ -186,9 +186,11 @@ fn template_values(
                 &path,
                 "expected an expression string, a number or a boolean",
             );
+            cx.failed.insert(name.clone());
             continue;
         };
         let Some(expr) = check_expr(cx.file, &path, &source, &cx.scope, cx.diagnostics) else {
+            cx.failed.insert(name.clone());
             continue;
         };
         // A boolean has two values whatever it depends on: both shaders are pre-rendered and
@@ -432,6 +434,7 @@ fn build_bindings(
                         );
                         None
                     }
+                    None if cx.failed.contains(name) => None,
                     None => {
                         cx.error(
                             format!("{path}.vec4When"),
@@ -482,6 +485,81 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
             "unsupported element type `{ty}` (known: f32, f16, u32, vec2<…>, vec4<…> of them, atomic<u32>, $<type variable>, $<constant>)"
         )),
         Some((dtype, lanes)) => Ok(ElementType::Fixed(dtype, lanes)),
+    }
+}
+
+/// The manifest's own dispatch values that hints replaced must be valid too (the package is
+/// used without the project's hints elsewhere). Reported at the pass's `dispatch`, which
+/// stays the manifest's, rather than at the key, which now points at the hints file.
+fn check_replaced_dispatch(cx: &mut Cx<'_>, path: &str, replaced: &IndexMap<String, Value>) {
+    for (key, value) in replaced {
+        let at = format!("{path}.dispatch");
+        let Some(source) = literal_source(value) else {
+            cx.error(
+                at,
+                format!("`{key}` (replaced by hints): expected an expression string or an integer"),
+            );
+            continue;
+        };
+        let mut own = Diagnostics::default();
+        if let Some(expr) = check_expr(
+            cx.file,
+            &format!("{at}.{key}"),
+            &source,
+            &cx.scope,
+            &mut own,
+        ) {
+            expect_type(cx.file, &expr, Type::Int, &mut own);
+        }
+        for mut diagnostic in own.0 {
+            diagnostic.path.clone_from(&at);
+            diagnostic.message = format!(
+                "`{key}` (replaced by hints, still checked): {}",
+                diagnostic.message
+            );
+            cx.diagnostics.push(diagnostic);
+        }
+    }
+}
+
+/// Binding sets no pass names are checked as if the first variant used them (without
+/// `vec4When`, which names a pass's values), so that no part of the manifest goes unchecked.
+fn check_unused_binding_sets(cx: &mut Cx<'_>) {
+    let used: BTreeSet<&str> = cx
+        .manifest
+        .variants
+        .iter()
+        .flat_map(|v| &v.passes)
+        .filter_map(|p| match &p.bindings {
+            BindingsRef::Set(name) => Some(name.as_str()),
+            BindingsRef::Inline(_) => None,
+        })
+        .collect();
+    let manifest = cx.manifest;
+    let Some(first) = manifest.variants.first() else {
+        return;
+    };
+    for (name, list) in &manifest.binding_sets {
+        if used.contains(name.as_str()) {
+            continue;
+        }
+        // The first variant's constants were reported when it was built; repeats are dropped.
+        let constants = template_values(cx, "variants[0].constants", &first.constants);
+        let plain: Vec<BindingDecl> = list
+            .iter()
+            .map(|b| BindingDecl {
+                vec4_when: None,
+                ..b.clone()
+            })
+            .collect();
+        build_bindings(
+            cx,
+            &format!("bindingSets.{name}"),
+            &plain,
+            &[],
+            &constants,
+            &[],
+        );
     }
 }
 

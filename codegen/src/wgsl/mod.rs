@@ -5,6 +5,7 @@ mod prelude;
 mod render;
 mod runtime_values;
 mod settle;
+mod source_map;
 mod targets;
 mod usage;
 mod validate;
@@ -249,6 +250,9 @@ fn render_pass(
         // The pass's own template exists (checked before); a missing one is an include.
         Err(err) => {
             let mut diagnostic = render::template_diagnostic(&pass.template, "", &err);
+            if render::is_broken_template(&err) {
+                return Err(diagnostic.as_follow_on());
+            }
             if err.kind() == minijinja::ErrorKind::TemplateNotFound {
                 diagnostic.message.push_str(
                     " (`./` and `../` names are relative to the including file and may not leave its package folder or the include root; other names are relative to the include root)",
@@ -305,12 +309,27 @@ fn shader(
         wrote_subgroups,
     } = render_pass(op, env, v, p, &combination, &bindings)?;
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
-        .map_err(|m| {
-            Diagnostic::new(
-                &pass.template,
-                where_(),
-                format!("rendered shader does not validate:\n{m}"),
-            )
+        .map_err(|invalid| {
+            let at = invalid.line.and_then(|line| {
+                let (marked, names) = source_map::marked_environment(env);
+                let rendered = render_pass(op, &marked, v, p, &combination, &bindings).ok()?;
+                source_map::locate(&rendered.text, line, &names, env)
+            });
+            let message = format!("rendered shader does not validate:\n{}", invalid.message);
+            match at {
+                // The template line that wrote the offending text; naga's excerpt of the
+                // rendered shader stays in the message.
+                Some(at) => {
+                    let column = at.text.len() - at.text.trim_start().len() + 1;
+                    Diagnostic::new(
+                        &at.template,
+                        format!("line {}", at.line),
+                        format!("{}: {message}", where_()),
+                    )
+                    .at(&at.text, column)
+                }
+                None => Diagnostic::new(&pass.template, where_(), message),
+            }
         })?;
     let problems = validate::cross_check(&module, &info, &bindings, &mut reflection);
     if !problems.is_empty() {

@@ -9,6 +9,17 @@ use crate::diag::Diagnostic;
 use crate::expr::Value;
 use crate::model::{Combination, Op, Pass, Variant};
 
+/// The template syntax: Jinja's delimiters with `trim_blocks`, `lstrip_blocks` and the
+/// trailing newline kept.
+pub fn syntax_config() -> minijinja::syntax::SyntaxConfig {
+    minijinja::syntax::SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .keep_trailing_newline(true)
+        .build()
+        .unwrap_or_default()
+}
+
 /// A minijinja environment holding every template, configured for WGSL: `trim_blocks`/
 /// `lstrip_blocks`, no escaping, WGSL literals, and undefined names as `dialect` has them:
 /// an error wherever used in the seed dialect; falsy in a condition (an error when printed)
@@ -28,14 +39,7 @@ pub fn environment(
         crate::manifest::Dialect::Seed => UndefinedBehavior::Strict,
         crate::manifest::Dialect::V1 => UndefinedBehavior::SemiStrict,
     });
-    let syntax = minijinja::syntax::SyntaxConfig::builder()
-        .trim_blocks(true)
-        .lstrip_blocks(true)
-        .keep_trailing_newline(true)
-        .build();
-    if let Ok(syntax) = syntax {
-        env.set_syntax(syntax);
-    }
+    env.set_syntax(syntax_config());
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_formatter(|out, _state, value| {
         // minijinja prints booleans Python-style (`True`); WGSL needs `true`.
@@ -49,12 +53,45 @@ pub fn environment(
         Ok(())
     });
     let mut diagnostics = Vec::new();
+    let mut broken = std::collections::BTreeSet::new();
     for (name, source) in templates {
         if let Err(err) = env.add_template_owned(name.clone(), source.clone()) {
             diagnostics.push(template_diagnostic(name, source, &err));
+            broken.insert(name.clone());
         }
     }
+    // A template that does not parse is reported once, here; where another includes it, the
+    // render fails with `BROKEN_TEMPLATE` rather than "not found", and that is a follow-on.
+    env.set_loader(move |name| {
+        if broken.contains(name) {
+            Err(minijinja::Error::new(
+                minijinja::ErrorKind::SyntaxError,
+                BROKEN_TEMPLATE,
+            ))
+        } else {
+            Ok(None::<String>)
+        }
+    });
     (env, diagnostics)
+}
+
+/// The detail of the error a pass's render fails with where it includes a template that
+/// does not parse.
+pub const BROKEN_TEMPLATE: &str = "the template has a syntax error, reported on its own";
+
+/// Whether `err` comes from a template that does not parse, which is reported on its own.
+pub fn is_broken_template(err: &minijinja::Error) -> bool {
+    let mut cause: Option<&dyn std::error::Error> = Some(err);
+    while let Some(e) = cause {
+        if let Some(e) = e.downcast_ref::<minijinja::Error>()
+            && e.kind() == minijinja::ErrorKind::SyntaxError
+            && e.detail() == Some(BROKEN_TEMPLATE)
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// Turns a minijinja error into a diagnostic pointing at the template line.

@@ -20,13 +20,33 @@ pub struct Reflection {
     pub entry_index: usize,
 }
 
+/// Why a shader does not validate: naga's report (with the rendered excerpt) and the line of
+/// `source` it points at, where it points at one.
+#[derive(Debug, Clone)]
+pub struct Invalid {
+    pub message: String,
+    pub line: Option<usize>,
+}
+
+impl From<&str> for Invalid {
+    fn from(message: &str) -> Self {
+        Invalid {
+            message: message.to_owned(),
+            line: None,
+        }
+    }
+}
+
 /// Validates `source`; errors are messages with a WGSL line where naga gives one.
 pub fn validate(
     source: &str,
     f16: bool,
     features: &BTreeSet<String>,
-) -> Result<(naga::Module, naga::valid::ModuleInfo, Reflection), String> {
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
+) -> Result<(naga::Module, naga::valid::ModuleInfo, Reflection), Invalid> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| Invalid {
+        message: e.emit_to_string(source),
+        line: e.location(source).map(|l| l.line_number as usize),
+    })?;
     let mut capabilities = Capabilities::empty();
     if f16 {
         capabilities |= Capabilities::SHADER_FLOAT16;
@@ -36,7 +56,10 @@ pub fn validate(
     }
     let info = Validator::new(ValidationFlags::all(), capabilities)
         .validate(&module)
-        .map_err(|e| e.emit_to_string(source))?;
+        .map_err(|e| Invalid {
+            message: e.emit_to_string(source),
+            line: e.location(source).map(|l| l.line_number as usize),
+        })?;
     let (entry_index, entry) = module
         .entry_points
         .iter()

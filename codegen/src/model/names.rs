@@ -1,0 +1,266 @@
+//! The manifest names that become Rust names in the generated module, checked where the
+//! manifest gives them: each must be an identifier once mapped (attributes, tensor roles and
+//! type variables in snake_case, variant ids and `derive` entries behind a prefix), and no
+//! two may map to the same name. A name that passed here never makes the Rust emitter fail.
+
+use std::collections::BTreeMap;
+
+use super::{Op, snake_case, snake_ident};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::manifest::{Dialect, Manifest};
+
+/// Names the generated module defines or uses unqualified, which a type variable (a generic
+/// parameter there) would shadow.
+const RESERVED_TYPE_NAMES: &[&str] = &[
+    "Attrs",
+    "DTypes",
+    "Env",
+    "EnvShapes",
+    "Inputs",
+    "Outputs",
+    "OutputsMut",
+    "Shapes",
+    "VariantPlan",
+    "EvalError",
+    "Option",
+    "Result",
+    "Vec",
+    "String",
+    "Box",
+    "Some",
+    "None",
+    "Ok",
+    "Err",
+    "Default",
+    "Clone",
+    "Copy",
+    "Debug",
+    "PartialEq",
+    "Send",
+    "Sync",
+    "Sized",
+];
+
+/// Variant ids whose `plan_<id>` function would be one the module already has.
+const RESERVED_VARIANT_IDS: &[&str] = &["dyn"];
+
+/// The longest op module name: the module is also the name of two generated files, and file
+/// systems take 255 bytes.
+const MAX_MODULE_LEN: usize = 200;
+
+/// Why `name` cannot be a Rust identifier (a keyword that has a raw form is fine).
+fn not_an_identifier(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        return Some("is empty");
+    }
+    if matches!(name, "self" | "Self" | "super" | "crate" | "_") {
+        return Some("is a Rust keyword that no identifier, raw or not, can be");
+    }
+    // The emitter writes a keyword in raw form itself; a name already raw (`r#x`) is not one.
+    if name.contains('#') {
+        return Some(
+            "is not a Rust identifier (letters, digits and `_`, not starting with a digit)",
+        );
+    }
+    let plain = syn::parse_str::<syn::Ident>(name).is_ok();
+    if plain || syn::parse_str::<syn::Ident>(&format!("r#{name}")).is_ok() {
+        None
+    } else {
+        Some("is not a Rust identifier (letters, digits and `_`, not starting with a digit)")
+    }
+}
+
+/// One namespace of generated names: the first manifest place that gave each.
+struct Namespace<'a> {
+    what: &'a str,
+    seen: BTreeMap<String, (String, String)>,
+}
+
+impl<'a> Namespace<'a> {
+    fn new(what: &'a str) -> Self {
+        Namespace {
+            what,
+            seen: BTreeMap::new(),
+        }
+    }
+
+    /// Records `rust` as given by `name` at `path`; reports it if it is not an identifier or
+    /// another name already maps to it; `false` when it reported.
+    fn add(
+        &mut self,
+        file: &str,
+        path: &str,
+        name: &str,
+        rust: String,
+        out: &mut Diagnostics,
+    ) -> bool {
+        if let Some(why) = not_an_identifier(&rust) {
+            let shown = if rust == name {
+                String::new()
+            } else {
+                format!(" (as `{rust}`)")
+            };
+            out.push(Diagnostic::new(
+                file,
+                path,
+                format!(
+                    "{} `{name}`{shown} {why}: the generated Rust names it",
+                    self.what
+                ),
+            ));
+            return false;
+        }
+        match self.seen.get(&rust) {
+            Some((other_path, other)) if other == name => out.push(Diagnostic::new(
+                file,
+                path,
+                format!("{} `{name}` is given twice (first at {other_path})", self.what),
+            )),
+            Some((other_path, other)) => out.push(Diagnostic::new(
+                file,
+                path,
+                format!(
+                    "{} `{name}` and `{other}` (at {other_path}) both become `{rust}` in the generated Rust",
+                    self.what
+                ),
+            )),
+            None => {
+                self.seen.insert(rust, (path.to_owned(), name.to_owned()));
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Reports every manifest name the generated module could not use.
+pub fn check(file: &str, manifest: &Manifest, op: &Op, out: &mut Diagnostics) {
+    if op.module.len() > MAX_MODULE_LEN {
+        out.push(Diagnostic::new(
+            file,
+            "name",
+            format!(
+                "the op name gives a module name of {} bytes; at most {MAX_MODULE_LEN} fit the generated file names",
+                op.module.len()
+            ),
+        ));
+    } else if let Some(why) = not_an_identifier(&snake_case(&manifest.name)) {
+        out.push(Diagnostic::new(
+            file,
+            "name",
+            format!("the op's module name {why}"),
+        ));
+    }
+
+    let mut attributes = Namespace::new("attribute");
+    for attribute in &op.attributes {
+        let name = &attribute.name;
+        let path = if manifest.dialect == Dialect::V1 && manifest.scalars.contains_key(name) {
+            format!("args.{name}")
+        } else if manifest.attributes.contains_key(name) {
+            format!("attributes.{name}")
+        } else if manifest.attribute_constraints.contains_key(name) {
+            format!("attributeConstraints.{name}")
+        } else {
+            format!("attributeDescriptions.{name}")
+        };
+        attributes.add(file, &path, name, snake_ident(name), out);
+    }
+
+    // Inputs and outputs share the typed structs' fields; an output repeating an input's
+    // role is that input, written in place.
+    let mut roles = Namespace::new("tensor role");
+    for (i, decl) in manifest.inputs.iter().enumerate() {
+        let path = format!("inputs[{i}].role");
+        roles.add(file, &path, &decl.role, snake_ident(&decl.role), out);
+    }
+    let mut outputs = Namespace::new("output role");
+    for (i, decl) in manifest.outputs.iter().enumerate() {
+        let path = format!("outputs[{i}].role");
+        let fine = outputs.add(file, &path, &decl.role, snake_ident(&decl.role), out);
+        if fine && !manifest.inputs.iter().any(|input| input.role == decl.role) {
+            roles.add(file, &path, &decl.role, snake_ident(&decl.role), out);
+        }
+    }
+
+    let mut type_vars = Namespace::new("type variable");
+    for name in manifest.type_constraints.keys() {
+        let path = format!("typeConstraints.{name}");
+        let generic = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && name.chars().all(|c| c.is_ascii_alphanumeric());
+        if !generic {
+            out.push(Diagnostic::new(
+                file,
+                &path,
+                format!("type variable `{name}` must be an ASCII name that starts with a capital letter (it is a generic parameter of the generated Rust)"),
+            ));
+        } else if RESERVED_TYPE_NAMES.contains(&name.as_str()) {
+            out.push(Diagnostic::new(
+                file,
+                &path,
+                format!("type variable `{name}` would shadow the generated module's own `{name}`"),
+            ));
+        } else {
+            type_vars.add(
+                file,
+                &path,
+                name,
+                snake_ident(name).to_ascii_lowercase(),
+                out,
+            );
+        }
+    }
+
+    let mut derives = Namespace::new("derive entry");
+    for name in manifest.derive.keys() {
+        let rust = format!("derive_{}", snake_ident(name));
+        derives.add(file, &format!("derive.{name}"), name, rust, out);
+    }
+
+    let mut variants = Namespace::new("variant id");
+    for (v, variant) in manifest.variants.iter().enumerate() {
+        let path = format!("variants[{v}].id");
+        let snake = snake_ident(&variant.id);
+        if RESERVED_VARIANT_IDS.contains(&snake.as_str()) {
+            out.push(Diagnostic::new(
+                file,
+                &path,
+                format!("variant id `{}` would name the generated `plan_{snake}`, which the module already has", variant.id),
+            ));
+            continue;
+        }
+        variants.add(file, &path, &variant.id, format!("plan_{snake}"), out);
+        let mut passes = Namespace::new("pass id");
+        for (p, pass) in variant.passes.iter().enumerate() {
+            let path = format!("variants[{v}].passes[{p}].id");
+            // Pass ids key the shader table rather than naming Rust items: only repeats matter.
+            passes.add(
+                file,
+                &path,
+                &pass.id,
+                format!("pass_{}", pass.id.len()) + &hex(&pass.id),
+                out,
+            );
+        }
+    }
+}
+
+/// A name made of identifier characters whatever `text` holds, equal only for equal texts.
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_and_keywords() {
+        for good in ["x", "num_heads", "type", "fn", "é", "_x", "r1"] {
+            assert_eq!(not_an_identifier(good), None, "{good}");
+        }
+        for bad in ["", "self", "Self", "_", "crate", "1x", "a-b", "a b", "r#x"] {
+            assert!(not_an_identifier(bad).is_some(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! The real inputs mutations start from: the repository's seed packages with their hints, and
+//! each package of the third-party corpus (`$KERNEL_CORPUS_DIR`, else `../shared/corpus`)
+//! with the project's hints for it, when the corpus is present.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use codegen::Inputs;
+
+/// The name of the seed that holds the repository's seed packages together.
+pub const SEED_PACKAGES: &str = "seed packages";
+
+/// One starting point: a name for reports and the generator's inputs.
+#[derive(Debug, Clone)]
+pub struct Seed {
+    pub name: String,
+    pub inputs: Inputs,
+}
+
+/// The repository root (this crate lives in `fuzz/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// The seed packages, read as `cargo xtask codegen` reads them, display paths relative to
+/// the repository root (`packages/com.microsoft.BiasSoftmax/manifest.json`).
+pub fn seed_packages() -> Result<Inputs> {
+    let mut config = codegen::Config::new();
+    config
+        .root(repo_root())
+        .packages_in("packages")
+        .include_root("packages/_shared")
+        .hints_dir("hints")
+        .emit_rerun_if_changed(false);
+    let (inputs, _) = config.read_inputs().context("reading the seed packages")?;
+    Ok(inputs)
+}
+
+/// The corpus collection folder, when it is there.
+pub fn corpus_collection() -> Option<PathBuf> {
+    let dir = std::env::var_os("KERNEL_CORPUS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared/corpus"))
+        .join("gemma-4");
+    dir.is_dir().then_some(dir)
+}
+
+/// Every corpus package on its own, with the project's hints for it.
+fn corpus_packages(collection: &Path) -> Result<Vec<Seed>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(collection)
+        .with_context(|| format!("reading {}", collection.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("manifest.json").is_file())
+        .collect();
+    dirs.sort();
+    let hints = repo_root().join("examples/corpus/hints");
+    let mut seeds = Vec::new();
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut config = codegen::Config::new();
+        config
+            .root(collection)
+            .package(&dir)
+            .include_root(collection.join("_shared_assets"))
+            .emit_rerun_if_changed(false);
+        // Only this package's hints: the generator refuses hints without their package.
+        let own = hints.join(format!("{name}.hints.json"));
+        let (mut inputs, _) = config
+            .read_inputs()
+            .with_context(|| format!("reading corpus package {name}"))?;
+        if own.is_file() {
+            let text = std::fs::read_to_string(&own)
+                .with_context(|| format!("reading {}", own.display()))?;
+            inputs.packages[0].hints = Some((format!("hints/{name}.hints.json"), text));
+        }
+        seeds.push(Seed { name, inputs });
+    }
+    Ok(seeds)
+}
+
+/// The seed packages together, then every corpus package when the corpus is present.
+pub fn all() -> Result<Vec<Seed>> {
+    let mut seeds = vec![Seed {
+        name: SEED_PACKAGES.to_owned(),
+        inputs: seed_packages()?,
+    }];
+    if let Some(collection) = corpus_collection() {
+        seeds.extend(corpus_packages(&collection)?);
+    }
+    Ok(seeds)
+}
+
+/// The seed a case starts from: the seed packages, or the corpus package it names (`None`
+/// when the corpus is not present).
+pub fn for_case(from: Option<&str>) -> Result<Option<Inputs>> {
+    let Some(name) = from else {
+        return Ok(Some(seed_packages()?));
+    };
+    let Some(collection) = corpus_collection() else {
+        return Ok(None);
+    };
+    let seed = corpus_packages(&collection)?
+        .into_iter()
+        .find(|s| s.name == name)
+        .with_context(|| format!("no corpus package `{name}`"))?;
+    Ok(Some(seed.inputs))
+}

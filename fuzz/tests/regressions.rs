@@ -1,0 +1,51 @@
+//! Regression fixtures of the generator's fuzz target: every `tests/regressions/*.test` file
+//! is a mutation of the seed packages (or of a corpus package, `from <name>`; skipped without
+//! the corpus), then a line `---`, then the exact outcome: the diagnostics, `ok: …`, or
+//! `failure: …` where something that must hold did not. `UPDATE_EXPECT=1` rewrites them.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use fuzz::codegen_target;
+use fuzz::mutation::Case;
+
+#[test]
+fn mutations_give_the_expected_outcome() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
+    let update = std::env::var_os("UPDATE_EXPECT").is_some();
+    let mut paths: Vec<_> = fs::read_dir(&root)
+        .expect("tests/regressions exists")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "test"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no fixtures under {}", root.display());
+    let mut failures = Vec::new();
+    let mut skipped = 0;
+    for path in &paths {
+        let text = fs::read_to_string(path).expect("fixture is readable");
+        let (head, expected) = text.split_once("\n---\n").unwrap_or((&text, ""));
+        let case = Case::parse(head).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let Some(seed) = fuzz::seeds::for_case(case.from.as_deref()).expect("seed reads") else {
+            skipped += 1;
+            continue;
+        };
+        let actual = match codegen_target::check(&seed, &case, Duration::from_secs(120)) {
+            Ok(outcome) => outcome.render(),
+            Err(message) => format!("failure: {message}\n"),
+        };
+        if update {
+            fs::write(path, format!("{head}\n---\n{actual}")).expect("fixture is writable");
+        } else if actual != expected {
+            failures.push(format!(
+                "{}\n--- expected\n{expected}--- actual\n{actual}",
+                path.display()
+            ));
+        }
+    }
+    if skipped > 0 {
+        eprintln!("skipped {skipped} fixtures of corpus packages: no corpus here");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
