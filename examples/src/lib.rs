@@ -8,3 +8,4 @@ pub mod data;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod inference_loop;
 pub mod reference;
+pub mod run_op;

@@ -592,3 +592,96 @@ fn a_failed_write_leaves_no_file() {
     );
     assert!(taken.is_dir(), "the folder in the way is untouched");
 }
+
+/// Runs BiasSoftmax on `tensors` and returns its error line (status 2 expected).
+fn bias_softmax_error(test: &str, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) -> String {
+    let dir = scratch(test);
+    let (input, out) = (dir.join("in.safetensors"), dir.join("out.safetensors"));
+    write_file(&input, tensors);
+    let output = run_op(&[
+        "BiasSoftmax",
+        "--inputs",
+        input.to_str().expect("utf-8 path"),
+        "--output",
+        out.to_str().expect("utf-8 path"),
+        "--attr",
+        "axis=-1",
+        "--attr",
+        "is_inner_broadcast=1",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "stderr: {}", stderr(&output));
+    assert!(!out.exists(), "a failure writes no output");
+    error_line(&output)
+}
+
+#[test]
+fn malformed_lists_are_refused_by_name() {
+    let dir = scratch("lists");
+    let (good, out) = (dir.join("good.safetensors"), dir.join("out.safetensors"));
+    let p = problem();
+    write_problem(&good, &p, &p.positions);
+    for list in ["[[2,1,1", "[2,1,1", "2,1,1]", "2,,1,1", "2,1,1,"] {
+        let section = format!("mrope_section={list}");
+        expect_usage_error(
+            &[
+                "MRotaryEmbedding",
+                "--inputs",
+                good.to_str().expect("utf-8 path"),
+                "--output",
+                out.to_str().expect("utf-8 path"),
+                "--attr",
+                "num_heads=2",
+                "--attr",
+                &section,
+            ],
+            "mrope_section",
+        );
+    }
+}
+
+#[test]
+fn a_file_whose_shape_disagrees_with_its_data_names_the_tensor() {
+    // `bias` claims 2×1×10 floats over 60 bytes: the safetensors crate's own error names no
+    // tensor.
+    let dir = scratch("lying-shape");
+    let (input, out) = (dir.join("in.safetensors"), dir.join("out.safetensors"));
+    let mut header = r#"{"data":{"dtype":"F32","shape":[2,3,10],"data_offsets":[0,240]},"bias":{"dtype":"F32","shape":[2,1,10],"data_offsets":[240,300]}}"#.to_owned();
+    while !header.len().is_multiple_of(8) {
+        header.push(' ');
+    }
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.extend(std::iter::repeat_n(0u8, 300));
+    std::fs::write(&input, file).expect("file is writable");
+    let input = input.to_str().expect("utf-8 path");
+    let out = out.to_str().expect("utf-8 path");
+    let args = [
+        "BiasSoftmax",
+        "--inputs",
+        input,
+        "--output",
+        out,
+        "--attr",
+        "axis=-1",
+    ];
+    expect_usage_error(
+        &args,
+        "tensor `bias`: shape [2, 1, 10] of F32 takes 80 bytes",
+    );
+}
+
+#[test]
+fn planning_errors_name_the_inputs_a_value_comes_from() {
+    // Zero elements, but a row count beyond what a shader's u32 can hold.
+    let line = bias_softmax_error(
+        "huge-empty",
+        &[
+            ("data", Dtype::F32, vec![1 << 40, 2, 0], Vec::new()),
+            ("bias", Dtype::F32, vec![1, 2, 0], Vec::new()),
+        ],
+    );
+    assert!(
+        line.contains("`data`") && line.contains("does not fit a u32"),
+        "{line}"
+    );
+}

@@ -363,20 +363,52 @@ fn edit(surface: Surface) -> impl Strategy<Value = Edit> {
     )
 }
 
-/// Cases over all seeds: a seed, then one to three edits of it.
+/// Cases over all seeds: a seed, then one to three edits of it. The seed packages are
+/// mutated one at a time (the others left out), so each input generates one op.
 pub fn cases(seeds: &[Seed]) -> impl Strategy<Value = Case> + use<> {
-    let options: Vec<_> = seeds
-        .iter()
-        .map(|seed| {
-            let from = (seed.name != crate::seeds::SEED_PACKAGES).then(|| seed.name.clone());
-            proptest::collection::vec(edit(Surface::of(seed)), 1..=3)
-                .prop_map(move |edits| Case {
-                    from: from.clone(),
-                    packages: None,
-                    edits,
-                })
-                .boxed()
-        })
-        .collect();
+    let mut options = Vec::new();
+    for seed in seeds {
+        if seed.name != crate::seeds::SEED_PACKAGES {
+            let from = Some(seed.name.clone());
+            options.push(
+                proptest::collection::vec(edit(Surface::of(seed)), 1..=3)
+                    .prop_map(move |edits| Case {
+                        from: from.clone(),
+                        packages: None,
+                        edits,
+                    })
+                    .sboxed(),
+            );
+            continue;
+        }
+        for package in &seed.inputs.packages {
+            let folder = package
+                .dir
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            let mut alone = seed.inputs.clone();
+            alone.packages.retain(|p| p.dir == package.dir);
+            let shared = alone.include_root.clone().unwrap_or_default();
+            alone.templates.retain(|path, _| {
+                path.starts_with(&format!("{}/", package.dir))
+                    || (!shared.is_empty() && path.starts_with(&format!("{shared}/")))
+            });
+            let one = Seed {
+                name: folder.clone(),
+                inputs: alone,
+            };
+            options.push(
+                proptest::collection::vec(edit(Surface::of(&one)), 1..=3)
+                    .prop_map(move |edits| Case {
+                        from: None,
+                        packages: Some(vec![folder.clone()]),
+                        edits,
+                    })
+                    .sboxed(),
+            );
+        }
+    }
     proptest::strategy::Union::new(options)
 }

@@ -17,8 +17,12 @@ pub struct Seed {
     pub inputs: Inputs,
 }
 
-/// The repository root (this crate lives in `fuzz/`).
+/// The repository root: `$FUZZ_REPO_ROOT`, else the folder above this crate's (so a built
+/// `fuzz` binary can run from a copy of the repository elsewhere).
 pub fn repo_root() -> PathBuf {
+    if let Some(root) = std::env::var_os("FUZZ_REPO_ROOT") {
+        return PathBuf::from(root);
+    }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .map(Path::to_path_buf)

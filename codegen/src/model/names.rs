@@ -2,6 +2,8 @@
 //! manifest gives them: each must be an identifier once mapped (attributes, tensor roles and
 //! type variables in snake_case, variant ids and `derive` entries behind a prefix), and no
 //! two may map to the same name. A name that passed here never makes the Rust emitter fail.
+//! The names the shader prelude declares (bindings, the uniform struct, its fields) are
+//! checked as WGSL names the same way.
 
 use std::collections::BTreeMap;
 
@@ -133,8 +135,114 @@ impl<'a> Namespace<'a> {
     }
 }
 
+/// Why `name` cannot name a WGSL declaration (the generated prelude declares bindings, the
+/// uniform struct and its fields by their manifest names).
+fn not_a_wgsl_identifier(name: &str) -> Option<&'static str> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_alphabetic() || c == '_');
+    if !first_ok || !chars.all(|c| c.is_alphanumeric() || c == '_') || name == "_" {
+        return Some(
+            "is not a WGSL identifier (letters, digits and `_`, not starting with a digit)",
+        );
+    }
+    if name.starts_with("__") {
+        return Some("starts with `__`, which WGSL keeps for itself");
+    }
+    if naga::keywords::wgsl::RESERVED.contains(&name) {
+        return Some("is a WGSL keyword or reserved word");
+    }
+    None
+}
+
+/// Whether two binding lists declare the same names.
+fn same_names(a: &[crate::manifest::BindingDecl], b: &[crate::manifest::BindingDecl]) -> bool {
+    let names = |list: &[crate::manifest::BindingDecl]| -> Vec<String> {
+        list.iter()
+            .flat_map(|b| {
+                let fields = b
+                    .struct_
+                    .iter()
+                    .flat_map(|s| std::iter::once(&s.name).chain(s.fields.iter().map(|f| &f.name)));
+                std::iter::once(&b.name)
+                    .chain(fields)
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    names(a) == names(b)
+}
+
+/// The WGSL names the prelude declares: each binding list's names, and its uniform struct's
+/// name and field names, each an identifier and none repeated.
+fn check_wgsl_names(file: &str, manifest: &Manifest, out: &mut Diagnostics) {
+    let mut lists: Vec<(String, &[crate::manifest::BindingDecl])> = manifest
+        .binding_sets
+        .iter()
+        .map(|(name, list)| (format!("bindingSets.{name}"), list.as_slice()))
+        .collect();
+    for (v, variant) in manifest.variants.iter().enumerate() {
+        for (p, pass) in variant.passes.iter().enumerate() {
+            // Hints copy a set into the pass to change it; such a copy was checked as the set.
+            if let crate::manifest::BindingsRef::Inline(list) = &pass.bindings
+                && !manifest
+                    .binding_sets
+                    .values()
+                    .any(|set| same_names(set, list))
+            {
+                lists.push((
+                    format!("variants[{v}].passes[{p}].bindings"),
+                    list.as_slice(),
+                ));
+            }
+        }
+    }
+    let mut check = |path: String, what: &str, name: &str, seen: &mut BTreeMap<String, String>| {
+        if let Some(why) = not_a_wgsl_identifier(name) {
+            out.push(Diagnostic::new(
+                file,
+                &path,
+                format!("{what} `{name}` {why}: the shader declares it"),
+            ));
+        } else if let Some(first) = seen.get(name) {
+            out.push(Diagnostic::new(
+                file,
+                &path,
+                format!("{what} `{name}` is given twice (first at {first})"),
+            ));
+        } else {
+            seen.insert(name.to_owned(), path);
+        }
+    };
+    for (base, list) in lists {
+        let mut names = BTreeMap::new();
+        for (i, binding) in list.iter().enumerate() {
+            check(
+                format!("{base}[{i}].name"),
+                "binding",
+                &binding.name,
+                &mut names,
+            );
+            if let Some(decl) = &binding.struct_ {
+                let at = format!("{base}[{i}].struct");
+                check(format!("{at}.name"), "struct", &decl.name, &mut names);
+                let mut fields = BTreeMap::new();
+                for (f, field) in decl.fields.iter().enumerate() {
+                    check(
+                        format!("{at}.fields[{f}].name"),
+                        "struct field",
+                        &field.name,
+                        &mut fields,
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Reports every manifest name the generated module could not use.
 pub fn check(file: &str, manifest: &Manifest, op: &Op, out: &mut Diagnostics) {
+    check_wgsl_names(file, manifest, out);
     if op.module.len() > MAX_MODULE_LEN {
         out.push(Diagnostic::new(
             file,

@@ -31,7 +31,10 @@ pub(super) fn variant_plan(
             let value = match d.expr.ir.ty {
                 Type::Float => quote!(#lowered),
                 Type::Bool => quote!(if #lowered { 1.0 } else { 0.0 }),
-                _ => quote!(f64::from(rt::support::to_u32(#name, #lowered)?)),
+                _ => {
+                    let what = described(op, name, &d.expr.ir);
+                    quote!(f64::from(rt::support::to_u32(#what, #lowered)?))
+                }
             };
             quote!((#pipeline_name, #value))
         });
@@ -41,10 +44,10 @@ pub(super) fn variant_plan(
             BindingTarget::Params => quote!(rt::Binding::Params),
         });
         let params = match pass.bindings.iter().find_map(|b| b.params.as_ref()) {
-            Some(params) => params_bytes(scope, params),
+            Some(params) => params_bytes(op, scope, params),
             None => quote!(::std::vec::Vec::new()),
         };
-        let dispatch = dispatch(scope, &pass.dispatch);
+        let dispatch = dispatch(op, scope, &pass.dispatch);
         let id = &pass.id;
         passes.push(quote! {
             rt::PlannedPass { id: #id, kernel: SHADERS.kernel(#table_pass, &[#(#keys),*])?, overrides: vec![#(#overrides),*], bindings: vec![#(#bindings),*], params: #params, dispatch: #dispatch }
@@ -104,9 +107,9 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
 
 /// The bytes of a pass's uniform struct, packed field by field: every field is a 4-byte scalar
 /// at offset `4 * i`, which `wgsl::validate` checked against naga's layout.
-fn params_bytes(scope: &EnvScope<'_>, params: &model::ParamsStruct) -> TokenStream {
+fn params_bytes(op: &Op, scope: &EnvScope<'_>, params: &model::ParamsStruct) -> TokenStream {
     let words = params.fields.iter().map(|f| {
-        let text = &f.name;
+        let text = described(op, &f.name, &f.value.ir);
         let lowered = lower(&f.value.ir, scope);
         match f.wgsl_type {
             "u32" => quote!(.checked_u32(#text, #lowered)?),
@@ -118,14 +121,16 @@ fn params_bytes(scope: &EnvScope<'_>, params: &model::ParamsStruct) -> TokenStre
     quote!(rt::uniform::Words::with_fields(#count) #(#words)* .into_bytes())
 }
 
-fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
+fn dispatch(op: &Op, scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
     let count = |name: &str, e: &Expr| {
         let lowered = lower(&e.ir, scope);
-        quote!(rt::support::to_u64(#name, #lowered)?)
+        let what = described(op, name, &e.ir);
+        quote!(rt::support::to_u64(#what, #lowered)?)
     };
     let size = |name: &str, e: &Expr| {
         let lowered = lower(&e.ir, scope);
-        quote!(rt::support::to_u32(#name, #lowered)?)
+        let what = described(op, name, &e.ir);
+        quote!(rt::support::to_u32(#what, #lowered)?)
     };
     match dispatch {
         Dispatch::Threads {
@@ -154,5 +159,66 @@ fn dispatch(scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
             let w = size("workgroupSize", workgroup_size);
             quote!(rt::Dispatch::GridStride { items: #i, workgroup_size: #w })
         }
+    }
+}
+
+/// A value as a planning error names it: the name, and the inputs and arguments it is
+/// computed from (through `derive` entries), since the name alone is the package's own
+/// ("`innerRepeat` (from the shapes of `data`, `bias`)").
+fn described(op: &Op, name: &str, ir: &crate::expr::Ir) -> String {
+    let mut tensors = std::collections::BTreeSet::new();
+    let mut attrs = std::collections::BTreeSet::new();
+    let mut args = std::collections::BTreeSet::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut stack: Vec<crate::expr::Symbol> = ir.symbols().into_iter().collect();
+    while let Some(symbol) = stack.pop() {
+        use crate::expr::Symbol;
+        match symbol {
+            Symbol::Shape(role) | Symbol::Rank(role) => {
+                tensors.insert(op.tensor(&role).map_or(role, |t| t.role.clone()));
+            }
+            Symbol::Attr(a) => {
+                attrs.insert(a);
+            }
+            Symbol::Arg(a) => {
+                args.insert(a);
+            }
+            Symbol::Derived(d) if seen.insert(d.clone()) => {
+                if let Some(derived) = op.derived(&d) {
+                    stack.extend(derived.expr.ir.symbols());
+                }
+            }
+            _ => {}
+        }
+    }
+    let quote_all = |names: &std::collections::BTreeSet<String>| {
+        names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut from = Vec::new();
+    if !tensors.is_empty() {
+        let noun = if tensors.len() == 1 {
+            "the shape of"
+        } else {
+            "the shapes of"
+        };
+        from.push(format!("{noun} {}", quote_all(&tensors)));
+    }
+    for (names, one, many) in [
+        (&attrs, "attribute", "attributes"),
+        (&args, "argument", "arguments"),
+    ] {
+        if !names.is_empty() {
+            let noun = if names.len() == 1 { one } else { many };
+            from.push(format!("{noun} {}", quote_all(names)));
+        }
+    }
+    if from.is_empty() {
+        format!("`{name}`")
+    } else {
+        format!("`{name}` (from {})", from.join(" and "))
     }
 }

@@ -44,14 +44,23 @@ impl AttrValue {
         if let Ok(v) = text.parse::<f64>() {
             return AttrValue::Float(v);
         }
-        let items: Result<Vec<i64>, _> = text
-            .trim_matches(['[', ']'])
-            .split(',')
-            .map(|s| s.trim().parse::<i64>())
-            .collect();
+        // A list is `a,b,…` or `[a,b,…]` (`[]` empty), every item an integer; anything else,
+        // `[1,2` or `1,,2` among them, is a string, which a list attribute then refuses.
+        let bracketed = text.strip_prefix('[').and_then(|t| t.strip_suffix(']'));
+        let inner = match bracketed {
+            Some(inner) if inner.trim().is_empty() => return AttrValue::Ints(Vec::new()),
+            Some(inner) => Some(inner),
+            None => text.contains(',').then_some(text),
+        };
+        let items: Option<Vec<i64>> = inner.and_then(|inner| {
+            inner
+                .split(',')
+                .map(|s| s.trim().parse::<i64>().ok())
+                .collect()
+        });
         match items {
-            Ok(items) if text.contains(',') || text.starts_with('[') => AttrValue::Ints(items),
-            _ => AttrValue::Str(text.to_owned()),
+            Some(items) => AttrValue::Ints(items),
+            None => AttrValue::Str(text.to_owned()),
         }
     }
 
@@ -228,4 +237,32 @@ pub fn check_allowed(
             list.join(", ")
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AttrValue;
+
+    #[test]
+    fn lists_are_parsed_strictly() {
+        assert_eq!(
+            AttrValue::parse("16,24,24"),
+            AttrValue::Ints(vec![16, 24, 24])
+        );
+        assert_eq!(
+            AttrValue::parse("[16, 24,24]"),
+            AttrValue::Ints(vec![16, 24, 24])
+        );
+        assert_eq!(AttrValue::parse("[]"), AttrValue::Ints(Vec::new()));
+        assert_eq!(AttrValue::parse("[7]"), AttrValue::Ints(vec![7]));
+        for malformed in ["[[2,3,3", "[1,2", "1,2]", "1,,2", "1,2,", "[[1]]", "[1;2]"] {
+            assert_eq!(
+                AttrValue::parse(malformed),
+                AttrValue::Str(malformed.to_owned()),
+                "{malformed}"
+            );
+        }
+        assert_eq!(AttrValue::parse(" 3 "), AttrValue::Int(3));
+        assert_eq!(AttrValue::parse("0.5"), AttrValue::Float(0.5));
+    }
 }

@@ -220,21 +220,22 @@ impl From<Vec<i64>> for ExprValue {
     }
 }
 
-/// A uniform or override value that must fit a WGSL `u32`.
-pub fn to_u32(name: &str, value: i64) -> Result<u32, EvalError> {
-    u32::try_from(value)
-        .map_err(|_| EvalError::new(format!("`{name}` = {value} does not fit a u32")))
+/// A uniform or override value that must fit a WGSL `u32`; `what` names it as the error
+/// shows it (generated code says which inputs it comes from: "`rows` (from the shape of
+/// `data`)").
+pub fn to_u32(what: &str, value: i64) -> Result<u32, EvalError> {
+    u32::try_from(value).map_err(|_| EvalError::new(format!("{what} = {value} does not fit a u32")))
 }
 
-/// A uniform value that must fit a WGSL `i32`.
-pub fn to_i32(name: &str, value: i64) -> Result<i32, EvalError> {
+/// A uniform value that must fit a WGSL `i32`; `what` as for [`to_u32`].
+pub fn to_i32(what: &str, value: i64) -> Result<i32, EvalError> {
     i32::try_from(value)
-        .map_err(|_| EvalError::new(format!("`{name}` = {value} does not fit an i32")))
+        .map_err(|_| EvalError::new(format!("{what} = {value} does not fit an i32")))
 }
 
 /// A non-negative count (threads, workgroups, elements).
-pub fn to_u64(name: &str, value: i64) -> Result<u64, EvalError> {
-    u64::try_from(value).map_err(|_| EvalError::new(format!("`{name}` = {value} is negative")))
+pub fn to_u64(what: &str, value: i64) -> Result<u64, EvalError> {
+    u64::try_from(value).map_err(|_| EvalError::new(format!("{what} = {value} is negative")))
 }
 
 /// A shape from an expression: every dimension non-negative.
@@ -250,7 +251,7 @@ pub fn to_shape(name: &str, dims: &[i64]) -> Result<Vec<usize>, EvalError> {
 /// The element count of an expression-computed shape.
 pub fn element_count(name: &str, dims: &[i64]) -> Result<u64, EvalError> {
     dims.iter().try_fold(1u64, |acc, &d| {
-        let d = to_u64(name, d)?;
+        let d = to_u64(&format!("a dimension of `{name}`"), d)?;
         acc.checked_mul(d)
             .ok_or_else(|| EvalError::new(format!("`{name}` has more than 2^64 elements")))
     })

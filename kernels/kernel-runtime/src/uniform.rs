@@ -87,7 +87,7 @@ mod tests {
             .unwrap()
             .checked_i32("d", -1);
         assert_eq!(bytes.unwrap().into_bytes().len(), 8);
-        let err = Words::default().checked_u32("rows", -3).unwrap_err();
+        let err = Words::default().checked_u32("`rows`", -3).unwrap_err();
         assert_eq!(err.to_string(), "`rows` = -3 does not fit a u32");
         assert!(Words::default().checked_i32("d", i64::MAX).is_err());
     }

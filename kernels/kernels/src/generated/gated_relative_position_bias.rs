@@ -567,12 +567,18 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
-            .checked_u32("relRows", derive_rel_rows(env) ?) ? .checked_u32("batchSize",
-            derive_batch_size(env) ?) ? .checked_u32("numHeads", env.attrs.num_heads) ?
-            .checked_u32("seqLen", derive_seq_len(env) ?) ? .checked_u32("headSize",
-            derive_head_size(env) ?) ? .checked_u32("projDim", derive_proj_dim(env) ?) ?
-            .into_bytes(), dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
+            .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
+            derive_rel_rows(env) ?) ?
+            .checked_u32("`batchSize` (from the shape of `query_layer`)",
+            derive_batch_size(env) ?) ?
+            .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
+            ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
+            derive_seq_len(env) ?) ?
+            .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
+            derive_head_size(env) ?) ?
+            .checked_u32("`projDim` (from the shape of `weight`)", derive_proj_dim(env)
+            ?) ? .into_bytes(), dispatch :
+            rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
             rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
             ?) ?) }
         ],
@@ -596,12 +602,18 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
-            .checked_u32("relRows", derive_rel_rows(env) ?) ? .checked_u32("batchSize",
-            derive_batch_size(env) ?) ? .checked_u32("numHeads", env.attrs.num_heads) ?
-            .checked_u32("seqLen", derive_seq_len(env) ?) ? .checked_u32("headSize",
-            derive_head_size(env) ?) ? .checked_u32("projDim", derive_proj_dim(env) ?) ?
-            .into_bytes(), dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
+            .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
+            derive_rel_rows(env) ?) ?
+            .checked_u32("`batchSize` (from the shape of `query_layer`)",
+            derive_batch_size(env) ?) ?
+            .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
+            ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
+            derive_seq_len(env) ?) ?
+            .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
+            derive_head_size(env) ?) ?
+            .checked_u32("`projDim` (from the shape of `weight`)", derive_proj_dim(env)
+            ?) ? .into_bytes(), dispatch :
+            rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
             rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
             ?) ?) }
         ],
@@ -625,12 +637,18 @@ fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
-            .checked_u32("relRows", derive_rel_rows(env) ?) ? .checked_u32("batchSize",
-            derive_batch_size(env) ?) ? .checked_u32("numHeads", env.attrs.num_heads) ?
-            .checked_u32("seqLen", derive_seq_len(env) ?) ? .checked_u32("headSize",
-            derive_head_size(env) ?) ? .checked_u32("projDim", derive_proj_dim(env) ?) ?
-            .into_bytes(), dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("workgroups",
+            .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
+            derive_rel_rows(env) ?) ?
+            .checked_u32("`batchSize` (from the shape of `query_layer`)",
+            derive_batch_size(env) ?) ?
+            .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
+            ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
+            derive_seq_len(env) ?) ?
+            .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
+            derive_head_size(env) ?) ?
+            .checked_u32("`projDim` (from the shape of `weight`)", derive_proj_dim(env)
+            ?) ? .into_bytes(), dispatch :
+            rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
             rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
             ?) ?) }
         ],

@@ -1,0 +1,383 @@
+//! `run-op`'s work, as a library so that the command and its fuzz target run the same code:
+//! read the inputs and attributes, run the op, write the outputs.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::bench::median_us;
+use clap::Parser;
+use kernel_runtime::registry::{OpEntry, TensorKind};
+use kernel_runtime::support::AttrValue;
+use kernel_runtime::{AnyTensor, Context, IndexTensor, OpError, RuntimeError, Tensor};
+use safetensors::{Dtype, SafeTensors};
+
+/// The most timed runs `--repeat` asks for: the timings are kept in memory, and more would
+/// take hours without changing the median.
+pub const MAX_REPEAT: i64 = 100_000;
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "run-op",
+    about = "Run one generated op on tensors from a safetensors file"
+)]
+pub struct Args {
+    /// The op: its manifest's `domain.name` (e.g. com.microsoft.MRotaryEmbedding) or bare name.
+    pub op: String,
+    /// Input tensors, named by the op's input roles.
+    #[arg(long)]
+    pub inputs: PathBuf,
+    /// Where to write the outputs, named by the op's output roles.
+    #[arg(long)]
+    pub output: PathBuf,
+    /// An attribute: integers `name=3`, floats `name=0.5`, integer lists `name=16,24,24`.
+    #[arg(long = "attr", value_name = "NAME=VALUE")]
+    pub attrs: Vec<String>,
+    /// Time the op this many times and report the median GPU time (1 to 100000).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=MAX_REPEAT))]
+    pub repeat: u32,
+}
+
+/// A failure and the exit status it maps to.
+#[derive(Debug, Clone)]
+pub enum Failure {
+    /// Contract violation or bad input: status 2.
+    Usage(String),
+    /// Runtime failure: status 1.
+    Runtime(String),
+}
+
+impl From<OpError> for Failure {
+    fn from(err: OpError) -> Self {
+        let line = one_line(&err.to_string());
+        match err {
+            OpError::Runtime(RuntimeError::Narrowing { .. }) => Failure::Usage(line),
+            OpError::Runtime(_) => Failure::Runtime(line),
+            _ => Failure::Usage(line),
+        }
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Failure {
+    /// The command's exit status for this failure.
+    pub fn status(&self) -> u8 {
+        match self {
+            Failure::Usage(_) => 2,
+            Failure::Runtime(_) => 1,
+        }
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Usage(m) | Failure::Runtime(m) => m,
+        }
+    }
+}
+
+/// What a successful run prints: notes (tensors of the file the op does not take) for
+/// stderr, then the summary line for stdout.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub notes: Vec<String>,
+    pub line: String,
+}
+
+/// Runs the op as `args` say. The device is made in `ctx` on first need (after the files and
+/// attributes are read), so one device can serve many calls.
+pub fn run(args: &Args, ctx: &OnceLock<Context>) -> Result<Done, Failure> {
+    let entry = kernels::OPS
+        .iter()
+        .find(|e| e.matches(&args.op))
+        .ok_or_else(|| {
+            let known: Vec<&str> = kernels::OPS.iter().map(|e| e.qualified_name).collect();
+            Failure::Usage(format!(
+                "unknown op `{}` (known: {})",
+                args.op,
+                known.join(", ")
+            ))
+        })?;
+    let attrs = parse_attrs(&args.attrs)?;
+    let bytes = std::fs::read(&args.inputs)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", args.inputs.display())))?;
+    let file = SafeTensors::deserialize(&bytes).map_err(|e| {
+        let why = explain_bad_file(&bytes).unwrap_or_else(|| e.to_string());
+        Failure::Usage(format!(
+            "{} is not a safetensors file: {why}",
+            args.inputs.display()
+        ))
+    })?;
+
+    let ctx = match ctx.get() {
+        Some(ctx) => ctx,
+        None => {
+            let made = Context::new().map_err(|e| Failure::Runtime(one_line(&e.to_string())))?;
+            ctx.get_or_init(|| made)
+        }
+    };
+    let notes = ignored_tensors(entry, &file, &args.inputs);
+    let inputs = upload_inputs(ctx, entry, &file, &args.inputs)?;
+    let input_refs: Vec<&AnyTensor> = inputs.iter().collect();
+    let result = entry.time(ctx, &input_refs, &attrs, args.repeat as usize)?;
+    write_outputs(ctx, entry, &result.outputs, &args.output)?;
+
+    let timing = if result.gpu_times.is_empty() {
+        "GPU time n/a (the adapter has no timestamp queries)".to_owned()
+    } else {
+        format!(
+            "GPU time {:.1} µs (median of {})",
+            median_us(&result.gpu_times),
+            result.gpu_times.len()
+        )
+    };
+    let line = format!(
+        "{}: adapter {}, variant {}, {timing}",
+        entry.qualified_name,
+        ctx.adapter_summary(),
+        result.variant
+    );
+    Ok(Done { notes, line })
+}
+
+fn parse_attrs(raw: &[String]) -> Result<Vec<(String, AttrValue)>, Failure> {
+    let mut attrs: Vec<(String, AttrValue)> = Vec::new();
+    for item in raw {
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| Failure::Usage(format!("--attr `{item}` is not NAME=VALUE")))?;
+        let name = name.trim();
+        if attrs.iter().any(|(n, _)| n == name) {
+            return Err(Failure::Usage(format!(
+                "--attr `{name}` is given twice; give each attribute once"
+            )));
+        }
+        attrs.push((name.to_owned(), AttrValue::parse(value)));
+    }
+    Ok(attrs)
+}
+
+/// A note for each tensor of the file that is not an input of the op.
+fn ignored_tensors(entry: &OpEntry, file: &SafeTensors<'_>, path: &std::path::Path) -> Vec<String> {
+    let mut names = file.names();
+    names.sort_unstable();
+    names
+        .into_iter()
+        .filter(|name| !entry.inputs.iter().any(|r| r.role == *name))
+        .map(|name| {
+            format!(
+                "ignoring tensor `{name}` of {}: not an input of {}",
+                path.display(),
+                entry.name
+            )
+        })
+        .collect()
+}
+
+fn upload_inputs(
+    ctx: &Context,
+    entry: &OpEntry,
+    file: &SafeTensors<'_>,
+    path: &std::path::Path,
+) -> Result<Vec<AnyTensor>, Failure> {
+    let names = file.names();
+    let mut tensors = Vec::new();
+    for role in entry.inputs {
+        let view = file.tensor(role.role).map_err(|_| {
+            Failure::Usage(format!(
+                "{} has no tensor `{}` (has: {}); {} needs {}",
+                path.display(),
+                role.role,
+                names.join(", "),
+                entry.name,
+                entry
+                    .inputs
+                    .iter()
+                    .map(|r| r.role)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let shape = view.shape();
+        let data = view.data();
+        let bad_dtype = |want: &str| {
+            Failure::Usage(format!(
+                "input `{}` has dtype {:?}; expected {want}",
+                role.role,
+                view.dtype()
+            ))
+        };
+        let tensor = match (role.kind, view.dtype()) {
+            (TensorKind::Float { .. }, Dtype::F32) => {
+                let values: Vec<f32> = data
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                AnyTensor::F32(
+                    Tensor::from_slice(ctx, shape, &values)
+                        .map_err(|e| upload_error(role.role, e))?,
+                )
+            }
+            (TensorKind::Float { .. }, Dtype::F16) => {
+                let values: Vec<half::f16> = data
+                    .chunks_exact(2)
+                    .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
+                    .collect();
+                AnyTensor::F16(
+                    Tensor::from_slice(ctx, shape, &values)
+                        .map_err(|e| upload_error(role.role, e))?,
+                )
+            }
+            (TensorKind::Float { .. }, _) => return Err(bad_dtype("F32 or F16")),
+            (TensorKind::Index, Dtype::I64) => {
+                let values: Vec<i64> = data
+                    .chunks_exact(8)
+                    .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                    .collect();
+                AnyTensor::Index(
+                    IndexTensor::from_i64(ctx, shape, &values)
+                        .map_err(|e| upload_error(role.role, e))?,
+                )
+            }
+            (TensorKind::Index, _) => return Err(bad_dtype("I64")),
+        };
+        tensors.push(tensor);
+    }
+    Ok(tensors)
+}
+
+fn upload_error(role: &str, err: RuntimeError) -> Failure {
+    match err {
+        RuntimeError::Narrowing { .. } | RuntimeError::ShapeMismatch { .. } => {
+            Failure::Usage(format!("input `{role}`: {}", one_line(&err.to_string())))
+        }
+        other => Failure::Runtime(format!("input `{role}`: {}", one_line(&other.to_string()))),
+    }
+}
+
+fn write_outputs(
+    ctx: &Context,
+    entry: &OpEntry,
+    outputs: &[AnyTensor],
+    path: &std::path::Path,
+) -> Result<(), Failure> {
+    let mut blobs: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (role, tensor) in entry.outputs.iter().zip(outputs) {
+        let runtime = |e: RuntimeError| {
+            Failure::Runtime(format!(
+                "reading back `{}`: {}",
+                role.role,
+                one_line(&e.to_string())
+            ))
+        };
+        let (dtype, bytes) = match tensor {
+            AnyTensor::F32(t) => (
+                Dtype::F32,
+                t.to_vec(ctx)
+                    .map_err(runtime)?
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+            AnyTensor::F16(t) => (
+                Dtype::F16,
+                t.to_vec(ctx)
+                    .map_err(runtime)?
+                    .iter()
+                    .flat_map(|v| v.to_bits().to_le_bytes())
+                    .collect(),
+            ),
+            AnyTensor::Index(t) => (
+                Dtype::I64,
+                t.to_vec(ctx)
+                    .map_err(runtime)?
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+        };
+        blobs.push((role.role.to_owned(), dtype, tensor.shape().to_vec(), bytes));
+    }
+    let mut views = Vec::new();
+    for (name, dtype, shape, bytes) in &blobs {
+        let view = safetensors::tensor::TensorView::new(*dtype, shape.clone(), bytes)
+            .map_err(|e| Failure::Runtime(format!("output `{name}`: {e}")))?;
+        views.push((name.clone(), view));
+    }
+    let metadata: Option<HashMap<String, String>> = Some(HashMap::from([(
+        "op".to_owned(),
+        entry.qualified_name.to_owned(),
+    )]));
+    let bytes = safetensors::serialize(views, metadata)
+        .map_err(|e| Failure::Runtime(format!("serializing outputs: {e}")))?;
+    // Written beside the destination and renamed, so a failed write leaves no partial file.
+    let file_name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    let partial = path.with_file_name(format!(".{file_name}.partial"));
+    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        Failure::Usage(format!("cannot write {}: {e}", path.display()))
+    })
+}
+
+/// Which tensor of a file the safetensors crate refused, and why, where its error names none
+/// (a shape that disagrees with the data offsets, data that does not cover the file).
+fn explain_bad_file(bytes: &[u8]) -> Option<String> {
+    let len = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+    let header = bytes.get(8..8usize.checked_add(len)?)?;
+    let entries: HashMap<String, serde_json::Value> = serde_json::from_slice(header).ok()?;
+    let mut tensors: Vec<(String, safetensors::tensor::TensorInfo)> = Vec::new();
+    for (name, value) in entries {
+        if name == "__metadata__" {
+            continue;
+        }
+        match serde_json::from_value(value) {
+            Ok(info) => tensors.push((name, info)),
+            Err(e) => return Some(format!("tensor `{name}`: {e}")),
+        }
+    }
+    tensors.sort_by_key(|(_, info)| info.data_offsets);
+    let mut end = 0;
+    for (name, info) in &tensors {
+        let (start, stop) = info.data_offsets;
+        let bits = info
+            .shape
+            .iter()
+            .try_fold(info.dtype.bitsize(), |n, &d| n.checked_mul(d));
+        let Some(bits) = bits else {
+            return Some(format!(
+                "tensor `{name}`: shape {:?} of {:?} has more bytes than an address can count",
+                info.shape, info.dtype
+            ));
+        };
+        if start != end || stop < start {
+            return Some(format!(
+                "tensor `{name}`: data_offsets [{start}, {stop}] do not start where the previous tensor ends (byte {end})"
+            ));
+        }
+        if !bits.is_multiple_of(8) || bits / 8 != stop - start {
+            return Some(format!(
+                "tensor `{name}`: shape {:?} of {:?} takes {} bytes, but its data_offsets [{start}, {stop}] hold {}",
+                info.shape,
+                info.dtype,
+                bits.div_ceil(8),
+                stop - start
+            ));
+        }
+        end = stop;
+    }
+    let data = bytes.len() - 8 - len;
+    (data != end).then(|| {
+        format!(
+            "the tensors' data ends at byte {end} of the data section, which holds {data} bytes"
+        )
+    })
+}

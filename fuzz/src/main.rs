@@ -1,0 +1,219 @@
+//! `fuzz`: runs the fuzz targets for a bounded time and prints a failing input as a
+//! regression fixture.
+//!
+//! ```text
+//! fuzz [codegen|run-op|all] [--seconds N] [--cases N] [--seed N] [--jobs N]
+//! ```
+//! `--jobs N` runs N workers at once, worker `i` with seed `seed + i` (and `--cases` each).
+//! Exit status 0 when no input failed, 1 when one did (the fixture is printed), 2 on bad use.
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Parser, ValueEnum};
+use fuzz::codegen_target::{self, Outcome};
+use fuzz::drive::{self, Budget};
+use fuzz::mutation::Case;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Target {
+    Codegen,
+    RunOp,
+    All,
+}
+
+#[derive(Parser)]
+#[command(about = "Fuzz the generator and run-op with mutations of real inputs")]
+struct Args {
+    #[arg(value_enum, default_value = "all")]
+    target: Target,
+    /// Seconds per target.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// At most this many inputs per target.
+    #[arg(long)]
+    cases: Option<u64>,
+    /// The generator's seed (the same seed and budget give the same inputs).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// An input running longer than this many seconds is a hang.
+    #[arg(long, default_value_t = 60)]
+    hang_seconds: u64,
+    /// Workers at once (the codegen target only; run-op shares one device).
+    #[arg(long, default_value_t = 1)]
+    jobs: u64,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let budget = Budget {
+        time: Duration::from_secs(args.seconds),
+        cases: args.cases,
+        seed: args.seed,
+        hang: Duration::from_secs(args.hang_seconds),
+    };
+    let mut failed = false;
+    let targets: &[Target] = match args.target {
+        Target::All => &[Target::Codegen, Target::RunOp],
+        Target::Codegen => &[Target::Codegen],
+        Target::RunOp => &[Target::RunOp],
+    };
+    for target in targets {
+        let result = match target {
+            Target::Codegen => codegen(budget, args.jobs.max(1)),
+            _ => run_op(budget),
+        };
+        match result {
+            Ok(passed) => failed |= !passed,
+            Err(err) => {
+                eprintln!("fuzz: {err:#}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// What the codegen target saw, for its closing line.
+#[derive(Default)]
+struct Tally {
+    generated: u64,
+    rejected: u64,
+    /// Rejected inputs whose edits touch one file, and of those, the ones where a diagnostic
+    /// names that file.
+    single_file: u64,
+    names_edited_file: u64,
+}
+
+fn codegen(budget: Budget, jobs: u64) -> Result<bool> {
+    let seeds = fuzz::seeds::all()?;
+    eprintln!(
+        "fuzz codegen: {} seeds ({}), {} s, seed {}, {jobs} workers",
+        seeds.len(),
+        seeds
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        budget.time.as_secs(),
+        budget.seed
+    );
+    let by_name: HashMap<Option<String>, codegen::Inputs> = seeds
+        .iter()
+        .map(|s| {
+            let key = (s.name != fuzz::seeds::SEED_PACKAGES).then(|| s.name.clone());
+            (key, s.inputs.clone())
+        })
+        .collect();
+    let strategy = codegen_target::cases(&seeds);
+    let results: Vec<(drive::Run<Case>, Tally)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..jobs)
+            .map(|worker| {
+                let (strategy, by_name) = (&strategy, &by_name);
+                let budget = Budget {
+                    seed: budget.seed + worker,
+                    ..budget
+                };
+                scope.spawn(move || codegen_worker(strategy, by_name, budget, worker))
+            })
+            .collect();
+        workers.into_iter().filter_map(|w| w.join().ok()).collect()
+    });
+    let mut total = Tally::default();
+    let (mut cases, mut elapsed) = (0, Duration::ZERO);
+    let mut failure = None;
+    for (run, tally) in results {
+        cases += run.cases;
+        elapsed = elapsed.max(run.elapsed);
+        total.generated += tally.generated;
+        total.rejected += tally.rejected;
+        total.single_file += tally.single_file;
+        total.names_edited_file += tally.names_edited_file;
+        failure = failure.or(run.failure);
+    }
+    eprintln!(
+        "fuzz codegen: {cases} inputs in {:.1} s: {} generated, {} rejected; of {} rejected single-file edits, {} name the edited file",
+        elapsed.as_secs_f64(),
+        total.generated,
+        total.rejected,
+        total.single_file,
+        total.names_edited_file
+    );
+    report(failure.map(|f| (f.input.to_string(), f.message)))
+}
+
+fn codegen_worker(
+    strategy: &impl proptest::strategy::Strategy<Value = Case>,
+    by_name: &HashMap<Option<String>, codegen::Inputs>,
+    budget: Budget,
+    worker: u64,
+) -> (drive::Run<Case>, Tally) {
+    let mut tally = Tally::default();
+    let show_misattributed = std::env::var_os("FUZZ_SHOW_MISATTRIBUTED").is_some();
+    let run = drive::run(
+        strategy,
+        budget,
+        |case: &Case| {
+            let Some(seed) = by_name.get(&case.from) else {
+                return Ok(());
+            };
+            // A mutation that does not apply (a line past the end) is no input.
+            if case.apply(seed).is_err() {
+                return Ok(());
+            }
+            match codegen_target::check(seed, case, budget.hang)? {
+                Outcome::Generated(_) => tally.generated += 1,
+                Outcome::Rejected(diagnostics) => {
+                    tally.rejected += 1;
+                    let mut files: Vec<&str> = case.edits.iter().map(|e| e.file()).collect();
+                    files.dedup();
+                    if let [file] = files.as_slice() {
+                        tally.single_file += 1;
+                        if diagnostics.0.iter().any(|d| d.file == *file) {
+                            tally.names_edited_file += 1;
+                        } else if show_misattributed {
+                            let first = diagnostics
+                                .0
+                                .first()
+                                .map(ToString::to_string)
+                                .unwrap_or_default();
+                            eprintln!(
+                                "fuzz codegen: no diagnostic names the edited file:\n{case}=> {first}\n"
+                            );
+                        }
+                    }
+                }
+            }
+            Ok(())
+        },
+        |cases, elapsed| {
+            eprintln!(
+                "fuzz codegen [{worker}]: {cases} inputs in {:.0} s",
+                elapsed.as_secs_f64()
+            );
+        },
+    );
+    (run, tally)
+}
+
+fn run_op(budget: Budget) -> Result<bool> {
+    let run = fuzz::run_op_target::fuzz(budget)?;
+    report(run)
+}
+
+/// Prints a failure as a fixture; `true` when there was none.
+fn report(failure: Option<(String, String)>) -> Result<bool> {
+    let Some((input, message)) = failure else {
+        return Ok(true);
+    };
+    eprintln!("fuzz: FAILED: {message}");
+    eprintln!("fuzz: the input, shrunk, as a regression fixture (tests/regressions/<name>.test):");
+    println!("{input}---");
+    Ok(false)
+}
