@@ -9,5 +9,6 @@
 pub mod codegen_target;
 pub mod drive;
 pub mod mutation;
+#[cfg(feature = "run-op")]
 pub mod run_op_target;
 pub mod seeds;

@@ -41,6 +41,25 @@ pub fn run(root: &Path) -> Result<()> {
         super::web::ensure_chromium()?;
         cargo(root, &["test", "--workspace", "--locked"])
     })?;
+    // Both fuzz targets for a bounded time; a failing input is printed as a regression
+    // fixture (`fuzz/tests/regressions/`) and fails the step.
+    step("fuzzing (bounded)", || {
+        cargo(
+            root,
+            &[
+                "run",
+                "--locked",
+                "-p",
+                "fuzz",
+                "--",
+                "all",
+                "--seconds",
+                "60",
+                "--jobs",
+                "2",
+            ],
+        )
+    })?;
     // The benchmark harness on small shapes, each checked against the float64 reference, so
     // it cannot rot; the test profile is enough (dependencies are optimised there).
     step("benchmark harness (quick)", || {

@@ -1,6 +1,6 @@
 //! Project automation, the only entry point for generated code, CI and the demo:
 //! `cargo xtask codegen [--check [--tint] [--spirv-val]]`, `cargo xtask corpus`, `cargo xtask ci`, `cargo xtask demo`,
-//! `cargo xtask bench`, `cargo xtask web [--serve]`.
+//! `cargo xtask bench`, `cargo xtask fuzz`, `cargo xtask web [--serve]`.
 
 mod ci;
 mod codegen;
@@ -59,6 +59,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The fuzz targets (the generator, run-op) built with optimisations, for a longer run
+    /// than CI's: `cargo xtask fuzz -- all --seconds 600 --jobs 2`.
+    Fuzz {
+        /// Arguments for the fuzz command (`codegen|run-op|all`, `--seconds`, `--jobs`, ...).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The browser page: build it for wasm32, then run every op in headless Chromium
     /// (SwiftShader's WebGPU adapter) and check each result against the CPU reference.
     Web {
@@ -99,6 +106,11 @@ fn main() -> ExitCode {
             cargo_args.extend(args.iter().map(String::as_str));
             ci::cargo(&root, &cargo_args)
         }
+        Command::Fuzz { args } => ci::ensure_vulkan_driver().and_then(|()| {
+            let mut cargo_args = vec!["run", "--release", "-p", "fuzz", "--"];
+            cargo_args.extend(args.iter().map(String::as_str));
+            ci::cargo(&root, &cargo_args)
+        }),
         Command::Web { serve } => web::run(&root, serve),
     };
     match result {

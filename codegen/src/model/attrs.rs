@@ -131,22 +131,16 @@ pub fn build_attributes(
 }
 
 /// A default must be a value the attribute can hold and one its constraint allows: a float
-/// within float32's range (generated code holds it as `f32`), not a whole number beyond
-/// int64's (JSON gives those as floats, so an integer attribute would silently become a float
-/// one), and one of `values` where they are given.
+/// within float32's range (generated code holds it as `f32`), and one of `values` where they
+/// are given.
 fn check_default(default: &AttrValue, allowed: Option<&[i64]>) -> Result<(), String> {
-    if let AttrValue::Float(v) = default {
-        if !v.is_finite() || v.abs() > f64::from(f32::MAX) {
-            return Err(format!(
-                "the default {v:e} is beyond float32's range (±{:e}): generated code holds float attributes as f32",
-                f32::MAX
-            ));
-        }
-        if v.fract() == 0.0 && v.abs() >= 9.223_372_036_854_776e18 {
-            return Err(format!(
-                "the default {v:e} is a whole number beyond int64's range: an integer attribute cannot hold it, and a float32 one needs a value with a fraction or within ±2^63"
-            ));
-        }
+    if let AttrValue::Float(v) = default
+        && (!v.is_finite() || v.abs() > f64::from(f32::MAX))
+    {
+        return Err(format!(
+            "the default {v:e} is beyond float32's range (±{:e}): generated code holds float attributes as f32",
+            f32::MAX
+        ));
     }
     if let Some(allowed) = allowed {
         let fits = match default {

@@ -1,6 +1,6 @@
 //! Where templates use values whose value is unknown when the shader text is fixed (dynamic
 //! template values, which render as the name of their WGSL `override`), read from minijinja's
-//! own syntax tree. This is the one file that touches minijinja's unstable `machinery` API.
+//! own syntax tree. It and `source_map.rs` are the only files that touch minijinja's unstable `machinery` API.
 //!
 //! Such a value may only be printed as it is (`{{ blockSize }}`). Anything that needs its
 //! value while rendering is reported with the template line and column: a condition (`if`,
