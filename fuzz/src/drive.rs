@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
+/// The longest a failing input is shrunk for; the input as shrunk by then is reported.
+const SHRINK_TIME: Duration = Duration::from_secs(120);
+
 /// How long and how many inputs a run may take.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
@@ -118,6 +121,8 @@ pub fn run<S: Strategy>(
         cases += 1;
         let first = tree.current();
         if let Err(message) = check(&first) {
+            // Shown before shrinking, which can take minutes, so that it is never lost.
+            eprintln!("fuzz: an input failed ({message}); shrinking it:\n{first:?}");
             let failure = shrink(
                 &mut tree,
                 Failure {
@@ -150,11 +155,16 @@ fn shrink<T: ValueTree>(
     mut failure: Failure<T::Value>,
     check: &mut impl FnMut(&T::Value) -> Result<(), String>,
 ) -> Failure<T::Value> {
-    // Proptest's order: simplify after a failure, complicate after a pass; bounded.
+    // Proptest's order: simplify after a failure, complicate after a pass; bounded in steps
+    // and in time (each step of a hang takes the whole hang limit).
     if !tree.simplify() {
         return failure;
     }
+    let started = Instant::now();
     for _ in 0..1024 {
+        if started.elapsed() > SHRINK_TIME {
+            break;
+        }
         let input = tree.current();
         let more = match check(&input) {
             Err(message) => {

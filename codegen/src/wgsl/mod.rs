@@ -263,6 +263,17 @@ fn render_pass(
     };
     // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
     // native text goes without and the web text gets it back (`web_enables`).
+    if text.len() > render::MAX_SHADER_BYTES {
+        return Err(Diagnostic::new(
+            &pass.template,
+            pass_path(op, v, p),
+            format!(
+                "the rendered shader is {} bytes; at most {} are accepted (does a loop run over a large value?)",
+                text.len(),
+                render::MAX_SHADER_BYTES
+            ),
+        ));
+    }
     let (mut text, enabled) = leading_enables(&text);
     let wrote_subgroups = enabled.iter().any(|name| name == "subgroups");
     if op.dialect == crate::manifest::Dialect::V1 {

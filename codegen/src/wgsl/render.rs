@@ -9,6 +9,14 @@ use crate::diag::Diagnostic;
 use crate::expr::Value;
 use crate::model::{Combination, Op, Pass, Variant};
 
+/// The most minijinja instructions one render of a pass may take (the largest shader of the
+/// seed packages and the corpus takes a small fraction of it).
+pub const RENDER_FUEL: u64 = 20_000_000;
+
+/// The largest rendered shader accepted: far beyond any real kernel, well below what makes
+/// validation and translation take minutes.
+pub const MAX_SHADER_BYTES: usize = 1 << 20;
+
 /// The template syntax: Jinja's delimiters with `trim_blocks`, `lstrip_blocks` and the
 /// trailing newline kept.
 pub fn syntax_config() -> minijinja::syntax::SyntaxConfig {
@@ -40,6 +48,9 @@ pub fn environment(
         crate::manifest::Dialect::V1 => UndefinedBehavior::SemiStrict,
     });
     env.set_syntax(syntax_config());
+    // A template that loops over a huge value would render for minutes: rendering stops
+    // after this many instructions, with an error at the template line.
+    env.set_fuel(Some(RENDER_FUEL));
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_formatter(|out, _state, value| {
         // minijinja prints booleans Python-style (`True`); WGSL needs `true`.
