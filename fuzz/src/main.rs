@@ -145,7 +145,10 @@ fn codegen(budget: Budget, jobs: u64) -> Result<bool> {
         total.single_file,
         total.names_edited_file
     );
-    report(failure.map(|f| (f.input.to_string(), f.message)))
+    report(
+        failure.map(|f| (f.input.to_string(), f.message)),
+        "the input, shrunk, as a regression fixture (fuzz/tests/regressions/<name>.test):",
+    )
 }
 
 fn codegen_worker(
@@ -204,16 +207,19 @@ fn codegen_worker(
 
 fn run_op(budget: Budget) -> Result<bool> {
     let run = fuzz::run_op_target::fuzz(budget)?;
-    report(run)
+    report(
+        run,
+        "the input, shrunk: its call, changes and arguments, and the file kept as IN:",
+    )
 }
 
-/// Prints a failure as a fixture; `true` when there was none.
-fn report(failure: Option<(String, String)>) -> Result<bool> {
+/// Prints a failure (a fixture for the generator); `true` when there was none.
+fn report(failure: Option<(String, String)>, what: &str) -> Result<bool> {
     let Some((input, message)) = failure else {
         return Ok(true);
     };
     eprintln!("fuzz: FAILED: {message}");
-    eprintln!("fuzz: the input, shrunk, as a regression fixture (tests/regressions/<name>.test):");
+    eprintln!("fuzz: {what}");
     println!("{input}---");
     Ok(false)
 }

@@ -625,5 +625,14 @@ pub fn fuzz(budget: Budget) -> Result<Option<(String, String)>> {
         tally.get(&Class::Ran).unwrap_or(&0)
     );
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(run.failure.map(|f| (f.input.to_string(), f.message)))
+    let Some(failure) = run.failure else {
+        return Ok(None);
+    };
+    // The failing file is kept, so that `run-op` itself can be run on it with the printed
+    // arguments (`IN` is this file).
+    let kept = std::env::temp_dir().join("fuzz-run-op-failure.safetensors");
+    std::fs::write(&kept, materialise(&failure.input).file)
+        .with_context(|| format!("writing {}", kept.display()))?;
+    let input = format!("{}# IN: {}\n", failure.input, kept.display());
+    Ok(Some((input, failure.message)))
 }
