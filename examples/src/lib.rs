@@ -8,4 +8,6 @@ pub mod data;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod inference_loop;
 pub mod reference;
+// Files and a blocking device: native only, as the command.
+#[cfg(not(target_arch = "wasm32"))]
 pub mod run_op;
