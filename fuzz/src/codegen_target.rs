@@ -67,6 +67,11 @@ pub fn check(seed: &Inputs, case: &Case, hang: Duration) -> Result<Outcome, Stri
     let inputs = case
         .apply(seed)
         .map_err(|e| format!("the mutation does not apply: {e}"))?;
+    check_inputs(inputs, hang)
+}
+
+/// Generates from mutated `inputs`; `Err` when something that must hold does not.
+pub fn check_inputs(inputs: Inputs, hang: Duration) -> Result<Outcome, String> {
     let files = input_files(&inputs);
     let outcome = generate(inputs, hang)?;
     match &outcome {

@@ -167,10 +167,10 @@ fn codegen_worker(
                 return Ok(());
             };
             // A mutation that does not apply (a line past the end) is no input.
-            if case.apply(seed).is_err() {
+            let Ok(inputs) = case.apply(seed) else {
                 return Ok(());
-            }
-            match codegen_target::check(seed, case, budget.hang)? {
+            };
+            match codegen_target::check_inputs(inputs, budget.hang)? {
                 Outcome::Generated(_) => tally.generated += 1,
                 Outcome::Rejected(diagnostics) => {
                     tally.rejected += 1;

@@ -114,15 +114,20 @@ impl Edit {
         }
     }
 
+    /// The JSON pointer of a JSON edit; `None` for line edits.
+    fn pointer(&self) -> Option<&str> {
+        match self {
+            Edit::Set { pointer, .. }
+            | Edit::Remove { pointer, .. }
+            | Edit::Rename { pointer, .. }
+            | Edit::Duplicate { pointer, .. }
+            | Edit::DuplicateKey { pointer, .. } => Some(pointer),
+            _ => None,
+        }
+    }
+
     fn is_structural(&self) -> bool {
-        matches!(
-            self,
-            Edit::Set { .. }
-                | Edit::Remove { .. }
-                | Edit::Rename { .. }
-                | Edit::Duplicate { .. }
-                | Edit::DuplicateKey { .. }
-        )
+        self.pointer().is_some()
     }
 }
 
@@ -350,17 +355,10 @@ fn apply_structural(
         raw.push((key.clone(), text.to_owned()));
         key
     }
-    let (pointer, last) = match edit {
-        Edit::Set { pointer, .. }
-        | Edit::Remove { pointer, .. }
-        | Edit::Rename { pointer, .. }
-        | Edit::Duplicate { pointer, .. }
-        | Edit::DuplicateKey { pointer, .. } => {
-            let (parent, last) = split_pointer(pointer)?;
-            (parent, last)
-        }
-        _ => return Ok(()),
+    let Some(target) = edit.pointer() else {
+        return Ok(());
     };
+    let (pointer, last) = split_pointer(target)?;
     let parent = value
         .pointer_mut(pointer)
         .ok_or_else(|| format!("nothing at `{pointer}`"))?;

@@ -48,8 +48,13 @@ fn ints(values: impl Iterator<Item = i64>) -> Vec<u8> {
     values.flat_map(i64::to_le_bytes).collect()
 }
 
-/// One small valid call per seed op, float32 and float16.
-pub fn calls() -> Vec<Call> {
+/// One small valid call per seed op, float32 and float16 (built once).
+pub fn calls() -> &'static [Call] {
+    static CALLS: OnceLock<Vec<Call>> = OnceLock::new();
+    CALLS.get_or_init(build_calls)
+}
+
+fn build_calls() -> Vec<Call> {
     let tensor = |name: &str, dtype: &str, shape: &[u64], bytes: Vec<u8>| {
         (name.to_owned(), dtype.to_owned(), shape.to_vec(), bytes)
     };
@@ -371,7 +376,7 @@ impl fmt::Display for Input {
 
 /// Builds the file and arguments of `input` (paths `IN` and `OUT` stand for the files).
 pub fn materialise(input: &Input) -> Materialised {
-    let call = calls()[input.call].clone();
+    let call = &calls()[input.call];
     let mut tensors = call.tensors.clone();
     let mut attrs = call.attrs.clone();
     let mut repeat = None;

@@ -26,7 +26,7 @@ pub fn parse_strict<T: de::DeserializeOwned>(text: &str) -> Result<T, (String, S
 
 /// Reports the first key an object of `text` repeats, at its JSON path, and text after the
 /// value.
-pub fn check_keys(text: &str) -> Result<(), (String, String)> {
+fn check_keys(text: &str) -> Result<(), (String, String)> {
     let mut path = Vec::new();
     let mut repeated = None;
     let deserializer = &mut serde_json::Deserializer::from_str(text);

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Op, snake_case, snake_ident};
+use super::{Op, snake_ident};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::manifest::{Dialect, Manifest};
 
@@ -50,6 +50,9 @@ const RESERVED_VARIANT_IDS: &[&str] = &["dyn"];
 /// systems take 255 bytes.
 const MAX_MODULE_LEN: usize = 200;
 
+const NOT_A_RUST_IDENTIFIER: &str =
+    "is not a Rust identifier (letters, digits and `_`, not starting with a digit)";
+
 /// Why `name` cannot be a Rust identifier (a keyword that has a raw form is fine).
 fn not_an_identifier(name: &str) -> Option<&'static str> {
     if name.is_empty() {
@@ -60,15 +63,13 @@ fn not_an_identifier(name: &str) -> Option<&'static str> {
     }
     // The emitter writes a keyword in raw form itself; a name already raw (`r#x`) is not one.
     if name.contains('#') {
-        return Some(
-            "is not a Rust identifier (letters, digits and `_`, not starting with a digit)",
-        );
+        return Some(NOT_A_RUST_IDENTIFIER);
     }
     let plain = syn::parse_str::<syn::Ident>(name).is_ok();
     if plain || syn::parse_str::<syn::Ident>(&format!("r#{name}")).is_ok() {
         None
     } else {
-        Some("is not a Rust identifier (letters, digits and `_`, not starting with a digit)")
+        Some(NOT_A_RUST_IDENTIFIER)
     }
 }
 
@@ -112,7 +113,20 @@ impl<'a> Namespace<'a> {
             ));
             return false;
         }
-        match self.seen.get(&rust) {
+        self.add_key(file, path, name, rust, out)
+    }
+
+    /// Records `key` as given by `name` at `path`, reporting it if another name already has
+    /// it; `false` when it reported.
+    fn add_key(
+        &mut self,
+        file: &str,
+        path: &str,
+        name: &str,
+        key: String,
+        out: &mut Diagnostics,
+    ) -> bool {
+        match self.seen.get(&key) {
             Some((other_path, other)) if other == name => out.push(Diagnostic::new(
                 file,
                 path,
@@ -122,12 +136,12 @@ impl<'a> Namespace<'a> {
                 file,
                 path,
                 format!(
-                    "{} `{name}` and `{other}` (at {other_path}) both become `{rust}` in the generated Rust",
+                    "{} `{name}` and `{other}` (at {other_path}) both become `{key}` in the generated Rust",
                     self.what
                 ),
             )),
             None => {
-                self.seen.insert(rust, (path.to_owned(), name.to_owned()));
+                self.seen.insert(key, (path.to_owned(), name.to_owned()));
                 return true;
             }
         }
@@ -252,7 +266,7 @@ pub fn check(file: &str, manifest: &Manifest, op: &Op, out: &mut Diagnostics) {
                 op.module.len()
             ),
         ));
-    } else if let Some(why) = not_an_identifier(&snake_case(&manifest.name)) {
+    } else if let Some(why) = not_an_identifier(&op.module) {
         out.push(Diagnostic::new(
             file,
             "name",
@@ -342,20 +356,9 @@ pub fn check(file: &str, manifest: &Manifest, op: &Op, out: &mut Diagnostics) {
         for (p, pass) in variant.passes.iter().enumerate() {
             let path = format!("variants[{v}].passes[{p}].id");
             // Pass ids key the shader table rather than naming Rust items: only repeats matter.
-            passes.add(
-                file,
-                &path,
-                &pass.id,
-                format!("pass_{}", pass.id.len()) + &hex(&pass.id),
-                out,
-            );
+            passes.add_key(file, &path, &pass.id, pass.id.clone(), out);
         }
     }
-}
-
-/// A name made of identifier characters whatever `text` holds, equal only for equal texts.
-fn hex(text: &str) -> String {
-    text.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -539,12 +539,17 @@ fn check_unused_binding_sets(cx: &mut Cx<'_>) {
     let Some(first) = manifest.variants.first() else {
         return;
     };
-    for (name, list) in &manifest.binding_sets {
-        if used.contains(name.as_str()) {
-            continue;
-        }
-        // The first variant's constants were reported when it was built; repeats are dropped.
-        let constants = template_values(cx, "variants[0].constants", &first.constants);
+    let unused: Vec<_> = manifest
+        .binding_sets
+        .iter()
+        .filter(|(name, _)| !used.contains(name.as_str()))
+        .collect();
+    if unused.is_empty() {
+        return;
+    }
+    // The first variant's constants were reported when it was built; repeats are dropped.
+    let constants = template_values(cx, "variants[0].constants", &first.constants);
+    for (name, list) in unused {
         let plain: Vec<BindingDecl> = list
             .iter()
             .map(|b| BindingDecl {

@@ -9,8 +9,8 @@ use crate::diag::Diagnostic;
 use crate::expr::Value;
 use crate::model::{Combination, Op, Pass, Variant};
 
-/// The most minijinja instructions one render of a pass may take (the largest shader of the
-/// seed packages and the corpus takes a small fraction of it).
+/// The most minijinja instructions one render of a pass may take; every shader of the seed
+/// packages and of the corpus renders within it (`cargo xtask codegen`, `cargo xtask corpus`).
 pub const RENDER_FUEL: u64 = 20_000_000;
 
 /// The largest rendered shader accepted: far beyond any real kernel, well below what makes
