@@ -20,15 +20,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::output_dir::{self, Existing};
 use crate::{Diagnostics, Inputs, Output, Package};
 
 /// What [`Config::generate`] and [`Config::check`] can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: {reason}")]
     Layout { path: PathBuf, reason: String },
@@ -36,6 +37,19 @@ pub enum ConfigError {
     Codegen { diagnostics: Diagnostics },
     #[error("no output folder: call `out_dir` (or run from a build script, which sets OUT_DIR)")]
     NoOutDir,
+    #[error(
+        "no packages: {} holds no folder with a manifest.json",
+        .searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    NoPackages { searched: Vec<PathBuf> },
+    #[error(
+        "the output folder {out_dir} holds the input {input}: generating there would replace or remove inputs; choose a folder of its own"
+    )]
+    OutputHoldsInput { out_dir: PathBuf, input: PathBuf },
+    #[error(
+        "{path}: not written by the generator (it does not start with the `@generated` header), so it is left as it is; move it away or choose another output folder"
+    )]
+    NotGenerated { path: PathBuf },
     #[error("{}", stale_message(.stale, .orphaned))]
     Stale {
         stale: Vec<String>,
@@ -63,8 +77,11 @@ pub struct Report {
     pub packages: usize,
     /// Files written (with [`Config::generate`]) or found stale (with [`Config::check`]).
     pub written: Vec<String>,
-    /// Files under the output folder that the run no longer generates: removed, or listed.
+    /// Files the generator wrote earlier that the run no longer generates: removed, or
+    /// listed.
     pub removed: Vec<String>,
+    /// Other files in the output folder (without the `@generated` header): left alone.
+    pub foreign: Vec<String>,
     /// Every input file read, for `cargo:rerun-if-changed`.
     pub inputs: Vec<PathBuf>,
 }
@@ -103,15 +120,28 @@ impl Config {
     }
 
     /// `path` as diagnostics and generated headers show it: relative to the root,
-    /// `/`-separated, without `./`.
+    /// `/`-separated, without `.` parts, repeated or trailing separators (absolute paths stay
+    /// absolute), so the include rules can compare folders as text.
     fn display(&self, path: &Path) -> String {
         let shown = self
             .root
             .as_deref()
             .and_then(|root| path.strip_prefix(root).ok())
             .unwrap_or(path);
-        let text = shown.to_string_lossy().replace('\\', "/");
-        text.strip_prefix("./").unwrap_or(&text).to_owned()
+        let mut text = String::new();
+        for part in shown.components() {
+            match part {
+                std::path::Component::RootDir => text.push('/'),
+                std::path::Component::CurDir => {}
+                other => {
+                    if !text.is_empty() && !text.ends_with('/') {
+                        text.push('/');
+                    }
+                    text.push_str(&other.as_os_str().to_string_lossy());
+                }
+            }
+        }
+        text
     }
 
     /// One package: a folder holding `manifest.json` and the templates it names.
@@ -168,18 +198,28 @@ impl Config {
     }
 
     /// Reads every input into the pure generator's [`Inputs`]; also returns the files read.
+    ///
+    /// Only regular files of at most [`MAX_INPUT_BYTES`](crate::output_dir::MAX_INPUT_BYTES)
+    /// are read; a link is followed only to a file inside the folder it was found in.
     pub fn read_inputs(&self) -> Result<(Inputs, Vec<PathBuf>), ConfigError> {
         let mut read = Vec::new();
         let mut dirs: Vec<PathBuf> = self.packages.iter().map(|p| self.path(p)).collect();
         for root in &self.package_roots {
             let root = self.path(root);
             read.push(root.clone());
-            let mut found: Vec<PathBuf> = list_dir(&root)?
+            // Any entry named manifest.json marks a package: a folder or a special file in
+            // its place is then an error at reading rather than a package skipped.
+            let found: Vec<PathBuf> = list_dir(&root)?
                 .into_iter()
-                .filter(|p| p.join("manifest.json").is_file())
+                .filter(|p| p.is_dir() && fs::symlink_metadata(p.join("manifest.json")).is_ok())
                 .collect();
-            found.sort();
             dirs.extend(found);
+        }
+        if dirs.is_empty() {
+            let mut searched: Vec<PathBuf> =
+                self.package_roots.iter().map(|p| self.path(p)).collect();
+            searched.extend(self.packages.iter().map(|p| self.path(p)));
+            return Err(ConfigError::NoPackages { searched });
         }
         let mut hints = BTreeMap::new();
         for dir in &self.hints_dirs {
@@ -189,7 +229,7 @@ impl Config {
                 let Some(op) = file_name(&path).strip_suffix(".hints.json") else {
                     continue;
                 };
-                let text = read_file(&path, &mut read)?;
+                let text = read_file(&path, &dir, &mut read)?;
                 hints.insert(op.to_owned(), (self.display(&path), text));
             }
         }
@@ -204,10 +244,10 @@ impl Config {
         };
         let mut used_hints = BTreeSet::new();
         for dir in &dirs {
-            let manifest = read_file(&dir.join("manifest.json"), &mut read)?;
+            let manifest = read_file(&dir.join("manifest.json"), dir, &mut read)?;
             for path in list_files(dir)? {
                 if file_name(&path).ends_with(".jinja") {
-                    let text = read_file(&path, &mut read)?;
+                    let text = read_file(&path, dir, &mut read)?;
                     inputs.templates.insert(self.display(&path), text);
                 }
             }
@@ -234,7 +274,7 @@ impl Config {
             read.push(root.clone());
             for path in list_files(&root)? {
                 if file_name(&path).ends_with(".jinja") {
-                    let text = read_file(&path, &mut read)?;
+                    let text = read_file(&path, &root, &mut read)?;
                     inputs.templates.insert(self.display(&path), text);
                 }
             }
@@ -242,10 +282,22 @@ impl Config {
         Ok((inputs, read))
     }
 
-    /// Generates and writes the files that changed into the output folder, removing files
-    /// there that are no longer generated; prints `cargo:rerun-if-changed` when asked.
+    /// Generates and writes the files that changed into the output folder, removing the
+    /// files there that the generator wrote earlier and no longer generates; prints
+    /// `cargo:rerun-if-changed` when asked.
+    ///
+    /// Files the generator did not write (without its `@generated` header) are never
+    /// replaced or removed: one in the way of a generated file is an error, the others are
+    /// left alone and listed in [`Report::foreign`]. An output folder holding an input is
+    /// refused.
     pub fn generate(&self) -> Result<Report, ConfigError> {
         let (report, out_dir) = self.run()?;
+        for path in &report.written {
+            let target = out_dir.join(path);
+            if output_dir::existing(&target)? == Existing::Foreign {
+                return Err(ConfigError::NotGenerated { path: target });
+            }
+        }
         let stale: BTreeSet<&str> = report.written.iter().map(String::as_str).collect();
         // All files or none: each is written beside its place first, and only when every
         // one is written are they renamed into place (a full disk leaves the old tree).
@@ -262,15 +314,16 @@ impl Config {
             let temp = target.with_file_name(format!(".{}.partial", name.unwrap_or_default()));
             let parent = target.parent().map(Path::to_path_buf).unwrap_or_default();
             let written = fs::create_dir_all(&parent)
-                .map_err(|source| ConfigError::Io {
-                    path: parent,
-                    source,
-                })
+                .map_err(|error| output_dir::io(&parent, error))
                 .and_then(|()| {
-                    fs::write(&temp, &file.contents).map_err(|source| ConfigError::Io {
-                        path: temp.clone(),
-                        source,
-                    })
+                    if fs::symlink_metadata(&temp).is_ok_and(|m| !m.is_file()) {
+                        return Err(ConfigError::Layout {
+                            path: temp.clone(),
+                            reason: "in the way of a file being written, and not a regular file"
+                                .to_owned(),
+                        });
+                    }
+                    fs::write(&temp, &file.contents).map_err(|error| output_dir::io(&temp, error))
                 });
             match written {
                 Ok(()) => staged.push((temp, target)),
@@ -288,24 +341,25 @@ impl Config {
             return Err(err);
         }
         for (temp, target) in &staged {
-            fs::rename(temp, target).map_err(|source| ConfigError::Io {
-                path: target.clone(),
-                source,
-            })?;
+            fs::rename(temp, target).map_err(|error| output_dir::io(target, error))?;
         }
         for path in &report.removed {
             let target = out_dir.join(path);
-            fs::remove_file(&target).map_err(|source| ConfigError::Io {
-                path: target.clone(),
-                source,
-            })?;
+            fs::remove_file(&target).map_err(|error| output_dir::io(&target, error))?;
+            // Folders the removal emptied go too; this fails while one still holds files.
+            let mut folder = target.parent();
+            while let Some(dir) = folder.filter(|d| d.starts_with(&out_dir) && *d != out_dir) {
+                if fs::remove_dir(dir).is_err() {
+                    break;
+                }
+                folder = dir.parent();
+            }
         }
-        remove_empty_dirs(&out_dir);
         Ok(report)
     }
 
     /// Generates in memory and compares with the output folder: `Err(Stale)` naming every
-    /// file that differs or should not be there.
+    /// file that differs, and every file the generator wrote that it no longer generates.
     pub fn check(&self) -> Result<Report, ConfigError> {
         let (report, _) = self.run()?;
         if !report.written.is_empty() || !report.removed.is_empty() {
@@ -326,6 +380,7 @@ impl Config {
                 .join("kernels"),
         };
         let (inputs, read) = self.read_inputs()?;
+        output_dir::check_holds_no_input(&out_dir, &read)?;
         if self
             .rerun_if_changed
             .unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some())
@@ -342,65 +397,65 @@ impl Config {
         } else {
             Vec::new()
         };
-        let removed: Vec<String> = on_disk
-            .iter()
-            .filter_map(|p| p.strip_prefix(&out_dir).ok())
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .filter(|p| !wanted.contains(p.as_str()))
-            .collect();
-        let stale: Vec<String> = output
-            .files
-            .iter()
-            .filter(|f| {
-                fs::read_to_string(out_dir.join(&f.path)).ok().as_deref()
-                    != Some(f.contents.as_str())
-            })
-            .map(|f| f.path.clone())
-            .collect();
+        let mut removed = Vec::new();
+        let mut foreign = Vec::new();
+        for path in &on_disk {
+            let Ok(relative) = path.strip_prefix(&out_dir) else {
+                continue;
+            };
+            let relative = relative.to_string_lossy().replace('\\', "/");
+            if wanted.contains(relative.as_str()) {
+                continue;
+            }
+            match output_dir::existing(path)? {
+                Existing::Generated => removed.push(relative),
+                Existing::Foreign => foreign.push(relative),
+                Existing::Nothing => {}
+            }
+        }
+        let mut stale = Vec::new();
+        for file in &output.files {
+            let current = output_dir::read_generated(&out_dir.join(&file.path))?;
+            if current.as_deref() != Some(file.contents.as_str()) {
+                stale.push(file.path.clone());
+            }
+        }
         let report = Report {
             packages: inputs.packages.len(),
             output,
             written: stale,
             removed,
+            foreign,
             inputs: read,
         };
         Ok((report, out_dir))
     }
 }
 
-fn read_file(path: &Path, read: &mut Vec<PathBuf>) -> Result<String, ConfigError> {
+fn read_file(path: &Path, confine: &Path, read: &mut Vec<PathBuf>) -> Result<String, ConfigError> {
     read.push(path.to_path_buf());
-    fs::read_to_string(path).map_err(|source| ConfigError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
+    output_dir::read_input(path, confine)
 }
 
 /// The entries of `dir`, sorted.
 fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
-    let entries = fs::read_dir(dir).map_err(|source| ConfigError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let entries = fs::read_dir(dir).map_err(|error| output_dir::io(dir, error))?;
     let mut out = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|source| ConfigError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        let entry = entry.map_err(|error| output_dir::io(dir, error))?;
         out.push(entry.path());
     }
     out.sort();
     Ok(out)
 }
 
-/// Every file under `dir`, recursively, sorted.
+/// Every file under `dir`, recursively, sorted; links to folders are not entered.
 fn list_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(current) = stack.pop() {
         for path in list_dir(&current)? {
-            if path.is_dir() {
+            if fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
                 stack.push(path);
             } else {
                 out.push(path);
@@ -409,20 +464,6 @@ fn list_files(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
     }
     out.sort();
     Ok(out)
-}
-
-fn remove_empty_dirs(dir: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            remove_empty_dirs(&path);
-            // Fails while the folder still holds files, which is the point.
-            let _ = fs::remove_dir(&path);
-        }
-    }
 }
 
 fn file_name(path: &Path) -> &str {

@@ -77,6 +77,8 @@ fn join_dir(dir: &str, name: &str) -> String {
 
 /// `folder` + `name` with `.` and `..` applied; `<outside>/name` when `..` would leave `base`.
 fn normalize(folder: &str, name: &str, base: &str) -> String {
+    // An absolute folder keeps its root: `/` + parts.
+    let root = if folder.starts_with('/') { "/" } else { "" };
     let mut parts: Vec<&str> = folder.split('/').filter(|p| !p.is_empty()).collect();
     let floor = base.split('/').filter(|p| !p.is_empty()).count();
     for part in name.split('/') {
@@ -91,7 +93,7 @@ fn normalize(folder: &str, name: &str, base: &str) -> String {
             other => parts.push(other),
         }
     }
-    parts.join("/")
+    format!("{root}{}", parts.join("/"))
 }
 
 #[cfg(test)]
@@ -124,6 +126,31 @@ mod tests {
                 "corpus/_shared_assets/ops/_shared/x.jinja"
             ),
             "corpus/_shared_assets/ops/z.jinja"
+        );
+    }
+
+    #[test]
+    fn absolute_folders_stay_absolute() {
+        let root = Some("/src/kernels/_shared");
+        assert_eq!(
+            join(
+                root,
+                "macros/reduce.wgsl.jinja",
+                "/src/kernels/Op/main.wgsl.jinja"
+            ),
+            "/src/kernels/_shared/macros/reduce.wgsl.jinja"
+        );
+        assert_eq!(
+            join(root, "./body.jinja", "/src/kernels/Op/main.wgsl.jinja"),
+            "/src/kernels/Op/body.jinja"
+        );
+        assert_eq!(
+            join(root, "../x.jinja", "/src/kernels/_shared/m/a.jinja"),
+            "/src/kernels/_shared/x.jinja"
+        );
+        assert_eq!(
+            join(root, "../x.jinja", "/src/kernels/_shared/a.jinja"),
+            "<outside>/../x.jinja"
         );
     }
 

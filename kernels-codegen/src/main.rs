@@ -55,12 +55,15 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<()> {
     let mut config = codegen::Config::new();
     for dir in &args.packages {
-        if dir.join("manifest.json").is_file() {
-            config.package(dir);
-        } else if dir.is_dir() {
-            config.packages_in(dir);
-        } else {
+        if !dir.is_dir() {
             bail!("{}: not a folder", dir.display());
+        }
+        // Whatever is named manifest.json makes the folder a package, so a manifest that is
+        // a folder or a special file is an error when it is read, not a reason to skip it.
+        if std::fs::symlink_metadata(dir.join("manifest.json")).is_ok() {
+            config.package(dir);
+        } else {
+            config.packages_in(dir);
         }
     }
     if let Some(root) = &args.include_root {
@@ -103,6 +106,13 @@ fn run(args: Args) -> Result<()> {
             report.removed.len(),
             report.output.files.len() - report.written.len(),
             args.out.display()
+        );
+    }
+    if !report.foreign.is_empty() {
+        eprintln!(
+            "kernels-codegen: left alone in {} (not written by the generator): {}",
+            args.out.display(),
+            report.foreign.join(", ")
         );
     }
     Ok(())

@@ -179,8 +179,17 @@ mod tests {
         check().expect("fresh after generating");
 
         let generated = root.join(super::codegen::GENERATED_DIR);
-        fs::write(generated.join("mod.rs"), "// edited by hand\n").expect("write");
-        fs::write(generated.join("leftover.rs"), "// from a removed op\n").expect("write");
+        let header = format!("// {}\n", codegen::GENERATED_MARK);
+        fs::write(
+            generated.join("mod.rs"),
+            format!("{header}// edited by hand\n"),
+        )
+        .expect("write");
+        fs::write(
+            generated.join("leftover.rs"),
+            format!("{header}// from a removed op\n"),
+        )
+        .expect("write");
         let report = check().expect_err("stale and orphaned files");
         assert!(
             report.contains("stale:    kernels/kernels/src/generated/mod.rs"),
