@@ -173,24 +173,35 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
     let type_vars = manifest
         .type_constraints
         .iter()
-        .map(|(name, allowed)| TypeVar {
-            name: name.clone(),
-            allowed: allowed
-                .iter()
-                .filter_map(|dtype| {
-                    let parsed = DType::parse(dtype);
-                    if parsed.is_none() {
-                        diagnostics.push(Diagnostic::new(
+        .map(|(name, allowed)| {
+            if allowed.is_empty() {
+                // No dtype can bind it, so no shader exists and the typed API has a
+                // generic parameter nothing instantiates.
+                diagnostics.push(Diagnostic::new(
+                    file,
+                    format!("typeConstraints.{name}"),
+                    "lists no dtype: a type variable needs at least one".to_owned(),
+                ));
+            }
+            TypeVar {
+                name: name.clone(),
+                allowed: allowed
+                    .iter()
+                    .filter_map(|dtype| {
+                        let parsed = DType::parse(dtype);
+                        if parsed.is_none() {
+                            diagnostics.push(Diagnostic::new(
                             file,
                             format!("typeConstraints.{name}"),
                             format!(
                                 "unknown dtype `{dtype}` (known: float32, float16, uint32, int64)"
                             ),
                         ));
-                    }
-                    parsed
-                })
-                .collect(),
+                        }
+                        parsed
+                    })
+                    .collect(),
+            }
         })
         .collect();
 

@@ -65,8 +65,11 @@ fn not_an_identifier(name: &str) -> Option<&'static str> {
     if name.contains('#') {
         return Some(NOT_A_RUST_IDENTIFIER);
     }
-    let plain = syn::parse_str::<syn::Ident>(name).is_ok();
-    if plain || syn::parse_str::<syn::Ident>(&format!("r#{name}")).is_ok() {
+    // syn's parser skips white space and comments around a token, so a parsed identifier
+    // is only this name when it prints back as it.
+    let parses_as =
+        |text: &str| syn::parse_str::<syn::Ident>(text).is_ok_and(|ident| ident == text);
+    if parses_as(name) || parses_as(&format!("r#{name}")) {
         None
     } else {
         Some(NOT_A_RUST_IDENTIFIER)
@@ -370,7 +373,26 @@ mod tests {
         for good in ["x", "num_heads", "type", "fn", "é", "_x", "r1"] {
             assert_eq!(not_an_identifier(good), None, "{good}");
         }
-        for bad in ["", "self", "Self", "_", "crate", "1x", "a-b", "a b", "r#x"] {
+        for bad in [
+            "",
+            "self",
+            "Self",
+            "_",
+            "crate",
+            "1x",
+            "a-b",
+            "a b",
+            "r#x",
+            "a ",
+            " a",
+            "\t",
+            "a\n",
+            "a\u{a0}",
+            "a\u{3000}",
+            "a/*c*/",
+            "a//c",
+            "plan_a ",
+        ] {
             assert!(not_an_identifier(bad).is_some(), "{bad}");
         }
     }
