@@ -11,3 +11,5 @@ pub mod reference;
 // Files and a blocking device: native only, as the command.
 #[cfg(not(target_arch = "wasm32"))]
 pub mod run_op;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod run_op_files;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use crate::bench::median_us;
+use crate::run_op_files;
 use clap::Parser;
 use kernel_runtime::registry::{OpEntry, TensorKind};
 use kernel_runtime::support::AttrValue;
@@ -105,8 +106,14 @@ pub fn run(args: &Args, ctx: &OnceLock<Context>) -> Result<Done, Failure> {
             ))
         })?;
     let attrs = parse_attrs(&args.attrs)?;
-    let bytes = std::fs::read(&args.inputs)
-        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", args.inputs.display())))?;
+    run_op_files::check_output(&args.output, &[&args.inputs]).map_err(Failure::Usage)?;
+    let bytes = run_op_files::read_input(&args.inputs).map_err(Failure::Usage)?;
+    if let Some(name) = run_op_files::repeated_tensor(&bytes) {
+        return Err(Failure::Usage(format!(
+            "{} is not a safetensors file: its header names tensor `{name}` twice",
+            args.inputs.display()
+        )));
+    }
     let file = SafeTensors::deserialize(&bytes).map_err(|e| {
         let why = explain_bad_file(&bytes).unwrap_or_else(|| e.to_string());
         Failure::Usage(format!(
@@ -158,7 +165,14 @@ fn parse_attrs(raw: &[String]) -> Result<Vec<(String, AttrValue)>, Failure> {
                 "--attr `{name}` is given twice; give each attribute once"
             )));
         }
-        attrs.push((name.to_owned(), AttrValue::parse(value)));
+        let parsed = AttrValue::parse(value);
+        if matches!(parsed, AttrValue::Str(_)) && AttrValue::is_integer_literal(value.trim()) {
+            return Err(Failure::Usage(format!(
+                "--attr `{name}`: {} is outside the 64-bit integer range",
+                value.trim()
+            )));
+        }
+        attrs.push((name.to_owned(), parsed));
     }
     Ok(attrs)
 }
@@ -316,16 +330,7 @@ fn write_outputs(
     )]));
     let bytes = safetensors::serialize(views, metadata)
         .map_err(|e| Failure::Runtime(format!("serializing outputs: {e}")))?;
-    // Written beside the destination and renamed, so a failed write leaves no partial file.
-    let file_name = path
-        .file_name()
-        .map_or_else(Default::default, |n| n.to_string_lossy());
-    let partial = path.with_file_name(format!(".{file_name}.partial"));
-    let written = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        Failure::Usage(format!("cannot write {}: {e}", path.display()))
-    })
+    run_op_files::write_output(path, &bytes).map_err(Failure::Usage)
 }
 
 /// Which tensor of a file the safetensors crate refused, and why, where its error names none

@@ -575,7 +575,7 @@ fn a_failed_write_leaves_no_file() {
     ]);
     assert_eq!(output.status.code(), Some(2), "stderr: {}", stderr(&output));
     assert!(
-        error_line(&output).contains("cannot write"),
+        error_line(&output).contains("is a folder"),
         "{}",
         stderr(&output)
     );
@@ -684,4 +684,173 @@ fn planning_errors_name_the_inputs_a_value_comes_from() {
         line.contains("`data`") && line.contains("does not fit a u32"),
         "{line}"
     );
+}
+
+/// The MRotaryEmbedding arguments of a valid call, reading `inputs` and writing `output`.
+fn mrope_args<'a>(inputs: &'a str, output: &'a str) -> Vec<&'a str> {
+    vec![
+        "MRotaryEmbedding",
+        "--inputs",
+        inputs,
+        "--output",
+        output,
+        "--attr",
+        "num_heads=2",
+        "--attr",
+        "mrope_section=2,1,1",
+    ]
+}
+
+/// FUZZ R-1: the output replaces nothing but a regular file.
+#[cfg(unix)]
+#[test]
+fn outputs_never_replace_special_files_links_or_inputs() {
+    let dir = scratch("special_outputs");
+    let inputs = dir.join("in.safetensors");
+    let p = problem();
+    write_problem(&inputs, &p, &p.positions);
+    let input_bytes = std::fs::read(&inputs).expect("input");
+    let inputs_s = inputs.to_str().expect("utf-8 path");
+
+    // A FIFO where the output goes (as a device node would be): refused, left in place.
+    let fifo = dir.join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    expect_usage_error(
+        &mrope_args(inputs_s, fifo.to_str().expect("utf-8")),
+        "is a FIFO",
+    );
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .expect("still there")
+            .file_type()
+            .is_fifo_like()
+    );
+
+    // A dangling link: refused, the link stays.
+    let link = dir.join("dangling");
+    std::os::unix::fs::symlink(dir.join("nowhere"), &link).expect("link");
+    expect_usage_error(
+        &mrope_args(inputs_s, link.to_str().expect("utf-8")),
+        "symbolic link",
+    );
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("still there")
+            .file_type()
+            .is_symlink()
+    );
+
+    // The input file itself: refused, the input unchanged.
+    expect_usage_error(&mrope_args(inputs_s, inputs_s), "is the input file");
+    assert_eq!(std::fs::read(&inputs).expect("input"), input_bytes);
+
+    // A partial file someone left: not overwritten.
+    let out = dir.join("out.safetensors");
+    let partial = dir.join(".out.safetensors.partial");
+    std::fs::write(&partial, "mine").expect("partial");
+    expect_usage_error(
+        &mrope_args(inputs_s, out.to_str().expect("utf-8")),
+        "remove it first",
+    );
+    assert_eq!(std::fs::read_to_string(&partial).expect("kept"), "mine");
+    assert!(!out.exists());
+
+    // FUZZ R-3: a FIFO as input is refused, not waited on.
+    expect_usage_error(
+        &mrope_args(fifo.to_str().expect("utf-8"), out.to_str().expect("utf-8")),
+        "a FIFO, not a regular file",
+    );
+}
+
+trait FifoLike {
+    fn is_fifo_like(&self) -> bool;
+}
+
+#[cfg(unix)]
+impl FifoLike for std::fs::FileType {
+    fn is_fifo_like(&self) -> bool {
+        std::os::unix::fs::FileTypeExt::is_fifo(self)
+    }
+}
+
+/// FUZZ R-2: a header naming a tensor twice is refused (the last entry would win).
+#[test]
+fn a_header_naming_a_tensor_twice_is_refused() {
+    let dir = scratch("repeated_tensor");
+    let inputs = dir.join("in.safetensors");
+    let p = problem();
+    write_problem(&inputs, &p, &p.positions);
+    let bytes = std::fs::read(&inputs).expect("input");
+    let len = usize::try_from(u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")))
+        .expect("header length");
+    let header = std::str::from_utf8(&bytes[8..8 + len]).expect("utf-8 header");
+    // Repeat the `input` entry under its own name, keeping the header's length.
+    let start = header.find("\"input\"").expect("an input entry");
+    let end = start + header[start..].find('}').expect("entry end") + 1;
+    let entry = &header[start..end];
+    let repeated = format!("{{{entry},{}", &header[1..]);
+    let mut file = (repeated.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(repeated.as_bytes());
+    file.extend_from_slice(&bytes[8 + len..]);
+    std::fs::write(&inputs, file).expect("write");
+    let out = dir.join("out.safetensors");
+    expect_usage_error(
+        &mrope_args(
+            inputs.to_str().expect("utf-8"),
+            out.to_str().expect("utf-8"),
+        ),
+        "names tensor `input` twice",
+    );
+}
+
+/// FUZZ: argument errors are one line; an integer beyond 64 bits says so.
+#[test]
+fn argument_errors_are_one_line() {
+    let dir = scratch("one_line");
+    let inputs = dir.join("in.safetensors");
+    let p = problem();
+    write_problem(&inputs, &p, &p.positions);
+    let out = dir.join("out.safetensors");
+    let (i, o) = (
+        inputs.to_str().expect("utf-8"),
+        out.to_str().expect("utf-8"),
+    );
+    for args in [
+        vec![
+            "MRotaryEmbedding",
+            "--inputs",
+            i,
+            "--output",
+            o,
+            "--repeat",
+            "100001",
+        ],
+        vec!["MRotaryEmbedding", "--output", o],
+    ] {
+        let output = run_op(&args);
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        let lines: Vec<&str> = stderr_lines(&output);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with("run-op: "), "{lines:?}");
+    }
+    let mut args = mrope_args(i, o);
+    args.extend(["--attr", "interleaved=9223372036854775808"]);
+    expect_usage_error(
+        &args,
+        "9223372036854775808 is outside the 64-bit integer range",
+    );
+}
+
+fn stderr_lines(output: &Output) -> Vec<&str> {
+    std::str::from_utf8(&output.stderr)
+        .expect("utf-8")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect()
 }

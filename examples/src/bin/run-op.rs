@@ -15,7 +15,20 @@ use clap::Parser;
 use examples::run_op::{Args, run};
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    // A usage error is one line, as every other failure; help and version print as usual.
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(err) if err.use_stderr() => {
+            let text = err.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            eprintln!("run-op: {}", first.strip_prefix("error: ").unwrap_or(first));
+            return ExitCode::from(2);
+        }
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::SUCCESS;
+        }
+    };
     match run(&args, &OnceLock::new()) {
         Ok(done) => {
             for note in &done.notes {

@@ -96,22 +96,13 @@ pub(crate) fn requested_name(option: Option<&str>) -> Option<String> {
     }
 }
 
-/// Enumerates adapters, trying the modern backends before GL: initialising GL on a headless
-/// machine is slow and noisy, and only needed when nothing better exists or it was named.
+/// Whether `adapters` holds what is asked for: the named adapter, or any when none is named.
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) async fn enumerate(
-    instance: &wgpu::Instance,
-    requested: Option<&str>,
-) -> Vec<wgpu::Adapter> {
-    let mut adapters = instance.enumerate_adapters(wgpu::Backends::PRIMARY).await;
-    let satisfied = match requested {
+pub(crate) fn satisfies(adapters: &[wgpu::Adapter], requested: Option<&str>) -> bool {
+    match requested {
         Some(name) => adapters.iter().any(|a| matches_name(&a.get_info(), name)),
         None => !adapters.is_empty(),
-    };
-    if !satisfied {
-        adapters.extend(instance.enumerate_adapters(wgpu::Backends::SECONDARY).await);
     }
-    adapters
 }
 
 /// A browser offers one adapter per request and no enumeration: ask for the

@@ -41,6 +41,10 @@ impl AttrValue {
         if let Ok(v) = text.parse::<i64>() {
             return AttrValue::Int(v);
         }
+        // An integer literal beyond i64 is not a float: keep its text for the error.
+        if is_integer_literal(text) {
+            return AttrValue::Str(text.to_owned());
+        }
         if let Ok(v) = text.parse::<f64>() {
             return AttrValue::Float(v);
         }
@@ -64,6 +68,11 @@ impl AttrValue {
         }
     }
 
+    /// Whether `text` is written as an integer (optional sign, then digits), whatever its size.
+    pub fn is_integer_literal(text: &str) -> bool {
+        is_integer_literal(text)
+    }
+
     fn kind(&self) -> &'static str {
         match self {
             AttrValue::Int(_) => "an integer",
@@ -72,6 +81,11 @@ impl AttrValue {
             AttrValue::Str(_) => "a string",
         }
     }
+}
+
+fn is_integer_literal(text: &str) -> bool {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Reads typed attributes out of name/value pairs, rejecting unknown names.

@@ -2,15 +2,17 @@
 //! wgpu's errors into [`RuntimeError`]s instead of panics.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use crate::adapter;
 use crate::bind_cache::BindGroupCache;
-use crate::caps::{DeviceCaps, KNOWN_FEATURES, wgpu_feature};
+use crate::caps::DeviceCaps;
+use crate::devices::ErrorLog;
 use crate::error::RuntimeError;
 use crate::pipeline::PipelineCache;
 use crate::record::{IntermediatePool, ParamsCache};
 use crate::staging::StagingBuffers;
+use crate::sync::lock;
 
 /// How to create a [`Context`].
 #[derive(Debug, Clone, Default)]
@@ -21,13 +23,11 @@ pub struct ContextOptions {
     /// WebGPU feature names not to request even if the adapter has them (`"subgroups"`,
     /// `"shader-f16"`, `"timestamp-query"`), e.g. to exercise fallback variants.
     pub disable_features: Vec<&'static str>,
-}
-
-/// Errors wgpu raised outside any error scope (e.g. from direct use of [`Context::device`]).
-#[derive(Default)]
-pub(crate) struct ErrorLog {
-    pub(crate) uncaptured: Vec<RuntimeError>,
-    pub(crate) lost: Option<String>,
+    /// A device of this context's own instead of the one the process shares for this adapter
+    /// and feature set (see [`Context::new`]): for a context that may destroy its device.
+    /// Dropping a device while other threads use the driver can deadlock some drivers
+    /// (NVIDIA's Vulkan driver 580), so keep dedicated contexts for as long as the process.
+    pub dedicated_device: bool,
 }
 
 /// A device and queue with the state the runtime keeps for them: pipeline cache,
@@ -71,12 +71,6 @@ type PendingCheck = std::pin::Pin<Box<dyn Future<Output = Option<RuntimeError>>>
 #[cfg(not(target_arch = "wasm32"))]
 const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(500);
 
-/// Locks a mutex, ignoring poisoning: every critical section here leaves its data consistent
-/// (caches only grow or are cleared), so a panic elsewhere must not disable the context.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Context {
     /// Creates a context on the preferred adapter (see [`ContextOptions`]); blocks.
     #[cfg(not(target_arch = "wasm32"))]
@@ -100,66 +94,20 @@ impl Context {
     ///
     /// The device gets the adapter's own limits and whichever of `shader-f16`, `subgroups`
     /// and `timestamp-query` the adapter has, minus [`ContextOptions::disable_features`].
+    ///
+    /// Natively, contexts on the same adapter with the same features share one device (and
+    /// so can use each other's tensors), opened by the first and kept for the process; a lost
+    /// device is replaced by the next context created. Each context has caches of its own.
+    /// [`ContextOptions::dedicated_device`] gives a context a device of its own.
     pub async fn with_options_async(opts: &ContextOptions) -> Result<Self, RuntimeError> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let requested = adapter::requested_name(opts.adapter.as_deref());
-        let adapters = adapter::enumerate(&instance, requested.as_deref()).await;
-        let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
-        let index = adapter::choose(&infos, requested.as_deref())?;
-        let chosen = adapters
-            .into_iter()
-            .nth(index)
-            .ok_or_else(|| RuntimeError::NoAdapter {
-                requested: requested.clone(),
-                available: infos.iter().map(adapter::summarize).collect(),
-            })?;
-        let info = infos[index].clone();
-
-        let mut wanted = wgpu::Features::empty();
-        for name in KNOWN_FEATURES {
-            if let Some(f) = wgpu_feature(name)
-                && !opts.disable_features.contains(&name)
-            {
-                wanted |= f;
-            }
-        }
-        // Native only: lets `use_pipeline_cache` keep compiled pipelines across processes.
-        if cfg!(not(target_arch = "wasm32")) {
-            wanted |= wgpu::Features::PIPELINE_CACHE;
-        }
-        let required_features = chosen.features() & wanted;
-        let descriptor = wgpu::DeviceDescriptor {
-            label: Some("kernel-runtime"),
-            required_features,
-            required_limits: chosen.limits(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        };
-        let (device, queue) =
-            chosen
-                .request_device(&descriptor)
-                .await
-                .map_err(|e| RuntimeError::RequestDevice {
-                    adapter: adapter::summarize(&info),
-                    message: e.to_string(),
-                })?;
-
-        // This device is ours: errors outside any scope (from direct use of `device()`) and a
-        // lost device are logged and reported by the next wait.
-        let mut ctx = Self::from_wgpu(device, queue, info);
-        let log = Arc::clone(&ctx.errors);
-        ctx.device
-            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-                lock(&log).uncaptured.push(convert("uncaptured", e));
-            }));
-        let log = Arc::clone(&ctx.errors);
-        ctx.device.set_device_lost_callback(move |reason, message| {
-            lock(&log).lost = Some(format!("{reason:?}: {message}"));
-        });
-        ctx._instance = Some(instance);
-        ctx._adapter = Some(chosen);
+        #[cfg(not(target_arch = "wasm32"))]
+        let open = crate::devices::open(opts)?;
+        #[cfg(target_arch = "wasm32")]
+        let open = crate::devices::open(opts).await?;
+        let mut ctx = Self::from_wgpu(open.device, open.queue, open.info);
+        ctx.errors = open.errors;
+        ctx._instance = Some(open.instance);
+        ctx._adapter = Some(open.adapter);
         Ok(ctx)
     }
 

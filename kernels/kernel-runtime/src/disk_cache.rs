@@ -9,8 +9,9 @@
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
 
-use crate::context::{Context, lock};
+use crate::context::Context;
 use crate::error::RuntimeError;
+use crate::sync::lock;
 
 const MAGIC: &[u8; 8] = b"KRPCACHE";
 const HEADER_LEN: usize = 24;
@@ -135,11 +136,15 @@ impl Context {
     /// the bytes of cache data written, or `None` when no cache is in use or the backend
     /// has no data to give.
     pub fn save_pipeline_cache(&self) -> Result<Option<usize>, RuntimeError> {
-        let guard = lock(&self.disk_cache);
-        let Some(disk) = guard.as_ref() else {
+        // Cloned out, so pipelines being created (which read the handle) do not wait for
+        // the file to be written.
+        let Some((cache, path)) = lock(&self.disk_cache)
+            .as_ref()
+            .map(|d| (d.cache.clone(), d.path.clone()))
+        else {
             return Ok(None);
         };
-        let Some(data) = disk.cache.get_data() else {
+        let Some(data) = cache.get_data() else {
             return Ok(None);
         };
         let mut file = Vec::with_capacity(HEADER_LEN + data.len());
@@ -147,7 +152,7 @@ impl Context {
         file.extend_from_slice(&(data.len() as u64).to_le_bytes());
         file.extend_from_slice(&checksum(&data).to_le_bytes());
         file.extend_from_slice(&data);
-        let path = &disk.path;
+        let path = &path;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| io_error(dir, "creating the folder", &e))?;
         }

@@ -77,6 +77,7 @@ mod bind_cache;
 mod buffers;
 pub mod caps;
 mod context;
+mod devices;
 #[cfg(not(target_arch = "wasm32"))]
 mod disk_cache;
 pub mod dtype;
@@ -91,6 +92,7 @@ pub mod registry;
 pub mod shaders;
 mod staging;
 pub mod support;
+mod sync;
 mod tensor;
 mod timing;
 pub mod uniform;

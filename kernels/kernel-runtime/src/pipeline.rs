@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::context::{Context, lock};
+use crate::context::Context;
 use crate::error::RuntimeError;
 use crate::plan::{Kernel, Plan};
+use crate::sync::lock;
 
 /// Everything baked into a compute pipeline.
 ///
@@ -52,11 +53,12 @@ struct CacheMaps {
 
 impl PipelineCache {
     fn len(&self) -> usize {
-        let maps = lock(&self.inner);
-        maps.pipelines
-            .values()
-            .filter(|slot| lock(slot).is_some())
-            .count()
+        // The slots are read after the maps' lock is released: a thread creating a pipeline
+        // holds its slot and then takes the maps' lock (for the module), so taking a slot
+        // under the maps' lock would invert that order.
+        let slots: Vec<Slot<wgpu::ComputePipeline>> =
+            lock(&self.inner).pipelines.values().cloned().collect();
+        slots.iter().filter(|slot| lock(slot).is_some()).count()
     }
 }
 

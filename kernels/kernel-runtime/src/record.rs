@@ -5,9 +5,10 @@ use std::collections::HashMap;
 
 use crate::args::{Arg, check_aliasing};
 use crate::bind_cache::BindKey;
-use crate::context::{Context, lock};
+use crate::context::Context;
 use crate::error::RuntimeError;
 use crate::plan::{Binding, Plan, PlannedPass};
+use crate::sync::lock;
 
 /// Pooled intermediates kept per exact byte size.
 ///

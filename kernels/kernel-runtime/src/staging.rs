@@ -12,8 +12,9 @@
 
 use std::sync::Mutex;
 
-use crate::context::{Context, lock};
+use crate::context::Context;
 use crate::error::RuntimeError;
+use crate::sync::lock;
 
 /// The most bytes one staging step moves.
 pub const STAGING_CHUNK: u64 = 64 << 20;

@@ -159,8 +159,8 @@ fn context_reports_adapter_and_caps() {
 #[test]
 fn disabled_features_are_not_requested() {
     let opts = ContextOptions {
-        adapter: None,
         disable_features: vec!["shader-f16", "subgroups", "timestamp-query"],
+        ..ContextOptions::default()
     };
     let Some(ctx) = common::context_with(&opts) else {
         return;
@@ -178,7 +178,7 @@ fn unknown_adapter_name_lists_the_available_ones() {
     }
     let opts = ContextOptions {
         adapter: Some("no-such-adapter-xyz".into()),
-        disable_features: vec![],
+        ..ContextOptions::default()
     };
     let err = kernel_runtime::Context::with_options(&opts).unwrap_err();
     match &err {

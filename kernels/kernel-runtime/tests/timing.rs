@@ -103,8 +103,8 @@ fn time_plan_passes_times_each_active_pass() {
 #[test]
 fn timing_without_the_feature_is_missing_feature() {
     let opts = ContextOptions {
-        adapter: None,
         disable_features: vec!["timestamp-query"],
+        ..ContextOptions::default()
     };
     let Some(ctx) = common::context_with(&opts) else {
         return;

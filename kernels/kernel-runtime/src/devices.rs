@@ -1,0 +1,229 @@
+//! The process's wgpu instance and the devices contexts open on it: natively one instance
+//! for the whole process, and one device per adapter and feature set, shared by every
+//! [`crate::Context`] that asks for it and kept until it is lost.
+//!
+//! Why shared: NVIDIA's Vulkan driver (580 on the H200) deadlocks when one thread destroys a
+//! device or an instance while other threads create instances, devices or pipelines: the
+//! corpus tests, a context per test on 16 threads, stopped within seconds with every thread in
+//! a driver mutex (`vkDestroyDevice`, `vkCreateInstance`, `vkCreateComputePipelines`,
+//! `eglTerminate`). With the instance and devices kept for the process, no device is destroyed
+//! while the runtime runs (3 runs of 3 passed; 5 of 6 runs hung before). It is also what an
+//! application wants: opening a device costs milliseconds and memory, and a second context
+//! on the same adapter then shares buffers with the first.
+//!
+//! A context that needs a device of its own (one it may destroy, say) asks for it with
+//! [`crate::ContextOptions::dedicated_device`].
+
+use std::sync::{Arc, Mutex};
+
+use crate::adapter;
+use crate::caps::{KNOWN_FEATURES, wgpu_feature};
+use crate::error::RuntimeError;
+use crate::sync::lock;
+
+/// Errors wgpu raised outside any error scope on one device, and whether it was lost.
+#[derive(Default)]
+pub(crate) struct ErrorLog {
+    pub(crate) uncaptured: Vec<RuntimeError>,
+    pub(crate) lost: Option<String>,
+}
+
+/// A device with what was used to open it.
+#[derive(Clone)]
+pub(crate) struct OpenDevice {
+    pub(crate) instance: wgpu::Instance,
+    pub(crate) adapter: wgpu::Adapter,
+    pub(crate) info: wgpu::AdapterInfo,
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    /// Shared by every context on this device: the handlers wgpu calls are per device.
+    pub(crate) errors: Arc<Mutex<ErrorLog>>,
+}
+
+impl OpenDevice {
+    #[cfg(not(target_arch = "wasm32"))]
+    fn same_adapter(&self, info: &wgpu::AdapterInfo) -> bool {
+        self.info.name == info.name
+            && self.info.vendor == info.vendor
+            && self.info.device == info.device
+            && self.info.backend == info.backend
+            && self.info.driver == info.driver
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    fn serves(&self, info: &wgpu::AdapterInfo, features: wgpu::Features) -> bool {
+        self.same_adapter(info)
+            && self.device.features() == features
+            && lock(&self.errors).lost.is_none()
+    }
+}
+
+/// What the process keeps for contexts to share.
+#[cfg(not(target_arch = "wasm32"))]
+struct Shared {
+    /// The adapters enumerated so far: the same `wgpu::Adapter` for every device on it,
+    /// since wgpu's GL backend guards an adapter's one EGL context with a lock of that
+    /// adapter object (a second enumeration's adapter would make it current on two threads).
+    adapters: Vec<wgpu::Adapter>,
+    /// Whether GL and the other secondary backends were enumerated too.
+    all_backends: bool,
+    /// The devices contexts share, in the order they were opened.
+    devices: Vec<OpenDevice>,
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+static SHARED: Mutex<Shared> = Mutex::new(Shared {
+    adapters: Vec::new(),
+    all_backends: false,
+    devices: Vec::new(),
+});
+
+/// The process's instance, made on first use with the backends `WGPU_BACKEND` names (all by
+/// default) and never dropped.
+#[cfg(not(target_arch = "wasm32"))]
+fn instance() -> wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE
+        .get_or_init(|| {
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+        })
+        .clone()
+}
+
+/// In a browser each context has an instance of its own (wgpu's objects there belong to the
+/// thread that made them).
+#[cfg(target_arch = "wasm32")]
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+/// Opens a device for `opts`: natively the shared one for the chosen adapter and features
+/// when it is open and not lost (unless a dedicated device is asked for), else a new one.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn open(opts: &crate::ContextOptions) -> Result<OpenDevice, RuntimeError> {
+    // Held while choosing and opening (wgpu answers both at once natively), so threads that
+    // ask together share one device and no two devices are created at the same time.
+    let mut shared = lock(&SHARED);
+    let instance = instance();
+    let requested = adapter::requested_name(opts.adapter.as_deref());
+    // The modern backends first: initialising GL on a headless machine is slow and noisy,
+    // and only needed when nothing better exists or it was named.
+    if shared.adapters.is_empty() {
+        shared.adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::PRIMARY));
+    }
+    if !shared.all_backends && !adapter::satisfies(&shared.adapters, requested.as_deref()) {
+        let more = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::SECONDARY));
+        shared.adapters.extend(more);
+        shared.all_backends = true;
+    }
+    let (chosen, info) = choose(shared.adapters.clone(), requested)?;
+    let features = chosen.features() & wanted_features(opts);
+    if !opts.dedicated_device
+        && let Some(open) = shared.devices.iter().find(|d| d.serves(&info, features))
+    {
+        return Ok(open.clone());
+    }
+    let open = pollster::block_on(request(instance, chosen, info, features))?;
+    if !opts.dedicated_device {
+        // A lost device of the same adapter and features is replaced; it is dropped here,
+        // where no context of this runtime uses it any more.
+        shared
+            .devices
+            .retain(|d| !(d.same_adapter(&open.info) && lock(&d.errors).lost.is_some()));
+        shared.devices.push(open.clone());
+    }
+    Ok(open)
+}
+
+/// Opens a device for `opts` on the browser's adapter.
+#[cfg(target_arch = "wasm32")]
+pub(crate) async fn open(opts: &crate::ContextOptions) -> Result<OpenDevice, RuntimeError> {
+    let instance = instance();
+    let requested = adapter::requested_name(opts.adapter.as_deref());
+    let adapters = adapter::enumerate(&instance, requested.as_deref()).await;
+    let (chosen, info) = choose(adapters, requested)?;
+    let features = chosen.features() & wanted_features(opts);
+    request(instance, chosen, info, features).await
+}
+
+/// The adapter of `adapters` that `requested` names, or the most capable one.
+fn choose(
+    adapters: Vec<wgpu::Adapter>,
+    requested: Option<String>,
+) -> Result<(wgpu::Adapter, wgpu::AdapterInfo), RuntimeError> {
+    let infos: Vec<wgpu::AdapterInfo> = adapters.iter().map(wgpu::Adapter::get_info).collect();
+    let index = adapter::choose(&infos, requested.as_deref())?;
+    let chosen = adapters
+        .into_iter()
+        .nth(index)
+        .ok_or_else(|| RuntimeError::NoAdapter {
+            requested: requested.clone(),
+            available: infos.iter().map(adapter::summarize).collect(),
+        })?;
+    Ok((chosen, infos[index].clone()))
+}
+
+/// A new device on `adapter` with the adapter's own limits and `features`, its uncaptured
+/// errors and loss logged.
+async fn request(
+    instance: wgpu::Instance,
+    adapter: wgpu::Adapter,
+    info: wgpu::AdapterInfo,
+    features: wgpu::Features,
+) -> Result<OpenDevice, RuntimeError> {
+    let descriptor = wgpu::DeviceDescriptor {
+        label: Some("kernel-runtime"),
+        required_features: features,
+        required_limits: adapter.limits(),
+        experimental_features: wgpu::ExperimentalFeatures::disabled(),
+        memory_hints: wgpu::MemoryHints::Performance,
+        trace: wgpu::Trace::Off,
+    };
+    let (device, queue) =
+        adapter
+            .request_device(&descriptor)
+            .await
+            .map_err(|e| RuntimeError::RequestDevice {
+                adapter: adapter::summarize(&info),
+                message: e.to_string(),
+            })?;
+    // The device is the runtime's: errors outside any scope (from direct use of `device()`)
+    // and its loss are logged and reported by the next wait of any context on it.
+    let errors = Arc::new(Mutex::new(ErrorLog::default()));
+    let log = Arc::clone(&errors);
+    device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+        lock(&log)
+            .uncaptured
+            .push(crate::context::convert("uncaptured", e));
+    }));
+    let log = Arc::clone(&errors);
+    device.set_device_lost_callback(move |reason, message| {
+        lock(&log).lost = Some(format!("{reason:?}: {message}"));
+    });
+    Ok(OpenDevice {
+        instance,
+        adapter,
+        info,
+        device,
+        queue,
+        errors,
+    })
+}
+
+/// The optional features a context asks for: whichever the runtime knows, minus those the
+/// options disable; natively also the pipeline cache.
+fn wanted_features(opts: &crate::ContextOptions) -> wgpu::Features {
+    let mut wanted = wgpu::Features::empty();
+    for name in KNOWN_FEATURES {
+        if let Some(f) = wgpu_feature(name)
+            && !opts.disable_features.contains(&name)
+        {
+            wanted |= f;
+        }
+    }
+    // Native only: lets `use_pipeline_cache` keep compiled pipelines across processes.
+    if cfg!(not(target_arch = "wasm32")) {
+        wanted |= wgpu::Features::PIPELINE_CACHE;
+    }
+    wanted
+}
