@@ -28,3 +28,21 @@ fn the_loop_reuses_its_buffers_and_matches_the_reference() {
     );
     assert_eq!(report.kept_after_last, report.kept_after_first);
 }
+
+/// The long-run harness (`bench --soak`) on a short run: it steps, reports both windows, and
+/// the runtime holds the same after the first window as at the end.
+#[test]
+fn the_soak_harness_reports_flat_counts() {
+    let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+    let report = examples::bench::soak::run(&ctx, 3).expect("the soak runs");
+    assert!(
+        report.steps > 0 && report.first.steps > 0 && report.last.steps > 0,
+        "{report:?}"
+    );
+    assert!(report.counts_flat, "{report:?}");
+    assert!(
+        report.checks.iter().all(|(_, _, ok)| *ok),
+        "{:?}",
+        report.checks
+    );
+}

@@ -165,8 +165,12 @@ fn walk(file: &str, pointer: &str, value: &Value, out: &mut Vec<(String, String,
     }
 }
 
+/// How many of [`VALUES`] are names (the ones a renamed key takes).
+const NAME_COUNT: usize = 19;
+
 /// Values that have broken generators: names that are not identifiers, numbers at the edges
-/// of every integer and float type, wrong types, and broken expressions.
+/// of every integer and float type, wrong types (empty lists among them), and broken
+/// expressions.
 const VALUES: &[&str] = &[
     r#""a-b""#,
     r#""a b""#,
@@ -181,6 +185,13 @@ const VALUES: &[&str] = &[
     r#""type""#,
     r#""fn""#,
     r#""r#x""#,
+    // White space around or instead of a name, and names a parser would skip over.
+    r#""a ""#,
+    r#"" ""#,
+    r#""\t""#,
+    r#""a\u00a0""#,
+    r#""\u3000""#,
+    r#""a/*c*/""#,
     "0",
     "1",
     "-1",
@@ -255,11 +266,13 @@ fn twist(value: &Value, how: usize) -> Option<String> {
     let Value::String(text) = value else {
         return None;
     };
-    let changed = match how % 5 {
+    let changed = match how % 7 {
         0 => text.chars().take(text.chars().count() / 2).collect(),
         1 => format!("{text} +"),
         2 => format!("({text}"),
         3 => format!("{text}{text}"),
+        4 => format!("{text} "),
+        5 => format!("\t{text}"),
         _ => format!("not {text}"),
     };
     serde_json::to_string(&changed).ok()
@@ -288,7 +301,7 @@ fn edit(surface: Surface) -> impl Strategy<Value = Edit> {
                     Edit::Set {
                         file,
                         pointer,
-                        raw: twist(&value, what.index(5))?,
+                        raw: twist(&value, what.index(7))?,
                     }
                 }
                 4 => {
@@ -298,7 +311,8 @@ fn edit(surface: Surface) -> impl Strategy<Value = Edit> {
                 5 => {
                     let (file, pointer, _) = json(&place)?;
                     key_of(&pointer)?.parse::<usize>().is_err().then_some(())?;
-                    let key: String = serde_json::from_str(&pick(&VALUES[..13], &what)).ok()?;
+                    let key: String =
+                        serde_json::from_str(&pick(&VALUES[..NAME_COUNT], &what)).ok()?;
                     Edit::Rename { file, pointer, key }
                 }
                 6 => {

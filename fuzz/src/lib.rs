@@ -7,8 +7,10 @@
 //! generators and shrinking under a time budget ([`drive`]).
 
 pub mod codegen_target;
+pub mod config_target;
 pub mod drive;
 pub mod mutation;
 #[cfg(feature = "run-op")]
 pub mod run_op_target;
+pub mod sample_check;
 pub mod seeds;

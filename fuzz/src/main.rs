@@ -2,7 +2,7 @@
 //! regression fixture.
 //!
 //! ```text
-//! fuzz [codegen|run-op|all] [--seconds N] [--cases N] [--seed N] [--jobs N]
+//! fuzz [codegen|run-op|all] [--seconds N] [--cases N] [--seed N] [--jobs N] [--check-sample N]
 //! ```
 //! `--jobs N` runs N workers at once, worker `i` with seed `seed + i` (and `--cases` each).
 //! Exit status 0 when no input failed, 1 when one did (the fixture is printed), 2 on bad use.
@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Parser, ValueEnum};
 use fuzz::codegen_target::{self, Outcome};
+use fuzz::config_target;
 use fuzz::drive::{self, Budget};
 use fuzz::mutation::Case;
 
@@ -44,6 +45,10 @@ struct Args {
     /// Workers at once (the codegen target only; run-op shares one device).
     #[arg(long, default_value_t = 1)]
     jobs: u64,
+    /// After the codegen target, `cargo check` this many of its accepted outputs (every
+    /// tenth accepted input, up to this many) as modules of one crate.
+    #[arg(long, default_value_t = 0)]
+    check_sample: usize,
 }
 
 fn main() -> ExitCode {
@@ -62,7 +67,7 @@ fn main() -> ExitCode {
     };
     for target in targets {
         let result = match target {
-            Target::Codegen => codegen(budget, args.jobs.max(1)),
+            Target::Codegen => codegen(budget, args.jobs.max(1), args.check_sample),
             _ => run_op(budget),
         };
         match result {
@@ -89,9 +94,13 @@ struct Tally {
     /// names that file.
     single_file: u64,
     names_edited_file: u64,
+    /// Inputs also generated through `Config` on real folders.
+    on_disk: u64,
+    /// Accepted outputs kept for `cargo check`, with their inputs.
+    samples: Vec<(String, codegen::Output)>,
 }
 
-fn codegen(budget: Budget, jobs: u64) -> Result<bool> {
+fn codegen(budget: Budget, jobs: u64, check_sample: usize) -> Result<bool> {
     let seeds = fuzz::seeds::all()?;
     eprintln!(
         "fuzz codegen: {} seeds ({}), {} s, seed {}, {jobs} workers",
@@ -120,7 +129,8 @@ fn codegen(budget: Budget, jobs: u64) -> Result<bool> {
                     seed: budget.seed + worker,
                     ..budget
                 };
-                scope.spawn(move || codegen_worker(strategy, by_name, budget, worker))
+                let keep = check_sample.div_ceil(jobs as usize);
+                scope.spawn(move || codegen_worker(strategy, by_name, budget, worker, keep))
             })
             .collect();
         workers.into_iter().filter_map(|w| w.join().ok()).collect()
@@ -135,20 +145,29 @@ fn codegen(budget: Budget, jobs: u64) -> Result<bool> {
         total.rejected += tally.rejected;
         total.single_file += tally.single_file;
         total.names_edited_file += tally.names_edited_file;
+        total.on_disk += tally.on_disk;
+        total.samples.extend(tally.samples);
         failure = failure.or(run.failure);
     }
     eprintln!(
-        "fuzz codegen: {cases} inputs in {:.1} s: {} generated, {} rejected; of {} rejected single-file edits, {} name the edited file",
+        "fuzz codegen: {cases} inputs in {:.1} s: {} generated, {} rejected ({} also through Config on folders); of {} rejected single-file edits, {} name the edited file",
         elapsed.as_secs_f64(),
         total.generated,
         total.rejected,
+        total.on_disk,
         total.single_file,
         total.names_edited_file
     );
-    report(
+    let passed = report(
         failure.map(|f| (f.input.to_string(), f.message)),
         "the input, shrunk, as a regression fixture (fuzz/tests/regressions/<name>.test):",
-    )
+    )?;
+    total.samples.truncate(check_sample);
+    if let Err(err) = fuzz::sample_check::check(&total.samples) {
+        eprintln!("fuzz: FAILED: {err:#}");
+        return Ok(false);
+    }
+    Ok(passed)
 }
 
 fn codegen_worker(
@@ -156,6 +175,7 @@ fn codegen_worker(
     by_name: &HashMap<Option<String>, codegen::Inputs>,
     budget: Budget,
     worker: u64,
+    keep: usize,
 ) -> (drive::Run<Case>, Tally) {
     let mut tally = Tally::default();
     let show_misattributed = std::env::var_os("FUZZ_SHOW_MISATTRIBUTED").is_some();
@@ -170,8 +190,26 @@ fn codegen_worker(
             let Ok(inputs) = case.apply(seed) else {
                 return Ok(());
             };
-            match codegen_target::check_inputs(inputs, budget.hang)? {
-                Outcome::Generated(_) => tally.generated += 1,
+            // Every fourth input also goes through `Config` on real folders, in the next
+            // of its layouts.
+            let on_disk = (tally.generated + tally.rejected)
+                .is_multiple_of(4)
+                .then(|| inputs.clone());
+            let outcome = codegen_target::check_inputs(inputs, budget.hang)?;
+            if let Some(inputs) = on_disk {
+                let layouts = config_target::Layout::ALL;
+                let layout = layouts[(tally.on_disk as usize) % layouts.len()];
+                let accepted = matches!(outcome, Outcome::Generated(_));
+                config_target::check(&inputs, layout, accepted, budget.hang)?;
+                tally.on_disk += 1;
+            }
+            match outcome {
+                Outcome::Generated(output) => {
+                    if tally.generated % 10 == 0 && tally.samples.len() < keep {
+                        tally.samples.push((case.to_string(), output));
+                    }
+                    tally.generated += 1;
+                }
                 Outcome::Rejected(diagnostics) => {
                     tally.rejected += 1;
                     let mut files: Vec<&str> = case.edits.iter().map(|e| e.file()).collect();

@@ -42,7 +42,8 @@ pub fn run(root: &Path) -> Result<()> {
         cargo(root, &["test", "--workspace", "--locked"])
     })?;
     // Both fuzz targets for a bounded time; a failing input is printed as a regression
-    // fixture (`fuzz/tests/regressions/`) and fails the step.
+    // fixture (`fuzz/tests/regressions/`) and fails the step. Six accepted outputs of the
+    // generator are then compiled (`cargo check`).
     step("fuzzing (bounded)", || {
         cargo(
             root,
@@ -57,6 +58,8 @@ pub fn run(root: &Path) -> Result<()> {
                 "60",
                 "--jobs",
                 "2",
+                "--check-sample",
+                "6",
             ],
         )
     })?;

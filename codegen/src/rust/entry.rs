@@ -139,7 +139,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         let output_allocs = op.outputs.iter().enumerate().map(|(i, t)| {
             let role = super::tensor_field(t);
             let ty = output_type(t);
-            quote!(let mut #role = #ty::zeros(ctx, &plan.outputs[#i].shape)?;)
+            quote!(let mut #role = #ty::zeros_for(ctx, plan.op, &plan.outputs[#i])?;)
         });
         let out_roles: Vec<Ident> = op.outputs.iter().map(super::tensor_field).collect();
         let outputs_args = generic_args(&vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));

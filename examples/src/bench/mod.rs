@@ -9,6 +9,7 @@ pub mod compile;
 pub mod copy;
 pub mod host;
 pub mod run;
+pub mod soak;
 pub mod spec;
 
 /// GPU time a kernel runs, back to back, before it is timed. The H200 drops its SM clock

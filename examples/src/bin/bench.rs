@@ -51,6 +51,11 @@ struct Args {
     /// the driver's shader cache disabled, e.g. `__GL_SHADER_DISK_CACHE=0`, for cold times).
     #[arg(long)]
     compile_times: bool,
+    /// Run only the long run: the inference loop (and an allocating `run`) step after step
+    /// for SECONDS on one device, reporting time per step, resident memory and the runtime's
+    /// counts in the first and last minute (or tenth of the run).
+    #[arg(long, value_name = "SECONDS")]
+    soak: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -77,6 +82,26 @@ fn main() -> Result<()> {
     if args.churn {
         let results = churn::run(&options, args.churn_mib << 20, 4, args.repetitions)?;
         return write_json(&args.json, &results);
+    }
+    if let Some(seconds) = args.soak {
+        let ctx = Context::with_options(&options).context("no adapter")?;
+        println!("adapter: {}", ctx.adapter_summary());
+        let report = examples::bench::soak::run(&ctx, seconds)?;
+        examples::bench::soak::print(&report);
+        write_json(&args.json, &report)?;
+        let failed: Vec<&str> = report
+            .checks
+            .iter()
+            .filter(|(_, _, ok)| !ok)
+            .map(|(stage, _, _)| stage.as_str())
+            .collect();
+        if !failed.is_empty() {
+            bail!(
+                "the last step does not match its reference: {}",
+                failed.join(", ")
+            );
+        }
+        return Ok(());
     }
     if args.compile_times {
         let times = compile::measure(&options)?;

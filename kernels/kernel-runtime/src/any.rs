@@ -5,6 +5,7 @@ use crate::context::Context;
 use crate::dtype::DType;
 use crate::error::RuntimeError;
 use crate::index::IndexTensor;
+use crate::plan::OutputSpec;
 use crate::tensor::Tensor;
 
 /// A tensor whose element type is known only at run time (the dynamic `run-op` path).
@@ -52,13 +53,24 @@ impl AnyTensor {
         })
     }
 
-    /// A zero-filled tensor of `dtype` (for outputs described by an [`crate::OutputSpec`]).
+    /// A zero-filled tensor of `dtype`.
     pub fn zeros(ctx: &Context, dtype: DType, shape: &[usize]) -> Result<Self, RuntimeError> {
         Ok(match dtype {
             DType::F32 => AnyTensor::F32(Tensor::zeros(ctx, shape)?),
             DType::F16 => AnyTensor::F16(Tensor::zeros(ctx, shape)?),
             DType::U32 | DType::I64 => {
                 AnyTensor::Index(IndexTensor::from_tensor(Tensor::zeros(ctx, shape)?))
+            }
+        })
+    }
+
+    /// The zero-filled output `spec` of a plan of `op`, named in allocation errors.
+    pub fn zeros_for(ctx: &Context, op: &str, spec: &OutputSpec) -> Result<Self, RuntimeError> {
+        Ok(match spec.dtype {
+            DType::F32 => AnyTensor::F32(Tensor::zeros_for(ctx, op, spec)?),
+            DType::F16 => AnyTensor::F16(Tensor::zeros_for(ctx, op, spec)?),
+            DType::U32 | DType::I64 => {
+                AnyTensor::Index(IndexTensor::from_tensor(Tensor::zeros_for(ctx, op, spec)?))
             }
         })
     }

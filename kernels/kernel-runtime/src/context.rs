@@ -30,6 +30,20 @@ pub struct ContextOptions {
     pub dedicated_device: bool,
 }
 
+/// What a context holds at one moment ([`Context::counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContextCounts {
+    /// Compute pipelines created and kept.
+    pub pipelines: usize,
+    /// Bind groups kept for reuse by `record_into`/`run_into`.
+    pub bind_groups: usize,
+    /// Uniform buffers kept by content.
+    pub uniform_buffers: usize,
+    /// Intermediate buffers kept for reuse, and their bytes.
+    pub pooled_intermediates: usize,
+    pub pooled_intermediate_bytes: u64,
+}
+
 /// A device and queue with the state the runtime keeps for them: pipeline cache,
 /// intermediate pool, uniform cache.
 ///
@@ -273,6 +287,9 @@ impl Context {
     /// results arrive later: they are kept and reported by the next awaited call
     /// ([`Context::finish_async`], a readback or a timing).
     pub(crate) fn scoped<R>(&self, label: &str, f: impl FnOnce() -> R) -> Result<R, RuntimeError> {
+        // Nothing runs on a lost device: every step says so at once instead of failing
+        // validation on the objects the loss invalidated.
+        self.check_lost()?;
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -290,7 +307,13 @@ impl Context {
                 pollster::block_on(internal),
             ];
             match errors.into_iter().flatten().next() {
-                Some(e) => Err(convert(label, e)),
+                Some(e) => {
+                    // The step may have failed because the device was lost meanwhile; a poll
+                    // delivers the loss if so.
+                    let _ = self.device.poll(wgpu::PollType::Poll);
+                    self.check_lost()?;
+                    Err(convert(label, e))
+                }
                 None => Ok(result),
             }
         }
@@ -306,6 +329,14 @@ impl Context {
                     .map(|e| convert(&label, e))
             }));
             Ok(result)
+        }
+    }
+
+    /// `DeviceLost` once the device is known to be lost.
+    pub(crate) fn check_lost(&self) -> Result<(), RuntimeError> {
+        match &lock(&self.errors).lost {
+            Some(message) => Err(RuntimeError::DeviceLost(message.clone())),
+            None => Ok(()),
         }
     }
 

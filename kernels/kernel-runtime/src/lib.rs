@@ -101,7 +101,7 @@ pub mod when;
 pub use any::AnyTensor;
 pub use args::{Access, Arg};
 pub use caps::DeviceCaps;
-pub use context::{Context, ContextOptions};
+pub use context::{Context, ContextCounts, ContextOptions};
 #[cfg(not(target_arch = "wasm32"))]
 pub use disk_cache::PipelineCacheLoad;
 pub use dtype::{DType, Element, Float};

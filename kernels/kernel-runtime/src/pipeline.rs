@@ -180,6 +180,18 @@ impl Context {
         self.pipelines.len()
     }
 
+    /// What the context holds now: for watching a long-running process for growth.
+    pub fn counts(&self) -> crate::ContextCounts {
+        let (pooled_intermediates, pooled_intermediate_bytes) = lock(&self.intermediates).held();
+        crate::ContextCounts {
+            pipelines: self.pipelines.len(),
+            bind_groups: lock(&self.bind_groups).len(),
+            uniform_buffers: lock(&self.params).len(),
+            pooled_intermediates,
+            pooled_intermediate_bytes,
+        }
+    }
+
     /// Number of bind groups kept for reuse (see [`Context::record_plan_reusing`]).
     pub fn kept_bind_groups(&self) -> usize {
         lock(&self.bind_groups).len()

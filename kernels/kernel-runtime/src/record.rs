@@ -21,6 +21,13 @@ pub(crate) struct IntermediatePool {
     pooled_bytes: u64,
 }
 
+impl IntermediatePool {
+    /// Buffers kept, and their bytes.
+    pub(crate) fn held(&self) -> (usize, u64) {
+        (self.free.values().map(Vec::len).sum(), self.pooled_bytes)
+    }
+}
+
 /// Pooled intermediate bytes kept at most; beyond it, returned buffers are dropped.
 const POOL_MAX_BYTES: u64 = 1 << 30;
 
@@ -29,6 +36,12 @@ const POOL_MAX_BYTES: u64 = 1 << 30;
 #[derive(Default)]
 pub(crate) struct ParamsCache {
     buffers: HashMap<Vec<u8>, wgpu::Buffer>,
+}
+
+impl ParamsCache {
+    pub(crate) fn len(&self) -> usize {
+        self.buffers.len()
+    }
 }
 
 /// Distinct parameter blocks kept at most; the cache is emptied when it grows past this.

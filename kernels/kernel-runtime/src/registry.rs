@@ -234,7 +234,7 @@ impl OpEntry {
         let plan = (self.plan)(ctx, inputs, attrs)?;
         let mut outputs = Vec::with_capacity(plan.outputs.len());
         for spec in &plan.outputs {
-            outputs.push(AnyTensor::zeros(ctx, spec.dtype, &spec.shape)?);
+            outputs.push(AnyTensor::zeros_for(ctx, plan.op, spec)?);
         }
         Ok((plan, outputs))
     }

@@ -8,6 +8,7 @@ use std::num::NonZeroU64;
 use crate::context::Context;
 use crate::dtype::{DType, Element};
 use crate::error::RuntimeError;
+use crate::plan::OutputSpec;
 use crate::record::storage_size;
 
 /// Usage of every tensor buffer the runtime creates: bindable as storage, uploadable,
@@ -114,10 +115,20 @@ impl<T: Element> Tensor<T> {
         Ok(Self::wrap(buffer, 0, size, shape, numel))
     }
 
-    /// A zero-filled tensor (outputs are allocated this way).
+    /// A zero-filled tensor.
     pub fn zeros(ctx: &Context, shape: &[usize]) -> Result<Self, RuntimeError> {
-        let (numel, size) = sized(ctx, "tensor", shape, T::DTYPE.size_bytes() as u64)?;
-        let buffer = ctx.create_buffer_checked("tensor", size, TENSOR_USAGE)?;
+        Self::zeros_labelled(ctx, "tensor", shape)
+    }
+
+    /// The zero-filled output `spec` of a plan of `op`: a buffer too large for the device,
+    /// or one it has no memory for, is an error naming the output and the op.
+    pub fn zeros_for(ctx: &Context, op: &str, spec: &OutputSpec) -> Result<Self, RuntimeError> {
+        Self::zeros_labelled(ctx, &format!("output `{}` of {op}", spec.role), &spec.shape)
+    }
+
+    fn zeros_labelled(ctx: &Context, what: &str, shape: &[usize]) -> Result<Self, RuntimeError> {
+        let (numel, size) = sized(ctx, what, shape, T::DTYPE.size_bytes() as u64)?;
+        let buffer = ctx.create_buffer_checked(what, size, TENSOR_USAGE)?;
         Ok(Self::wrap(buffer, 0, size, shape, numel))
     }
 

@@ -794,7 +794,7 @@ pub fn record<T: rt::Float>(
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
     let plan = plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), attrs)?;
-    let mut output = rt::Tensor::<T>::zeros(ctx, &plan.outputs[0usize].shape)?;
+    let mut output = rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?;
     encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
     Ok(Outputs { output })
 }

@@ -1,0 +1,199 @@
+//! The long run (`bench --soak SECONDS`): the inference loop's chain, step after step on one
+//! device, plus an allocating `run` per step, for as long as asked after a second of warm-up. It reports the time per
+//! step and what the process and the runtime hold (resident memory; pipelines, bind groups,
+//! uniform buffers and pooled intermediates) in the first and the last window of the run, so
+//! growth or a slowdown over hours shows up as a difference between the two.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, ensure};
+use kernel_runtime::{Context, ContextCounts};
+use serde::Serialize;
+
+use crate::data::median;
+use crate::inference_loop::Chain;
+
+/// Positions the chain cycles through (its rotary caches hold this many).
+const MAX_POSITIONS: usize = 4096;
+
+/// One window of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Window {
+    /// Seconds since the start at which the window begins.
+    pub from_s: f64,
+    pub steps: usize,
+    /// Median and mean host time of one step (chain plus allocating run), microseconds.
+    pub median_step_us: f64,
+    pub mean_step_us: f64,
+    /// Resident set size at the window's end, in KiB (`None` where the OS does not say).
+    pub rss_kib: Option<u64>,
+    pub pipelines: usize,
+    pub bind_groups: usize,
+    pub uniform_buffers: usize,
+    pub pooled_intermediates: usize,
+    pub pooled_intermediate_bytes: u64,
+}
+
+/// What the run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct SoakReport {
+    pub adapter: String,
+    pub seconds: f64,
+    pub steps: usize,
+    pub window_s: f64,
+    pub first: Window,
+    pub last: Window,
+    /// `last.median_step_us / first.median_step_us - 1`, in percent.
+    pub step_change_percent: f64,
+    /// Whether every runtime count is the same at the end as after the first window.
+    pub counts_flat: bool,
+    /// Each stage of the last step against its float64 reference: (stage, max error, ok).
+    pub checks: Vec<(String, f64, bool)>,
+}
+
+/// The process's resident set size in KiB, from `/proc/self/statm` (Linux).
+pub fn rss_kib() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4)
+}
+
+fn window(from: Duration, times: &[Duration], counts: ContextCounts) -> Window {
+    let us = |d: &Duration| d.as_secs_f64() * 1e6;
+    let mean = times.iter().map(us).sum::<f64>() / times.len().max(1) as f64;
+    Window {
+        from_s: from.as_secs_f64(),
+        steps: times.len(),
+        median_step_us: median(times).map_or(0.0, |d| us(&d)),
+        mean_step_us: mean,
+        rss_kib: rss_kib(),
+        pipelines: counts.pipelines,
+        bind_groups: counts.bind_groups,
+        uniform_buffers: counts.uniform_buffers,
+        pooled_intermediates: counts.pooled_intermediates,
+        pooled_intermediate_bytes: counts.pooled_intermediate_bytes,
+    }
+}
+
+/// Runs the chain for `seconds` on `ctx`. The windows are a minute long, or a tenth of the
+/// run when it is shorter than ten minutes. Progress is printed every window.
+pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
+    ensure!(seconds >= 2, "--soak needs at least 2 seconds");
+    let total = Duration::from_secs(seconds);
+    let window_len = Duration::from_secs(60).min(total / 10);
+    let mut chain = Chain::new(ctx, MAX_POSITIONS, 7)?;
+    // Pipelines compile and clocks rise in the first steps: a warm-up the windows leave out.
+    let mut step = 0;
+    let warming = Instant::now();
+    while warming.elapsed() < super::WARM_UP {
+        chain.step(ctx, step)?;
+        chain.run_allocating(ctx)?;
+        step += 1;
+    }
+    let started = Instant::now();
+    let mut current: Vec<Duration> = Vec::new();
+    let mut window_start = Duration::ZERO;
+    let mut first = None;
+    let mut previous: Option<Window> = None;
+    while started.elapsed() < total {
+        let t = Instant::now();
+        chain.step(ctx, step)?;
+        chain.run_allocating(ctx)?;
+        current.push(t.elapsed());
+        step += 1;
+        let now = started.elapsed();
+        if now - window_start >= window_len {
+            let w = window(window_start, &current, ctx.counts());
+            println!(
+                "  {:>7.1} s: {} steps, median {:.1} µs, RSS {} KiB, {} pipelines, {} bind groups, {} uniform buffers, {} pooled intermediates",
+                now.as_secs_f64(),
+                w.steps,
+                w.median_step_us,
+                w.rss_kib.map_or("n/a".to_owned(), |k| k.to_string()),
+                w.pipelines,
+                w.bind_groups,
+                w.uniform_buffers,
+                w.pooled_intermediates
+            );
+            if first.is_none() {
+                first = Some(w.clone());
+            }
+            previous = Some(w);
+            current.clear();
+            window_start = now;
+        }
+    }
+    // The last full window; a trailing partial one only when no full one followed the first.
+    let last = match previous {
+        Some(w) if current.len() < 2 || first.as_ref().is_some_and(|f| f.from_s != w.from_s) => w,
+        _ => window(window_start, &current, ctx.counts()),
+    };
+    let first = first.unwrap_or_else(|| last.clone());
+    let counts_flat = (
+        first.pipelines,
+        first.bind_groups,
+        first.uniform_buffers,
+        first.pooled_intermediates,
+    ) == (
+        last.pipelines,
+        last.bind_groups,
+        last.uniform_buffers,
+        last.pooled_intermediates,
+    );
+    let checks = chain
+        .check(ctx)?
+        .into_iter()
+        .map(|(stage, c)| (stage.to_owned(), c.max_abs, c.passed()))
+        .collect();
+    Ok(SoakReport {
+        adapter: ctx.adapter_summary(),
+        seconds: started.elapsed().as_secs_f64(),
+        steps: step,
+        window_s: window_len.as_secs_f64(),
+        step_change_percent: (last.median_step_us / first.median_step_us - 1.0) * 100.0,
+        first,
+        last,
+        counts_flat,
+        checks,
+    })
+}
+
+/// Prints the report's summary table.
+pub fn print(report: &SoakReport) {
+    println!(
+        "soak: {} steps in {:.0} s on {}; windows of {:.0} s",
+        report.steps, report.seconds, report.adapter, report.window_s
+    );
+    println!(
+        "window   from (s)    steps  median µs   mean µs   RSS KiB  pipelines  bind groups  uniforms  pooled"
+    );
+    for (name, w) in [("first", &report.first), ("last", &report.last)] {
+        println!(
+            "{name:<6} {:>10.1} {:>8} {:>10.1} {:>9.1} {:>9} {:>10} {:>12} {:>9} {:>7}",
+            w.from_s,
+            w.steps,
+            w.median_step_us,
+            w.mean_step_us,
+            w.rss_kib.map_or("n/a".to_owned(), |k| k.to_string()),
+            w.pipelines,
+            w.bind_groups,
+            w.uniform_buffers,
+            w.pooled_intermediates
+        );
+    }
+    println!(
+        "time per step {:+.2}% from the first window to the last; runtime counts {}",
+        report.step_change_percent,
+        if report.counts_flat {
+            "flat"
+        } else {
+            "CHANGED"
+        }
+    );
+    for (stage, err, ok) in &report.checks {
+        println!(
+            "  last step {stage}: max error {err:.2e} {}",
+            if *ok { "ok" } else { "MISMATCH" }
+        );
+    }
+}
