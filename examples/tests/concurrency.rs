@@ -24,6 +24,7 @@ const LIMIT: Duration = Duration::from_secs(600);
 
 /// A context on the preferred adapter (CI installs Mesa lavapipe so that one exists).
 fn context() -> Context {
+    test_support::bound();
     Context::new().expect("an adapter (CI installs Mesa lavapipe)")
 }
 

@@ -6,6 +6,7 @@ use std::process::Command;
 
 #[test]
 fn demo_runs_on_the_gl_backend_and_skips_what_the_adapter_lacks() {
+    test_support::bound();
     let output = Command::new(env!("CARGO_BIN_EXE_demo"))
         .env("WGPU_BACKEND", "gl")
         .env_remove("KERNELS_ADAPTER")

@@ -8,6 +8,7 @@ use kernel_runtime::{Context, wgpu};
 
 #[test]
 fn the_loop_reuses_its_buffers_and_matches_the_reference() {
+    test_support::bound();
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapter =
@@ -33,6 +34,7 @@ fn the_loop_reuses_its_buffers_and_matches_the_reference() {
 /// the runtime holds the same after the first window as at the end.
 #[test]
 fn the_soak_harness_reports_flat_counts() {
+    test_support::bound();
     let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
     let report = examples::bench::soak::run(&ctx, 3).expect("the soak runs");
     assert!(

@@ -42,6 +42,7 @@ fn app_device() -> (
 #[test]
 fn ops_run_on_the_applications_device_and_leave_its_handler_alone() {
     let (device, queue, info, seen) = app_device();
+    test_support::bound();
     let ctx = Context::from_wgpu(device.clone(), queue, info);
     assert!(!ctx.caps().shader_f16 && !ctx.caps().subgroups);
 

@@ -11,6 +11,7 @@ use kernel_runtime::{AnyTensor, Context};
 
 #[test]
 fn precompile_prepares_every_runnable_shader_and_runs_still_match() {
+    test_support::bound();
     let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
     let prepared = [
         kernels::bias_softmax::precompile(&ctx).unwrap(),
@@ -55,6 +56,7 @@ fn precompile_prepares_every_runnable_shader_and_runs_still_match() {
 
 #[test]
 fn prepare_creates_exactly_the_pipelines_of_the_planned_shapes() {
+    test_support::bound();
     let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
     // BiasSoftmax's pipelines take shape-dependent overrides, which `precompile` cannot know.
     let runnable: Vec<_> = cases::all()

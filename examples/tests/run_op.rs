@@ -45,6 +45,7 @@ fn write_file(path: &Path, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) {
 }
 
 fn run_op(args: &[&str]) -> Output {
+    test_support::bound();
     Command::new(env!("CARGO_BIN_EXE_run-op"))
         .args(args)
         .output()

@@ -21,6 +21,7 @@ fn generated_module_lists_every_package() {
 
 #[test]
 fn build_time_bias_softmax_matches_the_reference() {
+    test_support::bound();
     let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
     let (rows, cols) = (6usize, 40usize);
     let data: Vec<f32> = (0..rows * cols)

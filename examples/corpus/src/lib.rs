@@ -13,6 +13,13 @@ pub mod kernels {
 
 pub use kernel_runtime as runtime;
 
+/// A context on the preferred adapter for a GPU test, which it bounds in time
+/// ([`test_support::bound`]). CI installs Mesa lavapipe so that an adapter exists.
+pub fn context() -> kernel_runtime::Context {
+    test_support::bound();
+    kernel_runtime::Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+}
+
 /// An element type outputs are filled with a poison value of before a run (a NaN for floats),
 /// compared by bits: an element still holding them was not written, and two runs agree only
 /// when their bits do.

@@ -26,6 +26,7 @@ pub const ALL_VARIANTS: [&str; 3] = [LONGROW, PACKED, ADAPTIVE];
 /// Copied from `common/mod.rs`, which this binary does not compile: panics with an
 /// explanation when no adapter exists, because these tests need a real one.
 pub fn ctx() -> &'static Context {
+    test_support::bound();
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| match Context::new() {
         Ok(ctx) => ctx,
@@ -56,6 +57,7 @@ pub fn adaptive_workgroups(caps: &DeviceCaps, rows: u64, cols: u64) -> u64 {
 }
 
 pub fn context_without(feature: &'static str) -> Context {
+    test_support::bound();
     let opts = ContextOptions {
         disable_features: vec![feature],
         ..ContextOptions::default()

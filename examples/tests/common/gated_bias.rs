@@ -37,6 +37,7 @@ pub fn create_context(opts: &ContextOptions) -> Context {
 
 /// A context without the listed features (a fresh device on the same adapter).
 pub fn context_without(features: &[&'static str]) -> Context {
+    test_support::bound();
     create_context(&ContextOptions {
         disable_features: features.to_vec(),
         ..ContextOptions::default()
@@ -45,6 +46,7 @@ pub fn context_without(features: &[&'static str]) -> Context {
 
 /// The context most tests of the binary share (creating a lavapipe device is slow).
 pub fn ctx() -> &'static Context {
+    test_support::bound();
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| create_context(&ContextOptions::default()))
 }

@@ -18,6 +18,7 @@ use kernels::mrotary_embedding::{self as op, Attrs, DTypes, Inputs, Shapes};
 /// Panics with an explanation when no adapter exists: these tests need a real one, and CI
 /// installs Mesa lavapipe so that one always does.
 pub fn ctx() -> &'static Context {
+    test_support::bound();
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| match Context::new() {
         Ok(ctx) => ctx,

@@ -58,7 +58,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// Runs the op over `x` (of which `count` values count) into a poisoned output; returns

@@ -61,7 +61,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// Seeded values shifted and halved (`corpus::data` spans `[-1, 3)`: these `[-1, 1)`),

@@ -68,7 +68,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     fn values<T: Float>(len: usize, seed: u64) -> Vec<T> {

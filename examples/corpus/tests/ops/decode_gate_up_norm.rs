@@ -74,7 +74,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// Packs row-major `q[o, k]` LSB first.

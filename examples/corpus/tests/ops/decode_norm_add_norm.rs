@@ -249,7 +249,7 @@ mod gpu {
     }
 
     pub fn updates_the_residual_and_quantizes_its_norm() {
-        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let ctx = corpus::context();
         let caps = ctx.caps();
         if !(caps.has_feature("subgroups") && caps.subgroup_min_size >= 32) {
             eprintln!(
@@ -291,7 +291,7 @@ mod gpu {
     }
 
     pub fn rows_longer_than_8192_have_no_variant() {
-        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let ctx = corpus::context();
         let dim = 8193;
         // The shader keeps ceil(dim / 256) values per thread in registers, sized for 8192.
         let shapes = op::Shapes {

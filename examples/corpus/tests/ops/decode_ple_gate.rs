@@ -38,7 +38,7 @@ mod gpu {
     use corpus::runtime::{Context, Float, Tensor};
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     fn cast<T: Float>(v: &[f32]) -> Vec<T> {

@@ -40,7 +40,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// Seeded packed words: every bit pattern is a valid run of codes.

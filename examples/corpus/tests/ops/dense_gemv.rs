@@ -73,7 +73,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// The shader's `srq` in f32: `clamp(round(x / s), -128, 127) * s`, rounding half to even;

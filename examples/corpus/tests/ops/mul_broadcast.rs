@@ -15,10 +15,10 @@ fn multiplies_by_a_repeating_factor() {
 #[cfg(corpus)]
 mod gpu {
     use corpus::kernels::mul_broadcast as op;
-    use corpus::runtime::{Context, Tensor};
+    use corpus::runtime::Tensor;
 
     pub fn multiplies_by_a_repeating_factor() {
-        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let ctx = corpus::context();
         for (len, period) in [(3000usize, Some(48u32)), (513, None)] {
             let x0 = corpus::data(len, 3);
             let factor_len = period.map_or(len, |p| p as usize);
@@ -44,7 +44,7 @@ mod gpu {
 
     #[test]
     fn a_factor_shorter_than_the_count_is_rejected() {
-        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let ctx = corpus::context();
         let mut x = Tensor::from_slice(&ctx, &[64], &corpus::data(64, 5)).unwrap();
         let factor = Tensor::from_slice(&ctx, &[8], &corpus::data(8, 6)).unwrap();
         // Without a period the factor must hold `count` values.

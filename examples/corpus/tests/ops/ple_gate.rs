@@ -110,7 +110,7 @@ mod gpu {
     }
 
     pub fn gates_by_the_gelu_of_a() {
-        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let ctx = corpus::context();
         eprintln!(
             "gates_by_the_gelu_of_a: more than 65535 workgroups (count > 16,776,960) would \
              spread the dispatch over y; too large for this adapter's test budget, not run"

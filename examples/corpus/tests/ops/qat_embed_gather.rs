@@ -33,7 +33,7 @@ mod gpu {
     const POISON_F32: f32 = f32::from_bits(0x7fc0_0bad);
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// Seeded packed words: every bit position varies, unlike `corpus::data`'s 23-bit values.

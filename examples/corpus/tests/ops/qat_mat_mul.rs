@@ -69,7 +69,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// Packs `q[o, k]` LSB first: row-major words, or block-major, where the 4-word block `b`

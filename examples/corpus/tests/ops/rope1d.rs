@@ -16,10 +16,10 @@ fn rotates_every_head_in_place() {
 #[cfg(corpus)]
 mod gpu {
     use corpus::kernels::rope1d as op;
-    use corpus::runtime::{Context, Tensor};
+    use corpus::runtime::Tensor;
 
     pub fn rotates_every_head_in_place() {
-        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let ctx = corpus::context();
         let (seq, heads, head_dim) = (7usize, 3usize, 160usize);
         let half = head_dim / 2;
         let x0 = corpus::data(seq * heads * head_dim, 9);

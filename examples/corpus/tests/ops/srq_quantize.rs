@@ -93,7 +93,7 @@ mod gpu {
     }
 
     pub fn rounds_to_the_int8_grid() {
-        let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+        let ctx = corpus::context();
         // A power-of-two step (exact, clamping past ±2), a step with an inexact reciprocal
         // (no clamping within ±3), and no step at all; `count` a multiple of the 256 threads
         // and not, the whole tensor and part of it.

@@ -65,7 +65,7 @@ mod gpu {
     }
 
     fn context() -> Context {
-        Context::new().expect("an adapter (CI installs Mesa lavapipe)")
+        corpus::context()
     }
 
     /// Runs `case` from seeded `S` values into a poisoned `D` destination and checks every

@@ -25,6 +25,7 @@ pub fn context() -> Option<Context> {
 
 /// [`context`] with options.
 pub fn context_with(opts: &ContextOptions) -> Option<Context> {
+    test_support::bound();
     match Context::with_options(opts) {
         Ok(ctx) => Some(ctx),
         Err(RuntimeError::NoAdapter {
