@@ -28,9 +28,9 @@ fn main() -> ExitCode {
 
 fn run() -> Result<bool> {
     let ctx = Context::new().map_err(|e| match e {
-        kernel_runtime::RuntimeError::NoAdapter { .. } => anyhow::anyhow!(
-            "no GPU adapter (install mesa-vulkan-drivers for a software one): {e}"
-        ),
+        kernel_runtime::RuntimeError::NoAdapter { .. } => {
+            anyhow::anyhow!("no GPU adapter (install mesa-vulkan-drivers for a software one): {e}")
+        }
         other => anyhow::anyhow!("no device: {other}"),
     })?;
     let adapter = ctx.adapter_info().name.clone();
