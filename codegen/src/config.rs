@@ -291,12 +291,9 @@ impl Config {
     /// left alone and listed in [`Report::foreign`]. An output folder holding an input is
     /// refused.
     pub fn generate(&self) -> Result<Report, ConfigError> {
-        let (report, out_dir) = self.run()?;
-        for path in &report.written {
-            let target = out_dir.join(path);
-            if output_dir::existing(&target)? == Existing::Foreign {
-                return Err(ConfigError::NotGenerated { path: target });
-            }
+        let (report, out_dir, in_the_way) = self.run()?;
+        if let Some(path) = in_the_way.into_iter().next() {
+            return Err(ConfigError::NotGenerated { path });
         }
         let stale: BTreeSet<&str> = report.written.iter().map(String::as_str).collect();
         // All files or none: each is written beside its place first, and only when every
@@ -361,7 +358,7 @@ impl Config {
     /// Generates in memory and compares with the output folder: `Err(Stale)` naming every
     /// file that differs, and every file the generator wrote that it no longer generates.
     pub fn check(&self) -> Result<Report, ConfigError> {
-        let (report, _) = self.run()?;
+        let (report, _, _) = self.run()?;
         if !report.written.is_empty() || !report.removed.is_empty() {
             return Err(ConfigError::Stale {
                 stale: report.written,
@@ -372,8 +369,9 @@ impl Config {
     }
 
     /// Reads, generates and diffs against the output folder: the report (with the paths
-    /// whose contents differ as `written`) and the folder.
-    fn run(&self) -> Result<(Report, PathBuf), ConfigError> {
+    /// whose contents differ as `written`), the folder, and the files not written by the
+    /// generator that are where a generated file goes.
+    fn run(&self) -> Result<(Report, PathBuf, Vec<PathBuf>), ConfigError> {
         let out_dir = match &self.out_dir {
             Some(dir) => self.path(dir),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(ConfigError::NoOutDir)?)
@@ -414,11 +412,15 @@ impl Config {
             }
         }
         let mut stale = Vec::new();
+        let mut in_the_way = Vec::new();
         for file in &output.files {
-            let current = output_dir::read_generated(&out_dir.join(&file.path))?;
-            if current.as_deref() != Some(file.contents.as_str()) {
-                stale.push(file.path.clone());
+            let target = out_dir.join(&file.path);
+            match output_dir::existing(&target)? {
+                Existing::Generated if output_dir::holds(&target, &file.contents)? => continue,
+                Existing::Foreign => in_the_way.push(target),
+                _ => {}
             }
+            stale.push(file.path.clone());
         }
         let report = Report {
             packages: inputs.packages.len(),
@@ -428,7 +430,7 @@ impl Config {
             foreign,
             inputs: read,
         };
-        Ok((report, out_dir))
+        Ok((report, out_dir, in_the_way))
     }
 }
 

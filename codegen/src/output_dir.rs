@@ -11,16 +11,15 @@ use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use crate::config::ConfigError;
-
 use crate::GENERATED_MARK;
+use crate::config::ConfigError;
 
 /// The most bytes an input file (manifest, template, hints) may have.
 pub const MAX_INPUT_BYTES: u64 = 16 << 20;
 
 /// Whether `text` starts with a generated file's header (`// @generated …` in Rust,
 /// `# @generated …` in shader tables).
-pub fn is_generated(text: &str) -> bool {
+fn is_generated(text: &str) -> bool {
     let first = text.lines().next().unwrap_or("");
     ["// ", "# "].iter().any(|marker| {
         first
@@ -62,12 +61,10 @@ pub(crate) fn existing(path: &Path) -> Result<Existing, ConfigError> {
     })
 }
 
-/// The text of a generated file at `path`, or `None` when nothing or something else is there.
-pub(crate) fn read_generated(path: &Path) -> Result<Option<String>, ConfigError> {
-    if existing(path)? != Existing::Generated {
-        return Ok(None);
-    }
-    read_bounded(path, u64::MAX / 2).map(Some)
+/// Whether the regular file at `path` holds exactly `contents`.
+pub(crate) fn holds(path: &Path, contents: &str) -> Result<bool, ConfigError> {
+    let bytes = fs::read(path).map_err(|error| io(path, error))?;
+    Ok(bytes == contents.as_bytes())
 }
 
 /// Reads an input file: a regular file (or a link to one inside `confine`) of at most

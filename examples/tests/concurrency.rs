@@ -2,13 +2,12 @@
 //! planned, run and read back by several threads on one shared context, on contexts of their
 //! own (which share the process's device), and on dedicated devices, with precompiling,
 //! `prepare` and pipeline-cache saving going on beside them. Every result must be bit for bit
-//! the single-threaded run's. Each scenario has a time bound, so a hang fails it by name.
+//! the single-threaded run's.
 
 // In tests a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Barrier};
-use std::time::Duration;
 
 use examples::cases::{self, Case};
 use kernel_runtime::{AnyTensor, Context, ContextOptions};
@@ -19,34 +18,11 @@ const THREADS: usize = 4;
 const ROUNDS: usize = 2;
 /// Cases whose output has more elements are left out, to keep lavapipe quick.
 const MAX_ELEMENTS: usize = 1 << 19;
-/// A scenario that takes longer has hung.
-const LIMIT: Duration = Duration::from_secs(600);
 
 /// A context on the preferred adapter (CI installs Mesa lavapipe so that one exists).
 fn context() -> Context {
     test_support::bound();
     Context::new().expect("an adapter (CI installs Mesa lavapipe)")
-}
-
-/// Runs `f` on a thread of its own and fails with `name` when it does not finish within
-/// `limit`: a hang fails this test instead of the whole run. A panic in `f` is passed on.
-fn within(name: &str, limit: Duration, f: impl FnOnce() + Send + 'static) {
-    let (done, finished) = std::sync::mpsc::channel();
-    let worker = std::thread::spawn(move || {
-        f();
-        let _ = done.send(());
-    });
-    match finished.recv_timeout(limit) {
-        Ok(()) => worker.join().unwrap(),
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-            if let Err(panic) = worker.join() {
-                std::panic::resume_unwind(panic);
-            }
-        }
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{name}: not finished after {limit:?}; it hangs")
-        }
-    }
 }
 
 /// The cases this adapter can run, small enough for a software adapter.
@@ -91,95 +67,69 @@ fn order(t: usize, n: usize) -> Vec<usize> {
 /// gives it, starting together; every result must equal `baseline`.
 fn scenario(
     name: &str,
-    cases: &Arc<Vec<Case>>,
-    baseline: &Arc<Vec<Vec<u64>>>,
-    context: impl Fn(usize) -> Arc<Context> + Send + Sync + 'static,
+    cases: &[Case],
+    baseline: &[Vec<u64>],
+    context: impl Fn(usize) -> Arc<Context> + Sync,
 ) {
-    let cases = Arc::clone(cases);
-    let baseline = Arc::clone(baseline);
-    let name_owned = name.to_owned();
-    within(name, LIMIT, move || {
-        let barrier = Arc::new(Barrier::new(THREADS));
-        let context = Arc::new(context);
-        let handles: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (cases, baseline, barrier, context) = (
-                    Arc::clone(&cases),
-                    Arc::clone(&baseline),
-                    Arc::clone(&barrier),
-                    Arc::clone(&context),
-                );
-                let name = name_owned.clone();
-                std::thread::spawn(move || {
-                    let ctx = context(t);
-                    barrier.wait();
-                    for round in 0..ROUNDS {
-                        let got = run_all(&ctx, &cases, &order(t + round, cases.len()));
-                        for (i, (got, want)) in got.iter().zip(baseline.iter()).enumerate() {
-                            assert!(
-                                got == want,
-                                "{name}: thread {t}, round {round}: {} {} differs from the single-threaded run",
-                                cases[i].op,
-                                cases[i].name
-                            );
-                        }
+    let barrier = Barrier::new(THREADS);
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let (barrier, context) = (&barrier, &context);
+            scope.spawn(move || {
+                let ctx = context(t);
+                barrier.wait();
+                for round in 0..ROUNDS {
+                    let got = run_all(&ctx, cases, &order(t + round, cases.len()));
+                    for (i, (got, want)) in got.iter().zip(baseline).enumerate() {
+                        assert!(
+                            got == want,
+                            "{name}: thread {t}, round {round}: {} {} differs from the single-threaded run",
+                            cases[i].op,
+                            cases[i].name
+                        );
                     }
-                })
-            })
-            .collect();
-        for handle in handles {
-            if let Err(panic) = handle.join() {
-                std::panic::resume_unwind(panic);
-            }
+                }
+            });
         }
     });
 }
 
 #[test]
 fn threads_on_shared_and_separate_contexts_match_the_single_threaded_run() {
-    let ctx = context();
-    let cases = Arc::new(small_cases(&ctx));
+    let shared = Arc::new(context());
+    let cases = small_cases(&shared);
     assert!(cases.len() >= 6, "too few cases: {}", cases.len());
-    let baseline = Arc::new(run_all(&ctx, &cases, &order(0, cases.len())));
-    let shared = Arc::new(ctx);
+    let baseline = run_all(&shared, &cases, &order(0, cases.len()));
 
     // One context, used by every thread.
-    let one = Arc::clone(&shared);
-    scenario("one shared context", &cases, &baseline, move |_| {
-        Arc::clone(&one)
+    scenario("one shared context", &cases, &baseline, |_| {
+        Arc::clone(&shared)
     });
     // A context per thread, made inside the thread (on the process's shared device).
     scenario("a context per thread", &cases, &baseline, |_| {
         Arc::new(Context::new().unwrap())
     });
     // A dedicated device per thread, made up front and kept until the end of the test.
+    let opts = ContextOptions {
+        dedicated_device: true,
+        ..ContextOptions::default()
+    };
     let dedicated: Vec<Arc<Context>> = (0..THREADS)
-        .map(|_| {
-            let opts = ContextOptions {
-                dedicated_device: true,
-                ..ContextOptions::default()
-            };
-            Arc::new(Context::with_options(&opts).unwrap())
-        })
+        .map(|_| Arc::new(Context::with_options(&opts).unwrap()))
         .collect();
-    let devices: Vec<_> = dedicated.iter().map(|c| c.device().clone()).collect();
-    for (i, a) in devices.iter().enumerate() {
+    for (i, a) in dedicated.iter().enumerate() {
         assert!(
-            devices[i + 1..].iter().all(|b| a != b),
+            dedicated[i + 1..].iter().all(|b| a.device() != b.device()),
             "dedicated devices are distinct"
         );
         assert!(
-            a != shared.device(),
+            a.device() != shared.device(),
             "a dedicated device is not the shared one"
         );
     }
-    let kept = dedicated.clone();
-    scenario(
-        "a dedicated device per thread",
-        &cases,
-        &baseline,
-        move |t| Arc::clone(&kept[t]),
-    );
+    scenario("a dedicated device per thread", &cases, &baseline, |t| {
+        Arc::clone(&dedicated[t])
+    });
 }
 
 #[test]
@@ -211,9 +161,8 @@ fn contexts_on_the_same_adapter_share_its_device() {
 #[test]
 fn compiling_and_saving_the_pipeline_cache_beside_running_threads() {
     let ctx = context();
-    let cases = Arc::new(small_cases(&ctx));
-    let baseline = Arc::new(run_all(&ctx, &cases, &order(0, cases.len())));
-    let ctx = Arc::new(ctx);
+    let cases = small_cases(&ctx);
+    let baseline = run_all(&ctx, &cases, &order(0, cases.len()));
     let cache =
         std::env::temp_dir().join(format!("kernels-concurrency-{}.bin", std::process::id()));
     let _ = std::fs::remove_file(&cache);
@@ -223,21 +172,25 @@ fn compiling_and_saving_the_pipeline_cache_beside_running_threads() {
         Ok(_) | Err(kernel_runtime::RuntimeError::MissingFeature(_)) => {}
         Err(e) => panic!("{e}"),
     }
-    let runner = Arc::clone(&ctx);
-    let worker = Arc::clone(&ctx);
-    let (cases2, baseline2) = (Arc::clone(&cases), Arc::clone(&baseline));
-    within("compile beside runs", LIMIT, move || {
-        let compile = std::thread::spawn(move || {
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
             for entry in kernels::OPS {
-                kernel_runtime::support::precompile(&worker, entry.shaders).unwrap();
-                worker.save_pipeline_cache().unwrap();
+                kernel_runtime::support::precompile(&ctx, entry.shaders).unwrap();
+                ctx.save_pipeline_cache().unwrap();
             }
+            // The exact pipelines of every case, as an application that knows its shapes.
+            for case in cases.iter() {
+                let inputs = case.upload(&ctx).unwrap();
+                let refs: Vec<&AnyTensor> = inputs.iter().collect();
+                let plan = (case.entry().unwrap().plan)(&ctx, &refs, &case.attrs).unwrap();
+                ctx.prepare(&[&plan]).unwrap();
+            }
+            ctx.save_pipeline_cache().unwrap();
         });
         for round in 0..ROUNDS {
-            let got = run_all(&runner, &cases2, &order(round, cases2.len()));
-            assert!(got == *baseline2, "round {round} differs");
+            let got = run_all(&ctx, &cases, &order(round, cases.len()));
+            assert!(got == baseline, "round {round} differs");
         }
-        compile.join().unwrap();
     });
     let _ = std::fs::remove_file(&cache);
 }

@@ -706,6 +706,7 @@ fn mrope_args<'a>(inputs: &'a str, output: &'a str) -> Vec<&'a str> {
 #[cfg(unix)]
 #[test]
 fn outputs_never_replace_special_files_links_or_inputs() {
+    use std::os::unix::fs::FileTypeExt as _;
     let dir = scratch("special_outputs");
     let inputs = dir.join("in.safetensors");
     let p = problem();
@@ -730,7 +731,7 @@ fn outputs_never_replace_special_files_links_or_inputs() {
         std::fs::symlink_metadata(&fifo)
             .expect("still there")
             .file_type()
-            .is_fifo_like()
+            .is_fifo()
     );
 
     // A dangling link: refused, the link stays.
@@ -767,17 +768,6 @@ fn outputs_never_replace_special_files_links_or_inputs() {
         &mrope_args(fifo.to_str().expect("utf-8"), out.to_str().expect("utf-8")),
         "a FIFO, not a regular file",
     );
-}
-
-trait FifoLike {
-    fn is_fifo_like(&self) -> bool;
-}
-
-#[cfg(unix)]
-impl FifoLike for std::fs::FileType {
-    fn is_fifo_like(&self) -> bool {
-        std::os::unix::fs::FileTypeExt::is_fifo(self)
-    }
 }
 
 /// FUZZ R-2: a header naming a tensor twice is refused (the last entry would win).

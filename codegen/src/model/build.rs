@@ -165,6 +165,35 @@ pub fn literal_source(value: &Value) -> Option<String> {
     }
 }
 
+/// A type variable and the dtypes it allows, each a known dtype, at least one.
+fn type_var(file: &str, name: &str, allowed: &[String], out: &mut Diagnostics) -> TypeVar {
+    let path = format!("typeConstraints.{name}");
+    if allowed.is_empty() {
+        // No dtype can bind it, so no shader exists and the typed API has a generic
+        // parameter nothing instantiates.
+        out.push(Diagnostic::new(
+            file,
+            &path,
+            "lists no dtype: a type variable needs at least one",
+        ));
+    }
+    let mut dtypes = Vec::with_capacity(allowed.len());
+    for dtype in allowed {
+        match DType::parse(dtype) {
+            Some(parsed) => dtypes.push(parsed),
+            None => out.push(Diagnostic::new(
+                file,
+                &path,
+                format!("unknown dtype `{dtype}` (known: float32, float16, uint32, int64)"),
+            )),
+        }
+    }
+    TypeVar {
+        name: name.to_owned(),
+        allowed: dtypes,
+    }
+}
+
 /// Builds and validates one op. `templates` lists the template names that exist.
 pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
@@ -173,36 +202,7 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
     let type_vars = manifest
         .type_constraints
         .iter()
-        .map(|(name, allowed)| {
-            if allowed.is_empty() {
-                // No dtype can bind it, so no shader exists and the typed API has a
-                // generic parameter nothing instantiates.
-                diagnostics.push(Diagnostic::new(
-                    file,
-                    format!("typeConstraints.{name}"),
-                    "lists no dtype: a type variable needs at least one".to_owned(),
-                ));
-            }
-            TypeVar {
-                name: name.clone(),
-                allowed: allowed
-                    .iter()
-                    .filter_map(|dtype| {
-                        let parsed = DType::parse(dtype);
-                        if parsed.is_none() {
-                            diagnostics.push(Diagnostic::new(
-                            file,
-                            format!("typeConstraints.{name}"),
-                            format!(
-                                "unknown dtype `{dtype}` (known: float32, float16, uint32, int64)"
-                            ),
-                        ));
-                        }
-                        parsed
-                    })
-                    .collect(),
-            }
-        })
+        .map(|(name, allowed)| type_var(file, name, allowed, &mut diagnostics))
         .collect();
 
     let mut op = Op {

@@ -45,7 +45,7 @@ pub struct SoakReport {
     pub last: Window,
     /// `last.median_step_us / first.median_step_us - 1`, in percent.
     pub step_change_percent: f64,
-    /// Whether every runtime count is the same at the end as after the first window.
+    /// Whether every runtime count is the same after the last window as after the first.
     pub counts_flat: bool,
     /// Each stage of the last step against its float64 reference: (stage, max error, ok).
     pub checks: Vec<(String, f64, bool)>,
@@ -90,11 +90,11 @@ pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
         chain.run_allocating(ctx)?;
         step += 1;
     }
+    let warm_up_steps = step;
     let started = Instant::now();
     let mut current: Vec<Duration> = Vec::new();
     let mut window_start = Duration::ZERO;
-    let mut first = None;
-    let mut previous: Option<Window> = None;
+    let mut windows: Vec<Window> = Vec::new();
     while started.elapsed() < total {
         let t = Instant::now();
         chain.step(ctx, step)?;
@@ -115,31 +115,25 @@ pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
                 w.uniform_buffers,
                 w.pooled_intermediates
             );
-            if first.is_none() {
-                first = Some(w.clone());
-            }
-            previous = Some(w);
+            windows.push(w);
             current.clear();
             window_start = now;
         }
     }
-    // The last full window; a trailing partial one only when no full one followed the first.
-    let last = match previous {
-        Some(w) if current.len() < 2 || first.as_ref().is_some_and(|f| f.from_s != w.from_s) => w,
-        _ => window(window_start, &current, ctx.counts()),
+    // Full windows only; the trailing part of one is left out unless it is all there is.
+    if windows.is_empty() {
+        windows.push(window(window_start, &current, ctx.counts()));
+    }
+    let (first, last) = (windows[0].clone(), windows[windows.len() - 1].clone());
+    let counts = |w: &Window| {
+        (
+            w.pipelines,
+            w.bind_groups,
+            w.uniform_buffers,
+            w.pooled_intermediates,
+        )
     };
-    let first = first.unwrap_or_else(|| last.clone());
-    let counts_flat = (
-        first.pipelines,
-        first.bind_groups,
-        first.uniform_buffers,
-        first.pooled_intermediates,
-    ) == (
-        last.pipelines,
-        last.bind_groups,
-        last.uniform_buffers,
-        last.pooled_intermediates,
-    );
+    let counts_flat = counts(&first) == counts(&last);
     let checks = chain
         .check(ctx)?
         .into_iter()
@@ -148,7 +142,7 @@ pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
     Ok(SoakReport {
         adapter: ctx.adapter_summary(),
         seconds: started.elapsed().as_secs_f64(),
-        steps: step,
+        steps: step - warm_up_steps,
         window_s: window_len.as_secs_f64(),
         step_change_percent: (last.median_step_us / first.median_step_us - 1.0) * 100.0,
         first,

@@ -42,7 +42,7 @@ impl AttrValue {
             return AttrValue::Int(v);
         }
         // An integer literal beyond i64 is not a float: keep its text for the error.
-        if is_integer_literal(text) {
+        if Self::is_integer_literal(text) {
             return AttrValue::Str(text.to_owned());
         }
         if let Ok(v) = text.parse::<f64>() {
@@ -70,7 +70,8 @@ impl AttrValue {
 
     /// Whether `text` is written as an integer (optional sign, then digits), whatever its size.
     pub fn is_integer_literal(text: &str) -> bool {
-        is_integer_literal(text)
+        let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
     }
 
     fn kind(&self) -> &'static str {
@@ -81,11 +82,6 @@ impl AttrValue {
             AttrValue::Str(_) => "a string",
         }
     }
-}
-
-fn is_integer_literal(text: &str) -> bool {
-    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
-    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Reads typed attributes out of name/value pairs, rejecting unknown names.

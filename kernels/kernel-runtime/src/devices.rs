@@ -7,7 +7,7 @@
 //! corpus tests, a context per test on 16 threads, stopped within seconds with every thread in
 //! a driver mutex (`vkDestroyDevice`, `vkCreateInstance`, `vkCreateComputePipelines`,
 //! `eglTerminate`). With the instance and devices kept for the process, no device is destroyed
-//! while the runtime runs (3 runs of 3 passed; 5 of 6 runs hung before). It is also what an
+//! while the runtime runs (ARCHITECTURE.md, "Threads and devices", has the runs). It is also what an
 //! application wants: opening a device costs milliseconds and memory, and a second context
 //! on the same adapter then shares buffers with the first.
 //!
@@ -40,21 +40,16 @@ pub(crate) struct OpenDevice {
     pub(crate) errors: Arc<Mutex<ErrorLog>>,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl OpenDevice {
-    #[cfg(not(target_arch = "wasm32"))]
-    fn same_adapter(&self, info: &wgpu::AdapterInfo) -> bool {
-        self.info.name == info.name
-            && self.info.vendor == info.vendor
-            && self.info.device == info.device
-            && self.info.backend == info.backend
-            && self.info.driver == info.driver
+    fn lost(&self) -> bool {
+        lock(&self.errors).lost.is_some()
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
-    fn serves(&self, info: &wgpu::AdapterInfo, features: wgpu::Features) -> bool {
-        self.same_adapter(info)
-            && self.device.features() == features
-            && lock(&self.errors).lost.is_none()
+    /// Whether this device is open on `adapter` (the process's adapter objects are kept, so
+    /// identity says it) with exactly `features`, and not lost.
+    fn serves(&self, adapter: &wgpu::Adapter, features: wgpu::Features) -> bool {
+        self.adapter == *adapter && self.device.features() == features && !self.lost()
     }
 }
 
@@ -119,7 +114,7 @@ pub(crate) fn open(opts: &crate::ContextOptions) -> Result<OpenDevice, RuntimeEr
     let (chosen, info) = choose(shared.adapters.clone(), requested)?;
     let features = chosen.features() & wanted_features(opts);
     if !opts.dedicated_device
-        && let Some(open) = shared.devices.iter().find(|d| d.serves(&info, features))
+        && let Some(open) = shared.devices.iter().find(|d| d.serves(&chosen, features))
     {
         return Ok(open.clone());
     }
@@ -129,7 +124,7 @@ pub(crate) fn open(opts: &crate::ContextOptions) -> Result<OpenDevice, RuntimeEr
         // where no context of this runtime uses it any more.
         shared
             .devices
-            .retain(|d| !(d.same_adapter(&open.info) && lock(&d.errors).lost.is_some()));
+            .retain(|d| !(d.adapter == open.adapter && d.lost()));
         shared.devices.push(open.clone());
     }
     Ok(open)

@@ -152,13 +152,12 @@ impl Context {
         file.extend_from_slice(&(data.len() as u64).to_le_bytes());
         file.extend_from_slice(&checksum(&data).to_le_bytes());
         file.extend_from_slice(&data);
-        let path = &path;
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| io_error(dir, "creating the folder", &e))?;
         }
         let partial = path.with_extension("partial");
         std::fs::write(&partial, &file).map_err(|e| io_error(&partial, "writing", &e))?;
-        std::fs::rename(&partial, path).map_err(|e| io_error(path, "replacing", &e))?;
+        std::fs::rename(&partial, &path).map_err(|e| io_error(&path, "replacing", &e))?;
         Ok(Some(data.len()))
     }
 }

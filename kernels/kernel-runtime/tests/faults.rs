@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{GRID, SCALE, data, params_n_offset};
+use common::{SCALE, data, params_n_offset};
 use kernel_runtime::{
     Binding, Context, ContextOptions, Dispatch, Plan, PlannedPass, RuntimeError, Tensor,
 };
@@ -56,7 +56,6 @@ fn assert_lost<T: std::fmt::Debug>(what: &str, started: Instant, result: Result<
 #[test]
 fn a_lost_device_fails_every_call_promptly_and_a_new_context_works() {
     let Some(ctx) = dedicated() else { return };
-    let _ = GRID;
     let n = 1000;
     let x = Tensor::from_slice(&ctx, &[n], &data(n)).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[n]).unwrap();
