@@ -5,6 +5,8 @@
 mod ci;
 mod codegen;
 mod corpus;
+#[cfg(test)]
+mod layers;
 mod validators;
 mod web;
 

@@ -2,6 +2,9 @@
 //! host cost of recording an op, and an inference loop binds the same ranges every step.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::sync::lock;
 
 /// A bind group's identity: the pipeline whose layout it follows and each entry's buffer
 /// range, in binding order.
@@ -12,10 +15,11 @@ pub(crate) struct BindKey {
 }
 
 /// Kept bind groups; each holds its buffers alive, so the cache is bounded and is emptied
-/// when full (and by [`crate::Context::trim_pools`]).
+/// when full (and by [`crate::Context::trim_pools`]). Its lock is held for a map operation
+/// only.
 #[derive(Default)]
 pub(crate) struct BindGroupCache {
-    groups: HashMap<BindKey, wgpu::BindGroup>,
+    groups: Mutex<HashMap<BindKey, wgpu::BindGroup>>,
 }
 
 /// Bind groups kept at most.
@@ -23,21 +27,22 @@ const BIND_GROUPS_MAX: usize = 256;
 
 impl BindGroupCache {
     pub(crate) fn get(&self, key: &BindKey) -> Option<wgpu::BindGroup> {
-        self.groups.get(key).cloned()
+        lock(&self.groups).get(key).cloned()
     }
 
-    pub(crate) fn insert(&mut self, key: BindKey, group: wgpu::BindGroup) {
-        if self.groups.len() >= BIND_GROUPS_MAX {
-            self.groups.clear();
+    pub(crate) fn insert(&self, key: BindKey, group: wgpu::BindGroup) {
+        let mut groups = lock(&self.groups);
+        if groups.len() >= BIND_GROUPS_MAX {
+            groups.clear();
         }
-        self.groups.insert(key, group);
+        groups.insert(key, group);
     }
 
-    pub(crate) fn clear(&mut self) {
-        self.groups.clear();
+    pub(crate) fn clear(&self) {
+        lock(&self.groups).clear();
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.groups.len()
+        lock(&self.groups).len()
     }
 }

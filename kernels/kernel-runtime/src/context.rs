@@ -1,90 +1,45 @@
-//! The GPU context: instance, adapter, device and queue, plus the error capture that turns
-//! wgpu's errors into [`RuntimeError`]s instead of panics.
+//! [`Context`], the runtime's one façade: it owns a device's core ([`Gpu`]) and the caches
+//! kept for it ([`Caches`]), and each public method hands its work to the layer that does it
+//! (`gpu.rs`, `staging.rs`, `pipeline.rs`, `disk_cache.rs`, `record.rs`, `timing.rs`).
 
 use std::fmt;
+#[cfg(not(target_arch = "wasm32"))]
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::adapter;
-use crate::bind_cache::BindGroupCache;
+use crate::args::Arg;
+use crate::caches::{Caches, ContextCounts};
 use crate::caps::DeviceCaps;
-use crate::devices::ErrorLog;
+use crate::devices::ContextOptions;
+#[cfg(not(target_arch = "wasm32"))]
+use crate::disk_cache::{DiskCache, PipelineCacheLoad};
 use crate::error::RuntimeError;
-use crate::pipeline::PipelineCache;
-use crate::record::{IntermediatePool, ParamsCache};
-use crate::staging::StagingBuffers;
-use crate::sync::lock;
-
-/// How to create a [`Context`].
-#[derive(Debug, Clone, Default)]
-pub struct ContextOptions {
-    /// A case-insensitive substring of the adapter name. When `None`, the environment variable
-    /// `KERNELS_ADAPTER` is used if set; otherwise the most capable adapter is chosen.
-    pub adapter: Option<String>,
-    /// WebGPU feature names not to request even if the adapter has them (`"subgroups"`,
-    /// `"shader-f16"`, `"timestamp-query"`), e.g. to exercise fallback variants.
-    pub disable_features: Vec<&'static str>,
-    /// A device of this context's own instead of the one the process shares for this adapter
-    /// and feature set (see [`Context::new`]): for a context that may destroy its device.
-    /// Dropping a device while other threads use the driver can deadlock some drivers
-    /// (NVIDIA's Vulkan driver 580), so keep dedicated contexts for as long as the process.
-    pub dedicated_device: bool,
-}
-
-/// What a context holds at one moment ([`Context::counts`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ContextCounts {
-    /// Compute pipelines created and kept.
-    pub pipelines: usize,
-    /// Bind groups kept for reuse by `record_into`/`run_into`.
-    pub bind_groups: usize,
-    /// Uniform buffers kept by content.
-    pub uniform_buffers: usize,
-    /// Intermediate buffers kept for reuse, and their bytes.
-    pub pooled_intermediates: usize,
-    pub pooled_intermediate_bytes: u64,
-}
+use crate::gpu::{ErrorLog, Gpu};
+use crate::plan::{Kernel, Plan};
+use crate::record::{Recorder, Timestamps};
+use crate::staging::Staging;
+use crate::timing::{PlanTimes, Timer};
 
 /// A device and queue with the state the runtime keeps for them: pipeline cache,
 /// intermediate pool, uniform cache.
 ///
-/// Natively `Context` is `Send + Sync`; its caches are behind mutexes, so several threads can
-/// record plans on one context. In a browser (wasm32) it lives on the thread that made it,
-/// as wgpu's objects do there, and nothing it does blocks: submissions return at once and
-/// the async methods (`*_async`) wait.
+/// Natively `Context` is `Send + Sync` and may be used from many threads at once (planning,
+/// recording, running, reading back, compiling, saving the pipeline cache);
+/// ARCHITECTURE.md ("Threads and devices") says which lock guards what. In a browser
+/// (wasm32) it lives on the thread that made it, as wgpu's objects do there, and nothing it
+/// does blocks: submissions return at once and the async methods (`*_async`) wait.
 pub struct Context {
+    gpu: Gpu,
+    caches: Caches,
     // The instance owns the backend; keep it alive as long as the device. `None` for a device
     // the application brought, which keeps its own.
     _instance: Option<wgpu::Instance>,
     _adapter: Option<wgpu::Adapter>,
-    pub(crate) info: wgpu::AdapterInfo,
-    pub(crate) device: wgpu::Device,
-    pub(crate) queue: wgpu::Queue,
-    pub(crate) caps: DeviceCaps,
-    pub(crate) pipelines: PipelineCache,
-    pub(crate) intermediates: Mutex<IntermediatePool>,
-    pub(crate) params: Mutex<ParamsCache>,
-    pub(crate) bind_groups: Mutex<BindGroupCache>,
-    /// wgpu's pipeline cache and its file, once [`Context::use_pipeline_cache`] is called.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub(crate) disk_cache: Mutex<Option<crate::disk_cache::DiskCache>>,
-    pub(crate) staging: StagingBuffers,
-    pub(crate) errors: Arc<Mutex<ErrorLog>>,
-    /// Error-scope results not delivered yet (browsers answer them asynchronously).
-    #[cfg(target_arch = "wasm32")]
-    pending: Mutex<Vec<PendingCheck>>,
-    /// Test hook: pretend the device allows fewer workgroups per dimension.
-    pub(crate) dispatch_limit: Option<u32>,
 }
 
-/// The errors of one scoped step, once the browser has answered.
-#[cfg(target_arch = "wasm32")]
-type PendingCheck = std::pin::Pin<Box<dyn Future<Output = Option<RuntimeError>>>>;
-
-/// How long a blocking wait polls before it sleeps: long enough for small ops to finish,
-/// short enough that a long one costs little CPU.
-#[cfg(not(target_arch = "wasm32"))]
-const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(500);
-
+// Constructors.
 impl Context {
     /// Creates a context on the preferred adapter (see [`ContextOptions`]); blocks.
     #[cfg(not(target_arch = "wasm32"))]
@@ -118,11 +73,12 @@ impl Context {
         let open = crate::devices::open(opts)?;
         #[cfg(target_arch = "wasm32")]
         let open = crate::devices::open(opts).await?;
-        let mut ctx = Self::from_wgpu(open.device, open.queue, open.info);
-        ctx.errors = open.errors;
-        ctx._instance = Some(open.instance);
-        ctx._adapter = Some(open.adapter);
-        Ok(ctx)
+        Ok(Self {
+            gpu: Gpu::new(open.device, open.queue, open.info, open.errors),
+            caches: Caches::default(),
+            _instance: Some(open.instance),
+            _adapter: Some(open.adapter),
+        })
     }
 
     /// Wraps a device and queue the application created, e.g. a renderer's or another
@@ -139,63 +95,63 @@ impl Context {
         queue: wgpu::Queue,
         adapter_info: wgpu::AdapterInfo,
     ) -> Self {
-        let caps = DeviceCaps::from_device(&device, &adapter_info);
+        let errors = Arc::new(Mutex::new(ErrorLog::default()));
         Self {
+            gpu: Gpu::new(device, queue, adapter_info, errors),
+            caches: Caches::default(),
             _instance: None,
             _adapter: None,
-            info: adapter_info,
-            device,
-            queue,
-            caps,
-            pipelines: PipelineCache::default(),
-            intermediates: Mutex::new(IntermediatePool::default()),
-            params: Mutex::new(ParamsCache::default()),
-            bind_groups: Mutex::default(),
-            #[cfg(not(target_arch = "wasm32"))]
-            disk_cache: Mutex::default(),
-            staging: StagingBuffers::default(),
-            errors: Arc::new(Mutex::new(ErrorLog::default())),
-            #[cfg(target_arch = "wasm32")]
-            pending: Mutex::new(Vec::new()),
-            dispatch_limit: None,
         }
     }
 
+    /// The layers below, for tensors and generated code's helpers in this crate.
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    pub(crate) fn staging(&self) -> &Staging {
+        &self.caches.staging
+    }
+
+    fn recorder(&self) -> Recorder<'_> {
+        Recorder {
+            gpu: &self.gpu,
+            caches: &self.caches,
+        }
+    }
+}
+
+// The device.
+impl Context {
     /// What the device offers: limits and optional features.
     pub fn caps(&self) -> &DeviceCaps {
-        &self.caps
+        &self.gpu.caps
     }
 
     /// The adapter's description as wgpu reports it.
     pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
-        &self.info
+        &self.gpu.info
     }
 
     /// One line naming the adapter, backend and device type, e.g.
     /// `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan, cpu)`.
     pub fn adapter_summary(&self) -> String {
-        adapter::summarize(&self.info)
+        adapter::summarize(&self.gpu.info)
     }
 
     /// The wgpu device, for callers that record their own work next to the plans.
     pub fn device(&self) -> &wgpu::Device {
-        &self.device
+        &self.gpu.device
     }
 
     /// The wgpu queue.
     pub fn queue(&self) -> &wgpu::Queue {
-        &self.queue
+        &self.gpu.queue
     }
 
     /// A new command encoder, to record several plans before one [`Context::submit`].
     pub fn create_encoder(&self) -> wgpu::CommandEncoder {
-        self.create_labelled_encoder("kernel-runtime")
-    }
-
-    /// An encoder whose label shows up in wgpu's messages about the commands recorded in it.
-    pub(crate) fn create_labelled_encoder(&self, label: &str) -> wgpu::CommandEncoder {
-        self.device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) })
+        self.gpu.encoder("kernel-runtime")
     }
 
     /// Finishes and submits `encoder`, waits for the GPU, and reports any error wgpu raised
@@ -204,7 +160,7 @@ impl Context {
     /// In a browser it returns at once: the browser orders later work after this one, and
     /// errors are reported by [`Context::finish_async`] or the next readback.
     pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<(), RuntimeError> {
-        self.submit_labelled(encoder, "submit")
+        self.gpu.submit(encoder, "submit")
     }
 
     /// Records with `record` into a new encoder and submits it (see [`Context::submit`]): the
@@ -219,177 +175,244 @@ impl Context {
         Ok(recorded)
     }
 
-    /// [`Context::submit`] with errors labelled `label`.
-    pub(crate) fn submit_labelled(
-        &self,
-        encoder: wgpu::CommandEncoder,
-        label: &str,
-    ) -> Result<(), RuntimeError> {
-        let index = self.scoped(label, || {
-            let commands = encoder.finish();
-            self.queue.submit([commands])
-        })?;
-        self.wait(Some(index))
-    }
-
-    /// Waits until `index` (or all submitted work) has completed, then reports a lost device
-    /// or errors raised outside error scopes since the last check.
-    /// In a browser there is nothing to wait on here (the browser drives the GPU), so this
-    /// only reports what is known already.
-    pub(crate) fn wait(&self, index: Option<wgpu::SubmissionIndex>) -> Result<(), RuntimeError> {
-        #[cfg(target_arch = "wasm32")]
-        let polled = {
-            let _ = index;
-            self.device.poll(wgpu::PollType::Poll)
-        };
-        #[cfg(not(target_arch = "wasm32"))]
-        let polled = self.wait_native(index);
-        let mut log = lock(&self.errors);
-        if let Some(msg) = &log.lost {
-            return Err(RuntimeError::DeviceLost(msg.clone()));
-        }
-        polled.map_err(|e| RuntimeError::Poll(e.to_string()))?;
-        if !log.uncaptured.is_empty() {
-            let first = log.uncaptured.remove(0);
-            log.uncaptured.clear();
-            return Err(first);
-        }
-        Ok(())
-    }
-
-    /// Waits for `index` natively: polls for up to [`SPIN_WAIT`] first, then sleeps in the
-    /// driver. A sleeping wait wakes up tens of microseconds after the GPU finishes (about
-    /// 50 µs on NVIDIA's Vulkan driver), longer than a small op runs; polling sees it at once.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn wait_native(
-        &self,
-        index: Option<wgpu::SubmissionIndex>,
-    ) -> Result<wgpu::PollStatus, wgpu::PollError> {
-        let started = std::time::Instant::now();
-        while started.elapsed() < SPIN_WAIT {
-            let status = self.device.poll(wgpu::PollType::Poll)?;
-            if status.is_queue_empty() {
-                return Ok(status);
-            }
-            std::hint::spin_loop();
-        }
-        self.device.poll(wgpu::PollType::Wait {
-            submission_index: index,
-            timeout: None,
-        })
-    }
-
-    /// Runs `f` inside validation, out-of-memory and internal error scopes and returns the
-    /// first captured error, labelled with `label`.
-    ///
-    /// Scopes are thread-local in wgpu, so this captures exactly the errors `f` causes on
-    /// this thread, even when other threads use the same device. In a browser the scopes'
-    /// results arrive later: they are kept and reported by the next awaited call
-    /// ([`Context::finish_async`], a readback or a timing).
-    pub(crate) fn scoped<R>(&self, label: &str, f: impl FnOnce() -> R) -> Result<R, RuntimeError> {
-        // Nothing runs on a lost device: every step says so at once instead of failing
-        // validation on the objects the loss invalidated.
-        self.check_lost()?;
-        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let internal = self.device.push_error_scope(wgpu::ErrorFilter::Internal);
-        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let result = f();
-        // Scopes pop in reverse order; each pop takes effect at once, the futures only
-        // deliver the captured error.
-        let validation = validation.pop();
-        let internal = internal.pop();
-        let oom = oom.pop();
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            let errors = [
-                pollster::block_on(validation),
-                pollster::block_on(oom),
-                pollster::block_on(internal),
-            ];
-            match errors.into_iter().flatten().next() {
-                Some(e) => {
-                    // The step may have failed because the device was lost meanwhile; a poll
-                    // delivers the loss if so.
-                    let _ = self.device.poll(wgpu::PollType::Poll);
-                    self.check_lost()?;
-                    Err(convert(label, e))
-                }
-                None => Ok(result),
-            }
-        }
-        #[cfg(target_arch = "wasm32")]
-        {
-            let label = label.to_owned();
-            lock(&self.pending).push(Box::pin(async move {
-                let errors = [validation.await, oom.await, internal.await];
-                errors
-                    .into_iter()
-                    .flatten()
-                    .next()
-                    .map(|e| convert(&label, e))
-            }));
-            Ok(result)
-        }
-    }
-
-    /// `DeviceLost` once the device is known to be lost.
-    pub(crate) fn check_lost(&self) -> Result<(), RuntimeError> {
-        match &lock(&self.errors).lost {
-            Some(message) => Err(RuntimeError::DeviceLost(message.clone())),
-            None => Ok(()),
-        }
-    }
-
     /// Waits for the work submitted so far and reports the first error wgpu raised since the
     /// last check: in an error scope (in a browser these arrive late), outside any scope, or
     /// a lost device. Natively [`Context::submit`] already does this; in a browser, call it
     /// (or read a tensor) to learn whether what was recorded and submitted was valid.
     pub async fn finish_async(&self) -> Result<(), RuntimeError> {
-        #[cfg(target_arch = "wasm32")]
-        {
-            let pending = std::mem::take(&mut *lock(&self.pending));
-            let mut first = None;
-            for check in pending {
-                if let Some(error) = check.await {
-                    first.get_or_insert(error);
-                }
-            }
-            if let Some(error) = first {
-                return Err(error);
-            }
-        }
-        self.wait(None)
+        self.gpu.finish().await
     }
 
-    /// The per-dimension workgroup limit dispatches are planned against.
-    pub(crate) fn max_workgroups_per_dimension(&self) -> u32 {
-        let device = self.caps.limits.max_compute_workgroups_per_dimension;
-        self.dispatch_limit.map_or(device, |l| l.min(device))
+    /// Copies the first `bytes` bytes of `buffer` (which needs `COPY_SRC`) to the host, in
+    /// chunks through the context's reused staging buffer; blocks until the GPU has finished
+    /// all work submitted before.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn read_buffer(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, RuntimeError> {
+        pollster::block_on(self.read_buffer_async(buffer, bytes))
     }
 
-    /// Test hook: plan dispatches as if the device allowed at most `max` workgroups per
-    /// dimension, so the x/y split can be exercised on small inputs. `None` restores the
-    /// device limit.
-    #[doc(hidden)]
-    pub fn set_dispatch_limit_for_testing(&mut self, max: Option<u32>) {
-        self.dispatch_limit = max;
+    /// [`Context::read_buffer`] without blocking, for browsers: the copy is submitted at once
+    /// and the future completes when the browser has mapped the staging buffer. It reports
+    /// the errors of earlier steps that the browser had not answered yet.
+    pub async fn read_buffer_async(
+        &self,
+        buffer: &wgpu::Buffer,
+        bytes: u64,
+    ) -> Result<Vec<u8>, RuntimeError> {
+        self.caches.staging.read(&self.gpu, buffer, 0, bytes).await
     }
 }
 
-/// Converts a wgpu error into a [`RuntimeError`] labelled with the step that raised it.
-pub(crate) fn convert(label: &str, e: wgpu::Error) -> RuntimeError {
-    match e {
-        wgpu::Error::OutOfMemory { .. } => RuntimeError::OutOfMemory {
-            label: label.to_owned(),
-        },
-        wgpu::Error::Validation { description, .. } => RuntimeError::Validation {
-            label: label.to_owned(),
-            message: description,
-        },
-        wgpu::Error::Internal { description, .. } => RuntimeError::Internal {
-            label: label.to_owned(),
-            message: description,
-        },
+// Pipelines.
+impl Context {
+    /// Compiles the shader module of `kernel` ahead of time, for kernels whose pipelines
+    /// depend on override values known only with the shapes.
+    pub fn precompile_module(&self, kernel: &'static Kernel) -> Result<(), RuntimeError> {
+        self.caches.pipelines.module(&self.gpu, kernel).map(drop)
+    }
+
+    /// Creates (and caches) the pipeline for `kernel` with these override values ahead of
+    /// time, so the first run does not pay for shader compilation.
+    pub fn precompile(
+        &self,
+        kernel: &'static Kernel,
+        overrides: &[(&'static str, f64)],
+    ) -> Result<(), RuntimeError> {
+        let disk = self.caches.driver_cache();
+        let pipelines = &self.caches.pipelines;
+        pipelines
+            .pipeline(&self.gpu, disk.as_ref(), kernel, overrides)
+            .map(drop)
+    }
+
+    /// Creates (and caches) every pipeline these plans use, so their first calls do not pay
+    /// for shader compilation; natively on several threads at once. Unlike an op's
+    /// `precompile`, which cannot know shape-dependent override values, this creates exactly
+    /// the pipelines of the planned shapes. Returns how many distinct pipelines the plans use.
+    pub fn prepare(&self, plans: &[&Plan]) -> Result<usize, RuntimeError> {
+        let disk = self.caches.driver_cache();
+        self.caches
+            .pipelines
+            .prepare(&self.gpu, disk.as_ref(), plans)
+    }
+
+    /// Number of distinct pipelines created so far (for tests of cache behaviour).
+    pub fn pipeline_cache_len(&self) -> usize {
+        self.caches.pipelines.len()
+    }
+
+    /// Drops every cached pipeline and shader module; they are recreated on demand.
+    pub fn clear_pipeline_cache(&self) {
+        self.caches.clear_pipelines();
+    }
+
+    /// Uses wgpu's pipeline cache for every pipeline created from now on, loading it from
+    /// `path` if a file is there, and [`Context::save_pipeline_cache`] writes it back. Call
+    /// it before `precompile` or the first op, so their pipelines go into the cache.
+    ///
+    /// Needs the device feature `PIPELINE_CACHE` (native Vulkan; a context of our own
+    /// requests it where the adapter has it), else [`RuntimeError::MissingFeature`]. A file
+    /// that cannot be read is an error; one that is not a valid cache is
+    /// [`PipelineCacheLoad::Rejected`] and the cache starts empty.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn use_pipeline_cache(
+        &self,
+        path: impl Into<PathBuf>,
+    ) -> Result<PipelineCacheLoad, RuntimeError> {
+        let (disk, load) = DiskCache::open(&self.gpu, path.into())?;
+        self.caches.set_disk(disk);
+        Ok(load)
+    }
+
+    /// Writes the pipeline cache to the path given to [`Context::use_pipeline_cache`]
+    /// (through a temporary file and a rename, so a reader never sees half a file). Returns
+    /// the bytes of cache data written, or `None` when no cache is in use or the backend
+    /// has no data to give.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn save_pipeline_cache(&self) -> Result<Option<usize>, RuntimeError> {
+        self.caches.disk().map_or(Ok(None), |disk| disk.save())
+    }
+}
+
+// Recording and running plans.
+impl Context {
+    /// Records `plan` into `encoder` with `args` as its arguments (inputs in manifest order,
+    /// then outputs), each a bound buffer range.
+    ///
+    /// A pass that binds the buffer of an argument it writes a second time is
+    /// [`RuntimeError::Alias`], and a pass that binds an absent argument is
+    /// [`RuntimeError::InvalidPlan`], both before anything is recorded.
+    ///
+    /// Pipelines come from the cache; intermediates from a pool (zeroed before use); uniform
+    /// buffers are created or reused by content. Everything runs in one compute pass labelled
+    /// `op/variant`, one dispatch per non-empty pass; passes with zero workgroups are skipped,
+    /// and a plan with no work records nothing. Errors wgpu raises here come back labelled
+    /// with the kernel or pass; errors in the recorded commands surface at
+    /// [`Context::submit`].
+    pub fn record_plan(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &Plan,
+        args: &[Arg<'_>],
+    ) -> Result<(), RuntimeError> {
+        let recorder = self.recorder();
+        recorder
+            .record(encoder, plan, args, Timestamps::None, false)
+            .map(drop)
+    }
+
+    /// [`Context::record_plan`] for arguments the caller passes again and again (an
+    /// inference loop's buffers, the provided outputs of `record_into`): the bind groups it
+    /// creates are kept, so the next call with the same buffer ranges skips creating them.
+    ///
+    /// A kept bind group keeps its buffers alive until it is evicted (at most 256 are kept)
+    /// or [`Context::trim_pools`] is called.
+    pub fn record_plan_reusing(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &Plan,
+        args: &[Arg<'_>],
+    ) -> Result<(), RuntimeError> {
+        let recorder = self.recorder();
+        recorder
+            .record(encoder, plan, args, Timestamps::None, true)
+            .map(drop)
+    }
+
+    /// Records `plan` into a fresh encoder, submits it and waits for completion. Errors in the
+    /// recorded commands are labelled `op/variant`.
+    pub fn run_plan(&self, plan: &Plan, args: &[Arg<'_>]) -> Result<(), RuntimeError> {
+        self.recorder().run(plan, args)
+    }
+
+    /// What the context holds now: for watching a long-running process for growth.
+    pub fn counts(&self) -> ContextCounts {
+        self.caches.counts()
+    }
+
+    /// Number of bind groups kept for reuse (see [`Context::record_plan_reusing`]).
+    pub fn kept_bind_groups(&self) -> usize {
+        self.caches.bind_groups.len()
+    }
+
+    /// Drops pooled intermediates, cached uniform buffers, kept bind groups (and with them
+    /// the buffers they bind) and the staging buffers, releasing their memory.
+    pub fn trim_pools(&self) {
+        self.caches.trim();
+    }
+}
+
+// Timing.
+impl Context {
+    /// GPU time of `plan` per repetition: from the beginning of its first pass to the end of
+    /// its last pass, measured with timestamp queries. [`Context::time_plan_passes`] also
+    /// gives the time of each pass.
+    ///
+    /// One untimed warm-up run comes first (pipeline creation, caches). The repetitions are
+    /// recorded back to back into one command buffer per batch of up to 512, so host overhead
+    /// between them does not count. A plan with no work returns zero durations.
+    /// [`RuntimeError::MissingFeature`]`("timestamp-query")` when the device cannot time.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn time_plan(
+        &self,
+        plan: &Plan,
+        args: &[Arg<'_>],
+        repeats: usize,
+    ) -> Result<Vec<Duration>, RuntimeError> {
+        pollster::block_on(self.time_plan_async(plan, args, repeats))
+    }
+
+    /// [`Context::time_plan`] without blocking, for browsers.
+    pub async fn time_plan_async(
+        &self,
+        plan: &Plan,
+        args: &[Arg<'_>],
+        repeats: usize,
+    ) -> Result<Vec<Duration>, RuntimeError> {
+        Timer(self.recorder()).time_plan(plan, args, repeats).await
+    }
+
+    /// [`Context::time_plan`] with the time of each pass as well. The totals come from the
+    /// plan recorded as usual, in one compute pass; the passes of a plan of several are then
+    /// timed in further repetitions that record each pass in a compute pass of its own (which
+    /// adds a little time between passes, so those repetitions do not count in the totals).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn time_plan_passes(
+        &self,
+        plan: &Plan,
+        args: &[Arg<'_>],
+        repeats: usize,
+    ) -> Result<PlanTimes, RuntimeError> {
+        pollster::block_on(self.time_plan_passes_async(plan, args, repeats))
+    }
+
+    /// [`Context::time_plan_passes`] without blocking, for browsers.
+    pub async fn time_plan_passes_async(
+        &self,
+        plan: &Plan,
+        args: &[Arg<'_>],
+        repeats: usize,
+    ) -> Result<PlanTimes, RuntimeError> {
+        let timer = Timer(self.recorder());
+        timer.time_plan_passes(plan, args, repeats).await
+    }
+}
+
+// Test hooks.
+impl Context {
+    /// Plans dispatches as if the device allowed at most `max` workgroups per dimension, so
+    /// the x/y split can be exercised on small inputs. `None` restores the device limit.
+    #[doc(hidden)]
+    pub fn set_dispatch_limit_for_testing(&mut self, max: Option<u32>) {
+        self.gpu.set_dispatch_limit(max);
+    }
+
+    /// Moves at most `bytes` (a multiple of 4) per staging step, so chunking can be
+    /// exercised on small tensors; `None` restores [`crate::STAGING_CHUNK`]. Drops the kept
+    /// buffers.
+    #[doc(hidden)]
+    pub fn set_staging_chunk_for_testing(&mut self, bytes: Option<u64>) {
+        self.caches.staging.set_chunk(bytes);
     }
 }
 
@@ -397,7 +420,7 @@ impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Context")
             .field("adapter", &self.adapter_summary())
-            .field("features", &self.caps.feature_names())
+            .field("features", &self.gpu.caps.feature_names())
             .field("pipelines", &self.pipeline_cache_len())
             .finish_non_exhaustive()
     }

@@ -12,20 +12,30 @@
 //! on the same adapter then shares buffers with the first.
 //!
 //! A context that needs a device of its own (one it may destroy, say) asks for it with
-//! [`crate::ContextOptions::dedicated_device`].
+//! [`ContextOptions::dedicated_device`].
 
 use std::sync::{Arc, Mutex};
 
 use crate::adapter;
 use crate::caps::{KNOWN_FEATURES, wgpu_feature};
 use crate::error::RuntimeError;
+use crate::gpu::{ErrorLog, convert};
 use crate::sync::lock;
 
-/// Errors wgpu raised outside any error scope on one device, and whether it was lost.
-#[derive(Default)]
-pub(crate) struct ErrorLog {
-    pub(crate) uncaptured: Vec<RuntimeError>,
-    pub(crate) lost: Option<String>,
+/// How to create a [`crate::Context`].
+#[derive(Debug, Clone, Default)]
+pub struct ContextOptions {
+    /// A case-insensitive substring of the adapter name. When `None`, the environment variable
+    /// `KERNELS_ADAPTER` is used if set; otherwise the most capable adapter is chosen.
+    pub adapter: Option<String>,
+    /// WebGPU feature names not to request even if the adapter has them (`"subgroups"`,
+    /// `"shader-f16"`, `"timestamp-query"`), e.g. to exercise fallback variants.
+    pub disable_features: Vec<&'static str>,
+    /// A device of this context's own instead of the one the process shares for this adapter
+    /// and feature set (see [`crate::Context::new`]): for a context that may destroy its
+    /// device. Dropping a device while other threads use the driver can deadlock some drivers
+    /// (NVIDIA's Vulkan driver 580), so keep dedicated contexts for as long as the process.
+    pub dedicated_device: bool,
 }
 
 /// A device with what was used to open it.
@@ -95,7 +105,7 @@ fn instance() -> wgpu::Instance {
 /// Opens a device for `opts`: natively the shared one for the chosen adapter and features
 /// when it is open and not lost (unless a dedicated device is asked for), else a new one.
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn open(opts: &crate::ContextOptions) -> Result<OpenDevice, RuntimeError> {
+pub(crate) fn open(opts: &ContextOptions) -> Result<OpenDevice, RuntimeError> {
     // Held while choosing and opening (wgpu answers both at once natively), so threads that
     // ask together share one device and no two devices are created at the same time.
     let mut shared = lock(&SHARED);
@@ -132,7 +142,7 @@ pub(crate) fn open(opts: &crate::ContextOptions) -> Result<OpenDevice, RuntimeEr
 
 /// Opens a device for `opts` on the browser's adapter.
 #[cfg(target_arch = "wasm32")]
-pub(crate) async fn open(opts: &crate::ContextOptions) -> Result<OpenDevice, RuntimeError> {
+pub(crate) async fn open(opts: &ContextOptions) -> Result<OpenDevice, RuntimeError> {
     let instance = instance();
     let requested = adapter::requested_name(opts.adapter.as_deref());
     let adapters = adapter::enumerate(&instance, requested.as_deref()).await;
@@ -187,9 +197,7 @@ async fn request(
     let errors = Arc::new(Mutex::new(ErrorLog::default()));
     let log = Arc::clone(&errors);
     device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-        lock(&log)
-            .uncaptured
-            .push(crate::context::convert("uncaptured", e));
+        lock(&log).uncaptured.push(convert("uncaptured", e));
     }));
     let log = Arc::clone(&errors);
     device.set_device_lost_callback(move |reason, message| {
@@ -207,7 +215,7 @@ async fn request(
 
 /// The optional features a context asks for: whichever the runtime knows, minus those the
 /// options disable; natively also the pipeline cache.
-fn wanted_features(opts: &crate::ContextOptions) -> wgpu::Features {
+fn wanted_features(opts: &ContextOptions) -> wgpu::Features {
     let mut wanted = wgpu::Features::empty();
     for name in KNOWN_FEATURES {
         if let Some(f) = wgpu_feature(name)

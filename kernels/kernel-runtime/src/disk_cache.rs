@@ -4,19 +4,18 @@
 //! The file is the bytes `wgpu::PipelineCache::get_data` returned, behind a header of our
 //! own (magic, length, checksum). wgpu only accepts data it produced; the checksum is what
 //! lets this module show that for a file on disk before handing it over (see the safety
-//! comment in [`Context::use_pipeline_cache`]).
+//! comment in [`DiskCache::open`]).
 
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
 
-use crate::context::Context;
 use crate::error::RuntimeError;
-use crate::sync::lock;
+use crate::gpu::Gpu;
 
 const MAGIC: &[u8; 8] = b"KRPCACHE";
 const HEADER_LEN: usize = 24;
 
-/// What [`Context::use_pipeline_cache`] found at the path.
+/// What [`crate::Context::use_pipeline_cache`] found at the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PipelineCacheLoad {
     /// The file held a cache saved earlier; wgpu and the driver use it where it matches
@@ -25,7 +24,7 @@ pub enum PipelineCacheLoad {
         /// Bytes of cache data.
         bytes: usize,
     },
-    /// No file yet: the cache starts empty and [`Context::save_pipeline_cache`] creates it.
+    /// No file yet: the cache starts empty and [`crate::Context::save_pipeline_cache`] creates it.
     Missing,
     /// The file is not a cache this runtime saved, or it was truncated or corrupted; it is
     /// ignored (the cache starts empty) and replaced by the next save.
@@ -36,6 +35,7 @@ pub enum PipelineCacheLoad {
 }
 
 /// The pipeline cache of a context and where it is saved.
+#[derive(Clone)]
 pub(crate) struct DiskCache {
     pub(crate) cache: wgpu::PipelineCache,
     path: PathBuf,
@@ -81,21 +81,14 @@ fn io_error(path: &Path, what: &str, e: &std::io::Error) -> RuntimeError {
     }
 }
 
-impl Context {
-    /// Uses wgpu's pipeline cache for every pipeline created from now on, loading it from
-    /// `path` if a file is there, and [`Context::save_pipeline_cache`] writes it back. Call
-    /// it before `precompile` or the first op, so their pipelines go into the cache.
-    ///
-    /// Needs the device feature `PIPELINE_CACHE` (native Vulkan; a context of our own
-    /// requests it where the adapter has it), else [`RuntimeError::MissingFeature`]. A file
-    /// that cannot be read is an error; one that is not a valid cache is
-    /// [`PipelineCacheLoad::Rejected`] and the cache starts empty.
-    pub fn use_pipeline_cache(
-        &self,
-        path: impl Into<PathBuf>,
-    ) -> Result<PipelineCacheLoad, RuntimeError> {
-        let path = path.into();
-        if !self
+impl DiskCache {
+    /// wgpu's pipeline cache for `gpu`, loaded from `path` if a file is there (see
+    /// [`crate::Context::use_pipeline_cache`]).
+    pub(crate) fn open(
+        gpu: &Gpu,
+        path: PathBuf,
+    ) -> Result<(Self, PipelineCacheLoad), RuntimeError> {
+        if !gpu
             .device
             .features()
             .contains(wgpu::Features::PIPELINE_CACHE)
@@ -124,27 +117,18 @@ impl Context {
         // data came from this adapter, driver and wgpu version, and starts empty otherwise
         // (`fallback`).
         #[allow(unsafe_code)]
-        let cache = self.scoped("pipeline cache", || unsafe {
-            self.device.create_pipeline_cache(&descriptor)
+        let cache = gpu.scoped("pipeline cache", || unsafe {
+            gpu.device.create_pipeline_cache(&descriptor)
         })?;
-        *lock(&self.disk_cache) = Some(DiskCache { cache, path });
-        Ok(load)
+        Ok((Self { cache, path }, load))
     }
 
-    /// Writes the pipeline cache to the path given to [`Context::use_pipeline_cache`]
-    /// (through a temporary file and a rename, so a reader never sees half a file). Returns
-    /// the bytes of cache data written, or `None` when no cache is in use or the backend
-    /// has no data to give.
-    pub fn save_pipeline_cache(&self) -> Result<Option<usize>, RuntimeError> {
-        // Cloned out, so pipelines being created (which read the handle) do not wait for
-        // the file to be written.
-        let Some((cache, path)) = lock(&self.disk_cache)
-            .as_ref()
-            .map(|d| (d.cache.clone(), d.path.clone()))
-        else {
-            return Ok(None);
-        };
-        let Some(data) = cache.get_data() else {
+    /// Writes the cache to its path (through a temporary file and a rename, so a reader
+    /// never sees half a file). Returns the bytes of cache data written, or `None` when the
+    /// backend has no data to give.
+    pub(crate) fn save(&self) -> Result<Option<usize>, RuntimeError> {
+        let path = &self.path;
+        let Some(data) = self.cache.get_data() else {
             return Ok(None);
         };
         let mut file = Vec::with_capacity(HEADER_LEN + data.len());
@@ -157,7 +141,7 @@ impl Context {
         }
         let partial = path.with_extension("partial");
         std::fs::write(&partial, &file).map_err(|e| io_error(&partial, "writing", &e))?;
-        std::fs::rename(&partial, &path).map_err(|e| io_error(&path, "replacing", &e))?;
+        std::fs::rename(&partial, path).map_err(|e| io_error(path, "replacing", &e))?;
         Ok(Some(data.len()))
     }
 }

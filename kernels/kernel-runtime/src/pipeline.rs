@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::context::Context;
 use crate::error::RuntimeError;
+use crate::gpu::Gpu;
 use crate::plan::{Kernel, Plan};
 use crate::sync::lock;
+use crate::threads::on_threads;
 
 /// Everything baked into a compute pipeline.
 ///
@@ -52,45 +53,28 @@ struct CacheMaps {
 }
 
 impl PipelineCache {
-    fn len(&self) -> usize {
-        // The slots are read after the maps' lock is released: a thread creating a pipeline
-        // holds its slot and then takes the maps' lock (for the module), so taking a slot
-        // under the maps' lock would invert that order.
-        let slots: Vec<Slot<wgpu::ComputePipeline>> =
-            lock(&self.inner).pipelines.values().cloned().collect();
-        slots.iter().filter(|slot| lock(slot).is_some()).count()
-    }
-}
-
-impl Context {
-    /// The pipeline for `kernel` with these override values, created on first use.
+    /// The pipeline for `kernel` with these override values, created on first use (through
+    /// wgpu's pipeline cache `disk`, the one [`crate::Context::use_pipeline_cache`] loaded).
     ///
     /// Shader compilation and pipeline creation errors (invalid WGSL, a missing override, an
     /// unknown entry point) come back as [`RuntimeError::Validation`] labelled with the
     /// kernel's label; failures are not cached, so a later call tries again.
     pub(crate) fn pipeline(
         &self,
+        gpu: &Gpu,
+        disk: Option<&wgpu::PipelineCache>,
         kernel: &'static Kernel,
         overrides: &[(&'static str, f64)],
     ) -> Result<wgpu::ComputePipeline, RuntimeError> {
         let key = PipelineKey::new(kernel, overrides);
-        let slot = Arc::clone(
-            lock(&self.pipelines.inner)
-                .pipelines
-                .entry(key)
-                .or_default(),
-        );
+        let slot = Arc::clone(lock(&self.inner).pipelines.entry(key).or_default());
         let mut pipeline = lock(&slot);
         if let Some(p) = &*pipeline {
             return Ok(p.clone());
         }
-        let module = self.module(kernel)?;
-        #[cfg(not(target_arch = "wasm32"))]
-        let cache = lock(&self.disk_cache).as_ref().map(|d| d.cache.clone());
-        #[cfg(target_arch = "wasm32")]
-        let cache: Option<wgpu::PipelineCache> = None;
-        let created = self.scoped(kernel.label, || {
-            self.device
+        let module = self.module(gpu, kernel)?;
+        let created = gpu.scoped(kernel.label, || {
+            gpu.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(kernel.label),
                     // Auto layout: the shader's own declarations define the bind group, so a
@@ -104,7 +88,7 @@ impl Context {
                         // write workgroup memory before reading it (ARCHITECTURE.md), so skip it.
                         zero_initialize_workgroup_memory: false,
                     },
-                    cache: cache.as_ref(),
+                    cache: disk,
                 })
         })?;
         *pipeline = Some(created.clone());
@@ -112,26 +96,25 @@ impl Context {
     }
 
     /// The shader module of `kernel`, compiled on first use.
-    fn module(&self, kernel: &'static Kernel) -> Result<wgpu::ShaderModule, RuntimeError> {
-        let slot = Arc::clone(
-            lock(&self.pipelines.inner)
-                .modules
-                .entry(kernel.digest)
-                .or_default(),
-        );
+    pub(crate) fn module(
+        &self,
+        gpu: &Gpu,
+        kernel: &'static Kernel,
+    ) -> Result<wgpu::ShaderModule, RuntimeError> {
+        let slot = Arc::clone(lock(&self.inner).modules.entry(kernel.digest).or_default());
         let mut module = lock(&slot);
         if let Some(m) = &*module {
             return Ok(m.clone());
         }
         // On the web wgpu hands WGSL to the browser unchanged, and browsers require the
         // `enable` directives that naga refuses; everywhere else naga compiles the text as is.
-        let source = if self.info.backend == wgpu::Backend::BrowserWebGpu {
+        let source = if gpu.info.backend == wgpu::Backend::BrowserWebGpu {
             format!("{}{}", kernel.web_enables, kernel.source).into()
         } else {
             kernel.source.into()
         };
-        let created = self.scoped(kernel.label, || {
-            self.device
+        let created = gpu.scoped(kernel.label, || {
+            gpu.device
                 .create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some(kernel.label),
                     source: wgpu::ShaderSource::Wgsl(source),
@@ -141,27 +124,14 @@ impl Context {
         Ok(created)
     }
 
-    /// Compiles the shader module of `kernel` ahead of time, for kernels whose pipelines
-    /// depend on override values known only with the shapes.
-    pub fn precompile_module(&self, kernel: &'static Kernel) -> Result<(), RuntimeError> {
-        self.module(kernel).map(drop)
-    }
-
-    /// Creates (and caches) the pipeline for `kernel` with these override values ahead of
-    /// time, so the first run does not pay for shader compilation.
-    pub fn precompile(
+    /// Creates every pipeline these plans use, on several threads natively; returns how many
+    /// distinct pipelines they use.
+    pub(crate) fn prepare(
         &self,
-        kernel: &'static Kernel,
-        overrides: &[(&'static str, f64)],
-    ) -> Result<(), RuntimeError> {
-        self.pipeline(kernel, overrides).map(drop)
-    }
-
-    /// Creates (and caches) every pipeline these plans use, so their first calls do not pay
-    /// for shader compilation; natively on several threads at once. Unlike an op's
-    /// `precompile`, which cannot know shape-dependent override values, this creates exactly
-    /// the pipelines of the planned shapes. Returns how many distinct pipelines the plans use.
-    pub fn prepare(&self, plans: &[&Plan]) -> Result<usize, RuntimeError> {
+        gpu: &Gpu,
+        disk: Option<&wgpu::PipelineCache>,
+        plans: &[&Plan],
+    ) -> Result<usize, RuntimeError> {
         let mut wanted: Vec<(&'static Kernel, &[(&'static str, f64)])> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for pass in plans.iter().flat_map(|plan| &plan.passes) {
@@ -170,81 +140,27 @@ impl Context {
             }
         }
         on_threads(&wanted, |&(kernel, overrides)| {
-            self.pipeline(kernel, overrides).map(drop)
+            self.pipeline(gpu, disk, kernel, overrides).map(drop)
         })?;
         Ok(wanted.len())
     }
 
-    /// Number of distinct pipelines created so far (for tests of cache behaviour).
-    pub fn pipeline_cache_len(&self) -> usize {
-        self.pipelines.len()
+    /// Pipelines created so far.
+    pub(crate) fn len(&self) -> usize {
+        // The slots are read after the maps' lock is released: a thread creating a pipeline
+        // holds its slot and then takes the maps' lock (for the module), so taking a slot
+        // under the maps' lock would invert that order.
+        let slots: Vec<Slot<wgpu::ComputePipeline>> =
+            lock(&self.inner).pipelines.values().cloned().collect();
+        slots.iter().filter(|slot| lock(slot).is_some()).count()
     }
 
-    /// What the context holds now: for watching a long-running process for growth.
-    pub fn counts(&self) -> crate::ContextCounts {
-        let (pooled_intermediates, pooled_intermediate_bytes) = lock(&self.intermediates).held();
-        crate::ContextCounts {
-            pipelines: self.pipelines.len(),
-            bind_groups: lock(&self.bind_groups).len(),
-            uniform_buffers: lock(&self.params).len(),
-            pooled_intermediates,
-            pooled_intermediate_bytes,
-        }
-    }
-
-    /// Number of bind groups kept for reuse (see [`Context::record_plan_reusing`]).
-    pub fn kept_bind_groups(&self) -> usize {
-        lock(&self.bind_groups).len()
-    }
-
-    /// Drops every cached pipeline and shader module; they are recreated on demand.
-    pub fn clear_pipeline_cache(&self) {
-        let mut maps = lock(&self.pipelines.inner);
+    /// Drops every pipeline and shader module; they are recreated on demand.
+    pub(crate) fn clear(&self) {
+        let mut maps = lock(&self.inner);
         maps.pipelines.clear();
         maps.modules.clear();
-        // Kept bind groups name the old pipelines; they would only hold them alive.
-        lock(&self.bind_groups).clear();
     }
-}
-
-/// Runs `f` on every item on up to the machine's parallelism of threads at once (driver
-/// compiles are independent per shader and most of a cold start); the first error stops the
-/// remaining items and is returned.
-#[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn on_threads<T: Sync, E: Send>(
-    items: &[T],
-    f: impl Fn(&T) -> Result<(), E> + Sync,
-) -> Result<(), E> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .min(items.len());
-    let next = AtomicUsize::new(0);
-    let first_error = Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if let Err(e) = f(item) {
-                        lock(&first_error).get_or_insert(e);
-                        // Later items would only add errors nobody reads.
-                        next.store(items.len(), Ordering::Relaxed);
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    match lock(&first_error).take() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// In a browser the context lives on one thread, so the items run in turn.
-#[cfg(target_arch = "wasm32")]
-pub(crate) fn on_threads<T, E>(items: &[T], f: impl Fn(&T) -> Result<(), E>) -> Result<(), E> {
-    items.iter().try_for_each(f)
 }
 
 #[cfg(test)]

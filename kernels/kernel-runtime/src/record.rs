@@ -1,58 +1,14 @@
 //! Recording plans into command encoders: pipelines, intermediates, uniforms, bind groups and
 //! one compute pass per plan.
 
-use std::collections::HashMap;
-
 use crate::args::{Arg, check_aliasing};
 use crate::bind_cache::BindKey;
-use crate::context::Context;
+use crate::caches::Caches;
 use crate::error::RuntimeError;
+use crate::gpu::Gpu;
 use crate::plan::{Binding, Plan, PlannedPass};
-use crate::sync::lock;
+use crate::pools::Intermediate;
 
-/// Pooled intermediates kept per exact byte size.
-///
-/// Reusing a buffer as soon as its plan is recorded is safe because a plan always writes its
-/// intermediates before reading them, the buffer is cleared first, and one queue executes
-/// everything in submission order (wgpu inserts the barriers between submissions).
-#[derive(Default)]
-pub(crate) struct IntermediatePool {
-    free: HashMap<u64, Vec<wgpu::Buffer>>,
-    pooled_bytes: u64,
-}
-
-impl IntermediatePool {
-    /// Buffers kept, and their bytes.
-    pub(crate) fn held(&self) -> (usize, u64) {
-        (self.free.values().map(Vec::len).sum(), self.pooled_bytes)
-    }
-}
-
-/// Pooled intermediate bytes kept at most; beyond it, returned buffers are dropped.
-const POOL_MAX_BYTES: u64 = 1 << 30;
-
-/// Uniform buffers by content. They are written once at creation and never again, so one
-/// buffer can serve every plan (and every submission) with the same parameter bytes.
-#[derive(Default)]
-pub(crate) struct ParamsCache {
-    buffers: HashMap<Vec<u8>, wgpu::Buffer>,
-}
-
-impl ParamsCache {
-    pub(crate) fn len(&self) -> usize {
-        self.buffers.len()
-    }
-}
-
-/// Distinct parameter blocks kept at most; the cache is emptied when it grows past this.
-const PARAMS_CACHE_MAX: usize = 4096;
-
-/// Smallest buffer the runtime creates (empty tensors still need a bindable buffer). Buffers
-/// are otherwise exactly the tensor's bytes rounded up to 4, so `arrayLength` in a shader is
-/// the element count (plus one padding element for an odd count of f16).
-pub(crate) const MIN_BUFFER_BYTES: u64 = 4;
-
-/// Optional timestamp writes for the plan's compute pass (query set, begin index, end index).
 /// Where a recorded plan writes timestamps, into a query set from index `first` on.
 #[derive(Clone, Copy)]
 pub(crate) enum Timestamps<'a> {
@@ -63,63 +19,30 @@ pub(crate) enum Timestamps<'a> {
     PerPass(&'a wgpu::QuerySet, u32),
 }
 
-impl Context {
-    /// Records `plan` into `encoder` with `args` as its arguments (inputs in manifest order,
-    /// then outputs), each a bound buffer range.
-    ///
-    /// A pass that binds the buffer of an argument it writes a second time is
-    /// [`RuntimeError::Alias`], and a pass that binds an absent argument is
-    /// [`RuntimeError::InvalidPlan`], both before anything is recorded.
-    ///
-    /// Pipelines come from the cache; intermediates from a pool (zeroed before use); uniform
-    /// buffers are created or reused by content. Everything runs in one compute pass labelled
-    /// `op/variant`, one dispatch per non-empty pass; passes with zero workgroups are skipped,
-    /// and a plan with no work records nothing. Errors wgpu raises here come back labelled
-    /// with the kernel or pass; errors in the recorded commands surface at
-    /// [`Context::submit`].
-    pub fn record_plan(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &Plan,
-        args: &[Arg<'_>],
-    ) -> Result<(), RuntimeError> {
-        self.record_with_timestamps(encoder, plan, args, Timestamps::None, false)
-            .map(drop)
-    }
+/// Records plans with one device's core and one context's caches.
+#[derive(Clone, Copy)]
+pub(crate) struct Recorder<'a> {
+    pub(crate) gpu: &'a Gpu,
+    pub(crate) caches: &'a Caches,
+}
 
-    /// [`Context::record_plan`] for arguments the caller passes again and again (an
-    /// inference loop's buffers, the provided outputs of `record_into`): the bind groups it
-    /// creates are kept, so the next call with the same buffer ranges skips creating them.
-    ///
-    /// A kept bind group keeps its buffers alive until it is evicted (at most 256 are kept)
-    /// or [`Context::trim_pools`] is called.
-    pub fn record_plan_reusing(
-        &self,
-        encoder: &mut wgpu::CommandEncoder,
-        plan: &Plan,
-        args: &[Arg<'_>],
-    ) -> Result<(), RuntimeError> {
-        self.record_with_timestamps(encoder, plan, args, Timestamps::None, true)
-            .map(drop)
-    }
-
+impl Recorder<'_> {
     /// Records `plan` into a fresh encoder, submits it and waits for completion. Errors in the
     /// recorded commands are labelled `op/variant`.
-    pub fn run_plan(&self, plan: &Plan, args: &[Arg<'_>]) -> Result<(), RuntimeError> {
+    pub(crate) fn run(&self, plan: &Plan, args: &[Arg<'_>]) -> Result<(), RuntimeError> {
         let label = plan.label();
-        let mut encoder = self.create_labelled_encoder(&label);
-        let recorded =
-            self.record_with_timestamps(&mut encoder, plan, args, Timestamps::None, false)?;
-        if recorded {
-            self.submit_labelled(encoder, &label)
+        let mut encoder = self.gpu.encoder(&label);
+        if self.record(&mut encoder, plan, args, Timestamps::None, false)? {
+            self.gpu.submit(encoder, &label)
         } else {
             Ok(())
         }
     }
 
-    /// [`Context::record_plan`] with optional timestamp writes (see [`Timestamps`]), keeping
-    /// bind groups when `reuse`; returns whether anything was recorded.
-    pub(crate) fn record_with_timestamps(
+    /// Records `plan` into `encoder` (see [`crate::Context::record_plan`]) with optional
+    /// timestamp writes (see [`Timestamps`]), keeping bind groups when `reuse`; returns
+    /// whether anything was recorded.
+    pub(crate) fn record(
         &self,
         encoder: &mut wgpu::CommandEncoder,
         plan: &Plan,
@@ -127,7 +50,7 @@ impl Context {
         timestamps: Timestamps<'_>,
         reuse: bool,
     ) -> Result<bool, RuntimeError> {
-        let active = plan.active_passes(self.max_workgroups_per_dimension())?;
+        let active = plan.active_passes(self.gpu.max_workgroups_per_dimension())?;
         for (pass, _) in &active {
             check_bindings(plan, pass, args)?;
             check_aliasing(plan, pass, args)?;
@@ -136,19 +59,25 @@ impl Context {
             return Ok(false);
         }
 
+        let disk = self.caches.driver_cache();
         let pipelines = active
             .iter()
-            .map(|(pass, _)| self.pipeline(pass.kernel, &pass.overrides))
+            .map(|(pass, _)| {
+                self.caches.pipelines.pipeline(
+                    self.gpu,
+                    disk.as_ref(),
+                    pass.kernel,
+                    &pass.overrides,
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
 
-        let intermediates = self.take_intermediates(plan)?;
-        for (buffer, reused) in &intermediates {
-            if *reused {
-                encoder.clear_buffer(buffer, 0, None);
-            }
+        let intermediates = self.caches.intermediates.take(self.gpu, plan)?;
+        for i in intermediates.iter().filter(|i| i.reused) {
+            encoder.clear_buffer(&i.buffer, 0, None);
         }
         let steps = self.bind_all(&active, &pipelines, args, &intermediates, reuse);
-        self.return_intermediates(intermediates);
+        self.caches.intermediates.give_back(intermediates);
         let steps = steps?;
         let label = plan.label();
         match timestamps {
@@ -173,7 +102,7 @@ impl Context {
         active: &[(&'p PlannedPass, [u32; 3])],
         pipelines: &'p [wgpu::ComputePipeline],
         args: &[Arg<'_>],
-        intermediates: &[(wgpu::Buffer, bool)],
+        intermediates: &[Intermediate],
         reuse: bool,
     ) -> Result<Vec<Step<'p>>, RuntimeError> {
         active
@@ -198,14 +127,18 @@ impl Context {
         pass: &PlannedPass,
         pipeline: &wgpu::ComputePipeline,
         args: &[Arg<'_>],
-        intermediates: &[(wgpu::Buffer, bool)],
+        intermediates: &[Intermediate],
         reuse: bool,
     ) -> Result<Option<wgpu::BindGroup>, RuntimeError> {
         if pass.bindings.is_empty() {
             return Ok(None);
         }
         let params = if pass.bindings.contains(&Binding::Params) {
-            Some(self.params_buffer(pass)?)
+            Some(
+                self.caches
+                    .params
+                    .buffer(self.gpu, &self.caches.staging, pass)?,
+            )
         } else {
             None
         };
@@ -221,7 +154,7 @@ impl Context {
                 Binding::Arg(a) => args.get(a).and_then(|arg| arg.binding.clone()),
                 Binding::Intermediate(t) => intermediates
                     .get(t)
-                    .map(|(b, _)| b.as_entire_buffer_binding()),
+                    .map(|i| i.buffer.as_entire_buffer_binding()),
                 Binding::Params => params.as_ref().map(wgpu::Buffer::as_entire_buffer_binding),
             };
             ranges.push(range.ok_or_else(invalid)?);
@@ -241,117 +174,23 @@ impl Context {
                 .map(|r| (r.buffer.clone(), r.offset, r.size.map(|s| s.get())))
                 .collect(),
         });
-        if let Some(group) = key.as_ref().and_then(|k| lock(&self.bind_groups).get(k)) {
+        if let Some(group) = key.as_ref().and_then(|k| self.caches.bind_groups.get(k)) {
             return Ok(Some(group));
         }
-        let bind_group = self.scoped(pass.id, || {
+        let bind_group = self.gpu.scoped(pass.id, || {
             let layout = pipeline.get_bind_group_layout(0);
-            self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(pass.id),
-                layout: &layout,
-                entries: &entries,
-            })
+            self.gpu
+                .device
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(pass.id),
+                    layout: &layout,
+                    entries: &entries,
+                })
         })?;
         if let Some(key) = key {
-            lock(&self.bind_groups).insert(key, bind_group.clone());
+            self.caches.bind_groups.insert(key, bind_group.clone());
         }
         Ok(Some(bind_group))
-    }
-
-    /// The uniform buffer holding `pass.params`, padded to a multiple of 16 bytes (the WGSL
-    /// uniform struct alignment), shared with every other pass with the same bytes.
-    fn params_buffer(&self, pass: &PlannedPass) -> Result<wgpu::Buffer, RuntimeError> {
-        if pass.params.is_empty() {
-            return Err(RuntimeError::InvalidPlan {
-                label: pass.id.to_owned(),
-                reason: "a Params binding but no parameter bytes".to_owned(),
-            });
-        }
-        let limit = self.caps.limits.max_uniform_buffer_binding_size;
-        let size = crate::uniform::padded_len(pass.params.len()) as u64;
-        if size > limit {
-            return Err(RuntimeError::TooLarge {
-                what: format!("{} params", pass.id),
-                bytes: size,
-                limit,
-            });
-        }
-        let mut cache = lock(&self.params);
-        if let Some(b) = cache.buffers.get(&pass.params) {
-            return Ok(b.clone());
-        }
-        let buffer = self.create_initialized_buffer(
-            pass.id,
-            &pass.params,
-            size,
-            wgpu::BufferUsages::UNIFORM,
-        )?;
-        if cache.buffers.len() >= PARAMS_CACHE_MAX {
-            cache.buffers.clear();
-        }
-        cache.buffers.insert(pass.params.clone(), buffer.clone());
-        Ok(buffer)
-    }
-
-    /// One buffer per intermediate of `plan`, with whether it came from the pool (and so
-    /// holds stale data that must be cleared).
-    fn take_intermediates(&self, plan: &Plan) -> Result<Vec<(wgpu::Buffer, bool)>, RuntimeError> {
-        let mut out = Vec::with_capacity(plan.intermediates.len());
-        for spec in &plan.intermediates {
-            let what = format!("intermediate `{}` of {}", spec.id, plan.label());
-            let bytes = spec.byte_len().ok_or_else(|| RuntimeError::TooLarge {
-                what: what.clone(),
-                bytes: u64::MAX,
-                limit: self.storage_limit(),
-            })?;
-            let size = storage_size(bytes);
-            self.check_storage_size(&what, size)?;
-            let pooled = lock(&self.intermediates).take(size);
-            match pooled {
-                Some(b) => out.push((b, true)),
-                None => {
-                    let usage = wgpu::BufferUsages::STORAGE
-                        | wgpu::BufferUsages::COPY_DST
-                        | wgpu::BufferUsages::COPY_SRC;
-                    let b = self.create_buffer_checked(&what, size, usage)?;
-                    out.push((b, false));
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn return_intermediates(&self, buffers: Vec<(wgpu::Buffer, bool)>) {
-        let mut pool = lock(&self.intermediates);
-        for (b, _) in buffers {
-            pool.give(b);
-        }
-    }
-
-    /// Drops pooled intermediates, cached uniform buffers, kept bind groups (and with them
-    /// the buffers they bind) and the staging buffers, releasing their memory.
-    pub fn trim_pools(&self) {
-        *lock(&self.intermediates) = IntermediatePool::default();
-        lock(&self.bind_groups).clear();
-        lock(&self.params).buffers.clear();
-        self.staging.clear();
-    }
-}
-
-impl IntermediatePool {
-    fn take(&mut self, size: u64) -> Option<wgpu::Buffer> {
-        let b = self.free.get_mut(&size)?.pop()?;
-        self.pooled_bytes -= size;
-        Some(b)
-    }
-
-    fn give(&mut self, buffer: wgpu::Buffer) {
-        let size = buffer.size();
-        if self.pooled_bytes + size > POOL_MAX_BYTES {
-            return;
-        }
-        self.pooled_bytes += size;
-        self.free.entry(size).or_default().push(buffer);
     }
 }
 
@@ -393,12 +232,6 @@ fn encode_pass(
     }
 }
 
-/// Byte size of a storage buffer holding `bytes`: a multiple of 4 (copy and binding
-/// alignment) and at least [`MIN_BUFFER_BYTES`].
-pub(crate) fn storage_size(bytes: u64) -> u64 {
-    bytes.next_multiple_of(4).max(MIN_BUFFER_BYTES)
-}
-
 /// Checks that every binding of `pass` refers to something the plan and `args` provide.
 fn check_bindings(plan: &Plan, pass: &PlannedPass, args: &[Arg<'_>]) -> Result<(), RuntimeError> {
     for (i, binding) in pass.bindings.iter().enumerate() {
@@ -426,17 +259,4 @@ fn check_bindings(plan: &Plan, pass: &PlannedPass, args: &[Arg<'_>]) -> Result<(
         });
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn storage_sizes_are_aligned_and_never_empty() {
-        assert_eq!(storage_size(0), 4);
-        assert_eq!(storage_size(2), 4);
-        assert_eq!(storage_size(18), 20);
-        assert_eq!(storage_size(1024), 1024);
-    }
 }

@@ -12,8 +12,8 @@
 
 use std::sync::Mutex;
 
-use crate::context::Context;
 use crate::error::RuntimeError;
+use crate::gpu::Gpu;
 use crate::sync::lock;
 
 /// The most bytes one staging step moves.
@@ -23,15 +23,15 @@ pub const STAGING_CHUNK: u64 = 64 << 20;
 /// staging), which costs no wait; larger ones through the reused buffer.
 const DIRECT_WRITE_MAX: u64 = 1 << 20;
 
-/// The context's staging buffers, created on first use.
-pub(crate) struct StagingBuffers {
+/// A context's staging buffers, created on first use, and the transfers through them.
+pub(crate) struct Staging {
     upload: Mutex<Option<wgpu::Buffer>>,
     download: Mutex<Option<wgpu::Buffer>>,
     /// Bytes per step: [`STAGING_CHUNK`], smaller in tests.
     chunk: u64,
 }
 
-impl Default for StagingBuffers {
+impl Default for Staging {
     fn default() -> Self {
         Self {
             upload: Mutex::default(),
@@ -41,19 +41,46 @@ impl Default for StagingBuffers {
     }
 }
 
-impl StagingBuffers {
+impl Staging {
     /// Drops both buffers (they are recreated on demand).
     pub(crate) fn clear(&self) {
         lock(&self.upload).take();
         lock(&self.download).take();
     }
-}
 
-impl Context {
+    /// Moves at most `bytes` (a multiple of 4) per step; `None` restores [`STAGING_CHUNK`].
+    /// Drops the kept buffers.
+    pub(crate) fn set_chunk(&mut self, bytes: Option<u64>) {
+        self.clear();
+        self.chunk = bytes.map_or(STAGING_CHUNK, |b| b.max(4).next_multiple_of(4));
+    }
+
+    /// Creates a buffer of `size` bytes (a multiple of 4, at least `data.len()`) holding
+    /// `data` followed by zeros, uploaded a chunk at a time, never through a staging buffer
+    /// of the whole size.
+    pub(crate) fn create_initialized(
+        &self,
+        gpu: &Gpu,
+        label: &str,
+        data: &[u8],
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> Result<wgpu::Buffer, RuntimeError> {
+        debug_assert!(size >= data.len() as u64 && size.is_multiple_of(4));
+        let buffer = gpu.create_buffer(label, size, usage | wgpu::BufferUsages::COPY_DST)?;
+        self.upload(gpu, &buffer, data)?;
+        Ok(buffer)
+    }
+
     /// Writes `data` at the start of `dst` (which needs `COPY_DST` and at least
     /// `data.len()` rounded up to 4 bytes), a chunk at a time. Natively it returns once the
     /// data is in `dst`'s queue order: later submissions see it.
-    pub(crate) fn upload(&self, dst: &wgpu::Buffer, data: &[u8]) -> Result<(), RuntimeError> {
+    pub(crate) fn upload(
+        &self,
+        gpu: &Gpu,
+        dst: &wgpu::Buffer,
+        data: &[u8],
+    ) -> Result<(), RuntimeError> {
         if data.is_empty() {
             return Ok(());
         }
@@ -65,23 +92,28 @@ impl Context {
                 dst.size()
             )));
         }
-        if cfg!(target_arch = "wasm32") || padded <= DIRECT_WRITE_MAX.min(self.staging.chunk) {
-            return self.upload_direct(dst, data);
+        if cfg!(target_arch = "wasm32") || padded <= DIRECT_WRITE_MAX.min(self.chunk) {
+            return self.upload_direct(gpu, dst, data);
         }
-        self.upload_staged(dst, data)
+        self.upload_staged(gpu, dst, data)
     }
 
     /// `queue.write_buffer` per chunk, each padded to a multiple of 4 bytes.
-    fn upload_direct(&self, dst: &wgpu::Buffer, data: &[u8]) -> Result<(), RuntimeError> {
-        self.scoped("upload", || {
+    fn upload_direct(
+        &self,
+        gpu: &Gpu,
+        dst: &wgpu::Buffer,
+        data: &[u8],
+    ) -> Result<(), RuntimeError> {
+        gpu.scoped("upload", || {
             let mut offset = 0;
-            for chunk in data.chunks(self.staging.chunk as usize) {
+            for chunk in data.chunks(self.chunk as usize) {
                 if chunk.len() % 4 == 0 {
-                    self.queue.write_buffer(dst, offset, chunk);
+                    gpu.queue.write_buffer(dst, offset, chunk);
                 } else {
                     let mut padded = chunk.to_vec();
                     padded.resize(chunk.len().next_multiple_of(4), 0);
-                    self.queue.write_buffer(dst, offset, &padded);
+                    gpu.queue.write_buffer(dst, offset, &padded);
                 }
                 offset += chunk.len() as u64;
             }
@@ -90,18 +122,22 @@ impl Context {
 
     /// Through the reused `MAP_WRITE` buffer: map, fill, unmap, copy, submit, per chunk.
     #[cfg(not(target_arch = "wasm32"))]
-    fn upload_staged(&self, dst: &wgpu::Buffer, data: &[u8]) -> Result<(), RuntimeError> {
+    fn upload_staged(
+        &self,
+        gpu: &Gpu,
+        dst: &wgpu::Buffer,
+        data: &[u8],
+    ) -> Result<(), RuntimeError> {
         let staging = self.staging_buffer(
+            gpu,
             true,
-            (data.len() as u64)
-                .next_multiple_of(4)
-                .min(self.staging.chunk),
+            (data.len() as u64).next_multiple_of(4).min(self.chunk),
         )?;
         let result = (|| {
             let mut offset = 0;
-            for chunk in data.chunks(self.staging.chunk as usize) {
+            for chunk in data.chunks(self.chunk as usize) {
                 let padded = (chunk.len() as u64).next_multiple_of(4);
-                pollster::block_on(self.map(&staging, wgpu::MapMode::Write, padded))?;
+                pollster::block_on(map(gpu, &staging, wgpu::MapMode::Write, padded))?;
                 {
                     let mut view = staging
                         .get_mapped_range_mut(..padded)
@@ -110,44 +146,79 @@ impl Context {
                     view.slice(chunk.len()..).fill(0);
                 }
                 staging.unmap();
-                let mut encoder = self.create_labelled_encoder("upload");
+                let mut encoder = gpu.encoder("upload");
                 encoder.copy_buffer_to_buffer(&staging, 0, dst, offset, padded);
-                self.submit_labelled(encoder, "upload")?;
+                gpu.submit(encoder, "upload")?;
                 offset += chunk.len() as u64;
             }
             Ok(())
         })();
         // A buffer left mapped by a failed step is not reused.
         if result.is_ok() {
-            self.return_staging(true, staging);
+            self.keep(true, staging);
         }
         result
     }
 
     #[cfg(target_arch = "wasm32")]
-    fn upload_staged(&self, dst: &wgpu::Buffer, data: &[u8]) -> Result<(), RuntimeError> {
-        self.upload_direct(dst, data)
+    fn upload_staged(
+        &self,
+        gpu: &Gpu,
+        dst: &wgpu::Buffer,
+        data: &[u8],
+    ) -> Result<(), RuntimeError> {
+        self.upload_direct(gpu, dst, data)
+    }
+
+    /// Reads `bytes` bytes of `buffer` from `offset` on (a multiple of 4) to the host, after
+    /// all work submitted before; a buffer that cannot be read, or a range outside it, is a
+    /// [`RuntimeError::Readback`].
+    pub(crate) async fn read(
+        &self,
+        gpu: &Gpu,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<u8>, RuntimeError> {
+        if bytes == 0 {
+            return gpu.finish().await.map(|()| Vec::new());
+        }
+        if !buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
+            return Err(RuntimeError::Readback(format!(
+                "the buffer's usage {:?} lacks COPY_SRC, so it cannot be read back",
+                buffer.usage()
+            )));
+        }
+        let end = offset.checked_add(bytes.next_multiple_of(4));
+        if !offset.is_multiple_of(4) || end.is_none_or(|end| end > buffer.size()) {
+            return Err(RuntimeError::Readback(format!(
+                "asked for {bytes} bytes at offset {offset} of a {}-byte buffer",
+                buffer.size()
+            )));
+        }
+        self.download(gpu, buffer, offset, bytes).await
     }
 
     /// Copies `bytes` bytes of `src` from `start` on (a multiple of 4; `src` needs
     /// `COPY_SRC`) to the host through the reused `MAP_READ` buffer, a chunk at a time.
-    pub(crate) async fn download(
+    async fn download(
         &self,
+        gpu: &Gpu,
         src: &wgpu::Buffer,
         start: u64,
         bytes: u64,
     ) -> Result<Vec<u8>, RuntimeError> {
         let padded = bytes.next_multiple_of(4);
-        let staging = self.staging_buffer(false, padded.min(self.staging.chunk))?;
+        let staging = self.staging_buffer(gpu, false, padded.min(self.chunk))?;
         let mut out = Vec::with_capacity(bytes as usize);
         let result = async {
             let mut offset = 0;
             while offset < padded {
-                let step = (padded - offset).min(self.staging.chunk);
-                let mut encoder = self.create_labelled_encoder("readback");
+                let step = (padded - offset).min(self.chunk);
+                let mut encoder = gpu.encoder("readback");
                 encoder.copy_buffer_to_buffer(src, start + offset, &staging, 0, step);
-                self.submit_labelled(encoder, "readback")?;
-                self.map(&staging, wgpu::MapMode::Read, step).await?;
+                gpu.submit(encoder, "readback")?;
+                map(gpu, &staging, wgpu::MapMode::Read, step).await?;
                 {
                     let view = staging
                         .get_mapped_range(..step)
@@ -162,45 +233,21 @@ impl Context {
         }
         .await;
         if result.is_ok() {
-            self.return_staging(false, staging);
+            self.keep(false, staging);
         }
         result.map(|()| out)
-    }
-
-    /// Maps the first `bytes` of `buffer`; natively by polling the device, in a browser when
-    /// the browser answers. Reports the errors of earlier steps first.
-    async fn map(
-        &self,
-        buffer: &wgpu::Buffer,
-        mode: wgpu::MapMode,
-        bytes: u64,
-    ) -> Result<(), RuntimeError> {
-        let (tx, rx) = futures_channel::oneshot::channel();
-        buffer.map_async(mode, ..bytes, move |r| {
-            // The receiver only disappears if the future was dropped; nothing to do then.
-            let _ = tx.send(r);
-        });
-        self.finish_async().await?;
-        match rx.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(RuntimeError::Readback(format!(
-                "mapping the staging buffer: {e}"
-            ))),
-            Err(_) => Err(RuntimeError::Readback(
-                "the map callback of the staging buffer was dropped without running".to_owned(),
-            )),
-        }
     }
 
     /// The kept staging buffer of at least `size` bytes, or a new one (kept afterwards if
     /// larger). Taken out while in use, so concurrent transfers on other threads make their
     /// own rather than wait.
-    fn staging_buffer(&self, upload: bool, size: u64) -> Result<wgpu::Buffer, RuntimeError> {
-        let slot = if upload {
-            &self.staging.upload
-        } else {
-            &self.staging.download
-        };
+    fn staging_buffer(
+        &self,
+        gpu: &Gpu,
+        upload: bool,
+        size: u64,
+    ) -> Result<wgpu::Buffer, RuntimeError> {
+        let slot = if upload { &self.upload } else { &self.download };
         if let Some(buffer) = lock(slot).take_if(|b| b.size() >= size) {
             return Ok(buffer);
         }
@@ -215,26 +262,40 @@ impl Context {
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             )
         };
-        self.create_buffer_checked(label, size, usage)
+        gpu.create_buffer(label, size, usage)
     }
 
-    /// Test hook: move at most `bytes` (a multiple of 4) per staging step, so chunking can be
-    /// exercised on small tensors; `None` restores [`STAGING_CHUNK`]. Drops the kept buffers.
-    #[doc(hidden)]
-    pub fn set_staging_chunk_for_testing(&mut self, bytes: Option<u64>) {
-        self.staging.clear();
-        self.staging.chunk = bytes.map_or(STAGING_CHUNK, |b| b.max(4).next_multiple_of(4));
-    }
-
-    fn return_staging(&self, upload: bool, buffer: wgpu::Buffer) {
-        let slot = if upload {
-            &self.staging.upload
-        } else {
-            &self.staging.download
-        };
+    /// Keeps `buffer` for the next transfer unless a larger one is kept already.
+    fn keep(&self, upload: bool, buffer: wgpu::Buffer) {
+        let slot = if upload { &self.upload } else { &self.download };
         let mut kept = lock(slot);
         if kept.as_ref().is_none_or(|k| k.size() < buffer.size()) {
             *kept = Some(buffer);
         }
+    }
+}
+
+/// Maps the first `bytes` of `buffer`; natively by polling the device, in a browser when
+/// the browser answers. Reports the errors of earlier steps first.
+async fn map(
+    gpu: &Gpu,
+    buffer: &wgpu::Buffer,
+    mode: wgpu::MapMode,
+    bytes: u64,
+) -> Result<(), RuntimeError> {
+    let (tx, rx) = futures_channel::oneshot::channel();
+    buffer.map_async(mode, ..bytes, move |r| {
+        // The receiver only disappears if the future was dropped; nothing to do then.
+        let _ = tx.send(r);
+    });
+    gpu.finish().await?;
+    match rx.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(RuntimeError::Readback(format!(
+            "mapping the staging buffer: {e}"
+        ))),
+        Err(_) => Err(RuntimeError::Readback(
+            "the map callback of the staging buffer was dropped without running".to_owned(),
+        )),
     }
 }

@@ -11,6 +11,7 @@ use crate::plan::OutputSpec;
 use crate::shaders::{Shader, ShaderTable};
 
 pub use crate::attrs::{AttrValue, RawAttrs, check_allowed};
+pub use crate::uniform::{to_i32, to_u32};
 
 /// Why a `when` condition did not hold: the path of names leading to the first failing
 /// conjunct, and the evaluation error if it could not be evaluated at all.
@@ -57,7 +58,7 @@ pub fn precompile(ctx: &crate::Context, table: &'static ShaderTable) -> Result<u
         .iter()
         .filter(|s| s.features.iter().all(|f| ctx.caps().has_feature(f)))
         .collect();
-    crate::pipeline::on_threads(&wanted, |shader| {
+    crate::threads::on_threads(&wanted, |shader| {
         if shader.overrides.is_empty() {
             ctx.precompile(&shader.kernel, &[])
         } else {
@@ -218,19 +219,6 @@ impl From<Vec<i64>> for ExprValue {
     fn from(v: Vec<i64>) -> Self {
         ExprValue::List(v)
     }
-}
-
-/// A uniform or override value that must fit a WGSL `u32`; `what` names it as the error
-/// shows it (generated code says which inputs it comes from: "`rows` (from the shape of
-/// `data`)").
-pub fn to_u32(what: &str, value: i64) -> Result<u32, EvalError> {
-    u32::try_from(value).map_err(|_| EvalError::new(format!("{what} = {value} does not fit a u32")))
-}
-
-/// A uniform value that must fit a WGSL `i32`; `what` as for [`to_u32`].
-pub fn to_i32(what: &str, value: i64) -> Result<i32, EvalError> {
-    i32::try_from(value)
-        .map_err(|_| EvalError::new(format!("{what} = {value} does not fit an i32")))
 }
 
 /// A non-negative count (threads, workgroups, elements).

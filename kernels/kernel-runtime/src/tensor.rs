@@ -8,8 +8,8 @@ use std::num::NonZeroU64;
 use crate::context::Context;
 use crate::dtype::{DType, Element};
 use crate::error::RuntimeError;
+use crate::gpu::storage_size;
 use crate::plan::OutputSpec;
-use crate::record::storage_size;
 
 /// Usage of every tensor buffer the runtime creates: bindable as storage, uploadable,
 /// readable.
@@ -34,14 +34,15 @@ pub(crate) fn sized(
     let overflow = || RuntimeError::TooLarge {
         what: format!("{what} of shape {shape:?}"),
         bytes: u64::MAX,
-        limit: ctx.storage_limit(),
+        limit: ctx.gpu().storage_limit(),
     };
     let numel = checked_numel(shape).ok_or_else(overflow)?;
     let bytes = (numel as u64)
         .checked_mul(elem_bytes)
         .ok_or_else(overflow)?;
     let size = storage_size(bytes);
-    ctx.check_storage_size(&format!("{what} of shape {shape:?}"), size)?;
+    ctx.gpu()
+        .check_storage_size(&format!("{what} of shape {shape:?}"), size)?;
     Ok((numel, size))
 }
 
@@ -64,7 +65,7 @@ pub(crate) fn check_view(
             buffer.usage()
         )));
     }
-    let align = u64::from(ctx.caps.limits.min_storage_buffer_offset_alignment);
+    let align = u64::from(ctx.caps().limits.min_storage_buffer_offset_alignment);
     if !offset.is_multiple_of(align.max(1)) {
         return Err(invalid(format!(
             "offset {offset} is not a multiple of the device's storage offset alignment ({align})"
@@ -106,7 +107,8 @@ impl<T: Element> Tensor<T> {
                 got: data.len(),
             });
         }
-        let buffer = ctx.create_initialized_buffer(
+        let buffer = ctx.staging().create_initialized(
+            ctx.gpu(),
             "tensor",
             bytemuck::cast_slice(data),
             size,
@@ -128,7 +130,7 @@ impl<T: Element> Tensor<T> {
 
     fn zeros_labelled(ctx: &Context, what: &str, shape: &[usize]) -> Result<Self, RuntimeError> {
         let (numel, size) = sized(ctx, what, shape, T::DTYPE.size_bytes() as u64)?;
-        let buffer = ctx.create_buffer_checked(what, size, TENSOR_USAGE)?;
+        let buffer = ctx.gpu().create_buffer(what, size, TENSOR_USAGE)?;
         Ok(Self::wrap(buffer, 0, size, shape, numel))
     }
 
@@ -208,7 +210,8 @@ impl<T: Element> Tensor<T> {
     pub async fn read_async(&self, ctx: &Context) -> Result<Vec<T>, RuntimeError> {
         let bytes = self.numel as u64 * T::DTYPE.size_bytes() as u64;
         let raw = ctx
-            .read_range_async(&self.buffer, self.offset, bytes)
+            .staging()
+            .read(ctx.gpu(), &self.buffer, self.offset, bytes)
             .await?;
         Ok(bytemuck::pod_collect_to_vec(&raw))
     }

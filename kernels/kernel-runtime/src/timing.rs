@@ -4,10 +4,9 @@ use std::time::Duration;
 
 use crate::args::Arg;
 use crate::caps::FEATURE_TIMESTAMP_QUERY;
-use crate::context::Context;
 use crate::error::RuntimeError;
 use crate::plan::Plan;
-use crate::record::Timestamps;
+use crate::record::{Recorder, Timestamps};
 
 /// Repetitions recorded into one command buffer at most; fewer for plans of many passes, so
 /// the query set (two queries per pass and repetition) stays within wgpu's
@@ -25,27 +24,12 @@ pub struct PlanTimes {
     pub passes: Vec<(&'static str, Vec<Duration>)>,
 }
 
-impl Context {
-    /// GPU time of `plan` per repetition: from the beginning of its first pass to the end of
-    /// its last pass, measured with timestamp queries. [`Context::time_plan_passes`] also
-    /// gives the time of each pass.
-    ///
-    /// One untimed warm-up run comes first (pipeline creation, caches). The repetitions are
-    /// recorded back to back into one command buffer per batch of up to 512, so host overhead
-    /// between them does not count. A plan with no work returns zero durations.
-    /// [`RuntimeError::MissingFeature`]`("timestamp-query")` when the device cannot time.
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn time_plan(
-        &self,
-        plan: &Plan,
-        args: &[Arg<'_>],
-        repeats: usize,
-    ) -> Result<Vec<Duration>, RuntimeError> {
-        pollster::block_on(self.time_plan_async(plan, args, repeats))
-    }
+/// Times plans by recording them with timestamp writes.
+pub(crate) struct Timer<'a>(pub(crate) Recorder<'a>);
 
-    /// [`Context::time_plan`] without blocking, for browsers.
-    pub async fn time_plan_async(
+impl Timer<'_> {
+    /// GPU time of `plan` per repetition (see [`crate::Context::time_plan`]).
+    pub(crate) async fn time_plan(
         &self,
         plan: &Plan,
         args: &[Arg<'_>],
@@ -54,22 +38,8 @@ impl Context {
         Ok(self.time_totals(plan, args, repeats).await?.1)
     }
 
-    /// [`Context::time_plan`] with the time of each pass as well. The totals come from the
-    /// plan recorded as usual, in one compute pass; the passes of a plan of several are then
-    /// timed in further repetitions that record each pass in a compute pass of its own (which
-    /// adds a little time between passes, so those repetitions do not count in the totals).
-    #[cfg(not(target_arch = "wasm32"))]
-    pub fn time_plan_passes(
-        &self,
-        plan: &Plan,
-        args: &[Arg<'_>],
-        repeats: usize,
-    ) -> Result<PlanTimes, RuntimeError> {
-        pollster::block_on(self.time_plan_passes_async(plan, args, repeats))
-    }
-
-    /// [`Context::time_plan_passes`] without blocking, for browsers.
-    pub async fn time_plan_passes_async(
+    /// GPU time of `plan` and of each of its passes (see [`crate::Context::time_plan_passes`]).
+    pub(crate) async fn time_plan_passes(
         &self,
         plan: &Plan,
         args: &[Arg<'_>],
@@ -103,18 +73,18 @@ impl Context {
         args: &[Arg<'_>],
         repeats: usize,
     ) -> Result<(Vec<&'static str>, Vec<Duration>), RuntimeError> {
-        if !self.caps.timestamp_query {
+        if !self.0.gpu.caps.timestamp_query {
             return Err(RuntimeError::MissingFeature(FEATURE_TIMESTAMP_QUERY));
         }
         let active: Vec<&'static str> = plan
-            .active_passes(self.max_workgroups_per_dimension())?
+            .active_passes(self.0.gpu.max_workgroups_per_dimension())?
             .iter()
             .map(|(pass, _)| pass.id)
             .collect();
         if active.is_empty() {
             return Ok((active, vec![Duration::ZERO; repeats]));
         }
-        self.run_plan(plan, args)?;
+        self.0.run(plan, args)?;
         let total = self
             .time_repeats(plan, args, 1, repeats)
             .await?
@@ -155,21 +125,24 @@ impl Context {
         let per_repeat = (2 * spans) as u32;
         let queries = per_repeat * repeats as u32;
         let bytes = u64::from(queries) * u64::from(wgpu::QUERY_SIZE);
-        let query_set = self.scoped("timestamp queries", || {
-            self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: Some("kernel-runtime timestamps"),
-                ty: wgpu::QueryType::Timestamp,
-                count: queries,
-            })
+        let query_set = self.0.gpu.scoped("timestamp queries", || {
+            self.0
+                .gpu
+                .device
+                .create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some("kernel-runtime timestamps"),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: queries,
+                })
         })?;
-        let resolve = self.create_buffer_checked(
+        let resolve = self.0.gpu.create_buffer(
             "timestamp resolve",
             bytes,
             wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
         )?;
 
         let label = plan.label();
-        let mut encoder = self.create_labelled_encoder(&label);
+        let mut encoder = self.0.gpu.encoder(&label);
         for r in 0..repeats as u32 {
             let first = r * per_repeat;
             let ts = if spans == 1 {
@@ -177,14 +150,19 @@ impl Context {
             } else {
                 Timestamps::PerPass(&query_set, first)
             };
-            self.record_with_timestamps(&mut encoder, plan, args, ts, false)?;
+            self.0.record(&mut encoder, plan, args, ts, false)?;
         }
         encoder.resolve_query_set(&query_set, 0..queries, &resolve, 0);
-        self.submit_labelled(encoder, &label)?;
+        self.0.gpu.submit(encoder, &label)?;
 
-        let raw = self.read_buffer_async(&resolve, bytes).await?;
+        let raw = self
+            .0
+            .caches
+            .staging
+            .read(self.0.gpu, &resolve, 0, bytes)
+            .await?;
         let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(&raw);
-        let period_ns = f64::from(self.queue.get_timestamp_period());
+        let period_ns = f64::from(self.0.gpu.queue.get_timestamp_period());
         Ok(ticks
             .chunks_exact(per_repeat as usize)
             .map(|repeat| {

@@ -10,6 +10,8 @@
 //! assert_eq!(kernel_runtime::uniform::padded_len(bytes.len()), 16);
 //! ```
 
+use crate::expr::EvalError;
+
 /// The little-endian bytes of a uniform struct of 4-byte scalar fields, in declaration order.
 #[derive(Debug, Clone, Default)]
 pub struct Words(Vec<u8>);
@@ -35,13 +37,13 @@ impl Words {
     }
 
     /// Appends the `u32` field `name`, an expression integer that must fit.
-    pub fn checked_u32(self, name: &str, value: i64) -> Result<Self, crate::EvalError> {
-        Ok(self.u32(crate::support::to_u32(name, value)?))
+    pub fn checked_u32(self, name: &str, value: i64) -> Result<Self, EvalError> {
+        Ok(self.u32(to_u32(name, value)?))
     }
 
     /// Appends the `i32` field `name`, an expression integer that must fit.
-    pub fn checked_i32(self, name: &str, value: i64) -> Result<Self, crate::EvalError> {
-        Ok(self.i32(crate::support::to_i32(name, value)?))
+    pub fn checked_i32(self, name: &str, value: i64) -> Result<Self, EvalError> {
+        Ok(self.i32(to_i32(name, value)?))
     }
 
     /// Appends an `f32` field.
@@ -65,6 +67,19 @@ pub const UNIFORM_ALIGNMENT: usize = 16;
 pub fn padded_len(len: usize) -> usize {
     len.next_multiple_of(UNIFORM_ALIGNMENT)
         .max(UNIFORM_ALIGNMENT)
+}
+
+/// A uniform or override value that must fit a WGSL `u32`; `what` names it as the error
+/// shows it (generated code says which inputs it comes from: "`rows` (from the shape of
+/// `data`)").
+pub fn to_u32(what: &str, value: i64) -> Result<u32, EvalError> {
+    u32::try_from(value).map_err(|_| EvalError::new(format!("{what} = {value} does not fit a u32")))
+}
+
+/// A uniform value that must fit a WGSL `i32`; `what` as for [`to_u32`].
+pub fn to_i32(what: &str, value: i64) -> Result<i32, EvalError> {
+    i32::try_from(value)
+        .map_err(|_| EvalError::new(format!("{what} = {value} does not fit an i32")))
 }
 
 #[cfg(test)]

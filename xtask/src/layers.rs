@@ -1,0 +1,287 @@
+//! The module graph of a crate, read from its sources with `syn`, and the import cycles in
+//! it: layers are only layers while nothing below names anything above.
+//!
+//! A module depends on every module a `crate::`, `super::` or `self::` path in it names
+//! (in `use` items and in expressions, types and patterns), outside `#[cfg(test)]` items.
+//! Modules are files: `src/a/b.rs` and `src/a/b/mod.rs` are `a::b`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use syn::visit::Visit;
+
+/// Module → the modules it names.
+pub type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// The graph of the crate whose sources are in `src` (with `lib.rs` or `main.rs` as root,
+/// the module `""`).
+pub fn module_graph(src: &Path) -> Result<Graph> {
+    let mut files = Vec::new();
+    collect(src, src, &mut files)?;
+    let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
+    let mut graph = Graph::new();
+    for (module, path) in &files {
+        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+        let file = syn::parse_file(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let mut paths = PathCollector::default();
+        paths.visit_file(&file);
+        let deps = paths
+            .named
+            .iter()
+            .filter_map(|segments| resolve(module, segments, &modules))
+            .filter(|dep| dep != module && !dep.is_empty())
+            .collect();
+        graph.insert(module.clone(), deps);
+    }
+    Ok(graph)
+}
+
+/// Every `.rs` file under `dir` with its module path.
+fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, std::path::PathBuf)>) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| dir.display().to_string())?
+        .collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::path);
+    for entry in entries {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(root, &path, out)?;
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let relative = path.strip_prefix(root)?.with_extension("");
+            let mut parts: Vec<String> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            if parts.len() == 1 && matches!(parts[0].as_str(), "lib" | "main") {
+                parts.clear();
+            } else if parts.last().is_some_and(|p| p == "mod") {
+                parts.pop();
+            }
+            out.push((parts.join("::"), path));
+        }
+    }
+    Ok(())
+}
+
+/// The module a path written in `module` names: the longest known module its leading
+/// segments spell, after `crate`, `super` and `self` are resolved.
+fn resolve(module: &str, segments: &[String], modules: &BTreeSet<String>) -> Option<String> {
+    let mut base: Vec<&str> = module.split("::").filter(|s| !s.is_empty()).collect();
+    let mut rest = segments;
+    match rest.first().map(String::as_str) {
+        Some("crate") => {
+            base.clear();
+            rest = &rest[1..];
+        }
+        Some("super" | "self") => {
+            while let Some(first) = rest.first() {
+                match first.as_str() {
+                    "super" => {
+                        base.pop()?;
+                    }
+                    "self" => {}
+                    _ => break,
+                }
+                rest = &rest[1..];
+            }
+        }
+        _ => return None,
+    }
+    let mut best = None;
+    let mut candidate = base.join("::");
+    for segment in rest {
+        if !candidate.is_empty() {
+            candidate.push_str("::");
+        }
+        candidate.push_str(segment);
+        if modules.contains(&candidate) {
+            best = Some(candidate.clone());
+        }
+    }
+    best.or_else(|| Some(base.join("::")).filter(|b| modules.contains(b)))
+}
+
+/// The module paths a file writes, outside `#[cfg(test)]` items.
+#[derive(Default)]
+struct PathCollector {
+    named: Vec<Vec<String>>,
+}
+
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Ident>()
+                .is_ok_and(|ident| ident == "test")
+    })
+}
+
+impl<'ast> Visit<'ast> for PathCollector {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs = match item {
+            syn::Item::Mod(m) => &m.attrs,
+            syn::Item::Fn(f) => &f.attrs,
+            syn::Item::Use(u) => &u.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            _ => return syn::visit::visit_item(self, item),
+        };
+        if !is_test_only(attrs) {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        let mut prefix = Vec::new();
+        use_tree(&item.tree, &mut prefix, &mut self.named);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        self.named
+            .push(path.segments.iter().map(|s| s.ident.to_string()).collect());
+        syn::visit::visit_path(self, path);
+    }
+}
+
+/// Every path a `use` tree spells, each as far as it goes.
+fn use_tree(tree: &syn::UseTree, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            use_tree(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(n) => out.push(with(prefix, n.ident.to_string())),
+        syn::UseTree::Rename(r) => out.push(with(prefix, r.ident.to_string())),
+        syn::UseTree::Glob(_) => out.push(prefix.clone()),
+        syn::UseTree::Group(g) => {
+            for tree in &g.items {
+                use_tree(tree, prefix, out);
+            }
+        }
+    }
+}
+
+fn with(prefix: &[String], last: String) -> Vec<String> {
+    let mut path = prefix.to_vec();
+    path.push(last);
+    path
+}
+
+/// The strongly connected components of more than one module, each sorted.
+pub fn cycles(graph: &Graph) -> Vec<Vec<String>> {
+    // Tarjan's algorithm, iterative over the small graphs of one crate.
+    struct State<'g> {
+        graph: &'g Graph,
+        index: BTreeMap<&'g str, usize>,
+        low: BTreeMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        on_stack: BTreeSet<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    fn connect<'g>(s: &mut State<'g>, v: &'g str) {
+        let next = s.index.len();
+        s.index.insert(v, next);
+        s.low.insert(v, next);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        for w in s.graph.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !s.index.contains_key(w) {
+                connect(s, w);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                component.push(w.to_owned());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !state.index.contains_key(v.as_str()) {
+            connect(&mut state, v);
+        }
+    }
+    state.found
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+    }
+
+    #[test]
+    fn the_runtime_has_no_import_cycle() {
+        let graph = module_graph(&workspace().join("kernels/kernel-runtime/src")).unwrap();
+        assert!(graph.len() > 20, "too few modules found: {graph:?}");
+        assert_eq!(cycles(&graph), Vec::<Vec<String>>::new());
+        // The façade is above everything that records, caches or talks to the device.
+        for low in [
+            "gpu", "staging", "pipeline", "pools", "caches", "record", "timing",
+        ] {
+            assert!(
+                !graph[low].contains("context"),
+                "`{low}` names the façade: {:?}",
+                graph[low]
+            );
+        }
+    }
+
+    #[test]
+    fn cycles_are_found_through_crate_and_super_paths() {
+        let dir = std::env::temp_dir().join(format!("layers-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::write(dir.join("lib.rs"), "mod a; mod b; mod c;").unwrap();
+        std::fs::write(dir.join("a/mod.rs"), "mod x; use crate::b::Thing;").unwrap();
+        std::fs::write(dir.join("a/x.rs"), "fn f() { super::super::c::g() }").unwrap();
+        std::fs::write(dir.join("b.rs"), "use crate::{a::x, c};").unwrap();
+        std::fs::write(
+            dir.join("c.rs"),
+            "pub fn g() {}\n#[cfg(test)]\nmod tests { use crate::a::x; }",
+        )
+        .unwrap();
+        let graph = module_graph(&dir).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(graph["a"], BTreeSet::from(["b".to_owned()]));
+        assert_eq!(graph["a::x"], BTreeSet::from(["c".to_owned()]));
+        assert_eq!(
+            graph["b"],
+            BTreeSet::from(["a::x".to_owned(), "c".to_owned()])
+        );
+        // `c`'s test module names `a::x`, which does not count.
+        assert!(graph["c"].is_empty());
+        assert_eq!(cycles(&graph), Vec::<Vec<String>>::new());
+
+        let mut cyclic = graph;
+        cyclic.get_mut("c").unwrap().insert("b".to_owned());
+        assert_eq!(
+            cycles(&cyclic),
+            vec![vec!["a::x".to_owned(), "b".to_owned(), "c".to_owned()]]
+        );
+    }
+}
