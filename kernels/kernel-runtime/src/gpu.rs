@@ -296,4 +296,19 @@ mod tests {
         assert_eq!(storage_size(18), 20);
         assert_eq!(storage_size(1024), 1024);
     }
+
+    #[test]
+    fn wgpu_errors_keep_the_label_of_their_step() {
+        let oom = convert(
+            "output `Y` of Scale",
+            wgpu::Error::OutOfMemory {
+                source: Box::new(std::fmt::Error),
+            },
+        );
+        assert!(
+            matches!(&oom, RuntimeError::OutOfMemory { label } if label == "output `Y` of Scale"),
+            "{oom:?}"
+        );
+        assert!(oom.to_string().contains("output `Y` of Scale"), "{oom}");
+    }
 }

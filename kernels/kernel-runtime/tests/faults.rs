@@ -156,3 +156,40 @@ fn an_output_beyond_the_device_limits_names_the_output_and_the_op() {
         "{shown}"
     );
 }
+
+/// Outputs are allocated until the device's memory runs out: the failure is
+/// `RuntimeError::OutOfMemory` naming the output and the op, and the device works on once
+/// the buffers are dropped. Ignored by default: software adapters (lavapipe) take host
+/// memory, so the test would exhaust the machine rather than a GPU; run it on a GPU with
+/// `cargo test -p kernel-runtime --test faults -- --ignored running_out_of_memory`.
+#[test]
+#[ignore = "allocates until the adapter's memory runs out; for GPUs with memory of their own"]
+fn running_out_of_memory_names_the_output_and_the_device_works_on() {
+    // Beyond this much, the driver is taken to spill to host memory without limit.
+    const GIVE_UP_BYTES: u64 = 1 << 40;
+    let Some(ctx) = common::context() else { return };
+    let elements = (ctx.caps().limits.max_storage_buffer_binding_size / 4).min(1 << 30) as usize;
+    let spec = kernel_runtime::OutputSpec {
+        role: "Y",
+        dtype: kernel_runtime::DType::F32,
+        shape: vec![elements],
+    };
+    let mut held = Vec::new();
+    let error = loop {
+        match Tensor::<f32>::zeros_for(&ctx, "Scale", &spec) {
+            Ok(t) => held.push(t),
+            Err(e) => break e,
+        }
+        let bytes = held.len() as u64 * elements as u64 * 4;
+        assert!(bytes < GIVE_UP_BYTES, "{bytes} bytes allocated and no error");
+    };
+    let allocated = held.len() as u64 * elements as u64 * 4;
+    eprintln!("out of memory after {allocated} bytes: {error}");
+    assert!(
+        matches!(&error, RuntimeError::OutOfMemory { label } if label == "output `Y` of Scale"),
+        "{error:?}"
+    );
+    drop(held);
+    let x = Tensor::<f32>::from_slice(&ctx, &[4], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+    assert_eq!(x.to_vec(&ctx).unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+}
