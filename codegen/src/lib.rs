@@ -6,6 +6,7 @@
 //! `wgsl` (render, validate, reflect) and `rust` (quote → syn → prettyplease).
 
 pub mod config;
+mod config_error;
 pub mod diag;
 pub mod expr;
 pub mod hints;

@@ -12,7 +12,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::GENERATED_MARK;
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 
 /// The most bytes an input file (manifest, template, hints) may have.
 pub const MAX_INPUT_BYTES: u64 = 16 << 20;

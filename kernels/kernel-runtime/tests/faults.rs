@@ -181,7 +181,10 @@ fn running_out_of_memory_names_the_output_and_the_device_works_on() {
             Err(e) => break e,
         }
         let bytes = held.len() as u64 * elements as u64 * 4;
-        assert!(bytes < GIVE_UP_BYTES, "{bytes} bytes allocated and no error");
+        assert!(
+            bytes < GIVE_UP_BYTES,
+            "{bytes} bytes allocated and no error"
+        );
     };
     let allocated = held.len() as u64 * elements as u64 * 4;
     eprintln!("out of memory after {allocated} bytes: {error}");
