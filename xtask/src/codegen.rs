@@ -8,10 +8,8 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 
+use crate::GENERATED_DIR;
 use crate::validators;
-
-/// Where this repository's generated files live, relative to its root.
-pub const GENERATED_DIR: &str = "kernels/kernels/src/generated";
 
 /// Ops with hand-written host-side checks (`kernels/kernels/src/host_checks/`), and the
 /// function each one's `plan` calls.

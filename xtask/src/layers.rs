@@ -271,7 +271,7 @@ mod tests {
                     &["rust::eval", "rust::plan", "rust::table", "rust::when"],
                 ],
             ),
-            ("xtask/src", &[&["codegen", "validators"], &["ci", "web"]]),
+            ("xtask/src", &[]),
             ("kernels/kernel-runtime/src", &[]),
             ("fuzz/src", &[]),
             ("examples/src", &[]),

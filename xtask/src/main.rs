@@ -7,6 +7,7 @@ mod codegen;
 mod corpus;
 #[cfg(test)]
 mod layers;
+mod system;
 mod validators;
 mod web;
 
@@ -95,10 +96,10 @@ fn main() -> ExitCode {
         ),
         Command::Corpus { tint, spirv_val } => corpus::run(&root, tint, spirv_val),
         Command::Ci => ci::run(&root),
-        Command::Demo => ci::ensure_vulkan_driver()
+        Command::Demo => system::ensure_vulkan_driver()
             .and_then(|()| codegen::run(&root, codegen::Mode::Write))
             .and_then(|()| {
-                ci::cargo(
+                system::cargo(
                     &root,
                     &["run", "--release", "-p", "examples", "--bin", "demo"],
                 )
@@ -106,12 +107,12 @@ fn main() -> ExitCode {
         Command::Bench { args } => {
             let mut cargo_args = vec!["run", "--release", "-p", "examples", "--bin", "bench", "--"];
             cargo_args.extend(args.iter().map(String::as_str));
-            ci::cargo(&root, &cargo_args)
+            system::cargo(&root, &cargo_args)
         }
-        Command::Fuzz { args } => ci::ensure_vulkan_driver().and_then(|()| {
+        Command::Fuzz { args } => system::ensure_vulkan_driver().and_then(|()| {
             let mut cargo_args = vec!["run", "--release", "-p", "fuzz", "--"];
             cargo_args.extend(args.iter().map(String::as_str));
-            ci::cargo(&root, &cargo_args)
+            system::cargo(&root, &cargo_args)
         }),
         Command::Web { serve } => web::run(&root, serve),
     };
@@ -123,6 +124,9 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Where this repository's generated files live, relative to its root.
+const GENERATED_DIR: &str = "kernels/kernels/src/generated";
 
 /// The workspace root: xtask lives one level below it.
 fn project_root() -> PathBuf {
@@ -180,7 +184,7 @@ mod tests {
         super::codegen::run(&root, Mode::Write).expect("generation succeeds");
         check().expect("fresh after generating");
 
-        let generated = root.join(super::codegen::GENERATED_DIR);
+        let generated = root.join(super::GENERATED_DIR);
         let header = format!("// {}\n", codegen::GENERATED_MARK);
         fs::write(
             generated.join("mod.rs"),

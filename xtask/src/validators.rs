@@ -297,7 +297,7 @@ pub fn spirv_val(root: &Path, shaders: &[GeneratedShader]) -> Result<Vec<Finding
     for shader in shaders {
         let relative = shader
             .path
-            .strip_prefix(crate::codegen::GENERATED_DIR)
+            .strip_prefix(crate::GENERATED_DIR)
             .unwrap_or(&shader.path)
             .trim_start_matches('/');
         let file = dir.join(Path::new(relative).with_extension("spv"));

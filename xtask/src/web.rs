@@ -11,7 +11,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::ci::{self, apt_install, can_apt_install};
+use crate::system::{apt_install, can_apt_install, cargo};
 use crate::validators::{self, JS_DIR};
 
 const TARGET: &str = "wasm32-unknown-unknown";
@@ -44,7 +44,7 @@ pub fn run(root: &Path, serve: bool) -> Result<()> {
 fn build(root: &Path) -> Result<()> {
     ensure_wasm_target()?;
     let bindgen = ensure_wasm_bindgen(root)?;
-    ci::cargo(
+    cargo(
         root,
         &[
             "build",
@@ -123,7 +123,7 @@ fn ensure_wasm_bindgen(root: &Path) -> Result<PathBuf> {
     }
     eprintln!("web: installing wasm-bindgen-cli {version} into target/tools (a few minutes)");
     // Not `--locked`: the CLI's own lock file may name releases a registry mirror lacks.
-    ci::cargo(
+    cargo(
         root,
         &[
             "install",
