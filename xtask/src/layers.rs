@@ -260,8 +260,6 @@ mod tests {
             (
                 "codegen/src",
                 &[
-                    &["expr::check", "expr::names"],
-                    &["expr::lower", "expr::lower_v1"],
                     &[
                         "model::build",
                         "model::domains",

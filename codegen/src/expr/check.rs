@@ -7,7 +7,6 @@
 
 use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
 use super::builtins::{Builtin, Params, dtypes, known_functions_in};
-use super::names::is_device_features;
 use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
 
 /// Resolves names to types: the op model implements it, tests use a fixed table.
@@ -516,4 +515,10 @@ impl Checker<'_> {
             span,
         ))
     }
+}
+
+/// Whether `e` is exactly `device.features`.
+pub(super) fn is_device_features(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Member { base, name, .. }
+        if name == "features" && matches!(&base.kind, ExprKind::Name(d) if d == "device"))
 }

@@ -22,7 +22,6 @@ use quote::quote;
 
 use super::ast::{BinOp, UnaryOp};
 use super::builtins::{Builtin, Lowering, SHADER_F16};
-use super::lower_v1::is_owned_str;
 use super::{Dialect, Ir, IrKind, Symbol, Type};
 
 /// Supplies the Rust tokens for names when lowering.
@@ -598,5 +597,16 @@ fn defined_conjuncts(ir: &Ir, out: &mut Vec<Symbol>) {
         }
         IrKind::IsDefined(sym, false) => out.push(sym.clone()),
         _ => {}
+    }
+}
+
+/// Whether the lowered `ir` is a `String` rather than a `&str`: a Str built by `~`, or a
+/// conditional with such a branch (whose other branches are then converted).
+pub fn is_owned_str(ir: &Ir) -> bool {
+    match &ir.kind {
+        _ if ir.ty != Type::Str => false,
+        IrKind::Binary(BinOp::Concat, ..) => true,
+        IrKind::Cond(_, then, otherwise) => is_owned_str(then) || is_owned_str(otherwise),
+        _ => false,
     }
 }

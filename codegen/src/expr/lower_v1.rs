@@ -9,20 +9,9 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::ast::BinOp;
-use super::lower::{Lowered, Lowerer, Prec, ident};
+use super::lower::{Lowered, Lowerer, Prec, ident, is_owned_str};
 use super::v1::undefined_operand;
 use super::{Ir, IrKind, Symbol, Type};
-
-/// Whether the lowered `ir` is a `String` rather than a `&str`: a Str built by `~`, or a
-/// conditional with such a branch (whose other branches are then converted).
-pub fn is_owned_str(ir: &Ir) -> bool {
-    match &ir.kind {
-        _ if ir.ty != Type::Str => false,
-        IrKind::Binary(BinOp::Concat, ..) => true,
-        IrKind::Cond(_, then, otherwise) => is_owned_str(then) || is_owned_str(otherwise),
-        _ => false,
-    }
-}
 
 /// A runtime function name and whether it returns a `Result`.
 type RuntimeFn = (&'static str, bool);

@@ -235,9 +235,3 @@ const FEATURES_USAGE: &str = "`device.features` can only be used as `device.feat
 const ADAPTER_INFO_USAGE: &str = "`device.adapterInfo` must be followed by a name, e.g. \
                                   `device.adapterInfo.subgroupMinSize`, or tested with \
                                   `has(device.adapterInfo, \"<name>\")`";
-
-/// Whether `e` is exactly `device.features`.
-pub(super) fn is_device_features(e: &Expr) -> bool {
-    matches!(&e.kind, ExprKind::Member { base, name, .. }
-        if name == "features" && matches!(&base.kind, ExprKind::Name(d) if d == "device"))
-}
