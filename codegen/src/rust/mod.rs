@@ -2,6 +2,7 @@
 //! root module listing them, built with `quote` and formatted with prettyplease.
 
 mod api;
+mod compiled;
 mod entry;
 mod eval;
 mod fold;
@@ -32,7 +33,7 @@ pub struct OpInput<'a> {
 pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let op = input.op;
     let api = api::emit(input);
-    let eval = eval::emit(input)?;
+    let eval = compiled::emit(input)?;
     let entry = entry::emit(input);
     let table = table::table_static(input);
     let runtime = &input.runtime;
