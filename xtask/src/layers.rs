@@ -252,35 +252,12 @@ mod tests {
         }
     }
 
-    /// The cycles each crate still has, to be broken; the test fails on a new one and on one
-    /// broken but still listed, so the list only shrinks.
     #[test]
-    fn no_crate_gains_an_import_cycle() {
-        let known: [(&str, &[&[&str]]); 5] = [
-            (
-                "codegen/src",
-                &[&[
-                    "model::build",
-                    "model::domains",
-                    "model::statics",
-                    "model::variants",
-                ]],
-            ),
-            ("xtask/src", &[]),
-            ("kernels/kernel-runtime/src", &[]),
-            ("fuzz/src", &[]),
-            ("examples/src", &[]),
-        ];
-        for (src, expected) in known {
+    fn no_crate_has_an_import_cycle() {
+        for src in ["codegen/src", "xtask/src", "fuzz/src", "examples/src"] {
             let graph = module_graph(&workspace().join(src)).unwrap();
-            let mut found = cycles(&graph);
-            found.sort();
-            let mut expected: Vec<Vec<String>> = expected
-                .iter()
-                .map(|c| c.iter().map(|m| (*m).to_owned()).collect())
-                .collect();
-            expected.sort();
-            assert_eq!(found, expected, "import cycles of {src}");
+            assert!(graph.len() > 5, "too few modules found in {src}: {graph:?}");
+            assert_eq!(cycles(&graph), Vec::<Vec<String>>::new(), "{src}");
         }
     }
 

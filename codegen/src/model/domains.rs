@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::statics::{self, StaticVar};
+use super::statics::{self, Bounds, StaticVar, is_bounded};
 use super::{Class, Expr, Op, TemplateValue, Variant};
 use crate::expr::ast::BinOp;
 use crate::expr::{Ir, IrKind, Symbol, Value};
@@ -20,10 +20,6 @@ pub const MAX_DOMAIN: usize = 64;
 /// The most assignments of its names an expression is evaluated over to find its values
 /// (`ceil(args.dim / 256)` with `args.dim <= 8192` takes 32 values over 8192 assignments).
 const MAX_EVALUATIONS: usize = 1 << 16;
-
-/// Argument (`StaticVar::Attr`) or type variable (`StaticVar::Dtype`) → the values it may
-/// take.
-pub type Bounds = BTreeMap<StaticVar, Vec<Value>>;
 
 /// What a variant's `when` allows arguments and type variables, read from the clauses'
 /// top-level conjuncts: `args.x == 2`, `(args.x == 2 or args.x == 4)`, `args.x in [2, 4]`,
@@ -271,22 +267,6 @@ fn literal(ir: &Ir) -> Option<Value> {
         IrKind::ToFloat(x) | IrKind::ToInt(x) => literal(x),
         _ => None,
     }
-}
-
-/// Whether every name `symbols` reads has a finite domain: enumerated at build time already,
-/// or in `bounds` (a variant's, from its `when`).
-pub fn is_bounded(op: &Op, bounds: &Bounds, symbols: &BTreeSet<Symbol>) -> bool {
-    symbols.iter().all(|symbol| match symbol {
-        Symbol::Attr(name) | Symbol::Arg(name)
-            if bounds.contains_key(&StaticVar::Attr(name.clone())) =>
-        {
-            true
-        }
-        Symbol::Derived(name) => op
-            .derived(name)
-            .is_some_and(|d| is_bounded(op, bounds, &d.expr.ir.symbols())),
-        other => super::variants::is_static(op, &BTreeSet::from([other.clone()])),
-    })
 }
 
 /// How a pinned value is enumerated.

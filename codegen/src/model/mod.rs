@@ -8,12 +8,13 @@ mod attrs;
 mod build;
 pub mod domains;
 mod names;
+mod scope;
 mod statics;
 mod variants;
 
 pub use build::build_op;
 pub use statics::{
-    Combination, StaticValueError, StaticVar, enumerate_combinations, static_values,
+    Bounds, Combination, StaticValueError, StaticVar, enumerate_combinations, static_values,
 };
 
 use crate::expr::{Ir, Type};
@@ -339,7 +340,7 @@ pub struct Variant {
     /// Template value → the values the hints declare to build shaders for.
     pub specialise: std::collections::BTreeMap<String, Vec<crate::expr::Value>>,
     /// What `when` allows arguments and type variables ([`domains::when_bounds`]).
-    pub bounds: domains::Bounds,
+    pub bounds: Bounds,
 }
 
 /// A validated op.

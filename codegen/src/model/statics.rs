@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::domains::Bounds;
 use super::{AttrRepr, Class, DType, ElementType, Op, Pass, TemplateValue, Variant};
 use crate::expr::{self, EvalError, Symbol, Value};
 
@@ -78,7 +77,7 @@ pub fn enumerate_combinations(
     let mut vars = BTreeSet::new();
     for value in static_values(variant, pass) {
         let symbols = value.expr.ir.symbols();
-        if value.domain.is_none() && super::domains::is_bounded(op, &variant.bounds, &symbols) {
+        if value.domain.is_none() && is_bounded(op, &variant.bounds, &symbols) {
             collect_vars(op, &value.expr.ir, &mut vars);
         } else {
             vars.insert(StaticVar::Value(value.name.clone()));
@@ -361,4 +360,46 @@ impl expr::Env for StaticEnv<'_> {
                 Some(Value::Bool(true))
             )
     }
+}
+
+/// Argument (`StaticVar::Attr`) or type variable (`StaticVar::Dtype`) → the values it may
+/// take.
+pub type Bounds = BTreeMap<StaticVar, Vec<Value>>;
+
+/// Static means every name involved has a finite domain known at build time.
+pub fn is_static(op: &Op, symbols: &BTreeSet<Symbol>) -> bool {
+    symbols.iter().all(|symbol| match symbol {
+        Symbol::Dtype(_) | Symbol::Tunable(_) => true,
+        Symbol::Attr(name) | Symbol::Arg(name) => op.attribute(name).is_some_and(|a| {
+            a.allowed.is_some()
+                || a.one_of.is_some()
+                || matches!(a.repr, AttrRepr::Bool | AttrRepr::Truth)
+        }),
+        // Follows the tensor's dtype, which is enumerated.
+        Symbol::TensorDtype(_) => true,
+        Symbol::Derived(name) => op
+            .derived(name)
+            .is_some_and(|d| is_static(op, &d.expr.ir.symbols())),
+        Symbol::Shape(_)
+        | Symbol::Rank(_)
+        | Symbol::Limit(_)
+        | Symbol::Present(_)
+        | Symbol::AdapterInfo(_) => false,
+    })
+}
+
+/// Whether every name `symbols` reads has a finite domain: enumerated at build time already,
+/// or in `bounds` (a variant's, from its `when`).
+pub fn is_bounded(op: &Op, bounds: &Bounds, symbols: &BTreeSet<Symbol>) -> bool {
+    symbols.iter().all(|symbol| match symbol {
+        Symbol::Attr(name) | Symbol::Arg(name)
+            if bounds.contains_key(&StaticVar::Attr(name.clone())) =>
+        {
+            true
+        }
+        Symbol::Derived(name) => op
+            .derived(name)
+            .is_some_and(|d| is_bounded(op, bounds, &d.expr.ir.symbols())),
+        other => is_static(op, &BTreeSet::from([other.clone()])),
+    })
 }

@@ -5,13 +5,14 @@ use std::collections::{BTreeSet, HashMap};
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::build::{OpScope, check_expr, expect_type, literal_source};
+use super::scope::{OpScope, check_expr, expect_type, literal_source};
+use super::statics::is_static;
 use super::{
-    Access, AttrRepr, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr,
-    Intermediate, Op, ParamField, ParamsStruct, Pass, TemplateValue, Variant,
+    Access, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr, Intermediate, Op,
+    ParamField, ParamsStruct, Pass, TemplateValue, Variant,
 };
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::expr::{Symbol, Type};
+use crate::expr::Type;
 use crate::manifest::{BindingDecl, BindingsRef, Manifest, VariantDecl};
 
 struct Cx<'a> {
@@ -212,28 +213,6 @@ fn template_values(
         });
     }
     out
-}
-
-/// Static means every name involved has a finite domain known at build time.
-pub fn is_static(op: &Op, symbols: &BTreeSet<Symbol>) -> bool {
-    symbols.iter().all(|symbol| match symbol {
-        Symbol::Dtype(_) | Symbol::Tunable(_) => true,
-        Symbol::Attr(name) | Symbol::Arg(name) => op.attribute(name).is_some_and(|a| {
-            a.allowed.is_some()
-                || a.one_of.is_some()
-                || matches!(a.repr, AttrRepr::Bool | AttrRepr::Truth)
-        }),
-        // Follows the tensor's dtype, which is enumerated.
-        Symbol::TensorDtype(_) => true,
-        Symbol::Derived(name) => op
-            .derived(name)
-            .is_some_and(|d| is_static(op, &d.expr.ir.symbols())),
-        Symbol::Shape(_)
-        | Symbol::Rank(_)
-        | Symbol::Limit(_)
-        | Symbol::Present(_)
-        | Symbol::AdapterInfo(_) => false,
-    })
 }
 
 fn build_bindings(

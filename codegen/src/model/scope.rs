@@ -1,0 +1,188 @@
+//! Checking an op's expressions: the scope that resolves their names against the op being
+//! built, and the helpers that parse, check and type them with diagnostics at their column.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::{Expr, Op};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::expr::{self, Symbol, Type};
+use crate::webgpu;
+
+/// What a reference to a `derive` entry that failed to check resolves to: the entry's own
+/// errors were reported, so errors that only follow from it are dropped.
+const POISONED: &str = "\u{0}poisoned derive";
+
+/// Name resolution for one op's expressions.
+pub struct OpScope<'a> {
+    pub op: &'a Op,
+    /// Types of the `derive` entries checked so far (all of them once building is done).
+    pub derived: &'a HashMap<String, Type>,
+}
+
+impl expr::Scope for OpScope<'_> {
+    fn dialect(&self) -> expr::Dialect {
+        self.op.expr_dialect()
+    }
+
+    fn string_values(&self, symbol: &Symbol) -> Option<Vec<String>> {
+        match symbol {
+            Symbol::Arg(name) => self.op.attribute(name)?.one_of.clone(),
+            _ => None,
+        }
+    }
+
+    fn resolve(&self, symbol: &Symbol) -> Result<Type, String> {
+        let known = |names: Vec<&str>| names.join(", ");
+        match symbol {
+            Symbol::Shape(role) | Symbol::Rank(role) => {
+                if self.op.tensor_index(role).is_some() {
+                    Ok(if matches!(symbol, Symbol::Shape(_)) {
+                        Type::List
+                    } else {
+                        Type::Int
+                    })
+                } else {
+                    Err(format!(
+                        "unknown tensor role `{role}` (known: {})",
+                        known(self.op.tensors().map(|t| t.role.as_str()).collect())
+                    ))
+                }
+            }
+            Symbol::Dtype(var) => match self.op.type_var(var) {
+                Some(_) => Ok(Type::Dtype),
+                None => Err(format!(
+                    "unknown type variable `{var}` (known: {})",
+                    known(self.op.type_vars.iter().map(|t| t.name.as_str()).collect())
+                )),
+            },
+            Symbol::Attr(name) => match self.op.attribute(name) {
+                Some(attribute) => Ok(attribute.ty),
+                None => Err(format!(
+                    "unknown attribute `{name}` (known: {})",
+                    known(self.op.attributes.iter().map(|a| a.name.as_str()).collect())
+                )),
+            },
+            Symbol::Tunable(name) => match self.op.tunable(name) {
+                Some(_) => Ok(Type::Int),
+                None => Err(format!(
+                    "unknown tunable `{name}` (known: {})",
+                    known(self.op.tunables.iter().map(|(n, _)| n.as_str()).collect())
+                )),
+            },
+            Symbol::Limit(name) => {
+                if webgpu::is_limit(name) {
+                    Ok(Type::Int)
+                } else {
+                    Err(format!("unknown WebGPU limit `device.limits.{name}`"))
+                }
+            }
+            Symbol::Arg(name) => match self.op.attribute(name) {
+                Some(attribute) => Ok(attribute.ty),
+                None => Err(format!(
+                    "unknown scalar arg `{name}` (known: {})",
+                    known(self.op.attributes.iter().map(|a| a.name.as_str()).collect())
+                )),
+            },
+            Symbol::Present(name) => {
+                if self.op.tensor_index(name).is_some() || self.op.attribute(name).is_some() {
+                    Ok(Type::Bool)
+                } else {
+                    Err(format!("unknown arg `{name}` in `present.{name}`"))
+                }
+            }
+            Symbol::TensorDtype(name) => match self.op.tensor_index(name) {
+                Some(_) => Ok(Type::Str),
+                None => Err(format!(
+                    "unknown tensor `{name}` (known: {})",
+                    known(self.op.tensors().map(|t| t.role.as_str()).collect())
+                )),
+            },
+            Symbol::AdapterInfo(name) => match name.as_str() {
+                "subgroupMinSize" | "subgroupMaxSize" => Ok(Type::Int),
+                _ => Err(format!(
+                    "unknown member `device.adapterInfo.{name}` (known: subgroupMinSize, subgroupMaxSize)"
+                )),
+            },
+            Symbol::Derived(name) => match self.derived.get(name) {
+                Some(ty) => Ok(*ty),
+                None if self.op.poisoned.contains(name) => Err(POISONED.to_owned()),
+                None => Err(format!(
+                    "undefined name `{name}` (not a `derive` entry of this op)"
+                )),
+            },
+        }
+    }
+}
+
+/// Parses and checks one expression, reporting errors with their column.
+pub fn check_expr(
+    file: &str,
+    path: &str,
+    source: &str,
+    scope: &OpScope<'_>,
+    diagnostics: &mut Diagnostics,
+) -> Option<Expr> {
+    let parsed = match expr::parse_in(source, expr::Scope::dialect(scope)) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            diagnostics.push(expr_diagnostic(file, path, source, &err));
+            return None;
+        }
+    };
+    match expr::check(&parsed, scope) {
+        Ok(ir) => Some(Expr {
+            source: source.to_owned(),
+            path: path.to_owned(),
+            ir,
+        }),
+        Err(errors) => {
+            for err in errors.iter().filter(|e| e.message != POISONED) {
+                diagnostics.push(expr_diagnostic(file, path, source, err));
+            }
+            None
+        }
+    }
+}
+
+pub(super) fn expr_diagnostic(
+    file: &str,
+    path: &str,
+    source: &str,
+    err: &expr::ExprError,
+) -> Diagnostic {
+    Diagnostic::new(file, path, err.message.clone()).at(source, err.column(source))
+}
+
+/// A JSON scalar (number or boolean) as expression source; strings are expressions already.
+pub fn literal_source(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Keeps `expr` when its type is `expected`, reporting a mismatch otherwise.
+pub fn expect_type(
+    file: &str,
+    expr: &Expr,
+    expected: Type,
+    diagnostics: &mut Diagnostics,
+) -> Option<Expr> {
+    if expr.ir.ty == expected || (expected == Type::Float && expr.ir.ty == Type::Int) {
+        Some(expr.clone())
+    } else {
+        diagnostics.push(
+            Diagnostic::new(
+                file,
+                &expr.path,
+                format!("expected a {expected:?} expression, found {:?}", expr.ir.ty),
+            )
+            .at(&expr.source, 1),
+        );
+        None
+    }
+}
