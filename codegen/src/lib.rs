@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod model;
 mod output_dir;
 pub mod rust;
+pub mod shader;
 pub mod templates;
 pub mod webgpu;
 pub mod wgsl;
@@ -101,7 +102,7 @@ pub struct GeneratedShader {
     pub op: String,
     /// The table file and the shader's name in it (`bias_softmax.shaders#packed_rows.main…`).
     pub path: String,
-    pub shader: wgsl::Shader,
+    pub shader: shader::Shader,
 }
 
 /// Removes the variants that require a feature no wgpu device offers, saying so in `notes`.

@@ -261,6 +261,26 @@ mod tests {
         }
     }
 
+    /// The two emitters meet only in the model and the shaders the WGSL emitter hands on.
+    #[test]
+    fn the_rust_emitter_does_not_name_the_wgsl_emitter() {
+        let graph = module_graph(&workspace().join("codegen/src")).unwrap();
+        for (module, deps) in graph.range("rust".to_owned()..) {
+            if !(module == "rust" || module.starts_with("rust::")) {
+                break;
+            }
+            assert!(
+                !deps.iter().any(|d| d == "wgsl" || d.starts_with("wgsl::")),
+                "`{module}` names the WGSL emitter: {deps:?}"
+            );
+        }
+        assert!(
+            graph["rust::table"].contains("shader"),
+            "{:?}",
+            graph["rust::table"]
+        );
+    }
+
     #[test]
     fn cycles_are_found_through_crate_and_super_paths() {
         let dir = std::env::temp_dir().join(format!("layers-test-{}", std::process::id()));

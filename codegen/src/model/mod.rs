@@ -464,6 +464,18 @@ pub fn snake_ident(name: &str) -> String {
     snake_case(name)
 }
 
+/// Dynamic values of a pass: the pipeline overrides its shaders declare.
+pub fn dynamic_values<'a>(
+    variant: &'a Variant,
+    pass: &'a Pass,
+) -> impl Iterator<Item = &'a TemplateValue> {
+    variant
+        .constants
+        .iter()
+        .chain(&pass.inputs)
+        .filter(|v| v.class == Class::Dynamic)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

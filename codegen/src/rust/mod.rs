@@ -16,7 +16,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 
 use crate::model::Op;
-use crate::wgsl::Shader;
+use crate::shader::Shader;
 
 /// What the emitter needs to know about one op besides its model.
 pub struct OpInput<'a> {

@@ -24,7 +24,7 @@ pub(super) fn variant_plan(
         let shaders = super::table::pass_shaders(input.shaders, v, p);
         let keys = super::table::pass_key(op, variant, pass, &shaders).lowered(scope);
         let table_pass = super::table::pass_index(op, v, p);
-        let overrides = crate::wgsl::dynamic_values(variant, pass).map(|d| {
+        let overrides = model::dynamic_values(variant, pass).map(|d| {
             let name = &d.name;
             let pipeline_name = op.override_name(name);
             let lowered = lower(&d.expr.ir, scope);

@@ -10,7 +10,7 @@ use super::eval::{EnvScope, lower};
 use super::{OpInput, ident};
 use crate::expr::{Ir, IrKind, Type, Value};
 use crate::model::{self, Op, Pass, TemplateValue, Variant};
-use crate::wgsl::Shader;
+use crate::shader::Shader;
 
 /// What a pass's shader key is made of, in order: its static values that are not the same for
 /// every call, then type variables that only set binding element types, where the values alone
@@ -160,7 +160,7 @@ pub fn shader_table(op: &Op, shaders: &[Shader]) -> Result<String, String> {
     );
     for variant in &op.variants {
         for pass in &variant.passes {
-            let overrides: Vec<String> = crate::wgsl::dynamic_values(variant, pass)
+            let overrides: Vec<String> = model::dynamic_values(variant, pass)
                 .map(|d| op.override_name(&d.name))
                 .collect();
             let mut words = vec![&variant.id, &pass.id];

@@ -10,7 +10,7 @@ use quote::{format_ident, quote};
 use super::eval::{EnvScope, derive_fn, env_param, lower_result};
 use crate::expr::{Ir, IrKind, Symbol, ast::BinOp};
 use crate::model::{self, DType, Op, Variant};
-use crate::wgsl::Shader;
+use crate::shader::Shader;
 
 pub(super) fn explain_static(name: &str) -> proc_macro2::Ident {
     format_ident!("EXPLAIN_{}", model::snake_ident(name).to_ascii_uppercase())

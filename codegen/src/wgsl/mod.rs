@@ -14,76 +14,15 @@ use std::collections::BTreeSet;
 
 use sha2::{Digest, Sha256};
 
-pub use prelude::{dynamic_values, override_type};
+pub use prelude::override_type;
 pub use render::environment;
 pub use settle::settle;
-pub use targets::{Needs, Target, TargetStatus, Translations, representative_override};
+pub use targets::representative_override;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Value;
-use crate::model::{self, Access, Combination, Dispatch, Op};
-
-/// The `enable` directive browsers require for subgroup operations. naga refuses it (its
-/// subgroup operations need no directive), so the shader files leave it out and the runtime
-/// puts [`Shader::web_enables`] in front of the text on the web backend.
-pub const WEB_SUBGROUPS_ENABLE: &str = "enable subgroups;\n";
-
-/// One `@group(0)` binding as the runtime binds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BindingLayout {
-    pub index: u32,
-    pub access: Access,
-    /// The uniform struct's size, for the uniform binding.
-    pub uniform_size: Option<u32>,
-}
-
-/// A pipeline override of a shader.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OverrideSpec {
-    pub name: String,
-    /// `u32`, `f32` or `bool`.
-    pub wgsl_type: &'static str,
-    /// The value translation and the second validator resolve it with: one the variant can
-    /// run with where its domain says ([`model::domains::sample`]), else
-    /// [`representative_override`].
-    pub representative: f64,
-}
-
-/// One pre-rendered, validated shader.
-#[derive(Debug, Clone)]
-pub struct Shader {
-    pub variant: usize,
-    pub pass: usize,
-    pub combination: Combination,
-    /// File name beside the generated module, e.g. `rank3.main.scalar-f32.interleaved-1.wgsl`.
-    pub file_name: String,
-    pub text: String,
-    /// Hex SHA-256 of `text` (first 16 bytes): part of the runtime's pipeline cache key.
-    pub digest: String,
-    /// Byte size of the uniform struct, when the pass has one.
-    pub uniform_size: Option<u32>,
-    /// WebGPU features the shader needs (`shader-f16`, `subgroups`), sorted.
-    pub features: Vec<String>,
-    /// The earlier shader of the same pass (an index into the op's shaders) whose text this
-    /// combination renders to as well: they share one file and one kernel.
-    pub same_as: Option<usize>,
-    /// Directives that go before `text` where WGSL reaches a browser unchanged (wasm32):
-    /// [`WEB_SUBGROUPS_ENABLE`] for subgroup shaders, empty otherwise.
-    pub web_enables: &'static str,
-    /// The pipeline overrides the runtime sets.
-    pub overrides: Vec<OverrideSpec>,
-    /// The bind group the pipeline's automatic layout must accept.
-    pub bindings: Vec<BindingLayout>,
-    /// naga's translations for wgpu's native backends.
-    pub translations: Translations,
-}
-
-impl Shader {
-    /// The text a browser compiles: [`Shader::web_enables`], then [`Shader::text`].
-    pub fn web_text(&self) -> String {
-        format!("{}{}", self.web_enables, self.text)
-    }
-}
+use crate::model::{self, Combination, Dispatch, Op, dynamic_values};
+use crate::shader::{BindingLayout, OverrideSpec, Shader, WEB_SUBGROUPS_ENABLE};
 
 /// Renders and validates all shaders of an op, [`settle`]d before. Template names are display
 /// paths ([`crate::templates`]); combinations left out are said in `notes`.

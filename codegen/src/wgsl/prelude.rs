@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::expr::Type;
-use crate::model::{Access, Binding, Class, Combination, DType, Op, Pass, TemplateValue, Variant};
+use crate::model::{Access, Binding, Combination, DType, Op, Pass, Variant, dynamic_values};
 
 /// A binding with its element type resolved for one combination.
 #[derive(Debug, Clone)]
@@ -56,18 +56,6 @@ pub fn resolve_bindings<'a>(
 pub fn uses_f16(bindings: &[ResolvedBinding<'_>], combination: &Combination) -> bool {
     bindings.iter().any(|b| b.element == Some(DType::F16))
         || combination.dtypes.values().any(|d| *d == DType::F16)
-}
-
-/// Dynamic values of a pass: they become `override` declarations.
-pub fn dynamic_values<'a>(
-    variant: &'a Variant,
-    pass: &'a Pass,
-) -> impl Iterator<Item = &'a TemplateValue> {
-    variant
-        .constants
-        .iter()
-        .chain(&pass.inputs)
-        .filter(|v| v.class == Class::Dynamic)
 }
 
 /// WGSL type of a dynamic value's override.

@@ -166,7 +166,7 @@ pub fn render(
     for (name, value) in &combination.values {
         context.insert(name.clone(), to_jinja(value, v1));
     }
-    for value in super::prelude::dynamic_values(variant, pass) {
+    for value in crate::model::dynamic_values(variant, pass) {
         // A dynamic value renders as the name of its `override`, so the text does not depend
         // on it; `schemaVersion: 1` templates print it where a literal goes, so it is marked
         // for `runtime_values::resolve`.

@@ -8,8 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use super::{Rendered, dynamic_values, prelude, render_pass, usage};
+use super::{Rendered, prelude, render_pass, usage};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::model::dynamic_values;
 use crate::model::{self, Op, domains};
 use crate::templates::TemplatePaths;
 

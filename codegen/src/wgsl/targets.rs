@@ -7,100 +7,27 @@
 //! representative values of [`representative_override`] first, since the back ends translate
 //! a module whose overrides are resolved.
 
-use std::fmt;
-
 use naga::back::{glsl, hlsl, msl, spv};
 
-/// A shading language naga translates WGSL into for one of wgpu's native backends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Target {
-    /// Vulkan.
-    SpirV,
-    /// Metal.
-    Msl,
-    /// DX12.
-    Hlsl,
-    /// OpenGL (ES) through wgpu's GL backend.
-    Glsl,
-}
+use crate::shader::{Needs, OverrideSpec, Target, TargetStatus, Translations};
 
-impl Target {
-    pub const ALL: [Target; 4] = [Target::SpirV, Target::Msl, Target::Hlsl, Target::Glsl];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::SpirV => "SPIR-V",
-            Target::Msl => "MSL",
-            Target::Hlsl => "HLSL",
-            Target::Glsl => "GLSL",
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// What became of a shader on one target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TargetStatus {
-    /// Translated.
-    Translated,
-    /// Not a target of this shader: no wgpu backend of that language offers a feature it
-    /// needs (wgpu's GL backend has neither `shader-f16` nor `subgroups`).
-    NotApplicable(&'static str),
-}
-
-/// The device limits a shader needs, measured on its module with overrides resolved (for an
-/// override-sized workgroup array, with the values translation uses).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Needs {
-    /// Storage buffers bound in the compute stage (`maxStorageBuffersPerShaderStage`).
-    pub storage_buffers: u32,
-    /// Bytes of workgroup memory, each variable rounded up to 16 as WebGPU counts them
-    /// (`maxComputeWorkgroupStorageSize`).
-    pub workgroup_storage: u32,
-}
-
-impl Needs {
-    /// WebGPU's default limits, which every adapter offers.
-    pub const DEFAULTS: Needs = Needs {
-        storage_buffers: 8,
-        workgroup_storage: 16384,
-    };
-
-    fn of(module: &naga::Module) -> Result<Needs, String> {
-        let mut layouter = naga::proc::Layouter::default();
-        layouter
-            .update(module.to_ctx())
-            .map_err(|e| format!("measuring types: {e}"))?;
-        let mut needs = Needs::default();
-        for (_, global) in module.global_variables.iter() {
-            match global.space {
-                naga::AddressSpace::Storage { .. } => needs.storage_buffers += 1,
-                naga::AddressSpace::WorkGroup => {
-                    needs.workgroup_storage += layouter[global.ty].size.div_ceil(16) * 16;
-                }
-                _ => {}
+/// The limits `module` needs.
+fn needs_of(module: &naga::Module) -> Result<Needs, String> {
+    let mut layouter = naga::proc::Layouter::default();
+    layouter
+        .update(module.to_ctx())
+        .map_err(|e| format!("measuring types: {e}"))?;
+    let mut needs = Needs::default();
+    for (_, global) in module.global_variables.iter() {
+        match global.space {
+            naga::AddressSpace::Storage { .. } => needs.storage_buffers += 1,
+            naga::AddressSpace::WorkGroup => {
+                needs.workgroup_storage += layouter[global.ty].size.div_ceil(16) * 16;
             }
+            _ => {}
         }
-        Ok(needs)
     }
-}
-
-/// The translations of one shader.
-#[derive(Debug, Clone, Default)]
-pub struct Translations {
-    /// The limits the shader needs.
-    pub needs: Needs,
-    /// Per target, in [`Target::ALL`] order.
-    pub status: Vec<(Target, TargetStatus)>,
-    /// The SPIR-V module, for external validation (`spirv-val`).
-    pub spirv: Vec<u32>,
-    /// The SPIR-V version it was written for, `(1, 0)` or `(1, 3)`.
-    pub spirv_version: (u8, u8),
+    Ok(needs)
 }
 
 /// The value every override of its type gets for translation and for the second validator's
@@ -119,7 +46,7 @@ pub fn representative_override(wgsl_type: &str) -> f64 {
 pub fn translate(
     module: &naga::Module,
     info: &naga::valid::ModuleInfo,
-    overrides: &[super::OverrideSpec],
+    overrides: &[OverrideSpec],
     f16: bool,
     subgroups: bool,
 ) -> Result<Translations, String> {
@@ -132,7 +59,7 @@ pub fn translate(
         naga::back::pipeline_constants::process_overrides(module, info, Some(entry), &constants)
             .map_err(|e| format!("resolving overrides: {e}"))?;
     let mut out = Translations {
-        needs: Needs::of(&module)?,
+        needs: needs_of(&module)?,
         ..Translations::default()
     };
 
