@@ -19,12 +19,6 @@ const ROUNDS: usize = 2;
 /// Cases whose output has more elements are left out, to keep lavapipe quick.
 const MAX_ELEMENTS: usize = 1 << 19;
 
-/// A context on the preferred adapter (CI installs Mesa lavapipe so that one exists).
-fn context() -> Context {
-    test_support::bound();
-    Context::new().expect("an adapter (CI installs Mesa lavapipe)")
-}
-
 /// The cases this adapter can run, small enough for a software adapter.
 fn small_cases(ctx: &Context) -> Vec<Case> {
     cases::all()
@@ -96,7 +90,7 @@ fn scenario(
 
 #[test]
 fn threads_on_shared_and_separate_contexts_match_the_single_threaded_run() {
-    let shared = Arc::new(context());
+    let shared = Arc::new(test_support::context());
     let cases = small_cases(&shared);
     assert!(cases.len() >= 6, "too few cases: {}", cases.len());
     let baseline = run_all(&shared, &cases, &order(0, cases.len()));
@@ -134,7 +128,7 @@ fn threads_on_shared_and_separate_contexts_match_the_single_threaded_run() {
 
 #[test]
 fn contexts_on_the_same_adapter_share_its_device() {
-    let a = context();
+    let a = test_support::context();
     let b = Context::new().unwrap();
     assert!(a.device() == b.device(), "one device for both");
     // Tensors of one are inputs of the other.
@@ -160,7 +154,7 @@ fn contexts_on_the_same_adapter_share_its_device() {
 
 #[test]
 fn compiling_and_saving_the_pipeline_cache_beside_running_threads() {
-    let ctx = context();
+    let ctx = test_support::context();
     let cases = small_cases(&ctx);
     let baseline = run_all(&ctx, &cases, &order(0, cases.len()));
     let cache =

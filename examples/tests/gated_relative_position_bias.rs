@@ -11,13 +11,13 @@
 mod common;
 
 use common::{
-    Case, CaseShapes, ROW, SUBGROUPS, TREE, assert_all, context_without, create_context, ctx,
-    expected_variant, g1, g1_padded, sizes, tree_ctx,
+    Case, CaseShapes, ROW, SUBGROUPS, TREE, assert_all, context_without, ctx, expected_variant, g1,
+    g1_padded, sizes, tree_ctx,
 };
 use examples::data::{Tolerance, compare};
 use examples::reference::gated_relative_position_bias::{G1_OUTPUT, Sizes};
 use half::f16;
-use kernel_runtime::{Context, ContextOptions, DType, DeviceCaps, Float, OpError, RuntimeError};
+use kernel_runtime::{Context, DType, DeviceCaps, Float, OpError, RuntimeError};
 
 /// Runs `cases` in f32 and f16 on `ctx`, each expecting `variant`; collects the failures.
 fn check_both_dtypes(ctx: &Context, label: &str, cases: &[Case], variant: &str) -> Vec<String> {
@@ -543,7 +543,7 @@ fn rows_split_over_x_and_y_are_all_computed() {
     // overshoot workgroups must return. `dispatchOk` reads the
     // device's limit, which the hook leaves alone, so selection is unchanged.
     const LIMIT: u32 = 7;
-    let mut with = create_context(&ContextOptions::default());
+    let mut with = test_support::context();
     let mut without = context_without(&["subgroups"]);
     with.set_dispatch_limit_for_testing(Some(LIMIT));
     without.set_dispatch_limit_for_testing(Some(LIMIT));

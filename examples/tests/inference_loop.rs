@@ -34,8 +34,7 @@ fn the_loop_reuses_its_buffers_and_matches_the_reference() {
 /// the runtime holds the same after the first window as at the end.
 #[test]
 fn the_soak_harness_reports_flat_counts() {
-    test_support::bound();
-    let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+    let ctx = test_support::context();
     let report = examples::bench::soak::run(&ctx, 3).expect("the soak runs");
     assert!(
         report.steps > 0 && report.first.steps > 0 && report.last.steps > 0,

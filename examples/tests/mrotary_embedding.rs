@@ -14,7 +14,7 @@ use common::{
 };
 use examples::reference::mrotary_embedding::rope_caches;
 use half::f16;
-use kernel_runtime::{Context, DeviceCaps, Dispatch, Float};
+use kernel_runtime::{DeviceCaps, Dispatch, Float};
 use kernels::mrotary_embedding::{self as op, Attrs};
 
 /// rank 3/4 × interleaved 0/1 × mrope_layout 0/1 for element type `T`, B = 2: with N = 3
@@ -235,7 +235,7 @@ fn two_ops_recorded_into_one_encoder_and_one_submit() {
 fn dispatches_split_over_x_and_y_cover_every_pair() {
     // At most 4 workgroups per dimension: 2560 pair tasks (10 workgroups of 256) run as a
     // 4 × 3 grid, so the shader must linearise workgroup ids and skip the 2 extra workgroups.
-    let mut ctx = Context::new().expect("a second context on the adapter");
+    let mut ctx = test_support::context();
     ctx.set_dispatch_limit_for_testing(Some(4));
     let mut failures = Vec::new();
     for (rank, shape) in [(3, vec![2, 40, 4 * 16]), (4, vec![2, 4, 40, 16])] {

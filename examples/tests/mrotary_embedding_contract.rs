@@ -10,7 +10,7 @@ mod common;
 use common::{Case, attrs, ctx, expect_rejection, rank3, rank4};
 use half::f16;
 use kernel_runtime::support::AttrValue;
-use kernel_runtime::{Context, ContextOptions, IndexTensor, OpError, RuntimeError};
+use kernel_runtime::{IndexTensor, OpError, RuntimeError};
 use kernels::mrotary_embedding::Attrs;
 
 // ---- Contract clauses: each test violates one and checks the typed error -------------
@@ -254,12 +254,7 @@ fn rejects_negative_or_huge_position_ids_by_checked_narrowing() {
 
 #[test]
 fn rejects_f16_on_a_device_without_shader_f16() {
-    let opts = ContextOptions {
-        disable_features: vec!["shader-f16"],
-        ..ContextOptions::default()
-    };
-    let no_f16 = Context::with_options(&opts).expect("a second device on the same adapter");
-    assert!(!no_f16.caps().shader_f16);
+    let no_f16 = test_support::context_without(&["shader-f16"]);
     let c = rank4(8, 4, attrs(&[2, 1, 1], 0, false, false));
     let cond = expect_rejection(c.run::<f16>(&no_f16), "rank4", "f16Ok(dtypes.T)");
     assert!(cond.starts_with("rank4Contract › commonContract"), "{cond}");

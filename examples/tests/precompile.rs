@@ -7,12 +7,11 @@
 
 use examples::cases;
 use examples::data::compare;
-use kernel_runtime::{AnyTensor, Context};
+use kernel_runtime::AnyTensor;
 
 #[test]
 fn precompile_prepares_every_runnable_shader_and_runs_still_match() {
-    test_support::bound();
-    let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+    let ctx = test_support::context();
     let prepared = [
         kernels::bias_softmax::precompile(&ctx).unwrap(),
         kernels::gated_relative_position_bias::precompile(&ctx).unwrap(),
@@ -56,8 +55,7 @@ fn precompile_prepares_every_runnable_shader_and_runs_still_match() {
 
 #[test]
 fn prepare_creates_exactly_the_pipelines_of_the_planned_shapes() {
-    test_support::bound();
-    let ctx = Context::new().expect("an adapter (CI installs Mesa lavapipe)");
+    let ctx = test_support::context();
     // BiasSoftmax's pipelines take shape-dependent overrides, which `precompile` cannot know.
     let runnable: Vec<_> = cases::all()
         .unwrap()

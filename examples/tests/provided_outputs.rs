@@ -14,8 +14,7 @@ const SHAPE: [usize; 3] = [4, 3, 40];
 const BIAS: [usize; 2] = [3, 40];
 
 fn ctx() -> Context {
-    test_support::bound();
-    Context::new().expect("a GPU adapter (CI installs Mesa lavapipe)")
+    test_support::context()
 }
 
 /// An application buffer holding two outputs, each at a multiple of the offset alignment.

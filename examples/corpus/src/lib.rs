@@ -13,34 +13,7 @@ pub mod kernels {
 
 pub use kernel_runtime as runtime;
 
-/// A context on the preferred adapter for a GPU test, which it bounds in time
-/// ([`test_support::bound`]). CI installs Mesa lavapipe so that an adapter exists.
-pub fn context() -> kernel_runtime::Context {
-    test_support::bound();
-    kernel_runtime::Context::new().expect("an adapter (CI installs Mesa lavapipe)")
-}
-
-/// An element type outputs are filled with a poison value of before a run (a NaN for floats),
-/// compared by bits: an element still holding them was not written, and two runs agree only
-/// when their bits do.
-pub trait Poison: kernel_runtime::Float {
-    const POISON: Self;
-    fn bits(self) -> u32;
-}
-
-impl Poison for f32 {
-    const POISON: Self = f32::from_bits(0x7fc0_0bad);
-    fn bits(self) -> u32 {
-        self.to_bits()
-    }
-}
-
-impl Poison for kernel_runtime::half::f16 {
-    const POISON: Self = kernel_runtime::half::f16::from_bits(0x7e55);
-    fn bits(self) -> u32 {
-        u32::from(self.to_bits())
-    }
-}
+pub use test_support::{Poison, context};
 
 /// Seeded data in `[-1, 1)`: a fixed linear congruential sequence, so a failure reproduces.
 pub fn data(len: usize, seed: u64) -> Vec<f32> {

@@ -2,7 +2,7 @@
 //! were all changed computes what the original computes, on a real adapter.
 
 use edge_cases::{attribute_kinds, largest_rank, odd_names};
-use kernel_runtime::{Context, Tensor};
+use kernel_runtime::Tensor;
 
 #[test]
 fn every_attribute_kind_keeps_its_default() {
@@ -26,8 +26,7 @@ fn values(n: usize, salt: u32) -> Vec<f32> {
 
 #[test]
 fn renamed_ops_compute_what_the_original_computes() {
-    test_support::bound();
-    let ctx = Context::new().expect("an adapter");
+    let ctx = test_support::context();
     let shapes: [&[usize]; 6] = [
         &[2, 5, 8],
         &[8],
@@ -84,8 +83,7 @@ fn renamed_ops_compute_what_the_original_computes() {
 #[test]
 fn the_largest_rank_is_checked_not_truncated() {
     use largest_rank::gated_relative_position_bias::{Attrs, Inputs, run};
-    test_support::bound();
-    let ctx = Context::new().expect("an adapter");
+    let ctx = test_support::context();
     let t = |shape: &[usize]| {
         Tensor::<f32>::from_slice(&ctx, shape, &values(shape.iter().product(), 1)).expect("upload")
     };

@@ -8,11 +8,9 @@
 // is the failure report of a test.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::sync::OnceLock;
-
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::bias_softmax::bias_softmax as reference;
-use kernel_runtime::{Context, ContextOptions, DType, DeviceCaps, Float, OpError, Plan, Tensor};
+use kernel_runtime::{Context, DType, DeviceCaps, Float, OpError, Plan, Tensor};
 use kernels::bias_softmax::{self as op, Attrs, DTypes, Inputs, Shapes};
 
 /// Variant ids.
@@ -22,20 +20,8 @@ pub const LONGROW: &str = "longrow_split";
 pub const ALL_VARIANTS: [&str; 3] = [LONGROW, PACKED, ADAPTIVE];
 
 /// The context every test of the binary shares (creating a lavapipe device is slow).
-///
-/// Copied from `common/mod.rs`, which this binary does not compile: panics with an
-/// explanation when no adapter exists, because these tests need a real one.
 pub fn ctx() -> &'static Context {
-    test_support::bound();
-    static CTX: OnceLock<Context> = OnceLock::new();
-    CTX.get_or_init(|| match Context::new() {
-        Ok(ctx) => ctx,
-        Err(e) => panic!(
-            "the GPU conformance tests need a WebGPU adapter and found none: {e}. \
-             Install Mesa lavapipe (Debian/Ubuntu: mesa-vulkan-drivers) for a software \
-             Vulkan device, or name an adapter with KERNELS_ADAPTER."
-        ),
-    })
+    test_support::shared()
 }
 
 /// A second device on the same adapter without the WebGPU feature `feature`, to exercise the
@@ -57,17 +43,7 @@ pub fn adaptive_workgroups(caps: &DeviceCaps, rows: u64, cols: u64) -> u64 {
 }
 
 pub fn context_without(feature: &'static str) -> Context {
-    test_support::bound();
-    let opts = ContextOptions {
-        disable_features: vec![feature],
-        ..ContextOptions::default()
-    };
-    let ctx = Context::with_options(&opts).expect("a second device on the same adapter");
-    assert!(
-        !ctx.caps().has_feature(feature),
-        "`{feature}` was disabled but the device still has it"
-    );
-    ctx
+    test_support::context_without(&[feature])
 }
 
 /// Attributes with `axis` and the broadcast mode set.

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use examples::data::{self, Comparison, DataRng, Tolerance, compare};
 use examples::reference::gated_relative_position_bias::{G1, Problem, Sizes};
-use kernel_runtime::{Context, ContextOptions, DeviceCaps, Float, OpError, Plan, Tensor};
+use kernel_runtime::{Context, DeviceCaps, Float, OpError, Plan, Tensor};
 use kernels::gated_relative_position_bias::{self as op, Attrs, DTypes, Inputs, Shapes};
 
 /// Variant ids, highest priority first.
@@ -23,32 +23,14 @@ pub const ALL_VARIANTS: [&str; 3] = [SUBGROUPS, TREE, ROW];
 /// The manifest's `LONG_ROW` tunable (the card's "long rows" for the variable-subgroup rule).
 pub const LONG_ROW: usize = 256;
 
-/// Creates a context or panics with an explanation: these tests need a real adapter, and CI
-/// installs Mesa lavapipe so that one always exists.
-pub fn create_context(opts: &ContextOptions) -> Context {
-    Context::with_options(opts).unwrap_or_else(|e| {
-        panic!(
-            "the GPU conformance tests need a WebGPU adapter ({opts:?}) and found none: {e}. \
-             Install Mesa lavapipe (Debian/Ubuntu: mesa-vulkan-drivers) for a software \
-             Vulkan device, or name an adapter with KERNELS_ADAPTER."
-        )
-    })
-}
-
 /// A context without the listed features (a fresh device on the same adapter).
 pub fn context_without(features: &[&'static str]) -> Context {
-    test_support::bound();
-    create_context(&ContextOptions {
-        disable_features: features.to_vec(),
-        ..ContextOptions::default()
-    })
+    test_support::context_without(features)
 }
 
 /// The context most tests of the binary share (creating a lavapipe device is slow).
 pub fn ctx() -> &'static Context {
-    test_support::bound();
-    static CTX: OnceLock<Context> = OnceLock::new();
-    CTX.get_or_init(|| create_context(&ContextOptions::default()))
+    test_support::shared()
 }
 
 /// A shared context without `subgroups`: the adapter still reports its subgroup sizes, so

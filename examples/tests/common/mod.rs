@@ -6,28 +6,14 @@
 // is the failure report of a test.
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::sync::OnceLock;
-
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::mrotary_embedding::{Dims, mrotary_embedding as reference};
 use kernel_runtime::{Context, DeviceCaps, Float, IndexTensor, OpError, Plan, Tensor};
 use kernels::mrotary_embedding::{self as op, Attrs, DTypes, Inputs, Shapes};
 
 /// The context every test of the binary shares (creating a lavapipe device is slow).
-///
-/// Panics with an explanation when no adapter exists: these tests need a real one, and CI
-/// installs Mesa lavapipe so that one always does.
 pub fn ctx() -> &'static Context {
-    test_support::bound();
-    static CTX: OnceLock<Context> = OnceLock::new();
-    CTX.get_or_init(|| match Context::new() {
-        Ok(ctx) => ctx,
-        Err(e) => panic!(
-            "the GPU conformance tests need a WebGPU adapter and found none: {e}. \
-             Install Mesa lavapipe (Debian/Ubuntu: mesa-vulkan-drivers) for a software \
-             Vulkan device, or name an adapter with KERNELS_ADAPTER."
-        ),
-    })
+    test_support::shared()
 }
 
 /// One MRotaryEmbedding invocation: shapes, float64 data and attributes.

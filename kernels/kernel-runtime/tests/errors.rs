@@ -20,7 +20,7 @@ fn one_pass(pass: PlannedPass) -> Plan {
 
 #[test]
 fn binding_mismatch_is_a_validation_error() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let y = Tensor::<f32>::zeros(&ctx, &[4]).unwrap();
     let x = Tensor::<f32>::zeros(&ctx, &[4]).unwrap();
     let pass = PlannedPass {
@@ -49,7 +49,7 @@ fn binding_mismatch_is_a_validation_error() {
 
 #[test]
 fn missing_binding_is_a_validation_error() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[64]).unwrap();
     let pass = PlannedPass {
@@ -71,7 +71,7 @@ fn missing_binding_is_a_validation_error() {
 
 #[test]
 fn invalid_wgsl_is_a_validation_error_naming_the_kernel() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let err = ctx.precompile(&BROKEN, &[]).unwrap_err();
     assert!(
         matches!(&err, RuntimeError::Validation { label, .. } if label == "test/broken"),
@@ -82,7 +82,7 @@ fn invalid_wgsl_is_a_validation_error_naming_the_kernel() {
 
 #[test]
 fn missing_override_is_a_validation_error() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     // `scale` has no default in the shader.
     let err = ctx.precompile(&SCALE, &[("wg", 64.0)]).unwrap_err();
     assert!(
@@ -93,7 +93,7 @@ fn missing_override_is_a_validation_error() {
 
 #[test]
 fn prepare_reports_the_failing_pipeline_and_keeps_the_good_ones() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let pass = |kernel, overrides: Vec<(&'static str, f64)>| PlannedPass {
         id: "prepared",
         kernel,
@@ -116,7 +116,7 @@ fn prepare_reports_the_failing_pipeline_and_keeps_the_good_ones() {
 
 #[test]
 fn argument_index_out_of_range_is_an_invalid_plan() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
     let pass = PlannedPass {
         id: "short",
@@ -153,7 +153,7 @@ fn argument_index_out_of_range_is_an_invalid_plan() {
 
 #[test]
 fn aliased_read_write_arguments_fail_at_submit() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
     let pass = PlannedPass {
         id: "aliased",
@@ -191,7 +191,7 @@ fn aliased_read_write_arguments_fail_at_submit() {
 
 #[test]
 fn grid_beyond_the_device_limit_is_an_error() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let max = u64::from(ctx.caps().limits.max_compute_workgroups_per_dimension);
     let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
     let pass = PlannedPass {

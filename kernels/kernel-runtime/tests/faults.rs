@@ -17,8 +17,8 @@ use kernel_runtime::{
 /// A call on a lost device must return within this.
 const PROMPT: Duration = Duration::from_secs(10);
 
-fn dedicated() -> Option<Context> {
-    common::context_with(&ContextOptions {
+fn dedicated() -> Context {
+    test_support::context_with(&ContextOptions {
         dedicated_device: true,
         ..ContextOptions::default()
     })
@@ -55,7 +55,7 @@ fn assert_lost<T: std::fmt::Debug>(what: &str, started: Instant, result: Result<
 
 #[test]
 fn a_lost_device_fails_every_call_promptly_and_a_new_context_works() {
-    let Some(ctx) = dedicated() else { return };
+    let ctx = dedicated();
     let n = 1000;
     let x = Tensor::from_slice(&ctx, &[n], &data(n)).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[n]).unwrap();
@@ -94,7 +94,7 @@ fn a_lost_device_fails_every_call_promptly_and_a_new_context_works() {
 
 #[test]
 fn a_device_lost_during_readbacks_gives_typed_errors() {
-    let Some(ctx) = dedicated() else { return };
+    let ctx = dedicated();
     let ctx = std::sync::Arc::new(ctx);
     let n = 1 << 16;
     let y = std::sync::Arc::new(Tensor::from_slice(&ctx, &[n], &data(n)).unwrap());
@@ -120,7 +120,7 @@ fn a_device_lost_during_readbacks_gives_typed_errors() {
 
 #[test]
 fn buffers_beyond_the_device_limits_are_named_errors() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let limit = ctx.caps().limits.max_storage_buffer_binding_size as usize;
     let elements = limit / 4 + 1;
     match Tensor::<f32>::zeros(&ctx, &[elements]) {
@@ -142,7 +142,7 @@ fn buffers_beyond_the_device_limits_are_named_errors() {
 
 #[test]
 fn an_output_beyond_the_device_limits_names_the_output_and_the_op() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let limit = ctx.caps().limits.max_storage_buffer_binding_size as usize;
     let spec = kernel_runtime::OutputSpec {
         role: "Y",
@@ -167,7 +167,7 @@ fn an_output_beyond_the_device_limits_names_the_output_and_the_op() {
 fn running_out_of_memory_names_the_output_and_the_device_works_on() {
     // Beyond this much, the driver is taken to spill to host memory without limit.
     const GIVE_UP_BYTES: u64 = 1 << 40;
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let elements = (ctx.caps().limits.max_storage_buffer_binding_size / 4).min(1 << 30) as usize;
     let spec = kernel_runtime::OutputSpec {
         role: "Y",

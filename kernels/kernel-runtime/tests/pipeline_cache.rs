@@ -31,7 +31,7 @@ fn run_scale(ctx: &Context) {
 
 #[test]
 fn the_cache_survives_a_save_and_a_new_context() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     if !ctx
         .device()
         .features()
@@ -53,7 +53,7 @@ fn the_cache_survives_a_save_and_a_new_context() {
     assert!(saved > 0);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), saved as u64 + 24);
 
-    let again = common::context().unwrap();
+    let again = test_support::context();
     assert_eq!(
         again.use_pipeline_cache(&path).unwrap(),
         PipelineCacheLoad::Loaded { bytes: saved }
@@ -64,7 +64,7 @@ fn the_cache_survives_a_save_and_a_new_context() {
     let mut bytes = std::fs::read(&path).unwrap();
     *bytes.last_mut().unwrap() ^= 0xff;
     std::fs::write(&path, &bytes).unwrap();
-    let damaged = common::context().unwrap();
+    let damaged = test_support::context();
     let load = damaged.use_pipeline_cache(&path).unwrap();
     assert!(
         matches!(&load, PipelineCacheLoad::Rejected { reason } if reason.contains("checksum")),
@@ -75,7 +75,7 @@ fn the_cache_survives_a_save_and_a_new_context() {
         damaged.save_pipeline_cache().unwrap().is_some(),
         "the next save replaces it"
     );
-    let fixed = common::context().unwrap();
+    let fixed = test_support::context();
     assert!(matches!(
         fixed.use_pipeline_cache(&path).unwrap(),
         PipelineCacheLoad::Loaded { .. }
@@ -85,7 +85,7 @@ fn the_cache_survives_a_save_and_a_new_context() {
 
 #[test]
 fn a_device_without_the_feature_is_reported() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     // The application's own device, created without PIPELINE_CACHE.
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());

@@ -45,7 +45,7 @@ fn check_scale(ctx: &Context, n: usize, dispatch: Dispatch) {
 
 #[test]
 fn threads_dispatch() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     check_scale(
         &ctx,
         1000,
@@ -58,15 +58,13 @@ fn threads_dispatch() {
 
 #[test]
 fn workgroups_dispatch() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     check_scale(&ctx, 1000, Dispatch::Workgroups(16));
 }
 
 #[test]
 fn threads_split_over_x_and_y_beyond_the_limit() {
-    let Some(mut ctx) = common::context() else {
-        return;
-    };
+    let mut ctx = test_support::context();
     // 1000 threads / 64 = 16 workgroups; a limit of 5 gives a 5 x 4 grid (4 spare groups).
     ctx.set_dispatch_limit_for_testing(Some(5));
     let d = Dispatch::Threads {
@@ -94,7 +92,7 @@ fn threads_split_over_x_and_y_beyond_the_limit() {
 
 #[test]
 fn grid_dispatch_uses_y_as_rows() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let (rows, cols) = (7usize, 40usize);
     let x_host = data(rows * cols);
     let x = Tensor::from_slice(&ctx, &[rows, cols], &x_host).unwrap();
@@ -123,9 +121,7 @@ fn grid_dispatch_uses_y_as_rows() {
 
 #[test]
 fn grid_stride_dispatch_covers_more_items_than_threads() {
-    let Some(mut ctx) = common::context() else {
-        return;
-    };
+    let mut ctx = test_support::context();
     // Clamp to 2 workgroups of 32: each invocation loops over ~16 items.
     ctx.set_dispatch_limit_for_testing(Some(2));
     let n = 1000;
@@ -153,7 +149,7 @@ fn grid_stride_dispatch_covers_more_items_than_threads() {
 
 #[test]
 fn multi_pass_plan_with_an_intermediate_runs_twice_from_the_pool() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let n = 300;
     let x_host = data(n);
     let x = Tensor::from_slice(&ctx, &[n], &x_host).unwrap();
@@ -185,7 +181,7 @@ fn multi_pass_plan_with_an_intermediate_runs_twice_from_the_pool() {
 
 #[test]
 fn several_plans_in_one_encoder_run_in_order() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let n = 256;
     let x_host = data(n);
     let x = Tensor::from_slice(&ctx, &[n], &x_host).unwrap();
@@ -215,7 +211,7 @@ fn several_plans_in_one_encoder_run_in_order() {
 
 #[test]
 fn pipelines_are_cached_per_digest_entry_and_overrides() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     assert_eq!(ctx.pipeline_cache_len(), 0);
     ctx.precompile(&SCALE, &[("scale", 2.0), ("wg", 64.0)])
         .unwrap();
@@ -249,7 +245,7 @@ fn pipelines_are_cached_per_digest_entry_and_overrides() {
 
 #[test]
 fn zero_work_plans_dispatch_nothing() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     static NEVER_COMPILED: Kernel = Kernel {
         label: "test/never-compiled",
         source: "not even wgsl",
@@ -292,7 +288,7 @@ fn zero_work_plans_dispatch_nothing() {
 
 #[test]
 fn f16_storage_kernel_when_supported() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     if !ctx.caps().shader_f16 {
         eprintln!("skipping: no shader-f16 on {}", ctx.adapter_summary());
         return;
@@ -338,7 +334,7 @@ fn plans_run_from_several_threads_on_one_context() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Context>();
     assert_send_sync::<Tensor<f32>>();
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let n = 500;
     std::thread::scope(|s| {
         for t in 0..4 {

@@ -10,7 +10,7 @@ use kernel_runtime::{AnyTensor, ContextOptions, DType, IndexTensor, RuntimeError
 
 #[test]
 fn f32_round_trip() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let data = common::data(1000);
     let t = Tensor::from_slice(&ctx, &[10, 100], &data).unwrap();
     assert_eq!(t.shape(), [10, 100]);
@@ -21,7 +21,7 @@ fn f32_round_trip() {
 
 #[test]
 fn f16_round_trip_with_odd_length() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     // Odd element count: 6 bytes of data in an 8-byte (4-aligned) buffer.
     let data: Vec<f16> = [1.5, -2.25, 65504.0].map(f16::from_f32).to_vec();
     let t = Tensor::from_slice(&ctx, &[3], &data).unwrap();
@@ -30,7 +30,7 @@ fn f16_round_trip_with_odd_length() {
 
 #[test]
 fn index_round_trip_keeps_host_values() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let data = [0i64, 7, 4_294_967_295, 12];
     let t = IndexTensor::from_i64(&ctx, &[2, 2], &data).unwrap();
     assert_eq!(t.values(), Some(&[0, 7, u32::MAX, 12][..]));
@@ -41,7 +41,7 @@ fn index_round_trip_keeps_host_values() {
 
 #[test]
 fn narrowing_errors_name_the_element() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let err = IndexTensor::from_i64(&ctx, &[3], &[1, -1, 2]).unwrap_err();
     assert_eq!(
         err,
@@ -63,7 +63,7 @@ fn narrowing_errors_name_the_element() {
 
 #[test]
 fn shape_mismatch_is_an_error() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let err = Tensor::from_slice(&ctx, &[2, 3], &[1.0f32; 5]).unwrap_err();
     assert_eq!(
         err,
@@ -84,7 +84,7 @@ fn shape_mismatch_is_an_error() {
 
 #[test]
 fn oversized_tensors_are_errors_not_panics() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let err = Tensor::<f32>::zeros(&ctx, &[1 << 20, 1 << 20]).unwrap_err();
     assert!(
         matches!(&err, RuntimeError::TooLarge { bytes, limit, .. } if *bytes == 1 << 42 && *limit < 1 << 42),
@@ -105,7 +105,7 @@ fn oversized_tensors_are_errors_not_panics() {
 
 #[test]
 fn empty_tensors_are_bindable_and_read_back_empty() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let t = Tensor::<f32>::from_slice(&ctx, &[0, 4], &[]).unwrap();
     assert_eq!(t.numel(), 0);
     assert!(t.buffer().size() > 0);
@@ -116,14 +116,14 @@ fn empty_tensors_are_bindable_and_read_back_empty() {
 
 #[test]
 fn zeros_are_zero() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let t = Tensor::<f32>::zeros(&ctx, &[5]).unwrap();
     assert_eq!(t.to_vec(&ctx).unwrap(), [0.0; 5]);
 }
 
 #[test]
 fn any_tensor_dispatches_on_dtype() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let a = AnyTensor::from_f64(&ctx, DType::F16, &[2], &[0.5, -3.0]).unwrap();
     assert_eq!(a.dtype(), DType::F16);
     assert_eq!(a.shape(), [2]);
@@ -143,7 +143,7 @@ fn any_tensor_dispatches_on_dtype() {
 
 #[test]
 fn context_reports_adapter_and_caps() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let summary = ctx.adapter_summary();
     assert!(summary.starts_with(&ctx.adapter_info().name), "{summary}");
     eprintln!(
@@ -162,9 +162,7 @@ fn disabled_features_are_not_requested() {
         disable_features: vec!["shader-f16", "subgroups", "timestamp-query"],
         ..ContextOptions::default()
     };
-    let Some(ctx) = common::context_with(&opts) else {
-        return;
-    };
+    let ctx = test_support::context_with(&opts);
     let caps = ctx.caps();
     assert!(!caps.shader_f16 && !caps.subgroups && !caps.timestamp_query);
     // Only the native pipeline cache, which changes no result, is requested beyond them.
@@ -173,9 +171,6 @@ fn disabled_features_are_not_requested() {
 
 #[test]
 fn unknown_adapter_name_lists_the_available_ones() {
-    if common::context().is_none() {
-        return;
-    }
     let opts = ContextOptions {
         adapter: Some("no-such-adapter-xyz".into()),
         ..ContextOptions::default()
@@ -197,9 +192,7 @@ fn unknown_adapter_name_lists_the_available_ones() {
 /// chunk at a time, the last chunk partial and padded, and land byte for byte.
 #[test]
 fn transfers_in_staging_chunks_round_trip() {
-    let Some(mut ctx) = common::context() else {
-        return;
-    };
+    let mut ctx = test_support::context();
     // 64 KiB + 4 bytes per step: a 1 MiB + 6-byte tensor takes 17 steps, the last one short.
     ctx.set_staging_chunk_for_testing(Some(65_540));
     let n = (1 << 19) + 3;

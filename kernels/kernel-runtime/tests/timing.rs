@@ -37,7 +37,7 @@ fn scale_plan(n: u32) -> Plan {
 
 #[test]
 fn time_plan_returns_one_duration_per_repeat_or_missing_feature() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let n = 4096;
     let x = Tensor::from_slice(&ctx, &[n], &data(n)).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[n]).unwrap();
@@ -66,7 +66,7 @@ fn time_plan_returns_one_duration_per_repeat_or_missing_feature() {
 
 #[test]
 fn time_plan_passes_times_each_active_pass() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     if !ctx.caps().timestamp_query {
         return;
     }
@@ -106,9 +106,7 @@ fn timing_without_the_feature_is_missing_feature() {
         disable_features: vec!["timestamp-query"],
         ..ContextOptions::default()
     };
-    let Some(ctx) = common::context_with(&opts) else {
-        return;
-    };
+    let ctx = test_support::context_with(&opts);
     let x = Tensor::from_slice(&ctx, &[64], &data(64)).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[64]).unwrap();
     let err = ctx

@@ -38,7 +38,7 @@ const ARENA_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
 
 #[test]
 fn views_read_and_write_only_their_range() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let align = u64::from(ctx.device().limits().min_storage_buffer_offset_alignment);
     let span = (N as u64 * 4).next_multiple_of(align);
     let inputs = arena(&ctx, 3 * span, ARENA_USAGE, -7.0);
@@ -81,7 +81,7 @@ fn view_error(ctx: &Context, buffer: &wgpu::Buffer, offset: u64, n: usize) -> St
 
 #[test]
 fn bad_views_are_typed_errors() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let uniform = arena(
         &ctx,
         1024,
@@ -125,7 +125,7 @@ fn bad_views_are_typed_errors() {
 
 #[test]
 fn a_written_buffer_is_bound_once_per_dispatch() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let align = u64::from(ctx.device().limits().min_storage_buffer_offset_alignment);
     let span = (N as u64 * 4).next_multiple_of(align);
     let buffer = arena(&ctx, 2 * span, ARENA_USAGE, 0.0);
@@ -156,7 +156,7 @@ fn a_written_buffer_is_bound_once_per_dispatch() {
 
 #[test]
 fn a_pass_binding_an_absent_argument_is_reported() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let y = Tensor::<f32>::zeros(&ctx, &[N]).unwrap();
     let args = [Arg::absent("x"), Arg::write("y", y.binding())];
     let err = ctx.run_plan(&scale_plan(N), &args).unwrap_err();
@@ -169,7 +169,7 @@ fn a_pass_binding_an_absent_argument_is_reported() {
 
 #[test]
 fn gpu_made_index_tensors_have_no_host_values() {
-    let Some(ctx) = common::context() else { return };
+    let ctx = test_support::context();
     let buffer = arena(&ctx, 64, ARENA_USAGE, 0.0);
     ctx.queue()
         .write_buffer(&buffer, 0, bytemuck::cast_slice(&[3u32, 1, 4, 1]));

@@ -1,11 +1,9 @@
-//! Shared helpers of the GPU tests: a context on whatever adapter exists, and tiny kernels.
+//! Shared helpers of the GPU tests: tiny kernels and their arguments (contexts come from
+//! `test_support`).
 
 #![allow(dead_code)]
 
-use kernel_runtime::{
-    Arg, Binding, Context, ContextOptions, Dispatch, Element, Kernel, Plan, PlannedPass,
-    RuntimeError, Tensor,
-};
+use kernel_runtime::{Arg, Binding, Dispatch, Element, Kernel, Plan, PlannedPass, Tensor};
 
 /// The arguments of a one-input, one-output test kernel: `x` read, `y` written.
 pub fn io<'a, A: Element, B: Element>(x: &'a Tensor<A>, y: &'a Tensor<B>) -> [Arg<'a>; 2] {
@@ -15,28 +13,6 @@ pub fn io<'a, A: Element, B: Element>(x: &'a Tensor<A>, y: &'a Tensor<B>) -> [Ar
 /// The argument of a one-output test kernel.
 pub fn out<T: Element>(y: &Tensor<T>) -> [Arg<'_>; 1] {
     [Arg::write("y", y.binding())]
-}
-
-/// A context, or `None` (with a message) when the machine has no adapter at all. Any other
-/// failure is a test failure.
-pub fn context() -> Option<Context> {
-    context_with(&ContextOptions::default())
-}
-
-/// [`context`] with options.
-pub fn context_with(opts: &ContextOptions) -> Option<Context> {
-    test_support::bound();
-    match Context::with_options(opts) {
-        Ok(ctx) => Some(ctx),
-        Err(RuntimeError::NoAdapter {
-            requested: None,
-            available,
-        }) if available.is_empty() => {
-            eprintln!("skipping GPU test: no wgpu adapter on this machine");
-            None
-        }
-        Err(e) => panic!("creating a context failed: {e}"),
-    }
 }
 
 /// `y[i] = x[i] * scale + params.offset` for `i < params.n`, over a linearised 2D grid of
