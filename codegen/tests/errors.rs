@@ -6,6 +6,8 @@
 use std::fs;
 use std::path::Path;
 
+use expect_test::expect_file;
+
 fn run_case(dir: &Path) -> String {
     let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("case");
     let mut inputs = codegen::Inputs::default();
@@ -68,33 +70,13 @@ fn run_case(dir: &Path) -> String {
 #[test]
 fn codegen_errors_match_expectations() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
-    let update = std::env::var_os("UPDATE_EXPECT").is_some();
     let mut dirs: Vec<_> = fs::read_dir(&root)
         .expect("tests/errors exists")
         .map(|e| e.expect("entry").path())
         .collect();
     dirs.sort();
-    let mut failures = Vec::new();
     for dir in dirs.iter().filter(|d| d.is_dir()) {
-        let actual = run_case(dir);
-        let expected_path = dir.join("expected.txt");
-        let expected = fs::read_to_string(&expected_path).unwrap_or_default();
-        if actual != expected {
-            if update {
-                fs::write(&expected_path, &actual).expect("expected.txt is writable");
-            } else {
-                failures.push(format!(
-                    "--- {}\nexpected:\n{expected}\nactual:\n{actual}",
-                    dir.display()
-                ));
-            }
-        }
+        expect_file![dir.join("expected.txt")].assert_eq(&run_case(dir));
     }
-    assert!(
-        failures.is_empty(),
-        "{} case(s) differ (UPDATE_EXPECT=1 rewrites):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
     assert!(dirs.len() >= 10, "the error fixtures went missing");
 }

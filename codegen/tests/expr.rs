@@ -198,7 +198,6 @@ fn test_files() -> Vec<PathBuf> {
 
 #[test]
 fn data_driven_cases() {
-    let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
     let fixture = Fixture::new();
     let seed = Ctx {
         dialect: Dialect::Seed,
@@ -214,7 +213,6 @@ fn data_driven_cases() {
         env: &fixture_v1,
         lower: &lower_v1,
     };
-    let mut failures = Vec::new();
     let mut total = 0;
     for path in test_files() {
         let text =
@@ -227,35 +225,11 @@ fn data_driven_cases() {
         let ctx = if is_v1 { &v1 } else { &seed };
         let actual: Vec<Case> = cases.iter().map(|c| run_case(ctx, c)).collect();
         total += cases.len();
-        for (want, got) in cases.iter().zip(&actual) {
-            if want != got {
-                failures.push(format!(
-                    "{}:{}: {}\n  expected:\n{}  actual:\n{}",
-                    path.display(),
-                    want.line,
-                    want.source,
-                    render_file(std::slice::from_ref(want)),
-                    render_file(std::slice::from_ref(got)),
-                ));
-            }
-        }
-        if update {
-            let rendered = render_file(&actual);
-            if rendered != text {
-                std::fs::write(&path, rendered)
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            }
-        }
+        // The file rendered from the actual results: equal to the file exactly when every
+        // case holds (comments, order and optional lines are kept).
+        expect_test::expect_file![&path].assert_eq(&render_file(&actual));
     }
     assert!(total > 0, "no cases found under tests/expr");
-    if !update {
-        assert!(
-            failures.is_empty(),
-            "{} of {total} cases failed (rerun with UPDATE_EXPECT=1 to accept):\n\n{}",
-            failures.len(),
-            failures.join("\n")
-        );
-    }
 }
 
 #[test]

@@ -566,30 +566,12 @@ mod tests {
             Ok(findings) => findings,
             Err(err) => panic!("the Tint check could not run: {err:#}"),
         };
-        let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
-        let mut mismatches = Vec::new();
         for (case, found) in cases.iter().zip(&findings) {
             let mut actual = found.problems.join("\n");
             if !actual.is_empty() {
                 actual.push('\n');
             }
-            let expected_path = case.join("expected.txt");
-            if update {
-                fs::write(&expected_path, &actual).expect("writing expected.txt");
-                continue;
-            }
-            let expected = fs::read_to_string(&expected_path).unwrap_or_default();
-            if expected != actual {
-                mismatches.push(format!(
-                    "{}:\n--- expected\n{expected}--- actual\n{actual}",
-                    expected_path.display()
-                ));
-            }
+            expect_test::expect_file![case.join("expected.txt")].assert_eq(&actual);
         }
-        assert!(
-            mismatches.is_empty(),
-            "Tint fixtures differ (UPDATE_EXPECT=1 rewrites them):\n{}",
-            mismatches.join("\n")
-        );
     }
 }
