@@ -155,8 +155,8 @@ impl Config {
 
     /// Reads every input into the pure generator's [`Inputs`]; also returns the files read.
     ///
-    /// Only regular files of at most [`MAX_INPUT_BYTES`](crate::output_dir::MAX_INPUT_BYTES)
-    /// are read; a link is followed only to a file inside the folder it was found in.
+    /// Only regular files of at most 16 MiB are read; a link is followed only to a file inside
+    /// the folder it was found in.
     pub fn read_inputs(&self) -> Result<(Inputs, Vec<PathBuf>), ConfigError> {
         let mut read = Vec::new();
         let mut dirs: Vec<PathBuf> = self.packages.iter().map(|p| self.path(p)).collect();

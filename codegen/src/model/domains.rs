@@ -323,7 +323,7 @@ pub fn pin(
 }
 
 /// One value `ir` takes when `variant` runs, where a small domain is known: the first of
-/// [`value_set`]'s. Called per shader, so it evaluates little.
+/// `value_set`'s. Called per shader, so it evaluates little.
 pub fn sample(op: &Op, variant: &Variant, ir: &Ir) -> Option<Value> {
     value_set(op, variant, &when_ranges(op, variant), ir, MAX_DOMAIN)?
         .into_iter()
