@@ -41,6 +41,15 @@ fn the_soak_harness_reports_flat_counts() {
         "{report:?}"
     );
     assert!(report.counts_flat, "{report:?}");
+    // A 3 s run has windows of 0.3 s: every full one is kept, the first and last among them.
+    assert!(report.windows.len() >= 2, "{report:?}");
+    assert_eq!(report.windows[0].from_s, report.first.from_s);
+    assert_eq!(
+        report.windows.last().map(|w| w.from_s),
+        Some(report.last.from_s)
+    );
+    let (lo, hi) = examples::bench::soak::median_range(&report);
+    assert!(lo > 0.0 && lo <= hi, "{lo} {hi}");
     assert!(
         report.checks.iter().all(|(_, _, ok)| *ok),
         "{:?}",

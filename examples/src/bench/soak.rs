@@ -45,6 +45,9 @@ pub struct SoakReport {
     pub last: Window,
     /// `last.median_step_us / first.median_step_us - 1`, in percent.
     pub step_change_percent: f64,
+    /// Every full window in order (the first and the last among them): whether the medians
+    /// drift or only scatter.
+    pub windows: Vec<Window>,
     /// Whether every runtime count is the same after the last window as after the first.
     pub counts_flat: bool,
     /// Each stage of the last step against its float64 reference: (stage, max error, ok).
@@ -147,9 +150,21 @@ pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
         step_change_percent: (last.median_step_us / first.median_step_us - 1.0) * 100.0,
         first,
         last,
+        windows,
         counts_flat,
         checks,
     })
+}
+
+/// The lowest and highest window median of `report`, in microseconds.
+pub fn median_range(report: &SoakReport) -> (f64, f64) {
+    report
+        .windows
+        .iter()
+        .map(|w| w.median_step_us)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), m| {
+            (lo.min(m), hi.max(m))
+        })
 }
 
 /// Prints the report's summary table.
@@ -175,9 +190,11 @@ pub fn print(report: &SoakReport) {
             w.pooled_intermediates
         );
     }
+    let (lo, hi) = median_range(report);
     println!(
-        "time per step {:+.2}% from the first window to the last; runtime counts {}",
+        "time per step {:+.2}% from the first window to the last (window medians {lo:.1} to {hi:.1} µs over {} windows); runtime counts {}",
         report.step_change_percent,
+        report.windows.len(),
         if report.counts_flat {
             "flat"
         } else {
