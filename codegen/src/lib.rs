@@ -132,8 +132,10 @@ struct FrontEnd {
     /// Per manifest file, where the expressions its hints added came from, so that errors
     /// found after the model is built point at the hints file too.
     origins: BTreeMap<String, hints::Origins>,
-    seed_env: minijinja::Environment<'static>,
-    v1_env: Option<minijinja::Environment<'static>>,
+    /// The templates with undefined names an error, and (when an op needs it) with them
+    /// falsy in conditions.
+    strict_env: minijinja::Environment<'static>,
+    lenient_env: Option<minijinja::Environment<'static>>,
 }
 
 impl FrontEnd {
@@ -145,9 +147,9 @@ impl FrontEnd {
     }
 
     fn env_of(&self, op: &model::Op) -> &minijinja::Environment<'static> {
-        match (&op.dialect, &self.v1_env) {
-            (manifest::Dialect::V1, Some(env)) => env,
-            _ => &self.seed_env,
+        match &self.lenient_env {
+            Some(env) if op.templates.undefined_names_are_falsy => env,
+            _ => &self.strict_env,
         }
     }
 }
@@ -232,22 +234,21 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
         }
     }
     let include_root = inputs.include_root.as_deref();
-    let (seed_env, template_errors) =
-        wgsl::environment(&inputs.templates, include_root, manifest::Dialect::Seed);
+    let (strict_env, template_errors) = wgsl::environment(&inputs.templates, include_root, false);
     diagnostics.0.extend(template_errors);
-    // The same templates, parsed once more only when an op of the other dialect renders them
-    // (their syntax errors are reported once, above).
-    let v1_env = ops
+    // The same templates, parsed once more only when an op's templates take undefined names
+    // as falsy (their syntax errors are reported once, above).
+    let lenient_env = ops
         .iter()
-        .any(|op| op.dialect == manifest::Dialect::V1)
-        .then(|| wgsl::environment(&inputs.templates, include_root, manifest::Dialect::V1).0);
+        .any(|op| op.templates.undefined_names_are_falsy)
+        .then(|| wgsl::environment(&inputs.templates, include_root, true).0);
     let mut front = FrontEnd {
         ops,
         notes: unavailable_notes,
         unsettled: BTreeSet::new(),
         origins: all_origins,
-        seed_env,
-        v1_env,
+        strict_env,
+        lenient_env,
     };
     let mut ops = std::mem::take(&mut front.ops);
     for op in &mut ops {

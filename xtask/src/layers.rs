@@ -37,6 +37,24 @@ pub fn module_graph(src: &Path) -> Result<Graph> {
     Ok(graph)
 }
 
+/// The modules of the crate in `src` whose code (outside tests) writes a path with the
+/// segment `name`, e.g. a type's name.
+pub fn modules_naming(src: &Path, name: &str) -> Result<BTreeSet<String>> {
+    let mut files = Vec::new();
+    collect(src, src, &mut files)?;
+    let mut found = BTreeSet::new();
+    for (module, path) in &files {
+        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
+        let file = syn::parse_file(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let mut paths = PathCollector::default();
+        paths.visit_file(&file);
+        if paths.named.iter().flatten().any(|segment| segment == name) {
+            found.insert(module.clone());
+        }
+    }
+    Ok(found)
+}
+
 /// Every `.rs` file under `dir` with its module path.
 fn collect(root: &Path, dir: &Path, out: &mut Vec<(String, std::path::PathBuf)>) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -279,6 +297,15 @@ mod tests {
             "{:?}",
             graph["rust::table"]
         );
+    }
+
+    /// How templates are rendered is the op's `TemplateConvention`, not its dialect.
+    #[test]
+    fn the_wgsl_emitter_does_not_name_the_dialect() {
+        let naming = modules_naming(&workspace().join("codegen/src"), "Dialect").unwrap();
+        assert!(naming.contains("model::build"), "{naming:?}");
+        let wgsl: Vec<&String> = naming.iter().filter(|m| m.starts_with("wgsl")).collect();
+        assert!(wgsl.is_empty(), "{wgsl:?}");
     }
 
     #[test]

@@ -10,7 +10,9 @@ use serde_json::Value;
 use super::attrs::{Sources, build_attributes, scalar_args};
 use super::scope::{OpScope, check_expr, expect_type, expr_diagnostic, literal_source};
 use super::variants::build_variants;
-use super::{DType, DTypeRef, Derived, Op, Storage, Tensor, TypeVar, snake_case};
+use super::{
+    DType, DTypeRef, Derived, Op, Storage, TemplateConvention, Tensor, TypeVar, snake_case,
+};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{self, Symbol, Type};
 use crate::manifest::{BindingsRef, Manifest};
@@ -80,6 +82,10 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         poisoned: BTreeSet::new(),
         aliases: Vec::new(),
         dialect: manifest.dialect,
+        templates: match manifest.dialect {
+            crate::manifest::Dialect::Seed => TemplateConvention::SEED,
+            crate::manifest::Dialect::V1 => TemplateConvention::LOADER,
+        },
     };
     for (name, value) in &manifest.tunables {
         match value.as_i64() {

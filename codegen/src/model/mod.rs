@@ -369,6 +369,47 @@ pub struct Op {
     pub aliases: Vec<(String, usize)>,
     /// How the manifest's expressions read.
     pub dialect: crate::manifest::Dialect,
+    /// How its templates are written, which is how the WGSL emitter renders them.
+    pub templates: TemplateConvention,
+}
+
+/// How a package's templates are written, and so how they are rendered: a property of the
+/// package's format that the front end sets, so the WGSL emitter reads behaviours, not the
+/// dialect's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TemplateConvention {
+    /// A name a template reads without it being defined is falsy in a condition (an error
+    /// only when printed) instead of an error wherever used: templates that test names only
+    /// some variants define (`{% if PRESRQ %}`).
+    pub undefined_names_are_falsy: bool,
+    /// Templates get the loader's context (`env.wgsl.*`) and write their own `enable`
+    /// directives; otherwise the prelude writes them.
+    pub loader_context: bool,
+    /// Templates print values where a literal goes: a dynamic value renders marked, under a
+    /// pipeline override named `<value>_pipeline` (templates often declare a constant of the
+    /// value's own name), and is resolved after rendering; a whole float prints as the
+    /// integer it is, as the engine prints numbers.
+    pub values_print_as_literals: bool,
+    /// A combination whose bindings cannot hold its dtypes is left out, said in the notes,
+    /// rather than an error: packages may declare dtypes some bindings cannot take.
+    pub unholdable_dtypes_left_out: bool,
+}
+
+impl TemplateConvention {
+    /// The seed packages': the prelude declares, every name must be defined.
+    pub const SEED: Self = Self {
+        undefined_names_are_falsy: false,
+        loader_context: false,
+        values_print_as_literals: false,
+        unholdable_dtypes_left_out: false,
+    };
+    /// The `schemaVersion: 1` engine's loader.
+    pub const LOADER: Self = Self {
+        undefined_names_are_falsy: true,
+        loader_context: true,
+        values_print_as_literals: true,
+        unholdable_dtypes_left_out: true,
+    };
 }
 
 impl Op {
@@ -377,9 +418,10 @@ impl Op {
     /// expressions; `<value>_pipeline` in the `schemaVersion: 1` dialect, whose templates
     /// often declare a constant of the value's own name.
     pub fn override_name(&self, value: &str) -> String {
-        match self.dialect {
-            crate::manifest::Dialect::Seed => value.to_owned(),
-            crate::manifest::Dialect::V1 => format!("{value}_pipeline"),
+        if self.templates.values_print_as_literals {
+            format!("{value}_pipeline")
+        } else {
+            value.to_owned()
         }
     }
 

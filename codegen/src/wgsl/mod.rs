@@ -80,7 +80,7 @@ pub fn shaders(
                 // A third-party package may declare dtypes its bindings cannot hold (a `T`
                 // tensor bound as `vec4<f32>`): that combination is left out, said at build
                 // time, and a call with those dtypes finds no shader.
-                if op.dialect == crate::manifest::Dialect::V1
+                if op.templates.unholdable_dtypes_left_out
                     && let Ok(bindings) = prelude::resolve_bindings(pass, &combination)
                     && let Some(mismatch) = element_mismatch(op, &bindings, &combination)
                 {
@@ -215,12 +215,12 @@ fn render_pass(
     }
     let (mut text, enabled) = leading_enables(&text);
     let wrote_subgroups = enabled.iter().any(|name| name == "subgroups");
-    if op.dialect == crate::manifest::Dialect::V1 {
-        // These templates write their own `enable`s; one that binds f16 storage without
-        // enabling f16 gets the directive its declarations need from the loader.
-        if f16 && !enabled.iter().any(|name| name == "f16") {
-            text.insert_str(0, "enable f16;\n");
-        }
+    // Templates that write their own `enable`s: one that binds f16 storage without enabling
+    // f16 gets the directive its declarations need, as from the loader.
+    if op.templates.loader_context && f16 && !enabled.iter().any(|name| name == "f16") {
+        text.insert_str(0, "enable f16;\n");
+    }
+    if op.templates.values_print_as_literals {
         text = runtime_values::resolve(&text);
     }
     Ok(Rendered {

@@ -76,9 +76,9 @@ pub fn prelude(
     f16: bool,
 ) -> String {
     let mut out = String::new();
-    // Templates of the `schemaVersion: 1` dialect write their own `enable`s before the
-    // declarations (`env.wgsl.resourceDeclarations`).
-    if f16 && op.dialect == crate::manifest::Dialect::Seed {
+    // Templates with the loader's context write their own `enable`s before the declarations
+    // (`env.wgsl.resourceDeclarations`).
+    if f16 && !op.templates.loader_context {
         out.push_str("enable f16;\n\n");
     }
     let mut any_override = false;

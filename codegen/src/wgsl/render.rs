@@ -29,23 +29,23 @@ pub fn syntax_config() -> minijinja::syntax::SyntaxConfig {
 }
 
 /// A minijinja environment holding every template, configured for WGSL: `trim_blocks`/
-/// `lstrip_blocks`, no escaping, WGSL literals, and undefined names as `dialect` has them:
-/// an error wherever used in the seed dialect; falsy in a condition (an error when printed)
-/// in the `schemaVersion: 1` dialect, whose templates test names only some variants define
-/// (`{% if PRESRQ %}`).
+/// `lstrip_blocks`, no escaping, WGSL literals, and undefined names an error wherever used or,
+/// with `undefined_names_are_falsy` (see [`crate::model::TemplateConvention`]), falsy in a
+/// condition and an error when printed.
 pub fn environment(
     templates: &BTreeMap<String, String>,
     include_root: Option<&str>,
-    dialect: crate::manifest::Dialect,
+    undefined_names_are_falsy: bool,
 ) -> (Environment<'static>, Vec<Diagnostic>) {
     let mut env = Environment::new();
     let root = include_root.map(str::to_owned);
     env.set_path_join_callback(move |name, parent| {
         crate::templates::join(root.as_deref(), name, parent).into()
     });
-    env.set_undefined_behavior(match dialect {
-        crate::manifest::Dialect::Seed => UndefinedBehavior::Strict,
-        crate::manifest::Dialect::V1 => UndefinedBehavior::SemiStrict,
+    env.set_undefined_behavior(if undefined_names_are_falsy {
+        UndefinedBehavior::SemiStrict
+    } else {
+        UndefinedBehavior::Strict
     });
     env.set_syntax(syntax_config());
     // A template that loops over a huge value would render for minutes: rendering stops
@@ -162,16 +162,16 @@ pub fn render(
 ) -> Result<String, minijinja::Error> {
     let template = env.get_template(&pass.template)?;
     let mut context: BTreeMap<String, JValue> = BTreeMap::new();
-    let v1 = op.dialect == crate::manifest::Dialect::V1;
+    let literals = op.templates.values_print_as_literals;
     for (name, value) in &combination.values {
-        context.insert(name.clone(), to_jinja(value, v1));
+        context.insert(name.clone(), to_jinja(value, literals));
     }
     for value in crate::model::dynamic_values(variant, pass) {
         // A dynamic value renders as the name of its `override`, so the text does not depend
         // on it; `schemaVersion: 1` templates print it where a literal goes, so it is marked
         // for `runtime_values::resolve`.
         let name = op.override_name(&value.name);
-        let shown = if v1 {
+        let shown = if literals {
             super::runtime_values::marked(&name)
         } else {
             name
@@ -185,7 +185,7 @@ pub fn render(
         .collect();
     context.insert("tunables".to_owned(), JValue::from_object(tunables));
     context.insert("prelude".to_owned(), JValue::from(prelude));
-    if op.dialect == crate::manifest::Dialect::V1 {
+    if op.templates.loader_context {
         v1_context(&mut context, op, pass, combination, prelude);
     }
     context.insert("op".to_owned(), JValue::from(op.name.clone()));
@@ -194,12 +194,15 @@ pub fn render(
     template.render(JValue::from_object(context))
 }
 
-/// A static value for the template. `schemaVersion: 1` values come from true division, so a
-/// whole Float prints as the integer it is (`4u`, not `4.0u`), as its engine prints numbers.
-fn to_jinja(value: &Value, v1: bool) -> JValue {
+/// A static value for the template. Where templates print values as literals, they come from
+/// true division, so a whole Float prints as the integer it is (`4u`, not `4.0u`), as the
+/// engine prints numbers.
+fn to_jinja(value: &Value, literals: bool) -> JValue {
     match value {
         Value::Int(i) => JValue::from(*i),
-        Value::Float(f) if v1 && f.fract() == 0.0 && f.abs() < 9.0e15 => JValue::from(*f as i64),
+        Value::Float(f) if literals && f.fract() == 0.0 && f.abs() < 9.0e15 => {
+            JValue::from(*f as i64)
+        }
         Value::Float(f) => JValue::from(*f),
         Value::Bool(b) => JValue::from(*b),
         Value::Str(s) | Value::Dtype(s) => JValue::from(s.clone()),
