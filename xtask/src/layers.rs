@@ -17,17 +17,11 @@ pub type Graph = BTreeMap<String, BTreeSet<String>>;
 /// The graph of the crate whose sources are in `src` (with `lib.rs` or `main.rs` as root,
 /// the module `""`).
 pub fn module_graph(src: &Path) -> Result<Graph> {
-    let mut files = Vec::new();
-    collect(src, src, &mut files)?;
-    let modules: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
+    let written = paths_by_module(src)?;
+    let modules: BTreeSet<String> = written.iter().map(|(m, _)| m.clone()).collect();
     let mut graph = Graph::new();
-    for (module, path) in &files {
-        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-        let file = syn::parse_file(&text).with_context(|| format!("parsing {}", path.display()))?;
-        let mut paths = PathCollector::default();
-        paths.visit_file(&file);
+    for (module, paths) in &written {
         let deps = paths
-            .named
             .iter()
             .filter_map(|segments| resolve(module, segments, &modules))
             .filter(|dep| dep != module && !dep.is_empty())
@@ -40,19 +34,29 @@ pub fn module_graph(src: &Path) -> Result<Graph> {
 /// The modules of the crate in `src` whose code (outside tests) writes a path with the
 /// segment `name`, e.g. a type's name.
 pub fn modules_naming(src: &Path, name: &str) -> Result<BTreeSet<String>> {
+    Ok(paths_by_module(src)?
+        .into_iter()
+        .filter(|(_, paths)| paths.iter().flatten().any(|segment| segment == name))
+        .map(|(module, _)| module)
+        .collect())
+}
+
+/// Each module of the crate in `src` with the paths its code writes outside tests.
+fn paths_by_module(src: &Path) -> Result<Vec<(String, Vec<Vec<String>>)>> {
     let mut files = Vec::new();
     collect(src, src, &mut files)?;
-    let mut found = BTreeSet::new();
-    for (module, path) in &files {
-        let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
-        let file = syn::parse_file(&text).with_context(|| format!("parsing {}", path.display()))?;
-        let mut paths = PathCollector::default();
-        paths.visit_file(&file);
-        if paths.named.iter().flatten().any(|segment| segment == name) {
-            found.insert(module.clone());
-        }
-    }
-    Ok(found)
+    files
+        .into_iter()
+        .map(|(module, path)| {
+            let text =
+                std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
+            let file =
+                syn::parse_file(&text).with_context(|| format!("parsing {}", path.display()))?;
+            let mut paths = PathCollector::default();
+            paths.visit_file(&file);
+            Ok((module, paths.named))
+        })
+        .collect()
 }
 
 /// Every `.rs` file under `dir` with its module path.

@@ -14,7 +14,8 @@ mod variants;
 
 pub use build::build_op;
 pub use statics::{
-    Bounds, Combination, StaticValueError, StaticVar, enumerate_combinations, static_values,
+    Bounds, Combination, StaticValueError, StaticVar, dynamic_values, enumerate_combinations,
+    static_values,
 };
 
 use crate::expr::{Ir, Type};
@@ -504,18 +505,6 @@ pub fn snake_ident(name: &str) -> String {
         return name.to_ascii_lowercase();
     }
     snake_case(name)
-}
-
-/// Dynamic values of a pass: the pipeline overrides its shaders declare.
-pub fn dynamic_values<'a>(
-    variant: &'a Variant,
-    pass: &'a Pass,
-) -> impl Iterator<Item = &'a TemplateValue> {
-    variant
-        .constants
-        .iter()
-        .chain(&pass.inputs)
-        .filter(|v| v.class == Class::Dynamic)
 }
 
 #[cfg(test)]

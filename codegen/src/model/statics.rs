@@ -51,11 +51,27 @@ pub fn static_values<'a>(
     variant: &'a Variant,
     pass: &'a Pass,
 ) -> impl Iterator<Item = &'a TemplateValue> {
+    values_of_class(variant, pass, Class::Static)
+}
+
+/// Dynamic values of a pass: the pipeline overrides its shaders declare.
+pub fn dynamic_values<'a>(
+    variant: &'a Variant,
+    pass: &'a Pass,
+) -> impl Iterator<Item = &'a TemplateValue> {
+    values_of_class(variant, pass, Class::Dynamic)
+}
+
+fn values_of_class<'a>(
+    variant: &'a Variant,
+    pass: &'a Pass,
+    class: Class,
+) -> impl Iterator<Item = &'a TemplateValue> {
     variant
         .constants
         .iter()
         .chain(&pass.inputs)
-        .filter(|v| v.class == Class::Static)
+        .filter(move |v| v.class == class)
 }
 
 /// A static template value that fails to evaluate for some combination.
