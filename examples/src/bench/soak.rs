@@ -3,6 +3,11 @@
 //! step and what the process and the runtime hold (resident memory; pipelines, bind groups,
 //! uniform buffers and pooled intermediates) in the first and the last window of the run, so
 //! growth or a slowdown over hours shows up as a difference between the two.
+//!
+//! Two controls run beside every step, and touch none of the runtime's caches or pools: an empty
+//! submission waited for (the driver's and the wait's floor) and a fixed piece of host
+//! arithmetic (the CPU's speed). When a step's time moves with them, the machine moved, not the
+//! runtime.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +30,10 @@ pub struct Window {
     /// Median and mean host time of one step (chain plus allocating run), microseconds.
     pub median_step_us: f64,
     pub mean_step_us: f64,
+    /// Median time of an empty submission waited for, microseconds.
+    pub median_empty_submit_us: f64,
+    /// Median time of the fixed host arithmetic, microseconds.
+    pub median_host_us: f64,
     /// Resident set size at the window's end, in KiB (`None` where the OS does not say).
     pub rss_kib: Option<u64>,
     pub pipelines: usize,
@@ -45,6 +54,9 @@ pub struct SoakReport {
     pub last: Window,
     /// `last.median_step_us / first.median_step_us - 1`, in percent.
     pub step_change_percent: f64,
+    /// The same for the two controls.
+    pub empty_submit_change_percent: f64,
+    pub host_change_percent: f64,
     /// Every full window in order (the first and the last among them): whether the medians
     /// drift or only scatter.
     pub windows: Vec<Window>,
@@ -61,14 +73,43 @@ pub fn rss_kib() -> Option<u64> {
     Some(pages * 4)
 }
 
-fn window(from: Duration, times: &[Duration], counts: ContextCounts) -> Window {
-    let us = |d: &Duration| d.as_secs_f64() * 1e6;
-    let mean = times.iter().map(us).sum::<f64>() / times.len().max(1) as f64;
+/// Host arithmetic of a fixed size whose result the optimiser cannot drop.
+fn host_control() -> f64 {
+    (0..1024)
+        .map(|i| std::hint::black_box(f64::from(i) * 1e-3).sin())
+        .sum()
+}
+
+/// Host times of one window: the steps and the two controls beside each.
+#[derive(Default)]
+struct Times {
+    steps: Vec<Duration>,
+    empty_submits: Vec<Duration>,
+    host: Vec<Duration>,
+}
+
+impl Times {
+    fn clear(&mut self) {
+        self.steps.clear();
+        self.empty_submits.clear();
+        self.host.clear();
+    }
+}
+
+fn micros(times: &[Duration]) -> f64 {
+    median(times).map_or(0.0, |d| d.as_secs_f64() * 1e6)
+}
+
+fn window(from: Duration, times: &Times, counts: ContextCounts) -> Window {
+    let steps = &times.steps;
+    let mean = steps.iter().map(|d| d.as_secs_f64() * 1e6).sum::<f64>() / steps.len().max(1) as f64;
     Window {
         from_s: from.as_secs_f64(),
-        steps: times.len(),
-        median_step_us: median(times).map_or(0.0, |d| us(&d)),
+        steps: steps.len(),
+        median_step_us: micros(steps),
         mean_step_us: mean,
+        median_empty_submit_us: micros(&times.empty_submits),
+        median_host_us: micros(&times.host),
         rss_kib: rss_kib(),
         pipelines: counts.pipelines,
         bind_groups: counts.bind_groups,
@@ -95,23 +136,31 @@ pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
     }
     let warm_up_steps = step;
     let started = Instant::now();
-    let mut current: Vec<Duration> = Vec::new();
+    let mut current = Times::default();
     let mut window_start = Duration::ZERO;
     let mut windows: Vec<Window> = Vec::new();
     while started.elapsed() < total {
         let t = Instant::now();
         chain.step(ctx, step)?;
         chain.run_allocating(ctx)?;
-        current.push(t.elapsed());
+        current.steps.push(t.elapsed());
+        let t = Instant::now();
+        ctx.submit(ctx.create_encoder())?;
+        current.empty_submits.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(host_control());
+        current.host.push(t.elapsed());
         step += 1;
         let now = started.elapsed();
         if now - window_start >= window_len {
             let w = window(window_start, &current, ctx.counts());
             println!(
-                "  {:>7.1} s: {} steps, median {:.1} µs, RSS {} KiB, {} pipelines, {} bind groups, {} uniform buffers, {} pooled intermediates",
+                "  {:>7.1} s: {} steps, median {:.1} µs (empty submit {:.1} µs, host control {:.1} µs), RSS {} KiB, {} pipelines, {} bind groups, {} uniform buffers, {} pooled intermediates",
                 now.as_secs_f64(),
                 w.steps,
                 w.median_step_us,
+                w.median_empty_submit_us,
+                w.median_host_us,
                 w.rss_kib.map_or("n/a".to_owned(), |k| k.to_string()),
                 w.pipelines,
                 w.bind_groups,
@@ -137,6 +186,7 @@ pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
         )
     };
     let counts_flat = counts(&first) == counts(&last);
+    let change = |f: fn(&Window) -> f64| (f(&last) / f(&first) - 1.0) * 100.0;
     let checks = chain
         .check(ctx)?
         .into_iter()
@@ -147,7 +197,9 @@ pub fn run(ctx: &Context, seconds: u64) -> Result<SoakReport> {
         seconds: started.elapsed().as_secs_f64(),
         steps: step - warm_up_steps,
         window_s: window_len.as_secs_f64(),
-        step_change_percent: (last.median_step_us / first.median_step_us - 1.0) * 100.0,
+        step_change_percent: change(|w| w.median_step_us),
+        empty_submit_change_percent: change(|w| w.median_empty_submit_us),
+        host_change_percent: change(|w| w.median_host_us),
         first,
         last,
         windows,
@@ -170,19 +222,21 @@ pub fn median_range(report: &SoakReport) -> (f64, f64) {
 /// Prints the report's summary table.
 pub fn print(report: &SoakReport) {
     println!(
-        "soak: {} steps in {:.0} s on {}; windows of {:.0} s",
+        "soak: {} steps in {:.0} s on {}; windows of {:.1} s",
         report.steps, report.seconds, report.adapter, report.window_s
     );
     println!(
-        "window   from (s)    steps  median µs   mean µs   RSS KiB  pipelines  bind groups  uniforms  pooled"
+        "window   from (s)    steps  median µs   mean µs  empty submit µs  host µs   RSS KiB  pipelines  bind groups  uniforms  pooled"
     );
     for (name, w) in [("first", &report.first), ("last", &report.last)] {
         println!(
-            "{name:<6} {:>10.1} {:>8} {:>10.1} {:>9.1} {:>9} {:>10} {:>12} {:>9} {:>7}",
+            "{name:<6} {:>10.1} {:>8} {:>10.1} {:>9.1} {:>16.1} {:>8.1} {:>9} {:>10} {:>12} {:>9} {:>7}",
             w.from_s,
             w.steps,
             w.median_step_us,
             w.mean_step_us,
+            w.median_empty_submit_us,
+            w.median_host_us,
             w.rss_kib.map_or("n/a".to_owned(), |k| k.to_string()),
             w.pipelines,
             w.bind_groups,
@@ -200,6 +254,10 @@ pub fn print(report: &SoakReport) {
         } else {
             "CHANGED"
         }
+    );
+    println!(
+        "controls from the first window to the last: empty submit {:+.2}%, host arithmetic {:+.2}%",
+        report.empty_submit_change_percent, report.host_change_percent
     );
     for (stage, err, ok) in &report.checks {
         println!(
