@@ -86,8 +86,10 @@ pub enum Builtin {
     CeilDiv,
     /// `cols(shape[, axis])` (V1): the size of `axis`, by default the last.
     Cols,
-    /// `dim(shape, axis)`: one dimension (in V1 a negative axis counts from the end).
+    /// `dim(shape, axis)`: one dimension; a negative axis is an error.
     Dim,
+    /// `dim` where a negative axis counts from the end (V1's `dim`, chosen by the checker).
+    DimWrapped,
     /// `dtypeBytes(dtype)` (V1): bytes per stored element of a Dtype or tensor dtype string.
     DtypeBytes,
     /// `f16Allowed(dtype)` (V1): the dtype is f32, or f16 on a device with shader-f16.
@@ -104,6 +106,8 @@ pub enum Builtin {
     HasAxis,
     /// `inner(shape, axis)`: product of the dimensions after `axis`.
     Inner,
+    /// `inner` where a negative axis counts from the end (V1's `inner`).
+    InnerWrapped,
     /// `max(a, b, …)`.
     Max,
     /// `min(a, b, …)`.
@@ -112,6 +116,8 @@ pub enum Builtin {
     Numel,
     /// `outer(shape, axis)`: product of the dimensions before `axis`.
     Outer,
+    /// `outer` where a negative axis counts from the end (V1's `outer`).
+    OuterWrapped,
     /// `pick([[cond, value], …], default)` (V1): the value of the first pair whose condition
     /// is truthy, else `default`. Checked into nested `… if … else …`.
     Pick,
@@ -157,14 +163,6 @@ pub enum Lowering {
         name: &'static str,
         /// Whether it returns a `Result`.
         fallible: bool,
-    },
-    /// A fallible runtime call on `(shape, axis)` whose function depends on the dialect: the
-    /// seed's rejects negative axes, V1's counts them from the end.
-    Axis {
-        /// The seed dialect's function.
-        seed: &'static str,
-        /// The V1 dialect's function.
-        v1: &'static str,
     },
     /// A runtime call chosen by the (promoted) argument type: `int` for Int arguments (`None`:
     /// the argument itself, as `ceil` of an Int), `float` for Float ones; each a function name
@@ -277,10 +275,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         "dim",
         Params::Fixed(&[LIST, INT]),
         INT,
-        Lowering::Axis {
-            seed: "dim",
-            v1: "dim_wrapped",
-        },
+        rt("dim"),
         false,
     ),
     row(
@@ -339,10 +334,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         "inner",
         Params::Fixed(&[LIST, INT]),
         INT,
-        Lowering::Axis {
-            seed: "inner",
-            v1: "inner_wrapped",
-        },
+        rt("inner"),
         false,
     ),
     row(
@@ -374,10 +366,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         "outer",
         Params::Fixed(&[LIST, INT]),
         INT,
-        Lowering::Axis {
-            seed: "outer",
-            v1: "outer_wrapped",
-        },
+        rt("outer"),
         false,
     ),
     row(
@@ -439,6 +428,35 @@ pub const BUILTINS: &[BuiltinSig] = &[
     ),
 ];
 
+/// The builtins a V1 expression's `dim`, `outer` and `inner` become: their names are the
+/// same, so they are not found by name.
+const WRAPPED_AXES: &[BuiltinSig] = &[
+    row(
+        Builtin::DimWrapped,
+        "dim",
+        Params::Fixed(&[LIST, INT]),
+        INT,
+        rt("dim_wrapped"),
+        true,
+    ),
+    row(
+        Builtin::InnerWrapped,
+        "inner",
+        Params::Fixed(&[LIST, INT]),
+        INT,
+        rt("inner_wrapped"),
+        true,
+    ),
+    row(
+        Builtin::OuterWrapped,
+        "outer",
+        Params::Fixed(&[LIST, INT]),
+        INT,
+        rt("outer_wrapped"),
+        true,
+    ),
+];
+
 impl Builtin {
     /// The builtin called `name` in the seed dialect, if any.
     pub fn lookup(name: &str) -> Option<Builtin> {
@@ -453,13 +471,25 @@ impl Builtin {
             .map(|s| s.builtin)
     }
 
-    /// Its row in [`BUILTINS`].
+    /// Its row in [`BUILTINS`] (or among the wrapped-axis builtins).
     pub fn sig(self) -> &'static BuiltinSig {
         // Every variant has a row; the fallback only keeps this total without a panic path.
         BUILTINS
             .iter()
+            .chain(WRAPPED_AXES)
             .find(|s| s.builtin == self)
             .unwrap_or(&BUILTINS[0])
+    }
+
+    /// The builtin whose negative axes count from the end, for one that takes an axis; the
+    /// builtin itself otherwise.
+    pub fn wrapping_axes(self) -> Builtin {
+        match self {
+            Builtin::Dim => Builtin::DimWrapped,
+            Builtin::Inner => Builtin::InnerWrapped,
+            Builtin::Outer => Builtin::OuterWrapped,
+            other => other,
+        }
     }
 
     /// Its name in expressions.
@@ -514,6 +544,13 @@ mod tests {
             Builtin::SameShape,
         ];
         assert_eq!(BUILTINS.len(), all.len());
+        for wrapped in WRAPPED_AXES {
+            assert_eq!(wrapped.name, wrapped.builtin.name());
+            assert_eq!(
+                Builtin::lookup(wrapped.name).map(Builtin::wrapping_axes),
+                Some(wrapped.builtin)
+            );
+        }
         for b in all {
             assert_eq!(Builtin::lookup_in(b.name(), Dialect::V1), Some(b));
             let seed = Builtin::lookup(b.name());

@@ -315,6 +315,12 @@ impl Checker<'_> {
             );
             return None;
         };
+        // V1's engine counts a negative axis from the end.
+        let builtin = if self.dialect == Dialect::V1 {
+            builtin.wrapping_axes()
+        } else {
+            builtin
+        };
         let args: Vec<Ir> = args.into_iter().collect::<Option<_>>()?;
         let errors_before = self.errors.len();
         let params = match builtin.sig().params {
@@ -456,11 +462,7 @@ impl Checker<'_> {
                 unify_numeric(lhs, rhs)
             };
             let ty = if op.is_arithmetic() { ty } else { Type::Bool };
-            return Some(ir(
-                IrKind::Binary(op, Box::new(lhs), Box::new(rhs)),
-                ty,
-                span,
-            ));
+            return Some(ir(self.binary_kind(op, lhs, rhs), ty, span));
         }
         let comparable = matches!(op, BinOp::Eq | BinOp::Ne)
             && (lhs.ty == rhs.ty
@@ -509,11 +511,17 @@ impl Checker<'_> {
                 return None;
             }
         }
-        Some(ir(
-            IrKind::Binary(op, Box::new(lhs), Box::new(rhs)),
-            Type::Bool,
-            span,
-        ))
+        Some(ir(self.binary_kind(op, lhs, rhs), Type::Bool, span))
+    }
+
+    /// A checked binary operation; a comparison in V1 is a [`IrKind::LooseCompare`], where an
+    /// undefined operand is a value rather than an error.
+    fn binary_kind(&self, op: BinOp, lhs: Ir, rhs: Ir) -> IrKind {
+        if op.is_comparison() && self.dialect == Dialect::V1 {
+            IrKind::LooseCompare(op, Box::new(lhs), Box::new(rhs))
+        } else {
+            IrKind::Binary(op, Box::new(lhs), Box::new(rhs))
+        }
     }
 }
 

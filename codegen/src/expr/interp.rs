@@ -3,16 +3,15 @@
 //!
 //! Every integer operation and shape builtin goes through `super::runtime`, the same source file
 //! the generated code calls, so the two agree on results and error messages by construction.
-//! The environment's [`Env::dialect`] decides what the IR leaves open: whether negative axes
-//! wrap, and how a read of an undefined value is reported.
+//! The IR says everything the dialect decided (truthiness, loose comparisons, true division,
+//! wrapped axes), so evaluation does not depend on where an expression came from.
 
 use std::fmt;
 
 use super::ast::{BinOp, UnaryOp};
 use super::builtins::{Builtin, SHADER_F16};
 use super::runtime as rt;
-use super::v1::undefined_operand;
-use super::{Dialect, EvalError, Ir, IrKind, Symbol, Type};
+use super::{EvalError, Ir, IrKind, Symbol, Type};
 
 /// A runtime value.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,11 +77,6 @@ pub trait Env {
 
     /// Whether the device has the feature `name` (WebGPU spelling, e.g. `shader-f16`).
     fn has_feature(&self, name: &str) -> bool;
-
-    /// The dialect the evaluated expressions were checked in (the [`super::Scope`]'s).
-    fn dialect(&self) -> Dialect {
-        Dialect::Seed
-    }
 }
 
 /// Facts recorded during evaluation.
@@ -100,13 +94,7 @@ pub fn eval(ir: &Ir, env: &dyn Env) -> Result<Value, EvalError> {
 
 /// Evaluates `ir` in `env`, recording facts about the evaluation in `trace`.
 pub fn eval_traced(ir: &Ir, env: &dyn Env, trace: &mut EvalTrace) -> Result<Value, EvalError> {
-    let dialect = env.dialect();
-    Interp {
-        env,
-        trace,
-        dialect,
-    }
-    .eval(ir)
+    Interp { env, trace }.eval(ir)
 }
 
 /// An internal inconsistency: the IR was checked, so a wrong-typed operand means the checker
@@ -133,7 +121,6 @@ fn typed(sym: &Symbol, ty: Type, value: Value) -> Result<Value, EvalError> {
 struct Interp<'a> {
     env: &'a dyn Env,
     trace: &'a mut EvalTrace,
-    dialect: Dialect,
 }
 
 /// Jinja truthiness of a value (V1).
@@ -189,10 +176,7 @@ impl Interp<'_> {
     /// where a Float is expected is accepted (JSON writes `1` for a float attribute of 1.0).
     fn symbol(&mut self, sym: &Symbol, ty: Type) -> Result<Value, EvalError> {
         let Some(value) = self.env.get(sym)? else {
-            return Err(match self.dialect {
-                Dialect::Seed => EvalError::new(format!("`{sym}` is not defined")),
-                Dialect::V1 => rt::not_given(&sym.to_string()),
-            });
+            return Err(rt::not_given(&sym.to_string()));
         };
         typed(sym, ty, value)
     }
@@ -211,7 +195,7 @@ impl Interp<'_> {
 
     /// An operand of V1's comparisons: `None` when it is an undefined symbol.
     fn operand(&mut self, x: &Ir) -> Result<Option<Value>, EvalError> {
-        if let Some(sym) = undefined_operand(x)
+        if let Some(sym) = x.undefined_operand()
             && self.env.get(sym)?.is_none()
         {
             return Ok(None);
@@ -255,6 +239,7 @@ impl Interp<'_> {
             },
             IrKind::Unary(UnaryOp::Not, x) => Ok(Value::Bool(!self.bool(x)?)),
             IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs),
+            IrKind::LooseCompare(op, lhs, rhs) => self.loose_compare(*op, lhs, rhs),
             IrKind::Cond(cond, then, otherwise) => {
                 if self.bool(cond)? {
                     self.eval(then)
@@ -292,17 +277,23 @@ impl Interp<'_> {
                 ))
             })
         };
-        let v1 = self.dialect == Dialect::V1;
         Ok(match builtin {
-            Builtin::Dim | Builtin::Outer | Builtin::Inner | Builtin::Rows | Builtin::Cols => {
+            Builtin::Dim
+            | Builtin::DimWrapped
+            | Builtin::Outer
+            | Builtin::OuterWrapped
+            | Builtin::Inner
+            | Builtin::InnerWrapped
+            | Builtin::Rows
+            | Builtin::Cols => {
                 let shape = self.list_value(arg(0)?)?;
                 let axis = self.int(arg(1)?)?;
                 let f = match builtin {
-                    Builtin::Dim if v1 => rt::dim_wrapped,
+                    Builtin::DimWrapped => rt::dim_wrapped,
                     Builtin::Dim => rt::dim,
-                    Builtin::Outer if v1 => rt::outer_wrapped,
+                    Builtin::OuterWrapped => rt::outer_wrapped,
                     Builtin::Outer => rt::outer,
-                    Builtin::Inner if v1 => rt::inner_wrapped,
+                    Builtin::InnerWrapped => rt::inner_wrapped,
                     Builtin::Inner => rt::inner,
                     Builtin::Rows => rt::rows,
                     _ => rt::cols,
@@ -379,6 +370,18 @@ impl Interp<'_> {
         })
     }
 
+    /// A comparison where an undefined operand (see `undefined_operand`) equals only another
+    /// undefined one and is ordered against nothing.
+    fn loose_compare(&mut self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Result<Value, EvalError> {
+        match (self.operand(lhs)?, self.operand(rhs)?) {
+            (Some(l), Some(r)) => apply(op, l, r, self.trace),
+            (l, r) if matches!(op, BinOp::Eq | BinOp::Ne) => Ok(Value::Bool(
+                (l.is_none() && r.is_none()) == (op == BinOp::Eq),
+            )),
+            _ => Ok(Value::Bool(false)),
+        }
+    }
+
     fn binary(&mut self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Result<Value, EvalError> {
         // `and` / `or` short-circuit: the right side may be an error when the left decides
         // (`false and dim(shapes.x, 9) > 0`).
@@ -394,23 +397,6 @@ impl Interp<'_> {
                     (_, other) => return Err(mismatch("an operand of `in`", &other)),
                 };
                 Ok(Value::Bool(found != (op == BinOp::NotIn)))
-            }
-            BinOp::Eq | BinOp::Ne if self.dialect == Dialect::V1 => {
-                let (l, r) = (self.operand(lhs)?, self.operand(rhs)?);
-                match (l, r) {
-                    (Some(l), Some(r)) => apply(op, l, r, self.trace),
-                    // Undefined equals undefined only (see `undefined_operand`).
-                    (l, r) => Ok(Value::Bool(
-                        (l.is_none() && r.is_none()) == (op == BinOp::Eq),
-                    )),
-                }
-            }
-            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge if self.dialect == Dialect::V1 => {
-                match (self.operand(lhs)?, self.operand(rhs)?) {
-                    (Some(l), Some(r)) => apply(op, l, r, self.trace),
-                    // Nothing is ordered against an undefined value (see `undefined_operand`).
-                    _ => Ok(Value::Bool(false)),
-                }
             }
             BinOp::Concat => {
                 let l = text(self.eval(lhs)?)?;

@@ -53,8 +53,13 @@ pub enum IrKind {
     Truthy(Box<Ir>),
     /// `-x` or `not x`.
     Unary(UnaryOp, Box<Ir>),
-    /// A binary operation, including `and` / `or`.
+    /// A binary operation, including `and` / `or`. A comparison here reads both operands as
+    /// values: an undefined one is an error.
     Binary(BinOp, Box<Ir>, Box<Ir>),
+    /// A comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`) in which an operand that may be
+    /// undefined is a value of its own, as in Jinja: undefined equals only undefined and is
+    /// ordered against nothing. The V1 checker writes every comparison this way.
+    LooseCompare(BinOp, Box<Ir>, Box<Ir>),
     /// `then if cond else otherwise`, stored as (cond, then, otherwise).
     Cond(Box<Ir>, Box<Ir>, Box<Ir>),
 }
@@ -76,7 +81,9 @@ impl Ir {
             | IrKind::ToInt(x)
             | IrKind::Truthy(x)
             | IrKind::Unary(_, x) => vec![x],
-            IrKind::Index(a, b) | IrKind::Binary(_, a, b) => vec![a, b],
+            IrKind::Index(a, b) | IrKind::Binary(_, a, b) | IrKind::LooseCompare(_, a, b) => {
+                vec![a, b]
+            }
             IrKind::Cond(c, t, o) => vec![c, t, o],
         }
     }
@@ -108,6 +115,25 @@ impl Ir {
             _ => {}
         });
         out
+    }
+
+    /// Whether reading this node may find it undefined, so that a truthiness test must ask
+    /// first: a symbol other than a variant constant or `present.*` (always defined).
+    pub fn may_be_undefined(&self) -> bool {
+        matches!(&self.kind, IrKind::Sym(sym) if !matches!(sym, Symbol::Derived(_) | Symbol::Present(_)))
+    }
+
+    /// The symbol an operand of a [`IrKind::LooseCompare`] reads directly (perhaps promoted to
+    /// Float), when it may be undefined. Such a comparison treats an undefined value as unequal
+    /// to any value and equal to another undefined one, and as neither less nor greater than
+    /// anything, as the V1 engine does, instead of failing (`sgExact32` reads
+    /// `device.adapterInfo.subgroupMinSize == 32` on adapters that may not report it).
+    pub fn undefined_operand(&self) -> Option<&Symbol> {
+        match &self.kind {
+            IrKind::ToFloat(x) => x.undefined_operand(),
+            IrKind::Sym(sym) if self.may_be_undefined() => Some(sym),
+            _ => None,
+        }
     }
 
     /// Calls `f` on this node and every descendant, parents first.

@@ -22,7 +22,7 @@ use quote::quote;
 
 use super::ast::{BinOp, UnaryOp};
 use super::builtins::{Builtin, Lowering, SHADER_F16};
-use super::{Dialect, Ir, IrKind, Symbol, Type};
+use super::{Ir, IrKind, Symbol, Type};
 
 /// Supplies the Rust tokens for names when lowering.
 ///
@@ -56,11 +56,6 @@ pub trait LowerScope {
     fn feature(&self, name: &str) -> TokenStream;
     /// The path of the runtime crate, e.g. `::kernel_runtime`.
     fn runtime(&self) -> TokenStream;
-    /// The dialect the lowered expressions were checked in (the [`super::Scope`]'s): in V1,
-    /// `dim`, `outer` and `inner` call the runtime functions that wrap negative axes.
-    fn dialect(&self) -> Dialect {
-        Dialect::Seed
-    }
 }
 
 /// Lowers `ir` to a Rust expression (see the module docs for the contract).
@@ -70,7 +65,6 @@ pub fn lower(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
         known_defined: std::cell::RefCell::default(),
         scope,
         rt: quote!(#runtime::expr),
-        dialect: scope.dialect(),
     };
     if ir.ty == Type::List {
         lowerer.list_owned(ir)
@@ -89,7 +83,6 @@ pub fn lower_result(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
         known_defined: std::cell::RefCell::default(),
         scope,
         rt: quote!(#runtime::expr),
-        dialect: scope.dialect(),
     };
     if ir.ty == Type::List {
         let owned = lowerer.list_owned(ir);
@@ -167,7 +160,6 @@ pub(super) struct Lowerer<'a> {
     pub(super) scope: &'a dyn LowerScope,
     /// `<runtime>::expr`
     pub(super) rt: TokenStream,
-    pub(super) dialect: Dialect,
     /// Symbols an enclosing `has(…) and …` has found defined, so that a comparison on the
     /// right need not test them again.
     pub(super) known_defined: std::cell::RefCell<Vec<Symbol>>,
@@ -203,6 +195,7 @@ impl Lowerer<'_> {
             IrKind::Unary(UnaryOp::Neg, x) => self.neg(x),
             IrKind::Unary(UnaryOp::Not, x) => self.not(x),
             IrKind::Binary(op, lhs, rhs) => self.binary(*op, lhs, rhs),
+            IrKind::LooseCompare(op, lhs, rhs) => self.loose_compare(*op, lhs, rhs),
             IrKind::Cond(cond, then, otherwise) => self.cond(cond, then, otherwise),
         }
     }
@@ -346,15 +339,6 @@ impl Lowerer<'_> {
     fn call(&self, builtin: Builtin, args: &[Ir], ty: Type) -> Lowered {
         let rt = &self.rt;
         let tokens = match builtin.sig().lowering {
-            Lowering::Axis { seed, v1 } => {
-                let name = ident(if self.dialect == Dialect::V1 {
-                    v1
-                } else {
-                    seed
-                });
-                let args = args.iter().map(|a| self.arg(a));
-                return Lowered::try_call(quote!(#rt::#name(#(#args),*)));
-            }
             Lowering::ByType { int, float } => return self.by_type(args, int, float),
             Lowering::F16(name) => {
                 let name = ident(name);
@@ -397,11 +381,18 @@ impl Lowerer<'_> {
     /// `not x`: a comparison of non-floats is inverted (`a >= b` rather than `!(a < b)`,
     /// which clippy's `nonminimal_bool` flags); floats keep `!` because of NaN.
     fn not(&self, x: &Ir) -> Lowered {
-        if let IrKind::Binary(op, lhs, rhs) = &x.kind
-            && let Some(inverse) = inverse(*op)
-            && lhs.ty != Type::Float
-        {
-            return self.binary(inverse, lhs, rhs);
+        match &x.kind {
+            IrKind::Binary(op, lhs, rhs) if lhs.ty != Type::Float => {
+                if let Some(inverse) = inverse(*op) {
+                    return self.binary(inverse, lhs, rhs);
+                }
+            }
+            IrKind::LooseCompare(op, lhs, rhs) if lhs.ty != Type::Float => {
+                if let Some(inverse) = inverse(*op) {
+                    return self.loose_compare(inverse, lhs, rhs);
+                }
+            }
+            _ => {}
         }
         let x = self.value(x).at(Prec::Unary);
         Lowered::new(quote!(!#x), Prec::Unary)
@@ -415,18 +406,6 @@ impl Lowerer<'_> {
             _ if op.is_arithmetic() && lhs.ty == Type::Int => self.runtime_binary(op, lhs, rhs),
             BinOp::Div | BinOp::FloorDiv | BinOp::Rem => self.runtime_binary(op, lhs, rhs),
             BinOp::Add | BinOp::Sub | BinOp::Mul => self.float_binary(op, lhs, rhs),
-            BinOp::Eq | BinOp::Ne if self.dialect == Dialect::V1 => {
-                let compared = if lhs.ty == Type::List {
-                    self.list_equality(op, lhs, rhs)
-                } else {
-                    self.comparison(op, lhs, rhs)
-                };
-                self.guarded_equality(op, lhs, rhs, compared)
-            }
-            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge if self.dialect == Dialect::V1 => {
-                let compared = self.comparison(op, lhs, rhs);
-                self.guarded_order(lhs, rhs, compared)
-            }
             _ if lhs.ty == Type::List => self.list_equality(op, lhs, rhs),
             _ => self.comparison(op, lhs, rhs),
         }
@@ -492,7 +471,7 @@ impl Lowerer<'_> {
         Lowered::new(tokens, prec)
     }
 
-    fn list_equality(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+    pub(super) fn list_equality(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
         let rt = &self.rt;
         let (l, r) = (self.list_slice(lhs).tokens, self.list_slice(rhs).tokens);
         let same = quote!(#rt::same_shape(#l, #r));
@@ -504,7 +483,7 @@ impl Lowerer<'_> {
     }
 
     /// Comparisons are non-associative in Rust: both operands must bind tighter.
-    fn comparison(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+    pub(super) fn comparison(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
         let l = self.value(lhs).at(Prec::Add);
         let r = self.value(rhs).at(Prec::Add);
         let tokens = match op {

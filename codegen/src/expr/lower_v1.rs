@@ -10,7 +10,6 @@ use quote::quote;
 
 use super::ast::BinOp;
 use super::lower::{Lowered, Lowerer, Prec, ident, is_owned_str};
-use super::v1::undefined_operand;
 use super::{Ir, IrKind, Symbol, Type};
 
 /// A runtime function name and whether it returns a `Result`.
@@ -94,7 +93,7 @@ impl Lowerer<'_> {
     fn definedness_guards(&self, lhs: &Ir, rhs: &Ir) -> Vec<TokenStream> {
         [lhs, rhs]
             .into_iter()
-            .filter_map(undefined_operand)
+            .filter_map(Ir::undefined_operand)
             .filter(|sym| !self.known_defined.borrow().contains(sym))
             .map(|sym| self.scope.is_defined(sym))
             .filter(|defined| defined.to_string() != "true")
@@ -103,7 +102,23 @@ impl Lowerer<'_> {
 
     /// V1's `<`, `<=`, `>`, `>=` when an operand may be undefined: false unless both are
     /// defined, as the engine orders nothing against `undefined`.
-    pub(super) fn guarded_order(&self, lhs: &Ir, rhs: &Ir, compared: Lowered) -> Lowered {
+    /// A [`IrKind::LooseCompare`]: compared only where every operand that may be undefined is
+    /// given.
+    pub(super) fn loose_compare(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
+        if matches!(op, BinOp::Eq | BinOp::Ne) {
+            let compared = if lhs.ty == Type::List {
+                self.list_equality(op, lhs, rhs)
+            } else {
+                self.comparison(op, lhs, rhs)
+            };
+            self.guarded_equality(op, lhs, rhs, compared)
+        } else {
+            let compared = self.comparison(op, lhs, rhs);
+            self.guarded_order(lhs, rhs, compared)
+        }
+    }
+
+    fn guarded_order(&self, lhs: &Ir, rhs: &Ir, compared: Lowered) -> Lowered {
         let guards = self.definedness_guards(lhs, rhs);
         if guards.is_empty() {
             return compared;
@@ -114,13 +129,7 @@ impl Lowerer<'_> {
 
     /// V1's `==` / `!=` when an operand may be undefined: the comparison is made only when
     /// both are defined; an undefined operand equals only another undefined one.
-    pub(super) fn guarded_equality(
-        &self,
-        op: BinOp,
-        lhs: &Ir,
-        rhs: &Ir,
-        compared: Lowered,
-    ) -> Lowered {
+    fn guarded_equality(&self, op: BinOp, lhs: &Ir, rhs: &Ir, compared: Lowered) -> Lowered {
         let guards = self.definedness_guards(lhs, rhs);
         let eq = op == BinOp::Eq;
         match guards.as_slice() {

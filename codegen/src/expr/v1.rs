@@ -31,25 +31,6 @@ pub fn to_int(x: Ir) -> Ir {
     }
 }
 
-/// Whether reading `ir` may find it undefined, so that a truthiness test must ask first: a
-/// symbol other than a variant constant or `present.*` (always defined).
-fn may_be_undefined(ir: &Ir) -> bool {
-    matches!(&ir.kind, IrKind::Sym(sym) if !matches!(sym, Symbol::Derived(_) | Symbol::Present(_)))
-}
-
-/// The symbol an operand of a comparison reads directly (perhaps promoted to Float), when it
-/// may be undefined: V1 compares an undefined value as unequal to any value and equal to
-/// another undefined one, and as neither less nor greater than anything, as the engine does,
-/// instead of failing (`sgExact32` reads `device.adapterInfo.subgroupMinSize == 32`, and
-/// Attention `device.adapterInfo.subgroupMinSize >= 32`, on adapters that may not report it).
-pub(super) fn undefined_operand(ir: &Ir) -> Option<&Symbol> {
-    match &ir.kind {
-        IrKind::ToFloat(x) => undefined_operand(x),
-        IrKind::Sym(sym) if may_be_undefined(ir) => Some(sym),
-        _ => None,
-    }
-}
-
 /// The namespace object a `has()` first argument names, as the constructor of its members'
 /// symbols.
 fn namespace_object(e: &Expr) -> Option<fn(String) -> Symbol> {
@@ -80,7 +61,7 @@ impl Checker<'_> {
     /// A value where a Bool is expected: a Bool stays as it is (unless it is a symbol that may
     /// be undefined), anything else is tested for truthiness.
     pub(super) fn truthy(&mut self, x: Ir) -> Ir {
-        if x.ty == Type::Bool && !may_be_undefined(&x) {
+        if x.ty == Type::Bool && !x.may_be_undefined() {
             return x;
         }
         let span = x.span;

@@ -66,7 +66,7 @@ fn refine(op: &Op, ranges: &mut Ranges, cond: &Ir, truth: bool) {
             refine(op, ranges, b, false);
         }
         IrKind::Unary(crate::expr::ast::UnaryOp::Not, x) => refine(op, ranges, x, !truth),
-        IrKind::Binary(cmp, a, b) => {
+        IrKind::Binary(cmp, a, b) | IrKind::LooseCompare(cmp, a, b) => {
             let (name, k, cmp) = match (argument(a), integer(b), argument(b), integer(a)) {
                 (Some(name), Some(k), _, _) => (name, k, *cmp),
                 (_, _, Some(name), Some(k)) => (name, k, mirrored(*cmp)),
@@ -203,7 +203,9 @@ fn alternatives(op: &Op, ir: &Ir) -> Option<(StaticVar, Vec<Value>)> {
     let mut name = None;
     let mut values = Vec::new();
     for operand in operands {
-        let IrKind::Binary(BinOp::Eq, a, b) = &operand.kind else {
+        let (IrKind::Binary(BinOp::Eq, a, b) | IrKind::LooseCompare(BinOp::Eq, a, b)) =
+            &operand.kind
+        else {
             return None;
         };
         let (arg, value) = match (compared(op, a), compared(op, b)) {

@@ -163,10 +163,6 @@ impl LowerScope for EnvScope<'_> {
         })
     }
 
-    fn dialect(&self) -> expr::Dialect {
-        self.op.expr_dialect()
-    }
-
     fn feature(&self, name: &str) -> TokenStream {
         quote!(env.caps.has_feature(#name))
     }

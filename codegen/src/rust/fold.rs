@@ -42,6 +42,9 @@ pub fn fold(ir: &Ir) -> Ir {
         IrKind::Binary(op, lhs, rhs) => {
             IrKind::Binary(*op, Box::new(fold(lhs)), Box::new(fold(rhs)))
         }
+        IrKind::LooseCompare(op, lhs, rhs) => {
+            IrKind::LooseCompare(*op, Box::new(fold(lhs)), Box::new(fold(rhs)))
+        }
         IrKind::Unary(op, operand) => IrKind::Unary(*op, Box::new(fold(operand))),
         IrKind::Call(builtin, args) => IrKind::Call(*builtin, args.iter().map(fold).collect()),
         IrKind::List(items) => IrKind::List(items.iter().map(fold).collect()),

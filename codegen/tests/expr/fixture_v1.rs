@@ -240,10 +240,6 @@ impl Env for FixtureV1 {
     fn has_feature(&self, name: &str) -> bool {
         self.features.contains(&name)
     }
-
-    fn dialect(&self) -> Dialect {
-        Dialect::V1
-    }
 }
 
 fn ident(name: &str) -> Ident {
@@ -325,9 +321,5 @@ impl LowerScope for TestLowerScopeV1<'_> {
 
     fn runtime(&self) -> TokenStream {
         quote!(rt)
-    }
-
-    fn dialect(&self) -> Dialect {
-        Dialect::V1
     }
 }

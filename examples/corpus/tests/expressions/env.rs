@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use codegen::expr::ast::BinOp;
-use codegen::expr::{self, Dialect, EvalError, EvalTrace, Ir, IrKind, Symbol, Type, Value};
+use codegen::expr::{self, EvalError, EvalTrace, Ir, IrKind, Symbol, Type, Value};
 use codegen::model::{AttrRepr, DType, DTypeRef, IntWidth, Op, StaticVar, Variant};
 use kernel_runtime::DeviceCaps;
 
@@ -536,9 +536,5 @@ impl expr::Env for Interp<'_> {
 
     fn has_feature(&self, name: &str) -> bool {
         self.env.caps.has_feature(name)
-    }
-
-    fn dialect(&self) -> Dialect {
-        self.op.expr_dialect()
     }
 }
