@@ -312,6 +312,50 @@ mod tests {
         assert!(wgsl.is_empty(), "{wgsl:?}");
     }
 
+    /// Dialects end at the front end: only the manifest readers, the model's builder and the
+    /// expression checker name the dialect type; the IR they produce says what it decided, so
+    /// the model, the interpreter, the lowering, both emitters and every other crate do not.
+    #[test]
+    fn the_dialect_type_is_named_only_in_the_front_end_and_the_checker() {
+        const CHECKER: &[&str] = &[
+            "expr",
+            "expr::ast",
+            "expr::builtins",
+            "expr::check",
+            "expr::lexer",
+            "expr::names",
+            "expr::parser",
+            "expr::v1",
+        ];
+        let root = workspace();
+        let naming = modules_naming(&root.join("codegen/src"), "Dialect").unwrap();
+        assert!(naming.contains("model::build"), "{naming:?}");
+        assert!(naming.contains("expr::check"), "{naming:?}");
+        let elsewhere: Vec<&String> = naming
+            .iter()
+            .filter(|m| {
+                !(m.starts_with("manifest")
+                    || m.starts_with("model::build")
+                    || CHECKER.contains(&m.as_str()))
+            })
+            .collect();
+        assert!(elsewhere.is_empty(), "{elsewhere:?}");
+        for krate in [
+            "kernels/kernel-runtime/src",
+            "kernels/kernel-abi/src",
+            "kernels-codegen/src",
+            "examples/src",
+            "xtask/src",
+            "fuzz/src",
+        ] {
+            let dir = root.join(krate);
+            if dir.is_dir() {
+                let naming = modules_naming(&dir, "Dialect").unwrap();
+                assert!(naming.is_empty(), "{krate}: {naming:?}");
+            }
+        }
+    }
+
     #[test]
     fn cycles_are_found_through_crate_and_super_paths() {
         let dir = std::env::temp_dir().join(format!("layers-test-{}", std::process::id()));

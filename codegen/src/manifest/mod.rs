@@ -18,14 +18,9 @@ pub use seed::*;
 
 use serde_json::Value;
 
-/// The dialect a manifest was written in, which decides how its expressions read (see
-/// `expr`'s dialect rules).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Dialect {
-    #[default]
-    Seed,
-    V1,
-}
+/// The dialect a manifest was written in, which decides how its expressions read: the
+/// expression checker's own type, so that one type names the dialect.
+pub use crate::expr::Dialect;
 
 /// A scalar argument (`schemaVersion: 1`): `args.<name>` in expressions.
 #[derive(Debug, Clone)]

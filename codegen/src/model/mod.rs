@@ -4,13 +4,9 @@
 //! binding sets, intermediates, templates by name), and every variant constant and template
 //! input classified as static (enumerated at build time) or dynamic (a pipeline override).
 
-mod attrs;
 mod build;
 pub mod domains;
-mod names;
-mod scope;
 mod statics;
-mod variants;
 
 pub use build::build_op;
 pub use statics::{
@@ -368,8 +364,6 @@ pub struct Op {
     /// Other names a tensor goes by in expressions (its args' names and semantics), with the
     /// tensor's index in `inputs ++ outputs`.
     pub aliases: Vec<(String, usize)>,
-    /// How the manifest's expressions read.
-    pub dialect: crate::manifest::Dialect,
     /// How its templates are written, which is how the WGSL emitter renders them.
     pub templates: TemplateConvention,
 }
@@ -423,14 +417,6 @@ impl Op {
             format!("{value}_pipeline")
         } else {
             value.to_owned()
-        }
-    }
-
-    /// How the op's expressions read.
-    pub fn expr_dialect(&self) -> crate::expr::Dialect {
-        match self.dialect {
-            crate::manifest::Dialect::Seed => crate::expr::Dialect::Seed,
-            crate::manifest::Dialect::V1 => crate::expr::Dialect::V1,
         }
     }
 

@@ -12,11 +12,11 @@
 
 use serde_json::Value;
 
-use super::{AttrRepr, AttrValue, Attribute, IntWidth};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Type;
 use crate::expr::ast::{BinOp, Expr, ExprKind};
 use crate::manifest::Manifest;
+use crate::model::{AttrRepr, AttrValue, Attribute, IntWidth};
 
 /// Every expression source of a manifest with its JSON path, gathered once for usage scans.
 pub struct Sources<'a> {

@@ -5,9 +5,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{Expr, Op};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{self, Symbol, Type};
+use crate::model::{Expr, Op};
 use crate::webgpu;
 
 /// What a reference to a `derive` entry that failed to check resolves to: the entry's own
@@ -19,11 +19,13 @@ pub struct OpScope<'a> {
     pub op: &'a Op,
     /// Types of the `derive` entries checked so far (all of them once building is done).
     pub derived: &'a HashMap<String, Type>,
+    /// The dialect the op's manifest is written in: how its expressions read.
+    pub dialect: expr::Dialect,
 }
 
 impl expr::Scope for OpScope<'_> {
     fn dialect(&self) -> expr::Dialect {
-        self.op.expr_dialect()
+        self.dialect
     }
 
     fn string_values(&self, symbol: &Symbol) -> Option<Vec<String>> {

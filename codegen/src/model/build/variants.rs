@@ -6,14 +6,14 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::scope::{OpScope, check_expr, expect_type, literal_source};
-use super::statics::is_static;
-use super::{
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::expr::{Dialect, Type};
+use crate::manifest::{BindingDecl, BindingsRef, Manifest, VariantDecl};
+use crate::model::statics::is_static;
+use crate::model::{
     Access, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr, Intermediate, Op,
     ParamField, ParamsStruct, Pass, TemplateValue, Variant,
 };
-use crate::diag::{Diagnostic, Diagnostics};
-use crate::expr::Type;
-use crate::manifest::{BindingDecl, BindingsRef, Manifest, VariantDecl};
 
 struct Cx<'a> {
     file: &'a str,
@@ -30,7 +30,7 @@ impl Cx<'_> {
         let mut expr = check_expr(self.file, path, source, &self.scope, self.diagnostics)?;
         // `/` is true division in the `schemaVersion: 1` dialect, so counts and integer
         // fields are often Floats there: they must be whole (checked when evaluated).
-        if expected == Type::Int && self.scope.op.dialect == crate::manifest::Dialect::V1 {
+        if expected == Type::Int && self.scope.dialect == Dialect::V1 {
             expr.ir = crate::expr::to_int(expr.ir);
         }
         expect_type(self.file, &expr, expected, self.diagnostics)
@@ -53,7 +53,11 @@ pub fn build_variants(
     let mut cx = Cx {
         file,
         manifest,
-        scope: OpScope { op, derived },
+        scope: OpScope {
+            op,
+            derived,
+            dialect: manifest.dialect,
+        },
         diagnostics,
         failed: BTreeSet::new(),
     };
@@ -75,7 +79,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         .enumerate()
         .filter_map(|(i, source)| cx.expr(&format!("{base}.when[{i}]"), source, Type::Bool))
         .collect();
-    let required_features = super::domains::required_features(&when);
+    let required_features = crate::model::domains::required_features(&when);
     let constants = template_values(cx, &format!("{base}.constants"), &decl.constants);
     let intermediates: Vec<Intermediate> = decl
         .intermediates
@@ -147,7 +151,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
     }
     // A declared set for an argument is a `when` clause the hints added, so it bounds the
     // argument as any clause does.
-    let bounds = super::domains::when_bounds(cx.scope.op, &when);
+    let bounds = crate::model::domains::when_bounds(cx.scope.op, &when);
     Variant {
         id: decl.id.clone(),
         description: decl.description.clone(),
@@ -459,7 +463,7 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
             )),
         };
     }
-    match super::parse_element(ty) {
+    match crate::model::parse_element(ty) {
         Some((DType::I64, _)) | None => Err(format!(
             "unsupported element type `{ty}` (known: f32, f16, u32, vec2<…>, vec4<…> of them, atomic<u32>, $<type variable>, $<constant>)"
         )),

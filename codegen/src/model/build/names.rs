@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Op, snake_ident};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::manifest::{Dialect, Manifest};
+use crate::model::{Op, snake_ident};
 
 /// Names the generated module defines or uses unqualified, which a type variable (a generic
 /// parameter there) would shadow.

@@ -3,19 +3,24 @@
 //! Variants are built in `variants.rs`; this file owns the scope that resolves names and the
 //! dependency order of `derive` entries.
 
+mod attrs;
+mod names;
+mod scope;
+mod variants;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use super::attrs::{Sources, build_attributes, scalar_args};
-use super::scope::{OpScope, check_expr, expect_type, expr_diagnostic, literal_source};
-use super::variants::build_variants;
-use super::{
-    DType, DTypeRef, Derived, Op, Storage, TemplateConvention, Tensor, TypeVar, snake_case,
-};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{self, Symbol, Type};
 use crate::manifest::{BindingsRef, Manifest};
+use crate::model::{
+    DType, DTypeRef, Derived, Op, Storage, TemplateConvention, Tensor, TypeVar, snake_case,
+};
+use attrs::{Sources, build_attributes, scalar_args};
+use scope::{OpScope, check_expr, expect_type, expr_diagnostic, literal_source};
+use variants::build_variants;
 
 /// A type variable and the dtypes it allows, each a known dtype, at least one.
 fn type_var(file: &str, name: &str, allowed: &[String], out: &mut Diagnostics) -> TypeVar {
@@ -81,7 +86,6 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         variants: Vec::new(),
         poisoned: BTreeSet::new(),
         aliases: Vec::new(),
-        dialect: manifest.dialect,
         templates: match manifest.dialect {
             crate::manifest::Dialect::Seed => TemplateConvention::SEED,
             crate::manifest::Dialect::V1 => TemplateConvention::LOADER,
@@ -127,7 +131,7 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
     let derived_types = build_derives(file, manifest, &mut op, &mut diagnostics);
     check_output_exprs(file, manifest, &mut op, &derived_types, &mut diagnostics);
     op.variants = build_variants(file, manifest, &op, &derived_types, &mut diagnostics);
-    super::names::check(file, manifest, &op, &mut diagnostics);
+    names::check(file, manifest, &op, &mut diagnostics);
     diagnostics.into_result(op)
 }
 
@@ -295,7 +299,7 @@ fn build_derives(
 ) -> HashMap<String, Type> {
     let mut parsed = BTreeMap::new();
     for (name, source) in &manifest.derive {
-        match expr::parse_in(source, op.expr_dialect()) {
+        match expr::parse_in(source, manifest.dialect) {
             Ok(ast) => {
                 parsed.insert(name.clone(), (source.as_str(), ast));
             }
@@ -315,7 +319,7 @@ fn build_derives(
         .map(|(name, (_, ast))| {
             (
                 name.as_str(),
-                ast.derived_refs_in(op.expr_dialect())
+                ast.derived_refs_in(manifest.dialect)
                     .into_iter()
                     .filter(|r| parsed.contains_key(r))
                     .collect(),
@@ -341,6 +345,7 @@ fn build_derives(
         let scope = OpScope {
             op,
             derived: &types,
+            dialect: manifest.dialect,
         };
         match check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics) {
             Some(expr) => {
@@ -408,7 +413,11 @@ fn check_output_exprs(
 ) {
     let mut checked = Vec::new();
     for (i, decl) in manifest.outputs.iter().enumerate() {
-        let scope = OpScope { op, derived };
+        let scope = OpScope {
+            op,
+            derived,
+            dialect: manifest.dialect,
+        };
         let shape = decl.shape.as_deref().and_then(|source| {
             let path = format!("outputs[{i}].shape");
             let expr = check_expr(file, &path, source, &scope, diagnostics)?;
