@@ -14,6 +14,7 @@ pub mod manifest;
 pub mod model;
 mod output_dir;
 pub mod rust;
+mod settle;
 pub mod shader;
 pub mod templates;
 pub mod webgpu;
@@ -234,14 +235,15 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
         }
     }
     let include_root = inputs.include_root.as_deref();
-    let (strict_env, template_errors) = wgsl::environment(&inputs.templates, include_root, false);
+    let (strict_env, template_errors) =
+        templates::render::environment(&inputs.templates, include_root, false);
     diagnostics.0.extend(template_errors);
     // The same templates, parsed once more only when an op's templates take undefined names
     // as falsy (their syntax errors are reported once, above).
     let lenient_env = ops
         .iter()
         .any(|op| op.templates.undefined_names_are_falsy)
-        .then(|| wgsl::environment(&inputs.templates, include_root, true).0);
+        .then(|| templates::render::environment(&inputs.templates, include_root, true).0);
     let mut front = FrontEnd {
         ops,
         notes: unavailable_notes,
@@ -252,7 +254,7 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     };
     let mut ops = std::mem::take(&mut front.ops);
     for op in &mut ops {
-        let mut problems = wgsl::settle(op, front.env_of(op), &paths);
+        let mut problems = settle::settle(op, front.env_of(op), &paths);
         front.relocate(op, &mut problems);
         if !problems.is_empty() {
             front.unsettled.insert(op.module.clone());

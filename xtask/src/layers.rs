@@ -41,8 +41,26 @@ pub fn modules_naming(src: &Path, name: &str) -> Result<BTreeSet<String>> {
         .collect())
 }
 
+/// The modules of the crate in `src` whose code (outside tests) borrows a type named `name`
+/// mutably (`&mut Name`), e.g. to tell which ones may change the model.
+pub fn modules_borrowing_mutably(src: &Path, name: &str) -> Result<BTreeSet<String>> {
+    Ok(collected_by_module(src)?
+        .into_iter()
+        .filter(|(_, collected)| collected.mutably_borrowed.iter().any(|t| t == name))
+        .map(|(module, _)| module)
+        .collect())
+}
+
 /// Each module of the crate in `src` with the paths its code writes outside tests.
 fn paths_by_module(src: &Path) -> Result<Vec<(String, Vec<Vec<String>>)>> {
+    Ok(collected_by_module(src)?
+        .into_iter()
+        .map(|(module, collected)| (module, collected.named))
+        .collect())
+}
+
+/// Each module of the crate in `src` with what its code outside tests writes.
+fn collected_by_module(src: &Path) -> Result<Vec<(String, PathCollector)>> {
     let mut files = Vec::new();
     collect(src, src, &mut files)?;
     files
@@ -54,7 +72,7 @@ fn paths_by_module(src: &Path) -> Result<Vec<(String, Vec<Vec<String>>)>> {
                 syn::parse_file(&text).with_context(|| format!("parsing {}", path.display()))?;
             let mut paths = PathCollector::default();
             paths.visit_file(&file);
-            Ok((module, paths.named))
+            Ok((module, paths))
         })
         .collect()
 }
@@ -128,6 +146,8 @@ fn resolve(module: &str, segments: &[String], modules: &BTreeSet<String>) -> Opt
 #[derive(Default)]
 struct PathCollector {
     named: Vec<Vec<String>>,
+    /// The last segment of every type borrowed as `&mut`.
+    mutably_borrowed: Vec<String>,
 }
 
 fn is_test_only(attrs: &[syn::Attribute]) -> bool {
@@ -155,6 +175,16 @@ impl<'ast> Visit<'ast> for PathCollector {
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         let mut prefix = Vec::new();
         use_tree(&item.tree, &mut prefix, &mut self.named);
+    }
+
+    fn visit_type_reference(&mut self, reference: &'ast syn::TypeReference) {
+        if reference.mutability.is_some()
+            && let syn::Type::Path(path) = &*reference.elem
+            && let Some(last) = path.path.segments.last()
+        {
+            self.mutably_borrowed.push(last.ident.to_string());
+        }
+        syn::visit::visit_type_reference(self, reference);
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
@@ -354,6 +384,21 @@ mod tests {
                 assert!(naming.is_empty(), "{krate}: {naming:?}");
             }
         }
+    }
+
+    /// The model is final when the front end hands it on: no emitter changes an `Op`.
+    #[test]
+    fn no_emitter_changes_the_model() {
+        let src = workspace().join("codegen/src");
+        let changing = modules_borrowing_mutably(&src, "Op").unwrap();
+        assert!(changing.contains("model::build"), "{changing:?}");
+        let emitters: Vec<&String> = changing
+            .iter()
+            .filter(|m| {
+                m.starts_with("wgsl") || m.starts_with("rust") || m.starts_with("templates")
+            })
+            .collect();
+        assert!(emitters.is_empty(), "{emitters:?}");
     }
 
     #[test]

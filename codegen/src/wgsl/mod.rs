@@ -1,28 +1,24 @@
 //! WGSL emitter: renders every variant × pass × static combination, validates it with naga and
 //! cross-checks naga's reflection against the manifest.
 
-mod prelude;
-mod render;
-mod runtime_values;
-mod settle;
 mod source_map;
 mod targets;
-mod usage;
 mod validate;
 
 use std::collections::BTreeSet;
 
 use sha2::{Digest, Sha256};
 
-pub use prelude::override_type;
-pub use render::environment;
-pub use settle::settle;
 pub use targets::representative_override;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Value;
 use crate::model::{self, Combination, Dispatch, Op, dynamic_values};
+use crate::settle;
 use crate::shader::{BindingLayout, OverrideSpec, Shader, WEB_SUBGROUPS_ENABLE};
+use crate::templates::pass::{Rendered, pass_path, render_pass};
+use crate::templates::prelude::{self, override_type};
+use crate::templates::usage;
 
 /// Renders and validates all shaders of an op, [`settle`]d before. Template names are display
 /// paths ([`crate::templates`]); combinations left out are said in `notes`.
@@ -159,84 +155,6 @@ fn element_mismatch(
     })
 }
 
-/// A pass's shader text under one combination, resolved but not validated.
-struct Rendered {
-    text: String,
-    f16: bool,
-    /// Whether the template wrote `enable subgroups;` (moved to the web text).
-    wrote_subgroups: bool,
-}
-
-fn render_pass(
-    op: &Op,
-    env: &minijinja::Environment<'static>,
-    v: usize,
-    p: usize,
-    combination: &Combination,
-    bindings: &[prelude::ResolvedBinding<'_>],
-) -> Result<Rendered, Diagnostic> {
-    let variant = &op.variants[v];
-    let pass = &variant.passes[p];
-    // f16 bindings need the capability, and so does a shader whose combination may use
-    // `shader-f16` (a branch taken only when the device has it, staging in f16, say).
-    let f16 = prelude::uses_f16(bindings, combination)
-        || combination
-            .features
-            .contains(crate::expr::builtins::SHADER_F16);
-    let prelude_text = prelude::prelude(op, variant, pass, bindings, f16);
-    let text = match render::render(env, op, variant, pass, combination, &prelude_text) {
-        Ok(text) => text,
-        // The pass's own template exists (checked before); a missing one is an include.
-        Err(err) => {
-            let mut diagnostic = render::template_diagnostic(&pass.template, "", &err);
-            if render::is_broken_template(&err) {
-                return Err(diagnostic.as_follow_on());
-            }
-            if err.kind() == minijinja::ErrorKind::TemplateNotFound {
-                diagnostic.message.push_str(
-                    " (`./` and `../` names are relative to the including file and may not leave its package folder or the include root; other names are relative to the include root)",
-                );
-            }
-            return Err(diagnostic);
-        }
-    };
-    // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
-    // native text goes without and the web text gets it back (`web_enables`).
-    if text.len() > render::MAX_SHADER_BYTES {
-        return Err(Diagnostic::new(
-            &pass.template,
-            pass_path(op, v, p),
-            format!(
-                "the rendered shader is {} bytes; at most {} are accepted (does a loop run over a large value?)",
-                text.len(),
-                render::MAX_SHADER_BYTES
-            ),
-        ));
-    }
-    let (mut text, enabled) = leading_enables(&text);
-    let wrote_subgroups = enabled.iter().any(|name| name == "subgroups");
-    // Templates that write their own `enable`s: one that binds f16 storage without enabling
-    // f16 gets the directive its declarations need, as from the loader.
-    if op.templates.loader_context && f16 && !enabled.iter().any(|name| name == "f16") {
-        text.insert_str(0, "enable f16;\n");
-    }
-    if op.templates.values_print_as_literals {
-        text = runtime_values::resolve(&text);
-    }
-    Ok(Rendered {
-        text,
-        f16,
-        wrote_subgroups,
-    })
-}
-
-fn pass_path(op: &Op, v: usize, p: usize) -> String {
-    format!(
-        "variant `{}`, pass `{}`",
-        op.variants[v].id, op.variants[v].passes[p].id
-    )
-}
-
 fn shader(
     op: &Op,
     env: &minijinja::Environment<'static>,
@@ -358,44 +276,6 @@ fn shader(
     })
 }
 
-/// `text` without `subgroups` in its leading `enable` directives, and every extension they
-/// named.
-fn leading_enables(text: &str) -> (String, Vec<String>) {
-    let mut out = String::with_capacity(text.len());
-    let mut enabled = Vec::new();
-    let mut in_directives = true;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim();
-        if in_directives && trimmed.starts_with("enable ") && trimmed.ends_with(';') {
-            let names = trimmed["enable ".len()..trimmed.len() - 1]
-                .split(',')
-                .map(str::trim);
-            let kept: Vec<&str> = names
-                .filter(|name| {
-                    if !name.is_empty() {
-                        enabled.push((*name).to_owned());
-                    }
-                    *name != "subgroups" && !name.is_empty()
-                })
-                .collect();
-            if !kept.is_empty() {
-                out.push_str(&format!("enable {};\n", kept.join(", ")));
-            }
-            continue;
-        }
-        // Directives come first; blank lines and comments may sit between them.
-        if !(trimmed.is_empty()
-            || trimmed.starts_with("//")
-            || trimmed.starts_with("diagnostic")
-            || trimmed.starts_with("requires"))
-        {
-            in_directives = false;
-        }
-        out.push_str(line);
-    }
-    (out, enabled)
-}
-
 /// A literal `@workgroup_size` must equal the dispatch's static `workgroupSize`.
 fn check_workgroup_size(
     op: &Op,
@@ -489,20 +369,4 @@ pub fn describe(combination: &Combination) -> String {
         .collect();
     parts.extend(combination.features.iter().map(|f| format!("feature {f}")));
     parts.join(", ")
-}
-
-#[cfg(test)]
-mod enable_tests {
-    use super::leading_enables;
-
-    #[test]
-    fn subgroups_leave_the_leading_enables_only() {
-        let (text, enabled) =
-            leading_enables("enable f16, subgroups;\n\nenable subgroups;\nfn f() {}\n");
-        assert_eq!(enabled, ["f16", "subgroups", "subgroups"]);
-        assert_eq!(text, "enable f16;\n\nfn f() {}\n");
-        let (text, enabled) = leading_enables("fn f() {}\n// enable subgroups;\n");
-        assert!(enabled.is_empty());
-        assert_eq!(text, "fn f() {}\n// enable subgroups;\n");
-    }
 }

@@ -40,7 +40,7 @@ pub fn marked_environment(env: &Environment<'static>) -> (Environment<'static>, 
 
 /// `source` with a marker before the newline of each line that has literal text.
 fn mark(source: &str, name: &str, index: usize) -> String {
-    let Ok(tree) = parse(source, name, super::render::syntax_config()) else {
+    let Ok(tree) = parse(source, name, crate::templates::render::syntax_config()) else {
         return source.to_owned();
     };
     let mut offsets = Vec::new();
@@ -141,7 +141,7 @@ mod tests {
             "fn f() {/*@@0:1*/\n{% if a %}\n    let x = {{ b }};/*@@0:3*/\n{% endif %}\n{{ c }}\n}/*@@0:6*/\n"
         );
         let mut env = Environment::new();
-        env.set_syntax(super::super::render::syntax_config());
+        env.set_syntax(crate::templates::render::syntax_config());
         env.add_template_owned("t.jinja".to_owned(), source.to_owned())
             .expect("parses");
         let (marked_env, names) = marked_environment(&env);

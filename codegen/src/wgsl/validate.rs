@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use naga::valid::{Capabilities, ValidationFlags, Validator};
 use naga::{AddressSpace, ScalarKind, StorageAccess, TypeInner};
 
-use super::prelude::ResolvedBinding;
 use crate::model::Access;
+use crate::templates::prelude::ResolvedBinding;
 
 /// What the shader was validated with and what reflection found.
 #[derive(Debug, Clone)]

@@ -1,11 +1,24 @@
-//! Where templates live and how names resolve: every template is known by its display path
-//! (the package folder or the include root joined with its file name), which is also the
-//! name minijinja reports errors under, so a diagnostic names a real file.
+//! Templates: where they live and how names resolve (here), how they are read
+//! (`usage.rs`, minijinja's syntax trees) and rendered (`render.rs`, the environment and
+//! context; `prelude.rs`, the declarations written before a template; `pass.rs`, one pass
+//! under one combination; `runtime_values.rs`, values printed as literals). The front end
+//! reads and renders templates to settle an op, and the WGSL emitter to make its shaders;
+//! neither is above the other.
+//!
+//! Every template is known by its display path (the package folder or the include root
+//! joined with its file name), which is also the name minijinja reports errors under, so a
+//! diagnostic names a real file.
 //!
 //! - A pass's `shader` names a file of its package, or else of the include root.
 //! - Inside a template, `{% include %}` / `{% import %}` of `./x` or `../x` is relative to the
 //!   including file; any other name is relative to the include root. `..` may not leave the
 //!   package folder or the include root.
+
+pub mod pass;
+pub mod prelude;
+pub mod render;
+mod runtime_values;
+pub mod usage;
 
 use std::collections::BTreeMap;
 

@@ -8,11 +8,12 @@
 
 use std::collections::BTreeSet;
 
-use super::{Rendered, prelude, render_pass, usage};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::dynamic_values;
 use crate::model::{self, Op, domains};
 use crate::templates::TemplatePaths;
+use crate::templates::pass::{Rendered, render_pass};
+use crate::templates::{prelude, usage};
 
 /// Why the shader text needs a value.
 enum Need {
