@@ -1,57 +1,50 @@
-//! Data-driven codegen error tests: every folder under `tests/errors/` is a package: a
-//! `manifest.json`, optionally `hints.json`, its templates (`*.jinja`), optionally an include
-//! root `_shared/`, and `expected.txt`: the exact diagnostics
-//! `generate` reports (or `ok: …` when it succeeds). Run with `UPDATE_EXPECT=1` to rewrite the expectations.
+//! Data-driven codegen error tests, in the mutation format of the fuzz regressions
+//! (`fuzz::mutation`): every `tests/errors/*.test` file starts `from <seed>`, names one of the
+//! small packages under `tests/errors/seeds/` (`scale` in the seed dialect; `row-sum` and
+//! `histogram` in `schemaVersion: 1`), then lists the edits that make the case (JSON edits by
+//! pointer, line edits, `create` for a hints file or another template), then a line `---`,
+//! then the exact outcome: the diagnostics `generate` reports, or `ok: …` with its notes.
+//! `UPDATE_EXPECT=1` rewrites the outcomes.
+//!
+//! A seed's templates under `_shared/` (created by a case) make its include root.
 
 use std::fs;
 use std::path::Path;
 
 use expect_test::expect_file;
+use fuzz::mutation::Case;
 
-fn run_case(dir: &Path) -> String {
-    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("case");
+/// The seed package `name` as the generator's inputs: its folder is the package folder, so
+/// diagnostics read `scale/manifest.json`.
+fn seed(root: &Path, name: &str) -> codegen::Inputs {
+    let dir = root.join("seeds").join(name);
     let mut inputs = codegen::Inputs::default();
     let mut package = codegen::Package {
         dir: name.to_owned(),
         ..codegen::Package::default()
     };
-    for entry in fs::read_dir(dir).expect("case folder is readable") {
+    let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("seed {}: {e}", dir.display()));
+    for entry in entries {
         let path = entry.expect("entry").path();
         let file = path
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_owned();
-        let text = || fs::read_to_string(&path).expect("case file is readable");
+        let text = fs::read_to_string(&path).expect("seed file is readable");
         if file == "manifest.json" {
-            package.manifest = text();
-        } else if file == "hints.json" {
-            package.hints = Some((format!("{name}/hints.json"), text()));
+            package.manifest = text;
         } else if file.ends_with(".jinja") {
-            inputs.templates.insert(format!("{name}/{file}"), text());
-        }
-    }
-    // A `_shared` folder is the case's include root.
-    let shared = dir.join("_shared");
-    if shared.is_dir() {
-        inputs.include_root = Some(format!("{name}/_shared"));
-        let mut stack = vec![shared.clone()];
-        while let Some(folder) = stack.pop() {
-            for entry in fs::read_dir(&folder).expect("shared folder is readable") {
-                let path = entry.expect("entry").path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                let relative = path.strip_prefix(dir).expect("inside the case");
-                let shown = relative.to_string_lossy().replace('\\', "/");
-                let text = fs::read_to_string(&path).expect("template is readable");
-                inputs.templates.insert(format!("{name}/{shown}"), text);
-            }
+            inputs.templates.insert(format!("{name}/{file}"), text);
         }
     }
     inputs.packages.push(package);
-    match codegen::generate(&inputs) {
+    inputs
+}
+
+/// The outcome of generating `inputs`, as the fixtures write it.
+fn outcome(inputs: &codegen::Inputs) -> String {
+    match codegen::generate(inputs) {
         Ok(output) => {
             let mut text = format!(
                 "ok: {} files, {} shaders\n",
@@ -67,16 +60,37 @@ fn run_case(dir: &Path) -> String {
     }
 }
 
+fn run_case(root: &Path, head: &str) -> Result<String, String> {
+    let case = Case::parse(head).map_err(|e| e.to_string())?;
+    let name = case
+        .from
+        .as_deref()
+        .ok_or("a case starts with `from <seed>`")?;
+    let mut inputs = case.apply(&seed(root, name)).map_err(|e| e.to_string())?;
+    let shared = format!("{name}/_shared/");
+    if inputs.templates.keys().any(|t| t.starts_with(&shared)) {
+        inputs.include_root = Some(format!("{name}/_shared"));
+    }
+    Ok(outcome(&inputs))
+}
+
 #[test]
 fn codegen_errors_match_expectations() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
-    let mut dirs: Vec<_> = fs::read_dir(&root)
+    let mut paths: Vec<_> = fs::read_dir(&root)
         .expect("tests/errors exists")
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "test"))
         .collect();
-    dirs.sort();
-    for dir in dirs.iter().filter(|d| d.is_dir()) {
-        expect_file![dir.join("expected.txt")].assert_eq(&run_case(dir));
+    paths.sort();
+    for path in &paths {
+        let text = fs::read_to_string(path).expect("fixture is readable");
+        let head = text
+            .split_once("\n---\n")
+            .map_or(text.as_str(), |(head, _)| head);
+        let actual = run_case(&root, head).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // The whole fixture is the expectation, its outcome recomputed after the edits.
+        expect_file![path].assert_eq(&format!("{head}\n---\n{actual}"));
     }
-    assert!(dirs.len() >= 10, "the error fixtures went missing");
+    assert!(paths.len() >= 10, "the error fixtures went missing");
 }

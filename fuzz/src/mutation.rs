@@ -9,7 +9,8 @@
 //!
 //! JSON edits take an RFC 6901 pointer and raw JSON text, written into the file as given (so
 //! `1e39` or `18446744073709551617` reach the generator's parser unchanged); text edits work
-//! on lines (1-based) of any file.
+//! on lines (1-based) of any file; `create` adds a file the inputs lack (a template, or a
+//! package's `hints.json`), before the other edits.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -73,6 +74,13 @@ pub enum Edit {
         line: usize,
         text: String,
     },
+    /// Adds a file the inputs do not have: `<package folder>/hints.json` becomes that
+    /// package's hints, any other name a template. Applied before the other edits, so they
+    /// may change it.
+    Create {
+        file: String,
+        text: String,
+    },
 }
 
 /// A mutated input set: the seed it starts from (the seed packages when `None`, else a
@@ -96,6 +104,8 @@ pub enum MutationError {
     NoPackage(String),
     #[error("{file}: {message}")]
     Apply { file: String, message: String },
+    #[error("`{0}` is already an input file")]
+    Exists(String),
 }
 
 impl Edit {
@@ -110,7 +120,8 @@ impl Edit {
             | Edit::Truncate { file, .. }
             | Edit::DeleteLine { file, .. }
             | Edit::InsertLine { file, .. }
-            | Edit::ReplaceLine { file, .. } => file,
+            | Edit::ReplaceLine { file, .. }
+            | Edit::Create { file, .. } => file,
         }
     }
 
@@ -156,6 +167,7 @@ impl fmt::Display for Edit {
             Edit::ReplaceLine { file, line, text } => {
                 write!(f, "replace-line {file} {line} {}", quoted(text))
             }
+            Edit::Create { file, text } => write!(f, "create {file} {}", quoted(text)),
         }
     }
 }
@@ -239,6 +251,10 @@ impl Case {
                     file,
                     text: string(rest)?,
                 },
+                "create" => Edit::Create {
+                    file,
+                    text: string(rest)?,
+                },
                 "truncate" => Edit::Truncate {
                     file,
                     bytes: number(&first)?,
@@ -276,8 +292,17 @@ impl Case {
             out.packages
                 .retain(|p| keep.iter().any(|k| k == folder_name(&p.dir)));
         }
-        let mut by_file: BTreeMap<&str, Vec<&Edit>> = BTreeMap::new();
         for edit in &self.edits {
+            if let Edit::Create { file, text } = edit {
+                create(&mut out, file, text)?;
+            }
+        }
+        let mut by_file: BTreeMap<&str, Vec<&Edit>> = BTreeMap::new();
+        for edit in self
+            .edits
+            .iter()
+            .filter(|e| !matches!(e, Edit::Create { .. }))
+        {
             by_file.entry(edit.file()).or_default().push(edit);
         }
         for (file, edits) in by_file {
@@ -287,6 +312,25 @@ impl Case {
         }
         Ok(out)
     }
+}
+
+/// Adds `file` to `inputs` (see [`Edit::Create`]).
+fn create(inputs: &mut Inputs, file: &str, text: &str) -> Result<(), MutationError> {
+    if file_text(inputs, file).is_some() {
+        return Err(MutationError::Exists(file.to_owned()));
+    }
+    let hints_of = file.strip_suffix("/hints.json");
+    match inputs
+        .packages
+        .iter_mut()
+        .find(|p| Some(p.dir.as_str()) == hints_of)
+    {
+        Some(package) => package.hints = Some((file.to_owned(), text.to_owned())),
+        None => {
+            inputs.templates.insert(file.to_owned(), text.to_owned());
+        }
+    }
+    Ok(())
 }
 
 fn folder_name(dir: &str) -> &str {
@@ -531,6 +575,32 @@ mod tests {
         assert_eq!(
             case.apply(&inputs).err(),
             Some(MutationError::NoFile("p/other.json".to_owned()))
+        );
+    }
+
+    #[test]
+    fn created_files_become_hints_or_templates_and_take_later_edits() {
+        let inputs = one_package(r#"{"a": 1}"#);
+        let case = Case::parse(
+            "create p/op/hints.json \"{}\\n\"\ncreate p/op/x.wgsl.jinja \"a\\nb\\n\"\n\
+             replace-line p/op/x.wgsl.jinja 2 \"c\"\n",
+        )
+        .expect("parses");
+        assert_eq!(
+            case.to_string(),
+            "create p/op/hints.json \"{}\\n\"\ncreate p/op/x.wgsl.jinja \"a\\nb\\n\"\n\
+             replace-line p/op/x.wgsl.jinja 2 \"c\"\n"
+        );
+        let out = case.apply(&inputs).expect("applies");
+        assert_eq!(
+            out.packages[0].hints,
+            Some(("p/op/hints.json".to_owned(), "{}\n".to_owned()))
+        );
+        assert_eq!(out.templates["p/op/x.wgsl.jinja"], "a\nc\n");
+        let again = Case::parse("create p/op/manifest.json \"{}\"").expect("parses");
+        assert_eq!(
+            again.apply(&inputs).err(),
+            Some(MutationError::Exists("p/op/manifest.json".to_owned()))
         );
     }
 }
