@@ -6,22 +6,45 @@ use std::path::{Path, PathBuf};
 
 use codegen::{Config, ConfigError};
 
-/// A fresh folder holding one package copied from the `ok` error fixture, with an include root.
+/// A fresh folder holding one package with an include root: the error fixtures' `scale` seed
+/// with the edits of `includes_ok.test` (a template of its own and a macro under `_shared/`),
+/// written out as files.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("codegen-config-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors/includes_ok");
-    let package = dir.join("packages/test.Scale");
-    fs::create_dir_all(package.join("..").join("_shared/common")).expect("scratch folders");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
+    let seed = fixtures.join("seeds/scale");
+    let read = |path: PathBuf| fs::read_to_string(&path).expect("fixture is readable");
+    let mut inputs = codegen::Inputs::default();
+    inputs.packages.push(codegen::Package {
+        dir: "scale".to_owned(),
+        manifest: read(seed.join("manifest.json")),
+        hints: None,
+    });
+    inputs.templates.insert(
+        "scale/scale.wgsl.jinja".to_owned(),
+        read(seed.join("scale.wgsl.jinja")),
+    );
+    let case = read(fixtures.join("includes_ok.test"));
+    let head = case
+        .split_once("\n---\n")
+        .map_or(case.as_str(), |(head, _)| head);
+    let inputs = fuzz::mutation::Case::parse(head)
+        .and_then(|case| case.apply(&inputs))
+        .expect("includes_ok.test applies");
+    let packages = dir.join("packages");
+    let package = packages.join("test.Scale");
     fs::create_dir_all(&package).expect("package folder");
-    for file in ["manifest.json", "scale.wgsl.jinja", "body.wgsl.jinja"] {
-        fs::copy(fixture.join(file), package.join(file)).expect("copy");
+    fs::write(package.join("manifest.json"), &inputs.packages[0].manifest).expect("write");
+    for (name, text) in &inputs.templates {
+        let relative = name.strip_prefix("scale/").expect("a template of the seed");
+        let path = match relative.strip_prefix("_shared/") {
+            Some(shared) => packages.join("_shared").join(shared),
+            None => package.join(relative),
+        };
+        fs::create_dir_all(path.parent().expect("a folder")).expect("folders");
+        fs::write(path, text).expect("write");
     }
-    fs::copy(
-        fixture.join("_shared/common/math.wgsl.jinja"),
-        dir.join("packages/_shared/common/math.wgsl.jinja"),
-    )
-    .expect("copy");
     dir
 }
 
