@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use codegen::expr::{EvalError, IrKind, Value};
+use codegen::expr::builtins::Builtin;
+use codegen::expr::{EvalError, Ir, IrKind, Value};
 use codegen::model::{Dispatch, Expr, Op, Variant};
 use kernel_runtime::OpError;
 
@@ -204,9 +205,23 @@ fn dispatch_exprs(dispatch: &Dispatch) -> Vec<&Expr> {
     }
 }
 
+/// Whether `ir` calls `dim`, `outer` or `inner` refusing negative axes (the seed dialect's),
+/// so minijinja must call them so too.
+fn strict_axes(ir: &Ir) -> bool {
+    let mut strict = false;
+    ir.walk(&mut |node| {
+        strict |= matches!(
+            node.kind,
+            IrKind::Call(Builtin::Dim | Builtin::Outer | Builtin::Inner, _)
+        );
+    });
+    strict
+}
+
 /// Runs `n` environments from `seed` through every expression of `op`.
 pub fn run(op: &Op, seed: u64, n: usize, fault: &Fault) -> Tally {
-    let mj = jinja::environment();
+    let wrapped = jinja::environment(true);
+    let strict = jinja::environment(false);
     let cases = cases(op);
     let faulty = match fault {
         Fault::Source(_) => cases.iter().position(|c| c.expr.path.contains("dispatch")),
@@ -219,6 +234,11 @@ pub fn run(op: &Op, seed: u64, n: usize, fault: &Fault) -> Tally {
             let source = match fault {
                 Fault::Source(s) if Some(i) == faulty => s.as_str(),
                 _ => c.expr.source.as_str(),
+            };
+            let mj = if strict_axes(&c.expr.ir) {
+                &strict
+            } else {
+                &wrapped
             };
             mj.compile_expression(source)
         })
@@ -248,15 +268,25 @@ pub fn run(op: &Op, seed: u64, n: usize, fault: &Fault) -> Tally {
                 ctx.clear_constants();
                 variant_seen = case.variant;
             }
-            let constant = case.variant.and_then(|i| {
-                op.variants[i]
+            // A variant's constant, or a `derive` entry: a name later expressions read.
+            let named = match case.variant {
+                Some(i) => op.variants[i]
                     .constants
                     .iter()
                     .find(|c| std::ptr::eq(&c.expr, case.expr))
-            });
-            let ours = match constant {
-                Some(c) => interp.constant(&c.name),
-                None => interp.eval(&case.expr.ir),
+                    .map(|c| c.name.as_str()),
+                None => op
+                    .derives
+                    .iter()
+                    .find(|d| std::ptr::eq(&d.expr, case.expr))
+                    .map(|d| d.name.as_str()),
+            };
+            // A `derive` entry through the interpreter's memo (later expressions read it
+            // there); a constant by its own expression, which a `derive` of the same name
+            // would hide from `constant`.
+            let ours = match named {
+                Some(name) if case.variant.is_none() => interp.constant(name),
+                _ => interp.eval(&case.expr.ir),
             };
             let theirs = match compiled {
                 Ok(e) => jinja::eval(e, &ctx, matches!(case.expr.ir.kind, IrKind::ToInt(_))),
@@ -285,12 +315,25 @@ pub fn run(op: &Op, seed: u64, n: usize, fault: &Fault) -> Tally {
                     ));
                 }
             }
-            if let Some(c) = constant {
-                if verdict != Verdict::Agree || ours.value.is_err() {
-                    interp.distrust(&c.name);
-                }
-                if let Ok(v) = theirs {
-                    ctx.define(&c.name, v);
+            if let Some(name) = named {
+                let trusted = verdict == Verdict::Agree && ours.value.is_ok();
+                if case.variant.is_some() {
+                    if !trusted {
+                        interp.distrust(name);
+                    }
+                    if let Ok(v) = theirs {
+                        ctx.define(name, v);
+                    }
+                } else {
+                    // Every variant's interpreter reads a `derive` entry.
+                    if !trusted {
+                        for i in interps.iter().chain([&top]) {
+                            i.distrust(name);
+                        }
+                    }
+                    if let Ok(v) = theirs {
+                        ctx.define_derived(name, v);
+                    }
                 }
             }
         }

@@ -151,7 +151,7 @@ impl RandomEnv {
     pub fn steer(&mut self, op: &Op, variant: &Variant, rng: &mut Rng, attempts: usize) {
         let mut conjuncts = Vec::new();
         for clause in &variant.when {
-            flatten_and(&clause.ir, &mut conjuncts);
+            flatten_and(op, &clause.ir, &mut conjuncts);
         }
         let score = |env: &mut RandomEnv| {
             env.compute_outputs(op);
@@ -167,7 +167,9 @@ impl RandomEnv {
                 return;
             }
             let mut next = self.clone();
-            next.mutate(op, rng);
+            if !(rng.chance(50) && next.repair(op, variant, &conjuncts, rng)) {
+                next.mutate(op, rng);
+            }
             let got = score(&mut next);
             if got >= best {
                 *self = next;
@@ -336,12 +338,21 @@ impl RandomEnv {
 }
 
 /// The conjuncts of a `when` clause: `a and (b and c)` is `a`, `b`, `c`.
-fn flatten_and<'i>(ir: &'i Ir, out: &mut Vec<&'i Ir>) {
+/// The conjuncts of `ir`, through `and` and into the `derive` entries it names (a seed
+/// manifest's `when: ["contract"]` is a conjunction of a dozen clauses), so steering is scored
+/// clause by clause.
+fn flatten_and<'i>(op: &'i Op, ir: &'i Ir, out: &mut Vec<&'i Ir>) {
     match &ir.kind {
         IrKind::Binary(BinOp::And, l, r) => {
-            flatten_and(l, out);
-            flatten_and(r, out);
+            flatten_and(op, l, out);
+            flatten_and(op, r, out);
         }
+        IrKind::Sym(Symbol::Derived(name)) => match op.derives.iter().find(|d| &d.name == name) {
+            Some(derived) if derived.expr.ir.ty == Type::Bool => {
+                flatten_and(op, &derived.expr.ir, out);
+            }
+            _ => out.push(ir),
+        },
         _ => out.push(ir),
     }
 }

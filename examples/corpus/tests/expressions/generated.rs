@@ -101,10 +101,12 @@ macro_rules! through {
                         let result =
                             match kernel_runtime::when::accepts(&m::VARIANTS, id, &generated_env) {
                                 Some(Ok(())) => Ok(()),
+                                // The variant's own `when` clause; the runtime's path
+                                // goes on into the `derive` conjunctions it names.
                                 Some(Err(failure)) => Err($crate::generated::Failed {
                                     clause: failure
                                         .path
-                                        .last()
+                                        .first()
                                         .copied()
                                         .unwrap_or_default()
                                         .to_owned(),
@@ -172,22 +174,29 @@ macro_rules! plan_call {
 }
 
 /// `run(module, op, env)`: the environment through the generated module named `module`, and
-/// `plan_call(module, call)`, for every module listed; `ops!` also lists the names, so a test
-/// can see that every op of the corpus has its entry.
+/// `plan_call(module, call)`, for every module listed: the seed packages' (`kernels`) and,
+/// when the corpus was found, the corpus's. `ops!` also lists the names, so a test can see
+/// that every op has its entry.
 macro_rules! ops {
-    ($($module:ident),* $(,)?) => {
-        pub const MODULES: &[&str] = &[$(stringify!($module)),*];
+    (seed: $($seed:ident),* ; corpus: $($corpus:ident),* $(,)?) => {
+        pub const SEED_MODULES: &[&str] = &[$(stringify!($seed)),*];
+        pub const CORPUS_MODULES: &[&str] = &[$(stringify!($corpus)),*];
 
         pub fn run(module: &str, op: &Op, env: &RandomEnv) -> Option<Generated> {
             match module {
-                $(stringify!($module) => (|| through!(corpus::kernels::$module, op, env))(),)*
+                $(stringify!($seed) => (|| through!(kernels::$seed, op, env))(),)*
+                $(#[cfg(corpus)]
+                stringify!($corpus) => (|| through!(corpus::kernels::$corpus, op, env))(),)*
                 _ => None,
             }
         }
 
+        #[cfg_attr(not(corpus), allow(dead_code))]
         pub fn plan_call(module: &str, call: &Call) -> Option<Result<Plan, OpError>> {
             match module {
-                $(stringify!($module) => Some(plan_call!(corpus::kernels::$module, call)),)*
+                $(stringify!($seed) => Some(plan_call!(kernels::$seed, call)),)*
+                $(#[cfg(corpus)]
+                stringify!($corpus) => Some(plan_call!(corpus::kernels::$corpus, call)),)*
                 _ => None,
             }
         }
@@ -195,6 +204,11 @@ macro_rules! ops {
 }
 
 ops!(
+    seed:
+    bias_softmax,
+    gated_relative_position_bias,
+    mrotary_embedding;
+    corpus:
     add_in_place,
     arg_max,
     attention,

@@ -1,7 +1,8 @@
-//! minijinja's own expression evaluator as the reference for the `schemaVersion: 1` dialect:
-//! the dialect's helpers registered as functions (they call the same runtime functions as the
-//! generated code, so only the language around them is under test), and a context per random
-//! environment laid out as the dialect's template context.
+//! minijinja's own expression evaluator as the reference for both dialects: the helpers
+//! registered as functions (they call the same runtime functions as the generated code, so
+//! only the language around them is under test), and a context per random environment laid
+//! out as the template context. `dim`, `outer` and `inner` take negative axes from the end or
+//! refuse them, as the expression's IR says ([`environment`]'s `wrapped_axes`).
 //!
 //! Undefined values are lenient, as the dialect reads an absent optional argument: falsy in a
 //! test, unequal to any value, an error in arithmetic or a call. Known, documented differences
@@ -43,6 +44,8 @@ impl Object for Features {
 pub struct Context {
     base: BTreeMap<&'static str, Mj>,
     constants: Mutex<BTreeMap<String, Mj>>,
+    /// The op's `derive` entries as minijinja computes them: every variant sees them.
+    derived: Mutex<BTreeMap<String, Mj>>,
 }
 
 impl Object for Context {
@@ -55,6 +58,12 @@ impl Object for Context {
         // call the helper.
         if HELPERS.contains(&key) {
             return None;
+        }
+        // A name is a `derive` entry before a variant's constant, as the interpreter reads
+        // it (GatedRelativePositionBias has both a `derive` and constants `headParallel`).
+        let derived = self.derived.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(v) = derived.get(key) {
+            return Some(v.clone());
         }
         let constants = self
             .constants
@@ -98,6 +107,12 @@ impl Context {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         constants.insert(name.to_owned(), value);
+    }
+
+    /// Adds a `derive` entry's minijinja value, kept for every variant.
+    pub fn define_derived(&self, name: &str, value: Mj) {
+        let mut derived = self.derived.lock().unwrap_or_else(PoisonError::into_inner);
+        derived.insert(name.to_owned(), value);
     }
 
     /// Forgets the constants of the previous variant.
@@ -168,8 +183,9 @@ fn shader_f16(state: &State<'_, '_>) -> Result<bool, MjError> {
     Ok(features.0.contains(&"shader-f16"))
 }
 
-/// The minijinja environment: semi-strict undefined, the dialect's helpers as functions.
-pub fn environment<'s>() -> Environment<'s> {
+/// The minijinja environment: lenient undefined, the helpers as functions; `dim`, `outer` and
+/// `inner` count a negative axis from the end when `wrapped_axes`, and refuse it otherwise.
+pub fn environment<'s>(wrapped_axes: bool) -> Environment<'s> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Lenient);
     env.add_function("ceil", |x: Mj| rounding(&x, rt::ceil, Ok));
@@ -196,14 +212,18 @@ pub fn environment<'s>() -> Environment<'s> {
     });
     env.add_function("numel", |s: Vec<i64>| rt::numel(&s).map_err(mj_err));
     env.add_function("rank", |s: Vec<i64>| rt::rank(&s).map_err(mj_err));
-    env.add_function("dim", |s: Vec<i64>, a: i64| {
-        rt::dim_wrapped(&s, a).map_err(mj_err)
+    type Axis = fn(&[i64], i64) -> Result<i64, EvalError>;
+    let (dim, outer, inner): (Axis, Axis, Axis) = if wrapped_axes {
+        (rt::dim_wrapped, rt::outer_wrapped, rt::inner_wrapped)
+    } else {
+        (rt::dim, rt::outer, rt::inner)
+    };
+    env.add_function("dim", move |s: Vec<i64>, a: i64| dim(&s, a).map_err(mj_err));
+    env.add_function("outer", move |s: Vec<i64>, a: i64| {
+        outer(&s, a).map_err(mj_err)
     });
-    env.add_function("outer", |s: Vec<i64>, a: i64| {
-        rt::outer_wrapped(&s, a).map_err(mj_err)
-    });
-    env.add_function("inner", |s: Vec<i64>, a: i64| {
-        rt::inner_wrapped(&s, a).map_err(mj_err)
+    env.add_function("inner", move |s: Vec<i64>, a: i64| {
+        inner(&s, a).map_err(mj_err)
     });
     env.add_function("rows", |s: Vec<i64>, a: Option<i64>| {
         rt::rows(&s, a.unwrap_or(-1)).map_err(mj_err)
@@ -303,12 +323,15 @@ pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
         .iter()
         .map(|(k, d)| (k.clone(), Mj::from(d.wgsl()))));
     let tunables = map(op.tunables.iter().map(|(k, v)| (k.clone(), Mj::from(*v))));
-    let limits = map(codegen::webgpu::LIMITS.iter().filter_map(|(name, _)| {
-        Some((
-            *name,
-            Mj::from(kernel_runtime::support::limit(env.caps.limit(name)?)),
-        ))
-    }));
+    let limits = map(codegen::webgpu::LIMITS
+        .iter()
+        .chain(codegen::webgpu::SUBGROUP_SIZES)
+        .filter_map(|(name, _)| {
+            Some((
+                *name,
+                Mj::from(kernel_runtime::support::limit(env.caps.limit(name)?)),
+            ))
+        }));
     let features = codegen::expr::builtins::FEATURES_V1
         .iter()
         .copied()
@@ -339,6 +362,7 @@ pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
             ("device", device),
         ]),
         constants: Mutex::new(BTreeMap::new()),
+        derived: Mutex::new(BTreeMap::new()),
     })
 }
 

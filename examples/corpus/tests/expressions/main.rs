@@ -1,4 +1,5 @@
-//! Three-way differential test over every expression of the corpus's packages.
+//! Three-way differential test over every expression of both dialects' ops: the seed
+//! packages (`packages/`) and, when it is present, the third-party corpus.
 //!
 //! Each op's model comes from the codegen library (`codegen::models`, hints applied), and its
 //! expressions (output shapes, every variant's `when` clauses, constants, intermediates' shapes,
@@ -14,33 +15,30 @@
 //! failures), and that every variant the generated code can plan for was planned; a
 //! self-check shows that a wrong minijinja source and a wrong plan value are caught.
 
-// Without a corpus the generated modules do not exist: the tests say they skipped.
+// The seed packages' modules always exist; the corpus's only when the corpus was found.
 #[cfg(corpus)]
 mod calls;
-#[cfg(corpus)]
 mod compare;
-#[cfg(corpus)]
 mod env;
-#[cfg(corpus)]
 mod generated;
-#[cfg(corpus)]
 mod jinja;
+mod repair;
 
+/// Every expression of both dialects' ops: the seed packages always, the corpus's when the
+/// corpus is present.
 #[test]
-fn every_corpus_expression_three_way() {
-    if !corpus::skip_without_corpus("every_corpus_expression_three_way") {
-        #[cfg(corpus)]
-        run::every_expression();
-    }
+fn every_expression_three_way() {
+    run::every_expression();
 }
 
 /// The comparison is not vacuous: a minijinja source that differs from the manifest's, and a
-/// generated plan value that differs from the interpreter's, are both reported.
+/// generated plan value that differs from the interpreter's, are both reported, for an op of
+/// each dialect.
 #[test]
 fn deliberate_faults_are_caught() {
-    if !corpus::skip_without_corpus("deliberate_faults_are_caught") {
-        #[cfg(corpus)]
-        run::deliberate_faults();
+    run::deliberate_faults("mrotary_embedding", "dim(shapes.input, 0) * 2");
+    if !corpus::skip_without_corpus("deliberate_faults_are_caught (corpus)") {
+        run::deliberate_faults("rmsnorm", "args.rows * 2");
     }
 }
 
@@ -52,10 +50,9 @@ fn calls_through_the_typed_api() {
     }
 }
 
-#[cfg(corpus)]
 mod run {
     use std::collections::BTreeSet;
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
 
     use codegen::model::Op;
 
@@ -65,9 +62,33 @@ mod run {
     /// Environments per variant of each op.
     const ENVS_PER_VARIANT: usize = 200;
 
-    /// The corpus's op models, as the corpus crate's build script generates them.
+    /// The models of the packages `config` reads, as the generator builds them.
+    fn models_of(config: &codegen::Config, what: &str) -> Vec<Op> {
+        let (inputs, _) = config
+            .read_inputs()
+            .unwrap_or_else(|e| panic!("reading {what}: {e}"));
+        codegen::models(&inputs).unwrap_or_else(|d| panic!("{what}'s models: {d}"))
+    }
+
+    /// The op models of both dialects: the repository's seed packages (with their hints), as
+    /// `cargo xtask codegen` reads them, then the corpus's, as its build script does.
     fn models() -> Vec<Op> {
         let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let root = manifest_dir.join("../..");
+        let mut seed = codegen::Config::new();
+        seed.root(&root)
+            .packages_in("packages")
+            .include_root("packages/_shared")
+            .hints_dir("hints")
+            .emit_rerun_if_changed(false);
+        let mut ops = models_of(&seed, "the seed packages");
+        if corpus::PRESENT {
+            ops.extend(corpus_models(&manifest_dir));
+        }
+        ops
+    }
+
+    fn corpus_models(manifest_dir: &Path) -> Vec<Op> {
         let corpus = std::env::var_os("KERNEL_CORPUS_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| manifest_dir.join("../../../shared/corpus"));
@@ -76,20 +97,21 @@ mod run {
         config
             .packages_in(&collection)
             .include_root(collection.join("_shared_assets"))
-            .hints_dir(manifest_dir.join("hints"));
-        let (inputs, _) = config
-            .read_inputs()
-            .unwrap_or_else(|e| panic!("reading the corpus: {e}"));
-        codegen::models(&inputs).unwrap_or_else(|d| panic!("the corpus's models: {d}"))
+            .hints_dir(manifest_dir.join("hints"))
+            .emit_rerun_if_changed(false);
+        models_of(&config, "the corpus")
     }
 
     pub fn every_expression() {
         let ops = models();
         let modules: BTreeSet<&str> = ops.iter().map(|op| op.module.as_str()).collect();
-        let listed: BTreeSet<&str> = generated::MODULES.iter().copied().collect();
+        let mut listed: BTreeSet<&str> = generated::SEED_MODULES.iter().copied().collect();
+        if corpus::PRESENT {
+            listed.extend(generated::CORPUS_MODULES);
+        }
         assert_eq!(
             modules, listed,
-            "generated.rs's `ops!` must list every op of the corpus"
+            "generated.rs's `ops!` must list every op of the seed packages and the corpus"
         );
         let mut report = String::new();
         let mut failures = Vec::new();
@@ -115,14 +137,13 @@ mod run {
         );
     }
 
-    pub fn deliberate_faults() {
+    pub fn deliberate_faults(module: &str, wrong: &str) {
         let ops = models();
         let op = ops
             .iter()
-            .find(|op| op.module == "rmsnorm")
-            .expect("the corpus has RMSNorm");
-        let wrong_source =
-            compare::run(op, 7, 600, &compare::Fault::Source("args.rows * 2".into()));
+            .find(|op| op.module == module)
+            .unwrap_or_else(|| panic!("no op `{module}`"));
+        let wrong_source = compare::run(op, 7, 600, &compare::Fault::Source(wrong.into()));
         assert!(
             wrong_source.disagreements > 0,
             "a wrong minijinja source went unnoticed:\n{}",
