@@ -212,7 +212,11 @@ impl RandomEnv {
                     return;
                 };
                 match self.args.get(&attr.name) {
-                    Some(Value::Int(_)) if attr.one_of.is_none() && rng.chance(85) => {
+                    // An attribute with declared values mostly keeps to them (below), as
+                    // the typed API only holds those.
+                    Some(Value::Int(_))
+                        if attr.one_of.is_none() && attr.allowed.is_none() && rng.chance(85) =>
+                    {
                         let v = size(rng);
                         self.args.insert(attr.name.clone(), Value::Int(v));
                     }
