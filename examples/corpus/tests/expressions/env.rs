@@ -167,7 +167,13 @@ impl RandomEnv {
                 return;
             }
             let mut next = self.clone();
-            if !(rng.chance(50) && next.repair(op, variant, &conjuncts, rng)) {
+            // Clauses are coupled (a size that one equality sets, another reads), so a
+            // proposal may chain a few repairs before it is scored.
+            let repairs = if rng.chance(50) { 1 + rng.below(4) } else { 0 };
+            let repaired = (0..repairs).fold(false, |any, _| {
+                next.repair(op, variant, &conjuncts, rng) || any
+            });
+            if !repaired {
                 next.mutate(op, rng);
             }
             let got = score(&mut next);

@@ -155,6 +155,7 @@ impl RandomEnv {
     /// Makes one failing clause of `conjuncts` (the variant's `when`, flattened) true where
     /// it says how; whether anything changed.
     pub fn repair(&mut self, op: &Op, variant: &Variant, conjuncts: &[&Ir], rng: &mut Rng) -> bool {
+        self.compute_outputs(op);
         let fixes: Vec<Fix> = {
             let interp = Interp::new(op, self, Some(variant));
             conjuncts
