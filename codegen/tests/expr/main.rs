@@ -28,15 +28,10 @@
 //! (`seeds.rs`), parse and check every expression of the V1 corpus (`corpus.rs`, skipped with
 //! a note when the corpus is absent), and compile and run the V1 lowerings (`lowered_v1.rs`).
 
-#[path = "expr/corpus.rs"]
 mod corpus;
-#[path = "expr/fixture.rs"]
 mod fixture;
-#[path = "expr/fixture_v1.rs"]
 mod fixture_v1;
-#[path = "expr/lowered_v1.rs"]
 mod lowered_v1;
-#[path = "expr/seeds.rs"]
 mod seeds;
 
 use std::fmt::Write as _;

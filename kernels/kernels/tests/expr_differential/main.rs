@@ -11,23 +11,16 @@
 //!
 //! The interpreter and the generated code must agree exactly, errors and messages included.
 //! minijinja must agree with the interpreter except where the language documents a difference
-//! (`common/minijinja_side.rs`); those comparisons are counted, and the test asserts that they
+//! (`minijinja_side.rs`); those comparisons are counted, and the test asserts that they
 //! are few and that every variant is accepted often enough for the comparison to mean
 //! something. A self-check shows that the comparison catches deliberate faults.
 
-#[path = "common/checks.rs"]
 mod checks;
-#[path = "common/gated_env.rs"]
 mod gated_env;
-#[path = "common/generators.rs"]
 mod generators;
-#[path = "common/harness.rs"]
 mod harness;
-#[path = "common/minijinja_side.rs"]
 mod minijinja_side;
-#[path = "common/random_env.rs"]
 mod random_env;
-#[path = "common/typed.rs"]
 mod typed;
 
 use std::cell::RefCell;
