@@ -104,6 +104,9 @@ pub struct GeneratedShader {
     /// The table file and the shader's name in it (`bias_softmax.shaders#packed_rows.main…`).
     pub path: String,
     pub shader: shader::Shader,
+    /// Every combination of static values that renders to this shader's text: its own, then
+    /// those of [`shader::Shader::same_as`] shaders folded into it.
+    pub combinations: Vec<model::Combination>,
 }
 
 /// Removes the variants that require a feature no wgpu device offers, saying so in `notes`.
@@ -374,12 +377,20 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
         }
         output.shader_count += shaders.iter().filter(|s| s.same_as.is_none()).count();
-        for shader in shaders.iter().filter(|s| s.same_as.is_none()) {
-            let path = format!("{}.shaders#{}", op.module, shader.file_name);
+        for (i, shader) in shaders.iter().enumerate() {
+            if shader.same_as.is_some() {
+                continue;
+            }
+            let combinations = shaders
+                .iter()
+                .filter(|s| std::ptr::eq(*s, shader) || s.same_as == Some(i))
+                .map(|s| s.combination.clone())
+                .collect();
             output.shaders.push(GeneratedShader {
                 op: op.qualified_name(),
-                path,
+                path: format!("{}.shaders#{}", op.module, shader.file_name),
                 shader: shader.clone(),
+                combinations,
             });
         }
         generated_ops.push(op);

@@ -21,7 +21,7 @@ fn rust_type(ty: Type) -> TokenStream {
 }
 
 /// The compiled half of an op module: `Env`, every `derive` as a function, the clause
-/// tables, each variant's plan and the name-keyed introspection.
+/// tables, each variant's plan and the variant ids.
 pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let op = input.op;
     let scope = EnvScope { op };
@@ -64,39 +64,13 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
     })
 }
 
-/// Name-keyed access to `derive` entries and `when` lists, for the differential test against
-/// the interpreter and for tools that explain a selection.
+/// The variant ids in selection order, for tools that explain a selection and for the
+/// differential test against the interpreter.
 fn introspection(op: &Op) -> TokenStream {
-    let names: Vec<&str> = op.derives.iter().map(|d| d.name.as_str()).collect();
-    let functions = op.derives.iter().map(|d| derive_fn(&d.name));
     let ids: Vec<&str> = op.variants.iter().map(|v| v.id.as_str()).collect();
-    // With no `derive` entries there is nothing to look up.
-    let derived_body = if names.is_empty() {
-        quote! {
-            let _ = (name, env);
-            None
-        }
-    } else {
-        quote! {
-            Some(match name {
-                #( #names => #functions(env).map(rt::support::ExprValue::from), )*
-                _ => return None,
-            })
-        }
-    };
     quote! {
-        /// The manifest's `derive` names, in dependency order.
-        #[doc(hidden)]
-        pub const DERIVED_NAMES: &[&str] = &[#(#names),*];
-
         /// The variant ids, in selection order.
         #[doc(hidden)]
         pub const VARIANT_IDS: &[&str] = &[#(#ids),*];
-
-        /// Evaluates the `derive` entry `name` with the compiled code.
-        #[doc(hidden)]
-        pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
-            #derived_body
-        }
     }
 }

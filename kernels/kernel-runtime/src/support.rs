@@ -173,54 +173,6 @@ pub fn require(value: Result<bool, EvalError>, text: &'static str) -> Result<(),
     }
 }
 
-/// A `derive` entry's value by name: `None` for a name the op does not derive.
-pub type DerivedValue = Option<Result<ExprValue, EvalError>>;
-
-/// The value of a compiled expression, for name-keyed access (tests, tools).
-#[derive(Debug, Clone, PartialEq)]
-pub enum ExprValue {
-    /// An integer.
-    Int(i64),
-    /// A float.
-    Float(f64),
-    /// A boolean.
-    Bool(bool),
-    /// Strings and dtypes (WGSL names).
-    Str(&'static str),
-    /// An integer list (shapes).
-    List(Vec<i64>),
-}
-
-impl From<i64> for ExprValue {
-    fn from(v: i64) -> Self {
-        ExprValue::Int(v)
-    }
-}
-
-impl From<f64> for ExprValue {
-    fn from(v: f64) -> Self {
-        ExprValue::Float(v)
-    }
-}
-
-impl From<bool> for ExprValue {
-    fn from(v: bool) -> Self {
-        ExprValue::Bool(v)
-    }
-}
-
-impl From<&'static str> for ExprValue {
-    fn from(v: &'static str) -> Self {
-        ExprValue::Str(v)
-    }
-}
-
-impl From<Vec<i64>> for ExprValue {
-    fn from(v: Vec<i64>) -> Self {
-        ExprValue::List(v)
-    }
-}
-
 /// A non-negative count (threads, workgroups, elements).
 pub fn to_u64(what: &str, value: i64) -> Result<u64, EvalError> {
     u64::try_from(value).map_err(|_| EvalError::new(format!("{what} = {value} is negative")))

@@ -5,14 +5,16 @@
 
 use std::collections::BTreeMap;
 
+use codegen::GeneratedShader;
 use codegen::expr::builtins::Builtin;
 use codegen::expr::{EvalError, Ir, IrKind, Value};
 use codegen::model::{Dispatch, Expr, Op, Variant};
 use kernel_runtime::OpError;
 
-use super::env::{Interp, RandomEnv, Rng, Traced};
+use super::env::{Interp, RandomEnv, Rng};
 use super::generated::{self, Failed, Generated};
 use super::jinja::{self, Verdict};
+use super::plan;
 
 /// Mutations tried per steered environment.
 const STEERING: usize = 100;
@@ -24,6 +26,14 @@ pub enum Fault {
     Source(String),
     /// The interpreter's first dispatch size is off by one when compared with the plan.
     PlanValue,
+    /// The shader expected of a plan's first pass is another of the pass's shaders.
+    Kernel,
+}
+
+/// An op's model and the shaders the generator renders for it.
+pub struct Package {
+    pub op: Op,
+    pub shaders: Vec<GeneratedShader>,
 }
 
 /// What one op's run compared.
@@ -41,13 +51,19 @@ pub struct Tally {
     pub generated: usize,
     pub planned: BTreeMap<String, usize>,
     pub plan_mismatches: usize,
+    /// Passes of selected plans whose shader was checked, and those that run another shader
+    /// than the interpreter's static values select.
+    pub kernels: usize,
+    pub kernel_mismatches: usize,
+    /// Per variant, how often the generated code selected it and its shaders were checked.
+    pub selected: BTreeMap<String, usize>,
     /// Expressions (by JSON path) minijinja and the interpreter computed a value for.
     pub valued: BTreeMap<String, usize>,
     pub failures: Vec<String>,
 }
 
 impl Tally {
-    fn fail(&mut self, message: String) {
+    pub fn fail(&mut self, message: String) {
         if self.failures.len() < 10 {
             self.failures.push(message);
         }
@@ -62,6 +78,8 @@ impl Tally {
         self.disagreements += other.disagreements;
         self.generated += other.generated;
         self.plan_mismatches += other.plan_mismatches;
+        self.kernels += other.kernels;
+        self.kernel_mismatches += other.kernel_mismatches;
         for (k, v) in &other.planned {
             *self.planned.entry(k.clone()).or_default() += v;
         }
@@ -71,7 +89,7 @@ impl Tally {
     pub fn summary(&self, op: &Op) -> String {
         format!(
             "{:<40} {:>6} envs ({:>5} typed): {:>8} values, {:>6} both failed, {:>5} loose, \
-             {:>6} generated; planned {:?}\n",
+             {:>6} generated, {:>5} shaders; planned {:?}\n",
             op.qualified_name(),
             self.envs,
             self.typed,
@@ -79,6 +97,7 @@ impl Tally {
             self.both_failed,
             self.loose,
             self.generated,
+            self.kernels,
             self.planned
         )
     }
@@ -86,7 +105,8 @@ impl Tally {
     pub fn totals(&self) -> String {
         format!(
             "total: {} envs ({} typed), {} comparisons with minijinja ({} of values, {} of two \
-             failures, {} not comparable), {} of the generated code, {} plans\n",
+             failures, {} not comparable), {} of the generated code, {} plans, {} shaders \
+             selected\n",
             self.envs,
             self.typed,
             self.values + self.both_failed + self.loose + self.disagreements,
@@ -94,7 +114,8 @@ impl Tally {
             self.both_failed,
             self.loose,
             self.generated,
-            self.planned.values().sum::<usize>()
+            self.planned.values().sum::<usize>(),
+            self.kernels
         )
     }
 
@@ -114,6 +135,14 @@ impl Tally {
             ));
         }
         for variant in &op.variants {
+            if self.planned.contains_key(&variant.id) && !self.selected.contains_key(&variant.id) {
+                out.push(format!(
+                    "{}: variant `{}` was planned but never selected, so its shaders were not \
+                     checked",
+                    op.qualified_name(),
+                    variant.id
+                ));
+            }
             if !self.planned.contains_key(&variant.id) {
                 out.push(format!(
                     "{}: variant `{}` was never planned by the generated code",
@@ -185,7 +214,7 @@ fn cases(op: &Op) -> Vec<Case<'_>> {
     out
 }
 
-fn dispatch_exprs(dispatch: &Dispatch) -> Vec<&Expr> {
+pub fn dispatch_exprs(dispatch: &Dispatch) -> Vec<&Expr> {
     match dispatch {
         Dispatch::Grid { x, y, z } => [Some(x), y.as_ref(), z.as_ref()]
             .into_iter()
@@ -219,7 +248,8 @@ fn strict_axes(ir: &Ir) -> bool {
 }
 
 /// Runs `n` environments from `seed` through every expression of `op`.
-pub fn run(op: &Op, seed: u64, n: usize, fault: &Fault) -> Tally {
+pub fn run(package: &Package, seed: u64, n: usize, fault: &Fault) -> Tally {
+    let op = &package.op;
     let wrapped = jinja::environment(true);
     let strict = jinja::environment(false);
     let cases = cases(op);
@@ -340,7 +370,9 @@ pub fn run(op: &Op, seed: u64, n: usize, fault: &Fault) -> Tally {
         tally.envs += 1;
         if let Some(generated) = generated::run(&op.module, op, &env) {
             tally.typed += 1;
-            check_generated(op, &env, &outputs, &interps, &generated, fault, &mut tally);
+            check_generated(
+                package, &env, &outputs, &interps, &generated, fault, &mut tally,
+            );
         }
     }
     tally
@@ -375,7 +407,7 @@ fn not_built(failed: &Failed) -> bool {
 }
 
 fn check_generated(
-    op: &Op,
+    package: &Package,
     env: &RandomEnv,
     outputs: &[(usize, Result<Vec<i64>, EvalError>)],
     interps: &[Interp<'_>],
@@ -383,6 +415,7 @@ fn check_generated(
     fault: &Fault,
     tally: &mut Tally,
 ) {
+    let op = &package.op;
     let failed_output = outputs.iter().find_map(|(_, r)| r.as_ref().err());
     tally.generated += 1;
     match (&generated.env, failed_output) {
@@ -412,7 +445,7 @@ fn check_generated(
             (ours, theirs) if ours == theirs && variant.id == *id => {
                 if ours.is_ok() {
                     selected = selected.or(Some(variant));
-                    check_plan(op, variant, interp, env, fault, &generated.plans[v], tally);
+                    plan::check(package, v, interp, env, fault, &generated.plans[v], tally);
                 }
             }
             (ours, theirs) => tally.fail(format!(
@@ -439,219 +472,12 @@ fn check_generated(
             selected.map(|v| &v.id),
             env.describe()
         ));
-    }
-}
-
-/// Compares the generated plan of an accepted variant with the interpreter's values.
-fn check_plan(
-    op: &Op,
-    variant: &Variant,
-    interp: &Interp<'_>,
-    env: &RandomEnv,
-    fault: &Fault,
-    plan: &Result<kernel_runtime::Plan, String>,
-    tally: &mut Tally,
-) {
-    tally.generated += 1;
-    match plan {
-        Ok(plan) => {
-            *tally.planned.entry(variant.id.clone()).or_default() += 1;
-            let got = actual_plan(plan);
-            let expected = expected_plan(op, variant, interp, env, fault, &got);
-            if expected != got {
-                tally.plan_mismatches += 1;
-                tally.fail(format!(
-                    "plan of `{}`:\n    interpreter {expected:?}\n    generated   {got:?}\n    {}",
-                    variant.id,
-                    env.describe()
-                ));
-            }
-        }
-        Err(error) if !plan_can_fail(op, variant, interp) => tally.fail(format!(
-            "plan of `{}` failed ({error}) where every value is in range\n    {}",
-            variant.id,
-            env.describe()
-        )),
-        Err(_) => *tally.planned.entry(variant.id.clone()).or_default() += 1,
-    }
-}
-
-/// A pass's dispatch sizes, overrides by name and uniform words.
-type PassNumbers = (Vec<i64>, Vec<(String, f64)>, Vec<u32>);
-
-/// A plan as plain numbers: per pass its dispatch, overrides and uniform words (as the
-/// interpreter's values convert to them), then intermediates' lengths and outputs' shapes.
-#[derive(Debug, PartialEq)]
-struct PlanNumbers {
-    passes: Vec<PassNumbers>,
-    intermediates: Vec<i64>,
-    outputs: Vec<Vec<i64>>,
-}
-
-fn int(traced: &Traced) -> i64 {
-    match &traced.value {
-        Ok(Value::Int(v)) => *v,
-        Ok(Value::Bool(b)) => i64::from(*b),
-        _ => i64::MIN,
-    }
-}
-
-fn float(traced: &Traced) -> f64 {
-    match &traced.value {
-        Ok(Value::Int(v)) => *v as f64,
-        Ok(Value::Float(v)) => *v,
-        Ok(Value::Bool(b)) => f64::from(u8::from(*b)),
-        _ => f64::NAN,
-    }
-}
-
-/// The plan the interpreter computes; of the variant's dynamic values, those `got`'s passes
-/// take as overrides (a pass's shader declares only the ones its template reads).
-fn expected_plan(
-    op: &Op,
-    variant: &Variant,
-    interp: &Interp<'_>,
-    env: &RandomEnv,
-    fault: &Fault,
-    got: &PlanNumbers,
-) -> PlanNumbers {
-    let mut passes = Vec::new();
-    for (p, pass) in variant.passes.iter().enumerate() {
-        let mut dispatch: Vec<i64> = match &pass.dispatch {
-            Dispatch::Grid { x, y, z } => [Some(x), y.as_ref(), z.as_ref()]
-                .into_iter()
-                .map(|e| e.map_or(1, |e| int(&interp.eval(&e.ir))))
-                .collect(),
-            other => dispatch_exprs(other)
-                .into_iter()
-                .map(|e| int(&interp.eval(&e.ir)))
-                .collect(),
-        };
-        if p == 0 && matches!(fault, Fault::PlanValue) {
-            dispatch[0] += 1;
-        }
-        let taken: Vec<&String> = got
-            .passes
-            .get(p)
-            .map(|g| g.1.iter().map(|(n, _)| n).collect())
-            .unwrap_or_default();
-        let mut overrides = Vec::new();
-        for value in pass.inputs.iter().chain(&variant.constants) {
-            let name = op.override_name(&value.name);
-            if value.class != codegen::model::Class::Dynamic
-                || !taken.contains(&&name)
-                || overrides.iter().any(|(n, _)| *n == name)
-            {
-                continue;
-            }
-            let traced = match variant.constants.iter().find(|c| std::ptr::eq(*c, value)) {
-                Some(c) => interp.constant(&c.name),
-                None => interp.eval(&value.expr.ir),
-            };
-            overrides.push((name, float(&traced)));
-        }
-        overrides.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut words = Vec::new();
-        for field in pass
-            .bindings
+    } else if let (Ok(plan), Some(v)) = (
+        &generated.plan,
+        op.variants
             .iter()
-            .flat_map(|b| b.params.iter().flat_map(|s| &s.fields))
-        {
-            let traced = interp.eval(&field.value.ir);
-            words.push(match field.wgsl_type {
-                "f32" => (float(&traced) as f32).to_bits(),
-                "i32" => int(&traced) as i32 as u32,
-                _ => int(&traced) as u32,
-            });
-        }
-        passes.push((dispatch, overrides, words));
+            .position(|v| Some(v.id.as_str()) == chosen),
+    ) {
+        plan::check_kernels(package, v, &interps[v], env, fault, plan, tally);
     }
-    let intermediates = variant
-        .intermediates
-        .iter()
-        .map(|m| match interp.eval(&m.shape.ir).value {
-            Ok(Value::List(dims)) => dims.iter().product(),
-            Ok(Value::Int(n)) => n,
-            _ => i64::MIN,
-        })
-        .collect();
-    let outputs = op
-        .tensors()
-        .zip(&env.shapes)
-        .skip(op.inputs.len())
-        .map(|(_, s)| s.clone().unwrap_or_default())
-        .collect();
-    PlanNumbers {
-        passes,
-        intermediates,
-        outputs,
-    }
-}
-
-fn actual_plan(plan: &kernel_runtime::Plan) -> PlanNumbers {
-    let passes = plan
-        .passes
-        .iter()
-        .map(|pass| {
-            let dispatch = match pass.dispatch {
-                kernel_runtime::Dispatch::Grid { x, y, z } => vec![x as i64, y as i64, z as i64],
-                kernel_runtime::Dispatch::Workgroups(n) => vec![n as i64],
-                kernel_runtime::Dispatch::Threads {
-                    threads,
-                    workgroup_size,
-                }
-                | kernel_runtime::Dispatch::GridStride {
-                    items: threads,
-                    workgroup_size,
-                } => {
-                    vec![threads as i64, i64::from(workgroup_size)]
-                }
-            };
-            let mut overrides: Vec<(String, f64)> = pass
-                .overrides
-                .iter()
-                .map(|(n, v)| ((*n).to_owned(), *v))
-                .collect();
-            overrides.sort_by(|a, b| a.0.cmp(&b.0));
-            let words = pass
-                .params
-                .chunks(4)
-                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-                .collect();
-            (dispatch, overrides, words)
-        })
-        .collect();
-    PlanNumbers {
-        passes,
-        intermediates: plan.intermediates.iter().map(|m| m.len as i64).collect(),
-        outputs: plan
-            .outputs
-            .iter()
-            .map(|o| o.shape.iter().map(|d| *d as i64).collect())
-            .collect(),
-    }
-}
-
-/// Whether some value of the variant's plan fails in the interpreter or is out of the range of
-/// what carries it (a negative count, a word beyond 32 bits), so that the plan may fail.
-fn plan_can_fail(op: &Op, variant: &Variant, interp: &Interp<'_>) -> bool {
-    let mut exprs: Vec<&Expr> = variant.intermediates.iter().map(|m| &m.shape).collect();
-    for pass in &variant.passes {
-        exprs.extend(dispatch_exprs(&pass.dispatch));
-        exprs.extend(pass.bindings.iter().flat_map(|b| {
-            b.params
-                .iter()
-                .flat_map(|s| s.fields.iter().map(|f| &f.value))
-        }));
-        exprs.extend(pass.inputs.iter().map(|v| &v.expr));
-    }
-    exprs.extend(variant.constants.iter().map(|c| &c.expr));
-    exprs.extend(op.outputs.iter().filter_map(|t| t.shape.as_ref()));
-    exprs.iter().any(|e| match interp.eval(&e.ir).value {
-        Err(_) => true,
-        Ok(Value::Int(v)) => !(0..=i64::from(u32::MAX)).contains(&v),
-        Ok(Value::Float(v)) => !v.is_finite() || v < 0.0 || v > f64::from(u32::MAX),
-        Ok(Value::List(dims)) => dims.iter().any(|d| *d < 0),
-        Ok(_) => false,
-    })
 }

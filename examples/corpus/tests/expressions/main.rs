@@ -22,6 +22,7 @@ mod compare;
 mod env;
 mod generated;
 mod jinja;
+mod plan;
 mod repair;
 
 /// Every expression of both dialects' ops: the seed packages always, the corpus's when the
@@ -53,10 +54,9 @@ fn calls_through_the_typed_api() {
 mod run {
     use std::collections::BTreeSet;
     use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
 
-    use codegen::model::Op;
-
-    use super::compare::{self, Tally};
+    use super::compare::{self, Package, Tally};
     use super::generated;
 
     /// Environments per variant of each op; the seed packages' contracts couple their sizes
@@ -65,17 +65,38 @@ mod run {
     const ENVS_PER_VARIANT: usize = 200;
     const SEED_ENVS_PER_VARIANT: usize = 1000;
 
-    /// The models of the packages `config` reads, as the generator builds them.
-    fn models_of(config: &codegen::Config, what: &str) -> Vec<Op> {
+    /// The models of the packages `config` reads, as the generator builds them, with the
+    /// shaders it renders for each.
+    fn packages_of(config: &codegen::Config, what: &str) -> Vec<Package> {
         let (inputs, _) = config
             .read_inputs()
             .unwrap_or_else(|e| panic!("reading {what}: {e}"));
-        codegen::models(&inputs).unwrap_or_else(|d| panic!("{what}'s models: {d}"))
+        let ops = codegen::models(&inputs).unwrap_or_else(|d| panic!("{what}'s models: {d}"));
+        let output =
+            codegen::generate(&inputs).unwrap_or_else(|d| panic!("generating {what}: {d}"));
+        ops.into_iter()
+            .map(|op| {
+                let name = op.qualified_name();
+                let shaders = output
+                    .shaders
+                    .iter()
+                    .filter(|s| s.op == name)
+                    .cloned()
+                    .collect();
+                Package { op, shaders }
+            })
+            .collect()
+    }
+
+    /// The op models of both dialects and their shaders, generated once for every test.
+    fn packages() -> &'static [Package] {
+        static PACKAGES: OnceLock<Vec<Package>> = OnceLock::new();
+        PACKAGES.get_or_init(generate_packages)
     }
 
     /// The op models of both dialects: the repository's seed packages (with their hints), as
     /// `cargo xtask codegen` reads them, then the corpus's, as its build script does.
-    fn models() -> Vec<Op> {
+    fn generate_packages() -> Vec<Package> {
         let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let root = manifest_dir.join("../..");
         let mut seed = codegen::Config::new();
@@ -84,14 +105,14 @@ mod run {
             .include_root("packages/_shared")
             .hints_dir("hints")
             .emit_rerun_if_changed(false);
-        let mut ops = models_of(&seed, "the seed packages");
+        let mut packages = packages_of(&seed, "the seed packages");
         if corpus::PRESENT {
-            ops.extend(corpus_models(&manifest_dir));
+            packages.extend(corpus_packages(&manifest_dir));
         }
-        ops
+        packages
     }
 
-    fn corpus_models(manifest_dir: &Path) -> Vec<Op> {
+    fn corpus_packages(manifest_dir: &Path) -> Vec<Package> {
         let corpus = std::env::var_os("KERNEL_CORPUS_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| manifest_dir.join("../../../shared/corpus"));
@@ -102,12 +123,12 @@ mod run {
             .include_root(collection.join("_shared_assets"))
             .hints_dir(manifest_dir.join("hints"))
             .emit_rerun_if_changed(false);
-        models_of(&config, "the corpus")
+        packages_of(&config, "the corpus")
     }
 
     pub fn every_expression() {
-        let ops = models();
-        let modules: BTreeSet<&str> = ops.iter().map(|op| op.module.as_str()).collect();
+        let packages = packages();
+        let modules: BTreeSet<&str> = packages.iter().map(|p| p.op.module.as_str()).collect();
         let mut listed: BTreeSet<&str> = generated::SEED_MODULES.iter().copied().collect();
         if corpus::PRESENT {
             listed.extend(generated::CORPUS_MODULES);
@@ -119,14 +140,15 @@ mod run {
         let mut report = String::new();
         let mut failures = Vec::new();
         let mut total = Tally::default();
-        for (i, op) in ops.iter().enumerate() {
+        for (i, package) in packages.iter().enumerate() {
+            let op = &package.op;
             let per_variant = if generated::SEED_MODULES.contains(&op.module.as_str()) {
                 SEED_ENVS_PER_VARIANT
             } else {
                 ENVS_PER_VARIANT
             };
             let envs = per_variant * op.variants.len().max(1);
-            let tally = compare::run(op, 0xc0de_0000 + i as u64, envs, &compare::Fault::None);
+            let tally = compare::run(package, 0xc0de_0000 + i as u64, envs, &compare::Fault::None);
             report.push_str(&tally.summary(op));
             failures.extend(tally.problems(op));
             total.absorb(&tally);
@@ -146,22 +168,29 @@ mod run {
     }
 
     pub fn deliberate_faults(module: &str, wrong: &str) {
-        let ops = models();
-        let op = ops
+        let packages = packages();
+        let package = packages
             .iter()
-            .find(|op| op.module == module)
+            .find(|p| p.op.module == module)
             .unwrap_or_else(|| panic!("no op `{module}`"));
-        let wrong_source = compare::run(op, 7, 600, &compare::Fault::Source(wrong.into()));
+        let op = &package.op;
+        let wrong_source = compare::run(package, 7, 600, &compare::Fault::Source(wrong.into()));
         assert!(
             wrong_source.disagreements > 0,
             "a wrong minijinja source went unnoticed:\n{}",
             wrong_source.summary(op)
         );
-        let wrong_plan = compare::run(op, 7, 600, &compare::Fault::PlanValue);
+        let wrong_plan = compare::run(package, 7, 600, &compare::Fault::PlanValue);
         assert!(
             wrong_plan.plan_mismatches > 0,
             "a wrong plan value went unnoticed:\n{}",
             wrong_plan.summary(op)
+        );
+        let wrong_kernel = compare::run(package, 7, 600, &compare::Fault::Kernel);
+        assert!(
+            wrong_kernel.kernel_mismatches > 0,
+            "a plan's wrong shader went unnoticed:\n{}",
+            wrong_kernel.summary(op)
         );
     }
 }

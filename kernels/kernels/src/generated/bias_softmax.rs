@@ -651,52 +651,9 @@ fn plan_adaptive_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-/// The manifest's `derive` names, in dependency order.
-#[doc(hidden)]
-pub const DERIVED_NAMES: &[&str] = &[
-    "axisNorm",
-    "batchCount",
-    "blockSize",
-    "biasBlockCount",
-    "biasContract",
-    "fixedSubgroups",
-    "blockPerSubgroup",
-    "normalizeSpanBlocks",
-    "rowPerSubgroup",
-    "wordLanes",
-];
 /// The variant ids, in selection order.
 #[doc(hidden)]
 pub const VARIANT_IDS: &[&str] = &["longrow_split", "packed_rows", "adaptive_row"];
-/// Evaluates the `derive` entry `name` with the compiled code.
-#[doc(hidden)]
-pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
-    Some(
-        match name {
-            "axisNorm" => derive_axis_norm(env).map(rt::support::ExprValue::from),
-            "batchCount" => derive_batch_count(env).map(rt::support::ExprValue::from),
-            "blockSize" => derive_block_size(env).map(rt::support::ExprValue::from),
-            "biasBlockCount" => {
-                derive_bias_block_count(env).map(rt::support::ExprValue::from)
-            }
-            "biasContract" => derive_bias_contract(env).map(rt::support::ExprValue::from),
-            "fixedSubgroups" => {
-                derive_fixed_subgroups(env).map(rt::support::ExprValue::from)
-            }
-            "blockPerSubgroup" => {
-                derive_block_per_subgroup(env).map(rt::support::ExprValue::from)
-            }
-            "normalizeSpanBlocks" => {
-                derive_normalize_span_blocks(env).map(rt::support::ExprValue::from)
-            }
-            "rowPerSubgroup" => {
-                derive_row_per_subgroup(env).map(rt::support::ExprValue::from)
-            }
-            "wordLanes" => derive_word_lanes(env).map(rt::support::ExprValue::from),
-            _ => return None,
-        },
-    )
-}
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.

@@ -659,74 +659,9 @@ fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-/// The manifest's `derive` names, in dependency order.
-#[doc(hidden)]
-pub const DERIVED_NAMES: &[&str] = &[
-    "batchSize",
-    "projDim",
-    "biasContract",
-    "ecoContract",
-    "hidden",
-    "queryContract",
-    "seqLen",
-    "relPosContract",
-    "headSize",
-    "weightContract",
-    "contract",
-    "relRows",
-    "rowsPerWorkgroup",
-    "dispatchOk",
-    "fixedSubgroupSize",
-    "headLanesFilled",
-    "vec4Rows",
-    "longAlignedRows",
-    "headParallel",
-];
 /// The variant ids, in selection order.
 #[doc(hidden)]
 pub const VARIANT_IDS: &[&str] = &["row_head_subgroups", "row_head_tree", "row"];
-/// Evaluates the `derive` entry `name` with the compiled code.
-#[doc(hidden)]
-pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
-    Some(
-        match name {
-            "batchSize" => derive_batch_size(env).map(rt::support::ExprValue::from),
-            "projDim" => derive_proj_dim(env).map(rt::support::ExprValue::from),
-            "biasContract" => derive_bias_contract(env).map(rt::support::ExprValue::from),
-            "ecoContract" => derive_eco_contract(env).map(rt::support::ExprValue::from),
-            "hidden" => derive_hidden(env).map(rt::support::ExprValue::from),
-            "queryContract" => {
-                derive_query_contract(env).map(rt::support::ExprValue::from)
-            }
-            "seqLen" => derive_seq_len(env).map(rt::support::ExprValue::from),
-            "relPosContract" => {
-                derive_rel_pos_contract(env).map(rt::support::ExprValue::from)
-            }
-            "headSize" => derive_head_size(env).map(rt::support::ExprValue::from),
-            "weightContract" => {
-                derive_weight_contract(env).map(rt::support::ExprValue::from)
-            }
-            "contract" => derive_contract(env).map(rt::support::ExprValue::from),
-            "relRows" => derive_rel_rows(env).map(rt::support::ExprValue::from),
-            "rowsPerWorkgroup" => {
-                derive_rows_per_workgroup(env).map(rt::support::ExprValue::from)
-            }
-            "dispatchOk" => derive_dispatch_ok(env).map(rt::support::ExprValue::from),
-            "fixedSubgroupSize" => {
-                derive_fixed_subgroup_size(env).map(rt::support::ExprValue::from)
-            }
-            "headLanesFilled" => {
-                derive_head_lanes_filled(env).map(rt::support::ExprValue::from)
-            }
-            "vec4Rows" => derive_vec4_rows(env).map(rt::support::ExprValue::from),
-            "longAlignedRows" => {
-                derive_long_aligned_rows(env).map(rt::support::ExprValue::from)
-            }
-            "headParallel" => derive_head_parallel(env).map(rt::support::ExprValue::from),
-            _ => return None,
-        },
-    )
-}
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.

@@ -841,74 +841,9 @@ fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
         ],
     })
 }
-/// The manifest's `derive` names, in dependency order.
-#[doc(hidden)]
-pub const DERIVED_NAMES: &[&str] = &[
-    "halfRotaryDim",
-    "sectionsDefined",
-    "sectionsValid",
-    "commonContract",
-    "rank3HeadSize",
-    "headSize",
-    "effectiveRotaryDim",
-    "tasksPerHead",
-    "pairCount",
-    "pairDispatchOk",
-    "quadHeads",
-    "quadHeadsPerTask",
-    "quadPairs",
-    "rank3Contract",
-    "rank4Contract",
-];
 /// The variant ids, in selection order.
 #[doc(hidden)]
 pub const VARIANT_IDS: &[&str] = &["rank3", "rank4"];
-/// Evaluates the `derive` entry `name` with the compiled code.
-#[doc(hidden)]
-pub fn derived_value(name: &str, env: &Env<'_>) -> rt::support::DerivedValue {
-    Some(
-        match name {
-            "halfRotaryDim" => {
-                derive_half_rotary_dim(env).map(rt::support::ExprValue::from)
-            }
-            "sectionsDefined" => {
-                derive_sections_defined(env).map(rt::support::ExprValue::from)
-            }
-            "sectionsValid" => {
-                derive_sections_valid(env).map(rt::support::ExprValue::from)
-            }
-            "commonContract" => {
-                derive_common_contract(env).map(rt::support::ExprValue::from)
-            }
-            "rank3HeadSize" => {
-                derive_rank3_head_size(env).map(rt::support::ExprValue::from)
-            }
-            "headSize" => derive_head_size(env).map(rt::support::ExprValue::from),
-            "effectiveRotaryDim" => {
-                derive_effective_rotary_dim(env).map(rt::support::ExprValue::from)
-            }
-            "tasksPerHead" => {
-                derive_tasks_per_head(env).map(rt::support::ExprValue::from)
-            }
-            "pairCount" => derive_pair_count(env).map(rt::support::ExprValue::from),
-            "pairDispatchOk" => {
-                derive_pair_dispatch_ok(env).map(rt::support::ExprValue::from)
-            }
-            "quadHeads" => derive_quad_heads(env).map(rt::support::ExprValue::from),
-            "quadHeadsPerTask" => {
-                derive_quad_heads_per_task(env).map(rt::support::ExprValue::from)
-            }
-            "quadPairs" => derive_quad_pairs(env).map(rt::support::ExprValue::from),
-            "rank3Contract" => {
-                derive_rank3_contract(env).map(rt::support::ExprValue::from)
-            }
-            "rank4Contract" => {
-                derive_rank4_contract(env).map(rt::support::ExprValue::from)
-            }
-            _ => return None,
-        },
-    )
-}
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
