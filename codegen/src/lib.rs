@@ -170,19 +170,12 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     let mut all_origins = BTreeMap::new();
     for package in &inputs.packages {
         let file = package.manifest_path();
-        let mut manifest = match manifest::parse_any(&package.manifest) {
-            Ok(manifest::AnyManifest::Seed(manifest)) => *manifest,
-            Ok(manifest::AnyManifest::V1(manifest)) => match manifest.into_common() {
-                Ok(common) => common,
-                Err(problems) => {
-                    for (json_path, message) in problems {
-                        diagnostics.push(Diagnostic::new(&file, json_path, message));
-                    }
-                    continue;
+        let mut manifest = match manifest::read(&package.manifest) {
+            Ok(manifest) => manifest,
+            Err(problems) => {
+                for (json_path, message) in problems {
+                    diagnostics.push(Diagnostic::new(&file, json_path, message));
                 }
-            },
-            Err((json_path, message)) => {
-                diagnostics.push(Diagnostic::new(&file, json_path, message));
                 continue;
             }
         };

@@ -1,4 +1,4 @@
-//! Reads a `schemaVersion: 1` manifest into the common manifest types the model is built from,
+//! Reads a `schemaVersion: 1` manifest into the declaration the model is built from,
 //! spelling each construct the way the seed dialect does where it has one (`when` lists,
 //! dispatch `x/y/z`, output shapes as list expressions, `source`) and keeping what only this
 //! dialect has (scalar args, optional tensors, its expression rules) in the fields made for it.
@@ -6,22 +6,19 @@
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::seed::{
+use super::declaration::{
     ArgDecl, BindingDecl, BindingsRef, BufferDecl, FieldDecl, IntermediateDecl, Manifest, PassDecl,
-    SourceDecl, StructDecl, TensorDecl, VariantDecl,
+    ScalarDecl, SourceDecl, StructDecl, TensorDecl, VariantDecl,
 };
 use super::v1::{self, Scalar, ShapeSpec};
-use super::{Dialect, ScalarDecl};
+use super::{Dialect, Problems};
 
 /// Kinds a scalar argument may have.
 const SCALAR_KINDS: &[&str] = &["bool", "f32", "i32", "string", "u32"];
 
-/// What went wrong, at which JSON path.
-pub type Problems = Vec<(String, String)>;
-
 impl v1::Manifest {
-    /// The common form of this manifest, or every structural problem found.
-    pub fn into_common(self) -> Result<Manifest, Problems> {
+    /// The declaration this manifest makes, or every structural problem found.
+    pub fn into_declaration(self) -> Result<Manifest, Problems> {
         let mut problems = Problems::new();
         let mut scalars = IndexMap::new();
         let mut args = IndexMap::new();

@@ -1,20 +1,21 @@
-//! The raw JSON of a package manifest, in either dialect of the format family, read strictly:
-//! an unknown key is an error at its JSON path.
+//! The front end's first step: a package manifest, in either dialect of the format family,
+//! read strictly (an unknown key is an error at its JSON path) into one declaration.
 //!
 //! - [`seed`]: the seed dialect (no `schemaVersion`; `attributes`, tensor `args`, pass
 //!   `source`, dispatch forms).
 //! - [`v1`]: the `schemaVersion: 1` dialect (scalar `args`, `inout`/`weights`/optional tensors,
-//!   output shape lists, pass-level `shader`, `x/y/z` dispatch, `requiredFeatures`).
-//!
-//! These types are the JSON shape only; `model` turns them into one validated op model, and
-//! nothing after `model` ever sees them.
+//!   output shape lists, pass-level `shader`, `x/y/z` dispatch, `requiredFeatures`), read by
+//!   `desugar` into the seed dialect's spelling of each construct it shares.
+//! - [`declaration`]: what both are read into. `model` builds the one validated op model
+//!   from it, and nothing after `model` ever sees it.
 
+mod declaration;
 mod desugar;
 mod json;
 pub mod seed;
 pub mod v1;
 
-pub use seed::*;
+pub use declaration::*;
 
 use serde_json::Value;
 
@@ -22,38 +23,24 @@ use serde_json::Value;
 /// expression checker's own type, so that one type names the dialect.
 pub use crate::expr::Dialect;
 
-/// A scalar argument (`schemaVersion: 1`): `args.<name>` in expressions.
-#[derive(Debug, Clone)]
-pub struct ScalarDecl {
-    /// `u32`, `i32`, `f32`, `bool` or `string`.
-    pub kind: String,
-    pub required: bool,
-    /// The allowed values of a `string` scalar.
-    pub one_of: Option<Vec<String>>,
-    pub description: String,
-}
+/// What went wrong reading a manifest: (JSON path, message) pairs.
+pub type Problems = Vec<(String, String)>;
 
-/// A manifest of either dialect.
-#[derive(Debug)]
-pub enum AnyManifest {
-    Seed(Box<Manifest>),
-    V1(Box<v1::Manifest>),
-}
-
-/// Reads a manifest, choosing the dialect by its `schemaVersion` (absent: the seed dialect);
-/// a structural error comes back as (JSON path, message).
-pub fn parse_any(text: &str) -> Result<AnyManifest, (String, String)> {
+/// Reads a manifest in the dialect its `schemaVersion` names (absent: the seed dialect) into
+/// the declaration; the structural problems come back with their JSON paths.
+pub fn read(text: &str) -> Result<Manifest, Problems> {
     // Repeated keys are found by the dialect's strict parse (`json::parse_strict`).
-    let value: Value = serde_json::from_str(text).map_err(|e| (String::new(), e.to_string()))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| vec![(String::new(), e.to_string())])?;
     match value.get("schemaVersion") {
-        None => parse(text).map(|m| AnyManifest::Seed(Box::new(m))),
-        Some(Value::Number(n)) if n.as_u64() == Some(1) => {
-            v1::parse(text).map(|m| AnyManifest::V1(Box::new(m)))
-        }
-        Some(other) => Err((
+        None => seed::parse(text).map_err(|problem| vec![problem]),
+        Some(Value::Number(n)) if n.as_u64() == Some(1) => v1::parse(text)
+            .map_err(|problem| vec![problem])?
+            .into_declaration(),
+        Some(other) => Err(vec![(
             "schemaVersion".to_owned(),
             format!("unsupported schemaVersion {other} (known: 1; absent for the seed dialect)"),
-        )),
+        )]),
     }
 }
 

@@ -1,202 +1,140 @@
-//! The seed dialect's manifest, mirrored strictly (unknown keys are errors).
+//! The seed dialect (no `schemaVersion`): its JSON mirrored strictly (an unknown key is an
+//! error at its JSON path), then read into the declaration. Its leaf entries are the
+//! declaration's own types; the seed dialect has no scalar args, optional tensors or
+//! hints-only fields, so those start empty.
 
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::Dialect;
+use super::declaration::{
+    ArgDecl, AttributeConstraint, BindingDecl, BindingsRef, IntermediateDecl, SourceDecl,
+};
+
 /// One op package manifest (`<domain>.<name>.manifest.json`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Manifest {
-    /// The dialect the manifest was written in: the seed's own, or another one read into
-    /// these types (`v1::Manifest::into_common`). Not a JSON key.
-    #[serde(skip)]
-    pub dialect: super::Dialect,
-    /// Scalar arguments (the `schemaVersion: 1` dialect's `args` of scalar kinds), by name.
-    /// Not a JSON key of this dialect.
-    #[serde(skip)]
-    pub scalars: IndexMap<String, super::ScalarDecl>,
-    pub domain: String,
-    pub name: String,
-    pub since_version: u32,
+struct Manifest {
+    domain: String,
+    name: String,
+    since_version: u32,
     #[serde(default)]
-    pub description: String,
-    pub inputs: Vec<TensorDecl>,
-    pub outputs: Vec<TensorDecl>,
+    description: String,
+    inputs: Vec<Tensor>,
+    outputs: Vec<Tensor>,
     /// Attribute defaults: an attribute listed here is optional.
     #[serde(default)]
-    pub attributes: IndexMap<String, Value>,
+    attributes: IndexMap<String, Value>,
     #[serde(default)]
-    pub attribute_constraints: IndexMap<String, AttributeConstraint>,
+    attribute_constraints: IndexMap<String, AttributeConstraint>,
     #[serde(default)]
-    pub attribute_descriptions: IndexMap<String, String>,
-    pub type_constraints: IndexMap<String, Vec<String>>,
-    pub args: IndexMap<String, ArgDecl>,
+    attribute_descriptions: IndexMap<String, String>,
+    type_constraints: IndexMap<String, Vec<String>>,
+    args: IndexMap<String, ArgDecl>,
     #[serde(default)]
-    pub tunables: IndexMap<String, Value>,
+    tunables: IndexMap<String, Value>,
     #[serde(default)]
-    pub derive: IndexMap<String, String>,
+    derive: IndexMap<String, String>,
     #[serde(default)]
-    pub binding_sets: IndexMap<String, Vec<BindingDecl>>,
-    pub variants: Vec<VariantDecl>,
+    binding_sets: IndexMap<String, Vec<BindingDecl>>,
+    variants: Vec<Variant>,
 }
 
 /// An input or output tensor of the op.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TensorDecl {
-    pub role: String,
+#[serde(deny_unknown_fields)]
+struct Tensor {
+    role: String,
     /// A type variable of `typeConstraints` or a concrete dtype name.
-    pub dtype: String,
+    dtype: String,
     /// A literal rank (inputs) or an expression (outputs).
     #[serde(default)]
-    pub rank: Option<Value>,
+    rank: Option<Value>,
     /// Output shape expression.
     #[serde(default)]
-    pub shape: Option<String>,
+    shape: Option<String>,
     #[serde(default)]
-    pub description: String,
-    /// Whether the tensor may be left out (`optional: true` in the `schemaVersion: 1`
-    /// dialect). Not a JSON key of this dialect.
-    #[serde(skip)]
-    pub optional: bool,
-}
-
-/// Declared restrictions on an attribute.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AttributeConstraint {
-    #[serde(default)]
-    pub values: Option<Vec<Value>>,
-    #[serde(default)]
-    pub required: bool,
-}
-
-/// A kernel argument: a named view of an op tensor as the shader binds it.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ArgDecl {
-    pub kind: String,
-    pub semantic: String,
-    pub role: String,
-    /// Storage dtype when it differs from the logical dtype (e.g. int64 bound as `uint32`).
-    #[serde(default)]
-    pub dtype: Option<String>,
-    #[serde(default)]
-    pub narrowing: Option<String>,
-}
-
-/// One `@group(0) @binding(i)` entry; its index is its position in the list.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct BindingDecl {
-    pub name: String,
-    #[serde(default)]
-    pub arg: Option<String>,
-    pub semantic: String,
-    pub buffer: BufferDecl,
-    #[serde(default)]
-    pub element_type: Option<String>,
-    #[serde(default, rename = "struct")]
-    pub struct_: Option<StructDecl>,
-    /// Names a static boolean of the pass (a constant or source input): where it is true, the
-    /// shader sees the buffer as `array<vec4<T>>`, four elements per word. An extension of the
-    /// seed format; the manifest must make the predicate imply a length that is a multiple of 4.
-    #[serde(default)]
-    pub vec4_when: Option<String>,
-}
-
-/// WebGPU buffer binding type.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BufferDecl {
-    #[serde(rename = "type")]
-    pub ty: String,
-}
-
-/// A uniform struct whose fields are computed from expressions.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StructDecl {
-    pub name: String,
-    pub fields: Vec<FieldDecl>,
-}
-
-/// One uniform struct field.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FieldDecl {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub ty: String,
-    pub value: String,
+    description: String,
 }
 
 /// A kernel variant, selected by `priority` and `when`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct VariantDecl {
-    pub id: String,
+#[serde(deny_unknown_fields)]
+struct Variant {
+    id: String,
     /// What the variant does and when it is chosen (an extension of the seed format; optional).
     #[serde(default)]
-    pub description: String,
+    description: String,
     #[serde(default)]
-    pub priority: i64,
+    priority: i64,
     #[serde(default)]
-    pub when: Vec<String>,
+    when: Vec<String>,
     #[serde(default)]
-    pub constants: IndexMap<String, Value>,
+    constants: IndexMap<String, Value>,
     #[serde(default)]
-    pub intermediates: Vec<IntermediateDecl>,
-    pub passes: Vec<PassDecl>,
-    /// Template value → the values to build shaders for, declared by implementation hints
-    /// ([`crate::hints`]); never read from a manifest.
-    #[serde(skip)]
-    pub specialise: IndexMap<String, Vec<crate::expr::Value>>,
-}
-
-/// A scratch buffer owned by a variant.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IntermediateDecl {
-    pub id: String,
-    pub dtype: String,
-    pub shape: String,
+    intermediates: Vec<IntermediateDecl>,
+    passes: Vec<Pass>,
 }
 
 /// One compute pass.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PassDecl {
-    pub id: String,
-    pub name: String,
-    pub source: SourceDecl,
-    pub bindings: BindingsRef,
-    pub dispatch: IndexMap<String, Value>,
-    /// The manifest's own dispatch values that hints replaced: still checked, so that the
-    /// package is valid without its hints too.
-    #[serde(skip)]
-    pub replaced_dispatch: IndexMap<String, Value>,
+struct Pass {
+    id: String,
+    name: String,
+    source: SourceDecl,
+    bindings: BindingsRef,
+    dispatch: IndexMap<String, Value>,
 }
 
-/// The template of a pass and its inputs.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SourceDecl {
-    pub shader: String,
-    #[serde(default)]
-    pub inputs: IndexMap<String, Value>,
-}
-
-/// Either the name of a binding set or an inline binding list.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum BindingsRef {
-    Set(String),
-    Inline(Vec<BindingDecl>),
-}
-
-/// Parses a seed-dialect manifest, reporting the JSON path of the first structural error.
-pub fn parse(text: &str) -> Result<Manifest, (String, String)> {
-    super::parse_strict(text)
+/// Parses a seed-dialect manifest into the declaration, reporting the JSON path of the first
+/// structural error.
+pub fn parse(text: &str) -> Result<super::Manifest, (String, String)> {
+    let m: Manifest = super::parse_strict(text)?;
+    let tensor = |t: Tensor| super::TensorDecl {
+        role: t.role,
+        dtype: t.dtype,
+        rank: t.rank,
+        shape: t.shape,
+        description: t.description,
+        optional: false,
+    };
+    let pass = |p: Pass| super::PassDecl {
+        id: p.id,
+        name: p.name,
+        source: p.source,
+        bindings: p.bindings,
+        dispatch: p.dispatch,
+        replaced_dispatch: IndexMap::new(),
+    };
+    let variant = |v: Variant| super::VariantDecl {
+        id: v.id,
+        description: v.description,
+        priority: v.priority,
+        when: v.when,
+        constants: v.constants,
+        intermediates: v.intermediates,
+        passes: v.passes.into_iter().map(pass).collect(),
+        specialise: IndexMap::new(),
+    };
+    Ok(super::Manifest {
+        dialect: Dialect::Seed,
+        scalars: IndexMap::new(),
+        domain: m.domain,
+        name: m.name,
+        since_version: m.since_version,
+        description: m.description,
+        inputs: m.inputs.into_iter().map(tensor).collect(),
+        outputs: m.outputs.into_iter().map(tensor).collect(),
+        attributes: m.attributes,
+        attribute_constraints: m.attribute_constraints,
+        attribute_descriptions: m.attribute_descriptions,
+        type_constraints: m.type_constraints,
+        args: m.args,
+        tunables: m.tunables,
+        derive: m.derive,
+        binding_sets: m.binding_sets,
+        variants: m.variants.into_iter().map(variant).collect(),
+    })
 }
