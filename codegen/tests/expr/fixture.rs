@@ -1,17 +1,26 @@
-//! The fixed scope, environment and lowering scope the `.test` cases run in.
+//! The one fixed scope, environment and lowering scope every `.test` case runs in, whichever
+//! dialect its file is written in (the dialect decides only how the expression parses and
+//! checks).
 //!
-//! Roles, attributes and `derive` entries follow the two seed manifests (BiasSoftmax and
-//! MRotaryEmbedding) with values chosen so that their contracts hold, plus a few names made up
-//! for edge cases (`x`, `empty`, `zero`, `big`, `attrs.optional`, `attrs.gain`, `half`, `broken`, `ratio`).
+//! Seed names follow the seed manifests (BiasSoftmax and MRotaryEmbedding: tensors by role,
+//! attributes, `derive` entries) with values chosen so that their contracts hold, plus a few
+//! made up for edge cases (`x`, `empty`, `zero`, `big`, `attrs.optional`, `attrs.gain`, `half`,
+//! `broken`, `ratio`). `schemaVersion: 1` names follow the corpus packages (scalar `args`,
+//! tensors by arg name with `present.*` and `tensorDtypes.*`, `device.adapterInfo.*`), with
+//! values chosen to exercise each rule: a required `u32` (`count`), optional `u32`s absent
+//! (`period`) and given (`srcStart`), a zero (`zero`), `f32`s (`eps` given, `scale` absent),
+//! `bool`s (`flag`, `optFlag` absent), strings (`mode` with `oneOf`, `label` empty), an absent
+//! optional tensor (`maskT`) and a rank-0 one (`scalarT`); its variant constants are
+//! [`CONSTANTS`].
 
 use std::collections::BTreeMap;
 
-use codegen::expr::{self, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Value};
+use codegen::expr::{self, Dialect, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Value};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 
 /// `derive` entries of the seed manifests (copied so the tests do not move when they change),
-/// and a few extra ones.
+/// and a few extra ones, checked in order in the seed dialect.
 pub const DERIVED: &[(&str, &str)] = &[
     // BiasSoftmax
     (
@@ -78,32 +87,70 @@ pub const DERIVED: &[(&str, &str)] = &[
     ("sizes", "[dim(shapes.x, 0), half]"),
 ];
 
-/// The fixed environment.
+/// `schemaVersion: 1` variant constants (bare names), checked in order in that dialect (each
+/// may use the ones before it).
+pub const CONSTANTS: &[(&str, &str)] = &[
+    ("usesF16", "dtypes.X == \"f16\" or dtypes.Y == \"f16\""),
+    ("CHUNKS", "8 / args.bits"),
+    ("halfDim", "args.dim // 2"),
+    ("vecType", "\"vec4<\" ~ dtypes.Y ~ \">\""),
+    ("wg", "min(256, pow2ceil(args.dim / 4))"),
+];
+
+/// A scalar argument: its type, value (`None`: not given) and whether it is optional.
+struct Arg {
+    ty: Type,
+    value: Option<Value>,
+    optional: bool,
+}
+
+/// A tensor that was given (the map holds `None` for an optional one that was not).
+struct Tensor {
+    shape: Vec<i64>,
+    dtype: &'static str,
+}
+
+/// The fixed environment, read in one dialect.
 pub struct Fixture {
-    shapes: BTreeMap<&'static str, Vec<i64>>,
+    dialect: Dialect,
     attrs: BTreeMap<&'static str, (Type, Option<Value>)>,
+    args: BTreeMap<&'static str, Arg>,
+    tensors: BTreeMap<&'static str, Option<Tensor>>,
     dtypes: BTreeMap<&'static str, &'static str>,
     tunables: BTreeMap<&'static str, i64>,
     limits: BTreeMap<&'static str, i64>,
+    adapter_info: BTreeMap<&'static str, Option<i64>>,
     features: Vec<&'static str>,
-    /// Checked `derive` entries, filled in table order (each may use the ones before it).
-    derived: BTreeMap<&'static str, Result<Ir, String>>,
+    /// Checked `derive` entries and constants, filled in table order (each may use the ones
+    /// before it).
+    named: BTreeMap<&'static str, Result<Ir, String>>,
 }
 
 impl Fixture {
-    pub fn new() -> Self {
-        let shapes = BTreeMap::from([
-            ("bias", vec![4, 8]),
-            ("big", vec![4_294_967_296, 4_294_967_296]),
-            ("cos_cache", vec![16, 64]),
-            ("data", vec![2, 4, 8]),
-            ("empty", vec![]),
-            ("input", vec![2, 3, 256]),
-            ("output", vec![2, 3, 256]),
-            ("position_ids", vec![3, 2, 3]),
-            ("sin_cache", vec![16, 64]),
-            ("x", vec![2, 3, 4]),
-            ("zero", vec![2, 0, 3]),
+    pub fn new(dialect: Dialect) -> Self {
+        let tensor = |shape: &[i64], dtype| {
+            Some(Tensor {
+                shape: shape.to_vec(),
+                dtype,
+            })
+        };
+        let tensors = BTreeMap::from([
+            ("bias", tensor(&[4, 8], "float32")),
+            ("big", tensor(&[4_294_967_296, 4_294_967_296], "float32")),
+            ("cos_cache", tensor(&[16, 64], "float16")),
+            ("data", tensor(&[2, 4, 8], "float32")),
+            ("empty", tensor(&[], "float32")),
+            ("input", tensor(&[2, 3, 256], "float16")),
+            ("output", tensor(&[2, 3, 256], "float16")),
+            ("position_ids", tensor(&[3, 2, 3], "int64")),
+            ("sin_cache", tensor(&[16, 64], "float16")),
+            ("x", tensor(&[2, 3, 4], "float32")),
+            ("zero", tensor(&[2, 0, 3], "float32")),
+            ("xT", tensor(&[2, 3, 8], "float32")),
+            ("yT", tensor(&[2, 3, 8], "float16")),
+            ("wT", tensor(&[8], "float32")),
+            ("scalarT", tensor(&[], "float32")),
+            ("maskT", None),
         ]);
         let int = |v: i64| (Type::Int, Some(Value::Int(v)));
         let attrs = BTreeMap::from([
@@ -125,42 +172,104 @@ impl Fixture {
             // promotes it.
             ("gain", (Type::Float, Some(Value::Int(1)))),
         ]);
+        let arg = |ty, value, optional| Arg {
+            ty,
+            value,
+            optional,
+        };
+        let int_arg = |v| arg(Type::Int, Some(Value::Int(v)), false);
+        let args = BTreeMap::from([
+            ("count", int_arg(8)),
+            ("rows", int_arg(6)),
+            ("dim", int_arg(64)),
+            ("bits", int_arg(4)),
+            ("zero", int_arg(0)),
+            ("period", arg(Type::Int, None, true)),
+            ("srcStart", arg(Type::Int, Some(Value::Int(12)), true)),
+            ("eps", arg(Type::Float, Some(Value::Float(1e-6)), false)),
+            ("scale", arg(Type::Float, None, true)),
+            ("flag", arg(Type::Bool, Some(Value::Bool(true)), false)),
+            ("optFlag", arg(Type::Bool, None, true)),
+            (
+                "mode",
+                arg(Type::Str, Some(Value::Str("split-half".into())), false),
+            ),
+            (
+                "label",
+                arg(Type::Str, Some(Value::Str(String::new())), false),
+            ),
+        ]);
         let mut fixture = Self {
-            shapes,
+            dialect: Dialect::Seed,
             attrs,
-            dtypes: BTreeMap::from([("M", "i64"), ("T", "f16")]),
-            tunables: BTreeMap::from([("BLOCK_COLS", 2048), ("WORKGROUP_SIZE", 256)]),
+            args,
+            tensors,
+            dtypes: BTreeMap::from([("M", "i64"), ("T", "f16"), ("X", "f32"), ("Y", "f16")]),
+            tunables: BTreeMap::from([
+                ("BLOCK_COLS", 2048),
+                ("MAX_WORKGROUPS_X", 1024),
+                ("WORKGROUP_SIZE", 256),
+            ]),
             limits: BTreeMap::from([
                 ("maxComputeInvocationsPerWorkgroup", 256),
                 ("maxComputeWorkgroupsPerDimension", 65535),
             ]),
+            adapter_info: BTreeMap::from([
+                ("subgroupMaxSize", Some(64)),
+                ("subgroupMinSize", Some(32)),
+                // Known to the scope, not reported by this adapter.
+                ("subgroupSizeHint", None),
+            ]),
             features: vec!["subgroups"],
-            derived: BTreeMap::new(),
+            named: BTreeMap::new(),
         };
-        // Checked once, in order, as the op model does: resolving a derive is then a lookup
-        // rather than a nested check.
-        for (name, src) in DERIVED {
-            let ir = expr::parse(src)
-                .map_err(|e| format!("derive {name}: {}", e.message))
-                .and_then(|ast| {
-                    expr::check(&ast, &fixture)
-                        .map_err(|e| format!("derive {name}: {}", e[0].message))
-                });
-            fixture.derived.insert(name, ir);
+        // Checked once, in order and in the dialect each table is written in, as the op model
+        // does: resolving a name is then a lookup rather than a nested check.
+        for (tables, table_dialect) in [(DERIVED, Dialect::Seed), (CONSTANTS, Dialect::V1)] {
+            fixture.dialect = table_dialect;
+            for (name, src) in tables {
+                let ir = expr::parse_in(src, table_dialect)
+                    .map_err(|e| format!("{name}: {}", e.message))
+                    .and_then(|ast| {
+                        expr::check(&ast, &fixture).map_err(|e| format!("{name}: {}", e[0].message))
+                    });
+                fixture.named.insert(name, ir);
+            }
         }
+        fixture.dialect = dialect;
         fixture
     }
 
-    fn derived_ir(&self, name: &str) -> Result<&Ir, String> {
-        match self.derived.get(name) {
+    fn named(&self, name: &str) -> Result<&Ir, String> {
+        match self.named.get(name) {
             Some(result) => result.as_ref().map_err(Clone::clone),
             None => {
-                let known: Vec<&str> = DERIVED.iter().map(|(n, _)| *n).collect();
+                let known: Vec<&str> = DERIVED.iter().chain(CONSTANTS).map(|(n, _)| *n).collect();
                 Err(format!(
                     "undefined name `{name}` (known: {})",
                     known.join(", ")
                 ))
             }
+        }
+    }
+
+    /// The tensor `name`, `Ok(None)` when it is optional and not given.
+    fn tensor(&self, name: &str) -> Result<Option<&Tensor>, String> {
+        self.tensors
+            .get(name)
+            .map(Option::as_ref)
+            .ok_or_else(|| unknown("tensor", name, &self.tensors))
+    }
+
+    /// Whether `sym` may be undefined, so that the lowering reads it through `rt::expr::given`.
+    fn optional(&self, sym: &Symbol) -> bool {
+        match sym {
+            Symbol::Arg(a) => self.args.get(a.as_str()).is_some_and(|a| a.optional),
+            Symbol::Shape(t) | Symbol::Rank(t) | Symbol::TensorDtype(t) => {
+                matches!(self.tensors.get(t.as_str()), Some(None))
+            }
+            Symbol::AdapterInfo(_) => true,
+            _ => false,
         }
     }
 }
@@ -170,74 +279,87 @@ fn unknown<V>(what: &str, name: &str, map: &BTreeMap<&'static str, V>) -> String
     format!("unknown {what} `{name}` (known: {})", known.join(", "))
 }
 
+fn known<V>(
+    what: &str,
+    name: &str,
+    map: &BTreeMap<&'static str, V>,
+    ty: Type,
+) -> Result<Type, String> {
+    if map.contains_key(name) {
+        Ok(ty)
+    } else {
+        Err(unknown(what, name, map))
+    }
+}
+
 impl Scope for Fixture {
     fn resolve(&self, sym: &Symbol) -> Result<Type, String> {
         match sym {
-            Symbol::Shape(r) | Symbol::Rank(r) => match self.shapes.get(r.as_str()) {
-                Some(_) if matches!(sym, Symbol::Shape(_)) => Ok(Type::List),
-                Some(_) => Ok(Type::Int),
-                None => Err(unknown("tensor role", r, &self.shapes)),
-            },
-            Symbol::Dtype(v) => self
-                .dtypes
-                .get(v.as_str())
-                .map(|_| Type::Dtype)
-                .ok_or_else(|| unknown("type variable", v, &self.dtypes)),
             Symbol::Attr(a) => self
                 .attrs
                 .get(a.as_str())
                 .map(|(ty, _)| *ty)
                 .ok_or_else(|| unknown("attribute", a, &self.attrs)),
-            Symbol::Tunable(t) => self
-                .tunables
-                .get(t.as_str())
-                .map(|_| Type::Int)
-                .ok_or_else(|| unknown("tunable", t, &self.tunables)),
-            Symbol::Limit(l) => self
-                .limits
-                .get(l.as_str())
-                .map(|_| Type::Int)
-                .ok_or_else(|| unknown("WebGPU limit", l, &self.limits)),
-            Symbol::Derived(n) => self.derived_ir(n).map(|ir| ir.ty),
-            // The seed checker never produces these.
-            Symbol::Arg(_)
-            | Symbol::Present(_)
-            | Symbol::TensorDtype(_)
-            | Symbol::AdapterInfo(_) => Err(format!("`{sym}` is not a seed name")),
+            Symbol::Arg(a) => self
+                .args
+                .get(a.as_str())
+                .map(|arg| arg.ty)
+                .ok_or_else(|| unknown("argument", a, &self.args)),
+            Symbol::Shape(t) => known("tensor", t, &self.tensors, Type::List),
+            Symbol::Rank(t) => known("tensor", t, &self.tensors, Type::Int),
+            Symbol::Present(t) => known("tensor", t, &self.tensors, Type::Bool),
+            Symbol::TensorDtype(t) => known("tensor", t, &self.tensors, Type::Str),
+            Symbol::Dtype(v) => known("type variable", v, &self.dtypes, Type::Dtype),
+            Symbol::Tunable(t) => known("tunable", t, &self.tunables, Type::Int),
+            Symbol::Limit(l) => known("WebGPU limit", l, &self.limits, Type::Int),
+            Symbol::AdapterInfo(i) => known("adapter info", i, &self.adapter_info, Type::Int),
+            Symbol::Derived(n) => self.named(n).map(|ir| ir.ty),
         }
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    fn string_values(&self, sym: &Symbol) -> Option<Vec<String>> {
+        (sym == &Symbol::Arg("mode".into()))
+            .then(|| vec!["interleaved".to_owned(), "split-half".to_owned()])
     }
 }
 
 impl Env for Fixture {
     fn get(&self, sym: &Symbol) -> Result<Option<Value>, EvalError> {
         let missing = || EvalError::new(format!("fixture has no value for `{sym}`"));
+        let tensor = |t: &str| self.tensor(t).map_err(EvalError::new);
         Ok(match sym {
-            Symbol::Shape(r) => Some(Value::List(
-                self.shapes.get(r.as_str()).ok_or_else(missing)?.clone(),
-            )),
-            Symbol::Rank(r) => {
-                let rank = self.shapes.get(r.as_str()).ok_or_else(missing)?.len();
-                Some(Value::Int(i64::try_from(rank).map_err(|_| missing())?))
-            }
+            Symbol::Attr(a) => self.attrs.get(a.as_str()).ok_or_else(missing)?.1.clone(),
+            Symbol::Arg(a) => self.args.get(a.as_str()).ok_or_else(missing)?.value.clone(),
+            Symbol::Shape(t) => tensor(t)?.map(|t| Value::List(t.shape.clone())),
+            Symbol::Rank(t) => match tensor(t)? {
+                Some(t) => Some(Value::Int(
+                    i64::try_from(t.shape.len()).map_err(|_| missing())?,
+                )),
+                None => None,
+            },
+            Symbol::Present(t) => Some(Value::Bool(tensor(t)?.is_some())),
+            Symbol::TensorDtype(t) => tensor(t)?.map(|t| Value::Str(t.dtype.to_owned())),
             Symbol::Dtype(v) => Some(Value::Dtype(
                 (*self.dtypes.get(v.as_str()).ok_or_else(missing)?).to_owned(),
             )),
-            Symbol::Attr(a) => self.attrs.get(a.as_str()).ok_or_else(missing)?.1.clone(),
             Symbol::Tunable(t) => Some(Value::Int(
                 *self.tunables.get(t.as_str()).ok_or_else(missing)?,
             )),
             Symbol::Limit(l) => Some(Value::Int(
                 *self.limits.get(l.as_str()).ok_or_else(missing)?,
             )),
+            Symbol::AdapterInfo(i) => self
+                .adapter_info
+                .get(i.as_str())
+                .ok_or_else(missing)?
+                .map(Value::Int),
             Symbol::Derived(n) => {
-                let ir = self.derived_ir(n).map_err(EvalError::new)?;
+                let ir = self.named(n).map_err(EvalError::new)?;
                 Some(expr::eval(ir, self)?)
-            }
-            Symbol::Arg(_)
-            | Symbol::Present(_)
-            | Symbol::TensorDtype(_)
-            | Symbol::AdapterInfo(_) => {
-                return Err(missing());
             }
         })
     }
@@ -251,52 +373,51 @@ fn ident(name: &str) -> Ident {
     Ident::new(name, Span::call_site())
 }
 
-/// Lowering names for the golden `lower =>` lines: short, readable paths.
-pub struct TestLowerScope;
+/// Lowering names for the golden `lower =>` lines: short, readable paths. Values that may be
+/// undefined read through `rt::expr::given`, as an emitter lowers them; an attribute may be
+/// left out of a call, so `is defined` asks the environment.
+pub struct TestLowerScope<'a>(pub &'a Fixture);
 
-impl LowerScope for TestLowerScope {
+impl LowerScope for TestLowerScope<'_> {
     fn symbol(&self, sym: &Symbol) -> TokenStream {
-        match sym {
-            Symbol::Shape(r) => {
-                let r = ident(r);
-                quote!(env.shapes.#r)
-            }
-            Symbol::Rank(r) => {
-                let r = ident(r);
-                quote!(env.ranks.#r)
-            }
-            Symbol::Dtype(v) => {
-                let v = ident(v);
-                quote!(env.dtypes.#v)
-            }
-            Symbol::Attr(a) => {
-                let a = ident(a);
-                quote!(env.attrs.#a)
-            }
-            Symbol::Tunable(t) => {
-                let t = ident(t);
-                quote!(#t)
-            }
-            Symbol::Limit(l) => {
-                let l = ident(l);
-                quote!(env.limits.#l)
+        let field = |group: &str, name: &str| {
+            let (group, name) = (ident(group), ident(name));
+            quote!(env.#group.#name)
+        };
+        let plain = match sym {
+            Symbol::Attr(n) => field("attrs", n),
+            Symbol::Arg(n) => field("args", n),
+            Symbol::Shape(n) => field("shapes", n),
+            Symbol::Rank(n) => field("ranks", n),
+            Symbol::Present(n) => field("present", n),
+            Symbol::TensorDtype(n) => field("tensor_dtypes", n),
+            Symbol::Dtype(n) => field("dtypes", n),
+            Symbol::AdapterInfo(n) => field("adapter_info", n),
+            Symbol::Limit(n) => field("limits", n),
+            Symbol::Tunable(n) => {
+                let n = ident(n);
+                quote!(#n)
             }
             Symbol::Derived(n) => {
                 let n = ident(n);
-                quote!(#n(env)?)
+                return quote!(#n(env)?);
             }
-            Symbol::Arg(_)
-            | Symbol::Present(_)
-            | Symbol::TensorDtype(_)
-            | Symbol::AdapterInfo(_) => {
-                quote!(::core::compile_error!("not a seed name"))
-            }
+        };
+        if self.0.optional(sym) {
+            let name = sym.to_string();
+            quote!(rt::expr::given(#plain, #name)?)
+        } else {
+            plain
         }
     }
 
     fn is_defined(&self, sym: &Symbol) -> TokenStream {
-        let name = sym.to_string();
-        quote!(env.is_defined(#name))
+        if self.0.optional(sym) || matches!(sym, Symbol::Attr(_)) {
+            let name = sym.to_string();
+            quote!(env.is_defined(#name))
+        } else {
+            quote!(true)
+        }
     }
 
     fn feature(&self, name: &str) -> TokenStream {

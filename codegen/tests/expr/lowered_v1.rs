@@ -1,6 +1,6 @@
 //! The V1 lowering compiles and computes what the interpreter computes: each case is the text
 //! of a `lower =>` line of `v1_lower.test`, written here as Rust against an environment with
-//! the values of `fixture_v1.rs`. The test checks that the golden line is exactly this code
+//! the values of `fixture.rs`. The test checks that the golden line is exactly this code
 //! (so the goldens cannot drift from code that compiles) and that running it gives the
 //! interpreter's value.
 
@@ -10,15 +10,14 @@ use std::collections::BTreeMap;
 
 use codegen::expr::{self, Dialect, EvalError, Value};
 
-use super::fixture::pretty;
-use super::fixture_v1::FixtureV1;
+use super::fixture::{Fixture, pretty};
 
 /// The lowered code's runtime path, `rt::expr::…`.
 mod rt {
     pub use codegen::expr::runtime as expr;
 }
 
-const WORKGROUP_SIZE: i64 = 64;
+const WORKGROUP_SIZE: i64 = 256;
 
 struct Args {
     count: i64,
@@ -61,7 +60,7 @@ struct AdapterInfo {
     subgroupSizeHint: Option<i64>,
 }
 
-/// The values of `fixture_v1.rs`, in the shapes the test lowering scope names.
+/// The values of `fixture.rs`, in the shapes the test lowering scope names.
 struct Env {
     args: Args,
     shapes: Shapes,
@@ -216,7 +215,7 @@ fn v1_lowerings_compile_and_agree_with_the_interpreter() {
         [if env.args.count >= 64i64 { 8i64 } else if env.args.count >= 8i64 { 4i64 } else { 1i64 }]
     ];
     let golden = golden_lowerings();
-    let fixture = FixtureV1::new();
+    let fixture = Fixture::new(Dialect::V1);
     let mut unknown = Vec::new();
     for (text, value) in lowered {
         let Some(src) = golden.get(&normalize(&text)) else {

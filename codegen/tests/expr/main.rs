@@ -1,6 +1,8 @@
 //! Data-driven tests of the expression language (`codegen::expr`).
 //!
-//! Every `tests/expr/*.test` file is a list of cases separated by blank lines. A case is:
+//! Every `tests/expr/*.test` file starts with the dialect its expressions are written in
+//! (`dialect: seed` or `dialect: schemaVersion 1`), then a list of cases separated by blank
+//! lines. A case is:
 //!
 //! ```text
 //! # optional comment lines
@@ -13,13 +15,9 @@
 //! `<result>` is the value with its type (`Int 7`, `Float 0.5`, `Bool true`, `Str "x"`,
 //! `Dtype f16`, `List [2, 3]`), or `parse error: column N: …`, or one `error: column N: …` line
 //! per check error (each with its own `=>`), or `eval error: …`. The optional lines are checked
-//! only where a case has them. Expressions are parsed, checked and evaluated in the fixed
-//! scope and environment of `fixture.rs`, in the seed dialect.
-//!
-//! Files named `v1_*.test` are in the `schemaVersion: 1` dialect instead: parsed with
-//! `parse_in(…, Dialect::V1)` and run in the scope, environment and lowering scope of
-//! `fixture_v1.rs` (scalar `args`, optional tensors with `present.*`, `tensorDtypes.*`,
-//! `device.adapterInfo.*`).
+//! only where a case has them. Expressions are parsed and checked in the file's dialect, and
+//! checked, evaluated and lowered in the one fixed scope and environment of `fixture.rs`,
+//! which holds the names of both dialects.
 //!
 //! Run with `UPDATE_EXPECT=1` to rewrite the expectations from the actual results (comments,
 //! order and the choice of optional lines are kept); review the diff.
@@ -30,23 +28,25 @@
 
 mod corpus;
 mod fixture;
-mod fixture_v1;
 mod lowered_v1;
 mod seeds;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use codegen::expr::{self, Dialect, Env, Ir, LowerScope, Scope};
-use fixture::{Fixture, lowered_text_in};
-use fixture_v1::{FixtureV1, TestLowerScopeV1};
+use codegen::expr::{self, Dialect, Ir};
+use fixture::{Fixture, TestLowerScope, lowered_text_in};
 
-/// The dialect, scope, environment and lowering scope one `.test` file runs in.
-struct Ctx<'a> {
+/// The header line of a `.test` file that names each dialect.
+const DIALECTS: &[(&str, Dialect)] = &[
+    ("dialect: seed", Dialect::Seed),
+    ("dialect: schemaVersion 1", Dialect::V1),
+];
+
+/// A `.test` file: its dialect and its cases.
+struct File {
     dialect: Dialect,
-    scope: &'a dyn Scope,
-    env: &'a dyn Env,
-    lower: &'a dyn LowerScope,
+    cases: Vec<Case>,
 }
 
 /// One case of a `.test` file.
@@ -61,11 +61,23 @@ struct Case {
     lower: Option<String>,
 }
 
-fn parse_file(text: &str, path: &Path) -> Vec<Case> {
+fn parse_file(text: &str, path: &Path) -> File {
+    let header = text.lines().next().unwrap_or_default();
+    let Some(&(_, dialect)) = DIALECTS.iter().find(|(h, _)| *h == header) else {
+        panic!(
+            "{}:1: expected a dialect line ({}), found {header:?}",
+            path.display(),
+            DIALECTS
+                .iter()
+                .map(|(h, _)| *h)
+                .collect::<Vec<_>>()
+                .join(" or ")
+        );
+    };
     let mut cases = Vec::new();
     let mut current: Option<Case> = None;
     let mut pending_comments = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in text.lines().enumerate().skip(1) {
         let line = raw.trim_end();
         if line.is_empty() {
             cases.extend(current.take());
@@ -104,15 +116,17 @@ fn parse_file(text: &str, path: &Path) -> Vec<Case> {
         "{}: trailing comment without a case",
         path.display()
     );
-    cases
+    File { dialect, cases }
 }
 
-fn render_file(cases: &[Case]) -> String {
-    let mut out = String::new();
-    for (i, case) in cases.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
+fn render_file(dialect: Dialect, cases: &[Case]) -> String {
+    let header = DIALECTS
+        .iter()
+        .find(|(_, d)| *d == dialect)
+        .map_or("", |(h, _)| *h);
+    let mut out = format!("{header}\n");
+    for case in cases {
+        out.push('\n');
         for comment in &case.comments {
             let _ = writeln!(out, "{comment}");
         }
@@ -130,14 +144,15 @@ fn render_file(cases: &[Case]) -> String {
     out
 }
 
-/// Runs one case and returns it with the actual results filled in.
-fn run_case(ctx: &Ctx<'_>, case: &Case) -> Case {
+/// Runs one case in the fixture read in the file's dialect and returns it with the actual
+/// results filled in.
+fn run_case(fixture: &Fixture, dialect: Dialect, case: &Case) -> Case {
     let src = &case.source;
     let mut actual = Case {
         results: Vec::new(),
         ..case.clone()
     };
-    let ast = match expr::parse_in(src, ctx.dialect) {
+    let ast = match expr::parse_in(src, dialect) {
         Ok(ast) => ast,
         Err(err) => {
             actual.results.push(format!(
@@ -151,7 +166,7 @@ fn run_case(ctx: &Ctx<'_>, case: &Case) -> Case {
         }
     };
     actual.parse = case.parse.as_ref().map(|_| ast.to_string());
-    let ir: Ir = match expr::check(&ast, ctx.scope) {
+    let ir: Ir = match expr::check(&ast, fixture) {
         Ok(ir) => ir,
         Err(errors) => {
             for err in errors {
@@ -165,8 +180,8 @@ fn run_case(ctx: &Ctx<'_>, case: &Case) -> Case {
             return actual;
         }
     };
-    actual.lower = case.lower.as_ref().map(|_| lowered_text_in(&ir, ctx.lower));
-    actual.results.push(match expr::eval(&ir, ctx.env) {
+    actual.lower = (case.lower.as_ref()).map(|_| lowered_text_in(&ir, &TestLowerScope(fixture)));
+    actual.results.push(match expr::eval(&ir, fixture) {
         Ok(value) => {
             assert_eq!(
                 value.ty(),
@@ -193,36 +208,20 @@ fn test_files() -> Vec<PathBuf> {
 
 #[test]
 fn data_driven_cases() {
-    let fixture = Fixture::new();
-    let seed = Ctx {
-        dialect: Dialect::Seed,
-        scope: &fixture,
-        env: &fixture,
-        lower: &fixture::TestLowerScope,
-    };
-    let fixture_v1 = FixtureV1::new();
-    let lower_v1 = TestLowerScopeV1(&fixture_v1);
-    let v1 = Ctx {
-        dialect: Dialect::V1,
-        scope: &fixture_v1,
-        env: &fixture_v1,
-        lower: &lower_v1,
-    };
     let mut total = 0;
     for path in test_files() {
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let cases = parse_file(&text, &path);
-        let is_v1 = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("v1_"));
-        let ctx = if is_v1 { &v1 } else { &seed };
-        let actual: Vec<Case> = cases.iter().map(|c| run_case(ctx, c)).collect();
+        let File { dialect, cases } = parse_file(&text, &path);
+        let fixture = Fixture::new(dialect);
+        let actual: Vec<Case> = cases
+            .iter()
+            .map(|c| run_case(&fixture, dialect, c))
+            .collect();
         total += cases.len();
         // The file rendered from the actual results: equal to the file exactly when every
         // case holds (comments, order and optional lines are kept).
-        expect_test::expect_file![&path].assert_eq(&render_file(&actual));
+        expect_test::expect_file![&path].assert_eq(&render_file(dialect, &actual));
     }
     assert!(total > 0, "no cases found under tests/expr");
 }
@@ -231,14 +230,14 @@ fn data_driven_cases() {
 fn lower_result_returns_a_single_fallible_call_directly() {
     // `lower_result` gives a `Result` expression; a lone fallible runtime call is returned as
     // is instead of `Ok(call?)` (clippy: needless_question_mark).
-    let fixture = Fixture::new();
+    let fixture = Fixture::new(Dialect::Seed);
     let text = |src: &str| {
         let ir = expr::check(
             &expr::parse(src).unwrap_or_else(|e| panic!("{src}: {e}")),
             &fixture,
         )
         .unwrap_or_else(|e| panic!("{src}: {e:?}"));
-        expr::lower_result(&ir, &fixture::TestLowerScope).to_string()
+        expr::lower_result(&ir, &TestLowerScope(&fixture)).to_string()
     };
     assert_eq!(
         text("dim(shapes.x, 1)"),
@@ -261,8 +260,9 @@ fn runner_round_trips_files() {
     for path in test_files() {
         let text =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let file = parse_file(&text, &path);
         assert_eq!(
-            render_file(&parse_file(&text, &path)),
+            render_file(file.dialect, &file.cases),
             text,
             "{} is not in canonical form",
             path.display()
