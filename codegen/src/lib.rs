@@ -362,13 +362,10 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             }
             Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
         }
-        match rust::shader_table(op, &shaders) {
-            Ok(table) => output.files.push(GeneratedFile {
-                path: format!("{}.shaders", op.module),
-                contents: table,
-            }),
-            Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
-        }
+        output.files.push(GeneratedFile {
+            path: format!("{}.shaders", op.module),
+            contents: rust::shader_table(op, &shaders),
+        });
         output.shader_count += shaders.iter().filter(|s| s.same_as.is_none()).count();
         for (i, shader) in shaders.iter().enumerate() {
             if shader.same_as.is_some() {

@@ -23,7 +23,6 @@ fn precompile_prepares_every_runnable_shader_and_runs_still_match() {
         entry
             .shaders
             .shaders()
-            .unwrap()
             .iter()
             .filter(|s| s.features.iter().all(|f| ctx.caps().has_feature(f)))
             .count()

@@ -35,7 +35,7 @@ pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let api = api::emit(input);
     let eval = compiled::emit(input)?;
     let entry = entry::emit(input);
-    let table = table::table_static(input);
+    let table = table::table_static(input)?;
     let runtime = &input.runtime;
     // No inner attributes: the root module `include!`s this file into `pub mod <op> { … }`,
     // which carries the op's docs.

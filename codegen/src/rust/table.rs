@@ -1,10 +1,13 @@
-//! An op's shader table: the `<op>.shaders` file (every pre-rendered shader with the keys that
-//! select it, in the format `kernel_runtime::shaders` reads) and the `static SHADERS` of the
-//! module that `include_str!`s it. The key of a pass is decided here once, for both the file
-//! and the code that computes it per call (`plan.rs`).
+//! An op's shader table: the `<op>.shaders` file (the WGSL of every distinct shader, one after
+//! the other) and the module's `static SHADERS`, Rust data that names each shader's pass, byte
+//! range of that file, digest, features and the keys that select it
+//! (`kernel_runtime::shaders`). The key of a pass is decided here once, for both the table and
+//! the code that computes it per call (`plan.rs`).
 
-use proc_macro2::TokenStream;
-use quote::quote;
+use std::collections::BTreeSet;
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
 
 use super::eval::{EnvScope, lower};
 use super::{OpInput, ident};
@@ -68,7 +71,7 @@ pub(super) fn pass_key<'a>(
         .flat_map(|s| s.combination.dtypes.keys())
         .filter(|var| float_vars.contains(&var.as_str()))
         .cloned()
-        .collect::<std::collections::BTreeSet<_>>()
+        .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     PassKey {
@@ -104,40 +107,114 @@ impl PassKey<'_> {
         keys
     }
 
-    /// The key of one shader as its `#key` line spells it.
-    fn text(&self, shader: &Shader) -> Result<String, String> {
-        let mut parts = Vec::new();
+    /// The values of one combination's key, column by column.
+    fn values(&self, shader: &Shader) -> Result<Vec<KeyValue>, String> {
+        let mut values = Vec::new();
         for ((name, value), keyed) in shader.combination.values.iter().zip(&self.keyed) {
             if *keyed {
-                parts.push(value_text(value).ok_or_else(|| {
+                values.push(KeyValue::of(value).ok_or_else(|| {
                     format!("static value `{name}` = {value:?} cannot select a shader (only booleans, numbers, strings and dtypes can)")
                 })?);
             }
         }
         for var in &self.dtype_vars {
             let wgsl = shader.combination.dtypes.get(var).map_or("", |d| d.wgsl());
-            parts.push(quoted(wgsl));
+            values.push(KeyValue::Str(wgsl.to_owned()));
         }
-        Ok(parts.join(" "))
+        Ok(values)
     }
 }
 
-fn quoted(s: &str) -> String {
-    let escaped = s
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n");
-    format!("\"{escaped}\"")
+/// A value of a key column, as `kernel_runtime::shaders::Key` holds it.
+#[derive(Debug, Clone, PartialEq)]
+enum KeyValue {
+    Bool(bool),
+    Int(i64),
+    Str(String),
+    Float(u64),
 }
 
-fn value_text(value: &Value) -> Option<String> {
-    Some(match value {
-        Value::Bool(b) => b.to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Str(s) | Value::Dtype(s) => quoted(s),
-        Value::Float(f) => format!("f64:{:016x}", f.to_bits()),
-        Value::List(_) => return None,
-    })
+impl KeyValue {
+    fn of(value: &Value) -> Option<Self> {
+        Some(match value {
+            Value::Bool(b) => KeyValue::Bool(*b),
+            Value::Int(i) => KeyValue::Int(*i),
+            Value::Str(s) | Value::Dtype(s) => KeyValue::Str(s.clone()),
+            Value::Float(f) => KeyValue::Float(f.to_bits()),
+            Value::List(_) => return None,
+        })
+    }
+
+    /// The `Key` constructor, which the table imports by name.
+    fn constructor(&self) -> &'static str {
+        match self {
+            KeyValue::Bool(_) => "Bool",
+            KeyValue::Int(_) => "Int",
+            KeyValue::Str(_) => "Str",
+            KeyValue::Float(_) => "Float",
+        }
+    }
+
+    fn tokens(&self) -> TokenStream {
+        match self {
+            KeyValue::Bool(b) => quote!(Bool(#b)),
+            KeyValue::Int(i) => {
+                let literal = Literal::i64_unsuffixed(*i);
+                quote!(Int(#literal))
+            }
+            KeyValue::Str(s) => quote!(Str(#s)),
+            KeyValue::Float(bits) => {
+                let literal = Literal::u64_unsuffixed(*bits);
+                quote!(Float(#literal))
+            }
+        }
+    }
+}
+
+/// A pass's key columns (the values each takes, in first-seen order) and every combination's
+/// key number over them (the first column most significant), by shader index.
+struct PassKeys {
+    columns: Vec<Vec<KeyValue>>,
+    numbers: std::collections::BTreeMap<usize, u64>,
+}
+
+fn pass_keys(op: &Op, shaders: &[Shader], v: usize, p: usize) -> Result<PassKeys, String> {
+    let variant = &op.variants[v];
+    let of_pass = pass_shaders(shaders, v, p);
+    let key = pass_key(op, variant, &variant.passes[p], &of_pass);
+    let mut keys = Vec::new();
+    for (i, shader) in shaders.iter().enumerate() {
+        if shader.variant == v && shader.pass == p {
+            keys.push((i, key.values(shader)?));
+        }
+    }
+    let mut columns: Vec<Vec<KeyValue>> = Vec::new();
+    for (_, values) in &keys {
+        columns.resize_with(values.len(), Vec::new);
+        for (column, value) in columns.iter_mut().zip(values) {
+            if !column.contains(value) {
+                column.push(value.clone());
+            }
+        }
+    }
+    let mut numbers = std::collections::BTreeMap::new();
+    for (i, values) in keys {
+        let mut number: u64 = 0;
+        for (column, value) in columns.iter().zip(&values) {
+            let position = column.iter().position(|c| c == value).unwrap_or_default();
+            number = number
+                .checked_mul(column.len() as u64)
+                .and_then(|n| n.checked_add(position as u64))
+                .ok_or_else(|| {
+                    format!(
+                        "variant `{}`, pass `{}`: its shader key has more combinations than 64 bits can number",
+                        variant.id, variant.passes[p].id
+                    )
+                })?;
+        }
+        numbers.insert(i, number);
+    }
+    Ok(PassKeys { columns, numbers })
 }
 
 /// Pass `p` of variant `v` as the table numbers passes: variant by variant, in order.
@@ -149,88 +226,148 @@ pub(super) fn pass_index(op: &Op, v: usize, p: usize) -> usize {
         + p
 }
 
-/// The `<op>.shaders` file: one section per distinct shader text of each pass, with every key
-/// that selects it.
-pub fn shader_table(op: &Op, shaders: &[Shader]) -> Result<String, String> {
-    let mut out = format!(
-        "# {mark} from {}.\n# The shaders of {}: its passes (`#pass`), then per shader a `#shader` line (pass, digest, name, features), the `#key` lines that select it and its WGSL.\n",
+/// Where one distinct shader's WGSL lies in the `<op>.shaders` file.
+struct Section<'s> {
+    shader: usize,
+    name: &'s str,
+    start: usize,
+    end: usize,
+}
+
+fn file_header(op: &Op) -> String {
+    format!(
+        "// {mark} from {}.\n// The WGSL of every shader of {}, one after the other, each after a comment line with its name; the op's module names each one's byte range.\n",
         op.file,
         op.qualified_name(),
         mark = crate::GENERATED_MARK,
-    );
-    for variant in &op.variants {
-        for pass in &variant.passes {
+    )
+}
+
+/// The distinct shaders of the op (passes in table order) and where each one's text lies.
+fn sections<'s>(op: &Op, shaders: &'s [Shader]) -> Vec<Section<'s>> {
+    let mut offset = file_header(op).len();
+    let mut out = Vec::new();
+    for (v, variant) in op.variants.iter().enumerate() {
+        for p in 0..variant.passes.len() {
+            for (i, shader) in shaders.iter().enumerate() {
+                if shader.variant != v || shader.pass != p || shader.same_as.is_some() {
+                    continue;
+                }
+                let name = shader.file_name.trim_end_matches(".wgsl");
+                offset += section_comment(name).len();
+                let start = offset;
+                offset += shader.text.len();
+                out.push(Section {
+                    shader: i,
+                    name,
+                    start,
+                    end: offset,
+                });
+                if !shader.text.ends_with('\n') {
+                    offset += 1;
+                }
+            }
+        }
+    }
+    out
+}
+
+fn section_comment(name: &str) -> String {
+    format!("// {}\n", name.replace(['\n', '\r'], " "))
+}
+
+/// The `<op>.shaders` file: the WGSL of each distinct shader, after a comment line naming it.
+pub fn shader_table(op: &Op, shaders: &[Shader]) -> String {
+    let mut out = file_header(op);
+    for section in sections(op, shaders) {
+        let text = &shaders[section.shader].text;
+        out.push_str(&section_comment(section.name));
+        debug_assert_eq!(out.len(), section.start);
+        out.push_str(text);
+        if !text.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The module `shader_table` with `static SHADERS`: the op's passes with their key columns,
+/// and per distinct shader one row (pass, byte range of the `.shaders` file, digest, features,
+/// the numbers of the keys that select it).
+pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
+    let op = input.op;
+    let shaders = input.shaders;
+    let file = format!("{}.shaders", op.module);
+    let mut named: BTreeSet<&'static str> = BTreeSet::new();
+    let mut passes = Vec::new();
+    let mut numbers = std::collections::BTreeMap::new();
+    for (v, variant) in op.variants.iter().enumerate() {
+        for (p, pass) in variant.passes.iter().enumerate() {
             let overrides: Vec<String> = model::dynamic_values(variant, pass)
                 .map(|d| op.override_name(&d.name))
                 .collect();
-            let mut words = vec![&variant.id, &pass.id];
-            words.extend(&overrides);
-            if let Some(word) = words
-                .iter()
-                .find(|w| w.is_empty() || w.contains(char::is_whitespace) || w.contains(','))
-            {
-                return Err(format!(
-                    "variant `{}`, pass `{}`: `{word}` cannot name a pass or an override in the shader table (empty, or with white space or a comma)",
-                    variant.id, pass.id
-                ));
-            }
-            out.push_str(&format!("#pass {} {}", variant.id, pass.id));
-            if !overrides.is_empty() {
-                out.push_str(&format!(" overrides={}", overrides.join(",")));
-            }
-            out.push_str(&format!(" label={}\n", pass.label.replace('\n', " ")));
+            let keys = pass_keys(op, shaders, v, p)?;
+            let columns = keys.columns.iter().map(|column| {
+                named.extend(column.iter().map(KeyValue::constructor));
+                let values = column.iter().map(KeyValue::tokens);
+                quote!(&[#(#values),*])
+            });
+            let columns: Vec<TokenStream> = columns.collect();
+            numbers.extend(keys.numbers);
+            let (id, pass_id, label) = (&variant.id, &pass.id, &pass.label);
+            passes.push(quote! {
+                Pass { variant: #id, pass: #pass_id, label: #label, entry_point: "main", overrides: &[#(#overrides),*], key: &[#(#columns),*] }
+            });
         }
     }
-    for (v, variant) in op.variants.iter().enumerate() {
-        for (p, pass) in variant.passes.iter().enumerate() {
-            let of_pass = pass_shaders(shaders, v, p);
-            let key = pass_key(op, variant, pass, &of_pass);
-            let index = pass_index(op, v, p);
-            for (first, shader) in shaders
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.variant == v && s.pass == p && s.same_as.is_none())
-            {
-                let reserved = |l: &&str| l.starts_with("#shader") || l.starts_with("#key");
-                if let Some(line) = shader.text.lines().find(reserved) {
-                    return Err(format!(
-                        "shader `{}` has a line starting with `#shader` or `#key`, which the shader table reserves (start the comment's line otherwise): `{line}`",
-                        shader.file_name
-                    ));
-                }
-                let name = shader.file_name.trim_end_matches(".wgsl");
-                out.push_str(&format!("#shader {index} {} {name}", shader.digest));
-                if !shader.features.is_empty() {
-                    out.push_str(&format!(" features={}", shader.features.join(",")));
-                }
-                if !shader.web_enables.is_empty() {
-                    out.push_str(" web-enables=subgroups");
-                }
-                out.push('\n');
-                let same = shaders
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, s)| *i == first || s.same_as == Some(first));
-                for (_, s) in same {
-                    out.push_str(format!("#key {}", key.text(s)?).trim_end());
-                    out.push('\n');
-                }
-                out.push_str(&shader.text);
-                if !shader.text.ends_with('\n') {
-                    out.push('\n');
-                }
+    let mut rows = Vec::new();
+    for section in sections(op, shaders) {
+        let shader = &shaders[section.shader];
+        let keys = shaders
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| *i == section.shader || s.same_as == Some(section.shader))
+            .filter_map(|(i, _)| numbers.get(&i))
+            .map(|n| Literal::u64_unsuffixed(*n));
+        let index = Literal::usize_unsuffixed(pass_index(op, shader.variant, shader.pass));
+        let start = Literal::usize_unsuffixed(section.start);
+        let end = Literal::usize_unsuffixed(section.end);
+        let digest = &shader.digest;
+        let mut bits = 0u8;
+        for (feature, bit) in [("shader-f16", 1u8), ("subgroups", 2)] {
+            if shader.features.iter().any(|f| f == feature) {
+                bits |= bit;
             }
         }
+        let features = Literal::u8_unsuffixed(bits);
+        rows.push(quote!((#index, #start, #end, #digest, #features, &[#(#keys),*])));
     }
-    Ok(out)
-}
-
-/// `static SHADERS`: the op's table file.
-pub(super) fn table_static(input: &OpInput<'_>) -> TokenStream {
-    let file = format!("{}.shaders", input.op.module);
-    let doc = format!(" Every pre-rendered shader of the op, by pass and key (`{file}`).");
-    quote! {
+    let constructors: Vec<_> = ["Bool", "Float", "Int", "Str"]
+        .into_iter()
+        .filter(|k| named.contains(k))
+        .map(|k| format_ident!("{k}"))
+        .collect();
+    let key_use = (!constructors.is_empty())
+        .then(|| quote!(use super::rt::shaders::Key::{#(#constructors),*};));
+    let doc = format!(" The op's pre-rendered shaders; their WGSL is `{file}`.");
+    Ok(quote! {
         #[doc = #doc]
-        static SHADERS: rt::shaders::ShaderTable = rt::shaders::ShaderTable::new(OP_NAME, include_str!(#file));
-    }
+        mod shader_table {
+            #key_use
+            use super::rt::shaders::{Pass, Row, ShaderTable};
+
+            /// The op's passes, variant by variant, as the rows number them, with the values
+            /// each column of their keys can take.
+            const PASSES: &[Pass] = &[#(#passes),*];
+
+            /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
+            /// features (1: `shader-f16`, 2: `subgroups`) and the numbers of the keys that
+            /// select it.
+            const ROWS: &[Row] = &[#(#rows),*];
+
+            /// Every distinct shader of the op.
+            pub(super) static SHADERS: ShaderTable = ShaderTable::new(super::OP_NAME, PASSES, include_str!(#file), ROWS);
+        }
+        use shader_table::SHADERS;
+    })
 }

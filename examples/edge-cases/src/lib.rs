@@ -15,3 +15,8 @@ pub mod largest_rank {
 pub mod attribute_kinds {
     include!(concat!(env!("OUT_DIR"), "/attribute_kinds/mod.rs"));
 }
+
+/// Shader keys whose values hold spaces, quotes, a newline, `#` and non-ASCII.
+pub mod odd_key_values {
+    include!(concat!(env!("OUT_DIR"), "/odd_key_values/mod.rs"));
+}

@@ -1,7 +1,7 @@
 //! The edge cases run: their typed APIs hold what the manifests say, and an op whose names
 //! were all changed computes what the original computes, on a real adapter.
 
-use edge_cases::{attribute_kinds, largest_rank, odd_names};
+use edge_cases::{attribute_kinds, largest_rank, odd_key_values, odd_names};
 use kernel_runtime::Tensor;
 
 #[test]
@@ -78,6 +78,62 @@ fn renamed_ops_compute_what_the_original_computes() {
         out.output.to_vec(&ctx).expect("reads back")
     };
     assert_eq!(got, want);
+    let odd = {
+        use odd_key_values::gated_relative_position_bias::{Attrs, Inputs, run};
+        let inputs = Inputs {
+            query_layer: &tensors[0],
+            query_bias: &tensors[1],
+            rel_pos: &tensors[2],
+            weight: &tensors[3],
+            bias: &tensors[4],
+            eco_a: &tensors[5],
+        };
+        let out = run(&ctx, &inputs, &Attrs { num_heads: 2 }).expect("runs");
+        out.output.to_vec(&ctx).expect("reads back")
+    };
+    assert_eq!(odd, want);
+}
+
+/// Each element type selects the shader rendered with its own text, whatever the text holds.
+#[test]
+fn key_values_with_any_text_select_their_shaders() {
+    use odd_key_values::gated_relative_position_bias::{Attrs, DTypes, Shapes, plan};
+    let shapes = Shapes {
+        query_layer: &[2, 5, 8],
+        query_bias: &[8],
+        rel_pos: &[1, 2, 5, 5],
+        weight: &[4, 4],
+        bias: &[4],
+        eco_a: &[1, 2, 1, 1],
+    };
+    let mut caps = kernel_runtime::DeviceCaps::portable();
+    caps.shader_f16 = true;
+    for subgroups in [false, true] {
+        caps.subgroups = subgroups;
+        (caps.subgroup_min_size, caps.subgroup_max_size) =
+            if subgroups { (32, 32) } else { (0, 0) };
+        for (dtype, note) in [
+            (
+                kernel_runtime::DType::F32,
+                "// a \"q\" # b  c ü x[i] + 1.0\n",
+            ),
+            (kernel_runtime::DType::F16, "// x[i]+1.0 #key\n"),
+        ] {
+            let plan = plan(
+                &caps,
+                &shapes,
+                &DTypes { t: dtype },
+                &Attrs { num_heads: 2 },
+            )
+            .unwrap_or_else(|e| panic!("{dtype:?}: {e}"));
+            let source = plan.passes[0].kernel.source;
+            assert!(
+                source.contains(note),
+                "{dtype:?}, variant `{}`: {note:?} is not in the shader",
+                plan.variant
+            );
+        }
+    }
 }
 
 #[test]

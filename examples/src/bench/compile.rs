@@ -30,7 +30,7 @@ pub fn measure(options: &ContextOptions) -> Result<Vec<CompileTime>> {
     let mut times = Vec::new();
     for entry in kernels::OPS {
         let ctx = Context::with_options(options)?;
-        for shader in entry.shaders.shaders()? {
+        for shader in entry.shaders.shaders() {
             if !shader.features.iter().all(|f| ctx.caps().has_feature(f)) {
                 continue;
             }

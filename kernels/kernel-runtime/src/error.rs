@@ -229,14 +229,6 @@ pub enum OpError {
         /// What failed.
         error: EvalError,
     },
-    /// The op's shader table (the `.shaders` file beside its generated module) is malformed.
-    #[error("{op}: {error}")]
-    Shaders {
-        /// The op name.
-        op: &'static str,
-        /// What is wrong, with its line.
-        error: EvalError,
-    },
     /// The GPU runtime failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),

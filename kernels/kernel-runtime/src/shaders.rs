@@ -1,24 +1,15 @@
-//! An op's pre-rendered shaders as one table: the `<op>.shaders` file codegen writes beside the
-//! op's module, read once on first use, and the lookup from the values a pass's shader text
-//! depends on (its key) to the shader.
+//! An op's pre-rendered shaders as Rust data: the generated module's `static SHADERS` (its
+//! passes with the values each column of their keys can take, and one [`Row`] per distinct
+//! shader text), and the lookup from the values a pass's shader text depends on (its key) to
+//! the shader.
 //!
-//! The file is plain text so that it diffs and reads like the WGSL it holds. It lists the
-//! op's passes, then its shaders; other lines before the first shader are comments:
-//!
-//! ```text
-//! #pass <variant> <pass> [overrides=<name>,<name>] label=<label, to the end of the line>
-//! #shader <pass> <digest> <name> [features=<f>,<f>] [web-enables=subgroups]
-//! #key <value> <value> …        (one line per key that selects this shader)
-//! <WGSL text, up to the next `#shader` line>
-//! ```
-//!
-//! `<pass>` counts the `#pass` lines from 0; key values are `true`/`false`, integers,
-//! quoted strings (`\"` and `\\` escaped) and floats as `f64:` and their bits in hex. WGSL has
-//! no `#` token, so only a comment could start a line with `#shader` or `#key`, and codegen
-//! rejects such a shader.
+//! Only the WGSL is text: codegen writes every shader of an op into its `<op>.shaders` file,
+//! one after the other, which the module `include_str!`s; each row names its byte range. The
+//! table is a `static`, so rustc checks every range and pass index when the generated crate
+//! compiles ([`ShaderTable::new`]); nothing is parsed at run time, and a key value may be any
+//! string.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::OnceLock;
 
 use crate::expr::EvalError;
@@ -26,6 +17,11 @@ use crate::plan::Kernel;
 
 /// `enable subgroups;`, which browsers require and naga refuses.
 const WEB_SUBGROUPS_ENABLE: &str = "enable subgroups;\n";
+
+/// A [`Row`]'s feature bit for `shader-f16`.
+pub const SHADER_F16: u8 = 1;
+/// A [`Row`]'s feature bit for `subgroups`.
+pub const SUBGROUPS: u8 = 2;
 
 /// One component of a shader key: a value the shader text depends on, as a call computes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,28 +68,8 @@ impl std::fmt::Display for Key<'_> {
     }
 }
 
-/// A key component as the table file spells it (strings unescaped, so owned).
-#[derive(Debug, Clone, PartialEq)]
-enum StoredKey {
-    Bool(bool),
-    Int(i64),
-    Str(String),
-    Float(u64),
-}
-
-impl StoredKey {
-    fn as_key(&self) -> Key<'_> {
-        match self {
-            StoredKey::Bool(b) => Key::Bool(*b),
-            StoredKey::Int(i) => Key::Int(*i),
-            StoredKey::Str(s) => Key::Str(s),
-            StoredKey::Float(bits) => Key::Float(*bits),
-        }
-    }
-}
-
-/// A pass of one of the op's variants, as the table's `#shader` lines number them.
-#[derive(Debug, Clone)]
+/// A pass of one of the op's variants, as the table numbers them (variant by variant).
+#[derive(Debug, Clone, Copy)]
 pub struct Pass {
     pub variant: &'static str,
     pub pass: &'static str,
@@ -101,8 +77,17 @@ pub struct Pass {
     pub label: &'static str,
     pub entry_point: &'static str,
     /// Names of the overrides its pipelines take; empty when one pipeline serves all shapes.
-    pub overrides: Vec<&'static str>,
+    pub overrides: &'static [&'static str],
+    /// Per column of the pass's key, the values it can take: a key is numbered by the
+    /// positions of its values, the first column most significant.
+    pub key: &'static [&'static [Key<'static>]],
 }
+
+/// A shader as the generated table lists it: its pass; the byte range of its WGSL in the op's
+/// `.shaders` file; its content digest; its features ([`SHADER_F16`], [`SUBGROUPS`]); and the
+/// numbers of the keys that select it (a pass's combinations that render the same text share
+/// one shader).
+pub type Row = (usize, usize, usize, &'static str, u8, &'static [u64]);
 
 /// One pre-rendered shader.
 #[derive(Debug)]
@@ -111,50 +96,77 @@ pub struct Shader {
     /// The index of its pass in [`ShaderTable::passes`].
     pub pass: usize,
     /// WebGPU features the shader uses (`shader-f16`, `subgroups`).
-    pub features: Vec<&'static str>,
+    pub features: &'static [&'static str],
     /// Names of the overrides its pipelines take (its pass's).
-    pub overrides: Vec<&'static str>,
+    pub overrides: &'static [&'static str],
 }
 
-/// One pass's keys: key hash → (key, shader index), for keys that collide on the hash.
-type PassKeys = HashMap<u64, Vec<(Vec<StoredKey>, usize)>>;
-
-struct Parsed {
-    passes: Vec<Pass>,
+/// What the table builds on first use: the shaders, and per pass key number → shader.
+struct Built {
     shaders: Vec<Shader>,
-    keys: Vec<PassKeys>,
+    keys: Vec<HashMap<u64, usize>>,
 }
 
-/// An op's shaders, looked up by pass and key. A `static` in the generated module; the text is
-/// the `include_str!` of the op's `.shaders` file.
+/// An op's shaders, looked up by pass and key. A `static` in the generated module.
 pub struct ShaderTable {
     op: &'static str,
-    text: &'static str,
-    parsed: OnceLock<Result<Parsed, String>>,
+    passes: &'static [Pass],
+    wgsl: &'static str,
+    rows: &'static [Row],
+    built: OnceLock<Built>,
 }
 
 impl std::fmt::Debug for ShaderTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ShaderTable")
             .field("op", &self.op)
+            .field("passes", &self.passes.len())
+            .field("shaders", &self.rows.len())
             .finish_non_exhaustive()
     }
 }
 
-fn key_hash(key: impl Iterator<Item = impl Hash>) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    for component in key {
-        component.hash(&mut hasher);
+/// The number of `key` over a pass's key columns: `None` when a value is not one the column
+/// can take (no shader was rendered for it).
+fn key_number(columns: &[&[Key<'static>]], key: &[Key<'_>]) -> Option<u64> {
+    if columns.len() != key.len() {
+        return None;
     }
-    hasher.finish()
+    let mut number: u64 = 0;
+    for (values, value) in columns.iter().zip(key) {
+        let position = values.iter().position(|v| v == value)?;
+        number = number
+            .checked_mul(u64::try_from(values.len()).ok()?)?
+            .checked_add(u64::try_from(position).ok()?)?;
+    }
+    Some(number)
 }
 
 impl ShaderTable {
-    pub const fn new(op: &'static str, text: &'static str) -> Self {
+    /// The table of `op` over its `passes`, the text of its `.shaders` file and one [`Row`] per
+    /// shader. Evaluated in a `static`, so a pass index out of range or a byte range outside
+    /// the file or off a character boundary fails the build.
+    pub const fn new(
+        op: &'static str,
+        passes: &'static [Pass],
+        wgsl: &'static str,
+        rows: &'static [Row],
+    ) -> Self {
+        let mut i = 0;
+        while i < rows.len() {
+            let (pass, start, end, ..) = rows[i];
+            assert!(pass < passes.len(), "a shader's pass is out of range");
+            assert!(start <= end, "a shader's byte range is reversed");
+            // Panics, failing the build, unless both ends lie on character boundaries.
+            let _ = wgsl.split_at(end).0.split_at(start);
+            i += 1;
+        }
         Self {
             op,
-            text,
-            parsed: OnceLock::new(),
+            passes,
+            wgsl,
+            rows,
+            built: OnceLock::new(),
         }
     }
 
@@ -164,20 +176,50 @@ impl ShaderTable {
     }
 
     /// The passes the table's shaders belong to.
-    pub fn passes(&'static self) -> Result<&'static [Pass], EvalError> {
-        Ok(&self.parsed()?.passes)
+    pub fn passes(&self) -> &'static [Pass] {
+        self.passes
     }
 
-    fn parsed(&'static self) -> Result<&'static Parsed, EvalError> {
-        self.parsed
-            .get_or_init(|| parse(self.text))
-            .as_ref()
-            .map_err(|e| EvalError::new(format!("{}: shader table: {e}", self.op)))
+    fn built(&'static self) -> &'static Built {
+        self.built.get_or_init(|| {
+            let mut keys: Vec<HashMap<u64, usize>> =
+                self.passes.iter().map(|_| HashMap::new()).collect();
+            let mut shaders = Vec::with_capacity(self.rows.len());
+            for (i, &(pass, start, end, digest, features, numbers)) in self.rows.iter().enumerate()
+            {
+                let info = &self.passes[pass];
+                for &number in numbers {
+                    keys[pass].insert(number, i);
+                }
+                shaders.push(Shader {
+                    kernel: Kernel {
+                        label: info.label,
+                        source: &self.wgsl[start..end],
+                        entry_point: info.entry_point,
+                        digest,
+                        web_enables: if features & SUBGROUPS != 0 {
+                            WEB_SUBGROUPS_ENABLE
+                        } else {
+                            ""
+                        },
+                    },
+                    pass,
+                    features: match features & (SHADER_F16 | SUBGROUPS) {
+                        0 => &[],
+                        SHADER_F16 => &["shader-f16"],
+                        SUBGROUPS => &["subgroups"],
+                        _ => &["shader-f16", "subgroups"],
+                    },
+                    overrides: info.overrides,
+                });
+            }
+            Built { shaders, keys }
+        })
     }
 
     /// Every shader, in table order (tools time or inspect them one by one).
-    pub fn shaders(&'static self) -> Result<&'static [Shader], EvalError> {
-        Ok(&self.parsed()?.shaders)
+    pub fn shaders(&'static self) -> &'static [Shader] {
+        &self.built().shaders
     }
 
     /// The shader of pass `pass` for `key`, the values its text depends on in the order
@@ -187,17 +229,16 @@ impl ShaderTable {
         pass: usize,
         key: &[Key<'_>],
     ) -> Result<&'static Kernel, EvalError> {
-        let parsed = self.parsed()?;
-        let found = parsed.keys.get(pass).and_then(|keys| {
-            keys.get(&key_hash(key.iter()))?
-                .iter()
-                .find(|(stored, _)| stored.iter().map(StoredKey::as_key).eq(key.iter().copied()))
+        let built = self.built();
+        let found = self.passes.get(pass).and_then(|info| {
+            let number = key_number(info.key, key)?;
+            built.keys.get(pass)?.get(&number)
         });
         match found {
-            Some(&(_, index)) => Ok(&parsed.shaders[index].kernel),
+            Some(&i) => Ok(&built.shaders[i].kernel),
             None => {
                 let values: Vec<String> = key.iter().map(ToString::to_string).collect();
-                let (variant, pass) = parsed
+                let (variant, pass) = self
                     .passes
                     .get(pass)
                     .map_or(("?", "?"), |p| (p.variant, p.pass));
@@ -211,170 +252,44 @@ impl ShaderTable {
     }
 }
 
-fn parse_pass(line: &'static str) -> Result<Pass, String> {
-    let (fields, label) = line
-        .split_once(" label=")
-        .ok_or_else(|| format!("`{line}`: no label"))?;
-    let mut fields = fields.split(' ').skip(1);
-    let mut next = |what: &str| fields.next().ok_or_else(|| format!("`{line}`: no {what}"));
-    let (variant, pass) = (next("variant")?, next("pass")?);
-    let overrides = match fields.next() {
-        None => Vec::new(),
-        Some(list) => list
-            .strip_prefix("overrides=")
-            .ok_or_else(|| format!("`{line}`: unknown field `{list}`"))?
-            .split(',')
-            .collect(),
-    };
-    Ok(Pass {
-        variant,
-        pass,
-        label,
-        entry_point: "main",
-        overrides,
-    })
-}
-
-fn parse(text: &'static str) -> Result<Parsed, String> {
-    let mut passes = Vec::new();
-    let mut shaders = Vec::new();
-    // Byte offsets of the `#shader` lines; each section runs to the next.
-    let mut starts: Vec<usize> = Vec::new();
-    // The 1-based line of each `#shader` line, for errors (counted once, not per section).
-    let mut lines_at: Vec<usize> = Vec::new();
-    let mut offset = 0;
-    for (number, line) in text.split_inclusive('\n').enumerate() {
-        if line.starts_with("#shader ") {
-            starts.push(offset);
-            lines_at.push(number + 1);
-        } else if line.starts_with("#pass ") && starts.is_empty() {
-            passes.push(
-                parse_pass(line.trim_end()).map_err(|e| format!("line {}: {e}", number + 1))?,
-            );
-        }
-        offset += line.len();
-    }
-    let mut keys: Vec<PassKeys> = passes.iter().map(|_| HashMap::new()).collect();
-    starts.push(text.len());
-    for (section, bounds) in starts.windows(2).enumerate() {
-        let body = &text[bounds[0]..bounds[1]];
-        let line_no = lines_at[section];
-        let at = |e: String| format!("line {line_no}: {e}");
-        let mut lines = body.split_inclusive('\n');
-        let header = lines.next().unwrap_or_default();
-        let mut fields = header.trim_end().split(' ').skip(1);
-        let pass: usize = fields
-            .next()
-            .and_then(|p| p.parse().ok())
-            .filter(|&p| p < passes.len())
-            .ok_or_else(|| at(format!("`{}`: no pass index", header.trim_end())))?;
-        let digest = fields.next().ok_or_else(|| at("no digest".into()))?;
-        let _name = fields.next().ok_or_else(|| at("no name".into()))?;
-        let mut features = Vec::new();
-        let mut web_enables = "";
-        for field in fields {
-            if let Some(list) = field.strip_prefix("features=") {
-                features.extend(list.split(',').filter(|f| !f.is_empty()));
-            } else if field == "web-enables=subgroups" {
-                web_enables = WEB_SUBGROUPS_ENABLE;
-            } else {
-                return Err(at(format!("unknown field `{field}`")));
-            }
-        }
-        let mut source_start = bounds[0] + header.len();
-        for line in lines {
-            let Some(values) = line.strip_prefix("#key") else {
-                break;
-            };
-            let key = parse_key(values.trim_end()).map_err(at)?;
-            keys[pass]
-                .entry(key_hash(key.iter().map(StoredKey::as_key)))
-                .or_default()
-                .push((key, section));
-            source_start += line.len();
-        }
-        let info: &Pass = &passes[pass];
-        shaders.push(Shader {
-            kernel: Kernel {
-                label: info.label,
-                source: &text[source_start..bounds[1]],
-                entry_point: info.entry_point,
-                digest,
-                web_enables,
-            },
-            pass,
-            features,
-            overrides: info.overrides.clone(),
-        });
-    }
-    Ok(Parsed {
-        passes,
-        shaders,
-        keys,
-    })
-}
-
-/// The values of a `#key` line (after `#key`): space-separated, strings quoted.
-fn parse_key(mut rest: &str) -> Result<Vec<StoredKey>, String> {
-    let mut key = Vec::new();
-    loop {
-        rest = rest.trim_start_matches(' ');
-        if rest.is_empty() {
-            return Ok(key);
-        }
-        if let Some(quoted) = rest.strip_prefix('"') {
-            let mut value = String::new();
-            let mut chars = quoted.char_indices();
-            let end = loop {
-                match chars.next() {
-                    Some((i, '"')) => break i,
-                    Some((_, '\\')) => match chars.next() {
-                        Some((_, c @ ('"' | '\\'))) => value.push(c),
-                        Some((_, 'n')) => value.push('\n'),
-                        _ => return Err(format!("bad escape in key `{rest}`")),
-                    },
-                    Some((_, c)) => value.push(c),
-                    None => return Err(format!("unterminated string in key `{rest}`")),
-                }
-            };
-            key.push(StoredKey::Str(value));
-            rest = &quoted[end + 1..];
-            continue;
-        }
-        let (word, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-        key.push(match word {
-            "true" => StoredKey::Bool(true),
-            "false" => StoredKey::Bool(false),
-            _ => match word.strip_prefix("f64:") {
-                Some(bits) => StoredKey::Float(
-                    u64::from_str_radix(bits, 16).map_err(|e| format!("float `{word}`: {e}"))?,
-                ),
-                None => StoredKey::Int(word.parse().map_err(|e| format!("value `{word}`: {e}"))?),
-            },
-        });
-        rest = tail;
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::Key::{Bool, Float, Int, Str};
     use super::*;
 
+    const FILE: &str = "// a\nfn a() {}\n// a.f16\nenable f16;\nfn a() {}\n// b\nfn b() {}\n";
+    const ODD: &str = "a \"q\" b\n# #key \u{fc} x[i] + 1.0";
+    const PASSES: &[Pass] = &[
+        Pass {
+            variant: "v",
+            pass: "a",
+            label: "Op.A",
+            entry_point: "main",
+            overrides: &[],
+            key: &[
+                &[Str("f32"), Str("f16")],
+                &[Bool(false), Bool(true)],
+                &[Int(3)],
+            ],
+        },
+        Pass {
+            variant: "v",
+            pass: "b",
+            label: "Op B",
+            entry_point: "main",
+            overrides: &["n"],
+            key: &[&[Str(ODD)], &[Float(0x3ff8_0000_0000_0000)], &[Int(-2)]],
+        },
+    ];
     static TABLE: ShaderTable = ShaderTable::new(
         "Op",
-        "# a comment\n\
-         #pass v a label=Op.A\n\
-         #pass v b overrides=n label=Op B\n\
-         #shader 0 d0 a.f32\n\
-         #key \"f32\" true 3\n\
-         #key \"f32\" false 3\n\
-         fn a() {}\n\
-         #shader 0 d1 a.f16 features=shader-f16\n\
-         #key \"f16\" true 3\n\
-         enable f16;\nfn a() {}\n\
-         #shader 1 d2 b web-enables=subgroups features=subgroups\n\
-         #key \"a \\\"q\\\" b\" f64:3ff8000000000000 -2\n\
-         fn b() {}\n",
+        PASSES,
+        FILE,
+        &[
+            (0, 5, 15, "d0", 0, &[0, 1]),
+            (0, 24, 46, "d1", SHADER_F16, &[3]),
+            (1, 51, 61, "d2", SUBGROUPS, &[0]),
+        ],
     );
 
     #[test]
@@ -384,14 +299,22 @@ mod tests {
             .unwrap();
         assert_eq!((k.digest, k.source, k.label), ("d0", "fn a() {}\n", "Op.A"));
         let k = TABLE
+            .kernel(0, &["f32".into(), true.into(), 3i64.into()])
+            .unwrap();
+        assert_eq!(k.digest, "d0");
+        let k = TABLE
             .kernel(0, &["f16".into(), true.into(), 3i64.into()])
             .unwrap();
         assert_eq!((k.digest, k.source), ("d1", "enable f16;\nfn a() {}\n"));
+        let odd = String::from(ODD);
         let k = TABLE
-            .kernel(1, &["a \"q\" b".into(), 1.5f64.into(), (-2i64).into()])
+            .kernel(1, &[odd.as_str().into(), 1.5f64.into(), (-2i64).into()])
             .unwrap();
-        assert_eq!((k.digest, k.web_enables), ("d2", WEB_SUBGROUPS_ENABLE));
-        let shaders = TABLE.shaders().unwrap();
+        assert_eq!(
+            (k.digest, k.source, k.web_enables),
+            ("d2", "fn b() {}\n", WEB_SUBGROUPS_ENABLE)
+        );
+        let shaders = TABLE.shaders();
         assert_eq!(shaders.len(), 3);
         assert_eq!(shaders[1].features, ["shader-f16"]);
         assert_eq!(shaders[2].overrides, ["n"]);
@@ -400,6 +323,7 @@ mod tests {
 
     #[test]
     fn a_missing_key_names_the_pass_and_the_values() {
+        // `f16` with `false` is a number of the pass's columns that no shader has.
         let err = TABLE
             .kernel(0, &["f16".into(), false.into(), 3i64.into()])
             .unwrap_err();
@@ -407,30 +331,14 @@ mod tests {
             err.to_string(),
             "Op: variant `v`, pass `a`: no pre-rendered shader for (\"f16\", false, 3)"
         );
-    }
-
-    #[test]
-    fn key_values_parse() {
-        let parsed = parse_key(r#""x \\ \"y\"\nz" f64:3ff4000000000000 -7 true"#).unwrap();
-        let expected = [
-            Key::Str("x \\ \"y\"\nz"),
-            Key::Float(1.25f64.to_bits()),
-            Key::Int(-7),
-            Key::Bool(true),
-        ];
+        // A value no column has, a key of another length, a pass out of range.
         assert!(
-            parsed
-                .iter()
-                .map(StoredKey::as_key)
-                .eq(expected.iter().copied())
+            TABLE
+                .kernel(0, &["f64".into(), false.into(), 3i64.into()])
+                .is_err()
         );
-    }
-
-    #[test]
-    fn a_malformed_table_is_an_error() {
-        static BAD: ShaderTable =
-            ShaderTable::new("Op", "#pass v a label=A\n#shader 7 d0 a\nfn a() {}\n");
-        let err = BAD.kernel(0, &[]).unwrap_err();
-        assert!(err.to_string().contains("line 2"), "{err}");
+        assert!(TABLE.kernel(0, &["f32".into(), false.into()]).is_err());
+        let err = TABLE.kernel(7, &[]).unwrap_err();
+        assert!(err.to_string().contains("variant `?`"), "{err}");
     }
 }

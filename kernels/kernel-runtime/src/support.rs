@@ -51,10 +51,6 @@ impl Failure {
 pub fn precompile(ctx: &crate::Context, table: &'static ShaderTable) -> Result<usize, OpError> {
     let wanted: Vec<&'static Shader> = table
         .shaders()
-        .map_err(|error| OpError::Shaders {
-            op: table.op(),
-            error,
-        })?
         .iter()
         .filter(|s| s.features.iter().all(|f| ctx.caps().has_feature(f)))
         .collect();

@@ -814,8 +814,76 @@ fn plan_dyn(
     )?;
     Ok(plan)
 }
-/// Every pre-rendered shader of the op, by pass and key (`gated_relative_position_bias.shaders`).
-static SHADERS: rt::shaders::ShaderTable = rt::shaders::ShaderTable::new(
-    OP_NAME,
-    include_str!("gated_relative_position_bias.shaders"),
-);
+/// The op's pre-rendered shaders; their WGSL is `gated_relative_position_bias.shaders`.
+mod shader_table {
+    use super::rt::shaders::Key::{Bool, Int, Str};
+    use super::rt::shaders::{Pass, Row, ShaderTable};
+    /// The op's passes, variant by variant, as the rows number them, with the values
+    /// each column of their keys can take.
+    const PASSES: &[Pass] = &[
+        Pass {
+            variant: "row_head_subgroups",
+            pass: "main",
+            label: "GatedRelativePositionBias.RowHeadSubgroups",
+            entry_point: "main",
+            overrides: &[],
+            key: &[
+                &[Str("f32"), Str("f16")],
+                &[Bool(false), Bool(true)],
+                &[Bool(false), Bool(true)],
+                &[Int(1), Int(4)],
+            ],
+        },
+        Pass {
+            variant: "row_head_tree",
+            pass: "main",
+            label: "GatedRelativePositionBias.RowHeadTree",
+            entry_point: "main",
+            overrides: &[],
+            key: &[
+                &[Str("f32"), Str("f16")],
+                &[Bool(false), Bool(true)],
+                &[Bool(false), Bool(true)],
+                &[Int(1), Int(4)],
+            ],
+        },
+        Pass {
+            variant: "row",
+            pass: "main",
+            label: "GatedRelativePositionBias.Row",
+            entry_point: "main",
+            overrides: &[],
+            key: &[
+                &[Str("f32"), Str("f16")],
+                &[Bool(false), Bool(true)],
+                &[Bool(false), Bool(true)],
+                &[Int(1), Int(4)],
+            ],
+        },
+    ];
+    /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
+    /// features (1: `shader-f16`, 2: `subgroups`) and the numbers of the keys that
+    /// select it.
+    const ROWS: &[Row] = &[
+        (0, 407, 7362, "da65bd7287b92c03fbb851e360431d62", 2, &[0]),
+        (0, 7484, 14452, "058b9c7b36f71e9117a03ae606e8aadc", 3, &[13]),
+        (0, 14574, 21672, "df83f18223922306c2a98ae9469962ed", 2, &[2]),
+        (0, 21794, 28905, "dc370810b030ca763eb063046933fd43", 3, &[15]),
+        (1, 29012, 35595, "c7226f2efd7c8c80bb041b29eae6b10b", 0, &[0]),
+        (1, 35702, 42298, "48fa601fe4f3e1b05b7c0f5c5e2cf085", 1, &[13]),
+        (1, 42405, 49131, "f0a60b72b349c1e6ae7c82ff7101aaba", 0, &[2]),
+        (1, 49238, 55977, "acf3d66f72bb6783e66080f3a4097598", 1, &[15]),
+        (2, 56074, 61126, "36237319dcfecfede7daa87dc654fc70", 0, &[0]),
+        (2, 61223, 66288, "8bebd7ffb0ce59194eb4ef2d1131fe98", 1, &[13]),
+        (2, 66385, 71580, "a967301bd77d9f5fe0bfc09112471714", 0, &[2]),
+        (2, 71677, 76885, "7248341cccf6d8e824ef58724c718c1d", 1, &[15]),
+    ];
+    /// Every distinct shader of the op.
+    pub(super) static SHADERS: ShaderTable = ShaderTable::new(
+        super::OP_NAME,
+        PASSES,
+        include_str!("gated_relative_position_bias.shaders"),
+        ROWS,
+    );
+}
+use shader_table::SHADERS;
