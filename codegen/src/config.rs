@@ -54,6 +54,7 @@ pub struct Config {
     runtime_path: Option<String>,
     out_dir: Option<PathBuf>,
     rerun_if_changed: Option<bool>,
+    translate: bool,
 }
 
 impl Config {
@@ -153,6 +154,13 @@ impl Config {
         self
     }
 
+    /// Whether to translate every shader with naga's native back ends as well (default: off;
+    /// see [`Inputs::translate`]).
+    pub fn translations(&mut self, on: bool) -> &mut Self {
+        self.translate = on;
+        self
+    }
+
     /// Reads every input into the pure generator's [`Inputs`]; also returns the files read.
     ///
     /// Only regular files of at most 16 MiB are read; a link is followed only to a file inside
@@ -196,6 +204,7 @@ impl Config {
                 .map(|r| self.display(&self.path(r))),
             host_checks: self.host_checks.clone(),
             runtime_path: self.runtime_path.clone().unwrap_or_default(),
+            translate: self.translate,
             ..Inputs::default()
         };
         let mut used_hints = BTreeSet::new();

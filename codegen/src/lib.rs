@@ -49,6 +49,12 @@ pub struct Inputs {
     /// The path generated code uses for the runtime crate (`::kernel_runtime` when empty);
     /// wgpu and half are named through its re-exports, so users depend on one crate.
     pub runtime_path: String,
+    /// Whether to translate every validated shader with naga's SPIR-V, MSL, HLSL and GLSL back
+    /// ends, as wgpu does at run time on each native backend, so that a shader one of them
+    /// cannot take fails generation ([`shader::Shader::translations`]). Off by default: it
+    /// costs more than the rest of generation, and a build script needs only the validated
+    /// WGSL. `cargo xtask codegen` and the repository's CI turn it on.
+    pub translate: bool,
 }
 
 /// One op package: a folder with `manifest.json` and the templates it names.
@@ -339,14 +345,15 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             ));
             continue;
         }
-        let shaders = match wgsl::shaders(op, env_of(op), &paths, &mut output.notes) {
-            Ok(shaders) => shaders,
-            Err(mut errors) => {
-                front.relocate(op, &mut errors);
-                diagnostics.extend(errors);
-                continue;
-            }
-        };
+        let shaders =
+            match wgsl::shaders(op, env_of(op), &paths, inputs.translate, &mut output.notes) {
+                Ok(shaders) => shaders,
+                Err(mut errors) => {
+                    front.relocate(op, &mut errors);
+                    diagnostics.extend(errors);
+                    continue;
+                }
+            };
         let input = rust::OpInput {
             op,
             shaders: &shaders,

@@ -57,7 +57,8 @@ pub struct Shader {
     pub overrides: Vec<OverrideSpec>,
     /// The bind group the pipeline's automatic layout must accept.
     pub bindings: Vec<BindingLayout>,
-    /// naga's translations for wgpu's native backends.
+    /// naga's translations for wgpu's native backends; empty unless [`crate::Inputs::translate`]
+    /// was set.
     pub translations: Translations,
 }
 

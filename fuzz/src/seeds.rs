@@ -38,6 +38,7 @@ pub fn seed_packages() -> Result<Inputs> {
         .packages_in("packages")
         .include_root("packages/_shared")
         .hints_dir("hints")
+        .translations(true)
         .emit_rerun_if_changed(false);
     let (inputs, _) = config.read_inputs().context("reading the seed packages")?;
     Ok(inputs)

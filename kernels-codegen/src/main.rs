@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! kernels-codegen --packages DIR... [--include-root DIR] [--hints DIR] --out DIR
-//!                 [--runtime-path PATH] [--host-check OP=PATH]... [--check]
+//!                 [--runtime-path PATH] [--host-check OP=PATH]... [--translate] [--check]
 //! ```
 //! A `--packages` folder is a package (it holds `manifest.json`) or a folder of packages.
 
@@ -37,6 +37,10 @@ struct Args {
     /// A host-side check: `domain.Name=path::to::check`; repeatable.
     #[arg(long = "host-check", value_name = "OP=PATH")]
     host_checks: Vec<String>,
+    /// Also translate every shader with naga's SPIR-V, MSL, HLSL and GLSL back ends, so a
+    /// shader one of wgpu's native backends cannot take fails here rather than on a device.
+    #[arg(long)]
+    translate: bool,
     /// Write nothing; fail when a file in `--out` is stale or should not be there.
     #[arg(long)]
     check: bool,
@@ -72,6 +76,7 @@ fn run(args: Args) -> Result<()> {
     for dir in &args.hints {
         config.hints_dir(dir);
     }
+    config.translations(args.translate);
     for entry in &args.host_checks {
         let (op, path) = entry
             .split_once('=')

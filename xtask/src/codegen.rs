@@ -28,6 +28,7 @@ pub fn config(root: &Path) -> codegen::Config {
         .hints_dir("hints")
         .runtime_path("::kernel_runtime")
         .out_dir(GENERATED_DIR)
+        .translations(true)
         .emit_rerun_if_changed(false);
     for (op, check) in HOST_CHECKS {
         config.host_check(*op, *check);

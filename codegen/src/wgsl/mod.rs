@@ -15,17 +15,19 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Value;
 use crate::model::{self, Combination, Dispatch, Op, dynamic_values};
 use crate::settle;
-use crate::shader::{BindingLayout, OverrideSpec, Shader, WEB_SUBGROUPS_ENABLE};
+use crate::shader::{BindingLayout, OverrideSpec, Shader, Translations, WEB_SUBGROUPS_ENABLE};
 use crate::templates::pass::{Rendered, pass_path, render_pass};
 use crate::templates::prelude::{self, override_type};
 use crate::templates::usage;
 
-/// Renders and validates all shaders of an op, [`settle`]d before. Template names are display
-/// paths ([`crate::templates`]); combinations left out are said in `notes`.
+/// Renders and validates all shaders of an op, [`settle`]d before, and translates them with
+/// naga's back ends when `translate` is set. Template names are display paths
+/// ([`crate::templates`]); combinations left out are said in `notes`.
 pub fn shaders(
     op: &Op,
     env: &minijinja::Environment<'static>,
     paths: &crate::templates::TemplatePaths<'_>,
+    translate: bool,
     notes: &mut Vec<String>,
 ) -> Result<Vec<Shader>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
@@ -91,7 +93,7 @@ pub fn shaders(
                     }
                     continue;
                 }
-                match shader(op, env, v, p, combination) {
+                match shader(op, env, v, p, combination, translate) {
                     Ok(mut shader) => {
                         if let Some(first) = shaders.iter().position(|s: &Shader| {
                             s.variant == shader.variant
@@ -161,6 +163,7 @@ fn shader(
     v: usize,
     p: usize,
     combination: Combination,
+    translate: bool,
 ) -> Result<Shader, Diagnostic> {
     let variant = &op.variants[v];
     let pass = &variant.passes[p];
@@ -231,14 +234,17 @@ fn shader(
         })
         .collect();
     let subgroups = combination.features.contains("subgroups") || wrote_subgroups;
-    let translations =
+    let translations = if translate {
         targets::translate(&module, &info, &overrides, f16, subgroups).map_err(|m| {
             Diagnostic::new(
                 &pass.template,
                 where_(),
                 format!("rendered shader `{file_name}` does not translate:\n{m}"),
             )
-        })?;
+        })?
+    } else {
+        Translations::default()
+    };
     let binding_layouts = bindings
         .iter()
         .map(|b| BindingLayout {
