@@ -1,5 +1,5 @@
 //! Shared code of the runnable programs and GPU tests: float64 CPU references of the ops
-//! ([`reference`]) and seeded test data with tolerant comparison ([`data`]).
+//! ([`reference`](mod@reference)) and seeded test data with tolerant comparison ([`data`]).
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;

@@ -10,9 +10,15 @@ use anyhow::{Context, Result, bail};
 
 /// Runs cargo with `args` in the project root, failing on a non-zero exit.
 pub fn cargo(root: &Path, args: &[&str]) -> Result<()> {
+    cargo_with_env(root, args, &[])
+}
+
+/// `cargo` with `env` set for it.
+pub fn cargo_with_env(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let status = Command::new(&cargo)
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(root)
         .status()
         .with_context(|| format!("starting {cargo}"))?;

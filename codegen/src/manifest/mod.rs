@@ -6,7 +6,7 @@
 //! - [`v1`]: the `schemaVersion: 1` dialect (scalar `args`, `inout`/`weights`/optional tensors,
 //!   output shape lists, pass-level `shader`, `x/y/z` dispatch, `requiredFeatures`), read by
 //!   `desugar` into the seed dialect's spelling of each construct it shares.
-//! - [`declaration`]: what both are read into. `model` builds the one validated op model
+//! - `declaration`: what both are read into. `model` builds the one validated op model
 //!   from it, and nothing after `model` ever sees it.
 
 mod declaration;

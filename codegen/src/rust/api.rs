@@ -112,7 +112,7 @@ fn attr_doc(attribute: &Attribute) -> String {
         None => notes.push_str("Required."),
     }
     if let Some(allowed) = &attribute.allowed {
-        notes.push_str(&format!(" Allowed manifest values: {allowed:?}."));
+        notes.push_str(&format!(" Allowed manifest values: `{allowed:?}`."));
     }
     if attribute.repr == AttrRepr::Bool {
         notes.push_str(" The manifest's integer flag (`true` = 1).");

@@ -20,7 +20,7 @@ use crate::templates::pass::{Rendered, pass_path, render_pass};
 use crate::templates::prelude::{self, override_type};
 use crate::templates::usage;
 
-/// Renders and validates all shaders of an op, [`settle`]d before, and translates them with
+/// Renders and validates all shaders of an op, settled before (`settle.rs`), and translates them with
 /// naga's back ends when `translate` is set. Template names are display paths
 /// ([`crate::templates`]); combinations left out are said in `notes`.
 pub fn shaders(

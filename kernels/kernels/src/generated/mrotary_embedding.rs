@@ -10,15 +10,15 @@ pub const OP_NAME: &str = "com.microsoft.MRotaryEmbedding";
 pub struct Attrs {
     /// Set to 1 to rotate using an interleaved pattern (even/odd elements), or 0 to split the head dimension into two contiguous halves. Default is 0. This is the rotation pairing and is independent of `mrope_layout`.
     ///
-    /// Default: `false`. Allowed manifest values: [0, 1]. The manifest's integer flag (`true` = 1).
+    /// Default: `false`. Allowed manifest values: `[0, 1]`. The manifest's integer flag (`true` = 1).
     pub interleaved: bool,
     /// Whether `position_ids` uses packed-batch metadata. The default and only supported value is 0; packed batching (1) is not implemented.
     ///
-    /// Default: `false`. Allowed manifest values: [0]. The manifest's integer flag (`true` = 1).
+    /// Default: `false`. Allowed manifest values: `[0]`. The manifest's integer flag (`true` = 1).
     pub is_packed_batching: bool,
     /// How the three sections are combined into one per-token cos/sin vector: `0` for the sectioned/chunked layout (Qwen2-VL, Qwen2.5-VL) or `1` for the interleaved layout (Qwen3-VL, Qwen3.5). Default is 0.
     ///
-    /// Default: `false`. Allowed manifest values: [0, 1]. The manifest's integer flag (`true` = 1).
+    /// Default: `false`. Allowed manifest values: `[0, 1]`. The manifest's integer flag (`true` = 1).
     pub mrope_layout: bool,
     /// Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.
     pub mrope_section: ::std::vec::Vec<i64>,
