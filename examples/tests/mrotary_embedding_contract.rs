@@ -281,6 +281,13 @@ fn rejects_input_of_rank_2_or_5() {
                         || r.condition.ends_with("ranks.input == 4"),
                     "{err}"
                 );
+                // The rejection shows the value that made the condition false.
+                assert_eq!(
+                    r.values,
+                    [("ranks.input".to_owned(), "5".to_owned())],
+                    "{err}"
+                );
+                assert!(err.to_string().contains("(ranks.input = 5)"), "{err}");
             } else {
                 // The manifest reads dim(input, 2) before any rank clause, so rank 2 fails
                 // as an evaluation error of that conjunct.

@@ -8,7 +8,8 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::eval::{EnvScope, derive_fn, env_param, lower_result};
-use crate::expr::{Ir, IrKind, Symbol, ast::BinOp};
+use crate::expr::ast::{BinOp, UnaryOp};
+use crate::expr::{Ir, IrKind, Symbol};
 use crate::model::{self, DType, Op, Variant};
 use crate::shader::Shader;
 
@@ -35,9 +36,8 @@ pub(super) fn explanations(
             let unless = match guard {
                 Some(disjunction) => {
                     let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
-                    let whole = lower_result(disjunction, scope);
-                    let param = env_param(disjunction);
-                    quote!(Some((#text, |#param| #whole)))
+                    let test = test(scope, &d.expr.source, disjunction);
+                    quote!(Some((#text, #test)))
                 }
                 None => quote!(None),
             };
@@ -133,11 +133,97 @@ fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStrea
             .get(folded.span.start..folded.span.end)
             .unwrap_or(source)
             .trim();
-        return quote!(rt::when::Clause::Require(#name, #inner, #function));
+        let operands = operands_fn(scope, source, &folded);
+        return quote!(rt::when::Clause::Require(#name, #inner, rt::when::Test { holds: #function, operands: #operands }));
     }
+    let test = test(scope, source, ir);
+    quote!(rt::when::Clause::Check(#text, #test))
+}
+
+/// A compiled condition: its test and the operands a rejection shows.
+fn test(scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
     let body = lower_result(ir, scope);
     let param = env_param(ir);
-    quote!(rt::when::Clause::Check(#text, |#param| #body))
+    let operands = operands_fn(scope, source, ir);
+    quote!(rt::when::Test { holds: |#param| #body, operands: #operands })
+}
+
+/// The function that computes the operands of `ir` for a rejection: of a conjunction, those of
+/// its first conjunct that does not hold (`|_| Vec::new()` when there are none).
+fn operands_fn(scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
+    let values = |part: &Ir| {
+        let mut found = Vec::new();
+        operands(part, source, &mut found);
+        let values: Vec<TokenStream> = found
+            .iter()
+            .map(|(text, operand)| {
+                let value = lower_result(operand, scope);
+                quote!(rt::when::operand(#text, || #value))
+            })
+            .collect();
+        values
+    };
+    let parts = conjuncts(ir);
+    let param = env_param(ir);
+    if parts.len() > 1 {
+        let arms: Vec<TokenStream> = parts
+            .iter()
+            .filter_map(|part| {
+                let values = values(part);
+                if values.is_empty() {
+                    return None;
+                }
+                let holds = lower_result(part, scope);
+                Some(quote! {
+                    if rt::when::fails(|| #holds) {
+                        return Vec::from([#(#values),*]);
+                    }
+                })
+            })
+            .collect();
+        if arms.is_empty() {
+            return quote!(|_| Vec::new());
+        }
+        return quote!(|#param| { #(#arms)* Vec::new() });
+    }
+    let values = values(ir);
+    if values.is_empty() {
+        return quote!(|_| Vec::new());
+    }
+    quote!(|#param| Vec::from([#(#values),*]))
+}
+
+/// What a rejection shows beside a failing condition: the sides of its comparisons and the
+/// arguments of its boolean calls that are not literals, through `and`, `or` and `not`, once
+/// each by source text.
+fn operands<'i>(ir: &'i Ir, source: &str, out: &mut Vec<(String, &'i Ir)>) {
+    let mut push = |operand: &'i Ir| {
+        let literal = matches!(
+            operand.kind,
+            IrKind::Int(_) | IrKind::Float(_) | IrKind::Bool(_) | IrKind::Str(_) | IrKind::List(_)
+        );
+        let text = source
+            .get(operand.span.start..operand.span.end)
+            .unwrap_or_default()
+            .trim();
+        if !literal && !text.is_empty() && !out.iter().any(|(t, _)| t == text) {
+            out.push((text.to_owned(), operand));
+        }
+    };
+    match &ir.kind {
+        IrKind::Binary(BinOp::And | BinOp::Or, lhs, rhs) => {
+            operands(lhs, source, out);
+            operands(rhs, source, out);
+        }
+        IrKind::Unary(UnaryOp::Not, inner) => operands(inner, source, out),
+        IrKind::Binary(_, lhs, rhs) | IrKind::LooseCompare(_, lhs, rhs) => {
+            push(lhs);
+            push(rhs);
+        }
+        IrKind::Call(_, args) => args.iter().for_each(push),
+        IrKind::Truthy(inner) => push(inner),
+        _ => {}
+    }
 }
 
 pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> TokenStream {
@@ -188,8 +274,11 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
         });
     let docs: Vec<String> = docs.flatten().collect();
     quote! {
-        /// A compiled `when` condition.
-        type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
+        /// A compiled `when` condition: its test, and its operands' values for a rejection.
+        type Test = rt::when::Test<
+            fn(&Env<'_>) -> Result<bool, EvalError>,
+            fn(&Env<'_>) -> Vec<rt::when::Operand>,
+        >;
         type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
 
         /// The variants in priority order, each with its `when` conditions in order and its
@@ -258,15 +347,21 @@ fn built_dtypes(op: &Op, variant: &Variant, v: usize, shaders: &[Shader]) -> Vec
                 .join("), ("),
             variant.passes[p].id,
         );
-        let fields = vars.iter().map(|var| {
-            let field = super::ident(&model::snake_ident(var).to_ascii_lowercase());
-            quote!(env.dtypes.#field)
-        });
+        let fields: Vec<TokenStream> = vars
+            .iter()
+            .map(|var| {
+                let field = super::ident(&model::snake_ident(var).to_ascii_lowercase());
+                quote!(env.dtypes.#field)
+            })
+            .collect();
+        let names = vars.iter().map(|var| format!("dtypes.{var}"));
+        let operands =
+            quote!(|env| Vec::from([#(rt::when::operand(#names, || Ok(#fields.wgsl_name()))),*]));
         let patterns = built.iter().map(|t| {
             let dtypes = t.iter().map(|d| format_ident!("{}", d.runtime_variant()));
             quote!((#(rt::DType::#dtypes,)*))
         });
-        let clause = quote!(rt::when::Clause::Check(#text, |env| Ok(matches!((#(#fields,)*), #(#patterns)|*))));
+        let clause = quote!(rt::when::Clause::Check(#text, rt::when::Test { holds: |env| Ok(matches!((#(#fields,)*), #(#patterns)|*)), operands: #operands }));
         if !clauses.iter().any(|(t, _)| *t == text) {
             clauses.push((text, clause));
         }

@@ -162,18 +162,30 @@ pub struct Rejection {
     pub condition: String,
     /// `None`: the condition evaluated to false. `Some`: it could not be evaluated.
     pub error: Option<EvalError>,
+    /// The values of what the condition compares or passes to its calls, as source text and
+    /// value (`dim(shapes.x, 0)`, `8`).
+    pub values: Vec<(String, String)>,
 }
 
 impl fmt::Display for Rejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.error {
-            None => write!(f, "  {}: `{}` is false", self.variant, self.condition),
+            None => write!(f, "  {}: `{}` is false", self.variant, self.condition)?,
             Some(e) => write!(
                 f,
                 "  {}: `{}` could not be evaluated: {e}",
                 self.variant, self.condition
-            ),
+            )?,
         }
+        if !self.values.is_empty() {
+            let values: Vec<String> = self
+                .values
+                .iter()
+                .map(|(text, value)| format!("{text} = {value}"))
+                .collect();
+            write!(f, " ({})", values.join(", "))?;
+        }
+        Ok(())
     }
 }
 
@@ -256,18 +268,21 @@ mod tests {
                     variant: "rank3",
                     condition: "rank3Contract › sectionsValid › attrs.mrope_section[0] >= 0".into(),
                     error: None,
+                    values: vec![("attrs.mrope_section[0]".into(), "-1".into())],
                 },
                 Rejection {
                     variant: "rank4",
                     condition: "attrs.mrope_section[3] > 0".into(),
                     error: Some(EvalError::new("index 3 out of range for a list of 3")),
+                    values: Vec::new(),
                 },
             ],
         };
         assert_eq!(
             e.to_string(),
             "MRotaryEmbedding: no variant accepts these inputs\n  \
-             rank3: `rank3Contract › sectionsValid › attrs.mrope_section[0] >= 0` is false\n  \
+             rank3: `rank3Contract › sectionsValid › attrs.mrope_section[0] >= 0` is false \
+             (attrs.mrope_section[0] = -1)\n  \
              rank4: `attrs.mrope_section[3] > 0` could not be evaluated: \
              index 3 out of range for a list of 3"
         );

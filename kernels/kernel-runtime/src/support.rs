@@ -21,6 +21,9 @@ pub struct Failure {
     pub path: Vec<&'static str>,
     /// Why the clause could not be evaluated; `None` when it was simply false.
     pub error: Option<EvalError>,
+    /// The values of the clause's operands (what it compares, what its calls take), so the
+    /// rejection says why it failed.
+    pub operands: Vec<crate::when::Operand>,
 }
 
 impl Failure {
@@ -36,6 +39,11 @@ impl Failure {
             variant,
             condition: self.path.join(" › "),
             error: self.error,
+            values: self
+                .operands
+                .into_iter()
+                .map(|o| (o.text.to_owned(), o.value))
+                .collect(),
         }
     }
 }
@@ -155,18 +163,21 @@ pub fn rank(shape: &[i64]) -> i64 {
 }
 
 /// `Ok` when the condition `text` evaluated to true.
-pub fn require(value: Result<bool, EvalError>, text: &'static str) -> Result<(), Failure> {
-    match value {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(Failure {
-            path: vec![text],
-            error: None,
-        }),
-        Err(error) => Err(Failure {
-            path: vec![text],
-            error: Some(error),
-        }),
-    }
+pub fn require(
+    value: Result<bool, EvalError>,
+    text: &'static str,
+    operands: impl FnOnce() -> Vec<crate::when::Operand>,
+) -> Result<(), Failure> {
+    let error = match value {
+        Ok(true) => return Ok(()),
+        Ok(false) => None,
+        Err(error) => Some(error),
+    };
+    Err(Failure {
+        path: vec![text],
+        error,
+        operands: operands(),
+    })
 }
 
 /// A non-negative count (threads, workgroups, elements).
@@ -297,13 +308,19 @@ mod tests {
 
     #[test]
     fn failures_read_as_paths() {
-        let failure = require(Ok(false), "x > 0")
+        let operands = || vec![crate::when::operand("x", || Ok(-2i64))];
+        let failure = require(Ok(false), "x > 0", operands)
             .unwrap_err()
             .within("inner")
             .within("outer");
+        let rejection = failure.into_rejection("v");
+        assert_eq!(rejection.condition, "outer › inner › x > 0");
+        assert_eq!(rejection.values, [("x".to_owned(), "-2".to_owned())]);
         assert_eq!(
-            failure.into_rejection("v").condition,
-            "outer › inner › x > 0"
+            rejection.to_string(),
+            "  v: `outer › inner › x > 0` is false (x = -2)"
         );
+        // Operands are computed only for a rejection.
+        assert!(require(Ok(true), "x > 0", || unreachable!()).is_ok());
     }
 }

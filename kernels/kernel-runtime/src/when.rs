@@ -3,12 +3,80 @@
 //! text and compiled test; [`select`] walks them in priority order and explains every
 //! rejection by its first failing clause.
 //!
-//! `F` is the generated module's test type, `fn(&Env<'_>) -> Result<bool, EvalError>`: a
-//! function pointer over every lifetime of its environment, which a `static` can hold.
+//! `F` is the generated module's test type, a [`Test`] of two function pointers over every
+//! lifetime of its environment (which a `static` can hold): whether the condition holds, and
+//! the values of its operands, which a rejection shows. Any `Fn(&E) -> Result<bool, _>` is a
+//! [`Condition`] too, without operands.
 
 use crate::error::{OpError, Rejection};
 use crate::expr::EvalError;
 use crate::support::{Failure, require};
+
+/// One operand of a failing condition: its source text and its value as the rejection
+/// prints it (or why it could not be computed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operand {
+    pub text: &'static str,
+    pub value: String,
+}
+
+/// The operand `text` with the value its compiled expression computes.
+pub fn operand<T: std::fmt::Debug>(
+    text: &'static str,
+    value: impl FnOnce() -> Result<T, EvalError>,
+) -> Operand {
+    Operand {
+        text,
+        value: match value() {
+            Ok(value) => format!("{value:?}"),
+            Err(error) => format!("unknown ({error})"),
+        },
+    }
+}
+
+/// Whether a conjunct of a failing condition does not hold (is false or cannot be computed):
+/// its operands are the ones a rejection shows.
+pub fn fails(test: impl FnOnce() -> Result<bool, EvalError>) -> bool {
+    !matches!(test(), Ok(true))
+}
+
+/// A compiled condition over environments `E`: whether it holds, and its operands' values.
+pub trait Condition<E> {
+    fn holds(&self, env: &E) -> Result<bool, EvalError>;
+
+    /// What the condition compares or passes to its calls, with their values; computed only
+    /// for a rejection.
+    fn operands(&self, _env: &E) -> Vec<Operand> {
+        Vec::new()
+    }
+}
+
+impl<E, F: Fn(&E) -> Result<bool, EvalError>> Condition<E> for F {
+    fn holds(&self, env: &E) -> Result<bool, EvalError> {
+        self(env)
+    }
+}
+
+/// A condition as generated code compiles it: its test and its operands.
+#[derive(Debug, Clone, Copy)]
+pub struct Test<H, O> {
+    pub holds: H,
+    pub operands: O,
+}
+
+impl<E, H, O> Condition<E> for Test<H, O>
+where
+    H: Fn(&E) -> Result<bool, EvalError>,
+    O: Fn(&E) -> Vec<Operand>,
+{
+    fn holds(&self, env: &E) -> Result<bool, EvalError> {
+        (self.holds)(env)
+    }
+
+    fn operands(&self, env: &E) -> Vec<Operand> {
+        (self.operands)(env)
+    }
+}
 
 /// One condition of a `when` list or of an explained `derive` entry.
 #[derive(Debug)]
@@ -52,13 +120,14 @@ impl<F, P> Variant<F, P> {
 /// that lead to it.
 pub fn first_failure<E, F>(clauses: &[Clause<F>], env: &E) -> Result<(), Failure>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    F: Condition<E>,
 {
     for clause in clauses {
         match clause {
-            Clause::Check(text, test) => require(test(env), text)?,
+            Clause::Check(text, test) => require(test.holds(env), text, || test.operands(env))?,
             Clause::Require(name, text, value) => {
-                require(value(env), text).map_err(|f| f.within(name))?;
+                require(value.holds(env), text, || value.operands(env))
+                    .map_err(|f| f.within(name))?;
             }
             Clause::Explain(name, explanation) => {
                 explain(explanation, env).map_err(|f| f.within(name))?;
@@ -71,14 +140,15 @@ where
 
 fn explain<E, F>(explanation: &Explanation<F>, env: &E) -> Result<(), Failure>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    F: Condition<E>,
 {
     let Some((text, whole)) = &explanation.unless else {
         return first_failure(explanation.clauses, env);
     };
-    let holds = whole(env).map_err(|error| Failure {
+    let holds = whole.holds(env).map_err(|error| Failure {
         path: vec![text],
         error: Some(error),
+        operands: whole.operands(env),
     })?;
     if holds {
         return Ok(());
@@ -89,6 +159,7 @@ where
     Err(Failure {
         path: vec![text],
         error: None,
+        operands: whole.operands(env),
     })
 }
 
@@ -96,22 +167,22 @@ where
 /// at the first false one, as `and` does).
 pub fn value<E, F>(explanation: &Explanation<F>, env: &E) -> Result<bool, EvalError>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    F: Condition<E>,
 {
     match &explanation.unless {
         // The disjunction is the whole expression.
-        Some((_, whole)) => whole(env),
+        Some((_, whole)) => whole.holds(env),
         None => all_hold(explanation.clauses, env),
     }
 }
 
 fn all_hold<E, F>(clauses: &[Clause<F>], env: &E) -> Result<bool, EvalError>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    F: Condition<E>,
 {
     for clause in clauses {
         let holds = match clause {
-            Clause::Check(_, test) | Clause::Require(_, _, test) => test(env)?,
+            Clause::Check(_, test) | Clause::Require(_, _, test) => test.holds(env)?,
             Clause::Explain(_, explanation) => value(explanation, env)?,
             Clause::All(clauses) => all_hold(clauses, env)?,
         };
@@ -130,7 +201,7 @@ pub fn select<E, F, P: Copy>(
     env: &E,
 ) -> Result<(&'static str, P), OpError>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    F: Condition<E>,
 {
     let mut rejections: Vec<Rejection> = Vec::new();
     for variant in variants {
@@ -149,7 +220,7 @@ pub fn accepts<E, F, P>(
     env: &E,
 ) -> Option<Result<(), Failure>>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    F: Condition<E>,
 {
     let variant = variants.iter().find(|v| v.id == id)?;
     Some(first_failure(variant.when, env))

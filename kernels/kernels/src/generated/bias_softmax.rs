@@ -306,54 +306,138 @@ pub fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
 static EXPLAIN_BIAS_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
     unless: Some((
         "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
-        |env| Ok(
-            rt::expr::numel(env.shapes.data.as_slice())? == 0i64
-                && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
-                || derive_block_size(env)? > 0i64 && derive_bias_block_count(env)? > 0i64
-                    && rt::expr::rem(
+        rt::when::Test {
+            holds: |env| Ok(
+                rt::expr::numel(env.shapes.data.as_slice())? == 0i64
+                    && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
+                    || derive_block_size(env)? > 0i64
+                        && derive_bias_block_count(env)? > 0i64
+                        && rt::expr::rem(
+                            rt::expr::numel(env.shapes.bias.as_slice())?,
+                            derive_block_size(env)?,
+                        )? == 0i64
+                        && derive_bias_block_count(env)? <= derive_batch_count(env)?
+                        && rt::expr::rem(
+                            derive_batch_count(env)?,
+                            derive_bias_block_count(env)?,
+                        )? == 0i64,
+            ),
+            operands: |env| Vec::from([
+                rt::when::operand(
+                    "numel(shapes.data)",
+                    || rt::expr::numel(env.shapes.data.as_slice()),
+                ),
+                rt::when::operand(
+                    "numel(shapes.bias)",
+                    || rt::expr::numel(env.shapes.bias.as_slice()),
+                ),
+                rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
+                rt::when::operand(
+                    "biasBlockCount",
+                    || Ok(derive_bias_block_count(env)?),
+                ),
+                rt::when::operand(
+                    "numel(shapes.bias) % blockSize",
+                    || rt::expr::rem(
                         rt::expr::numel(env.shapes.bias.as_slice())?,
                         derive_block_size(env)?,
-                    )? == 0i64
-                    && derive_bias_block_count(env)? <= derive_batch_count(env)?
-                    && rt::expr::rem(
+                    ),
+                ),
+                rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
+                rt::when::operand(
+                    "batchCount % biasBlockCount",
+                    || rt::expr::rem(
                         derive_batch_count(env)?,
                         derive_bias_block_count(env)?,
-                    )? == 0i64,
-        ),
+                    ),
+                ),
+            ]),
+        },
     )),
     clauses: &[
         rt::when::Clause::Check(
             "blockSize > 0",
-            |env| Ok(derive_block_size(env)? > 0i64),
+            rt::when::Test {
+                holds: |env| Ok(derive_block_size(env)? > 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "biasBlockCount > 0",
-            |env| Ok(derive_bias_block_count(env)? > 0i64),
+            rt::when::Test {
+                holds: |env| Ok(derive_bias_block_count(env)? > 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "biasBlockCount",
+                        || Ok(derive_bias_block_count(env)?),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "numel(shapes.bias) % blockSize == 0",
-            |env| Ok(
-                rt::expr::rem(
-                    rt::expr::numel(env.shapes.bias.as_slice())?,
-                    derive_block_size(env)?,
-                )? == 0i64,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::rem(
+                        rt::expr::numel(env.shapes.bias.as_slice())?,
+                        derive_block_size(env)?,
+                    )? == 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "numel(shapes.bias) % blockSize",
+                        || rt::expr::rem(
+                            rt::expr::numel(env.shapes.bias.as_slice())?,
+                            derive_block_size(env)?,
+                        ),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "biasBlockCount <= batchCount",
-            |env| Ok(derive_bias_block_count(env)? <= derive_batch_count(env)?),
+            rt::when::Test {
+                holds: |env| Ok(
+                    derive_bias_block_count(env)? <= derive_batch_count(env)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "biasBlockCount",
+                        || Ok(derive_bias_block_count(env)?),
+                    ),
+                    rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "batchCount % biasBlockCount == 0",
-            |env| Ok(
-                rt::expr::rem(derive_batch_count(env)?, derive_bias_block_count(env)?)?
-                    == 0i64,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::rem(
+                        derive_batch_count(env)?,
+                        derive_bias_block_count(env)?,
+                    )? == 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "batchCount % biasBlockCount",
+                        || rt::expr::rem(
+                            derive_batch_count(env)?,
+                            derive_bias_block_count(env)?,
+                        ),
+                    ),
+                ]),
+            },
         ),
     ],
 };
-/// A compiled `when` condition.
-type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
+/// A compiled `when` condition: its test, and its operands' values for a rejection.
+type Test = rt::when::Test<
+    fn(&Env<'_>) -> Result<bool, EvalError>,
+    fn(&Env<'_>) -> Vec<rt::when::Operand>,
+>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
@@ -366,38 +450,82 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "blockSize >= 65536",
-                |env| Ok(derive_block_size(env)? >= 65536i64),
+                rt::when::Test {
+                    holds: |env| Ok(derive_block_size(env)? >= 65536i64),
+                    operands: |env| Vec::from([
+                        rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "batchCount > 0",
-                |env| Ok(derive_batch_count(env)? > 0i64),
+                rt::when::Test {
+                    holds: |env| Ok(derive_batch_count(env)? > 0i64),
+                    operands: |env| Vec::from([
+                        rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
-                |env| Ok(
-                    derive_batch_count(env)?
-                        <= rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
+                rt::when::Test {
+                    holds: |env| Ok(
+                        derive_batch_count(env)?
+                            <= rt::support::limit(
+                                env.caps.limits.max_compute_workgroups_per_dimension,
+                            ),
+                    ),
+                    operands: |env| Vec::from([
+                        rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
+                        rt::when::operand(
+                            "device.limits.maxComputeWorkgroupsPerDimension",
+                            || Ok(
+                                rt::support::limit(
+                                    env.caps.limits.max_compute_workgroups_per_dimension,
+                                ),
+                            ),
                         ),
-                ),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits.maxComputeWorkgroupsPerDimension",
-                |env| Ok(
-                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
-                        <= rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
+                rt::when::Test {
+                    holds: |env| Ok(
+                        rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
+                            <= rt::support::limit(
+                                env.caps.limits.max_compute_workgroups_per_dimension,
+                            ),
+                    ),
+                    operands: |env| Vec::from([
+                        rt::when::operand(
+                            "ceilDiv(blockSize, tunables.BLOCK_COLS)",
+                            || rt::expr::ceil_div(derive_block_size(env)?, 2048i64),
                         ),
-                ),
+                        rt::when::operand(
+                            "device.limits.maxComputeWorkgroupsPerDimension",
+                            || Ok(
+                                rt::support::limit(
+                                    env.caps.limits.max_compute_workgroups_per_dimension,
+                                ),
+                            ),
+                        ),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "f16Ok(dtypes.T)",
-                |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
+                rt::when::Test {
+                    holds: |env| Ok(
+                        rt::expr::f16_ok(
+                            env.dtypes.t.wgsl_name(),
+                            env.caps.has_feature("shader-f16"),
+                        ),
                     ),
-                ),
+                    operands: |env| Vec::from([
+                        rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
+                    ]),
+                },
             ),
         ],
         plan_longrow_split,
@@ -408,24 +536,44 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "blockSize > 0",
-                |env| Ok(derive_block_size(env)? > 0i64),
+                rt::when::Test {
+                    holds: |env| Ok(derive_block_size(env)? > 0i64),
+                    operands: |env| Vec::from([
+                        rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "blockSize <= 8",
-                |env| Ok(derive_block_size(env)? <= 8i64),
+                rt::when::Test {
+                    holds: |env| Ok(derive_block_size(env)? <= 8i64),
+                    operands: |env| Vec::from([
+                        rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "batchCount >= 64",
-                |env| Ok(derive_batch_count(env)? >= 64i64),
+                rt::when::Test {
+                    holds: |env| Ok(derive_batch_count(env)? >= 64i64),
+                    operands: |env| Vec::from([
+                        rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "f16Ok(dtypes.T)",
-                |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
+                rt::when::Test {
+                    holds: |env| Ok(
+                        rt::expr::f16_ok(
+                            env.dtypes.t.wgsl_name(),
+                            env.caps.has_feature("shader-f16"),
+                        ),
                     ),
-                ),
+                    operands: |env| Vec::from([
+                        rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
+                    ]),
+                },
             ),
         ],
         plan_packed_rows,
@@ -436,16 +584,31 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "numel(shapes.data) >= 0",
-                |env| Ok(rt::expr::numel(env.shapes.data.as_slice())? >= 0i64),
+                rt::when::Test {
+                    holds: |env| Ok(
+                        rt::expr::numel(env.shapes.data.as_slice())? >= 0i64,
+                    ),
+                    operands: |env| Vec::from([
+                        rt::when::operand(
+                            "numel(shapes.data)",
+                            || rt::expr::numel(env.shapes.data.as_slice()),
+                        ),
+                    ]),
+                },
             ),
             rt::when::Clause::Check(
                 "f16Ok(dtypes.T)",
-                |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
+                rt::when::Test {
+                    holds: |env| Ok(
+                        rt::expr::f16_ok(
+                            env.dtypes.t.wgsl_name(),
+                            env.caps.has_feature("shader-f16"),
+                        ),
                     ),
-                ),
+                    operands: |env| Vec::from([
+                        rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
+                    ]),
+                },
             ),
         ],
         plan_adaptive_row,
@@ -455,24 +618,62 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
 static SHARED_WHEN: [rt::when::Clause<Test>; 5usize] = [
     rt::when::Clause::Check(
         "numel(shapes.data) == numel(shapes.output)",
-        |env| Ok(
-            rt::expr::numel(env.shapes.data.as_slice())?
-                == rt::expr::numel(env.shapes.output.as_slice())?,
-        ),
+        rt::when::Test {
+            holds: |env| Ok(
+                rt::expr::numel(env.shapes.data.as_slice())?
+                    == rt::expr::numel(env.shapes.output.as_slice())?,
+            ),
+            operands: |env| Vec::from([
+                rt::when::operand(
+                    "numel(shapes.data)",
+                    || rt::expr::numel(env.shapes.data.as_slice()),
+                ),
+                rt::when::operand(
+                    "numel(shapes.output)",
+                    || rt::expr::numel(env.shapes.output.as_slice()),
+                ),
+            ]),
+        },
     ),
     rt::when::Clause::Check(
         "ranks.data >= 1",
-        |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
+        rt::when::Test {
+            holds: |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
+            operands: |env| Vec::from([
+                rt::when::operand(
+                    "ranks.data",
+                    || Ok(rt::support::rank(&env.shapes.data)),
+                ),
+            ]),
+        },
     ),
     rt::when::Clause::Check(
         "attrs.axis + ranks.data >= 0",
-        |env| Ok(
-            rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))? >= 0i64,
-        ),
+        rt::when::Test {
+            holds: |env| Ok(
+                rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
+                    >= 0i64,
+            ),
+            operands: |env| Vec::from([
+                rt::when::operand(
+                    "attrs.axis + ranks.data",
+                    || rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data)),
+                ),
+            ]),
+        },
     ),
     rt::when::Clause::Check(
         "attrs.axis < ranks.data",
-        |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
+        rt::when::Test {
+            holds: |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
+            operands: |env| Vec::from([
+                rt::when::operand("attrs.axis", || Ok(env.attrs.axis)),
+                rt::when::operand(
+                    "ranks.data",
+                    || Ok(rt::support::rank(&env.shapes.data)),
+                ),
+            ]),
+        },
     ),
     rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
 ];

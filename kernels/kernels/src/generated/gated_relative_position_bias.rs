@@ -406,21 +406,52 @@ static EXPLAIN_QUERY_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanati
     clauses: &[
         rt::when::Clause::Check(
             "attrs.num_heads > 0",
-            |env| Ok(env.attrs.num_heads > 0i64),
+            rt::when::Test {
+                holds: |env| Ok(env.attrs.num_heads > 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
+                ]),
+            },
         ),
-        rt::when::Clause::Check("hidden > 0", |env| Ok(derive_hidden(env)? > 0i64)),
+        rt::when::Clause::Check(
+            "hidden > 0",
+            rt::when::Test {
+                holds: |env| Ok(derive_hidden(env)? > 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("hidden", || Ok(derive_hidden(env)?)),
+                ]),
+            },
+        ),
         rt::when::Clause::Check(
             "hidden % attrs.num_heads == 0",
-            |env| Ok(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "hidden % attrs.num_heads",
+                        || rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "sameShape(shapes.query_bias, [hidden])",
-            |env| Ok(
-                rt::expr::same_shape(
-                    env.shapes.query_bias.as_slice(),
-                    &[derive_hidden(env)?],
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::same_shape(
+                        env.shapes.query_bias.as_slice(),
+                        &[derive_hidden(env)?],
+                    ),
                 ),
-            ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "shapes.query_bias",
+                        || Ok(<[i64]>::to_vec(env.shapes.query_bias.as_slice())),
+                    ),
+                ]),
+            },
         ),
     ],
 };
@@ -430,19 +461,49 @@ static EXPLAIN_WEIGHT_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanat
     clauses: &[
         rt::when::Clause::Check(
             "dim(shapes.weight, 0) == headSize",
-            |env| Ok(
-                rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?
-                    == derive_head_size(env)?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?
+                        == derive_head_size(env)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "dim(shapes.weight, 0)",
+                        || rt::expr::dim(env.shapes.weight.as_slice(), 0i64),
+                    ),
+                    rt::when::operand("headSize", || Ok(derive_head_size(env)?)),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "projDim % 2 == 0",
-            |env| Ok(rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "projDim % 2",
+                        || rt::expr::rem(derive_proj_dim(env)?, 2i64),
+                    ),
+                ]),
+            },
         ),
-        rt::when::Clause::Check("projDim >= 2", |env| Ok(derive_proj_dim(env)? >= 2i64)),
+        rt::when::Clause::Check(
+            "projDim >= 2",
+            rt::when::Test {
+                holds: |env| Ok(derive_proj_dim(env)? >= 2i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("projDim", || Ok(derive_proj_dim(env)?)),
+                ]),
+            },
+        ),
         rt::when::Clause::Check(
             "projDim <= 32",
-            |env| Ok(derive_proj_dim(env)? <= 32i64),
+            rt::when::Test {
+                holds: |env| Ok(derive_proj_dim(env)? <= 32i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("projDim", || Ok(derive_proj_dim(env)?)),
+                ]),
+            },
         ),
     ],
 };
@@ -452,29 +513,58 @@ static EXPLAIN_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
     clauses: &[
         rt::when::Clause::Check(
             "f16Ok(dtypes.T)",
-            |env| Ok(
-                rt::expr::f16_ok(
-                    env.dtypes.t.wgsl_name(),
-                    env.caps.has_feature("shader-f16"),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
+                    ),
                 ),
-            ),
+                operands: |env| Vec::from([
+                    rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
+                ]),
+            },
         ),
         rt::when::Clause::Explain("queryContract", &EXPLAIN_QUERY_CONTRACT),
         rt::when::Clause::Require(
             "relPosContract",
             "sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])",
-            derive_rel_pos_contract,
+            rt::when::Test {
+                holds: derive_rel_pos_contract,
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "shapes.rel_pos",
+                        || Ok(<[i64]>::to_vec(env.shapes.rel_pos.as_slice())),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Explain("weightContract", &EXPLAIN_WEIGHT_CONTRACT),
         rt::when::Clause::Require(
             "biasContract",
             "sameShape(shapes.bias, [projDim])",
-            derive_bias_contract,
+            rt::when::Test {
+                holds: derive_bias_contract,
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "shapes.bias",
+                        || Ok(<[i64]>::to_vec(env.shapes.bias.as_slice())),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Require(
             "ecoContract",
             "sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])",
-            derive_eco_contract,
+            rt::when::Test {
+                holds: derive_eco_contract,
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "shapes.eco_a",
+                        || Ok(<[i64]>::to_vec(env.shapes.eco_a.as_slice())),
+                    ),
+                ]),
+            },
         ),
     ],
 };
@@ -482,16 +572,43 @@ static EXPLAIN_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
 static EXPLAIN_LONG_ALIGNED_ROWS: rt::when::Explanation<Test> = rt::when::Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Require("vec4Rows", "seqLen % 4 == 0", derive_vec4_rows),
+        rt::when::Clause::Require(
+            "vec4Rows",
+            "seqLen % 4 == 0",
+            rt::when::Test {
+                holds: derive_vec4_rows,
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "seqLen % 4",
+                        || rt::expr::rem(derive_seq_len(env)?, 4i64),
+                    ),
+                ]),
+            },
+        ),
         rt::when::Clause::Check(
             "seqLen >= tunables.LONG_ROW",
-            |env| Ok(derive_seq_len(env)? >= 256i64),
+            rt::when::Test {
+                holds: |env| Ok(derive_seq_len(env)? >= 256i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("seqLen", || Ok(derive_seq_len(env)?)),
+                    rt::when::operand("tunables.LONG_ROW", || Ok(256i64)),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "headSize >= 8 * projDim",
-            |env| Ok(
-                derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand("headSize", || Ok(derive_head_size(env)?)),
+                    rt::when::operand(
+                        "8 * projDim",
+                        || rt::expr::mul(8i64, derive_proj_dim(env)?),
+                    ),
+                ]),
+            },
         ),
     ],
 };
@@ -499,21 +616,31 @@ static EXPLAIN_LONG_ALIGNED_ROWS: rt::when::Explanation<Test> = rt::when::Explan
 static EXPLAIN_HEAD_PARALLEL: rt::when::Explanation<Test> = rt::when::Explanation {
     unless: Some((
         "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)",
-        |env| Ok(
-            derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
-                || !derive_fixed_subgroup_size(env)? && derive_long_aligned_rows(env)?,
-        ),
+        rt::when::Test {
+            holds: |env| Ok(
+                derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
+                    || !derive_fixed_subgroup_size(env)?
+                        && derive_long_aligned_rows(env)?,
+            ),
+            operands: |_| Vec::new(),
+        },
     )),
     clauses: &[
         rt::when::Clause::Check(
             "not fixedSubgroupSize",
-            |env| Ok(!derive_fixed_subgroup_size(env)?),
+            rt::when::Test {
+                holds: |env| Ok(!derive_fixed_subgroup_size(env)?),
+                operands: |_| Vec::new(),
+            },
         ),
         rt::when::Clause::Explain("longAlignedRows", &EXPLAIN_LONG_ALIGNED_ROWS),
     ],
 };
-/// A compiled `when` condition.
-type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
+/// A compiled `when` condition: its test, and its operands' values for a rejection.
+type Test = rt::when::Test<
+    fn(&Env<'_>) -> Result<bool, EvalError>,
+    fn(&Env<'_>) -> Vec<rt::when::Operand>,
+>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
@@ -529,7 +656,10 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "device.features.has(\"subgroups\")",
-                |env| Ok(env.caps.has_feature("subgroups")),
+                rt::when::Test {
+                    holds: |env| Ok(env.caps.has_feature("subgroups")),
+                    operands: |_| Vec::new(),
+                },
             ),
             rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
         ],
@@ -551,7 +681,31 @@ static SHARED_WHEN: [rt::when::Clause<Test>; 2usize] = [
     rt::when::Clause::Require(
         "dispatchOk",
         "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-        derive_dispatch_ok,
+        rt::when::Test {
+            holds: derive_dispatch_ok,
+            operands: |env| Vec::from([
+                rt::when::operand(
+                    "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension)",
+                    || rt::expr::ceil_div(
+                        rt::expr::ceil_div(
+                            derive_rel_rows(env)?,
+                            derive_rows_per_workgroup(env)?,
+                        )?,
+                        rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
+                        ),
+                    ),
+                ),
+                rt::when::operand(
+                    "device.limits.maxComputeWorkgroupsPerDimension",
+                    || Ok(
+                        rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
+                        ),
+                    ),
+                ),
+            ]),
+        },
     ),
 ];
 /// The plan of variant `row_head_subgroups`.

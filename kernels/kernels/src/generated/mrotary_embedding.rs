@@ -493,31 +493,87 @@ static EXPLAIN_SECTIONS_VALID: rt::when::Explanation<Test> = rt::when::Explanati
         rt::when::Clause::Require(
             "sectionsDefined",
             "(attrs.mrope_section | length) == 3",
-            derive_sections_defined,
+            rt::when::Test {
+                holds: derive_sections_defined,
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "(attrs.mrope_section | length)",
+                        || rt::expr::length(env.attrs.mrope_section.as_slice()),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[0] >= 0",
-            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.mrope_section[0]",
+                        || rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[1] >= 0",
-            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.mrope_section[1]",
+                        || rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[2] >= 0",
-            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.mrope_section[2]",
+                        || rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim",
-            |env| Ok(
-                rt::expr::add(
+            rt::when::Test {
+                holds: |env| Ok(
                     rt::expr::add(
-                        rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                        rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                    )?,
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-                )? == derive_half_rotary_dim(env)?,
-            ),
+                        rt::expr::add(
+                            rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+                            rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+                        )?,
+                        rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+                    )? == derive_half_rotary_dim(env)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2]",
+                        || rt::expr::add(
+                            rt::expr::add(
+                                rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+                                rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+                            )?,
+                            rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+                        ),
+                    ),
+                    rt::when::operand(
+                        "halfRotaryDim",
+                        || Ok(derive_half_rotary_dim(env)?),
+                    ),
+                ]),
+            },
         ),
     ],
 };
@@ -527,96 +583,228 @@ static EXPLAIN_COMMON_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanat
     clauses: &[
         rt::when::Clause::Check(
             "f16Ok(dtypes.T)",
-            |env| Ok(
-                rt::expr::f16_ok(
-                    env.dtypes.t.wgsl_name(),
-                    env.caps.has_feature("shader-f16"),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
+                    ),
                 ),
-            ),
+                operands: |env| Vec::from([
+                    rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "sameShape(shapes.input, shapes.output)",
-            |env| Ok(
-                rt::expr::same_shape(
-                    env.shapes.input.as_slice(),
-                    env.shapes.output.as_slice(),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::same_shape(
+                        env.shapes.input.as_slice(),
+                        env.shapes.output.as_slice(),
+                    ),
                 ),
-            ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "shapes.input",
+                        || Ok(<[i64]>::to_vec(env.shapes.input.as_slice())),
+                    ),
+                    rt::when::operand(
+                        "shapes.output",
+                        || Ok(<[i64]>::to_vec(env.shapes.output.as_slice())),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "(attrs.interleaved == 0 or attrs.interleaved == 1)",
-            |env| Ok(
-                i64::from(env.attrs.interleaved) == 0i64
-                    || i64::from(env.attrs.interleaved) == 1i64,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    i64::from(env.attrs.interleaved) == 0i64
+                        || i64::from(env.attrs.interleaved) == 1i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.interleaved",
+                        || Ok(i64::from(env.attrs.interleaved)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)",
-            |env| Ok(
-                i64::from(env.attrs.mrope_layout) == 0i64
-                    || i64::from(env.attrs.mrope_layout) == 1i64,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    i64::from(env.attrs.mrope_layout) == 0i64
+                        || i64::from(env.attrs.mrope_layout) == 1i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.mrope_layout",
+                        || Ok(i64::from(env.attrs.mrope_layout)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "attrs.num_heads >= 0",
-            |env| Ok(env.attrs.num_heads >= 0i64),
+            rt::when::Test {
+                holds: |env| Ok(env.attrs.num_heads >= 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "attrs.rotary_embedding_dim >= 0",
-            |env| Ok(env.attrs.rotary_embedding_dim >= 0i64),
+            rt::when::Test {
+                holds: |env| Ok(env.attrs.rotary_embedding_dim >= 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.rotary_embedding_dim",
+                        || Ok(env.attrs.rotary_embedding_dim),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)",
-            |env| Ok(
-                env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.rotary_embedding_dim",
+                        || Ok(env.attrs.rotary_embedding_dim),
+                    ),
+                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "sameShape(shapes.cos_cache, shapes.sin_cache)",
-            |env| Ok(
-                rt::expr::same_shape(
-                    env.shapes.cos_cache.as_slice(),
-                    env.shapes.sin_cache.as_slice(),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::same_shape(
+                        env.shapes.cos_cache.as_slice(),
+                        env.shapes.sin_cache.as_slice(),
+                    ),
                 ),
-            ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "shapes.cos_cache",
+                        || Ok(<[i64]>::to_vec(env.shapes.cos_cache.as_slice())),
+                    ),
+                    rt::when::operand(
+                        "shapes.sin_cache",
+                        || Ok(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "ranks.cos_cache == 2",
-            |env| Ok(rt::support::rank(&env.shapes.cos_cache) == 2i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::support::rank(&env.shapes.cos_cache) == 2i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "ranks.cos_cache",
+                        || Ok(rt::support::rank(&env.shapes.cos_cache)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "ranks.sin_cache == 2",
-            |env| Ok(rt::support::rank(&env.shapes.sin_cache) == 2i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::support::rank(&env.shapes.sin_cache) == 2i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "ranks.sin_cache",
+                        || Ok(rt::support::rank(&env.shapes.sin_cache)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Explain("sectionsValid", &EXPLAIN_SECTIONS_VALID),
         rt::when::Clause::Check(
             "ranks.position_ids == 3",
-            |env| Ok(rt::support::rank(&env.shapes.position_ids) == 3i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::support::rank(&env.shapes.position_ids) == 3i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "ranks.position_ids",
+                        || Ok(rt::support::rank(&env.shapes.position_ids)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "dim(shapes.position_ids, 0) == 3",
-            |env| Ok(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "dim(shapes.position_ids, 0)",
+                        || rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "dim(shapes.position_ids, 1) == dim(shapes.input, 0)",
-            |env| Ok(
-                rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
-                    == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
+                        == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "dim(shapes.position_ids, 1)",
+                        || rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64),
+                    ),
+                    rt::when::operand(
+                        "dim(shapes.input, 0)",
+                        || rt::expr::dim(env.shapes.input.as_slice(), 0i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)",
-            |env| Ok(
-                rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
-                    == rt::expr::dim(
-                        env.shapes.input.as_slice(),
-                        if rt::support::rank(&env.shapes.input) == 3i64 {
-                            1i64
-                        } else {
-                            2i64
-                        },
-                    )?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
+                        == rt::expr::dim(
+                            env.shapes.input.as_slice(),
+                            if rt::support::rank(&env.shapes.input) == 3i64 {
+                                1i64
+                            } else {
+                                2i64
+                            },
+                        )?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "dim(shapes.position_ids, 2)",
+                        || rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64),
+                    ),
+                    rt::when::operand(
+                        "dim(shapes.input, 1 if ranks.input == 3 else 2)",
+                        || rt::expr::dim(
+                            env.shapes.input.as_slice(),
+                            if rt::support::rank(&env.shapes.input) == 3i64 {
+                                1i64
+                            } else {
+                                2i64
+                            },
+                        ),
+                    ),
+                ]),
+            },
         ),
     ],
 };
@@ -627,46 +815,120 @@ static EXPLAIN_RANK3_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanati
         rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
         rt::when::Clause::Check(
             "ranks.input == 3",
-            |env| Ok(rt::support::rank(&env.shapes.input) == 3i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::support::rank(&env.shapes.input) == 3i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "ranks.input",
+                        || Ok(rt::support::rank(&env.shapes.input)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "ranks.output == 3",
-            |env| Ok(rt::support::rank(&env.shapes.output) == 3i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::support::rank(&env.shapes.output) == 3i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "ranks.output",
+                        || Ok(rt::support::rank(&env.shapes.output)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "attrs.num_heads >= 1",
-            |env| Ok(env.attrs.num_heads >= 1i64),
+            rt::when::Test {
+                holds: |env| Ok(env.attrs.num_heads >= 1i64),
+                operands: |env| Vec::from([
+                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "dim(shapes.input, 2) % attrs.num_heads == 0",
-            |env| Ok(
-                rt::expr::rem(
-                    rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                    env.attrs.num_heads,
-                )? == 0i64,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::rem(
+                        rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+                        env.attrs.num_heads,
+                    )? == 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "dim(shapes.input, 2) % attrs.num_heads",
+                        || rt::expr::rem(
+                            rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+                            env.attrs.num_heads,
+                        ),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "rank3HeadSize > 0",
-            |env| Ok(derive_rank3_head_size(env)? > 0i64),
+            rt::when::Test {
+                holds: |env| Ok(derive_rank3_head_size(env)? > 0i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "rank3HeadSize",
+                        || Ok(derive_rank3_head_size(env)?),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "effectiveRotaryDim % 2 == 0",
-            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "effectiveRotaryDim % 2",
+                        || rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
-            |env| Ok(
-                env.attrs.rotary_embedding_dim == 0i64
-                    || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    env.attrs.rotary_embedding_dim == 0i64
+                        || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.rotary_embedding_dim",
+                        || Ok(env.attrs.rotary_embedding_dim),
+                    ),
+                    rt::when::operand(
+                        "rank3HeadSize",
+                        || Ok(derive_rank3_head_size(env)?),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "halfRotaryDim * 2 == effectiveRotaryDim",
-            |env| Ok(
-                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                    == derive_effective_rotary_dim(env)?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
+                        == derive_effective_rotary_dim(env)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "halfRotaryDim * 2",
+                        || rt::expr::mul(derive_half_rotary_dim(env)?, 2i64),
+                    ),
+                    rt::when::operand(
+                        "effectiveRotaryDim",
+                        || Ok(derive_effective_rotary_dim(env)?),
+                    ),
+                ]),
+            },
         ),
     ],
 };
@@ -677,39 +939,102 @@ static EXPLAIN_RANK4_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanati
         rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
         rt::when::Clause::Check(
             "ranks.input == 4",
-            |env| Ok(rt::support::rank(&env.shapes.input) == 4i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::support::rank(&env.shapes.input) == 4i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "ranks.input",
+                        || Ok(rt::support::rank(&env.shapes.input)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "ranks.output == 4",
-            |env| Ok(rt::support::rank(&env.shapes.output) == 4i64),
+            rt::when::Test {
+                holds: |env| Ok(rt::support::rank(&env.shapes.output) == 4i64),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "ranks.output",
+                        || Ok(rt::support::rank(&env.shapes.output)),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "dim(shapes.input, 3) > 0",
-            |env| Ok(rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "dim(shapes.input, 3)",
+                        || rt::expr::dim(env.shapes.input.as_slice(), 3i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "effectiveRotaryDim % 2 == 0",
-            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "effectiveRotaryDim % 2",
+                        || rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
-            |env| Ok(
-                env.attrs.rotary_embedding_dim == 0i64
-                    || env.attrs.rotary_embedding_dim
-                        <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    env.attrs.rotary_embedding_dim == 0i64
+                        || env.attrs.rotary_embedding_dim
+                            <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "attrs.rotary_embedding_dim",
+                        || Ok(env.attrs.rotary_embedding_dim),
+                    ),
+                    rt::when::operand(
+                        "dim(shapes.input, 3)",
+                        || rt::expr::dim(env.shapes.input.as_slice(), 3i64),
+                    ),
+                ]),
+            },
         ),
         rt::when::Clause::Check(
             "halfRotaryDim * 2 == effectiveRotaryDim",
-            |env| Ok(
-                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                    == derive_effective_rotary_dim(env)?,
-            ),
+            rt::when::Test {
+                holds: |env| Ok(
+                    rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
+                        == derive_effective_rotary_dim(env)?,
+                ),
+                operands: |env| Vec::from([
+                    rt::when::operand(
+                        "halfRotaryDim * 2",
+                        || rt::expr::mul(derive_half_rotary_dim(env)?, 2i64),
+                    ),
+                    rt::when::operand(
+                        "effectiveRotaryDim",
+                        || Ok(derive_effective_rotary_dim(env)?),
+                    ),
+                ]),
+            },
         ),
     ],
 };
-/// A compiled `when` condition.
-type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
+/// A compiled `when` condition: its test, and its operands' values for a rejection.
+type Test = rt::when::Test<
+    fn(&Env<'_>) -> Result<bool, EvalError>,
+    fn(&Env<'_>) -> Vec<rt::when::Operand>,
+>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
@@ -723,7 +1048,26 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
             rt::when::Clause::Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                derive_pair_dispatch_ok,
+                rt::when::Test {
+                    holds: derive_pair_dispatch_ok,
+                    operands: |env| Vec::from([
+                        rt::when::operand(
+                            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE)",
+                            || rt::expr::ceil_div(derive_pair_count(env)?, 256i64),
+                        ),
+                        rt::when::operand(
+                            "device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
+                            || rt::expr::mul(
+                                rt::support::limit(
+                                    env.caps.limits.max_compute_workgroups_per_dimension,
+                                ),
+                                rt::support::limit(
+                                    env.caps.limits.max_compute_workgroups_per_dimension,
+                                ),
+                            ),
+                        ),
+                    ]),
+                },
             ),
         ],
         plan_rank3,
@@ -735,7 +1079,26 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
             rt::when::Clause::Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                derive_pair_dispatch_ok,
+                rt::when::Test {
+                    holds: derive_pair_dispatch_ok,
+                    operands: |env| Vec::from([
+                        rt::when::operand(
+                            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE)",
+                            || rt::expr::ceil_div(derive_pair_count(env)?, 256i64),
+                        ),
+                        rt::when::operand(
+                            "device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
+                            || rt::expr::mul(
+                                rt::support::limit(
+                                    env.caps.limits.max_compute_workgroups_per_dimension,
+                                ),
+                                rt::support::limit(
+                                    env.caps.limits.max_compute_workgroups_per_dimension,
+                                ),
+                            ),
+                        ),
+                    ]),
+                },
             ),
         ],
         plan_rank4,
