@@ -38,7 +38,9 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
                 format_ident!("env"),
             )
         } else {
-            (lower_result(&d.expr.ir, &scope), env_param(&d.expr.ir))
+            let body = lower_result(&d.expr.ir, &scope);
+            let param = env_param(&body);
+            (body, param)
         };
         let doc = super::doc_lines(&format!(" `{}` = `{}`", d.name, d.expr.source));
         quote! {
@@ -48,8 +50,10 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         }
     });
     let introspection = introspection(op);
-    let explains = super::when::explanations(op, &scope, &used);
-    let selection = super::when::selection(op, &scope, input.shaders);
+    let operands = super::when::Operands::default();
+    let explains = super::when::explanations(op, &scope, &used, &operands);
+    let selection = super::when::selection(op, &scope, input.shaders, &operands);
+    let operand = operands.function(&scope);
     let mut plans = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
         plans.push(super::plan::variant_plan(input, &scope, v, variant)?);
@@ -59,6 +63,7 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         #(#derives)*
         #(#explains)*
         #selection
+        #operand
         #(#plans)*
         #introspection
     })

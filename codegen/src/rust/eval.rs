@@ -186,12 +186,20 @@ pub(super) fn derive_fn(name: &str) -> proc_macro2::Ident {
     format_ident!("derive_{}", model::snake_ident(name))
 }
 
-/// `env`, or `_env` for a function whose expression reads nothing from it.
-pub(super) fn env_param(ir: &Ir) -> proc_macro2::Ident {
-    if ir.symbols().is_empty() && ir.features().is_empty() {
-        format_ident!("_env")
-    } else {
+/// `env`, or `_env` for a function whose lowered `body` does not name it (a fixed tensor's
+/// dtype, say, lowers to a constant), so that generated code has no unused variable.
+pub(super) fn env_param(body: &TokenStream) -> proc_macro2::Ident {
+    fn names_env(tokens: &TokenStream) -> bool {
+        tokens.clone().into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "env",
+            proc_macro2::TokenTree::Group(group) => names_env(&group.stream()),
+            _ => false,
+        })
+    }
+    if names_env(body) {
         format_ident!("env")
+    } else {
+        format_ident!("_env")
     }
 }
 
@@ -257,7 +265,7 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         let role_text = &t.role;
         let shape_fn = format_ident!("output_shape_{}", model::snake_ident(&t.role));
         let shape = t.shape.as_ref().map(|s| lower_result(&s.ir, scope)).unwrap_or(quote!(Ok(::std::vec::Vec::new())));
-        let param = t.shape.as_ref().map_or(format_ident!("_env"), |s| env_param(&s.ir));
+        let param = env_param(&shape);
         let shape_source = t.shape.as_ref().map_or("", |s| s.source.as_str());
         let shape_doc = super::doc_lines(&format!(" Shape of output `{role_text}`: `{shape_source}`."));
         output_fns.push(quote! {
@@ -267,7 +275,7 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         let rank_check = t.rank_expr.as_ref().map(|r| {
             let rank_fn = format_ident!("output_rank_{}", model::snake_ident(&t.role));
             let rank = lower_result(&r.ir, scope);
-            let param = env_param(&r.ir);
+            let param = env_param(&rank);
             let rank_source = &r.source;
             let rank_doc = super::doc_lines(&format!(" Rank of output `{role_text}`: `{rank_source}`."));
             output_fns.push(quote! {

@@ -2,6 +2,7 @@
 //! `rt::when::Clause` table, the conditions every variant shares once, and an `Explanation`
 //! static per boolean `derive` entry explained conjunct by conjunct.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use proc_macro2::TokenStream;
@@ -13,6 +14,59 @@ use crate::expr::{Ir, IrKind, Symbol};
 use crate::model::{self, DType, Op, Variant};
 use crate::shader::Shader;
 
+/// The operands the op's clauses show in rejections, each once by source text: the generated
+/// `operand` function computes one by its index, and each clause lists its indices.
+#[derive(Default)]
+pub(super) struct Operands(RefCell<Vec<(String, Ir)>>);
+
+impl Operands {
+    fn index(&self, text: &str, ir: &Ir) -> usize {
+        let mut list = self.0.borrow_mut();
+        match list.iter().position(|(t, _)| t == text) {
+            Some(i) => i,
+            None => {
+                list.push((text.to_owned(), ir.clone()));
+                list.len() - 1
+            }
+        }
+    }
+
+    /// `fn operand(index, env)`, which every variant names, and the operands' texts.
+    pub(super) fn function(&self, scope: &EnvScope<'_>) -> TokenStream {
+        let list = self.0.borrow();
+        let count = list.len();
+        let texts = list.iter().map(|(text, _)| text);
+        let arms: Vec<TokenStream> = list
+            .iter()
+            .enumerate()
+            .map(|(i, (_, ir))| {
+                let value = super::eval::lower(ir, scope);
+                let i = proc_macro2::Literal::usize_unsuffixed(i);
+                quote!(#i => rt::when::shown(#value))
+            })
+            .collect();
+        let param = env_param(&quote!(#(#arms)*));
+        quote! {
+            /// The source text of each operand a rejection may show.
+            const OPERANDS: [&str; #count] = [#(#texts),*];
+
+            /// Operand `index` of a failing clause, with its value.
+            fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
+                let text = OPERANDS.get(index).copied().unwrap_or_default();
+                rt::when::operand(text, operand_value(index, env))
+            }
+
+            /// The value of operand `index`, as a rejection prints it.
+            fn operand_value(index: usize, #param: &Env<'_>) -> Result<String, EvalError> {
+                Ok(match index {
+                    #(#arms,)*
+                    _ => String::new(),
+                })
+            }
+        }
+    }
+}
+
 pub(super) fn explain_static(name: &str) -> proc_macro2::Ident {
     format_ident!("EXPLAIN_{}", model::snake_ident(name).to_ascii_uppercase())
 }
@@ -22,6 +76,7 @@ pub(super) fn explanations(
     op: &Op,
     scope: &EnvScope<'_>,
     used: &BTreeSet<&str>,
+    operands: &Operands,
 ) -> Vec<TokenStream> {
     op.derives
         .iter()
@@ -32,12 +87,12 @@ pub(super) fn explanations(
             let (guard, clauses) = clauses(&folded).unwrap_or((None, vec![&folded]));
             let checks = clauses
                 .into_iter()
-                .map(|c| condition(op, scope, &d.expr.source, c));
+                .map(|c| condition(op, scope, operands, &d.expr.source, c));
             let unless = match guard {
                 Some(disjunction) => {
                     let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
-                    let test = test(scope, &d.expr.source, disjunction);
-                    quote!(Some((#text, #test)))
+                    let (indices, test) = test(scope, operands, &d.expr.source, disjunction);
+                    quote!(Some((#text, &[#(#indices),*], #test)))
                 }
                 None => quote!(None),
             };
@@ -110,8 +165,15 @@ fn conjuncts(ir: &Ir) -> Vec<&Ir> {
 }
 
 /// One clause of a `when` list or explanation: a reference to an explainable `derive` refers
-/// to its explanation.
-fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
+/// to its explanation, and a conjunction is explained by its conjuncts, each a clause of its
+/// own (so a rejection names the one that failed).
+fn condition(
+    op: &Op,
+    scope: &EnvScope<'_>,
+    operands: &Operands,
+    source: &str,
+    ir: &Ir,
+) -> TokenStream {
     if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
         && op.derived(name).is_some_and(explainable)
     {
@@ -133,64 +195,47 @@ fn condition(op: &Op, scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStrea
             .get(folded.span.start..folded.span.end)
             .unwrap_or(source)
             .trim();
-        let operands = operands_fn(scope, source, &folded);
-        return quote!(rt::when::Clause::Require(#name, #inner, rt::when::Test { holds: #function, operands: #operands }));
+        let indices = operand_indices(operands, source, &folded);
+        return quote!(rt::when::Clause::Require(#name, #inner, &[#(#indices),*], #function));
     }
-    let test = test(scope, source, ir);
-    quote!(rt::when::Clause::Check(#text, #test))
-}
-
-/// A compiled condition: its test and the operands a rejection shows.
-fn test(scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
-    let body = lower_result(ir, scope);
-    let param = env_param(ir);
-    let operands = operands_fn(scope, source, ir);
-    quote!(rt::when::Test { holds: |#param| #body, operands: #operands })
-}
-
-/// The function that computes the operands of `ir` for a rejection: of a conjunction, those of
-/// its first conjunct that does not hold (`|_| Vec::new()` when there are none).
-fn operands_fn(scope: &EnvScope<'_>, source: &str, ir: &Ir) -> TokenStream {
-    let values = |part: &Ir| {
-        let mut found = Vec::new();
-        operands(part, source, &mut found);
-        let values: Vec<TokenStream> = found
-            .iter()
-            .map(|(text, operand)| {
-                let value = lower_result(operand, scope);
-                quote!(rt::when::operand(#text, || #value))
-            })
-            .collect();
-        values
-    };
     let parts = conjuncts(ir);
-    let param = env_param(ir);
     if parts.len() > 1 {
-        let arms: Vec<TokenStream> = parts
+        let clauses = parts
             .iter()
-            .filter_map(|part| {
-                let values = values(part);
-                if values.is_empty() {
-                    return None;
-                }
-                let holds = lower_result(part, scope);
-                Some(quote! {
-                    if rt::when::fails(|| #holds) {
-                        return Vec::from([#(#values),*]);
-                    }
-                })
-            })
-            .collect();
-        if arms.is_empty() {
-            return quote!(|_| Vec::new());
-        }
-        return quote!(|#param| { #(#arms)* Vec::new() });
+            .map(|part| condition(op, scope, operands, source, part));
+        return quote! {
+            rt::when::Clause::Explain(#text, &rt::when::Explanation { unless: None, clauses: &[#(#clauses),*] })
+        };
     }
-    let values = values(ir);
-    if values.is_empty() {
-        return quote!(|_| Vec::new());
-    }
-    quote!(|#param| Vec::from([#(#values),*]))
+    let (indices, test) = test(scope, operands, source, ir);
+    quote!(rt::when::Clause::Check(#text, &[#(#indices),*], #test))
+}
+
+/// A compiled condition: the indices of the operands a rejection shows, and its test.
+fn test(
+    scope: &EnvScope<'_>,
+    operands: &Operands,
+    source: &str,
+    ir: &Ir,
+) -> (Vec<proc_macro2::Literal>, TokenStream) {
+    let body = lower_result(ir, scope);
+    let param = env_param(&body);
+    (
+        operand_indices(operands, source, ir),
+        quote!(|#param| #body),
+    )
+}
+
+/// The indices of `ir`'s operands in the op's [`Operands`].
+fn operand_indices(operands: &Operands, source: &str, ir: &Ir) -> Vec<proc_macro2::Literal> {
+    let mut found = Vec::new();
+    self::operands(ir, source, &mut found);
+    found
+        .iter()
+        .map(|(text, operand)| {
+            proc_macro2::Literal::usize_unsuffixed(operands.index(text, operand))
+        })
+        .collect()
 }
 
 /// What a rejection shows beside a failing condition: the sides of its comparisons and the
@@ -226,7 +271,12 @@ fn operands<'i>(ir: &'i Ir, source: &str, out: &mut Vec<(String, &'i Ir)>) {
     }
 }
 
-pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> TokenStream {
+pub(super) fn selection(
+    op: &Op,
+    scope: &EnvScope<'_>,
+    shaders: &[Shader],
+    operands: &Operands,
+) -> TokenStream {
     // The leading conditions every variant writes alike are emitted once.
     let shared = match op.variants.split_first() {
         Some((first, rest)) if !rest.is_empty() => (0..first.when.len())
@@ -244,7 +294,7 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
     let shared_static = op.variants.first().filter(|_| shared > 0).map(|first| {
         let checks = first.when[..shared]
             .iter()
-            .map(|w| condition(op, scope, &w.source, &w.ir));
+            .map(|w| condition(op, scope, operands, &w.source, &w.ir));
         quote! {
             /// The `when` conditions every variant starts with.
             static SHARED_WHEN: [rt::when::Clause<Test>; #shared] = [#(#checks),*];
@@ -254,11 +304,11 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
         let shared_clause = (shared > 0).then(|| quote!(rt::when::Clause::All(&SHARED_WHEN),));
         let checks = variant.when[shared..]
             .iter()
-            .map(|w| condition(op, scope, &w.source, &w.ir));
+            .map(|w| condition(op, scope, operands, &w.source, &w.ir));
         let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
         let id = &variant.id;
-        let built = built_dtypes(op, variant, v, shaders);
-        quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks,)* #(#built),*], #plan))
+        let built = built_dtypes(op, variant, v, shaders, operands);
+        quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks,)* #(#built),*], #plan, operand))
     });
     let count = op.variants.len();
     let docs = op
@@ -275,18 +325,16 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
     let docs: Vec<String> = docs.flatten().collect();
     quote! {
         /// A compiled `when` condition: its test, and its operands' values for a rejection.
-        type Test = rt::when::Test<
-            fn(&Env<'_>) -> Result<bool, EvalError>,
-            fn(&Env<'_>) -> Vec<rt::when::Operand>,
-        >;
+        type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
         type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
+        type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
 
         /// The variants in priority order, each with its `when` conditions in order and its
         /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
         ///
         #(#[doc = #docs])*
         #[doc(hidden)]
-        pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; #count] = [#(#variants),*];
+        pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; #count] = [#(#variants),*];
 
         #shared_static
     }
@@ -295,7 +343,13 @@ pub(super) fn selection(op: &Op, scope: &EnvScope<'_>, shaders: &[Shader]) -> To
 /// A clause per pass whose shaders exist for only some of the dtypes the manifest allows
 /// (combinations whose bindings cannot hold their dtypes are left out at build time): the
 /// variant then rejects the others by name instead of failing to find a shader.
-fn built_dtypes(op: &Op, variant: &Variant, v: usize, shaders: &[Shader]) -> Vec<TokenStream> {
+fn built_dtypes(
+    op: &Op,
+    variant: &Variant,
+    v: usize,
+    shaders: &[Shader],
+    operands: &Operands,
+) -> Vec<TokenStream> {
     let float_vars = super::api::float_type_vars(op);
     let mut clauses: Vec<(String, TokenStream)> = Vec::new();
     for p in 0..variant.passes.len() {
@@ -354,14 +408,20 @@ fn built_dtypes(op: &Op, variant: &Variant, v: usize, shaders: &[Shader]) -> Vec
                 quote!(env.dtypes.#field)
             })
             .collect();
-        let names = vars.iter().map(|var| format!("dtypes.{var}"));
-        let operands =
-            quote!(|env| Vec::from([#(rt::when::operand(#names, || Ok(#fields.wgsl_name()))),*]));
+        let indices = vars.iter().map(|var| {
+            let name = format!("dtypes.{var}");
+            let ir = Ir {
+                kind: IrKind::Sym(Symbol::Dtype((*var).to_owned())),
+                ty: crate::expr::Type::Dtype,
+                span: Default::default(),
+            };
+            proc_macro2::Literal::usize_unsuffixed(operands.index(&name, &ir))
+        });
         let patterns = built.iter().map(|t| {
             let dtypes = t.iter().map(|d| format_ident!("{}", d.runtime_variant()));
             quote!((#(rt::DType::#dtypes,)*))
         });
-        let clause = quote!(rt::when::Clause::Check(#text, rt::when::Test { holds: |env| Ok(matches!((#(#fields,)*), #(#patterns)|*)), operands: #operands }));
+        let clause = quote!(rt::when::Clause::Check(#text, &[#(#indices),*], |env| Ok(matches!((#(#fields,)*), #(#patterns)|*))));
         if !clauses.iter().any(|(t, _)| *t == text) {
             clauses.push((text, clause));
         }

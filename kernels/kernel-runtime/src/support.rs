@@ -13,6 +13,28 @@ use crate::shaders::{Shader, ShaderTable};
 pub use crate::attrs::{AttrValue, RawAttrs, check_allowed};
 pub use crate::uniform::{to_i32, to_u32};
 
+/// One operand of a failing condition: its source text and its value as the rejection
+/// prints it (or why it could not be computed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Operand {
+    pub text: &'static str,
+    pub value: String,
+}
+
+/// The operand `text` with the value its compiled expression computed ([`shown`]), or why it
+/// could not.
+pub fn operand(text: &'static str, value: Result<String, EvalError>) -> Operand {
+    Operand {
+        text,
+        value: value.unwrap_or_else(|error| format!("unknown ({error})")),
+    }
+}
+
+/// A value as a rejection prints it: numbers and lists as written, strings quoted.
+pub fn shown<T: std::fmt::Debug>(value: T) -> String {
+    format!("{value:?}")
+}
+
 /// Why a `when` condition did not hold: the path of names leading to the first failing
 /// conjunct, and the evaluation error if it could not be evaluated at all.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +45,7 @@ pub struct Failure {
     pub error: Option<EvalError>,
     /// The values of the clause's operands (what it compares, what its calls take), so the
     /// rejection says why it failed.
-    pub operands: Vec<crate::when::Operand>,
+    pub operands: Vec<Operand>,
 }
 
 impl Failure {
@@ -166,7 +188,7 @@ pub fn rank(shape: &[i64]) -> i64 {
 pub fn require(
     value: Result<bool, EvalError>,
     text: &'static str,
-    operands: impl FnOnce() -> Vec<crate::when::Operand>,
+    operands: impl FnOnce() -> Vec<Operand>,
 ) -> Result<(), Failure> {
     let error = match value {
         Ok(true) => return Ok(()),
@@ -308,7 +330,7 @@ mod tests {
 
     #[test]
     fn failures_read_as_paths() {
-        let operands = || vec![crate::when::operand("x", || Ok(-2i64))];
+        let operands = || vec![operand("x", Ok(shown(-2)))];
         let failure = require(Ok(false), "x > 0", operands)
             .unwrap_err()
             .within("inner")

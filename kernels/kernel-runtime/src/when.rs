@@ -3,90 +3,27 @@
 //! text and compiled test; [`select`] walks them in priority order and explains every
 //! rejection by its first failing clause.
 //!
-//! `F` is the generated module's test type, a [`Test`] of two function pointers over every
-//! lifetime of its environment (which a `static` can hold): whether the condition holds, and
-//! the values of its operands, which a rejection shows. Any `Fn(&E) -> Result<bool, _>` is a
-//! [`Condition`] too, without operands.
+//! `F` is the generated module's test type, `fn(&Env<'_>) -> Result<bool, EvalError>`: a
+//! function pointer over every lifetime of its environment, which a `static` can hold. A
+//! clause also lists its operands (what it compares, what its calls take) as indices that the
+//! variant's `operand` function computes for a rejection, so the rejection says which values
+//! made it false.
 
 use crate::error::{OpError, Rejection};
 use crate::expr::EvalError;
 use crate::support::{Failure, require};
-
-/// One operand of a failing condition: its source text and its value as the rejection
-/// prints it (or why it could not be computed).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Operand {
-    pub text: &'static str,
-    pub value: String,
-}
-
-/// The operand `text` with the value its compiled expression computes.
-pub fn operand<T: std::fmt::Debug>(
-    text: &'static str,
-    value: impl FnOnce() -> Result<T, EvalError>,
-) -> Operand {
-    Operand {
-        text,
-        value: match value() {
-            Ok(value) => format!("{value:?}"),
-            Err(error) => format!("unknown ({error})"),
-        },
-    }
-}
-
-/// Whether a conjunct of a failing condition does not hold (is false or cannot be computed):
-/// its operands are the ones a rejection shows.
-pub fn fails(test: impl FnOnce() -> Result<bool, EvalError>) -> bool {
-    !matches!(test(), Ok(true))
-}
-
-/// A compiled condition over environments `E`: whether it holds, and its operands' values.
-pub trait Condition<E> {
-    fn holds(&self, env: &E) -> Result<bool, EvalError>;
-
-    /// What the condition compares or passes to its calls, with their values; computed only
-    /// for a rejection.
-    fn operands(&self, _env: &E) -> Vec<Operand> {
-        Vec::new()
-    }
-}
-
-impl<E, F: Fn(&E) -> Result<bool, EvalError>> Condition<E> for F {
-    fn holds(&self, env: &E) -> Result<bool, EvalError> {
-        self(env)
-    }
-}
-
-/// A condition as generated code compiles it: its test and its operands.
-#[derive(Debug, Clone, Copy)]
-pub struct Test<H, O> {
-    pub holds: H,
-    pub operands: O,
-}
-
-impl<E, H, O> Condition<E> for Test<H, O>
-where
-    H: Fn(&E) -> Result<bool, EvalError>,
-    O: Fn(&E) -> Vec<Operand>,
-{
-    fn holds(&self, env: &E) -> Result<bool, EvalError> {
-        (self.holds)(env)
-    }
-
-    fn operands(&self, env: &E) -> Vec<Operand> {
-        (self.operands)(env)
-    }
-}
+pub use crate::support::{Operand, operand, shown};
 
 /// One condition of a `when` list or of an explained `derive` entry.
 #[derive(Debug)]
 pub enum Clause<F: 'static> {
-    /// A condition: its source text and its compiled test.
-    Check(&'static str, F),
+    /// A condition: its source text, its operands and its compiled test.
+    Check(&'static str, &'static [usize], F),
     /// A boolean `derive` entry that is not explained further: its name, its expression's
-    /// text (what a rejection quotes) and its compiled value.
-    Require(&'static str, &'static str, F),
-    /// A boolean `derive` entry explained by its own clauses: its name and the explanation.
+    /// text (what a rejection quotes), its operands and its compiled value.
+    Require(&'static str, &'static str, &'static [usize], F),
+    /// A boolean `derive` entry explained by its own clauses (its name and the explanation),
+    /// or a condition that is a conjunction, explained by its conjuncts (its text and theirs).
     Explain(&'static str, &'static Explanation<F>),
     /// Clauses several variants share, in order, as if written in place.
     All(&'static [Clause<F>]),
@@ -96,70 +33,88 @@ pub enum Clause<F: 'static> {
 /// alternative is a conjunction, that alternative's conjuncts once the whole is false.
 #[derive(Debug)]
 pub struct Explanation<F: 'static> {
-    /// The disjunction (text and test) that makes the clauses moot when it holds.
-    pub unless: Option<(&'static str, F)>,
+    /// The disjunction (text, operands and test) that makes the clauses moot when it holds.
+    pub unless: Option<(&'static str, &'static [usize], F)>,
     pub clauses: &'static [Clause<F>],
 }
 
-/// A variant: its id, its `when` clauses, and what the generated module runs once it is
-/// chosen (its plan function).
+/// A variant: its id, its `when` clauses, what the generated module runs once it is chosen
+/// (its plan function), and the op's function that computes a clause operand by index.
 #[derive(Debug)]
-pub struct Variant<F: 'static, P: 'static> {
+pub struct Variant<F: 'static, P: 'static, O: 'static> {
     pub id: &'static str,
     pub when: &'static [Clause<F>],
     pub plan: P,
+    pub operand: O,
 }
 
-impl<F, P> Variant<F, P> {
-    pub const fn new(id: &'static str, when: &'static [Clause<F>], plan: P) -> Self {
-        Self { id, when, plan }
+impl<F, P, O> Variant<F, P, O> {
+    pub const fn new(id: &'static str, when: &'static [Clause<F>], plan: P, operand: O) -> Self {
+        Self {
+            id,
+            when,
+            plan,
+            operand,
+        }
     }
 }
 
-/// `Ok` when every clause holds; otherwise the first that does not, with the `derive` names
-/// that lead to it.
-pub fn first_failure<E, F>(clauses: &[Clause<F>], env: &E) -> Result<(), Failure>
+/// The operands `indices` of a failing clause, computed by `operand`.
+fn operands_of<E, O>(indices: &[usize], operand: &O, env: &E) -> Vec<Operand>
 where
-    F: Condition<E>,
+    O: Fn(usize, &E) -> Operand,
+{
+    indices.iter().map(|&i| operand(i, env)).collect()
+}
+
+/// `Ok` when every clause holds; otherwise the first that does not, with the `derive` names
+/// that lead to it and the values of its operands (`operand` computes one by index).
+pub fn first_failure<E, F, O>(clauses: &[Clause<F>], env: &E, operand: &O) -> Result<(), Failure>
+where
+    F: Fn(&E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
 {
     for clause in clauses {
         match clause {
-            Clause::Check(text, test) => require(test.holds(env), text, || test.operands(env))?,
-            Clause::Require(name, text, value) => {
-                require(value.holds(env), text, || value.operands(env))
+            Clause::Check(text, indices, test) => {
+                require(test(env), text, || operands_of(indices, operand, env))?;
+            }
+            Clause::Require(name, text, indices, value) => {
+                require(value(env), text, || operands_of(indices, operand, env))
                     .map_err(|f| f.within(name))?;
             }
             Clause::Explain(name, explanation) => {
-                explain(explanation, env).map_err(|f| f.within(name))?;
+                explain(explanation, env, operand).map_err(|f| f.within(name))?;
             }
-            Clause::All(clauses) => first_failure(clauses, env)?,
+            Clause::All(clauses) => first_failure(clauses, env, operand)?,
         }
     }
     Ok(())
 }
 
-fn explain<E, F>(explanation: &Explanation<F>, env: &E) -> Result<(), Failure>
+fn explain<E, F, O>(explanation: &Explanation<F>, env: &E, operand: &O) -> Result<(), Failure>
 where
-    F: Condition<E>,
+    F: Fn(&E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
 {
-    let Some((text, whole)) = &explanation.unless else {
-        return first_failure(explanation.clauses, env);
+    let Some((text, indices, whole)) = &explanation.unless else {
+        return first_failure(explanation.clauses, env, operand);
     };
-    let holds = whole.holds(env).map_err(|error| Failure {
+    let holds = whole(env).map_err(|error| Failure {
         path: vec![text],
         error: Some(error),
-        operands: whole.operands(env),
+        operands: operands_of(indices, operand, env),
     })?;
     if holds {
         return Ok(());
     }
-    first_failure(explanation.clauses, env)?;
+    first_failure(explanation.clauses, env, operand)?;
     // A false disjunction has a failing clause in its last alternative; reaching here means
     // the two disagree, and the disjunction itself is the best explanation left.
     Err(Failure {
         path: vec![text],
         error: None,
-        operands: whole.operands(env),
+        operands: operands_of(indices, operand, env),
     })
 }
 
@@ -167,22 +122,22 @@ where
 /// at the first false one, as `and` does).
 pub fn value<E, F>(explanation: &Explanation<F>, env: &E) -> Result<bool, EvalError>
 where
-    F: Condition<E>,
+    F: Fn(&E) -> Result<bool, EvalError>,
 {
     match &explanation.unless {
         // The disjunction is the whole expression.
-        Some((_, whole)) => whole.holds(env),
+        Some((_, _, whole)) => whole(env),
         None => all_hold(explanation.clauses, env),
     }
 }
 
 fn all_hold<E, F>(clauses: &[Clause<F>], env: &E) -> Result<bool, EvalError>
 where
-    F: Condition<E>,
+    F: Fn(&E) -> Result<bool, EvalError>,
 {
     for clause in clauses {
         let holds = match clause {
-            Clause::Check(_, test) | Clause::Require(_, _, test) => test.holds(env)?,
+            Clause::Check(_, _, test) | Clause::Require(_, _, _, test) => test(env)?,
             Clause::Explain(_, explanation) => value(explanation, env)?,
             Clause::All(clauses) => all_hold(clauses, env)?,
         };
@@ -195,17 +150,18 @@ where
 
 /// The first variant, by priority, whose `when` clauses all hold, and its plan; otherwise
 /// every variant's first failing clause.
-pub fn select<E, F, P: Copy>(
+pub fn select<E, F, P: Copy, O>(
     op: &'static str,
-    variants: &[Variant<F, P>],
+    variants: &[Variant<F, P, O>],
     env: &E,
 ) -> Result<(&'static str, P), OpError>
 where
-    F: Condition<E>,
+    F: Fn(&E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
 {
     let mut rejections: Vec<Rejection> = Vec::new();
     for variant in variants {
-        match first_failure(variant.when, env) {
+        match first_failure(variant.when, env, &variant.operand) {
             Ok(()) => return Ok((variant.id, variant.plan)),
             Err(failure) => rejections.push(failure.into_rejection(variant.id)),
         }
@@ -214,21 +170,22 @@ where
 }
 
 /// The `when` check of the variant `id`, for tools and tests that explain one variant.
-pub fn accepts<E, F, P>(
-    variants: &[Variant<F, P>],
+pub fn accepts<E, F, P, O>(
+    variants: &[Variant<F, P, O>],
     id: &str,
     env: &E,
 ) -> Option<Result<(), Failure>>
 where
-    F: Condition<E>,
+    F: Fn(&E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
 {
     let variant = variants.iter().find(|v| v.id == id)?;
-    Some(first_failure(variant.when, env))
+    Some(first_failure(variant.when, env, &variant.operand))
 }
 
 /// The plan of the variant `id`, whether or not its `when` holds, for tests that compare
 /// every variant's plan.
-pub fn plan_of<E, F, P, R>(variants: &[Variant<F, P>], id: &str, env: &E) -> Option<R>
+pub fn plan_of<E, F, P, O, R>(variants: &[Variant<F, P, O>], id: &str, env: &E) -> Option<R>
 where
     P: Fn(&E) -> R,
 {
@@ -244,20 +201,28 @@ mod tests {
         n: i64,
     }
     type Test = fn(&Env) -> Result<bool, EvalError>;
+    type Values = fn(usize, &Env) -> Operand;
+
+    fn operand(index: usize, env: &Env) -> Operand {
+        match index {
+            0 => super::operand("n", Ok(shown(env.n))),
+            _ => super::operand("n % 2", Ok(shown(env.n % 2))),
+        }
+    }
 
     static SMALL_OR_EVEN: Explanation<Test> = Explanation {
-        unless: Some(("n < 4 or (n % 2 == 0 and n < 100)", |e| {
+        unless: Some(("n < 4 or (n % 2 == 0 and n < 100)", &[0], |e| {
             Ok(e.n < 4 || (e.n % 2 == 0 && e.n < 100))
         })),
         clauses: &[
-            Clause::Check("n % 2 == 0", |e| Ok(e.n % 2 == 0)),
-            Clause::Check("n < 100", |e| Ok(e.n < 100)),
+            Clause::Check("n % 2 == 0", &[1], |e| Ok(e.n % 2 == 0)),
+            Clause::Check("n < 100", &[0], |e| Ok(e.n < 100)),
         ],
     };
 
-    static POSITIVE: [Clause<Test>; 1] = [Clause::Check("n > 0", |e| Ok(e.n > 0))];
+    static POSITIVE: [Clause<Test>; 1] = [Clause::Check("n > 0", &[0], |e| Ok(e.n > 0))];
 
-    static VARIANTS: [Variant<Test, u8>; 2] = [
+    static VARIANTS: [Variant<Test, u8, Values>; 2] = [
         Variant::new(
             "first",
             &[
@@ -265,10 +230,11 @@ mod tests {
                 Clause::Explain("smallOrEven", &SMALL_OR_EVEN),
             ],
             1,
+            operand,
         ),
         Variant::new(
             "second",
-            &[Clause::Require("positive", "n > -10", |e| {
+            &[Clause::Require("positive", "n > -10", &[0], |e| {
                 if e.n == -99 {
                     Err(EvalError::new("overflow"))
                 } else {
@@ -276,6 +242,7 @@ mod tests {
                 }
             })],
             2,
+            operand,
         ),
     ];
 
@@ -317,6 +284,7 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert_eq!(why.path, ["smallOrEven", "n % 2 == 0"]);
+        assert_eq!(why.operands, [super::operand("n % 2", Ok(shown(1)))]);
         let why = accepts(&VARIANTS, "first", &Env { n: 102 })
             .unwrap()
             .unwrap_err();
@@ -326,6 +294,10 @@ mod tests {
             panic!("no variant should accept");
         };
         assert_eq!(rejections[0].condition, "n > 0");
+        assert_eq!(
+            rejections[0].to_string(),
+            "  first: `n > 0` is false (n = -99)"
+        );
         assert_eq!(rejections[1].condition, "positive › n > -10");
         assert!(rejections[1].error.is_some());
         assert!(accepts(&VARIANTS, "third", &Env { n: 1 }).is_none());

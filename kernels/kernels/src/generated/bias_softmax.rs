@@ -306,229 +306,114 @@ pub fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
 static EXPLAIN_BIAS_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
     unless: Some((
         "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
-        rt::when::Test {
-            holds: |env| Ok(
-                rt::expr::numel(env.shapes.data.as_slice())? == 0i64
-                    && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
-                    || derive_block_size(env)? > 0i64
-                        && derive_bias_block_count(env)? > 0i64
-                        && rt::expr::rem(
-                            rt::expr::numel(env.shapes.bias.as_slice())?,
-                            derive_block_size(env)?,
-                        )? == 0i64
-                        && derive_bias_block_count(env)? <= derive_batch_count(env)?
-                        && rt::expr::rem(
-                            derive_batch_count(env)?,
-                            derive_bias_block_count(env)?,
-                        )? == 0i64,
-            ),
-            operands: |env| Vec::from([
-                rt::when::operand(
-                    "numel(shapes.data)",
-                    || rt::expr::numel(env.shapes.data.as_slice()),
-                ),
-                rt::when::operand(
-                    "numel(shapes.bias)",
-                    || rt::expr::numel(env.shapes.bias.as_slice()),
-                ),
-                rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
-                rt::when::operand(
-                    "biasBlockCount",
-                    || Ok(derive_bias_block_count(env)?),
-                ),
-                rt::when::operand(
-                    "numel(shapes.bias) % blockSize",
-                    || rt::expr::rem(
+        &[0, 1, 2, 3, 4, 5, 6],
+        |env| Ok(
+            rt::expr::numel(env.shapes.data.as_slice())? == 0i64
+                && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
+                || derive_block_size(env)? > 0i64 && derive_bias_block_count(env)? > 0i64
+                    && rt::expr::rem(
                         rt::expr::numel(env.shapes.bias.as_slice())?,
                         derive_block_size(env)?,
-                    ),
-                ),
-                rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
-                rt::when::operand(
-                    "batchCount % biasBlockCount",
-                    || rt::expr::rem(
+                    )? == 0i64
+                    && derive_bias_block_count(env)? <= derive_batch_count(env)?
+                    && rt::expr::rem(
                         derive_batch_count(env)?,
                         derive_bias_block_count(env)?,
-                    ),
-                ),
-            ]),
-        },
+                    )? == 0i64,
+        ),
     )),
     clauses: &[
         rt::when::Clause::Check(
             "blockSize > 0",
-            rt::when::Test {
-                holds: |env| Ok(derive_block_size(env)? > 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
-                ]),
-            },
+            &[2],
+            |env| Ok(derive_block_size(env)? > 0i64),
         ),
         rt::when::Clause::Check(
             "biasBlockCount > 0",
-            rt::when::Test {
-                holds: |env| Ok(derive_bias_block_count(env)? > 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "biasBlockCount",
-                        || Ok(derive_bias_block_count(env)?),
-                    ),
-                ]),
-            },
+            &[3],
+            |env| Ok(derive_bias_block_count(env)? > 0i64),
         ),
         rt::when::Clause::Check(
             "numel(shapes.bias) % blockSize == 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::rem(
-                        rt::expr::numel(env.shapes.bias.as_slice())?,
-                        derive_block_size(env)?,
-                    )? == 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "numel(shapes.bias) % blockSize",
-                        || rt::expr::rem(
-                            rt::expr::numel(env.shapes.bias.as_slice())?,
-                            derive_block_size(env)?,
-                        ),
-                    ),
-                ]),
-            },
+            &[4],
+            |env| Ok(
+                rt::expr::rem(
+                    rt::expr::numel(env.shapes.bias.as_slice())?,
+                    derive_block_size(env)?,
+                )? == 0i64,
+            ),
         ),
         rt::when::Clause::Check(
             "biasBlockCount <= batchCount",
-            rt::when::Test {
-                holds: |env| Ok(
-                    derive_bias_block_count(env)? <= derive_batch_count(env)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "biasBlockCount",
-                        || Ok(derive_bias_block_count(env)?),
-                    ),
-                    rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
-                ]),
-            },
+            &[3, 5],
+            |env| Ok(derive_bias_block_count(env)? <= derive_batch_count(env)?),
         ),
         rt::when::Clause::Check(
             "batchCount % biasBlockCount == 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::rem(
-                        derive_batch_count(env)?,
-                        derive_bias_block_count(env)?,
-                    )? == 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "batchCount % biasBlockCount",
-                        || rt::expr::rem(
-                            derive_batch_count(env)?,
-                            derive_bias_block_count(env)?,
-                        ),
-                    ),
-                ]),
-            },
+            &[6],
+            |env| Ok(
+                rt::expr::rem(derive_batch_count(env)?, derive_bias_block_count(env)?)?
+                    == 0i64,
+            ),
         ),
     ],
 };
 /// A compiled `when` condition: its test, and its operands' values for a rejection.
-type Test = rt::when::Test<
-    fn(&Env<'_>) -> Result<bool, EvalError>,
-    fn(&Env<'_>) -> Vec<rt::when::Operand>,
->;
+type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
+type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
 ///
 #[doc(hidden)]
-pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
+pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; 3usize] = [
     rt::when::Variant::new(
         "longrow_split",
         &[
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "blockSize >= 65536",
-                rt::when::Test {
-                    holds: |env| Ok(derive_block_size(env)? >= 65536i64),
-                    operands: |env| Vec::from([
-                        rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
-                    ]),
-                },
+                &[2],
+                |env| Ok(derive_block_size(env)? >= 65536i64),
             ),
             rt::when::Clause::Check(
                 "batchCount > 0",
-                rt::when::Test {
-                    holds: |env| Ok(derive_batch_count(env)? > 0i64),
-                    operands: |env| Vec::from([
-                        rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
-                    ]),
-                },
+                &[5],
+                |env| Ok(derive_batch_count(env)? > 0i64),
             ),
             rt::when::Clause::Check(
                 "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
-                rt::when::Test {
-                    holds: |env| Ok(
-                        derive_batch_count(env)?
-                            <= rt::support::limit(
-                                env.caps.limits.max_compute_workgroups_per_dimension,
-                            ),
-                    ),
-                    operands: |env| Vec::from([
-                        rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
-                        rt::when::operand(
-                            "device.limits.maxComputeWorkgroupsPerDimension",
-                            || Ok(
-                                rt::support::limit(
-                                    env.caps.limits.max_compute_workgroups_per_dimension,
-                                ),
-                            ),
+                &[5, 11],
+                |env| Ok(
+                    derive_batch_count(env)?
+                        <= rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
                         ),
-                    ]),
-                },
+                ),
             ),
             rt::when::Clause::Check(
                 "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits.maxComputeWorkgroupsPerDimension",
-                rt::when::Test {
-                    holds: |env| Ok(
-                        rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
-                            <= rt::support::limit(
-                                env.caps.limits.max_compute_workgroups_per_dimension,
-                            ),
-                    ),
-                    operands: |env| Vec::from([
-                        rt::when::operand(
-                            "ceilDiv(blockSize, tunables.BLOCK_COLS)",
-                            || rt::expr::ceil_div(derive_block_size(env)?, 2048i64),
+                &[12, 11],
+                |env| Ok(
+                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
+                        <= rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
                         ),
-                        rt::when::operand(
-                            "device.limits.maxComputeWorkgroupsPerDimension",
-                            || Ok(
-                                rt::support::limit(
-                                    env.caps.limits.max_compute_workgroups_per_dimension,
-                                ),
-                            ),
-                        ),
-                    ]),
-                },
+                ),
             ),
             rt::when::Clause::Check(
                 "f16Ok(dtypes.T)",
-                rt::when::Test {
-                    holds: |env| Ok(
-                        rt::expr::f16_ok(
-                            env.dtypes.t.wgsl_name(),
-                            env.caps.has_feature("shader-f16"),
-                        ),
+                &[13],
+                |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
                     ),
-                    operands: |env| Vec::from([
-                        rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
-                    ]),
-                },
+                ),
             ),
         ],
         plan_longrow_split,
+        operand,
     ),
     rt::when::Variant::new(
         "packed_rows",
@@ -536,47 +421,32 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "blockSize > 0",
-                rt::when::Test {
-                    holds: |env| Ok(derive_block_size(env)? > 0i64),
-                    operands: |env| Vec::from([
-                        rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
-                    ]),
-                },
+                &[2],
+                |env| Ok(derive_block_size(env)? > 0i64),
             ),
             rt::when::Clause::Check(
                 "blockSize <= 8",
-                rt::when::Test {
-                    holds: |env| Ok(derive_block_size(env)? <= 8i64),
-                    operands: |env| Vec::from([
-                        rt::when::operand("blockSize", || Ok(derive_block_size(env)?)),
-                    ]),
-                },
+                &[2],
+                |env| Ok(derive_block_size(env)? <= 8i64),
             ),
             rt::when::Clause::Check(
                 "batchCount >= 64",
-                rt::when::Test {
-                    holds: |env| Ok(derive_batch_count(env)? >= 64i64),
-                    operands: |env| Vec::from([
-                        rt::when::operand("batchCount", || Ok(derive_batch_count(env)?)),
-                    ]),
-                },
+                &[5],
+                |env| Ok(derive_batch_count(env)? >= 64i64),
             ),
             rt::when::Clause::Check(
                 "f16Ok(dtypes.T)",
-                rt::when::Test {
-                    holds: |env| Ok(
-                        rt::expr::f16_ok(
-                            env.dtypes.t.wgsl_name(),
-                            env.caps.has_feature("shader-f16"),
-                        ),
+                &[13],
+                |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
                     ),
-                    operands: |env| Vec::from([
-                        rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
-                    ]),
-                },
+                ),
             ),
         ],
         plan_packed_rows,
+        operand,
     ),
     rt::when::Variant::new(
         "adaptive_row",
@@ -584,99 +454,121 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "numel(shapes.data) >= 0",
-                rt::when::Test {
-                    holds: |env| Ok(
-                        rt::expr::numel(env.shapes.data.as_slice())? >= 0i64,
-                    ),
-                    operands: |env| Vec::from([
-                        rt::when::operand(
-                            "numel(shapes.data)",
-                            || rt::expr::numel(env.shapes.data.as_slice()),
-                        ),
-                    ]),
-                },
+                &[0],
+                |env| Ok(rt::expr::numel(env.shapes.data.as_slice())? >= 0i64),
             ),
             rt::when::Clause::Check(
                 "f16Ok(dtypes.T)",
-                rt::when::Test {
-                    holds: |env| Ok(
-                        rt::expr::f16_ok(
-                            env.dtypes.t.wgsl_name(),
-                            env.caps.has_feature("shader-f16"),
-                        ),
+                &[13],
+                |env| Ok(
+                    rt::expr::f16_ok(
+                        env.dtypes.t.wgsl_name(),
+                        env.caps.has_feature("shader-f16"),
                     ),
-                    operands: |env| Vec::from([
-                        rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
-                    ]),
-                },
+                ),
             ),
         ],
         plan_adaptive_row,
+        operand,
     ),
 ];
 /// The `when` conditions every variant starts with.
 static SHARED_WHEN: [rt::when::Clause<Test>; 5usize] = [
     rt::when::Clause::Check(
         "numel(shapes.data) == numel(shapes.output)",
-        rt::when::Test {
-            holds: |env| Ok(
-                rt::expr::numel(env.shapes.data.as_slice())?
-                    == rt::expr::numel(env.shapes.output.as_slice())?,
-            ),
-            operands: |env| Vec::from([
-                rt::when::operand(
-                    "numel(shapes.data)",
-                    || rt::expr::numel(env.shapes.data.as_slice()),
-                ),
-                rt::when::operand(
-                    "numel(shapes.output)",
-                    || rt::expr::numel(env.shapes.output.as_slice()),
-                ),
-            ]),
-        },
+        &[0, 7],
+        |env| Ok(
+            rt::expr::numel(env.shapes.data.as_slice())?
+                == rt::expr::numel(env.shapes.output.as_slice())?,
+        ),
     ),
     rt::when::Clause::Check(
         "ranks.data >= 1",
-        rt::when::Test {
-            holds: |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
-            operands: |env| Vec::from([
-                rt::when::operand(
-                    "ranks.data",
-                    || Ok(rt::support::rank(&env.shapes.data)),
-                ),
-            ]),
-        },
+        &[8],
+        |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
     ),
     rt::when::Clause::Check(
         "attrs.axis + ranks.data >= 0",
-        rt::when::Test {
-            holds: |env| Ok(
-                rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-                    >= 0i64,
-            ),
-            operands: |env| Vec::from([
-                rt::when::operand(
-                    "attrs.axis + ranks.data",
-                    || rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data)),
-                ),
-            ]),
-        },
+        &[9],
+        |env| Ok(
+            rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))? >= 0i64,
+        ),
     ),
     rt::when::Clause::Check(
         "attrs.axis < ranks.data",
-        rt::when::Test {
-            holds: |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
-            operands: |env| Vec::from([
-                rt::when::operand("attrs.axis", || Ok(env.attrs.axis)),
-                rt::when::operand(
-                    "ranks.data",
-                    || Ok(rt::support::rank(&env.shapes.data)),
-                ),
-            ]),
-        },
+        &[10, 8],
+        |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
     ),
     rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
 ];
+/// The source text of each operand a rejection may show.
+const OPERANDS: [&str; 14usize] = [
+    "numel(shapes.data)",
+    "numel(shapes.bias)",
+    "blockSize",
+    "biasBlockCount",
+    "numel(shapes.bias) % blockSize",
+    "batchCount",
+    "batchCount % biasBlockCount",
+    "numel(shapes.output)",
+    "ranks.data",
+    "attrs.axis + ranks.data",
+    "attrs.axis",
+    "device.limits.maxComputeWorkgroupsPerDimension",
+    "ceilDiv(blockSize, tunables.BLOCK_COLS)",
+    "dtypes.T",
+];
+/// Operand `index` of a failing clause, with its value.
+fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
+    let text = OPERANDS.get(index).copied().unwrap_or_default();
+    rt::when::operand(text, operand_value(index, env))
+}
+/// The value of operand `index`, as a rejection prints it.
+fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
+    Ok(
+        match index {
+            0 => rt::when::shown(rt::expr::numel(env.shapes.data.as_slice())?),
+            1 => rt::when::shown(rt::expr::numel(env.shapes.bias.as_slice())?),
+            2 => rt::when::shown(derive_block_size(env)?),
+            3 => rt::when::shown(derive_bias_block_count(env)?),
+            4 => {
+                rt::when::shown(
+                    rt::expr::rem(
+                        rt::expr::numel(env.shapes.bias.as_slice())?,
+                        derive_block_size(env)?,
+                    )?,
+                )
+            }
+            5 => rt::when::shown(derive_batch_count(env)?),
+            6 => {
+                rt::when::shown(
+                    rt::expr::rem(
+                        derive_batch_count(env)?,
+                        derive_bias_block_count(env)?,
+                    )?,
+                )
+            }
+            7 => rt::when::shown(rt::expr::numel(env.shapes.output.as_slice())?),
+            8 => rt::when::shown(rt::support::rank(&env.shapes.data)),
+            9 => {
+                rt::when::shown(
+                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?,
+                )
+            }
+            10 => rt::when::shown(env.attrs.axis),
+            11 => {
+                rt::when::shown(
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                )
+            }
+            12 => rt::when::shown(rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?),
+            13 => rt::when::shown(env.dtypes.t.wgsl_name()),
+            _ => String::new(),
+        },
+    )
+}
 /// The plan of variant `longrow_split`.
 fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
     Ok(rt::Plan {

@@ -406,52 +406,28 @@ static EXPLAIN_QUERY_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanati
     clauses: &[
         rt::when::Clause::Check(
             "attrs.num_heads > 0",
-            rt::when::Test {
-                holds: |env| Ok(env.attrs.num_heads > 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
-                ]),
-            },
+            &[0],
+            |env| Ok(env.attrs.num_heads > 0i64),
         ),
         rt::when::Clause::Check(
             "hidden > 0",
-            rt::when::Test {
-                holds: |env| Ok(derive_hidden(env)? > 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("hidden", || Ok(derive_hidden(env)?)),
-                ]),
-            },
+            &[1],
+            |env| Ok(derive_hidden(env)? > 0i64),
         ),
         rt::when::Clause::Check(
             "hidden % attrs.num_heads == 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "hidden % attrs.num_heads",
-                        || rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads),
-                    ),
-                ]),
-            },
+            &[2],
+            |env| Ok(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64),
         ),
         rt::when::Clause::Check(
             "sameShape(shapes.query_bias, [hidden])",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::same_shape(
-                        env.shapes.query_bias.as_slice(),
-                        &[derive_hidden(env)?],
-                    ),
+            &[3],
+            |env| Ok(
+                rt::expr::same_shape(
+                    env.shapes.query_bias.as_slice(),
+                    &[derive_hidden(env)?],
                 ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "shapes.query_bias",
-                        || Ok(<[i64]>::to_vec(env.shapes.query_bias.as_slice())),
-                    ),
-                ]),
-            },
+            ),
         ),
     ],
 };
@@ -461,49 +437,26 @@ static EXPLAIN_WEIGHT_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanat
     clauses: &[
         rt::when::Clause::Check(
             "dim(shapes.weight, 0) == headSize",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?
-                        == derive_head_size(env)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "dim(shapes.weight, 0)",
-                        || rt::expr::dim(env.shapes.weight.as_slice(), 0i64),
-                    ),
-                    rt::when::operand("headSize", || Ok(derive_head_size(env)?)),
-                ]),
-            },
+            &[4, 5],
+            |env| Ok(
+                rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?
+                    == derive_head_size(env)?,
+            ),
         ),
         rt::when::Clause::Check(
             "projDim % 2 == 0",
-            rt::when::Test {
-                holds: |env| Ok(rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "projDim % 2",
-                        || rt::expr::rem(derive_proj_dim(env)?, 2i64),
-                    ),
-                ]),
-            },
+            &[6],
+            |env| Ok(rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64),
         ),
         rt::when::Clause::Check(
             "projDim >= 2",
-            rt::when::Test {
-                holds: |env| Ok(derive_proj_dim(env)? >= 2i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("projDim", || Ok(derive_proj_dim(env)?)),
-                ]),
-            },
+            &[7],
+            |env| Ok(derive_proj_dim(env)? >= 2i64),
         ),
         rt::when::Clause::Check(
             "projDim <= 32",
-            rt::when::Test {
-                holds: |env| Ok(derive_proj_dim(env)? <= 32i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("projDim", || Ok(derive_proj_dim(env)?)),
-                ]),
-            },
+            &[7],
+            |env| Ok(derive_proj_dim(env)? <= 32i64),
         ),
     ],
 };
@@ -513,58 +466,33 @@ static EXPLAIN_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
     clauses: &[
         rt::when::Clause::Check(
             "f16Ok(dtypes.T)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
-                    ),
+            &[8],
+            |env| Ok(
+                rt::expr::f16_ok(
+                    env.dtypes.t.wgsl_name(),
+                    env.caps.has_feature("shader-f16"),
                 ),
-                operands: |env| Vec::from([
-                    rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
-                ]),
-            },
+            ),
         ),
         rt::when::Clause::Explain("queryContract", &EXPLAIN_QUERY_CONTRACT),
         rt::when::Clause::Require(
             "relPosContract",
             "sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])",
-            rt::when::Test {
-                holds: derive_rel_pos_contract,
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "shapes.rel_pos",
-                        || Ok(<[i64]>::to_vec(env.shapes.rel_pos.as_slice())),
-                    ),
-                ]),
-            },
+            &[9],
+            derive_rel_pos_contract,
         ),
         rt::when::Clause::Explain("weightContract", &EXPLAIN_WEIGHT_CONTRACT),
         rt::when::Clause::Require(
             "biasContract",
             "sameShape(shapes.bias, [projDim])",
-            rt::when::Test {
-                holds: derive_bias_contract,
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "shapes.bias",
-                        || Ok(<[i64]>::to_vec(env.shapes.bias.as_slice())),
-                    ),
-                ]),
-            },
+            &[10],
+            derive_bias_contract,
         ),
         rt::when::Clause::Require(
             "ecoContract",
             "sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])",
-            rt::when::Test {
-                holds: derive_eco_contract,
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "shapes.eco_a",
-                        || Ok(<[i64]>::to_vec(env.shapes.eco_a.as_slice())),
-                    ),
-                ]),
-            },
+            &[11],
+            derive_eco_contract,
         ),
     ],
 };
@@ -575,40 +503,20 @@ static EXPLAIN_LONG_ALIGNED_ROWS: rt::when::Explanation<Test> = rt::when::Explan
         rt::when::Clause::Require(
             "vec4Rows",
             "seqLen % 4 == 0",
-            rt::when::Test {
-                holds: derive_vec4_rows,
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "seqLen % 4",
-                        || rt::expr::rem(derive_seq_len(env)?, 4i64),
-                    ),
-                ]),
-            },
+            &[12],
+            derive_vec4_rows,
         ),
         rt::when::Clause::Check(
             "seqLen >= tunables.LONG_ROW",
-            rt::when::Test {
-                holds: |env| Ok(derive_seq_len(env)? >= 256i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("seqLen", || Ok(derive_seq_len(env)?)),
-                    rt::when::operand("tunables.LONG_ROW", || Ok(256i64)),
-                ]),
-            },
+            &[13, 14],
+            |env| Ok(derive_seq_len(env)? >= 256i64),
         ),
         rt::when::Clause::Check(
             "headSize >= 8 * projDim",
-            rt::when::Test {
-                holds: |env| Ok(
-                    derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand("headSize", || Ok(derive_head_size(env)?)),
-                    rt::when::operand(
-                        "8 * projDim",
-                        || rt::expr::mul(8i64, derive_proj_dim(env)?),
-                    ),
-                ]),
-            },
+            &[5, 15],
+            |env| Ok(
+                derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
+            ),
         ),
     ],
 };
@@ -616,32 +524,25 @@ static EXPLAIN_LONG_ALIGNED_ROWS: rt::when::Explanation<Test> = rt::when::Explan
 static EXPLAIN_HEAD_PARALLEL: rt::when::Explanation<Test> = rt::when::Explanation {
     unless: Some((
         "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)",
-        rt::when::Test {
-            holds: |env| Ok(
-                derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
-                    || !derive_fixed_subgroup_size(env)?
-                        && derive_long_aligned_rows(env)?,
-            ),
-            operands: |_| Vec::new(),
-        },
+        &[],
+        |env| Ok(
+            derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
+                || !derive_fixed_subgroup_size(env)? && derive_long_aligned_rows(env)?,
+        ),
     )),
     clauses: &[
         rt::when::Clause::Check(
             "not fixedSubgroupSize",
-            rt::when::Test {
-                holds: |env| Ok(!derive_fixed_subgroup_size(env)?),
-                operands: |_| Vec::new(),
-            },
+            &[],
+            |env| Ok(!derive_fixed_subgroup_size(env)?),
         ),
         rt::when::Clause::Explain("longAlignedRows", &EXPLAIN_LONG_ALIGNED_ROWS),
     ],
 };
 /// A compiled `when` condition: its test, and its operands' values for a rejection.
-type Test = rt::when::Test<
-    fn(&Env<'_>) -> Result<bool, EvalError>,
-    fn(&Env<'_>) -> Vec<rt::when::Operand>,
->;
+type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
+type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
 ///
@@ -649,21 +550,20 @@ type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
 /// - `row_head_tree`: Like `row`, but each batch's `head_size x D` projection products are spread over a group of `32 / rowsPerWorkgroup` lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
 /// - `row`: One workgroup per `rowsPerWorkgroup` consecutive `rel_pos` rows (head, query position; the tunable `ROWS_PER_WORKGROUP_F32` or `_F16`), producing those rows of the output for every batch, so `rel_pos` is read once: `D` lanes per (row, batch) slot project the biased query row serially, the gates go to workgroup memory, and all lanes stream the rows, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch, and for float16, whose rows carry half the bytes, several rows per workgroup spread the gate computation, which waits on memory, over more of the stream.)
 #[doc(hidden)]
-pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
+pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; 3usize] = [
     rt::when::Variant::new(
         "row_head_subgroups",
         &[
             rt::when::Clause::All(&SHARED_WHEN),
             rt::when::Clause::Check(
                 "device.features.has(\"subgroups\")",
-                rt::when::Test {
-                    holds: |env| Ok(env.caps.has_feature("subgroups")),
-                    operands: |_| Vec::new(),
-                },
+                &[],
+                |env| Ok(env.caps.has_feature("subgroups")),
             ),
             rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
         ],
         plan_row_head_subgroups,
+        operand,
     ),
     rt::when::Variant::new(
         "row_head_tree",
@@ -672,8 +572,14 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 3usize] = [
             rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
         ],
         plan_row_head_tree,
+        operand,
     ),
-    rt::when::Variant::new("row", &[rt::when::Clause::All(&SHARED_WHEN)], plan_row),
+    rt::when::Variant::new(
+        "row",
+        &[rt::when::Clause::All(&SHARED_WHEN)],
+        plan_row,
+        operand,
+    ),
 ];
 /// The `when` conditions every variant starts with.
 static SHARED_WHEN: [rt::when::Clause<Test>; 2usize] = [
@@ -681,12 +587,61 @@ static SHARED_WHEN: [rt::when::Clause<Test>; 2usize] = [
     rt::when::Clause::Require(
         "dispatchOk",
         "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-        rt::when::Test {
-            holds: derive_dispatch_ok,
-            operands: |env| Vec::from([
-                rt::when::operand(
-                    "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension)",
-                    || rt::expr::ceil_div(
+        &[16, 17],
+        derive_dispatch_ok,
+    ),
+];
+/// The source text of each operand a rejection may show.
+const OPERANDS: [&str; 18usize] = [
+    "attrs.num_heads",
+    "hidden",
+    "hidden % attrs.num_heads",
+    "shapes.query_bias",
+    "dim(shapes.weight, 0)",
+    "headSize",
+    "projDim % 2",
+    "projDim",
+    "dtypes.T",
+    "shapes.rel_pos",
+    "shapes.bias",
+    "shapes.eco_a",
+    "seqLen % 4",
+    "seqLen",
+    "tunables.LONG_ROW",
+    "8 * projDim",
+    "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension)",
+    "device.limits.maxComputeWorkgroupsPerDimension",
+];
+/// Operand `index` of a failing clause, with its value.
+fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
+    let text = OPERANDS.get(index).copied().unwrap_or_default();
+    rt::when::operand(text, operand_value(index, env))
+}
+/// The value of operand `index`, as a rejection prints it.
+fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
+    Ok(
+        match index {
+            0 => rt::when::shown(env.attrs.num_heads),
+            1 => rt::when::shown(derive_hidden(env)?),
+            2 => {
+                rt::when::shown(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)?)
+            }
+            3 => rt::when::shown(<[i64]>::to_vec(env.shapes.query_bias.as_slice())),
+            4 => rt::when::shown(rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?),
+            5 => rt::when::shown(derive_head_size(env)?),
+            6 => rt::when::shown(rt::expr::rem(derive_proj_dim(env)?, 2i64)?),
+            7 => rt::when::shown(derive_proj_dim(env)?),
+            8 => rt::when::shown(env.dtypes.t.wgsl_name()),
+            9 => rt::when::shown(<[i64]>::to_vec(env.shapes.rel_pos.as_slice())),
+            10 => rt::when::shown(<[i64]>::to_vec(env.shapes.bias.as_slice())),
+            11 => rt::when::shown(<[i64]>::to_vec(env.shapes.eco_a.as_slice())),
+            12 => rt::when::shown(rt::expr::rem(derive_seq_len(env)?, 4i64)?),
+            13 => rt::when::shown(derive_seq_len(env)?),
+            14 => rt::when::shown(256i64),
+            15 => rt::when::shown(rt::expr::mul(8i64, derive_proj_dim(env)?)?),
+            16 => {
+                rt::when::shown(
+                    rt::expr::ceil_div(
                         rt::expr::ceil_div(
                             derive_rel_rows(env)?,
                             derive_rows_per_workgroup(env)?,
@@ -694,20 +649,20 @@ static SHARED_WHEN: [rt::when::Clause<Test>; 2usize] = [
                         rt::support::limit(
                             env.caps.limits.max_compute_workgroups_per_dimension,
                         ),
+                    )?,
+                )
+            }
+            17 => {
+                rt::when::shown(
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
                     ),
-                ),
-                rt::when::operand(
-                    "device.limits.maxComputeWorkgroupsPerDimension",
-                    || Ok(
-                        rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
-                        ),
-                    ),
-                ),
-            ]),
+                )
+            }
+            _ => String::new(),
         },
-    ),
-];
+    )
+}
 /// The plan of variant `row_head_subgroups`.
 fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
     Ok(rt::Plan {

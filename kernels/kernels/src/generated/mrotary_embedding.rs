@@ -493,87 +493,36 @@ static EXPLAIN_SECTIONS_VALID: rt::when::Explanation<Test> = rt::when::Explanati
         rt::when::Clause::Require(
             "sectionsDefined",
             "(attrs.mrope_section | length) == 3",
-            rt::when::Test {
-                holds: derive_sections_defined,
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "(attrs.mrope_section | length)",
-                        || rt::expr::length(env.attrs.mrope_section.as_slice()),
-                    ),
-                ]),
-            },
+            &[0],
+            derive_sections_defined,
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[0] >= 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.mrope_section[0]",
-                        || rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64),
-                    ),
-                ]),
-            },
+            &[1],
+            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64),
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[1] >= 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.mrope_section[1]",
-                        || rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64),
-                    ),
-                ]),
-            },
+            &[2],
+            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64),
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[2] >= 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.mrope_section[2]",
-                        || rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64),
-                    ),
-                ]),
-            },
+            &[3],
+            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64),
         ),
         rt::when::Clause::Check(
             "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim",
-            rt::when::Test {
-                holds: |env| Ok(
+            &[4, 5],
+            |env| Ok(
+                rt::expr::add(
                     rt::expr::add(
-                        rt::expr::add(
-                            rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                            rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                        )?,
-                        rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-                    )? == derive_half_rotary_dim(env)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2]",
-                        || rt::expr::add(
-                            rt::expr::add(
-                                rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                                rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                            )?,
-                            rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-                        ),
-                    ),
-                    rt::when::operand(
-                        "halfRotaryDim",
-                        || Ok(derive_half_rotary_dim(env)?),
-                    ),
-                ]),
-            },
+                        rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+                        rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+                    )?,
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+                )? == derive_half_rotary_dim(env)?,
+            ),
         ),
     ],
 };
@@ -583,228 +532,110 @@ static EXPLAIN_COMMON_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanat
     clauses: &[
         rt::when::Clause::Check(
             "f16Ok(dtypes.T)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
-                    ),
+            &[6],
+            |env| Ok(
+                rt::expr::f16_ok(
+                    env.dtypes.t.wgsl_name(),
+                    env.caps.has_feature("shader-f16"),
                 ),
-                operands: |env| Vec::from([
-                    rt::when::operand("dtypes.T", || Ok(env.dtypes.t.wgsl_name())),
-                ]),
-            },
+            ),
         ),
         rt::when::Clause::Check(
             "sameShape(shapes.input, shapes.output)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::same_shape(
-                        env.shapes.input.as_slice(),
-                        env.shapes.output.as_slice(),
-                    ),
+            &[7, 8],
+            |env| Ok(
+                rt::expr::same_shape(
+                    env.shapes.input.as_slice(),
+                    env.shapes.output.as_slice(),
                 ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "shapes.input",
-                        || Ok(<[i64]>::to_vec(env.shapes.input.as_slice())),
-                    ),
-                    rt::when::operand(
-                        "shapes.output",
-                        || Ok(<[i64]>::to_vec(env.shapes.output.as_slice())),
-                    ),
-                ]),
-            },
+            ),
         ),
         rt::when::Clause::Check(
             "(attrs.interleaved == 0 or attrs.interleaved == 1)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    i64::from(env.attrs.interleaved) == 0i64
-                        || i64::from(env.attrs.interleaved) == 1i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.interleaved",
-                        || Ok(i64::from(env.attrs.interleaved)),
-                    ),
-                ]),
-            },
+            &[9],
+            |env| Ok(
+                i64::from(env.attrs.interleaved) == 0i64
+                    || i64::from(env.attrs.interleaved) == 1i64,
+            ),
         ),
         rt::when::Clause::Check(
             "(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    i64::from(env.attrs.mrope_layout) == 0i64
-                        || i64::from(env.attrs.mrope_layout) == 1i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.mrope_layout",
-                        || Ok(i64::from(env.attrs.mrope_layout)),
-                    ),
-                ]),
-            },
+            &[10],
+            |env| Ok(
+                i64::from(env.attrs.mrope_layout) == 0i64
+                    || i64::from(env.attrs.mrope_layout) == 1i64,
+            ),
         ),
         rt::when::Clause::Check(
             "attrs.num_heads >= 0",
-            rt::when::Test {
-                holds: |env| Ok(env.attrs.num_heads >= 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
-                ]),
-            },
+            &[11],
+            |env| Ok(env.attrs.num_heads >= 0i64),
         ),
         rt::when::Clause::Check(
             "attrs.rotary_embedding_dim >= 0",
-            rt::when::Test {
-                holds: |env| Ok(env.attrs.rotary_embedding_dim >= 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.rotary_embedding_dim",
-                        || Ok(env.attrs.rotary_embedding_dim),
-                    ),
-                ]),
-            },
+            &[12],
+            |env| Ok(env.attrs.rotary_embedding_dim >= 0i64),
         ),
         rt::when::Clause::Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.rotary_embedding_dim",
-                        || Ok(env.attrs.rotary_embedding_dim),
-                    ),
-                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
-                ]),
-            },
+            &[12, 11],
+            |env| Ok(
+                env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
+            ),
         ),
         rt::when::Clause::Check(
             "sameShape(shapes.cos_cache, shapes.sin_cache)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::same_shape(
-                        env.shapes.cos_cache.as_slice(),
-                        env.shapes.sin_cache.as_slice(),
-                    ),
+            &[13, 14],
+            |env| Ok(
+                rt::expr::same_shape(
+                    env.shapes.cos_cache.as_slice(),
+                    env.shapes.sin_cache.as_slice(),
                 ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "shapes.cos_cache",
-                        || Ok(<[i64]>::to_vec(env.shapes.cos_cache.as_slice())),
-                    ),
-                    rt::when::operand(
-                        "shapes.sin_cache",
-                        || Ok(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
-                    ),
-                ]),
-            },
+            ),
         ),
         rt::when::Clause::Check(
             "ranks.cos_cache == 2",
-            rt::when::Test {
-                holds: |env| Ok(rt::support::rank(&env.shapes.cos_cache) == 2i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "ranks.cos_cache",
-                        || Ok(rt::support::rank(&env.shapes.cos_cache)),
-                    ),
-                ]),
-            },
+            &[15],
+            |env| Ok(rt::support::rank(&env.shapes.cos_cache) == 2i64),
         ),
         rt::when::Clause::Check(
             "ranks.sin_cache == 2",
-            rt::when::Test {
-                holds: |env| Ok(rt::support::rank(&env.shapes.sin_cache) == 2i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "ranks.sin_cache",
-                        || Ok(rt::support::rank(&env.shapes.sin_cache)),
-                    ),
-                ]),
-            },
+            &[16],
+            |env| Ok(rt::support::rank(&env.shapes.sin_cache) == 2i64),
         ),
         rt::when::Clause::Explain("sectionsValid", &EXPLAIN_SECTIONS_VALID),
         rt::when::Clause::Check(
             "ranks.position_ids == 3",
-            rt::when::Test {
-                holds: |env| Ok(rt::support::rank(&env.shapes.position_ids) == 3i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "ranks.position_ids",
-                        || Ok(rt::support::rank(&env.shapes.position_ids)),
-                    ),
-                ]),
-            },
+            &[17],
+            |env| Ok(rt::support::rank(&env.shapes.position_ids) == 3i64),
         ),
         rt::when::Clause::Check(
             "dim(shapes.position_ids, 0) == 3",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "dim(shapes.position_ids, 0)",
-                        || rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64),
-                    ),
-                ]),
-            },
+            &[18],
+            |env| Ok(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64),
         ),
         rt::when::Clause::Check(
             "dim(shapes.position_ids, 1) == dim(shapes.input, 0)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
-                        == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "dim(shapes.position_ids, 1)",
-                        || rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64),
-                    ),
-                    rt::when::operand(
-                        "dim(shapes.input, 0)",
-                        || rt::expr::dim(env.shapes.input.as_slice(), 0i64),
-                    ),
-                ]),
-            },
+            &[19, 20],
+            |env| Ok(
+                rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
+                    == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
+            ),
         ),
         rt::when::Clause::Check(
             "dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
-                        == rt::expr::dim(
-                            env.shapes.input.as_slice(),
-                            if rt::support::rank(&env.shapes.input) == 3i64 {
-                                1i64
-                            } else {
-                                2i64
-                            },
-                        )?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "dim(shapes.position_ids, 2)",
-                        || rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64),
-                    ),
-                    rt::when::operand(
-                        "dim(shapes.input, 1 if ranks.input == 3 else 2)",
-                        || rt::expr::dim(
-                            env.shapes.input.as_slice(),
-                            if rt::support::rank(&env.shapes.input) == 3i64 {
-                                1i64
-                            } else {
-                                2i64
-                            },
-                        ),
-                    ),
-                ]),
-            },
+            &[21, 22],
+            |env| Ok(
+                rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
+                    == rt::expr::dim(
+                        env.shapes.input.as_slice(),
+                        if rt::support::rank(&env.shapes.input) == 3i64 {
+                            1i64
+                        } else {
+                            2i64
+                        },
+                    )?,
+            ),
         ),
     ],
 };
@@ -815,120 +646,54 @@ static EXPLAIN_RANK3_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanati
         rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
         rt::when::Clause::Check(
             "ranks.input == 3",
-            rt::when::Test {
-                holds: |env| Ok(rt::support::rank(&env.shapes.input) == 3i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "ranks.input",
-                        || Ok(rt::support::rank(&env.shapes.input)),
-                    ),
-                ]),
-            },
+            &[23],
+            |env| Ok(rt::support::rank(&env.shapes.input) == 3i64),
         ),
         rt::when::Clause::Check(
             "ranks.output == 3",
-            rt::when::Test {
-                holds: |env| Ok(rt::support::rank(&env.shapes.output) == 3i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "ranks.output",
-                        || Ok(rt::support::rank(&env.shapes.output)),
-                    ),
-                ]),
-            },
+            &[24],
+            |env| Ok(rt::support::rank(&env.shapes.output) == 3i64),
         ),
         rt::when::Clause::Check(
             "attrs.num_heads >= 1",
-            rt::when::Test {
-                holds: |env| Ok(env.attrs.num_heads >= 1i64),
-                operands: |env| Vec::from([
-                    rt::when::operand("attrs.num_heads", || Ok(env.attrs.num_heads)),
-                ]),
-            },
+            &[11],
+            |env| Ok(env.attrs.num_heads >= 1i64),
         ),
         rt::when::Clause::Check(
             "dim(shapes.input, 2) % attrs.num_heads == 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::rem(
-                        rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                        env.attrs.num_heads,
-                    )? == 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "dim(shapes.input, 2) % attrs.num_heads",
-                        || rt::expr::rem(
-                            rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                            env.attrs.num_heads,
-                        ),
-                    ),
-                ]),
-            },
+            &[25],
+            |env| Ok(
+                rt::expr::rem(
+                    rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+                    env.attrs.num_heads,
+                )? == 0i64,
+            ),
         ),
         rt::when::Clause::Check(
             "rank3HeadSize > 0",
-            rt::when::Test {
-                holds: |env| Ok(derive_rank3_head_size(env)? > 0i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "rank3HeadSize",
-                        || Ok(derive_rank3_head_size(env)?),
-                    ),
-                ]),
-            },
+            &[26],
+            |env| Ok(derive_rank3_head_size(env)? > 0i64),
         ),
         rt::when::Clause::Check(
             "effectiveRotaryDim % 2 == 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "effectiveRotaryDim % 2",
-                        || rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64),
-                    ),
-                ]),
-            },
+            &[27],
+            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
         ),
         rt::when::Clause::Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
-            rt::when::Test {
-                holds: |env| Ok(
-                    env.attrs.rotary_embedding_dim == 0i64
-                        || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.rotary_embedding_dim",
-                        || Ok(env.attrs.rotary_embedding_dim),
-                    ),
-                    rt::when::operand(
-                        "rank3HeadSize",
-                        || Ok(derive_rank3_head_size(env)?),
-                    ),
-                ]),
-            },
+            &[12, 26],
+            |env| Ok(
+                env.attrs.rotary_embedding_dim == 0i64
+                    || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?,
+            ),
         ),
         rt::when::Clause::Check(
             "halfRotaryDim * 2 == effectiveRotaryDim",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                        == derive_effective_rotary_dim(env)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "halfRotaryDim * 2",
-                        || rt::expr::mul(derive_half_rotary_dim(env)?, 2i64),
-                    ),
-                    rt::when::operand(
-                        "effectiveRotaryDim",
-                        || Ok(derive_effective_rotary_dim(env)?),
-                    ),
-                ]),
-            },
+            &[28, 29],
+            |env| Ok(
+                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
+                    == derive_effective_rotary_dim(env)?,
+            ),
         ),
     ],
 };
@@ -939,108 +704,52 @@ static EXPLAIN_RANK4_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanati
         rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
         rt::when::Clause::Check(
             "ranks.input == 4",
-            rt::when::Test {
-                holds: |env| Ok(rt::support::rank(&env.shapes.input) == 4i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "ranks.input",
-                        || Ok(rt::support::rank(&env.shapes.input)),
-                    ),
-                ]),
-            },
+            &[23],
+            |env| Ok(rt::support::rank(&env.shapes.input) == 4i64),
         ),
         rt::when::Clause::Check(
             "ranks.output == 4",
-            rt::when::Test {
-                holds: |env| Ok(rt::support::rank(&env.shapes.output) == 4i64),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "ranks.output",
-                        || Ok(rt::support::rank(&env.shapes.output)),
-                    ),
-                ]),
-            },
+            &[24],
+            |env| Ok(rt::support::rank(&env.shapes.output) == 4i64),
         ),
         rt::when::Clause::Check(
             "dim(shapes.input, 3) > 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "dim(shapes.input, 3)",
-                        || rt::expr::dim(env.shapes.input.as_slice(), 3i64),
-                    ),
-                ]),
-            },
+            &[30],
+            |env| Ok(rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64),
         ),
         rt::when::Clause::Check(
             "effectiveRotaryDim % 2 == 0",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "effectiveRotaryDim % 2",
-                        || rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64),
-                    ),
-                ]),
-            },
+            &[27],
+            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
         ),
         rt::when::Clause::Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
-            rt::when::Test {
-                holds: |env| Ok(
-                    env.attrs.rotary_embedding_dim == 0i64
-                        || env.attrs.rotary_embedding_dim
-                            <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "attrs.rotary_embedding_dim",
-                        || Ok(env.attrs.rotary_embedding_dim),
-                    ),
-                    rt::when::operand(
-                        "dim(shapes.input, 3)",
-                        || rt::expr::dim(env.shapes.input.as_slice(), 3i64),
-                    ),
-                ]),
-            },
+            &[12, 30],
+            |env| Ok(
+                env.attrs.rotary_embedding_dim == 0i64
+                    || env.attrs.rotary_embedding_dim
+                        <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?,
+            ),
         ),
         rt::when::Clause::Check(
             "halfRotaryDim * 2 == effectiveRotaryDim",
-            rt::when::Test {
-                holds: |env| Ok(
-                    rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                        == derive_effective_rotary_dim(env)?,
-                ),
-                operands: |env| Vec::from([
-                    rt::when::operand(
-                        "halfRotaryDim * 2",
-                        || rt::expr::mul(derive_half_rotary_dim(env)?, 2i64),
-                    ),
-                    rt::when::operand(
-                        "effectiveRotaryDim",
-                        || Ok(derive_effective_rotary_dim(env)?),
-                    ),
-                ]),
-            },
+            &[28, 29],
+            |env| Ok(
+                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
+                    == derive_effective_rotary_dim(env)?,
+            ),
         ),
     ],
 };
 /// A compiled `when` condition: its test, and its operands' values for a rejection.
-type Test = rt::when::Test<
-    fn(&Env<'_>) -> Result<bool, EvalError>,
-    fn(&Env<'_>) -> Vec<rt::when::Operand>,
->;
+type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
 type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
+type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
 ///
 #[doc(hidden)]
-pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
+pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; 2usize] = [
     rt::when::Variant::new(
         "rank3",
         &[
@@ -1048,29 +757,12 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
             rt::when::Clause::Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                rt::when::Test {
-                    holds: derive_pair_dispatch_ok,
-                    operands: |env| Vec::from([
-                        rt::when::operand(
-                            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE)",
-                            || rt::expr::ceil_div(derive_pair_count(env)?, 256i64),
-                        ),
-                        rt::when::operand(
-                            "device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                            || rt::expr::mul(
-                                rt::support::limit(
-                                    env.caps.limits.max_compute_workgroups_per_dimension,
-                                ),
-                                rt::support::limit(
-                                    env.caps.limits.max_compute_workgroups_per_dimension,
-                                ),
-                            ),
-                        ),
-                    ]),
-                },
+                &[31, 32],
+                derive_pair_dispatch_ok,
             ),
         ],
         plan_rank3,
+        operand,
     ),
     rt::when::Variant::new(
         "rank4",
@@ -1079,31 +771,155 @@ pub static VARIANTS: [rt::when::Variant<Test, VariantPlan>; 2usize] = [
             rt::when::Clause::Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                rt::when::Test {
-                    holds: derive_pair_dispatch_ok,
-                    operands: |env| Vec::from([
-                        rt::when::operand(
-                            "ceilDiv(pairCount, tunables.WORKGROUP_SIZE)",
-                            || rt::expr::ceil_div(derive_pair_count(env)?, 256i64),
-                        ),
-                        rt::when::operand(
-                            "device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                            || rt::expr::mul(
-                                rt::support::limit(
-                                    env.caps.limits.max_compute_workgroups_per_dimension,
-                                ),
-                                rt::support::limit(
-                                    env.caps.limits.max_compute_workgroups_per_dimension,
-                                ),
-                            ),
-                        ),
-                    ]),
-                },
+                &[31, 32],
+                derive_pair_dispatch_ok,
             ),
         ],
         plan_rank4,
+        operand,
     ),
 ];
+/// The source text of each operand a rejection may show.
+const OPERANDS: [&str; 33usize] = [
+    "(attrs.mrope_section | length)",
+    "attrs.mrope_section[0]",
+    "attrs.mrope_section[1]",
+    "attrs.mrope_section[2]",
+    "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2]",
+    "halfRotaryDim",
+    "dtypes.T",
+    "shapes.input",
+    "shapes.output",
+    "attrs.interleaved",
+    "attrs.mrope_layout",
+    "attrs.num_heads",
+    "attrs.rotary_embedding_dim",
+    "shapes.cos_cache",
+    "shapes.sin_cache",
+    "ranks.cos_cache",
+    "ranks.sin_cache",
+    "ranks.position_ids",
+    "dim(shapes.position_ids, 0)",
+    "dim(shapes.position_ids, 1)",
+    "dim(shapes.input, 0)",
+    "dim(shapes.position_ids, 2)",
+    "dim(shapes.input, 1 if ranks.input == 3 else 2)",
+    "ranks.input",
+    "ranks.output",
+    "dim(shapes.input, 2) % attrs.num_heads",
+    "rank3HeadSize",
+    "effectiveRotaryDim % 2",
+    "halfRotaryDim * 2",
+    "effectiveRotaryDim",
+    "dim(shapes.input, 3)",
+    "ceilDiv(pairCount, tunables.WORKGROUP_SIZE)",
+    "device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
+];
+/// Operand `index` of a failing clause, with its value.
+fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
+    let text = OPERANDS.get(index).copied().unwrap_or_default();
+    rt::when::operand(text, operand_value(index, env))
+}
+/// The value of operand `index`, as a rejection prints it.
+fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
+    Ok(
+        match index {
+            0 => rt::when::shown(rt::expr::length(env.attrs.mrope_section.as_slice())?),
+            1 => {
+                rt::when::shown(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+                )
+            }
+            2 => {
+                rt::when::shown(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+                )
+            }
+            3 => {
+                rt::when::shown(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+                )
+            }
+            4 => {
+                rt::when::shown(
+                    rt::expr::add(
+                        rt::expr::add(
+                            rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+                            rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+                        )?,
+                        rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+                    )?,
+                )
+            }
+            5 => rt::when::shown(derive_half_rotary_dim(env)?),
+            6 => rt::when::shown(env.dtypes.t.wgsl_name()),
+            7 => rt::when::shown(<[i64]>::to_vec(env.shapes.input.as_slice())),
+            8 => rt::when::shown(<[i64]>::to_vec(env.shapes.output.as_slice())),
+            9 => rt::when::shown(i64::from(env.attrs.interleaved)),
+            10 => rt::when::shown(i64::from(env.attrs.mrope_layout)),
+            11 => rt::when::shown(env.attrs.num_heads),
+            12 => rt::when::shown(env.attrs.rotary_embedding_dim),
+            13 => rt::when::shown(<[i64]>::to_vec(env.shapes.cos_cache.as_slice())),
+            14 => rt::when::shown(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
+            15 => rt::when::shown(rt::support::rank(&env.shapes.cos_cache)),
+            16 => rt::when::shown(rt::support::rank(&env.shapes.sin_cache)),
+            17 => rt::when::shown(rt::support::rank(&env.shapes.position_ids)),
+            18 => {
+                rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)?)
+            }
+            19 => {
+                rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?)
+            }
+            20 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
+            21 => {
+                rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?)
+            }
+            22 => {
+                rt::when::shown(
+                    rt::expr::dim(
+                        env.shapes.input.as_slice(),
+                        if rt::support::rank(&env.shapes.input) == 3i64 {
+                            1i64
+                        } else {
+                            2i64
+                        },
+                    )?,
+                )
+            }
+            23 => rt::when::shown(rt::support::rank(&env.shapes.input)),
+            24 => rt::when::shown(rt::support::rank(&env.shapes.output)),
+            25 => {
+                rt::when::shown(
+                    rt::expr::rem(
+                        rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+                        env.attrs.num_heads,
+                    )?,
+                )
+            }
+            26 => rt::when::shown(derive_rank3_head_size(env)?),
+            27 => {
+                rt::when::shown(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)?)
+            }
+            28 => rt::when::shown(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
+            29 => rt::when::shown(derive_effective_rotary_dim(env)?),
+            30 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
+            31 => rt::when::shown(rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?),
+            32 => {
+                rt::when::shown(
+                    rt::expr::mul(
+                        rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
+                        ),
+                        rt::support::limit(
+                            env.caps.limits.max_compute_workgroups_per_dimension,
+                        ),
+                    )?,
+                )
+            }
+            _ => String::new(),
+        },
+    )
+}
 /// The plan of variant `rank3`.
 fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
     Ok(rt::Plan {
