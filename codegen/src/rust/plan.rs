@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::api::float_type_vars;
-use super::eval::{EnvScope, lower};
+use super::eval::{EnvScope, lower, lower_result};
 use super::{OpInput, ident};
 use crate::expr::Type;
 use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
@@ -24,10 +24,14 @@ pub(super) fn variant_plan(
         let shaders = super::table::pass_shaders(input.shaders, v, p);
         let keys = super::table::pass_key(op, variant, pass, &shaders).lowered(scope);
         let table_pass = super::table::pass_index(op, v, p);
+        let at = |name: &str, e: &Expr| {
+            let what = format!("pass `{}`, {}", pass.id, described(op, name, &e.ir));
+            located(&what, e, scope)
+        };
         let overrides = model::dynamic_values(variant, pass).map(|d| {
             let name = &d.name;
             let pipeline_name = op.override_name(name);
-            let lowered = lower(&d.expr.ir, scope);
+            let lowered = at(name, &d.expr);
             let value = match d.expr.ir.ty {
                 Type::Float => quote!(#lowered),
                 Type::Bool => quote!(if #lowered { 1.0 } else { 0.0 }),
@@ -44,10 +48,10 @@ pub(super) fn variant_plan(
             BindingTarget::Params => quote!(rt::Binding::Params),
         });
         let params = match pass.bindings.iter().find_map(|b| b.params.as_ref()) {
-            Some(params) => params_bytes(op, scope, params),
+            Some(params) => params_bytes(op, params, &at),
             None => quote!(::std::vec::Vec::new()),
         };
-        let dispatch = dispatch(op, scope, &pass.dispatch);
+        let dispatch = dispatch(op, &pass.dispatch, &at);
         let id = &pass.id;
         passes.push(quote! {
             rt::PlannedPass { id: #id, kernel: SHADERS.kernel(#table_pass, &[#(#keys),*])?, overrides: vec![#(#overrides),*], bindings: vec![#(#bindings),*], params: #params, dispatch: #dispatch }
@@ -107,10 +111,14 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
 
 /// The bytes of a pass's uniform struct, packed field by field: every field is a 4-byte scalar
 /// at offset `4 * i`, which `wgsl::validate` checked against naga's layout.
-fn params_bytes(op: &Op, scope: &EnvScope<'_>, params: &model::ParamsStruct) -> TokenStream {
+fn params_bytes(
+    op: &Op,
+    params: &model::ParamsStruct,
+    at: &dyn Fn(&str, &Expr) -> TokenStream,
+) -> TokenStream {
     let words = params.fields.iter().map(|f| {
         let text = described(op, &f.name, &f.value.ir);
-        let lowered = lower(&f.value.ir, scope);
+        let lowered = at(&f.name, &f.value);
         match f.wgsl_type {
             "u32" => quote!(.checked_u32(#text, #lowered)?),
             "i32" => quote!(.checked_i32(#text, #lowered)?),
@@ -121,14 +129,34 @@ fn params_bytes(op: &Op, scope: &EnvScope<'_>, params: &model::ParamsStruct) -> 
     quote!(rt::uniform::Words::with_fields(#count) #(#words)* .into_bytes())
 }
 
-fn dispatch(op: &Op, scope: &EnvScope<'_>, dispatch: &Dispatch) -> TokenStream {
+/// `e` lowered; where it can fail to evaluate, its error says `what` it computes.
+fn located(what: &str, e: &Expr, scope: &EnvScope<'_>) -> TokenStream {
+    let lowered = lower(&e.ir, scope);
+    let fallible = lowered.clone().into_iter().any(|t| is_question_mark(&t));
+    if fallible {
+        let result = lower_result(&e.ir, scope);
+        quote!(rt::support::value(#what, || #result)?)
+    } else {
+        lowered
+    }
+}
+
+fn is_question_mark(token: &proc_macro2::TokenTree) -> bool {
+    match token {
+        proc_macro2::TokenTree::Punct(p) => p.as_char() == '?',
+        proc_macro2::TokenTree::Group(g) => g.stream().into_iter().any(|t| is_question_mark(&t)),
+        _ => false,
+    }
+}
+
+fn dispatch(op: &Op, dispatch: &Dispatch, at: &dyn Fn(&str, &Expr) -> TokenStream) -> TokenStream {
     let count = |name: &str, e: &Expr| {
-        let lowered = lower(&e.ir, scope);
+        let lowered = at(name, e);
         let what = described(op, name, &e.ir);
         quote!(rt::support::to_u64(#what, #lowered)?)
     };
     let size = |name: &str, e: &Expr| {
-        let lowered = lower(&e.ir, scope);
+        let lowered = at(name, e);
         let what = described(op, name, &e.ir);
         quote!(rt::support::to_u32(#what, #lowered)?)
     };

@@ -202,6 +202,12 @@ pub fn require(
     })
 }
 
+/// The value of a compiled expression of a plan, its evaluation error (a division by zero,
+/// say) prefixed with `what` it computes: the pass and the value's name.
+pub fn value<T>(what: &str, value: impl FnOnce() -> Result<T, EvalError>) -> Result<T, EvalError> {
+    value().map_err(|error| EvalError::new(format!("{what}: {error}")))
+}
+
 /// A non-negative count (threads, workgroups, elements).
 pub fn to_u64(what: &str, value: i64) -> Result<u64, EvalError> {
     u64::try_from(value).map_err(|_| EvalError::new(format!("{what} = {value} is negative")))
@@ -326,6 +332,16 @@ mod tests {
         );
         assert_eq!(AttrValue::parse("[1]"), AttrValue::Ints(vec![1]));
         assert_eq!(AttrValue::parse("abc"), AttrValue::Str("abc".into()));
+    }
+
+    #[test]
+    fn a_plan_value_that_fails_says_what_it_computes() {
+        let err = value("pass `main`, `x`", || -> Result<i64, EvalError> {
+            Err(EvalError::new("division by zero"))
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "pass `main`, `x`: division by zero");
+        assert_eq!(value("pass `main`, `x`", || Ok(3)).unwrap(), 3);
     }
 
     #[test]

@@ -582,57 +582,74 @@ fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             4i64) ? == 0i64).into(), (derive_block_per_subgroup(env) ?).into(), (env.caps
             .has_feature("subgroups")).into()]) ?, overrides : vec![("biasBlockCount",
             f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::support::value("pass `block_stats`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
+            ("innerRepeat",
             f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)) ?))], bindings :
-            vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
+            rt::support::value("pass `block_stats`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
+            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
+            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Intermediate(0usize), rt::Binding::Intermediate(1usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(2usize)
             .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            derive_block_size(env) ?) ?
+            rt::support::value("pass `block_stats`, `blockSize` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_block_size(env) ?)) ?) ?
             .checked_u32("`blocks` (from the shape of `data` and attribute `axis`)",
-            rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?) ? .into_bytes(),
-            dispatch : rt::Dispatch::Grid { x :
-            rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)", if
-            derive_block_per_subgroup(env) ? {
-            rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
-            rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ? }
-            else { rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ? }) ?, y :
-            rt::support::to_u64("`y` (from the shape of `data` and attribute `axis`)",
-            derive_batch_count(env) ?) ?, z : 1 } }, rt::PlannedPass { id : "row_stats",
-            kernel : SHADERS.kernel(1usize, & [(env.dtypes.t.wgsl_name()).into(), (env
-            .dtypes.t.wgsl_name() == "f16").into()]) ?, overrides : vec![], bindings :
-            vec![rt::Binding::Intermediate(0usize), rt::Binding::Intermediate(1usize),
-            rt::Binding::Intermediate(2usize), rt::Binding::Intermediate(3usize),
-            rt::Binding::Params], params : rt::uniform::Words::with_fields(1usize)
-            .checked_u32("`blocks` (from the shape of `data` and attribute `axis`)",
-            rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?) ? .into_bytes(),
+            rt::support::value("pass `block_stats`, `blocks` (from the shape of `data` and attribute `axis`)",
+            || rt::expr::ceil_div(derive_block_size(env) ?, 2048i64)) ?) ? .into_bytes(),
             dispatch : rt::Dispatch::Grid { x :
             rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)",
-            derive_batch_count(env) ?) ?, y : 1, z : 1 } }, rt::PlannedPass { id :
-            "normalize", kernel : SHADERS.kernel(2usize, & [(env.dtypes.t.wgsl_name())
-            .into(), (env.dtypes.t.wgsl_name() == "f16").into(), (i64::from(env.attrs
-            .is_inner_broadcast) != 0i64).into(), (derive_block_size(env) ? > 0i64 &&
-            rt::expr::rem(derive_block_size(env) ?, 4i64) ? == 0i64).into(),
-            (derive_normalize_span_blocks(env) ?).into()]) ?, overrides :
-            vec![("biasBlockCount",
+            rt::support::value("pass `block_stats`, `x` (from the shape of `data` and attribute `axis`)",
+            || Ok(if derive_block_per_subgroup(env) ? {
+            rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
+            rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ? }
+            else { rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ? })) ?) ?, y :
+            rt::support::to_u64("`y` (from the shape of `data` and attribute `axis`)",
+            rt::support::value("pass `block_stats`, `y` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_batch_count(env) ?)) ?) ?, z : 1 } }, rt::PlannedPass { id :
+            "row_stats", kernel : SHADERS.kernel(1usize, & [(env.dtypes.t.wgsl_name())
+            .into(), (env.dtypes.t.wgsl_name() == "f16").into()]) ?, overrides : vec![],
+            bindings : vec![rt::Binding::Intermediate(0usize),
+            rt::Binding::Intermediate(1usize), rt::Binding::Intermediate(2usize),
+            rt::Binding::Intermediate(3usize), rt::Binding::Params], params :
+            rt::uniform::Words::with_fields(1usize)
+            .checked_u32("`blocks` (from the shape of `data` and attribute `axis`)",
+            rt::support::value("pass `row_stats`, `blocks` (from the shape of `data` and attribute `axis`)",
+            || rt::expr::ceil_div(derive_block_size(env) ?, 2048i64)) ?) ? .into_bytes(),
+            dispatch : rt::Dispatch::Grid { x :
+            rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)",
+            rt::support::value("pass `row_stats`, `x` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_batch_count(env) ?)) ?) ?, y : 1, z : 1 } }, rt::PlannedPass {
+            id : "normalize", kernel : SHADERS.kernel(2usize, & [(env.dtypes.t
+            .wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
+            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
+            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
+            4i64) ? == 0i64).into(), (derive_normalize_span_blocks(env) ?).into()]) ?,
+            overrides : vec![("biasBlockCount",
             f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::support::value("pass `normalize`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
+            ("innerRepeat",
             f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)) ?))], bindings :
-            vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
+            rt::support::value("pass `normalize`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
+            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
+            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Intermediate(2usize), rt::Binding::Intermediate(3usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
             rt::uniform::Words::with_fields(1usize)
             .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            derive_block_size(env) ?) ? .into_bytes(), dispatch : rt::Dispatch::Grid { x
-            : rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)",
-            rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
-            derive_normalize_span_blocks(env) ?) ?) ?, y :
+            rt::support::value("pass `normalize`, `blockSize` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_block_size(env) ?)) ?) ? .into_bytes(), dispatch :
+            rt::Dispatch::Grid { x :
+            rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)",
+            rt::support::value("pass `normalize`, `x` (from the shape of `data` and attribute `axis`)",
+            || rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64)
+            ?, derive_normalize_span_blocks(env) ?)) ?) ?, y :
             rt::support::to_u64("`y` (from the shape of `data` and attribute `axis`)",
-            derive_batch_count(env) ?) ?, z : 1 } }
+            rt::support::value("pass `normalize`, `y` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_batch_count(env) ?)) ?) ?, z : 1 } }
         ],
         intermediates: vec![
             rt::IntermediateSpec { id : "blockMax", dtype : rt::DType::F32, len :
@@ -676,25 +693,32 @@ fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             4i64) ? == 0i64).into(), (derive_word_lanes(env) ?).into()]) ?, overrides :
             vec![("blockSize",
             f64::from(rt::support::to_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            derive_block_size(env) ?) ?)), ("biasBlockCount",
+            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_block_size(env) ?)) ?) ?)), ("biasBlockCount",
             f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::support::value("pass `main`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
+            ("innerRepeat",
             f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)) ?))], bindings :
-            vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
+            rt::support::value("pass `main`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
+            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
+            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
             rt::uniform::Words::with_fields(2usize)
             .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            derive_block_size(env) ?) ?
+            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_block_size(env) ?)) ?) ?
             .checked_u32("`batchCount` (from the shape of `data` and attribute `axis`)",
-            derive_batch_count(env) ?) ? .into_bytes(), dispatch :
+            rt::support::value("pass `main`, `batchCount` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_batch_count(env) ?)) ?) ? .into_bytes(), dispatch :
             rt::Dispatch::GridStride { items :
             rt::support::to_u64("`gridStride` (from the shape of `data` and attribute `axis`)",
-            if derive_word_lanes(env) ? && rt::expr::rem(derive_block_size(env) ?, 4i64)
-            ? == 0i64 { rt::expr::mul(derive_batch_count(env) ?,
+            rt::support::value("pass `main`, `gridStride` (from the shape of `data` and attribute `axis`)",
+            || Ok(if derive_word_lanes(env) ? && rt::expr::rem(derive_block_size(env) ?,
+            4i64) ? == 0i64 { rt::expr::mul(derive_batch_count(env) ?,
             rt::expr::div(derive_block_size(env) ?, 4i64) ?) ? } else {
-            derive_batch_count(env) ? }) ?, workgroup_size :
+            derive_batch_count(env) ? })) ?) ?, workgroup_size :
             rt::support::to_u32("`workgroupSize`", 256i64) ? } }
         ],
         intermediates: vec![],
@@ -718,24 +742,31 @@ fn plan_adaptive_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             .has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32").into(),
             (derive_row_per_subgroup(env) ?).into()]) ?, overrides : vec![("blockSize",
             f64::from(rt::support::to_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            derive_block_size(env) ?) ?)), ("biasBlockCount",
+            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_block_size(env) ?)) ?) ?)), ("biasBlockCount",
             f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)), ("innerRepeat",
+            rt::support::value("pass `main`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
+            ("innerRepeat",
             f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            ::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?)) ?))], bindings :
-            vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
+            rt::support::value("pass `main`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
+            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
+            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
+            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
             rt::Binding::Arg(2usize), rt::Binding::Params], params :
             rt::uniform::Words::with_fields(2usize)
             .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            derive_block_size(env) ?) ?
+            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_block_size(env) ?)) ?) ?
             .checked_u32("`batchCount` (from the shape of `data` and attribute `axis`)",
-            derive_batch_count(env) ?) ? .into_bytes(), dispatch :
+            rt::support::value("pass `main`, `batchCount` (from the shape of `data` and attribute `axis`)",
+            || Ok(derive_batch_count(env) ?)) ?) ? .into_bytes(), dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `data` and attribute `axis`)",
-            if derive_row_per_subgroup(env) ? {
+            rt::support::value("pass `main`, `workgroups` (from the shape of `data` and attribute `axis`)",
+            || Ok(if derive_row_per_subgroup(env) ? {
             rt::expr::ceil_div(derive_batch_count(env) ?, rt::expr::div(256i64,
             rt::support::limit(env.caps.subgroup_min_size)) ?) ? } else {
-            derive_batch_count(env) ? }) ?) }
+            derive_batch_count(env) ? })) ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![

@@ -677,19 +677,25 @@ fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
             .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            derive_rel_rows(env) ?) ?
+            rt::support::value("pass `main`, `relRows` (from the shape of `query_layer` and attribute `num_heads`)",
+            || Ok(derive_rel_rows(env) ?)) ?) ?
             .checked_u32("`batchSize` (from the shape of `query_layer`)",
-            derive_batch_size(env) ?) ?
+            rt::support::value("pass `main`, `batchSize` (from the shape of `query_layer`)",
+            || Ok(derive_batch_size(env) ?)) ?) ?
             .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
             ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
-            derive_seq_len(env) ?) ?
+            rt::support::value("pass `main`, `seqLen` (from the shape of `query_layer`)",
+            || Ok(derive_seq_len(env) ?)) ?) ?
             .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            derive_head_size(env) ?) ?
-            .checked_u32("`projDim` (from the shape of `weight`)", derive_proj_dim(env)
-            ?) ? .into_bytes(), dispatch :
+            rt::support::value("pass `main`, `headSize` (from the shape of `query_layer` and attribute `num_heads`)",
+            || Ok(derive_head_size(env) ?)) ?) ?
+            .checked_u32("`projDim` (from the shape of `weight`)",
+            rt::support::value("pass `main`, `projDim` (from the shape of `weight`)", ||
+            Ok(derive_proj_dim(env) ?)) ?) ? .into_bytes(), dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
-            ?) ?) }
+            rt::support::value("pass `main`, `workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
+            || rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env)
+            ?)) ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -712,19 +718,25 @@ fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
             .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            derive_rel_rows(env) ?) ?
+            rt::support::value("pass `main`, `relRows` (from the shape of `query_layer` and attribute `num_heads`)",
+            || Ok(derive_rel_rows(env) ?)) ?) ?
             .checked_u32("`batchSize` (from the shape of `query_layer`)",
-            derive_batch_size(env) ?) ?
+            rt::support::value("pass `main`, `batchSize` (from the shape of `query_layer`)",
+            || Ok(derive_batch_size(env) ?)) ?) ?
             .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
             ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
-            derive_seq_len(env) ?) ?
+            rt::support::value("pass `main`, `seqLen` (from the shape of `query_layer`)",
+            || Ok(derive_seq_len(env) ?)) ?) ?
             .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            derive_head_size(env) ?) ?
-            .checked_u32("`projDim` (from the shape of `weight`)", derive_proj_dim(env)
-            ?) ? .into_bytes(), dispatch :
+            rt::support::value("pass `main`, `headSize` (from the shape of `query_layer` and attribute `num_heads`)",
+            || Ok(derive_head_size(env) ?)) ?) ?
+            .checked_u32("`projDim` (from the shape of `weight`)",
+            rt::support::value("pass `main`, `projDim` (from the shape of `weight`)", ||
+            Ok(derive_proj_dim(env) ?)) ?) ? .into_bytes(), dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
-            ?) ?) }
+            rt::support::value("pass `main`, `workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
+            || rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env)
+            ?)) ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -747,19 +759,25 @@ fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
             .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            derive_rel_rows(env) ?) ?
+            rt::support::value("pass `main`, `relRows` (from the shape of `query_layer` and attribute `num_heads`)",
+            || Ok(derive_rel_rows(env) ?)) ?) ?
             .checked_u32("`batchSize` (from the shape of `query_layer`)",
-            derive_batch_size(env) ?) ?
+            rt::support::value("pass `main`, `batchSize` (from the shape of `query_layer`)",
+            || Ok(derive_batch_size(env) ?)) ?) ?
             .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
             ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
-            derive_seq_len(env) ?) ?
+            rt::support::value("pass `main`, `seqLen` (from the shape of `query_layer`)",
+            || Ok(derive_seq_len(env) ?)) ?) ?
             .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            derive_head_size(env) ?) ?
-            .checked_u32("`projDim` (from the shape of `weight`)", derive_proj_dim(env)
-            ?) ? .into_bytes(), dispatch :
+            rt::support::value("pass `main`, `headSize` (from the shape of `query_layer` and attribute `num_heads`)",
+            || Ok(derive_head_size(env) ?)) ?) ?
+            .checked_u32("`projDim` (from the shape of `weight`)",
+            rt::support::value("pass `main`, `projDim` (from the shape of `weight`)", ||
+            Ok(derive_proj_dim(env) ?)) ?) ? .into_bytes(), dispatch :
             rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env) ?)
-            ?) ?) }
+            rt::support::value("pass `main`, `workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
+            || rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env)
+            ?)) ?) ?) }
         ],
         intermediates: vec![],
         outputs: vec![

@@ -935,33 +935,43 @@ fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(11usize)
             .checked_u32("`pairCount` (from the shape of `input` and attribute `num_heads`)",
-            derive_pair_count(env) ?) ?
-            .checked_u32("`batchSize` (from the shape of `input`)", rt::expr::dim(env
-            .shapes.input.as_slice(), 0i64) ?) ?
+            rt::support::value("pass `main`, `pairCount` (from the shape of `input` and attribute `num_heads`)",
+            || Ok(derive_pair_count(env) ?)) ?) ?
+            .checked_u32("`batchSize` (from the shape of `input`)",
+            rt::support::value("pass `main`, `batchSize` (from the shape of `input`)", ||
+            rt::expr::dim(env.shapes.input.as_slice(), 0i64)) ?) ?
             .checked_u32("`sequenceLength` (from the shape of `input`)",
-            rt::expr::dim(env.shapes.input.as_slice(), 1i64) ?) ?
+            rt::support::value("pass `main`, `sequenceLength` (from the shape of `input`)",
+            || rt::expr::dim(env.shapes.input.as_slice(), 1i64)) ?) ?
             .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
             ?
             .checked_u32("`headSize` (from the shape of `input` and attribute `num_heads`)",
-            derive_rank3_head_size(env) ?) ?
+            rt::support::value("pass `main`, `headSize` (from the shape of `input` and attribute `num_heads`)",
+            || Ok(derive_rank3_head_size(env) ?)) ?) ?
             .checked_u32("`rotaryDim` (from the shape of `cos_cache`)",
-            rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64) ?) ?
+            rt::support::value("pass `main`, `rotaryDim` (from the shape of `cos_cache`)",
+            || rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64)) ?) ?
             .checked_u32("`halfRotaryDim` (from the shape of `cos_cache`)",
-            derive_half_rotary_dim(env) ?) ?
+            rt::support::value("pass `main`, `halfRotaryDim` (from the shape of `cos_cache`)",
+            || Ok(derive_half_rotary_dim(env) ?)) ?) ?
             .checked_u32("`section0` (from attribute `mrope_section`)",
-            rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64) ?) ?
+            rt::support::value("pass `main`, `section0` (from attribute `mrope_section`)",
+            || rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)) ?) ?
             .checked_u32("`section1` (from attribute `mrope_section`)",
-            rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64) ?) ?
+            rt::support::value("pass `main`, `section1` (from attribute `mrope_section`)",
+            || rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)) ?) ?
             .checked_u32("`section2` (from attribute `mrope_section`)",
-            rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64) ?) ?
+            rt::support::value("pass `main`, `section2` (from attribute `mrope_section`)",
+            || rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)) ?) ?
             .f32((f64::from(env.attrs.scale)) as f32).into_bytes(), dispatch :
             rt::Dispatch::Threads { threads :
             rt::support::to_u64("`threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
-            if derive_quad_pairs(env) ? {
+            rt::support::value("pass `main`, `threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
+            || Ok(if derive_quad_pairs(env) ? {
             rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
             derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
-            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? })
-            ?, workgroup_size : rt::support::to_u32("`workgroupSize`", 256i64) ? } }
+            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? }))
+            ?) ?, workgroup_size : rt::support::to_u32("`workgroupSize`", 256i64) ? } }
         ],
         intermediates: vec![],
         outputs: vec![
@@ -985,33 +995,44 @@ fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
             rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
             rt::Binding::Params], params : rt::uniform::Words::with_fields(11usize)
             .checked_u32("`pairCount` (from the shape of `input` and attribute `num_heads`)",
-            derive_pair_count(env) ?) ?
-            .checked_u32("`batchSize` (from the shape of `input`)", rt::expr::dim(env
-            .shapes.input.as_slice(), 0i64) ?) ?
+            rt::support::value("pass `main`, `pairCount` (from the shape of `input` and attribute `num_heads`)",
+            || Ok(derive_pair_count(env) ?)) ?) ?
+            .checked_u32("`batchSize` (from the shape of `input`)",
+            rt::support::value("pass `main`, `batchSize` (from the shape of `input`)", ||
+            rt::expr::dim(env.shapes.input.as_slice(), 0i64)) ?) ?
             .checked_u32("`sequenceLength` (from the shape of `input`)",
-            rt::expr::dim(env.shapes.input.as_slice(), 2i64) ?) ?
-            .checked_u32("`numHeads` (from the shape of `input`)", rt::expr::dim(env
-            .shapes.input.as_slice(), 1i64) ?) ?
-            .checked_u32("`headSize` (from the shape of `input`)", rt::expr::dim(env
-            .shapes.input.as_slice(), 3i64) ?) ?
+            rt::support::value("pass `main`, `sequenceLength` (from the shape of `input`)",
+            || rt::expr::dim(env.shapes.input.as_slice(), 2i64)) ?) ?
+            .checked_u32("`numHeads` (from the shape of `input`)",
+            rt::support::value("pass `main`, `numHeads` (from the shape of `input`)", ||
+            rt::expr::dim(env.shapes.input.as_slice(), 1i64)) ?) ?
+            .checked_u32("`headSize` (from the shape of `input`)",
+            rt::support::value("pass `main`, `headSize` (from the shape of `input`)", ||
+            rt::expr::dim(env.shapes.input.as_slice(), 3i64)) ?) ?
             .checked_u32("`rotaryDim` (from the shape of `cos_cache`)",
-            rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64) ?) ?
+            rt::support::value("pass `main`, `rotaryDim` (from the shape of `cos_cache`)",
+            || rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64)) ?) ?
             .checked_u32("`halfRotaryDim` (from the shape of `cos_cache`)",
-            derive_half_rotary_dim(env) ?) ?
+            rt::support::value("pass `main`, `halfRotaryDim` (from the shape of `cos_cache`)",
+            || Ok(derive_half_rotary_dim(env) ?)) ?) ?
             .checked_u32("`section0` (from attribute `mrope_section`)",
-            rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64) ?) ?
+            rt::support::value("pass `main`, `section0` (from attribute `mrope_section`)",
+            || rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)) ?) ?
             .checked_u32("`section1` (from attribute `mrope_section`)",
-            rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64) ?) ?
+            rt::support::value("pass `main`, `section1` (from attribute `mrope_section`)",
+            || rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)) ?) ?
             .checked_u32("`section2` (from attribute `mrope_section`)",
-            rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64) ?) ?
+            rt::support::value("pass `main`, `section2` (from attribute `mrope_section`)",
+            || rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)) ?) ?
             .f32((f64::from(env.attrs.scale)) as f32).into_bytes(), dispatch :
             rt::Dispatch::Threads { threads :
             rt::support::to_u64("`threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
-            if derive_quad_pairs(env) ? {
+            rt::support::value("pass `main`, `threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
+            || Ok(if derive_quad_pairs(env) ? {
             rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
             derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
-            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? })
-            ?, workgroup_size : rt::support::to_u32("`workgroupSize`", 256i64) ? } }
+            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? }))
+            ?) ?, workgroup_size : rt::support::to_u32("`workgroupSize`", 256i64) ? } }
         ],
         intermediates: vec![],
         outputs: vec![
