@@ -374,15 +374,16 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             contents: rust::shader_table(op, &shaders),
         });
         output.shader_count += shaders.iter().filter(|s| s.same_as.is_none()).count();
+        // Per distinct shader (the first of those sharing its text), every combination.
+        let mut combinations: BTreeMap<usize, Vec<model::Combination>> = BTreeMap::new();
         for (i, shader) in shaders.iter().enumerate() {
-            if shader.same_as.is_some() {
-                continue;
-            }
-            let combinations = shaders
-                .iter()
-                .filter(|s| std::ptr::eq(*s, shader) || s.same_as == Some(i))
-                .map(|s| s.combination.clone())
-                .collect();
+            combinations
+                .entry(shader.same_as.unwrap_or(i))
+                .or_default()
+                .push(shader.combination.clone());
+        }
+        for (i, combinations) in combinations {
+            let shader = &shaders[i];
             output.shaders.push(GeneratedShader {
                 op: op.qualified_name(),
                 path: format!("{}.shaders#{}", op.module, shader.file_name),

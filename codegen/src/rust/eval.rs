@@ -189,18 +189,24 @@ pub(super) fn derive_fn(name: &str) -> proc_macro2::Ident {
 /// `env`, or `_env` for a function whose lowered `body` does not name it (a fixed tensor's
 /// dtype, say, lowers to a constant), so that generated code has no unused variable.
 pub(super) fn env_param(body: &TokenStream) -> proc_macro2::Ident {
-    fn names_env(tokens: &TokenStream) -> bool {
-        tokens.clone().into_iter().any(|token| match token {
-            proc_macro2::TokenTree::Ident(ident) => ident == "env",
-            proc_macro2::TokenTree::Group(group) => names_env(&group.stream()),
-            _ => false,
-        })
-    }
-    if names_env(body) {
+    let names_env =
+        |t: &proc_macro2::TokenTree| matches!(t, proc_macro2::TokenTree::Ident(i) if i == "env");
+    if any_token(body, &names_env) {
         format_ident!("env")
     } else {
         format_ident!("_env")
     }
+}
+
+/// Whether some token of `tokens`, at any depth of groups, satisfies `test`.
+pub(super) fn any_token(
+    tokens: &TokenStream,
+    test: &dyn Fn(&proc_macro2::TokenTree) -> bool,
+) -> bool {
+    tokens.clone().into_iter().any(|token| match &token {
+        proc_macro2::TokenTree::Group(group) => any_token(&group.stream(), test),
+        other => test(other),
+    })
 }
 
 /// The generated `Env`: the shapes, attributes and dtypes expressions read.

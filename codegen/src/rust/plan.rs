@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::api::float_type_vars;
-use super::eval::{EnvScope, lower, lower_result};
+use super::eval::{EnvScope, any_token, lower, lower_result};
 use super::{OpInput, ident};
 use crate::expr::Type;
 use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
@@ -132,20 +132,15 @@ fn params_bytes(
 /// `e` lowered; where it can fail to evaluate, its error says `what` it computes.
 fn located(what: &str, e: &Expr, scope: &EnvScope<'_>) -> TokenStream {
     let lowered = lower(&e.ir, scope);
-    let fallible = lowered.clone().into_iter().any(|t| is_question_mark(&t));
+    let fallible = any_token(
+        &lowered,
+        &|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '?'),
+    );
     if fallible {
         let result = lower_result(&e.ir, scope);
         quote!(rt::support::value(#what, || #result)?)
     } else {
         lowered
-    }
-}
-
-fn is_question_mark(token: &proc_macro2::TokenTree) -> bool {
-    match token {
-        proc_macro2::TokenTree::Punct(p) => p.as_char() == '?',
-        proc_macro2::TokenTree::Group(g) => g.stream().into_iter().any(|t| is_question_mark(&t)),
-        _ => false,
     }
 }
 

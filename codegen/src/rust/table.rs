@@ -175,7 +175,7 @@ impl KeyValue {
 /// key number over them (the first column most significant), by shader index.
 struct PassKeys {
     columns: Vec<Vec<KeyValue>>,
-    numbers: std::collections::BTreeMap<usize, u64>,
+    numbers: Vec<(usize, u64)>,
 }
 
 fn pass_keys(op: &Op, shaders: &[Shader], v: usize, p: usize) -> Result<PassKeys, String> {
@@ -197,7 +197,7 @@ fn pass_keys(op: &Op, shaders: &[Shader], v: usize, p: usize) -> Result<PassKeys
             }
         }
     }
-    let mut numbers = std::collections::BTreeMap::new();
+    let mut numbers = Vec::new();
     for (i, values) in keys {
         let mut number: u64 = 0;
         for (column, value) in columns.iter().zip(&values) {
@@ -212,7 +212,7 @@ fn pass_keys(op: &Op, shaders: &[Shader], v: usize, p: usize) -> Result<PassKeys
                     )
                 })?;
         }
-        numbers.insert(i, number);
+        numbers.push((i, number));
     }
     Ok(PassKeys { columns, numbers })
 }
@@ -300,7 +300,8 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let file = format!("{}.shaders", op.module);
     let mut named: BTreeSet<&'static str> = BTreeSet::new();
     let mut passes = Vec::new();
-    let mut numbers = std::collections::BTreeMap::new();
+    // Per distinct shader (the first of those sharing its text), the numbers of its keys.
+    let mut numbers: std::collections::BTreeMap<usize, Vec<Literal>> = Default::default();
     for (v, variant) in op.variants.iter().enumerate() {
         for (p, pass) in variant.passes.iter().enumerate() {
             let overrides: Vec<String> = model::dynamic_values(variant, pass)
@@ -313,7 +314,13 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
                 quote!(&[#(#values),*])
             });
             let columns: Vec<TokenStream> = columns.collect();
-            numbers.extend(keys.numbers);
+            for (i, number) in keys.numbers {
+                let first = shaders[i].same_as.unwrap_or(i);
+                numbers
+                    .entry(first)
+                    .or_default()
+                    .push(Literal::u64_unsuffixed(number));
+            }
             let (id, pass_id, label) = (&variant.id, &pass.id, &pass.label);
             passes.push(quote! {
                 Pass { variant: #id, pass: #pass_id, label: #label, entry_point: "main", overrides: &[#(#overrides),*], key: &[#(#columns),*] }
@@ -323,12 +330,7 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let mut rows = Vec::new();
     for section in sections(op, shaders) {
         let shader = &shaders[section.shader];
-        let keys = shaders
-            .iter()
-            .enumerate()
-            .filter(|(i, s)| *i == section.shader || s.same_as == Some(section.shader))
-            .filter_map(|(i, _)| numbers.get(&i))
-            .map(|n| Literal::u64_unsuffixed(*n));
+        let keys = numbers.remove(&section.shader).unwrap_or_default();
         let index = Literal::usize_unsuffixed(pass_index(op, shader.variant, shader.pass));
         let start = Literal::usize_unsuffixed(section.start);
         let end = Literal::usize_unsuffixed(section.end);

@@ -43,54 +43,39 @@ fn renamed_ops_compute_what_the_original_computes() {
             Tensor::from_slice(&ctx, shape, &data).expect("upload")
         })
         .collect();
-    let want = {
-        use kernels::gated_relative_position_bias::{Attrs, Inputs, run};
-        let inputs = Inputs {
-            query_layer: &tensors[0],
-            query_bias: &tensors[1],
-            rel_pos: &tensors[2],
-            weight: &tensors[3],
-            bias: &tensors[4],
-            eco_a: &tensors[5],
-        };
-        let out = run(&ctx, &inputs, &Attrs { num_heads: 2 }).expect("runs");
-        out.output.to_vec(&ctx).expect("reads back")
-    };
-    let got = {
-        use odd_names::gated_relative_position_bias::{Attrs, Inputs, run};
-        let inputs = Inputs {
-            query_layer: &tensors[0],
-            query_bias: &tensors[1],
-            rel_pos: &tensors[2],
-            weight: &tensors[3],
-            bias: &tensors[4],
-            eco_a: &tensors[5],
-        };
-        let out = run(
-            &ctx,
-            &inputs,
-            &Attrs {
-                num_heads: 2,
-                r#type: 7,
-            },
-        )
-        .expect("runs");
-        out.output.to_vec(&ctx).expect("reads back")
-    };
+    // The same call through each generated module of the op (its types are the module's own).
+    macro_rules! run {
+        ($module:path, $attrs:expr) => {{
+            use $module::{Attrs, Inputs, run};
+            let inputs = Inputs {
+                query_layer: &tensors[0],
+                query_bias: &tensors[1],
+                rel_pos: &tensors[2],
+                weight: &tensors[3],
+                bias: &tensors[4],
+                eco_a: &tensors[5],
+            };
+            let attrs: Attrs = $attrs;
+            let out = run(&ctx, &inputs, &attrs).expect("runs");
+            out.output.to_vec(&ctx).expect("reads back")
+        }};
+    }
+    let want = run!(
+        kernels::gated_relative_position_bias,
+        Attrs { num_heads: 2 }
+    );
+    let got = run!(
+        odd_names::gated_relative_position_bias,
+        Attrs {
+            num_heads: 2,
+            r#type: 7,
+        }
+    );
     assert_eq!(got, want);
-    let odd = {
-        use odd_key_values::gated_relative_position_bias::{Attrs, Inputs, run};
-        let inputs = Inputs {
-            query_layer: &tensors[0],
-            query_bias: &tensors[1],
-            rel_pos: &tensors[2],
-            weight: &tensors[3],
-            bias: &tensors[4],
-            eco_a: &tensors[5],
-        };
-        let out = run(&ctx, &inputs, &Attrs { num_heads: 2 }).expect("runs");
-        out.output.to_vec(&ctx).expect("reads back")
-    };
+    let odd = run!(
+        odd_key_values::gated_relative_position_bias,
+        Attrs { num_heads: 2 }
+    );
     assert_eq!(odd, want);
 }
 

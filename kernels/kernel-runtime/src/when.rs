@@ -59,17 +59,28 @@ impl<F, P, O> Variant<F, P, O> {
     }
 }
 
-/// The operands `indices` of a failing clause, computed by `operand`.
-fn operands_of<E, O>(indices: &[usize], operand: &O, env: &E) -> Vec<Operand>
+/// The operands `indices` of a failing clause, computed by `operand`; none without it.
+fn operands_of<E, O>(indices: &[usize], operand: Option<&O>, env: &E) -> Vec<Operand>
 where
     O: Fn(usize, &E) -> Operand,
 {
-    indices.iter().map(|&i| operand(i, env)).collect()
+    operand.map_or_else(Vec::new, |operand| {
+        indices.iter().map(|&i| operand(i, env)).collect()
+    })
 }
 
 /// `Ok` when every clause holds; otherwise the first that does not, with the `derive` names
 /// that lead to it and the values of its operands (`operand` computes one by index).
 pub fn first_failure<E, F, O>(clauses: &[Clause<F>], env: &E, operand: &O) -> Result<(), Failure>
+where
+    F: Fn(&E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
+{
+    failure(clauses, env, Some(operand))
+}
+
+/// [`first_failure`], computing the failing clause's operands only when `operand` is given.
+fn failure<E, F, O>(clauses: &[Clause<F>], env: &E, operand: Option<&O>) -> Result<(), Failure>
 where
     F: Fn(&E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
@@ -86,19 +97,23 @@ where
             Clause::Explain(name, explanation) => {
                 explain(explanation, env, operand).map_err(|f| f.within(name))?;
             }
-            Clause::All(clauses) => first_failure(clauses, env, operand)?,
+            Clause::All(clauses) => failure(clauses, env, operand)?,
         }
     }
     Ok(())
 }
 
-fn explain<E, F, O>(explanation: &Explanation<F>, env: &E, operand: &O) -> Result<(), Failure>
+fn explain<E, F, O>(
+    explanation: &Explanation<F>,
+    env: &E,
+    operand: Option<&O>,
+) -> Result<(), Failure>
 where
     F: Fn(&E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
     let Some((text, indices, whole)) = &explanation.unless else {
-        return first_failure(explanation.clauses, env, operand);
+        return failure(explanation.clauses, env, operand);
     };
     let holds = whole(env).map_err(|error| Failure {
         path: vec![text],
@@ -108,7 +123,7 @@ where
     if holds {
         return Ok(());
     }
-    first_failure(explanation.clauses, env, operand)?;
+    failure(explanation.clauses, env, operand)?;
     // A false disjunction has a failing clause in its last alternative; reaching here means
     // the two disagree, and the disjunction itself is the best explanation left.
     Err(Failure {
@@ -159,13 +174,20 @@ where
     F: Fn(&E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
-    let mut rejections: Vec<Rejection> = Vec::new();
+    // Rejections of variants before the chosen one are dropped, so their operands are computed
+    // only when no variant accepts.
     for variant in variants {
-        match first_failure(variant.when, env, &variant.operand) {
-            Ok(()) => return Ok((variant.id, variant.plan)),
-            Err(failure) => rejections.push(failure.into_rejection(variant.id)),
+        if failure(variant.when, env, None::<&O>).is_ok() {
+            return Ok((variant.id, variant.plan));
         }
     }
+    let rejections: Vec<Rejection> = variants
+        .iter()
+        .filter_map(|variant| {
+            let failure = first_failure(variant.when, env, &variant.operand).err()?;
+            Some(failure.into_rejection(variant.id))
+        })
+        .collect();
     Err(OpError::NoVariant { op, rejections })
 }
 
