@@ -113,9 +113,7 @@ fn plans_without_a_gpu() {
             &case.attrs,
             &small,
         );
-        let why = kernel_runtime::when::accepts(&op::VARIANTS, LONGROW, &env.unwrap())
-            .unwrap()
-            .unwrap_err();
+        let why = op::accepts(LONGROW, &env.unwrap()).unwrap().unwrap_err();
         let why = why.into_rejection(LONGROW);
         assert!(why.condition.starts_with(clause), "{shape:?}: {why}");
     }

@@ -362,6 +362,10 @@ impl Lowerer<'_> {
                     Lowered::new(call, Prec::Atom)
                 };
             }
+            Lowering::Fold(_) if ty == Type::Int && self.clamp(builtin, args).is_some() => {
+                let (x, lo, hi) = self.clamp(builtin, args).unwrap_or_default();
+                quote!(#x.clamp(#lo, #hi))
+            }
             Lowering::Fold(name) => {
                 let name = ident(name);
                 let mut args = args.iter().map(|a| self.value(a).tokens);
@@ -376,6 +380,47 @@ impl Lowerer<'_> {
             }
         };
         Lowered::new(tokens, Prec::Atom)
+    }
+
+    /// `max(lo, min(x, hi))` and `min(hi, max(x, lo))` over integers, either argument order,
+    /// with literal bounds `lo <= hi`: `x.clamp(lo, hi)`, as clippy's `manual_clamp` asks (the
+    /// same value, and it cannot panic with such bounds).
+    fn clamp(&self, builtin: Builtin, args: &[Ir]) -> Option<(TokenStream, i64, i64)> {
+        let literal = |ir: &Ir| match ir.kind {
+            IrKind::Int(i) => Some(i),
+            _ => None,
+        };
+        let inner_of = match builtin {
+            Builtin::Max => Builtin::Min,
+            Builtin::Min => Builtin::Max,
+            _ => return None,
+        };
+        let [a, b] = args else { return None };
+        let (bound, call) = match (literal(a), literal(b)) {
+            (Some(bound), None) => (bound, b),
+            (None, Some(bound)) => (bound, a),
+            _ => return None,
+        };
+        let IrKind::Call(inner, inner_args) = &call.kind else {
+            return None;
+        };
+        let [c, d] = inner_args.as_slice() else {
+            return None;
+        };
+        if *inner != inner_of || c.ty != Type::Int || d.ty != Type::Int {
+            return None;
+        }
+        let (other, x) = match (literal(c), literal(d)) {
+            (Some(other), None) => (other, d),
+            (None, Some(other)) => (other, c),
+            _ => return None,
+        };
+        let (lo, hi) = if builtin == Builtin::Max {
+            (bound, other)
+        } else {
+            (other, bound)
+        };
+        (lo <= hi).then(|| (self.value(x).at(Prec::Atom), lo, hi))
     }
 
     /// `not x`: a comparison of non-floats is inverted (`a >= b` rather than `!(a < b)`,

@@ -1,28 +1,17 @@
 //! The compiled half of a generated op module, put together: the environment (`eval.rs`),
-//! every `derive` as a function, the variants' clause tables (`when.rs`) and each variant's
-//! plan (`plan.rs`).
+//! every `derive` as a function, the variants' clause tables (`when.rs`) with each variant's
+//! plan (`plan.rs`), and the `test`, `operand` and `value` functions they index.
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 
 use super::OpInput;
-use super::eval::{EnvScope, derive_fn, env_param, lower_result};
-use crate::expr::Type;
+use super::eval::{EnvScope, derive_fn, lower_result, rust_type};
 use crate::model::Op;
-
-fn rust_type(ty: Type) -> TokenStream {
-    match ty {
-        Type::Int => quote!(i64),
-        Type::Float => quote!(f64),
-        Type::Bool => quote!(bool),
-        Type::Str | Type::Dtype => quote!(&'static str),
-        Type::List => quote!(::std::vec::Vec<i64>),
-    }
-}
 
 /// The compiled half of an op module: `Env`, every `derive` as a function, the clause
 /// tables, each variant's plan and the variant ids.
-pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
+pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let op = input.op;
     let scope = EnvScope { op };
     let env = super::eval::env_struct(op, &scope);
@@ -31,51 +20,70 @@ pub fn emit(input: &OpInput<'_>) -> Result<TokenStream, String> {
         let name = derive_fn(&d.name);
         let ty = rust_type(d.expr.ir.ty);
         // An explained entry is computed from its explanation's clauses, compiled once.
-        let (body, param) = if used.contains(d.name.as_str()) {
+        let body = if used.contains(d.name.as_str()) {
             let explanation = super::when::explain_static(&d.name);
-            (
-                quote!(rt::when::value(&#explanation, env)),
-                format_ident!("env"),
-            )
+            quote!(rt::when::value(&#explanation, &CONDITIONS, env))
         } else {
-            let body = lower_result(&d.expr.ir, &scope);
-            let param = env_param(&body);
-            (body, param)
+            lower_result(&d.expr.ir, &scope)
         };
+        let field = super::eval::derived_field(&d.name);
         let doc = super::doc_lines(&format!(" `{}` = `{}`", d.name, d.expr.source));
+        // Computed once per call: clauses, keys and plan values all read it.
         quote! {
             #(#[doc = #doc])*
             #[doc(hidden)]
-            pub fn #name(#param: &Env<'_>) -> Result<#ty, EvalError> { #body }
+            pub fn #name(env: &Env<'_>) -> Result<#ty, EvalError> {
+                env.derived.#field.get_or_init(|| #body).clone()
+            }
         }
     });
     let introspection = introspection(op);
     let operands = super::when::Operands::default();
-    let explains = super::when::explanations(op, &scope, &used, &operands);
-    let selection = super::when::selection(op, &scope, input.shaders, &operands);
+    let tests = super::when::Tests::default();
+    let values = super::plan::Values::default();
+    let explains = super::when::explanations(op, &scope, &used, &operands, &tests);
+    let plans: Vec<TokenStream> = op
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(v, variant)| super::plan::variant_spec(input, &scope, &values, v, variant))
+        .collect();
+    let selection = super::when::selection(op, &scope, input.shaders, &operands, &tests, &plans);
     let operand = operands.function(&scope);
-    let mut plans = Vec::new();
-    for (v, variant) in op.variants.iter().enumerate() {
-        plans.push(super::plan::variant_plan(input, &scope, v, variant)?);
-    }
-    Ok(quote! {
+    let test = tests.function();
+    let value = values.functions(op);
+    quote! {
         #env
         #(#derives)*
         #(#explains)*
         #selection
+        #test
         #operand
-        #(#plans)*
+        #value
         #introspection
-    })
+    }
 }
 
-/// The variant ids in selection order, for tools that explain a selection and for the
-/// differential test against the interpreter.
+/// The variant ids in selection order, for tools that explain a selection, and the hooks
+/// the differential test against the interpreter uses.
 fn introspection(op: &Op) -> TokenStream {
     let ids: Vec<&str> = op.variants.iter().map(|v| v.id.as_str()).collect();
     quote! {
         /// The variant ids, in selection order.
         #[doc(hidden)]
         pub const VARIANT_IDS: &[&str] = &[#(#ids),*];
+
+        /// The `when` check of variant `id`: why it rejects `env`, if it does.
+        #[doc(hidden)]
+        pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+            rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+        }
+
+        /// The plan of variant `id` for `env`, whether or not its `when` holds.
+        #[doc(hidden)]
+        pub fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+            let variant = VARIANTS.iter().find(|v| v.id == id)?;
+            Some(plan_variant(variant, env))
+        }
     }
 }

@@ -252,8 +252,8 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             #(#dtype_checks)*
             #(#rank_checks)*
             let env = Env::new(shapes, *dtypes, attrs, caps)?;
-            let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
-            rt::support::planned(OP_NAME, variant, plan_variant(&env))
+            let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+            rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
         }
 
         #checked_plan

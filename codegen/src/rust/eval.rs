@@ -6,7 +6,7 @@ use quote::{format_ident, quote};
 
 use super::api::float_type_vars;
 use super::ident;
-use crate::expr::{self, Ir, LowerScope, Symbol};
+use crate::expr::{self, Ir, LowerScope, Symbol, Type};
 use crate::model::{self, AttrRepr, Op};
 use crate::webgpu;
 
@@ -182,6 +182,24 @@ pub(super) fn lower_result(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
     expr::lower_result(&super::fold::fold(ir), scope)
 }
 
+/// The Rust type of an expression value.
+pub(super) fn rust_type(ty: Type) -> TokenStream {
+    match ty {
+        Type::Int => quote!(i64),
+        Type::Float => quote!(f64),
+        Type::Bool => quote!(bool),
+        Type::Str | Type::Dtype => quote!(&'static str),
+        Type::List => quote!(::std::vec::Vec<i64>),
+    }
+}
+
+/// The field of `Env::derived` that keeps a `derive` entry's value once computed: named as
+/// its function, since an entry's own name may be a keyword no raw identifier can spell
+/// (`self`).
+pub(super) fn derived_field(name: &str) -> proc_macro2::Ident {
+    derive_fn(name)
+}
+
 pub(super) fn derive_fn(name: &str) -> proc_macro2::Ident {
     format_ident!("derive_{}", model::snake_ident(name))
 }
@@ -304,7 +322,12 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             #rank_check
         }
     }).collect();
-    let env_value = quote!(Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, #present_init dtypes, attrs, caps });
+    let env_value = quote!(Env { shapes: EnvShapes { #(#input_inits)* #(#output_inits)* }, #present_init dtypes, attrs, caps, derived: EnvDerived::default() });
+    let derived_fields = op.derives.iter().map(|d| {
+        let field = derived_field(&d.name);
+        let ty = rust_type(d.expr.ir.ty);
+        quote!(pub #field: ::std::cell::OnceCell<Result<#ty, EvalError>>,)
+    });
     let construct = if output_shapes.is_empty() {
         quote!(Ok(#env_value))
     } else {
@@ -322,6 +345,11 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
 
         #present_struct
 
+        /// The `derive` entries' values, each computed on first use.
+        #[doc(hidden)]
+        #[derive(Clone, Debug, Default)]
+        pub struct EnvDerived { #(#derived_fields)* }
+
         /// Everything the manifest's expressions may read.
         #[doc(hidden)]
         #[derive(Clone, Debug)]
@@ -331,6 +359,7 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             pub dtypes: DTypes,
             pub attrs: &'a Attrs,
             pub caps: &'a rt::DeviceCaps,
+            pub derived: EnvDerived,
         }
 
         #output_error

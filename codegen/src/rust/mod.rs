@@ -33,7 +33,7 @@ pub struct OpInput<'a> {
 pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let op = input.op;
     let api = api::emit(input);
-    let eval = compiled::emit(input)?;
+    let eval = compiled::emit(input);
     let entry = entry::emit(input);
     let table = table::table_static(input)?;
     let runtime = &input.runtime;
@@ -42,6 +42,7 @@ pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let tokens = quote! {
         use #runtime as rt;
         use rt::expr::EvalError;
+        use rt::tables::*;
         #api
         #eval
         #entry
@@ -63,13 +64,8 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
             op.since_version,
             op.description
         ));
-        // The lowered expressions follow the manifest's, operator for operator; clippy's
-        // complexity lints (`nonminimal_bool`, `manual_clamp`) would ask for the manifest to be
-        // written otherwise. Plans are `vec![…]` bodies, which prettyplease prints as tokens:
-        // an `if … else` there is not laid out as rustfmt would.
         quote! {
             #(#[doc = #doc])*
-            #[allow(clippy::complexity, clippy::suspicious_else_formatting)]
             pub mod #module { include!(#file); }
         }
     });

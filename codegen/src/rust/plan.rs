@@ -1,89 +1,182 @@
-//! The plan of each variant in a generated op module: the shader each pass looks up in the
-//! op's table (by its key, `table.rs`), its overrides, its uniform bytes (packed field by
-//! field, the layout naga's was checked against), its dispatch, the variant's intermediates
-//! and the op's outputs.
+//! The plan of each variant in a generated op module, as data the runtime walks
+//! (`rt::plan_spec`): the shader each pass looks up in the op's table (by its key, `table.rs`),
+//! its overrides, its uniform fields (packed in order, the layout naga's was checked against),
+//! its dispatch and the variant's intermediates, every value an index into the op's `value`
+//! function; and the op's outputs.
+
+use std::cell::RefCell;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::api::float_type_vars;
-use super::eval::{EnvScope, any_token, lower, lower_result};
+use super::eval::{EnvScope, env_param, lower};
 use super::{OpInput, ident};
-use crate::expr::Type;
 use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
 
-pub(super) fn variant_plan(
+/// The distinct expressions of an op's plans, each once by its lowered text: the generated
+/// `value` function computes one by its index, and the plans' specs name their indices.
+#[derive(Default)]
+pub(super) struct Values(RefCell<Vec<(String, TokenStream, String)>>);
+
+impl Values {
+    /// The index of `e`'s value; `source` says what it is computed from, for errors.
+    fn index(&self, e: &Expr, scope: &EnvScope<'_>, source: String) -> proc_macro2::Literal {
+        let lowered = lower(&e.ir, scope);
+        let text = lowered.to_string();
+        let mut list = self.0.borrow_mut();
+        let i = match list.iter().position(|(t, _, _)| *t == text) {
+            Some(i) => i,
+            None => {
+                list.push((text, lowered, source));
+                list.len() - 1
+            }
+        };
+        proc_macro2::Literal::usize_unsuffixed(i)
+    }
+
+    /// A value the op computes by other means than a manifest expression (a dtype's name).
+    fn index_of(&self, lowered: TokenStream) -> proc_macro2::Literal {
+        let text = lowered.to_string();
+        let mut list = self.0.borrow_mut();
+        let i = match list.iter().position(|(t, _, _)| *t == text) {
+            Some(i) => i,
+            None => {
+                list.push((text, lowered, String::new()));
+                list.len() - 1
+            }
+        };
+        proc_macro2::Literal::usize_unsuffixed(i)
+    }
+
+    /// `fn value(index, env)`, `VALUE_SOURCES`, the outputs every variant shares, and
+    /// `plan_variant`, which walks a variant's spec with them.
+    pub(super) fn functions(&self, op: &Op) -> TokenStream {
+        let list = self.0.borrow();
+        let count = list.len();
+        let sources = list.iter().map(|(_, _, source)| source);
+        let arms: Vec<TokenStream> = list
+            .iter()
+            .enumerate()
+            .map(|(i, (_, lowered, _))| {
+                let i = proc_macro2::Literal::usize_unsuffixed(i);
+                quote!(#i => Value::from(#lowered))
+            })
+            .collect();
+        let param = env_param(&quote!(#(#arms)*));
+        let outputs = op.outputs.iter().map(|t| {
+            let role = &t.role;
+            let field = super::tensor_field(t);
+            let dtype = tensor_dtype(op, t);
+            quote!(rt::OutputSpec { role: #role, dtype: #dtype, shape: rt::support::to_shape(#role, &env.shapes.#field)? })
+        });
+        let outputs_param = if op.outputs.is_empty() {
+            format_ident!("_env")
+        } else {
+            format_ident!("env")
+        };
+        quote! {
+            /// Value `index` of the plans, computed.
+            fn value<'e>(index: usize, #param: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
+                let value = match index {
+                    #(#arms,)*
+                    _ => return Err(rt::when::no_test(index)),
+                };
+                Ok(value)
+            }
+
+            /// What each value of the plans is computed from, as errors name it.
+            const VALUE_SOURCES: [&str; #count] = [#(#sources),*];
+
+            /// The op's outputs, which every variant shares.
+            fn outputs(#outputs_param: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
+                Ok(::std::vec::Vec::from([#(#outputs),*]))
+            }
+
+            /// The plan of `variant`, whether or not its `when` holds.
+            fn plan_variant(variant: &Variant<VariantSpec>, env: &Env<'_>) -> Result<rt::Plan, EvalError> {
+                let values = rt::plan_spec::Values { value, sources: &VALUE_SOURCES };
+                rt::plan_spec::build(OP_NAME, variant.id, &variant.plan, &SHADERS, &values, env, outputs(env)?)
+            }
+        }
+    }
+}
+
+/// A variant's plan as data: an `VariantSpec` whose values are indices into
+/// the op's [`Values`].
+pub(super) fn variant_spec(
     input: &OpInput<'_>,
     scope: &EnvScope<'_>,
+    values: &Values,
     v: usize,
     variant: &Variant,
-) -> Result<TokenStream, String> {
+) -> TokenStream {
     let op = input.op;
-    let mut passes = Vec::new();
-    for (p, pass) in variant.passes.iter().enumerate() {
+    let slot = |name: &str, e: &Expr| {
+        let i = values.index(e, scope, source(op, &e.ir));
+        quote!((#name, #i))
+    };
+    let passes = variant.passes.iter().enumerate().map(|(p, pass)| {
         let shaders = super::table::pass_shaders(input.shaders, v, p);
-        let keys = super::table::pass_key(op, variant, pass, &shaders).lowered(scope);
-        let table_pass = super::table::pass_index(op, v, p);
-        let at = |name: &str, e: &Expr| {
-            let what = format!("pass `{}`, {}", pass.id, described(op, name, &e.ir));
-            located(&what, e, scope)
-        };
+        let key = super::table::pass_key(op, variant, pass, &shaders).lowered(scope);
+        let key = key.into_iter().map(|k| values.index_of(k));
+        let table_pass = proc_macro2::Literal::usize_unsuffixed(super::table::pass_index(op, v, p));
         let overrides = model::dynamic_values(variant, pass).map(|d| {
-            let name = &d.name;
-            let pipeline_name = op.override_name(name);
-            let lowered = at(name, &d.expr);
-            let value = match d.expr.ir.ty {
-                Type::Float => quote!(#lowered),
-                Type::Bool => quote!(if #lowered { 1.0 } else { 0.0 }),
-                _ => {
-                    let what = described(op, name, &d.expr.ir);
-                    quote!(f64::from(rt::support::to_u32(#what, #lowered)?))
-                }
-            };
-            quote!((#pipeline_name, #value))
+            let pipeline_name = op.override_name(&d.name);
+            let slot = slot(&d.name, &d.expr);
+            quote!((#pipeline_name, #slot))
         });
         let bindings = pass.bindings.iter().map(|b| match &b.target {
-            BindingTarget::Tensor(i) => quote!(rt::Binding::Arg(#i)),
-            BindingTarget::Intermediate(i) => quote!(rt::Binding::Intermediate(#i)),
-            BindingTarget::Params => quote!(rt::Binding::Params),
+            BindingTarget::Tensor(i) => {
+                let i = proc_macro2::Literal::usize_unsuffixed(*i);
+                quote!(Arg(#i))
+            }
+            BindingTarget::Intermediate(i) => {
+                let i = proc_macro2::Literal::usize_unsuffixed(*i);
+                quote!(Intermediate(#i))
+            }
+            BindingTarget::Params => quote!(Params),
         });
-        let params = match pass.bindings.iter().find_map(|b| b.params.as_ref()) {
-            Some(params) => params_bytes(op, params, &at),
-            None => quote!(::std::vec::Vec::new()),
-        };
-        let dispatch = dispatch(op, &pass.dispatch, &at);
+        let params = pass
+            .bindings
+            .iter()
+            .find_map(|b| b.params.as_ref())
+            .map(|params| {
+                params
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let slot = slot(&f.name, &f.value);
+                        match f.wgsl_type {
+                            "u32" => quote!(U32(#slot)),
+                            "i32" => quote!(I32(#slot)),
+                            _ => quote!(F32(#slot)),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let dispatch = dispatch(&pass.dispatch, &slot);
         let id = &pass.id;
-        passes.push(quote! {
-            rt::PlannedPass { id: #id, kernel: SHADERS.kernel(#table_pass, &[#(#keys),*])?, overrides: vec![#(#overrides),*], bindings: vec![#(#bindings),*], params: #params, dispatch: #dispatch }
-        });
-    }
+        quote! {
+            PassSpec {
+                id: #id,
+                table_pass: #table_pass,
+                key: &[#(#key),*],
+                overrides: &[#(#overrides),*],
+                bindings: &[#(#bindings),*],
+                params: &[#(#params),*],
+                dispatch: #dispatch,
+            }
+        }
+    });
     let intermediates = variant.intermediates.iter().map(|i| {
         let id = &i.id;
         let dtype = format_ident!("{}", i.dtype.runtime_variant());
-        let shape = lower(&i.shape.ir, scope);
-        quote!(rt::IntermediateSpec { id: #id, dtype: rt::DType::#dtype, len: rt::support::element_count(#id, &#shape)? })
+        let shape = values.index(&i.shape, scope, String::new());
+        quote!(ScratchSpec { id: #id, dtype: rt::DType::#dtype, shape: #shape })
     });
-    let outputs = op.outputs.iter().map(|t| {
-        let role = &t.role;
-        let field = super::tensor_field(t);
-        let dtype = tensor_dtype(op, t);
-        quote!(rt::OutputSpec { role: #role, dtype: #dtype, shape: rt::support::to_shape(#role, &env.shapes.#field)? })
-    });
-    let plan_fn = format_ident!("plan_{}", model::snake_ident(&variant.id));
-    let id = &variant.id;
-    let doc = super::doc_lines(&format!(" The plan of variant `{id}`."));
-    Ok(quote! {
-        #(#[doc = #doc])*
-        fn #plan_fn(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-            Ok(rt::Plan {
-                op: OP_NAME,
-                variant: #id,
-                passes: vec![#(#passes),*],
-                intermediates: vec![#(#intermediates),*],
-                outputs: vec![#(#outputs),*],
-            })
-        }
-    })
+    quote!(VariantSpec { passes: &[#(#passes),*], intermediates: &[#(#intermediates),*] })
 }
 
 /// The runtime dtype of a tensor, read from the environment for type variables.
@@ -109,86 +202,47 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
     }
 }
 
-/// The bytes of a pass's uniform struct, packed field by field: every field is a 4-byte scalar
-/// at offset `4 * i`, which `wgsl::validate` checked against naga's layout.
-fn params_bytes(
-    op: &Op,
-    params: &model::ParamsStruct,
-    at: &dyn Fn(&str, &Expr) -> TokenStream,
-) -> TokenStream {
-    let words = params.fields.iter().map(|f| {
-        let text = described(op, &f.name, &f.value.ir);
-        let lowered = at(&f.name, &f.value);
-        match f.wgsl_type {
-            "u32" => quote!(.checked_u32(#text, #lowered)?),
-            "i32" => quote!(.checked_i32(#text, #lowered)?),
-            _ => quote!(.f32((#lowered) as f32)),
-        }
-    });
-    let count = params.fields.len();
-    quote!(rt::uniform::Words::with_fields(#count) #(#words)* .into_bytes())
-}
-
-/// `e` lowered; where it can fail to evaluate, its error says `what` it computes.
-fn located(what: &str, e: &Expr, scope: &EnvScope<'_>) -> TokenStream {
-    let lowered = lower(&e.ir, scope);
-    let fallible = any_token(
-        &lowered,
-        &|t| matches!(t, proc_macro2::TokenTree::Punct(p) if p.as_char() == '?'),
-    );
-    if fallible {
-        let result = lower_result(&e.ir, scope);
-        quote!(rt::support::value(#what, || #result)?)
-    } else {
-        lowered
-    }
-}
-
-fn dispatch(op: &Op, dispatch: &Dispatch, at: &dyn Fn(&str, &Expr) -> TokenStream) -> TokenStream {
-    let count = |name: &str, e: &Expr| {
-        let lowered = at(name, e);
-        let what = described(op, name, &e.ir);
-        quote!(rt::support::to_u64(#what, #lowered)?)
-    };
-    let size = |name: &str, e: &Expr| {
-        let lowered = at(name, e);
-        let what = described(op, name, &e.ir);
-        quote!(rt::support::to_u32(#what, #lowered)?)
-    };
+fn dispatch(dispatch: &Dispatch, slot: &dyn Fn(&str, &Expr) -> TokenStream) -> TokenStream {
     match dispatch {
         Dispatch::Threads {
             threads,
             workgroup_size,
         } => {
-            let t = count("threads", threads);
-            let w = size("workgroupSize", workgroup_size);
-            quote!(rt::Dispatch::Threads { threads: #t, workgroup_size: #w })
+            let t = slot("threads", threads);
+            let w = slot("workgroupSize", workgroup_size);
+            quote!(Threads { threads: #t, workgroup_size: #w })
         }
         Dispatch::Workgroups(n) => {
-            let n = count("workgroups", n);
-            quote!(rt::Dispatch::Workgroups(#n))
+            let n = slot("workgroups", n);
+            quote!(Workgroups(#n))
         }
         Dispatch::Grid { x, y, z } => {
-            let x = count("x", x);
-            let y = y.as_ref().map_or(quote!(1), |y| count("y", y));
-            let z = z.as_ref().map_or(quote!(1), |z| count("z", z));
-            quote!(rt::Dispatch::Grid { x: #x, y: #y, z: #z })
+            let x = slot("x", x);
+            let y = y.as_ref().map_or(quote!(None), |y| {
+                let y = slot("y", y);
+                quote!(Some(#y))
+            });
+            let z = z.as_ref().map_or(quote!(None), |z| {
+                let z = slot("z", z);
+                quote!(Some(#z))
+            });
+            quote!(Grid(#x, #y, #z))
         }
         Dispatch::GridStride {
             items,
             workgroup_size,
         } => {
-            let i = count("gridStride", items);
-            let w = size("workgroupSize", workgroup_size);
-            quote!(rt::Dispatch::GridStride { items: #i, workgroup_size: #w })
+            let i = slot("gridStride", items);
+            let w = slot("workgroupSize", workgroup_size);
+            quote!(GridStride { items: #i, workgroup_size: #w })
         }
     }
 }
 
-/// A value as a planning error names it: the name, and the inputs and arguments it is
-/// computed from (through `derive` entries), since the name alone is the package's own
-/// ("`innerRepeat` (from the shapes of `data`, `bias`)").
-fn described(op: &Op, name: &str, ir: &crate::expr::Ir) -> String {
+/// What a value is computed from, as a planning error says after its name: the inputs and
+/// arguments it reads (through `derive` entries), since the name alone is the package's own
+/// ("`innerRepeat` (from the shapes of `data`, `bias`)"); empty for a constant.
+fn source(op: &Op, ir: &crate::expr::Ir) -> String {
     let mut tensors = std::collections::BTreeSet::new();
     let mut attrs = std::collections::BTreeSet::new();
     let mut args = std::collections::BTreeSet::new();
@@ -240,8 +294,8 @@ fn described(op: &Op, name: &str, ir: &crate::expr::Ir) -> String {
         }
     }
     if from.is_empty() {
-        format!("`{name}`")
+        String::new()
     } else {
-        format!("`{name}` (from {})", from.join(" and "))
+        format!(" (from {})", from.join(" and "))
     }
 }

@@ -11,7 +11,7 @@ use quote::{format_ident, quote};
 
 use super::eval::{EnvScope, lower};
 use super::{OpInput, ident};
-use crate::expr::{Ir, IrKind, Type, Value};
+use crate::expr::{Ir, IrKind, Value};
 use crate::model::{self, Op, Pass, TemplateValue, Variant};
 use crate::shader::Shader;
 
@@ -82,27 +82,16 @@ pub(super) fn pass_key<'a>(
 }
 
 impl PassKey<'_> {
-    /// The expressions a call evaluates, as `rt::shaders::Key`s.
+    /// The expressions a call evaluates, lowered: the plan's values that make up the key.
     pub(super) fn lowered(&self, scope: &EnvScope<'_>) -> Vec<TokenStream> {
         let mut keys: Vec<TokenStream> = self
             .values
             .iter()
-            .map(|s| {
-                let lowered = lower(&s.expr.ir, scope);
-                // A string the expression builds (`~`) is owned: the key borrows it for the
-                // lookup only.
-                if s.expr.ir.ty != Type::Float
-                    && crate::expr::is_owned_str(&super::fold::fold(&s.expr.ir))
-                {
-                    quote!(rt::shaders::Key::Str((#lowered).as_str()))
-                } else {
-                    quote!((#lowered).into())
-                }
-            })
+            .map(|s| lower(&s.expr.ir, scope))
             .collect();
         for var in &self.dtype_vars {
             let field = ident(&model::snake_ident(var).to_ascii_lowercase());
-            keys.push(quote!(env.dtypes.#field.wgsl_name().into()));
+            keys.push(quote!(env.dtypes.#field.wgsl_name()));
         }
         keys
     }

@@ -1,6 +1,8 @@
 //! Variant selection as data in a generated op module: each variant's `when` conditions as a
-//! `rt::when::Clause` table, the conditions every variant shares once, and an `Explanation`
-//! static per boolean `derive` entry explained conjunct by conjunct.
+//! `Clause` table, the conditions every variant shares once, and an `Explanation`
+//! static per boolean `derive` entry explained conjunct by conjunct. Every distinct test is
+//! one arm of the module's `test` function and every operand a rejection shows one arm of its
+//! `operand` function; the tables name them by index.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -8,7 +10,7 @@ use std::collections::BTreeSet;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::eval::{EnvScope, derive_fn, env_param, lower_result};
+use super::eval::{EnvScope, derive_fn, env_param, lower};
 use crate::expr::ast::{BinOp, UnaryOp};
 use crate::expr::{Ir, IrKind, Symbol};
 use crate::model::{self, DType, Op, Variant};
@@ -40,7 +42,7 @@ impl Operands {
             .iter()
             .enumerate()
             .map(|(i, (_, ir))| {
-                let value = super::eval::lower(ir, scope);
+                let value = lower(ir, scope);
                 let i = proc_macro2::Literal::usize_unsuffixed(i);
                 quote!(#i => rt::when::shown(#value))
             })
@@ -58,11 +60,64 @@ impl Operands {
 
             /// The value of operand `index`, as a rejection prints it.
             fn operand_value(index: usize, #param: &Env<'_>) -> Result<String, EvalError> {
-                Ok(match index {
+                let value = match index {
                     #(#arms,)*
                     _ => String::new(),
-                })
+                };
+                Ok(value)
             }
+        }
+    }
+}
+
+/// The op's compiled tests, each once by its lowered text: the generated `test` function
+/// evaluates one by its index, and each clause names its index.
+#[derive(Default)]
+pub(super) struct Tests(RefCell<Vec<(String, TokenStream)>>);
+
+impl Tests {
+    /// The index of the test whose body (a `bool` expression, `?` allowed) is `body`.
+    fn index(&self, body: TokenStream) -> proc_macro2::Literal {
+        let text = body.to_string();
+        let mut list = self.0.borrow_mut();
+        let i = match list.iter().position(|(t, _)| *t == text) {
+            Some(i) => i,
+            None => {
+                list.push((text, body));
+                list.len() - 1
+            }
+        };
+        proc_macro2::Literal::usize_unsuffixed(i)
+    }
+
+    /// `fn test(index, env)` and the `CONDITIONS` static that pairs it with `operand`.
+    pub(super) fn function(&self) -> TokenStream {
+        let list = self.0.borrow();
+        let arms: Vec<TokenStream> = list
+            .iter()
+            .enumerate()
+            .map(|(i, (_, body))| {
+                let i = proc_macro2::Literal::usize_unsuffixed(i);
+                quote!(#i => #body)
+            })
+            .collect();
+        let param = env_param(&quote!(#(#arms)*));
+        quote! {
+            /// Test `index` of the clause tables, evaluated.
+            fn test(index: usize, #param: &Env<'_>) -> Result<bool, EvalError> {
+                let holds = match index {
+                    #(#arms,)*
+                    _ => return Err(rt::when::no_test(index)),
+                };
+                Ok(holds)
+            }
+
+            type Test = fn(usize, &Env<'_>) -> Result<bool, EvalError>;
+            type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
+
+            /// The tests the clause tables name, and the operands their rejections show.
+            static CONDITIONS: rt::when::Conditions<Test, Operand> =
+                rt::when::Conditions { test, operand };
         }
     }
 }
@@ -77,6 +132,7 @@ pub(super) fn explanations(
     scope: &EnvScope<'_>,
     used: &BTreeSet<&str>,
     operands: &Operands,
+    tests: &Tests,
 ) -> Vec<TokenStream> {
     op.derives
         .iter()
@@ -87,11 +143,11 @@ pub(super) fn explanations(
             let (guard, clauses) = clauses(&folded).unwrap_or((None, vec![&folded]));
             let checks = clauses
                 .into_iter()
-                .map(|c| condition(op, scope, operands, &d.expr.source, c));
+                .map(|c| condition(op, scope, operands, tests, &d.expr.source, c));
             let unless = match guard {
                 Some(disjunction) => {
                     let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
-                    let (indices, test) = test(scope, operands, &d.expr.source, disjunction);
+                    let (indices, test) = test(scope, operands, tests, &d.expr.source, disjunction);
                     quote!(Some((#text, &[#(#indices),*], #test)))
                 }
                 None => quote!(None),
@@ -99,7 +155,7 @@ pub(super) fn explanations(
             let doc = super::doc_lines(&format!(" How `{}` is explained, conjunct by conjunct.", d.name));
             quote! {
                 #(#[doc = #doc])*
-                static #name: rt::when::Explanation<Test> = rt::when::Explanation { unless: #unless, clauses: &[#(#checks),*] };
+                static #name: Explanation = Explanation { unless: #unless, clauses: &[#(#checks),*] };
             }
         })
         .collect()
@@ -171,6 +227,7 @@ fn condition(
     op: &Op,
     scope: &EnvScope<'_>,
     operands: &Operands,
+    tests: &Tests,
     source: &str,
     ir: &Ir,
 ) -> TokenStream {
@@ -178,7 +235,7 @@ fn condition(
         && op.derived(name).is_some_and(explainable)
     {
         let explanation = explain_static(name);
-        return quote!(rt::when::Clause::Explain(#name, &#explanation));
+        return quote!(Explain(#name, &#explanation));
     }
     let text = source
         .get(ir.span.start..ir.span.end)
@@ -189,6 +246,7 @@ fn condition(
     {
         // Quote the entry's own text, so the message shows the rule and not just its name.
         let function = derive_fn(name);
+        let test = tests.index(quote!(#function(env)?));
         let folded = super::fold::fold(&derived.expr.ir);
         let source = &derived.expr.source;
         let inner = source
@@ -196,33 +254,32 @@ fn condition(
             .unwrap_or(source)
             .trim();
         let indices = operand_indices(operands, source, &folded);
-        return quote!(rt::when::Clause::Require(#name, #inner, &[#(#indices),*], #function));
+        return quote!(Require(#name, #inner, &[#(#indices),*], #test));
     }
     let parts = conjuncts(ir);
     if parts.len() > 1 {
         let clauses = parts
             .iter()
-            .map(|part| condition(op, scope, operands, source, part));
+            .map(|part| condition(op, scope, operands, tests, source, part));
         return quote! {
-            rt::when::Clause::Explain(#text, &rt::when::Explanation { unless: None, clauses: &[#(#clauses),*] })
+            Explain(#text, &Explanation { unless: None, clauses: &[#(#clauses),*] })
         };
     }
-    let (indices, test) = test(scope, operands, source, ir);
-    quote!(rt::when::Clause::Check(#text, &[#(#indices),*], #test))
+    let (indices, test) = test(scope, operands, tests, source, ir);
+    quote!(Check(#text, &[#(#indices),*], #test))
 }
 
-/// A compiled condition: the indices of the operands a rejection shows, and its test.
+/// A compiled condition: the indices of the operands a rejection shows, and its test's.
 fn test(
     scope: &EnvScope<'_>,
     operands: &Operands,
+    tests: &Tests,
     source: &str,
     ir: &Ir,
-) -> (Vec<proc_macro2::Literal>, TokenStream) {
-    let body = lower_result(ir, scope);
-    let param = env_param(&body);
+) -> (Vec<proc_macro2::Literal>, proc_macro2::Literal) {
     (
         operand_indices(operands, source, ir),
-        quote!(|#param| #body),
+        tests.index(lower(ir, scope)),
     )
 }
 
@@ -276,6 +333,8 @@ pub(super) fn selection(
     scope: &EnvScope<'_>,
     shaders: &[Shader],
     operands: &Operands,
+    tests: &Tests,
+    plans: &[TokenStream],
 ) -> TokenStream {
     // The leading conditions every variant writes alike are emitted once.
     let shared = match op.variants.split_first() {
@@ -294,21 +353,21 @@ pub(super) fn selection(
     let shared_static = op.variants.first().filter(|_| shared > 0).map(|first| {
         let checks = first.when[..shared]
             .iter()
-            .map(|w| condition(op, scope, operands, &w.source, &w.ir));
+            .map(|w| condition(op, scope, operands, tests, &w.source, &w.ir));
         quote! {
             /// The `when` conditions every variant starts with.
-            static SHARED_WHEN: [rt::when::Clause<Test>; #shared] = [#(#checks),*];
+            static SHARED_WHEN: [Clause; #shared] = [#(#checks),*];
         }
     });
     let variants = op.variants.iter().enumerate().map(|(v, variant)| {
-        let shared_clause = (shared > 0).then(|| quote!(rt::when::Clause::All(&SHARED_WHEN),));
+        let shared_clause = (shared > 0).then(|| quote!(All(&SHARED_WHEN),));
         let checks = variant.when[shared..]
             .iter()
-            .map(|w| condition(op, scope, operands, &w.source, &w.ir));
-        let plan = format_ident!("plan_{}", model::snake_ident(&variant.id));
+            .map(|w| condition(op, scope, operands, tests, &w.source, &w.ir));
         let id = &variant.id;
-        let built = built_dtypes(op, variant, v, shaders, operands);
-        quote!(rt::when::Variant::new(#id, &[#shared_clause #(#checks,)* #(#built),*], #plan, operand))
+        let built = built_dtypes(op, variant, v, shaders, operands, tests);
+        let plan = &plans[v];
+        quote!(Variant { id: #id, when: &[#shared_clause #(#checks,)* #(#built),*], plan: #plan })
     });
     let count = op.variants.len();
     let docs = op
@@ -324,17 +383,11 @@ pub(super) fn selection(
         });
     let docs: Vec<String> = docs.flatten().collect();
     quote! {
-        /// A compiled `when` condition: its test, and its operands' values for a rejection.
-        type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
-        type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-        type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
-
         /// The variants in priority order, each with its `when` conditions in order and its
-        /// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
+        /// plan.
         ///
         #(#[doc = #docs])*
-        #[doc(hidden)]
-        pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; #count] = [#(#variants),*];
+        static VARIANTS: [Variant<VariantSpec>; #count] = [#(#variants),*];
 
         #shared_static
     }
@@ -349,6 +402,7 @@ fn built_dtypes(
     v: usize,
     shaders: &[Shader],
     operands: &Operands,
+    tests: &Tests,
 ) -> Vec<TokenStream> {
     let float_vars = super::api::float_type_vars(op);
     let mut clauses: Vec<(String, TokenStream)> = Vec::new();
@@ -421,7 +475,8 @@ fn built_dtypes(
             let dtypes = t.iter().map(|d| format_ident!("{}", d.runtime_variant()));
             quote!((#(rt::DType::#dtypes,)*))
         });
-        let clause = quote!(rt::when::Clause::Check(#text, &[#(#indices),*], |env| Ok(matches!((#(#fields,)*), #(#patterns)|*))));
+        let test = tests.index(quote!(matches!((#(#fields,)*), #(#patterns)|*)));
+        let clause = quote!(Check(#text, &[#(#indices),*], #test));
         if !clauses.iter().any(|(t, _)| *t == text) {
             clauses.push((text, clause));
         }

@@ -88,6 +88,7 @@ pub use kernel_abi::expr;
 mod index;
 mod pipeline;
 pub mod plan;
+pub mod plan_spec;
 mod pools;
 mod record;
 pub mod registry;
@@ -100,6 +101,18 @@ mod threads;
 mod timing;
 pub mod uniform;
 pub mod when;
+
+/// The names a generated module writes its clause and plan tables with (`use rt::tables::*`),
+/// so that a table entry reads as data: `Check("n > 0", &[0], 3)`, `Grid(("x", 2), None, None)`.
+#[doc(hidden)]
+pub mod tables {
+    pub use crate::plan::Binding::{Arg, Intermediate, Params};
+    pub use crate::plan_spec::DispatchSpec::{Grid, GridStride, Threads, Workgroups};
+    pub use crate::plan_spec::Field::{F32, I32, U32};
+    pub use crate::plan_spec::{PassSpec, ScratchSpec, Value, VariantSpec};
+    pub use crate::when::Clause::{All, Check, Explain, Require};
+    pub use crate::when::{Clause, Explanation, Variant};
+}
 
 pub use any::AnyTensor;
 pub use args::{Access, Arg};

@@ -1,160 +1,188 @@
 //! Variant selection as data: a generated module lists each variant's `when` conditions (and
 //! the conjuncts of the `derive` entries they explain through) as [`Clause`] tables of source
-//! text and compiled test; [`select`] walks them in priority order and explains every
-//! rejection by its first failing clause.
+//! text, operand indices and test index; [`select`] walks them in priority order and explains
+//! every rejection by its first failing clause.
 //!
-//! `F` is the generated module's test type, `fn(&Env<'_>) -> Result<bool, EvalError>`: a
-//! function pointer over every lifetime of its environment, which a `static` can hold. A
-//! clause also lists its operands (what it compares, what its calls take) as indices that the
-//! variant's `operand` function computes for a rejection, so the rejection says which values
-//! made it false.
+//! Each distinct condition is compiled once, as an arm of the module's `test` function, and
+//! each operand a rejection shows (what a clause compares, what its calls take) as an arm of
+//! its `operand` function: [`Conditions`] holds the two, so the tables themselves are plain
+//! data and a rejection says which values made its clause false.
 
 use crate::error::{OpError, Rejection};
 use crate::expr::EvalError;
 use crate::support::{Failure, require};
 pub use crate::support::{Operand, operand, shown};
 
-/// One condition of a `when` list or of an explained `derive` entry.
+/// One condition of a `when` list or of an explained `derive` entry. Tests and operands are
+/// indices into the op's [`Conditions`].
 #[derive(Debug)]
-pub enum Clause<F: 'static> {
-    /// A condition: its source text, its operands and its compiled test.
-    Check(&'static str, &'static [usize], F),
+pub enum Clause {
+    /// A condition: its source text, its operands and its test.
+    Check(&'static str, &'static [usize], usize),
     /// A boolean `derive` entry that is not explained further: its name, its expression's
-    /// text (what a rejection quotes), its operands and its compiled value.
-    Require(&'static str, &'static str, &'static [usize], F),
+    /// text (what a rejection quotes), its operands and its test.
+    Require(&'static str, &'static str, &'static [usize], usize),
     /// A boolean `derive` entry explained by its own clauses (its name and the explanation),
     /// or a condition that is a conjunction, explained by its conjuncts (its text and theirs).
-    Explain(&'static str, &'static Explanation<F>),
+    Explain(&'static str, &'static Explanation),
     /// Clauses several variants share, in order, as if written in place.
-    All(&'static [Clause<F>]),
+    All(&'static [Clause]),
 }
 
 /// How a `derive` entry is explained: its conjuncts in order; or, for a disjunction whose last
 /// alternative is a conjunction, that alternative's conjuncts once the whole is false.
 #[derive(Debug)]
-pub struct Explanation<F: 'static> {
+pub struct Explanation {
     /// The disjunction (text, operands and test) that makes the clauses moot when it holds.
-    pub unless: Option<(&'static str, &'static [usize], F)>,
-    pub clauses: &'static [Clause<F>],
+    pub unless: Option<(&'static str, &'static [usize], usize)>,
+    pub clauses: &'static [Clause],
 }
 
-/// A variant: its id, its `when` clauses, what the generated module runs once it is chosen
-/// (its plan function), and the op's function that computes a clause operand by index.
+/// A variant: its id, its `when` clauses and what the generated module runs once it is chosen
+/// (its plan).
 #[derive(Debug)]
-pub struct Variant<F: 'static, P: 'static, O: 'static> {
+pub struct Variant<P: 'static> {
     pub id: &'static str,
-    pub when: &'static [Clause<F>],
+    pub when: &'static [Clause],
     pub plan: P,
+}
+
+/// An op's compiled conditions: `test(i, env)` evaluates test `i` of its clauses, and
+/// `operand(i, env)` computes operand `i` for a rejection. The generated module's functions,
+/// `fn(usize, &Env<'_>) -> …`, which a `static` can hold.
+#[derive(Debug)]
+pub struct Conditions<T: 'static, O: 'static> {
+    pub test: T,
     pub operand: O,
 }
 
-impl<F, P, O> Variant<F, P, O> {
-    pub const fn new(id: &'static str, when: &'static [Clause<F>], plan: P, operand: O) -> Self {
-        Self {
-            id,
-            when,
-            plan,
-            operand,
+/// The error of a test index no clause table holds (generated tables never do this).
+pub fn no_test(index: usize) -> EvalError {
+    EvalError::new(format!("no compiled condition {index}"))
+}
+
+impl<T, O> Conditions<T, O> {
+    /// The operands `indices` of a failing clause; none when `explain` is false.
+    fn operands<E>(&self, indices: &[usize], env: &E, explain: bool) -> Vec<Operand>
+    where
+        O: Fn(usize, &E) -> Operand,
+    {
+        if explain {
+            indices.iter().map(|&i| (self.operand)(i, env)).collect()
+        } else {
+            Vec::new()
         }
     }
 }
 
-/// The operands `indices` of a failing clause, computed by `operand`; none without it.
-fn operands_of<E, O>(indices: &[usize], operand: Option<&O>, env: &E) -> Vec<Operand>
-where
-    O: Fn(usize, &E) -> Operand,
-{
-    operand.map_or_else(Vec::new, |operand| {
-        indices.iter().map(|&i| operand(i, env)).collect()
-    })
-}
-
 /// `Ok` when every clause holds; otherwise the first that does not, with the `derive` names
-/// that lead to it and the values of its operands (`operand` computes one by index).
-pub fn first_failure<E, F, O>(clauses: &[Clause<F>], env: &E, operand: &O) -> Result<(), Failure>
+/// that lead to it and the values of its operands.
+pub fn first_failure<E, T, O>(
+    clauses: &[Clause],
+    conditions: &Conditions<T, O>,
+    env: &E,
+) -> Result<(), Failure>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
-    failure(clauses, env, Some(operand))
+    failure(clauses, conditions, env, true)
 }
 
-/// [`first_failure`], computing the failing clause's operands only when `operand` is given.
-fn failure<E, F, O>(clauses: &[Clause<F>], env: &E, operand: Option<&O>) -> Result<(), Failure>
+/// [`first_failure`], computing the failing clause's operands only when `explain` is set.
+fn failure<E, T, O>(
+    clauses: &[Clause],
+    conditions: &Conditions<T, O>,
+    env: &E,
+    explain: bool,
+) -> Result<(), Failure>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
+    let operands = |indices: &[usize]| conditions.operands(indices, env, explain);
     for clause in clauses {
-        match clause {
+        match *clause {
             Clause::Check(text, indices, test) => {
-                require(test(env), text, || operands_of(indices, operand, env))?;
+                require((conditions.test)(test, env), text, || operands(indices))?;
             }
-            Clause::Require(name, text, indices, value) => {
-                require(value(env), text, || operands_of(indices, operand, env))
+            Clause::Require(name, text, indices, test) => {
+                require((conditions.test)(test, env), text, || operands(indices))
                     .map_err(|f| f.within(name))?;
             }
             Clause::Explain(name, explanation) => {
-                explain(explanation, env, operand).map_err(|f| f.within(name))?;
+                explain_failure(explanation, conditions, env, explain)
+                    .map_err(|f| f.within(name))?;
             }
-            Clause::All(clauses) => failure(clauses, env, operand)?,
+            Clause::All(clauses) => failure(clauses, conditions, env, explain)?,
         }
     }
     Ok(())
 }
 
-fn explain<E, F, O>(
-    explanation: &Explanation<F>,
+fn explain_failure<E, T, O>(
+    explanation: &Explanation,
+    conditions: &Conditions<T, O>,
     env: &E,
-    operand: Option<&O>,
+    explain: bool,
 ) -> Result<(), Failure>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
-    let Some((text, indices, whole)) = &explanation.unless else {
-        return failure(explanation.clauses, env, operand);
+    let Some((text, indices, whole)) = explanation.unless else {
+        return failure(explanation.clauses, conditions, env, explain);
     };
-    let holds = whole(env).map_err(|error| Failure {
+    let holds = (conditions.test)(whole, env).map_err(|error| Failure {
         path: vec![text],
         error: Some(error),
-        operands: operands_of(indices, operand, env),
+        operands: conditions.operands(indices, env, explain),
     })?;
     if holds {
         return Ok(());
     }
-    failure(explanation.clauses, env, operand)?;
+    failure(explanation.clauses, conditions, env, explain)?;
     // A false disjunction has a failing clause in its last alternative; reaching here means
     // the two disagree, and the disjunction itself is the best explanation left.
     Err(Failure {
         path: vec![text],
         error: None,
-        operands: operands_of(indices, operand, env),
+        operands: conditions.operands(indices, env, explain),
     })
 }
 
 /// The value of the `derive` entry `explanation` explains, from its clauses (in order, stopping
 /// at the first false one, as `and` does).
-pub fn value<E, F>(explanation: &Explanation<F>, env: &E) -> Result<bool, EvalError>
+pub fn value<E, T, O>(
+    explanation: &Explanation,
+    conditions: &Conditions<T, O>,
+    env: &E,
+) -> Result<bool, EvalError>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
 {
-    match &explanation.unless {
+    match explanation.unless {
         // The disjunction is the whole expression.
-        Some((_, _, whole)) => whole(env),
-        None => all_hold(explanation.clauses, env),
+        Some((_, _, whole)) => (conditions.test)(whole, env),
+        None => all_hold(explanation.clauses, conditions, env),
     }
 }
 
-fn all_hold<E, F>(clauses: &[Clause<F>], env: &E) -> Result<bool, EvalError>
+fn all_hold<E, T, O>(
+    clauses: &[Clause],
+    conditions: &Conditions<T, O>,
+    env: &E,
+) -> Result<bool, EvalError>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
 {
     for clause in clauses {
-        let holds = match clause {
-            Clause::Check(_, _, test) | Clause::Require(_, _, _, test) => test(env)?,
-            Clause::Explain(_, explanation) => value(explanation, env)?,
-            Clause::All(clauses) => all_hold(clauses, env)?,
+        let holds = match *clause {
+            Clause::Check(_, _, test) | Clause::Require(_, _, _, test) => {
+                (conditions.test)(test, env)?
+            }
+            Clause::Explain(_, explanation) => value(explanation, conditions, env)?,
+            Clause::All(clauses) => all_hold(clauses, conditions, env)?,
         };
         if !holds {
             return Ok(false);
@@ -163,28 +191,30 @@ where
     Ok(true)
 }
 
-/// The first variant, by priority, whose `when` clauses all hold, and its plan; otherwise
-/// every variant's first failing clause.
-pub fn select<E, F, P: Copy, O>(
+/// The first variant, by priority, whose `when` clauses all hold; otherwise every variant's
+/// first failing clause.
+pub fn select<'v, E, P, T, O>(
     op: &'static str,
-    variants: &[Variant<F, P, O>],
+    variants: &'v [Variant<P>],
+    conditions: &Conditions<T, O>,
     env: &E,
-) -> Result<(&'static str, P), OpError>
+) -> Result<&'v Variant<P>, OpError>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
     // Rejections of variants before the chosen one are dropped, so their operands are computed
     // only when no variant accepts.
-    for variant in variants {
-        if failure(variant.when, env, None::<&O>).is_ok() {
-            return Ok((variant.id, variant.plan));
-        }
+    if let Some(chosen) = variants
+        .iter()
+        .find(|variant| failure(variant.when, conditions, env, false).is_ok())
+    {
+        return Ok(chosen);
     }
     let rejections: Vec<Rejection> = variants
         .iter()
         .filter_map(|variant| {
-            let failure = first_failure(variant.when, env, &variant.operand).err()?;
+            let failure = first_failure(variant.when, conditions, env).err()?;
             Some(failure.into_rejection(variant.id))
         })
         .collect();
@@ -192,27 +222,18 @@ where
 }
 
 /// The `when` check of the variant `id`, for tools and tests that explain one variant.
-pub fn accepts<E, F, P, O>(
-    variants: &[Variant<F, P, O>],
+pub fn accepts<E, P, T, O>(
+    variants: &[Variant<P>],
+    conditions: &Conditions<T, O>,
     id: &str,
     env: &E,
 ) -> Option<Result<(), Failure>>
 where
-    F: Fn(&E) -> Result<bool, EvalError>,
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
     let variant = variants.iter().find(|v| v.id == id)?;
-    Some(first_failure(variant.when, env, &variant.operand))
-}
-
-/// The plan of the variant `id`, whether or not its `when` holds, for tests that compare
-/// every variant's plan.
-pub fn plan_of<E, F, P, O, R>(variants: &[Variant<F, P, O>], id: &str, env: &E) -> Option<R>
-where
-    P: Fn(&E) -> R,
-{
-    let variant = variants.iter().find(|v| v.id == id)?;
-    Some((variant.plan)(env))
+    Some(first_failure(variant.when, conditions, env))
 }
 
 #[cfg(test)]
@@ -222,8 +243,18 @@ mod tests {
     struct Env {
         n: i64,
     }
-    type Test = fn(&Env) -> Result<bool, EvalError>;
-    type Values = fn(usize, &Env) -> Operand;
+
+    fn test(index: usize, e: &Env) -> Result<bool, EvalError> {
+        Ok(match index {
+            0 => e.n < 4 || (e.n % 2 == 0 && e.n < 100),
+            1 => e.n % 2 == 0,
+            2 => e.n < 100,
+            3 => e.n > 0,
+            4 if e.n == -99 => return Err(EvalError::new("overflow")),
+            4 => e.n > -10,
+            _ => return Err(no_test(index)),
+        })
+    }
 
     fn operand(index: usize, env: &Env) -> Operand {
         match index {
@@ -232,53 +263,57 @@ mod tests {
         }
     }
 
-    static SMALL_OR_EVEN: Explanation<Test> = Explanation {
-        unless: Some(("n < 4 or (n % 2 == 0 and n < 100)", &[0], |e| {
-            Ok(e.n < 4 || (e.n % 2 == 0 && e.n < 100))
-        })),
+    type Test = fn(usize, &Env) -> Result<bool, EvalError>;
+    type Values = fn(usize, &Env) -> Operand;
+    static CONDITIONS: Conditions<Test, Values> = Conditions { test, operand };
+
+    static SMALL_OR_EVEN: Explanation = Explanation {
+        unless: Some(("n < 4 or (n % 2 == 0 and n < 100)", &[0], 0)),
         clauses: &[
-            Clause::Check("n % 2 == 0", &[1], |e| Ok(e.n % 2 == 0)),
-            Clause::Check("n < 100", &[0], |e| Ok(e.n < 100)),
+            Clause::Check("n % 2 == 0", &[1], 1),
+            Clause::Check("n < 100", &[0], 2),
         ],
     };
 
-    static POSITIVE: [Clause<Test>; 1] = [Clause::Check("n > 0", &[0], |e| Ok(e.n > 0))];
+    static POSITIVE: [Clause; 1] = [Clause::Check("n > 0", &[0], 3)];
 
-    static VARIANTS: [Variant<Test, u8, Values>; 2] = [
-        Variant::new(
-            "first",
-            &[
+    static VARIANTS: [Variant<u8>; 2] = [
+        Variant {
+            id: "first",
+            when: &[
                 Clause::All(&POSITIVE),
                 Clause::Explain("smallOrEven", &SMALL_OR_EVEN),
             ],
-            1,
-            operand,
-        ),
-        Variant::new(
-            "second",
-            &[Clause::Require("positive", "n > -10", &[0], |e| {
-                if e.n == -99 {
-                    Err(EvalError::new("overflow"))
-                } else {
-                    Ok(e.n > -10)
-                }
-            })],
-            2,
-            operand,
-        ),
+            plan: 1,
+        },
+        Variant {
+            id: "second",
+            when: &[Clause::Require("positive", "n > -10", &[0], 4)],
+            plan: 2,
+        },
     ];
+
+    fn chosen(n: i64) -> (&'static str, u8) {
+        let v = select("Op", &VARIANTS, &CONDITIONS, &Env { n }).unwrap();
+        (v.id, v.plan)
+    }
 
     #[test]
     fn an_explanation_has_the_value_of_its_expression() {
         for n in [-3, 2, 7, 40, 101, 102] {
             let expected = n < 4 || (n % 2 == 0 && n < 100);
-            assert_eq!(value(&SMALL_OR_EVEN, &Env { n }).unwrap(), expected, "{n}");
-            let conjunction = Explanation::<Test> {
+            let env = Env { n };
+            assert_eq!(
+                value(&SMALL_OR_EVEN, &CONDITIONS, &env).unwrap(),
+                expected,
+                "{n}"
+            );
+            let conjunction = Explanation {
                 unless: None,
                 clauses: SMALL_OR_EVEN.clauses,
             };
             assert_eq!(
-                value(&conjunction, &Env { n }).unwrap(),
+                value(&conjunction, &CONDITIONS, &env).unwrap(),
                 n % 2 == 0 && n < 100
             );
         }
@@ -286,32 +321,24 @@ mod tests {
 
     #[test]
     fn the_first_accepting_variant_is_chosen() {
-        assert_eq!(
-            select("Op", &VARIANTS, &Env { n: 2 }).unwrap(),
-            ("first", 1)
-        );
-        assert_eq!(
-            select("Op", &VARIANTS, &Env { n: 40 }).unwrap(),
-            ("first", 1)
-        );
-        assert_eq!(
-            select("Op", &VARIANTS, &Env { n: 7 }).unwrap(),
-            ("second", 2)
-        );
+        assert_eq!(chosen(2), ("first", 1));
+        assert_eq!(chosen(40), ("first", 1));
+        assert_eq!(chosen(7), ("second", 2));
     }
 
     #[test]
     fn rejections_name_the_path_to_the_failing_clause() {
-        let why = accepts(&VARIANTS, "first", &Env { n: 7 })
-            .unwrap()
-            .unwrap_err();
-        assert_eq!(why.path, ["smallOrEven", "n % 2 == 0"]);
-        assert_eq!(why.operands, [super::operand("n % 2", Ok(shown(1)))]);
-        let why = accepts(&VARIANTS, "first", &Env { n: 102 })
-            .unwrap()
-            .unwrap_err();
-        assert_eq!(why.path, ["smallOrEven", "n < 100"]);
-        let Err(OpError::NoVariant { rejections, .. }) = select("Op", &VARIANTS, &Env { n: -99 })
+        let why = |n| {
+            accepts(&VARIANTS, &CONDITIONS, "first", &Env { n })
+                .unwrap()
+                .unwrap_err()
+        };
+        let failure = why(7);
+        assert_eq!(failure.path, ["smallOrEven", "n % 2 == 0"]);
+        assert_eq!(failure.operands, [super::operand("n % 2", Ok(shown(1)))]);
+        assert_eq!(why(102).path, ["smallOrEven", "n < 100"]);
+        let Err(OpError::NoVariant { rejections, .. }) =
+            select("Op", &VARIANTS, &CONDITIONS, &Env { n: -99 })
         else {
             panic!("no variant should accept");
         };
@@ -322,6 +349,6 @@ mod tests {
         );
         assert_eq!(rejections[1].condition, "positive › n > -10");
         assert!(rejections[1].error.is_some());
-        assert!(accepts(&VARIANTS, "third", &Env { n: 1 }).is_none());
+        assert!(accepts(&VARIANTS, &CONDITIONS, "third", &Env { n: 1 }).is_none());
     }
 }

@@ -14,9 +14,9 @@ use super::env::RandomEnv;
 pub struct Generated {
     /// `Env::new`: fails when an output shape cannot be computed.
     pub env: Result<(), String>,
-    /// `when::accepts` for every variant: the failing clause's text and error.
+    /// `accepts` for every variant: the failing clause's text and error.
     pub accepted: Vec<(&'static str, Result<(), Failed>)>,
-    /// `when::plan_of` for every variant, in the same order.
+    /// `plan_of` for every variant, in the same order.
     pub plans: Vec<Result<Plan, String>>,
     pub plan: Result<Plan, OpError>,
 }
@@ -98,35 +98,32 @@ macro_rules! through {
                 let accepted = m::VARIANT_IDS
                     .iter()
                     .map(|id| {
-                        let result =
-                            match kernel_runtime::when::accepts(&m::VARIANTS, id, &generated_env) {
-                                Some(Ok(())) => Ok(()),
-                                // The variant's own `when` clause; the runtime's path
-                                // goes on into the `derive` conjunctions it names.
-                                Some(Err(failure)) => Err($crate::generated::Failed {
-                                    clause: failure
-                                        .path
-                                        .first()
-                                        .copied()
-                                        .unwrap_or_default()
-                                        .to_owned(),
-                                    error: failure.error.map(|e| e.message().to_owned()),
-                                }),
-                                None => Err($crate::generated::Failed {
-                                    clause: "no such variant".to_owned(),
-                                    error: None,
-                                }),
-                            };
+                        let result = match m::accepts(id, &generated_env) {
+                            Some(Ok(())) => Ok(()),
+                            // The variant's own `when` clause; the runtime's path
+                            // goes on into the `derive` conjunctions it names.
+                            Some(Err(failure)) => Err($crate::generated::Failed {
+                                clause: failure
+                                    .path
+                                    .first()
+                                    .copied()
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                                error: failure.error.map(|e| e.message().to_owned()),
+                            }),
+                            None => Err($crate::generated::Failed {
+                                clause: "no such variant".to_owned(),
+                                error: None,
+                            }),
+                        };
                         (*id, result)
                     })
                     .collect();
                 let plans = m::VARIANT_IDS
                     .iter()
-                    .map(|id| {
-                        match kernel_runtime::when::plan_of(&m::VARIANTS, id, &generated_env) {
-                            Some(result) => result.map_err(|e| e.message().to_owned()),
-                            None => Err("no such variant".to_owned()),
-                        }
+                    .map(|id| match m::plan_of(id, &generated_env) {
+                        Some(result) => result.map_err(|e| e.message().to_owned()),
+                        None => Err("no such variant".to_owned()),
                     })
                     .collect();
                 (Ok(()), accepted, plans)

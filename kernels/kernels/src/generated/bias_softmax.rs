@@ -3,6 +3,7 @@
 
 use ::kernel_runtime as rt;
 use rt::expr::EvalError;
+use rt::tables::*;
 /// The op's qualified name.
 pub const OP_NAME: &str = "com.microsoft.BiasSoftmax";
 /// Attributes of the op.
@@ -168,6 +169,21 @@ pub struct EnvShapes {
     pub bias: ::std::vec::Vec<i64>,
     pub output: ::std::vec::Vec<i64>,
 }
+/// The `derive` entries' values, each computed on first use.
+#[doc(hidden)]
+#[derive(Clone, Debug, Default)]
+pub struct EnvDerived {
+    pub derive_axis_norm: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_batch_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_block_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_bias_block_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_bias_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_fixed_subgroups: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_block_per_subgroup: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_normalize_span_blocks: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_row_per_subgroup: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_word_lanes: ::std::cell::OnceCell<Result<bool, EvalError>>,
+}
 /// Everything the manifest's expressions may read.
 #[doc(hidden)]
 #[derive(Clone, Debug)]
@@ -176,6 +192,7 @@ pub struct Env<'a> {
     pub dtypes: DTypes,
     pub attrs: &'a Attrs,
     pub caps: &'a rt::DeviceCaps,
+    pub derived: EnvDerived,
 }
 fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
     rt::OpError::Input {
@@ -201,6 +218,7 @@ impl<'a> Env<'a> {
             dtypes,
             attrs,
             caps,
+            derived: EnvDerived::default(),
         };
         env.shapes.output = output_shape_output(&env)
             .map_err(|e| output_error("output", "shapes.data", &e))?;
@@ -230,84 +248,299 @@ fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
 /// `axisNorm` = `attrs.axis if attrs.axis >= 0 else attrs.axis + ranks.data`
 #[doc(hidden)]
 pub fn derive_axis_norm(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(
-        if env.attrs.axis >= 0i64 {
-            env.attrs.axis
-        } else {
-            rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
-        },
-    )
+    env.derived
+        .derive_axis_norm
+        .get_or_init(|| Ok(
+            if env.attrs.axis >= 0i64 {
+                env.attrs.axis
+            } else {
+                rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
+            },
+        ))
+        .clone()
 }
 /// `batchCount` = `outer(shapes.data, axisNorm)`
 #[doc(hidden)]
 pub fn derive_batch_count(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::outer(env.shapes.data.as_slice(), derive_axis_norm(env)?)
+    env.derived
+        .derive_batch_count
+        .get_or_init(|| rt::expr::outer(
+            env.shapes.data.as_slice(),
+            derive_axis_norm(env)?,
+        ))
+        .clone()
 }
 /// `blockSize` = `dim(shapes.data, axisNorm) * inner(shapes.data, axisNorm)`
 #[doc(hidden)]
 pub fn derive_block_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::mul(
-        rt::expr::dim(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
-        rt::expr::inner(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
-    )
+    env.derived
+        .derive_block_size
+        .get_or_init(|| rt::expr::mul(
+            rt::expr::dim(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
+            rt::expr::inner(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
+        ))
+        .clone()
 }
 /// `biasBlockCount` = `numel(shapes.bias) / max(1, blockSize)`
 #[doc(hidden)]
 pub fn derive_bias_block_count(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::div(
-        rt::expr::numel(env.shapes.bias.as_slice())?,
-        ::core::cmp::max(1i64, derive_block_size(env)?),
-    )
+    env.derived
+        .derive_bias_block_count
+        .get_or_init(|| rt::expr::div(
+            rt::expr::numel(env.shapes.bias.as_slice())?,
+            ::core::cmp::max(1i64, derive_block_size(env)?),
+        ))
+        .clone()
 }
 /// `biasContract` = `(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)`
 #[doc(hidden)]
 pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_BIAS_CONTRACT, env)
+    env.derived
+        .derive_bias_contract
+        .get_or_init(|| rt::when::value(&EXPLAIN_BIAS_CONTRACT, &CONDITIONS, env))
+        .clone()
 }
 /// `fixedSubgroups` = `device.features.has("subgroups") and device.limits.subgroupMinSize >= 4 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize and device.limits.subgroupMinSize <= tunables.WORKGROUP_SIZE`
 #[doc(hidden)]
 pub fn derive_fixed_subgroups(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        env.caps.has_feature("subgroups")
-            && rt::support::limit(env.caps.subgroup_min_size) >= 4i64
-            && rt::support::limit(env.caps.subgroup_min_size)
-                == rt::support::limit(env.caps.subgroup_max_size)
-            && rt::support::limit(env.caps.subgroup_min_size) <= 256i64,
-    )
+    env.derived
+        .derive_fixed_subgroups
+        .get_or_init(|| Ok(
+            env.caps.has_feature("subgroups")
+                && rt::support::limit(env.caps.subgroup_min_size) >= 4i64
+                && rt::support::limit(env.caps.subgroup_min_size)
+                    == rt::support::limit(env.caps.subgroup_max_size)
+                && rt::support::limit(env.caps.subgroup_min_size) <= 256i64,
+        ))
+        .clone()
 }
 /// `blockPerSubgroup` = `fixedSubgroups and blockSize % 4 == 0`
 #[doc(hidden)]
 pub fn derive_block_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_fixed_subgroups(env)?
-            && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-    )
+    env.derived
+        .derive_block_per_subgroup
+        .get_or_init(|| Ok(
+            derive_fixed_subgroups(env)?
+                && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+        ))
+        .clone()
 }
 /// `normalizeSpanBlocks` = `2`
 #[doc(hidden)]
-pub fn derive_normalize_span_blocks(_env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(2i64)
+pub fn derive_normalize_span_blocks(env: &Env<'_>) -> Result<i64, EvalError> {
+    env.derived.derive_normalize_span_blocks.get_or_init(|| Ok(2i64)).clone()
 }
 /// `rowPerSubgroup` = `fixedSubgroups and blockSize <= device.limits.subgroupMinSize * 32`
 #[doc(hidden)]
 pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_fixed_subgroups(env)?
-            && derive_block_size(env)?
-                <= rt::expr::mul(rt::support::limit(env.caps.subgroup_min_size), 32i64)?,
-    )
+    env.derived
+        .derive_row_per_subgroup
+        .get_or_init(|| Ok(
+            derive_fixed_subgroups(env)?
+                && derive_block_size(env)?
+                    <= rt::expr::mul(
+                        rt::support::limit(env.caps.subgroup_min_size),
+                        32i64,
+                    )?,
+        ))
+        .clone()
 }
 /// `wordLanes` = `device.features.has("subgroups") and dtypes.T == "f32"`
 #[doc(hidden)]
 pub fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32")
+    env.derived
+        .derive_word_lanes
+        .get_or_init(|| Ok(
+            env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32",
+        ))
+        .clone()
 }
 /// How `biasContract` is explained, conjunct by conjunct.
-static EXPLAIN_BIAS_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_BIAS_CONTRACT: Explanation = Explanation {
     unless: Some((
         "(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)",
         &[0, 1, 2, 3, 4, 5, 6],
-        |env| Ok(
+        0,
+    )),
+    clauses: &[
+        Check("blockSize > 0", &[2], 1),
+        Check("biasBlockCount > 0", &[3], 2),
+        Check("numel(shapes.bias) % blockSize == 0", &[4], 3),
+        Check("biasBlockCount <= batchCount", &[3, 5], 4),
+        Check("batchCount % biasBlockCount == 0", &[6], 5),
+    ],
+};
+/// The variants in priority order, each with its `when` conditions in order and its
+/// plan.
+///
+static VARIANTS: [Variant<VariantSpec>; 3usize] = [
+    Variant {
+        id: "longrow_split",
+        when: &[
+            All(&SHARED_WHEN),
+            Check("blockSize >= 65536", &[2], 10),
+            Check("batchCount > 0", &[5], 11),
+            Check(
+                "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
+                &[5, 11],
+                12,
+            ),
+            Check(
+                "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits.maxComputeWorkgroupsPerDimension",
+                &[12, 11],
+                13,
+            ),
+            Check("f16Ok(dtypes.T)", &[13], 14),
+        ],
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "block_stats",
+                    table_pass: 0,
+                    key: &[4, 5, 6, 7, 8, 9],
+                    overrides: &[
+                        ("biasBlockCount", ("biasBlockCount", 10)),
+                        ("innerRepeat", ("innerRepeat", 11)),
+                    ],
+                    bindings: &[
+                        Arg(0),
+                        Arg(1),
+                        Intermediate(0),
+                        Intermediate(1),
+                        Params,
+                    ],
+                    params: &[U32(("blockSize", 0)), U32(("blocks", 1))],
+                    dispatch: Grid(("x", 2), Some(("y", 3)), None),
+                },
+                PassSpec {
+                    id: "row_stats",
+                    table_pass: 1,
+                    key: &[4, 5],
+                    overrides: &[],
+                    bindings: &[
+                        Intermediate(0),
+                        Intermediate(1),
+                        Intermediate(2),
+                        Intermediate(3),
+                        Params,
+                    ],
+                    params: &[U32(("blocks", 1))],
+                    dispatch: Grid(("x", 3), None, None),
+                },
+                PassSpec {
+                    id: "normalize",
+                    table_pass: 2,
+                    key: &[4, 5, 6, 7, 13],
+                    overrides: &[
+                        ("biasBlockCount", ("biasBlockCount", 10)),
+                        ("innerRepeat", ("innerRepeat", 11)),
+                    ],
+                    bindings: &[
+                        Arg(0),
+                        Arg(1),
+                        Intermediate(2),
+                        Intermediate(3),
+                        Arg(2),
+                        Params,
+                    ],
+                    params: &[U32(("blockSize", 0))],
+                    dispatch: Grid(("x", 12), Some(("y", 3)), None),
+                },
+            ],
+            intermediates: &[
+                ScratchSpec {
+                    id: "blockMax",
+                    dtype: rt::DType::F32,
+                    shape: 14,
+                },
+                ScratchSpec {
+                    id: "blockSum",
+                    dtype: rt::DType::F32,
+                    shape: 14,
+                },
+                ScratchSpec {
+                    id: "rowMax",
+                    dtype: rt::DType::F32,
+                    shape: 15,
+                },
+                ScratchSpec {
+                    id: "rowSum",
+                    dtype: rt::DType::F32,
+                    shape: 15,
+                },
+            ],
+        },
+    },
+    Variant {
+        id: "packed_rows",
+        when: &[
+            All(&SHARED_WHEN),
+            Check("blockSize > 0", &[2], 1),
+            Check("blockSize <= 8", &[2], 15),
+            Check("batchCount >= 64", &[5], 16),
+            Check("f16Ok(dtypes.T)", &[13], 14),
+        ],
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 3,
+                    key: &[4, 5, 6, 7, 18],
+                    overrides: &[
+                        ("blockSize", ("blockSize", 0)),
+                        ("biasBlockCount", ("biasBlockCount", 10)),
+                        ("innerRepeat", ("innerRepeat", 11)),
+                    ],
+                    bindings: &[Arg(0), Arg(1), Arg(2), Params],
+                    params: &[U32(("blockSize", 0)), U32(("batchCount", 3))],
+                    dispatch: GridStride {
+                        items: ("gridStride", 16),
+                        workgroup_size: ("workgroupSize", 17),
+                    },
+                },
+            ],
+            intermediates: &[],
+        },
+    },
+    Variant {
+        id: "adaptive_row",
+        when: &[
+            All(&SHARED_WHEN),
+            Check("numel(shapes.data) >= 0", &[0], 17),
+            Check("f16Ok(dtypes.T)", &[13], 14),
+        ],
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 4,
+                    key: &[4, 5, 9, 6, 7, 20, 21],
+                    overrides: &[
+                        ("blockSize", ("blockSize", 0)),
+                        ("biasBlockCount", ("biasBlockCount", 10)),
+                        ("innerRepeat", ("innerRepeat", 11)),
+                    ],
+                    bindings: &[Arg(0), Arg(1), Arg(2), Params],
+                    params: &[U32(("blockSize", 0)), U32(("batchCount", 3))],
+                    dispatch: Workgroups(("workgroups", 19)),
+                },
+            ],
+            intermediates: &[],
+        },
+    },
+];
+/// The `when` conditions every variant starts with.
+static SHARED_WHEN: [Clause; 5usize] = [
+    Check("numel(shapes.data) == numel(shapes.output)", &[0, 7], 6),
+    Check("ranks.data >= 1", &[8], 7),
+    Check("attrs.axis + ranks.data >= 0", &[9], 8),
+    Check("attrs.axis < ranks.data", &[10, 8], 9),
+    Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
+];
+/// Test `index` of the clause tables, evaluated.
+fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
+    let holds = match index {
+        0 => {
             rt::expr::numel(env.shapes.data.as_slice())? == 0i64
                 && rt::expr::numel(env.shapes.bias.as_slice())? == 0i64
                 || derive_block_size(env)? > 0i64 && derive_bias_block_count(env)? > 0i64
@@ -319,188 +552,62 @@ static EXPLAIN_BIAS_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanatio
                     && rt::expr::rem(
                         derive_batch_count(env)?,
                         derive_bias_block_count(env)?,
-                    )? == 0i64,
-        ),
-    )),
-    clauses: &[
-        rt::when::Clause::Check(
-            "blockSize > 0",
-            &[2],
-            |env| Ok(derive_block_size(env)? > 0i64),
-        ),
-        rt::when::Clause::Check(
-            "biasBlockCount > 0",
-            &[3],
-            |env| Ok(derive_bias_block_count(env)? > 0i64),
-        ),
-        rt::when::Clause::Check(
-            "numel(shapes.bias) % blockSize == 0",
-            &[4],
-            |env| Ok(
-                rt::expr::rem(
-                    rt::expr::numel(env.shapes.bias.as_slice())?,
-                    derive_block_size(env)?,
-                )? == 0i64,
-            ),
-        ),
-        rt::when::Clause::Check(
-            "biasBlockCount <= batchCount",
-            &[3, 5],
-            |env| Ok(derive_bias_block_count(env)? <= derive_batch_count(env)?),
-        ),
-        rt::when::Clause::Check(
-            "batchCount % biasBlockCount == 0",
-            &[6],
-            |env| Ok(
-                rt::expr::rem(derive_batch_count(env)?, derive_bias_block_count(env)?)?
-                    == 0i64,
-            ),
-        ),
-    ],
-};
-/// A compiled `when` condition: its test, and its operands' values for a rejection.
-type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
-type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
-/// The variants in priority order, each with its `when` conditions in order and its
-/// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
-///
-#[doc(hidden)]
-pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; 3usize] = [
-    rt::when::Variant::new(
-        "longrow_split",
-        &[
-            rt::when::Clause::All(&SHARED_WHEN),
-            rt::when::Clause::Check(
-                "blockSize >= 65536",
-                &[2],
-                |env| Ok(derive_block_size(env)? >= 65536i64),
-            ),
-            rt::when::Clause::Check(
-                "batchCount > 0",
-                &[5],
-                |env| Ok(derive_batch_count(env)? > 0i64),
-            ),
-            rt::when::Clause::Check(
-                "batchCount <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[5, 11],
-                |env| Ok(
-                    derive_batch_count(env)?
-                        <= rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
-                        ),
-                ),
-            ),
-            rt::when::Clause::Check(
-                "ceilDiv(blockSize, tunables.BLOCK_COLS) <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[12, 11],
-                |env| Ok(
-                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
-                        <= rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
-                        ),
-                ),
-            ),
-            rt::when::Clause::Check(
-                "f16Ok(dtypes.T)",
-                &[13],
-                |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
-                    ),
-                ),
-            ),
-        ],
-        plan_longrow_split,
-        operand,
-    ),
-    rt::when::Variant::new(
-        "packed_rows",
-        &[
-            rt::when::Clause::All(&SHARED_WHEN),
-            rt::when::Clause::Check(
-                "blockSize > 0",
-                &[2],
-                |env| Ok(derive_block_size(env)? > 0i64),
-            ),
-            rt::when::Clause::Check(
-                "blockSize <= 8",
-                &[2],
-                |env| Ok(derive_block_size(env)? <= 8i64),
-            ),
-            rt::when::Clause::Check(
-                "batchCount >= 64",
-                &[5],
-                |env| Ok(derive_batch_count(env)? >= 64i64),
-            ),
-            rt::when::Clause::Check(
-                "f16Ok(dtypes.T)",
-                &[13],
-                |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
-                    ),
-                ),
-            ),
-        ],
-        plan_packed_rows,
-        operand,
-    ),
-    rt::when::Variant::new(
-        "adaptive_row",
-        &[
-            rt::when::Clause::All(&SHARED_WHEN),
-            rt::when::Clause::Check(
-                "numel(shapes.data) >= 0",
-                &[0],
-                |env| Ok(rt::expr::numel(env.shapes.data.as_slice())? >= 0i64),
-            ),
-            rt::when::Clause::Check(
-                "f16Ok(dtypes.T)",
-                &[13],
-                |env| Ok(
-                    rt::expr::f16_ok(
-                        env.dtypes.t.wgsl_name(),
-                        env.caps.has_feature("shader-f16"),
-                    ),
-                ),
-            ),
-        ],
-        plan_adaptive_row,
-        operand,
-    ),
-];
-/// The `when` conditions every variant starts with.
-static SHARED_WHEN: [rt::when::Clause<Test>; 5usize] = [
-    rt::when::Clause::Check(
-        "numel(shapes.data) == numel(shapes.output)",
-        &[0, 7],
-        |env| Ok(
+                    )? == 0i64
+        }
+        1 => derive_block_size(env)? > 0i64,
+        2 => derive_bias_block_count(env)? > 0i64,
+        3 => {
+            rt::expr::rem(
+                rt::expr::numel(env.shapes.bias.as_slice())?,
+                derive_block_size(env)?,
+            )? == 0i64
+        }
+        4 => derive_bias_block_count(env)? <= derive_batch_count(env)?,
+        5 => {
+            rt::expr::rem(derive_batch_count(env)?, derive_bias_block_count(env)?)?
+                == 0i64
+        }
+        6 => {
             rt::expr::numel(env.shapes.data.as_slice())?
-                == rt::expr::numel(env.shapes.output.as_slice())?,
-        ),
-    ),
-    rt::when::Clause::Check(
-        "ranks.data >= 1",
-        &[8],
-        |env| Ok(rt::support::rank(&env.shapes.data) >= 1i64),
-    ),
-    rt::when::Clause::Check(
-        "attrs.axis + ranks.data >= 0",
-        &[9],
-        |env| Ok(
-            rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))? >= 0i64,
-        ),
-    ),
-    rt::when::Clause::Check(
-        "attrs.axis < ranks.data",
-        &[10, 8],
-        |env| Ok(env.attrs.axis < rt::support::rank(&env.shapes.data)),
-    ),
-    rt::when::Clause::Explain("biasContract", &EXPLAIN_BIAS_CONTRACT),
-];
+                == rt::expr::numel(env.shapes.output.as_slice())?
+        }
+        7 => rt::support::rank(&env.shapes.data) >= 1i64,
+        8 => rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))? >= 0i64,
+        9 => env.attrs.axis < rt::support::rank(&env.shapes.data),
+        10 => derive_block_size(env)? >= 65536i64,
+        11 => derive_batch_count(env)? > 0i64,
+        12 => {
+            derive_batch_count(env)?
+                <= rt::support::limit(
+                    env.caps.limits.max_compute_workgroups_per_dimension,
+                )
+        }
+        13 => {
+            rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
+                <= rt::support::limit(
+                    env.caps.limits.max_compute_workgroups_per_dimension,
+                )
+        }
+        14 => {
+            rt::expr::f16_ok(
+                env.dtypes.t.wgsl_name(),
+                env.caps.has_feature("shader-f16"),
+            )
+        }
+        15 => derive_block_size(env)? <= 8i64,
+        16 => derive_batch_count(env)? >= 64i64,
+        17 => rt::expr::numel(env.shapes.data.as_slice())? >= 0i64,
+        _ => return Err(rt::when::no_test(index)),
+    };
+    Ok(holds)
+}
+type Test = fn(usize, &Env<'_>) -> Result<bool, EvalError>;
+type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
+/// The tests the clause tables name, and the operands their rejections show.
+static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
+    test,
+    operand,
+};
 /// The source text of each operand a rejection may show.
 const OPERANDS: [&str; 14usize] = [
     "numel(shapes.data)",
@@ -525,259 +632,247 @@ fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
 }
 /// The value of operand `index`, as a rejection prints it.
 fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
-    Ok(
-        match index {
-            0 => rt::when::shown(rt::expr::numel(env.shapes.data.as_slice())?),
-            1 => rt::when::shown(rt::expr::numel(env.shapes.bias.as_slice())?),
-            2 => rt::when::shown(derive_block_size(env)?),
-            3 => rt::when::shown(derive_bias_block_count(env)?),
-            4 => {
-                rt::when::shown(
-                    rt::expr::rem(
-                        rt::expr::numel(env.shapes.bias.as_slice())?,
-                        derive_block_size(env)?,
-                    )?,
-                )
-            }
-            5 => rt::when::shown(derive_batch_count(env)?),
-            6 => {
-                rt::when::shown(
-                    rt::expr::rem(
+    let value = match index {
+        0 => rt::when::shown(rt::expr::numel(env.shapes.data.as_slice())?),
+        1 => rt::when::shown(rt::expr::numel(env.shapes.bias.as_slice())?),
+        2 => rt::when::shown(derive_block_size(env)?),
+        3 => rt::when::shown(derive_bias_block_count(env)?),
+        4 => {
+            rt::when::shown(
+                rt::expr::rem(
+                    rt::expr::numel(env.shapes.bias.as_slice())?,
+                    derive_block_size(env)?,
+                )?,
+            )
+        }
+        5 => rt::when::shown(derive_batch_count(env)?),
+        6 => {
+            rt::when::shown(
+                rt::expr::rem(derive_batch_count(env)?, derive_bias_block_count(env)?)?,
+            )
+        }
+        7 => rt::when::shown(rt::expr::numel(env.shapes.output.as_slice())?),
+        8 => rt::when::shown(rt::support::rank(&env.shapes.data)),
+        9 => {
+            rt::when::shown(
+                rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?,
+            )
+        }
+        10 => rt::when::shown(env.attrs.axis),
+        11 => {
+            rt::when::shown(
+                rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
+            )
+        }
+        12 => rt::when::shown(rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?),
+        13 => rt::when::shown(env.dtypes.t.wgsl_name()),
+        _ => String::new(),
+    };
+    Ok(value)
+}
+/// Value `index` of the plans, computed.
+fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
+    let value = match index {
+        0 => Value::from(derive_block_size(env)?),
+        1 => Value::from(rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?),
+        2 => {
+            Value::from(
+                if derive_block_per_subgroup(env)? {
+                    rt::expr::ceil_div(
+                        rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
+                        rt::expr::div(
+                            256i64,
+                            rt::support::limit(env.caps.subgroup_min_size),
+                        )?,
+                    )?
+                } else {
+                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?
+                },
+            )
+        }
+        3 => Value::from(derive_batch_count(env)?),
+        4 => Value::from(env.dtypes.t.wgsl_name()),
+        5 => Value::from(env.dtypes.t.wgsl_name() == "f16"),
+        6 => Value::from(i64::from(env.attrs.is_inner_broadcast) != 0i64),
+        7 => {
+            Value::from(
+                derive_block_size(env)? > 0i64
+                    && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
+            )
+        }
+        8 => Value::from(derive_block_per_subgroup(env)?),
+        9 => Value::from(env.caps.has_feature("subgroups")),
+        10 => Value::from(::core::cmp::max(1i64, derive_bias_block_count(env)?)),
+        11 => {
+            Value::from(
+                ::core::cmp::max(
+                    1i64,
+                    rt::expr::div(
                         derive_batch_count(env)?,
-                        derive_bias_block_count(env)?,
+                        ::core::cmp::max(1i64, derive_bias_block_count(env)?),
                     )?,
-                )
-            }
-            7 => rt::when::shown(rt::expr::numel(env.shapes.output.as_slice())?),
-            8 => rt::when::shown(rt::support::rank(&env.shapes.data)),
-            9 => {
-                rt::when::shown(
-                    rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?,
-                )
-            }
-            10 => rt::when::shown(env.attrs.axis),
-            11 => {
-                rt::when::shown(
-                    rt::support::limit(
-                        env.caps.limits.max_compute_workgroups_per_dimension,
-                    ),
-                )
-            }
-            12 => rt::when::shown(rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?),
-            13 => rt::when::shown(env.dtypes.t.wgsl_name()),
-            _ => String::new(),
-        },
+                ),
+            )
+        }
+        12 => {
+            Value::from(
+                rt::expr::ceil_div(
+                    rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
+                    derive_normalize_span_blocks(env)?,
+                )?,
+            )
+        }
+        13 => Value::from(derive_normalize_span_blocks(env)?),
+        14 => {
+            Value::from(
+                <[i64]>::to_vec(
+                    &[
+                        rt::expr::mul(
+                            rt::expr::outer(
+                                env.shapes.data.as_slice(),
+                                derive_axis_norm(env)?,
+                            )?,
+                            rt::expr::ceil_div(
+                                rt::expr::mul(
+                                    rt::expr::dim(
+                                        env.shapes.data.as_slice(),
+                                        derive_axis_norm(env)?,
+                                    )?,
+                                    rt::expr::inner(
+                                        env.shapes.data.as_slice(),
+                                        derive_axis_norm(env)?,
+                                    )?,
+                                )?,
+                                2048i64,
+                            )?,
+                        )?,
+                    ],
+                ),
+            )
+        }
+        15 => {
+            Value::from(
+                <[i64]>::to_vec(
+                    &[
+                        rt::expr::outer(
+                            env.shapes.data.as_slice(),
+                            derive_axis_norm(env)?,
+                        )?,
+                    ],
+                ),
+            )
+        }
+        16 => {
+            Value::from(
+                if derive_word_lanes(env)?
+                    && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64
+                {
+                    rt::expr::mul(
+                        derive_batch_count(env)?,
+                        rt::expr::div(derive_block_size(env)?, 4i64)?,
+                    )?
+                } else {
+                    derive_batch_count(env)?
+                },
+            )
+        }
+        17 => Value::from(256i64),
+        18 => Value::from(derive_word_lanes(env)?),
+        19 => {
+            Value::from(
+                if derive_row_per_subgroup(env)? {
+                    rt::expr::ceil_div(
+                        derive_batch_count(env)?,
+                        rt::expr::div(
+                            256i64,
+                            rt::support::limit(env.caps.subgroup_min_size),
+                        )?,
+                    )?
+                } else {
+                    derive_batch_count(env)?
+                },
+            )
+        }
+        20 => {
+            Value::from(
+                env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32",
+            )
+        }
+        21 => Value::from(derive_row_per_subgroup(env)?),
+        _ => return Err(rt::when::no_test(index)),
+    };
+    Ok(value)
+}
+/// What each value of the plans is computed from, as errors name it.
+const VALUE_SOURCES: [&str; 22usize] = [
+    " (from the shape of `data` and attribute `axis`)",
+    " (from the shape of `data` and attribute `axis`)",
+    " (from the shape of `data` and attribute `axis`)",
+    " (from the shape of `data` and attribute `axis`)",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    " (from the shapes of `bias`, `data` and attribute `axis`)",
+    " (from the shapes of `bias`, `data` and attribute `axis`)",
+    " (from the shape of `data` and attribute `axis`)",
+    "",
+    "",
+    "",
+    " (from the shape of `data` and attribute `axis`)",
+    "",
+    "",
+    " (from the shape of `data` and attribute `axis`)",
+    "",
+    "",
+];
+/// The op's outputs, which every variant shares.
+fn outputs(env: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
+    Ok(
+        ::std::vec::Vec::from([
+            rt::OutputSpec {
+                role: "output",
+                dtype: env.dtypes.t,
+                shape: rt::support::to_shape("output", &env.shapes.output)?,
+            },
+        ]),
     )
 }
-/// The plan of variant `longrow_split`.
-fn plan_longrow_split(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "longrow_split",
-        passes: vec![
-            rt::PlannedPass { id : "block_stats", kernel : SHADERS.kernel(0usize, & [(env
-            .dtypes.t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
-            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
-            4i64) ? == 0i64).into(), (derive_block_per_subgroup(env) ?).into(), (env.caps
-            .has_feature("subgroups")).into()]) ?, overrides : vec![("biasBlockCount",
-            f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `block_stats`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
-            ("innerRepeat",
-            f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `block_stats`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
-            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
-            rt::Binding::Intermediate(0usize), rt::Binding::Intermediate(1usize),
-            rt::Binding::Params], params : rt::uniform::Words::with_fields(2usize)
-            .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `block_stats`, `blockSize` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_block_size(env) ?)) ?) ?
-            .checked_u32("`blocks` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `block_stats`, `blocks` (from the shape of `data` and attribute `axis`)",
-            || rt::expr::ceil_div(derive_block_size(env) ?, 2048i64)) ?) ? .into_bytes(),
-            dispatch : rt::Dispatch::Grid { x :
-            rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `block_stats`, `x` (from the shape of `data` and attribute `axis`)",
-            || Ok(if derive_block_per_subgroup(env) ? {
-            rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ?,
-            rt::expr::div(256i64, rt::support::limit(env.caps.subgroup_min_size)) ?) ? }
-            else { rt::expr::ceil_div(derive_block_size(env) ?, 2048i64) ? })) ?) ?, y :
-            rt::support::to_u64("`y` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `block_stats`, `y` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_batch_count(env) ?)) ?) ?, z : 1 } }, rt::PlannedPass { id :
-            "row_stats", kernel : SHADERS.kernel(1usize, & [(env.dtypes.t.wgsl_name())
-            .into(), (env.dtypes.t.wgsl_name() == "f16").into()]) ?, overrides : vec![],
-            bindings : vec![rt::Binding::Intermediate(0usize),
-            rt::Binding::Intermediate(1usize), rt::Binding::Intermediate(2usize),
-            rt::Binding::Intermediate(3usize), rt::Binding::Params], params :
-            rt::uniform::Words::with_fields(1usize)
-            .checked_u32("`blocks` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `row_stats`, `blocks` (from the shape of `data` and attribute `axis`)",
-            || rt::expr::ceil_div(derive_block_size(env) ?, 2048i64)) ?) ? .into_bytes(),
-            dispatch : rt::Dispatch::Grid { x :
-            rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `row_stats`, `x` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_batch_count(env) ?)) ?) ?, y : 1, z : 1 } }, rt::PlannedPass {
-            id : "normalize", kernel : SHADERS.kernel(2usize, & [(env.dtypes.t
-            .wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
-            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
-            4i64) ? == 0i64).into(), (derive_normalize_span_blocks(env) ?).into()]) ?,
-            overrides : vec![("biasBlockCount",
-            f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `normalize`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
-            ("innerRepeat",
-            f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `normalize`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
-            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
-            rt::Binding::Intermediate(2usize), rt::Binding::Intermediate(3usize),
-            rt::Binding::Arg(2usize), rt::Binding::Params], params :
-            rt::uniform::Words::with_fields(1usize)
-            .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `normalize`, `blockSize` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_block_size(env) ?)) ?) ? .into_bytes(), dispatch :
-            rt::Dispatch::Grid { x :
-            rt::support::to_u64("`x` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `normalize`, `x` (from the shape of `data` and attribute `axis`)",
-            || rt::expr::ceil_div(rt::expr::ceil_div(derive_block_size(env) ?, 2048i64)
-            ?, derive_normalize_span_blocks(env) ?)) ?) ?, y :
-            rt::support::to_u64("`y` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `normalize`, `y` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_batch_count(env) ?)) ?) ?, z : 1 } }
-        ],
-        intermediates: vec![
-            rt::IntermediateSpec { id : "blockMax", dtype : rt::DType::F32, len :
-            rt::support::element_count("blockMax", & < [i64] > ::to_vec(&
-            [rt::expr::mul(rt::expr::outer(env.shapes.data.as_slice(),
-            derive_axis_norm(env) ?) ?,
-            rt::expr::ceil_div(rt::expr::mul(rt::expr::dim(env.shapes.data.as_slice(),
-            derive_axis_norm(env) ?) ?, rt::expr::inner(env.shapes.data.as_slice(),
-            derive_axis_norm(env) ?) ?) ?, 2048i64) ?) ?])) ? }, rt::IntermediateSpec {
-            id : "blockSum", dtype : rt::DType::F32, len :
-            rt::support::element_count("blockSum", & < [i64] > ::to_vec(&
-            [rt::expr::mul(rt::expr::outer(env.shapes.data.as_slice(),
-            derive_axis_norm(env) ?) ?,
-            rt::expr::ceil_div(rt::expr::mul(rt::expr::dim(env.shapes.data.as_slice(),
-            derive_axis_norm(env) ?) ?, rt::expr::inner(env.shapes.data.as_slice(),
-            derive_axis_norm(env) ?) ?) ?, 2048i64) ?) ?])) ? }, rt::IntermediateSpec {
-            id : "rowMax", dtype : rt::DType::F32, len :
-            rt::support::element_count("rowMax", & < [i64] > ::to_vec(&
-            [rt::expr::outer(env.shapes.data.as_slice(), derive_axis_norm(env) ?) ?])) ?
-            }, rt::IntermediateSpec { id : "rowSum", dtype : rt::DType::F32, len :
-            rt::support::element_count("rowSum", & < [i64] > ::to_vec(&
-            [rt::expr::outer(env.shapes.data.as_slice(), derive_axis_norm(env) ?) ?])) ?
-            }
-        ],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
-}
-/// The plan of variant `packed_rows`.
-fn plan_packed_rows(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "packed_rows",
-        passes: vec![
-            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(3usize, & [(env.dtypes
-            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (i64::from(env.attrs.is_inner_broadcast) != 0i64).into(),
-            (derive_block_size(env) ? > 0i64 && rt::expr::rem(derive_block_size(env) ?,
-            4i64) ? == 0i64).into(), (derive_word_lanes(env) ?).into()]) ?, overrides :
-            vec![("blockSize",
-            f64::from(rt::support::to_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_block_size(env) ?)) ?) ?)), ("biasBlockCount",
-            f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
-            ("innerRepeat",
-            f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
-            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
-            rt::Binding::Arg(2usize), rt::Binding::Params], params :
-            rt::uniform::Words::with_fields(2usize)
-            .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_block_size(env) ?)) ?) ?
-            .checked_u32("`batchCount` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `batchCount` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_batch_count(env) ?)) ?) ? .into_bytes(), dispatch :
-            rt::Dispatch::GridStride { items :
-            rt::support::to_u64("`gridStride` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `gridStride` (from the shape of `data` and attribute `axis`)",
-            || Ok(if derive_word_lanes(env) ? && rt::expr::rem(derive_block_size(env) ?,
-            4i64) ? == 0i64 { rt::expr::mul(derive_batch_count(env) ?,
-            rt::expr::div(derive_block_size(env) ?, 4i64) ?) ? } else {
-            derive_batch_count(env) ? })) ?) ?, workgroup_size :
-            rt::support::to_u32("`workgroupSize`", 256i64) ? } }
-        ],
-        intermediates: vec![],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
-}
-/// The plan of variant `adaptive_row`.
-fn plan_adaptive_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "adaptive_row",
-        passes: vec![
-            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(4usize, & [(env.dtypes
-            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(), (env.caps
-            .has_feature("subgroups")).into(), (i64::from(env.attrs.is_inner_broadcast)
-            != 0i64).into(), (derive_block_size(env) ? > 0i64 &&
-            rt::expr::rem(derive_block_size(env) ?, 4i64) ? == 0i64).into(), (env.caps
-            .has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32").into(),
-            (derive_row_per_subgroup(env) ?).into()]) ?, overrides : vec![("blockSize",
-            f64::from(rt::support::to_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_block_size(env) ?)) ?) ?)), ("biasBlockCount",
-            f64::from(rt::support::to_u32("`biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `biasBlockCount` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, derive_bias_block_count(env) ?))) ?) ?)),
-            ("innerRepeat",
-            f64::from(rt::support::to_u32("`innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `innerRepeat` (from the shapes of `bias`, `data` and attribute `axis`)",
-            || Ok(::core::cmp::max(1i64, rt::expr::div(derive_batch_count(env) ?,
-            ::core::cmp::max(1i64, derive_bias_block_count(env) ?)) ?))) ?) ?))],
-            bindings : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
-            rt::Binding::Arg(2usize), rt::Binding::Params], params :
-            rt::uniform::Words::with_fields(2usize)
-            .checked_u32("`blockSize` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `blockSize` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_block_size(env) ?)) ?) ?
-            .checked_u32("`batchCount` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `batchCount` (from the shape of `data` and attribute `axis`)",
-            || Ok(derive_batch_count(env) ?)) ?) ? .into_bytes(), dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `data` and attribute `axis`)",
-            rt::support::value("pass `main`, `workgroups` (from the shape of `data` and attribute `axis`)",
-            || Ok(if derive_row_per_subgroup(env) ? {
-            rt::expr::ceil_div(derive_batch_count(env) ?, rt::expr::div(256i64,
-            rt::support::limit(env.caps.subgroup_min_size)) ?) ? } else {
-            derive_batch_count(env) ? })) ?) ?) }
-        ],
-        intermediates: vec![],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
+/// The plan of `variant`, whether or not its `when` holds.
+fn plan_variant(
+    variant: &Variant<VariantSpec>,
+    env: &Env<'_>,
+) -> Result<rt::Plan, EvalError> {
+    let values = rt::plan_spec::Values {
+        value,
+        sources: &VALUE_SOURCES,
+    };
+    rt::plan_spec::build(
+        OP_NAME,
+        variant.id,
+        &variant.plan,
+        &SHADERS,
+        &values,
+        env,
+        outputs(env)?,
+    )
 }
 /// The variant ids, in selection order.
 #[doc(hidden)]
 pub const VARIANT_IDS: &[&str] = &["longrow_split", "packed_rows", "adaptive_row"];
+/// The `when` check of variant `id`: why it rejects `env`, if it does.
+#[doc(hidden)]
+pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+    rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+}
+/// The plan of variant `id` for `env`, whether or not its `when` holds.
+#[doc(hidden)]
+pub fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+    let variant = VARIANTS.iter().find(|v| v.id == id)?;
+    Some(plan_variant(variant, env))
+}
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
@@ -795,8 +890,8 @@ pub fn plan(
     attrs.validate()?;
     rt::support::dtype_allowed(OP_NAME, "data, bias", "T", dtypes.t, rt::DType::FLOATS)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
-    rt::support::planned(OP_NAME, variant, plan_variant(&env))
+    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+    rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
 }
 /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
 /// same tensors (see [`rt::Context::record_plan_reusing`]).

@@ -3,6 +3,7 @@
 
 use ::kernel_runtime as rt;
 use rt::expr::EvalError;
+use rt::tables::*;
 /// The op's qualified name.
 pub const OP_NAME: &str = "com.microsoft.GatedRelativePositionBias";
 /// Attributes of the op.
@@ -196,6 +197,30 @@ pub struct EnvShapes {
     pub eco_a: ::std::vec::Vec<i64>,
     pub output: ::std::vec::Vec<i64>,
 }
+/// The `derive` entries' values, each computed on first use.
+#[doc(hidden)]
+#[derive(Clone, Debug, Default)]
+pub struct EnvDerived {
+    pub derive_batch_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_proj_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_bias_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_eco_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_hidden: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_query_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_seq_len: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_rel_pos_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_weight_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_rel_rows: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_rows_per_workgroup: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_dispatch_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_fixed_subgroup_size: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_head_lanes_filled: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_vec4_rows: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_long_aligned_rows: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_head_parallel: ::std::cell::OnceCell<Result<bool, EvalError>>,
+}
 /// Everything the manifest's expressions may read.
 #[doc(hidden)]
 #[derive(Clone, Debug)]
@@ -204,6 +229,7 @@ pub struct Env<'a> {
     pub dtypes: DTypes,
     pub attrs: &'a Attrs,
     pub caps: &'a rt::DeviceCaps,
+    pub derived: EnvDerived,
 }
 fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
     rt::OpError::Input {
@@ -233,6 +259,7 @@ impl<'a> Env<'a> {
             dtypes,
             attrs,
             caps,
+            derived: EnvDerived::default(),
         };
         env.shapes.output = output_shape_output(&env)
             .map_err(|e| output_error(
@@ -277,320 +304,429 @@ fn output_rank_output(_env: &Env<'_>) -> Result<i64, EvalError> {
 /// `batchSize` = `dim(shapes.query_layer, 0)`
 #[doc(hidden)]
 pub fn derive_batch_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::dim(env.shapes.query_layer.as_slice(), 0i64)
+    env.derived
+        .derive_batch_size
+        .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 0i64))
+        .clone()
 }
 /// `projDim` = `dim(shapes.weight, 1)`
 #[doc(hidden)]
 pub fn derive_proj_dim(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::dim(env.shapes.weight.as_slice(), 1i64)
+    env.derived
+        .derive_proj_dim
+        .get_or_init(|| rt::expr::dim(env.shapes.weight.as_slice(), 1i64))
+        .clone()
 }
 /// `biasContract` = `sameShape(shapes.bias, [projDim])`
 #[doc(hidden)]
 pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(rt::expr::same_shape(env.shapes.bias.as_slice(), &[derive_proj_dim(env)?]))
+    env.derived
+        .derive_bias_contract
+        .get_or_init(|| Ok(
+            rt::expr::same_shape(env.shapes.bias.as_slice(), &[derive_proj_dim(env)?]),
+        ))
+        .clone()
 }
 /// `ecoContract` = `sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])`
 #[doc(hidden)]
 pub fn derive_eco_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::same_shape(
-            env.shapes.eco_a.as_slice(),
-            &[1i64, env.attrs.num_heads, 1i64, 1i64],
-        ),
-    )
+    env.derived
+        .derive_eco_contract
+        .get_or_init(|| Ok(
+            rt::expr::same_shape(
+                env.shapes.eco_a.as_slice(),
+                &[1i64, env.attrs.num_heads, 1i64, 1i64],
+            ),
+        ))
+        .clone()
 }
 /// `hidden` = `dim(shapes.query_layer, 2)`
 #[doc(hidden)]
 pub fn derive_hidden(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::dim(env.shapes.query_layer.as_slice(), 2i64)
+    env.derived
+        .derive_hidden
+        .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 2i64))
+        .clone()
 }
 /// `queryContract` = `attrs.num_heads > 0 and hidden > 0 and hidden % attrs.num_heads == 0 and sameShape(shapes.query_bias, [hidden])`
 #[doc(hidden)]
 pub fn derive_query_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_QUERY_CONTRACT, env)
+    env.derived
+        .derive_query_contract
+        .get_or_init(|| rt::when::value(&EXPLAIN_QUERY_CONTRACT, &CONDITIONS, env))
+        .clone()
 }
 /// `seqLen` = `dim(shapes.query_layer, 1)`
 #[doc(hidden)]
 pub fn derive_seq_len(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::dim(env.shapes.query_layer.as_slice(), 1i64)
+    env.derived
+        .derive_seq_len
+        .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 1i64))
+        .clone()
 }
 /// `relPosContract` = `sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])`
 #[doc(hidden)]
 pub fn derive_rel_pos_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::same_shape(
-            env.shapes.rel_pos.as_slice(),
-            &[1i64, env.attrs.num_heads, derive_seq_len(env)?, derive_seq_len(env)?],
-        ),
-    )
+    env.derived
+        .derive_rel_pos_contract
+        .get_or_init(|| Ok(
+            rt::expr::same_shape(
+                env.shapes.rel_pos.as_slice(),
+                &[1i64, env.attrs.num_heads, derive_seq_len(env)?, derive_seq_len(env)?],
+            ),
+        ))
+        .clone()
 }
 /// `headSize` = `hidden / attrs.num_heads if attrs.num_heads > 0 else 0`
 #[doc(hidden)]
 pub fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(
-        if env.attrs.num_heads > 0i64 {
-            rt::expr::div(derive_hidden(env)?, env.attrs.num_heads)?
-        } else {
-            0i64
-        },
-    )
+    env.derived
+        .derive_head_size
+        .get_or_init(|| Ok(
+            if env.attrs.num_heads > 0i64 {
+                rt::expr::div(derive_hidden(env)?, env.attrs.num_heads)?
+            } else {
+                0i64
+            },
+        ))
+        .clone()
 }
 /// `weightContract` = `dim(shapes.weight, 0) == headSize and projDim % 2 == 0 and projDim >= 2 and projDim <= 32`
 #[doc(hidden)]
 pub fn derive_weight_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_WEIGHT_CONTRACT, env)
+    env.derived
+        .derive_weight_contract
+        .get_or_init(|| rt::when::value(&EXPLAIN_WEIGHT_CONTRACT, &CONDITIONS, env))
+        .clone()
 }
 /// `contract` = `f16Ok(dtypes.T) and queryContract and relPosContract and weightContract and biasContract and ecoContract`
 #[doc(hidden)]
 pub fn derive_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_CONTRACT, env)
+    env.derived
+        .derive_contract
+        .get_or_init(|| rt::when::value(&EXPLAIN_CONTRACT, &CONDITIONS, env))
+        .clone()
 }
 /// `relRows` = `attrs.num_heads * seqLen if batchSize > 0 else 0`
 #[doc(hidden)]
 pub fn derive_rel_rows(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(
-        if derive_batch_size(env)? > 0i64 {
-            rt::expr::mul(env.attrs.num_heads, derive_seq_len(env)?)?
-        } else {
-            0i64
-        },
-    )
+    env.derived
+        .derive_rel_rows
+        .get_or_init(|| Ok(
+            if derive_batch_size(env)? > 0i64 {
+                rt::expr::mul(env.attrs.num_heads, derive_seq_len(env)?)?
+            } else {
+                0i64
+            },
+        ))
+        .clone()
 }
 /// `rowsPerWorkgroup` = `tunables.ROWS_PER_WORKGROUP_F16 if dtypes.T == "f16" else tunables.ROWS_PER_WORKGROUP_F32`
 #[doc(hidden)]
 pub fn derive_rows_per_workgroup(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(if env.dtypes.t.wgsl_name() == "f16" { 4i64 } else { 1i64 })
+    env.derived
+        .derive_rows_per_workgroup
+        .get_or_init(|| Ok(if env.dtypes.t.wgsl_name() == "f16" { 4i64 } else { 1i64 }))
+        .clone()
 }
 /// `dispatchOk` = `ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension`
 #[doc(hidden)]
 pub fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::ceil_div(
-            rt::expr::ceil_div(derive_rel_rows(env)?, derive_rows_per_workgroup(env)?)?,
-            rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
-        )? <= rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
-    )
+    env.derived
+        .derive_dispatch_ok
+        .get_or_init(|| Ok(
+            rt::expr::ceil_div(
+                rt::expr::ceil_div(
+                    derive_rel_rows(env)?,
+                    derive_rows_per_workgroup(env)?,
+                )?,
+                rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
+            )?
+                <= rt::support::limit(
+                    env.caps.limits.max_compute_workgroups_per_dimension,
+                ),
+        ))
+        .clone()
 }
 /// `fixedSubgroupSize` = `device.limits.subgroupMinSize > 0 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize`
 #[doc(hidden)]
 pub fn derive_fixed_subgroup_size(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::support::limit(env.caps.subgroup_min_size) > 0i64
-            && rt::support::limit(env.caps.subgroup_min_size)
-                == rt::support::limit(env.caps.subgroup_max_size),
-    )
+    env.derived
+        .derive_fixed_subgroup_size
+        .get_or_init(|| Ok(
+            rt::support::limit(env.caps.subgroup_min_size) > 0i64
+                && rt::support::limit(env.caps.subgroup_min_size)
+                    == rt::support::limit(env.caps.subgroup_max_size),
+        ))
+        .clone()
 }
 /// `headLanesFilled` = `headSize >= 4 * projDim`
 #[doc(hidden)]
 pub fn derive_head_lanes_filled(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(derive_head_size(env)? >= rt::expr::mul(4i64, derive_proj_dim(env)?)?)
+    env.derived
+        .derive_head_lanes_filled
+        .get_or_init(|| Ok(
+            derive_head_size(env)? >= rt::expr::mul(4i64, derive_proj_dim(env)?)?,
+        ))
+        .clone()
 }
 /// `vec4Rows` = `seqLen % 4 == 0`
 #[doc(hidden)]
 pub fn derive_vec4_rows(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(rt::expr::rem(derive_seq_len(env)?, 4i64)? == 0i64)
+    env.derived
+        .derive_vec4_rows
+        .get_or_init(|| Ok(rt::expr::rem(derive_seq_len(env)?, 4i64)? == 0i64))
+        .clone()
 }
 /// `longAlignedRows` = `vec4Rows and seqLen >= tunables.LONG_ROW and headSize >= 8 * projDim`
 #[doc(hidden)]
 pub fn derive_long_aligned_rows(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_LONG_ALIGNED_ROWS, env)
+    env.derived
+        .derive_long_aligned_rows
+        .get_or_init(|| rt::when::value(&EXPLAIN_LONG_ALIGNED_ROWS, &CONDITIONS, env))
+        .clone()
 }
 /// `headParallel` = `(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)`
 #[doc(hidden)]
 pub fn derive_head_parallel(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_HEAD_PARALLEL, env)
+    env.derived
+        .derive_head_parallel
+        .get_or_init(|| rt::when::value(&EXPLAIN_HEAD_PARALLEL, &CONDITIONS, env))
+        .clone()
 }
 /// How `queryContract` is explained, conjunct by conjunct.
-static EXPLAIN_QUERY_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_QUERY_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Check(
-            "attrs.num_heads > 0",
-            &[0],
-            |env| Ok(env.attrs.num_heads > 0i64),
-        ),
-        rt::when::Clause::Check(
-            "hidden > 0",
-            &[1],
-            |env| Ok(derive_hidden(env)? > 0i64),
-        ),
-        rt::when::Clause::Check(
-            "hidden % attrs.num_heads == 0",
-            &[2],
-            |env| Ok(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64),
-        ),
-        rt::when::Clause::Check(
-            "sameShape(shapes.query_bias, [hidden])",
-            &[3],
-            |env| Ok(
-                rt::expr::same_shape(
-                    env.shapes.query_bias.as_slice(),
-                    &[derive_hidden(env)?],
-                ),
-            ),
-        ),
+        Check("attrs.num_heads > 0", &[0], 0),
+        Check("hidden > 0", &[1], 1),
+        Check("hidden % attrs.num_heads == 0", &[2], 2),
+        Check("sameShape(shapes.query_bias, [hidden])", &[3], 3),
     ],
 };
 /// How `weightContract` is explained, conjunct by conjunct.
-static EXPLAIN_WEIGHT_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_WEIGHT_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Check(
-            "dim(shapes.weight, 0) == headSize",
-            &[4, 5],
-            |env| Ok(
-                rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?
-                    == derive_head_size(env)?,
-            ),
-        ),
-        rt::when::Clause::Check(
-            "projDim % 2 == 0",
-            &[6],
-            |env| Ok(rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64),
-        ),
-        rt::when::Clause::Check(
-            "projDim >= 2",
-            &[7],
-            |env| Ok(derive_proj_dim(env)? >= 2i64),
-        ),
-        rt::when::Clause::Check(
-            "projDim <= 32",
-            &[7],
-            |env| Ok(derive_proj_dim(env)? <= 32i64),
-        ),
+        Check("dim(shapes.weight, 0) == headSize", &[4, 5], 4),
+        Check("projDim % 2 == 0", &[6], 5),
+        Check("projDim >= 2", &[7], 6),
+        Check("projDim <= 32", &[7], 7),
     ],
 };
 /// How `contract` is explained, conjunct by conjunct.
-static EXPLAIN_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Check(
-            "f16Ok(dtypes.T)",
-            &[8],
-            |env| Ok(
-                rt::expr::f16_ok(
-                    env.dtypes.t.wgsl_name(),
-                    env.caps.has_feature("shader-f16"),
-                ),
-            ),
-        ),
-        rt::when::Clause::Explain("queryContract", &EXPLAIN_QUERY_CONTRACT),
-        rt::when::Clause::Require(
+        Check("f16Ok(dtypes.T)", &[8], 8),
+        Explain("queryContract", &EXPLAIN_QUERY_CONTRACT),
+        Require(
             "relPosContract",
             "sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])",
             &[9],
-            derive_rel_pos_contract,
+            9,
         ),
-        rt::when::Clause::Explain("weightContract", &EXPLAIN_WEIGHT_CONTRACT),
-        rt::when::Clause::Require(
-            "biasContract",
-            "sameShape(shapes.bias, [projDim])",
-            &[10],
-            derive_bias_contract,
-        ),
-        rt::when::Clause::Require(
+        Explain("weightContract", &EXPLAIN_WEIGHT_CONTRACT),
+        Require("biasContract", "sameShape(shapes.bias, [projDim])", &[10], 10),
+        Require(
             "ecoContract",
             "sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])",
             &[11],
-            derive_eco_contract,
+            11,
         ),
     ],
 };
 /// How `longAlignedRows` is explained, conjunct by conjunct.
-static EXPLAIN_LONG_ALIGNED_ROWS: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_LONG_ALIGNED_ROWS: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Require(
-            "vec4Rows",
-            "seqLen % 4 == 0",
-            &[12],
-            derive_vec4_rows,
-        ),
-        rt::when::Clause::Check(
-            "seqLen >= tunables.LONG_ROW",
-            &[13, 14],
-            |env| Ok(derive_seq_len(env)? >= 256i64),
-        ),
-        rt::when::Clause::Check(
-            "headSize >= 8 * projDim",
-            &[5, 15],
-            |env| Ok(
-                derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
-            ),
-        ),
+        Require("vec4Rows", "seqLen % 4 == 0", &[12], 12),
+        Check("seqLen >= tunables.LONG_ROW", &[13, 14], 13),
+        Check("headSize >= 8 * projDim", &[5, 15], 14),
     ],
 };
 /// How `headParallel` is explained, conjunct by conjunct.
-static EXPLAIN_HEAD_PARALLEL: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_HEAD_PARALLEL: Explanation = Explanation {
     unless: Some((
         "(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)",
         &[],
-        |env| Ok(
-            derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
-                || !derive_fixed_subgroup_size(env)? && derive_long_aligned_rows(env)?,
-        ),
+        15,
     )),
     clauses: &[
-        rt::when::Clause::Check(
-            "not fixedSubgroupSize",
-            &[],
-            |env| Ok(!derive_fixed_subgroup_size(env)?),
-        ),
-        rt::when::Clause::Explain("longAlignedRows", &EXPLAIN_LONG_ALIGNED_ROWS),
+        Check("not fixedSubgroupSize", &[], 16),
+        Explain("longAlignedRows", &EXPLAIN_LONG_ALIGNED_ROWS),
     ],
 };
-/// A compiled `when` condition: its test, and its operands' values for a rejection.
-type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
-type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
 /// The variants in priority order, each with its `when` conditions in order and its
-/// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
+/// plan.
 ///
 /// - `row_head_subgroups`: Like `row_head_tree`, with each batch's two gate sums reduced by subgroup shuffles (and, where a subgroup is smaller than a batch's lane group, combined across subgroups in workgroup memory). Requires `subgroups`.
 /// - `row_head_tree`: Like `row`, but each batch's `head_size x D` projection products are spread over a group of `32 / rowsPerWorkgroup` lanes and both float32 gate half-sums reduced by a workgroup-memory tree. Chosen when `headParallel` holds. The card's rule is read as: on adapters that report a single subgroup size, when the head has at least four elements per projection column (`head_size >= 4 * D`); on adapters whose subgroup size range is variable or unreported, only for long vec4-aligned rows (`seq_len % 4 == 0` and `seq_len >= LONG_ROW`) with `head_size >= 8 * D`.
 /// - `row`: One workgroup per `rowsPerWorkgroup` consecutive `rel_pos` rows (head, query position; the tunable `ROWS_PER_WORKGROUP_F32` or `_F16`), producing those rows of the output for every batch, so `rel_pos` is read once: `D` lanes per (row, batch) slot project the biased query row serially, the gates go to workgroup memory, and all lanes stream the rows, four elements per lane step when `seq_len` is a multiple of 4 and one otherwise. Selectable on every device. (The card says one workgroup per output row; batching the rows that share a `rel_pos` row reads it once instead of once per batch, and for float16, whose rows carry half the bytes, several rows per workgroup spread the gate computation, which waits on memory, over more of the stream.)
-#[doc(hidden)]
-pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; 3usize] = [
-    rt::when::Variant::new(
-        "row_head_subgroups",
-        &[
-            rt::when::Clause::All(&SHARED_WHEN),
-            rt::when::Clause::Check(
-                "device.features.has(\"subgroups\")",
-                &[],
-                |env| Ok(env.caps.has_feature("subgroups")),
-            ),
-            rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
+static VARIANTS: [Variant<VariantSpec>; 3usize] = [
+    Variant {
+        id: "row_head_subgroups",
+        when: &[
+            All(&SHARED_WHEN),
+            Check("device.features.has(\"subgroups\")", &[], 18),
+            Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
         ],
-        plan_row_head_subgroups,
-        operand,
-    ),
-    rt::when::Variant::new(
-        "row_head_tree",
-        &[
-            rt::when::Clause::All(&SHARED_WHEN),
-            rt::when::Clause::Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
-        ],
-        plan_row_head_tree,
-        operand,
-    ),
-    rt::when::Variant::new(
-        "row",
-        &[rt::when::Clause::All(&SHARED_WHEN)],
-        plan_row,
-        operand,
-    ),
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 0,
+                    key: &[7, 8, 9, 10],
+                    overrides: &[],
+                    bindings: &[
+                        Arg(0),
+                        Arg(1),
+                        Arg(2),
+                        Arg(3),
+                        Arg(4),
+                        Arg(5),
+                        Arg(6),
+                        Params,
+                    ],
+                    params: &[
+                        U32(("relRows", 0)),
+                        U32(("batchSize", 1)),
+                        U32(("numHeads", 2)),
+                        U32(("seqLen", 3)),
+                        U32(("headSize", 4)),
+                        U32(("projDim", 5)),
+                    ],
+                    dispatch: Workgroups(("workgroups", 6)),
+                },
+            ],
+            intermediates: &[],
+        },
+    },
+    Variant {
+        id: "row_head_tree",
+        when: &[All(&SHARED_WHEN), Explain("headParallel", &EXPLAIN_HEAD_PARALLEL)],
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 1,
+                    key: &[7, 8, 9, 10],
+                    overrides: &[],
+                    bindings: &[
+                        Arg(0),
+                        Arg(1),
+                        Arg(2),
+                        Arg(3),
+                        Arg(4),
+                        Arg(5),
+                        Arg(6),
+                        Params,
+                    ],
+                    params: &[
+                        U32(("relRows", 0)),
+                        U32(("batchSize", 1)),
+                        U32(("numHeads", 2)),
+                        U32(("seqLen", 3)),
+                        U32(("headSize", 4)),
+                        U32(("projDim", 5)),
+                    ],
+                    dispatch: Workgroups(("workgroups", 6)),
+                },
+            ],
+            intermediates: &[],
+        },
+    },
+    Variant {
+        id: "row",
+        when: &[All(&SHARED_WHEN)],
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 2,
+                    key: &[7, 8, 9, 10],
+                    overrides: &[],
+                    bindings: &[
+                        Arg(0),
+                        Arg(1),
+                        Arg(2),
+                        Arg(3),
+                        Arg(4),
+                        Arg(5),
+                        Arg(6),
+                        Params,
+                    ],
+                    params: &[
+                        U32(("relRows", 0)),
+                        U32(("batchSize", 1)),
+                        U32(("numHeads", 2)),
+                        U32(("seqLen", 3)),
+                        U32(("headSize", 4)),
+                        U32(("projDim", 5)),
+                    ],
+                    dispatch: Workgroups(("workgroups", 6)),
+                },
+            ],
+            intermediates: &[],
+        },
+    },
 ];
 /// The `when` conditions every variant starts with.
-static SHARED_WHEN: [rt::when::Clause<Test>; 2usize] = [
-    rt::when::Clause::Explain("contract", &EXPLAIN_CONTRACT),
-    rt::when::Clause::Require(
+static SHARED_WHEN: [Clause; 2usize] = [
+    Explain("contract", &EXPLAIN_CONTRACT),
+    Require(
         "dispatchOk",
         "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
         &[16, 17],
-        derive_dispatch_ok,
+        17,
     ),
 ];
+/// Test `index` of the clause tables, evaluated.
+fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
+    let holds = match index {
+        0 => env.attrs.num_heads > 0i64,
+        1 => derive_hidden(env)? > 0i64,
+        2 => rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)? == 0i64,
+        3 => {
+            rt::expr::same_shape(
+                env.shapes.query_bias.as_slice(),
+                &[derive_hidden(env)?],
+            )
+        }
+        4 => rt::expr::dim(env.shapes.weight.as_slice(), 0i64)? == derive_head_size(env)?,
+        5 => rt::expr::rem(derive_proj_dim(env)?, 2i64)? == 0i64,
+        6 => derive_proj_dim(env)? >= 2i64,
+        7 => derive_proj_dim(env)? <= 32i64,
+        8 => {
+            rt::expr::f16_ok(
+                env.dtypes.t.wgsl_name(),
+                env.caps.has_feature("shader-f16"),
+            )
+        }
+        9 => derive_rel_pos_contract(env)?,
+        10 => derive_bias_contract(env)?,
+        11 => derive_eco_contract(env)?,
+        12 => derive_vec4_rows(env)?,
+        13 => derive_seq_len(env)? >= 256i64,
+        14 => derive_head_size(env)? >= rt::expr::mul(8i64, derive_proj_dim(env)?)?,
+        15 => {
+            derive_fixed_subgroup_size(env)? && derive_head_lanes_filled(env)?
+                || !derive_fixed_subgroup_size(env)? && derive_long_aligned_rows(env)?
+        }
+        16 => !derive_fixed_subgroup_size(env)?,
+        17 => derive_dispatch_ok(env)?,
+        18 => env.caps.has_feature("subgroups"),
+        _ => return Err(rt::when::no_test(index)),
+    };
+    Ok(holds)
+}
+type Test = fn(usize, &Env<'_>) -> Result<bool, EvalError>;
+type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
+/// The tests the clause tables name, and the operands their rejections show.
+static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
+    test,
+    operand,
+};
 /// The source text of each operand a rejection may show.
 const OPERANDS: [&str; 18usize] = [
     "attrs.num_heads",
@@ -619,176 +755,129 @@ fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
 }
 /// The value of operand `index`, as a rejection prints it.
 fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
-    Ok(
-        match index {
-            0 => rt::when::shown(env.attrs.num_heads),
-            1 => rt::when::shown(derive_hidden(env)?),
-            2 => {
-                rt::when::shown(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)?)
-            }
-            3 => rt::when::shown(<[i64]>::to_vec(env.shapes.query_bias.as_slice())),
-            4 => rt::when::shown(rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?),
-            5 => rt::when::shown(derive_head_size(env)?),
-            6 => rt::when::shown(rt::expr::rem(derive_proj_dim(env)?, 2i64)?),
-            7 => rt::when::shown(derive_proj_dim(env)?),
-            8 => rt::when::shown(env.dtypes.t.wgsl_name()),
-            9 => rt::when::shown(<[i64]>::to_vec(env.shapes.rel_pos.as_slice())),
-            10 => rt::when::shown(<[i64]>::to_vec(env.shapes.bias.as_slice())),
-            11 => rt::when::shown(<[i64]>::to_vec(env.shapes.eco_a.as_slice())),
-            12 => rt::when::shown(rt::expr::rem(derive_seq_len(env)?, 4i64)?),
-            13 => rt::when::shown(derive_seq_len(env)?),
-            14 => rt::when::shown(256i64),
-            15 => rt::when::shown(rt::expr::mul(8i64, derive_proj_dim(env)?)?),
-            16 => {
-                rt::when::shown(
+    let value = match index {
+        0 => rt::when::shown(env.attrs.num_heads),
+        1 => rt::when::shown(derive_hidden(env)?),
+        2 => rt::when::shown(rt::expr::rem(derive_hidden(env)?, env.attrs.num_heads)?),
+        3 => rt::when::shown(<[i64]>::to_vec(env.shapes.query_bias.as_slice())),
+        4 => rt::when::shown(rt::expr::dim(env.shapes.weight.as_slice(), 0i64)?),
+        5 => rt::when::shown(derive_head_size(env)?),
+        6 => rt::when::shown(rt::expr::rem(derive_proj_dim(env)?, 2i64)?),
+        7 => rt::when::shown(derive_proj_dim(env)?),
+        8 => rt::when::shown(env.dtypes.t.wgsl_name()),
+        9 => rt::when::shown(<[i64]>::to_vec(env.shapes.rel_pos.as_slice())),
+        10 => rt::when::shown(<[i64]>::to_vec(env.shapes.bias.as_slice())),
+        11 => rt::when::shown(<[i64]>::to_vec(env.shapes.eco_a.as_slice())),
+        12 => rt::when::shown(rt::expr::rem(derive_seq_len(env)?, 4i64)?),
+        13 => rt::when::shown(derive_seq_len(env)?),
+        14 => rt::when::shown(256i64),
+        15 => rt::when::shown(rt::expr::mul(8i64, derive_proj_dim(env)?)?),
+        16 => {
+            rt::when::shown(
+                rt::expr::ceil_div(
                     rt::expr::ceil_div(
-                        rt::expr::ceil_div(
-                            derive_rel_rows(env)?,
-                            derive_rows_per_workgroup(env)?,
-                        )?,
-                        rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
-                        ),
+                        derive_rel_rows(env)?,
+                        derive_rows_per_workgroup(env)?,
                     )?,
-                )
-            }
-            17 => {
-                rt::when::shown(
                     rt::support::limit(
                         env.caps.limits.max_compute_workgroups_per_dimension,
                     ),
-                )
-            }
-            _ => String::new(),
-        },
+                )?,
+            )
+        }
+        17 => {
+            rt::when::shown(
+                rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
+            )
+        }
+        _ => String::new(),
+    };
+    Ok(value)
+}
+/// Value `index` of the plans, computed.
+fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
+    let value = match index {
+        0 => Value::from(derive_rel_rows(env)?),
+        1 => Value::from(derive_batch_size(env)?),
+        2 => Value::from(env.attrs.num_heads),
+        3 => Value::from(derive_seq_len(env)?),
+        4 => Value::from(derive_head_size(env)?),
+        5 => Value::from(derive_proj_dim(env)?),
+        6 => {
+            Value::from(
+                rt::expr::ceil_div(
+                    derive_rel_rows(env)?,
+                    derive_rows_per_workgroup(env)?,
+                )?,
+            )
+        }
+        7 => Value::from(env.dtypes.t.wgsl_name()),
+        8 => Value::from(env.dtypes.t.wgsl_name() == "f16"),
+        9 => Value::from(derive_vec4_rows(env)?),
+        10 => Value::from(derive_rows_per_workgroup(env)?),
+        _ => return Err(rt::when::no_test(index)),
+    };
+    Ok(value)
+}
+/// What each value of the plans is computed from, as errors name it.
+const VALUE_SOURCES: [&str; 11usize] = [
+    " (from the shape of `query_layer` and attribute `num_heads`)",
+    " (from the shape of `query_layer`)",
+    " (from attribute `num_heads`)",
+    " (from the shape of `query_layer`)",
+    " (from the shape of `query_layer` and attribute `num_heads`)",
+    " (from the shape of `weight`)",
+    " (from the shape of `query_layer` and attribute `num_heads`)",
+    "",
+    "",
+    "",
+    "",
+];
+/// The op's outputs, which every variant shares.
+fn outputs(env: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
+    Ok(
+        ::std::vec::Vec::from([
+            rt::OutputSpec {
+                role: "output",
+                dtype: env.dtypes.t,
+                shape: rt::support::to_shape("output", &env.shapes.output)?,
+            },
+        ]),
     )
 }
-/// The plan of variant `row_head_subgroups`.
-fn plan_row_head_subgroups(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "row_head_subgroups",
-        passes: vec![
-            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(0usize, & [(env.dtypes
-            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (derive_vec4_rows(env) ?).into(), (derive_rows_per_workgroup(env) ?).into()])
-            ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
-            rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
-            rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
-            rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
-            .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            || Ok(derive_rel_rows(env) ?)) ?) ?
-            .checked_u32("`batchSize` (from the shape of `query_layer`)",
-            rt::support::value("pass `main`, `batchSize` (from the shape of `query_layer`)",
-            || Ok(derive_batch_size(env) ?)) ?) ?
-            .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
-            ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
-            rt::support::value("pass `main`, `seqLen` (from the shape of `query_layer`)",
-            || Ok(derive_seq_len(env) ?)) ?) ?
-            .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            || Ok(derive_head_size(env) ?)) ?) ?
-            .checked_u32("`projDim` (from the shape of `weight`)",
-            rt::support::value("pass `main`, `projDim` (from the shape of `weight`)", ||
-            Ok(derive_proj_dim(env) ?)) ?) ? .into_bytes(), dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            || rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env)
-            ?)) ?) ?) }
-        ],
-        intermediates: vec![],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
-}
-/// The plan of variant `row_head_tree`.
-fn plan_row_head_tree(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "row_head_tree",
-        passes: vec![
-            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(1usize, & [(env.dtypes
-            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (derive_vec4_rows(env) ?).into(), (derive_rows_per_workgroup(env) ?).into()])
-            ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
-            rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
-            rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
-            rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
-            .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            || Ok(derive_rel_rows(env) ?)) ?) ?
-            .checked_u32("`batchSize` (from the shape of `query_layer`)",
-            rt::support::value("pass `main`, `batchSize` (from the shape of `query_layer`)",
-            || Ok(derive_batch_size(env) ?)) ?) ?
-            .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
-            ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
-            rt::support::value("pass `main`, `seqLen` (from the shape of `query_layer`)",
-            || Ok(derive_seq_len(env) ?)) ?) ?
-            .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            || Ok(derive_head_size(env) ?)) ?) ?
-            .checked_u32("`projDim` (from the shape of `weight`)",
-            rt::support::value("pass `main`, `projDim` (from the shape of `weight`)", ||
-            Ok(derive_proj_dim(env) ?)) ?) ? .into_bytes(), dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            || rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env)
-            ?)) ?) ?) }
-        ],
-        intermediates: vec![],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
-}
-/// The plan of variant `row`.
-fn plan_row(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "row",
-        passes: vec![
-            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(2usize, & [(env.dtypes
-            .t.wgsl_name()).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (derive_vec4_rows(env) ?).into(), (derive_rows_per_workgroup(env) ?).into()])
-            ?, overrides : vec![], bindings : vec![rt::Binding::Arg(0usize),
-            rt::Binding::Arg(1usize), rt::Binding::Arg(2usize), rt::Binding::Arg(3usize),
-            rt::Binding::Arg(4usize), rt::Binding::Arg(5usize), rt::Binding::Arg(6usize),
-            rt::Binding::Params], params : rt::uniform::Words::with_fields(6usize)
-            .checked_u32("`relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `relRows` (from the shape of `query_layer` and attribute `num_heads`)",
-            || Ok(derive_rel_rows(env) ?)) ?) ?
-            .checked_u32("`batchSize` (from the shape of `query_layer`)",
-            rt::support::value("pass `main`, `batchSize` (from the shape of `query_layer`)",
-            || Ok(derive_batch_size(env) ?)) ?) ?
-            .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
-            ? .checked_u32("`seqLen` (from the shape of `query_layer`)",
-            rt::support::value("pass `main`, `seqLen` (from the shape of `query_layer`)",
-            || Ok(derive_seq_len(env) ?)) ?) ?
-            .checked_u32("`headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `headSize` (from the shape of `query_layer` and attribute `num_heads`)",
-            || Ok(derive_head_size(env) ?)) ?) ?
-            .checked_u32("`projDim` (from the shape of `weight`)",
-            rt::support::value("pass `main`, `projDim` (from the shape of `weight`)", ||
-            Ok(derive_proj_dim(env) ?)) ?) ? .into_bytes(), dispatch :
-            rt::Dispatch::Workgroups(rt::support::to_u64("`workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `workgroups` (from the shape of `query_layer` and attribute `num_heads`)",
-            || rt::expr::ceil_div(derive_rel_rows(env) ?, derive_rows_per_workgroup(env)
-            ?)) ?) ?) }
-        ],
-        intermediates: vec![],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
+/// The plan of `variant`, whether or not its `when` holds.
+fn plan_variant(
+    variant: &Variant<VariantSpec>,
+    env: &Env<'_>,
+) -> Result<rt::Plan, EvalError> {
+    let values = rt::plan_spec::Values {
+        value,
+        sources: &VALUE_SOURCES,
+    };
+    rt::plan_spec::build(
+        OP_NAME,
+        variant.id,
+        &variant.plan,
+        &SHADERS,
+        &values,
+        env,
+        outputs(env)?,
+    )
 }
 /// The variant ids, in selection order.
 #[doc(hidden)]
 pub const VARIANT_IDS: &[&str] = &["row_head_subgroups", "row_head_tree", "row"];
+/// The `when` check of variant `id`: why it rejects `env`, if it does.
+#[doc(hidden)]
+pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+    rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+}
+/// The plan of variant `id` for `env`, whether or not its `when` holds.
+#[doc(hidden)]
+pub fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+    let variant = VARIANTS.iter().find(|v| v.id == id)?;
+    Some(plan_variant(variant, env))
+}
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
@@ -818,8 +907,8 @@ pub fn plan(
     rt::support::rank_is(OP_NAME, "bias", shapes.bias, 1usize)?;
     rt::support::rank_is(OP_NAME, "eco_a", shapes.eco_a, 4usize)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
-    rt::support::planned(OP_NAME, variant, plan_variant(&env))
+    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+    rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
 }
 /// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
 /// same tensors (see [`rt::Context::record_plan_reusing`]).

@@ -3,6 +3,7 @@
 
 use ::kernel_runtime as rt;
 use rt::expr::EvalError;
+use rt::tables::*;
 /// The op's qualified name.
 pub const OP_NAME: &str = "com.microsoft.MRotaryEmbedding";
 /// Attributes of the op.
@@ -289,6 +290,26 @@ pub struct EnvShapes {
     pub sin_cache: ::std::vec::Vec<i64>,
     pub output: ::std::vec::Vec<i64>,
 }
+/// The `derive` entries' values, each computed on first use.
+#[doc(hidden)]
+#[derive(Clone, Debug, Default)]
+pub struct EnvDerived {
+    pub derive_half_rotary_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_sections_defined: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_sections_valid: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_common_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_rank3_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_effective_rotary_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_tasks_per_head: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_pair_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_pair_dispatch_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_quad_heads: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_quad_heads_per_task: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub derive_quad_pairs: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_rank3_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub derive_rank4_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+}
 /// Everything the manifest's expressions may read.
 #[doc(hidden)]
 #[derive(Clone, Debug)]
@@ -297,6 +318,7 @@ pub struct Env<'a> {
     pub dtypes: DTypes,
     pub attrs: &'a Attrs,
     pub caps: &'a rt::DeviceCaps,
+    pub derived: EnvDerived,
 }
 fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
     rt::OpError::Input {
@@ -324,6 +346,7 @@ impl<'a> Env<'a> {
             dtypes,
             attrs,
             caps,
+            derived: EnvDerived::default(),
         };
         env.shapes.output = output_shape_output(&env)
             .map_err(|e| output_error("output", "shapes.input", &e))?;
@@ -353,432 +376,453 @@ fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
 /// `halfRotaryDim` = `dim(shapes.cos_cache, 1)`
 #[doc(hidden)]
 pub fn derive_half_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::dim(env.shapes.cos_cache.as_slice(), 1i64)
+    env.derived
+        .derive_half_rotary_dim
+        .get_or_init(|| rt::expr::dim(env.shapes.cos_cache.as_slice(), 1i64))
+        .clone()
 }
 /// `sectionsDefined` = `attrs.mrope_section is defined and (attrs.mrope_section | length) == 3`
 #[doc(hidden)]
 pub fn derive_sections_defined(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(rt::expr::length(env.attrs.mrope_section.as_slice())? == 3i64)
+    env.derived
+        .derive_sections_defined
+        .get_or_init(|| Ok(
+            rt::expr::length(env.attrs.mrope_section.as_slice())? == 3i64,
+        ))
+        .clone()
 }
 /// `sectionsValid` = `sectionsDefined and attrs.mrope_section[0] >= 0 and attrs.mrope_section[1] >= 0 and attrs.mrope_section[2] >= 0 and attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim`
 #[doc(hidden)]
 pub fn derive_sections_valid(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_SECTIONS_VALID, env)
+    env.derived
+        .derive_sections_valid
+        .get_or_init(|| rt::when::value(&EXPLAIN_SECTIONS_VALID, &CONDITIONS, env))
+        .clone()
 }
 /// `commonContract` = `f16Ok(dtypes.T) and sameShape(shapes.input, shapes.output) and (attrs.interleaved == 0 or attrs.interleaved == 1) and (attrs.mrope_layout == 0 or attrs.mrope_layout == 1) and attrs.num_heads >= 0 and attrs.rotary_embedding_dim >= 0 and (attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0) and sameShape(shapes.cos_cache, shapes.sin_cache) and ranks.cos_cache == 2 and ranks.sin_cache == 2 and sectionsValid and ranks.position_ids == 3 and dim(shapes.position_ids, 0) == 3 and dim(shapes.position_ids, 1) == dim(shapes.input, 0) and dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)`
 #[doc(hidden)]
 pub fn derive_common_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_COMMON_CONTRACT, env)
+    env.derived
+        .derive_common_contract
+        .get_or_init(|| rt::when::value(&EXPLAIN_COMMON_CONTRACT, &CONDITIONS, env))
+        .clone()
 }
 /// `rank3HeadSize` = `dim(shapes.input, 2) / attrs.num_heads if attrs.num_heads is defined and attrs.num_heads > 0 else 0`
 #[doc(hidden)]
 pub fn derive_rank3_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(
-        if env.attrs.num_heads > 0i64 {
-            rt::expr::div(
-                rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                env.attrs.num_heads,
-            )?
-        } else {
-            0i64
-        },
-    )
+    env.derived
+        .derive_rank3_head_size
+        .get_or_init(|| Ok(
+            if env.attrs.num_heads > 0i64 {
+                rt::expr::div(
+                    rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+                    env.attrs.num_heads,
+                )?
+            } else {
+                0i64
+            },
+        ))
+        .clone()
 }
 /// `headSize` = `rank3HeadSize if ranks.input == 3 else dim(shapes.input, 3)`
 #[doc(hidden)]
 pub fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(
-        if rt::support::rank(&env.shapes.input) == 3i64 {
-            derive_rank3_head_size(env)?
-        } else {
-            rt::expr::dim(env.shapes.input.as_slice(), 3i64)?
-        },
-    )
+    env.derived
+        .derive_head_size
+        .get_or_init(|| Ok(
+            if rt::support::rank(&env.shapes.input) == 3i64 {
+                derive_rank3_head_size(env)?
+            } else {
+                rt::expr::dim(env.shapes.input.as_slice(), 3i64)?
+            },
+        ))
+        .clone()
 }
 /// `effectiveRotaryDim` = `attrs.rotary_embedding_dim if attrs.rotary_embedding_dim != 0 else headSize`
 #[doc(hidden)]
 pub fn derive_effective_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(
-        if env.attrs.rotary_embedding_dim != 0i64 {
-            env.attrs.rotary_embedding_dim
-        } else {
-            derive_head_size(env)?
-        },
-    )
+    env.derived
+        .derive_effective_rotary_dim
+        .get_or_init(|| Ok(
+            if env.attrs.rotary_embedding_dim != 0i64 {
+                env.attrs.rotary_embedding_dim
+            } else {
+                derive_head_size(env)?
+            },
+        ))
+        .clone()
 }
 /// `tasksPerHead` = `ceilDiv(headSize, 2)`
 #[doc(hidden)]
 pub fn derive_tasks_per_head(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::ceil_div(derive_head_size(env)?, 2i64)
+    env.derived
+        .derive_tasks_per_head
+        .get_or_init(|| rt::expr::ceil_div(derive_head_size(env)?, 2i64))
+        .clone()
 }
 /// `pairCount` = `(numel(shapes.input) / max(1, headSize)) * tasksPerHead`
 #[doc(hidden)]
 pub fn derive_pair_count(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::expr::mul(
-        rt::expr::div(
-            rt::expr::numel(env.shapes.input.as_slice())?,
-            ::core::cmp::max(1i64, derive_head_size(env)?),
-        )?,
-        derive_tasks_per_head(env)?,
-    )
+    env.derived
+        .derive_pair_count
+        .get_or_init(|| rt::expr::mul(
+            rt::expr::div(
+                rt::expr::numel(env.shapes.input.as_slice())?,
+                ::core::cmp::max(1i64, derive_head_size(env)?),
+            )?,
+            derive_tasks_per_head(env)?,
+        ))
+        .clone()
 }
 /// `pairDispatchOk` = `ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension`
 #[doc(hidden)]
 pub fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?
-            <= rt::expr::mul(
-                rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
-                rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
-            )?,
-    )
+    env.derived
+        .derive_pair_dispatch_ok
+        .get_or_init(|| Ok(
+            rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?
+                <= rt::expr::mul(
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                )?,
+        ))
+        .clone()
 }
 /// `quadHeads` = `max(1, (numel(shapes.input) / max(1, headSize)) / max(1, dim(shapes.input, 0) * dim(shapes.input, 1 if ranks.input == 3 else 2)))`
 #[doc(hidden)]
 pub fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(
-        ::core::cmp::max(
-            1i64,
-            rt::expr::div(
+    env.derived
+        .derive_quad_heads
+        .get_or_init(|| Ok(
+            ::core::cmp::max(
+                1i64,
                 rt::expr::div(
-                    rt::expr::numel(env.shapes.input.as_slice())?,
-                    ::core::cmp::max(1i64, derive_head_size(env)?),
-                )?,
-                ::core::cmp::max(
-                    1i64,
-                    rt::expr::mul(
-                        rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
-                        rt::expr::dim(
-                            env.shapes.input.as_slice(),
-                            if rt::support::rank(&env.shapes.input) == 3i64 {
-                                1i64
-                            } else {
-                                2i64
-                            },
-                        )?,
+                    rt::expr::div(
+                        rt::expr::numel(env.shapes.input.as_slice())?,
+                        ::core::cmp::max(1i64, derive_head_size(env)?),
                     )?,
-                ),
-            )?,
-        ),
-    )
+                    ::core::cmp::max(
+                        1i64,
+                        rt::expr::mul(
+                            rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
+                            rt::expr::dim(
+                                env.shapes.input.as_slice(),
+                                if rt::support::rank(&env.shapes.input) == 3i64 {
+                                    1i64
+                                } else {
+                                    2i64
+                                },
+                            )?,
+                        )?,
+                    ),
+                )?,
+            ),
+        ))
+        .clone()
 }
 /// `quadHeadsPerTask` = `4`
 #[doc(hidden)]
-pub fn derive_quad_heads_per_task(_env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(4i64)
+pub fn derive_quad_heads_per_task(env: &Env<'_>) -> Result<i64, EvalError> {
+    env.derived.derive_quad_heads_per_task.get_or_init(|| Ok(4i64)).clone()
 }
 /// `quadPairs` = `halfRotaryDim > 0 and halfRotaryDim % 4 == 0 and effectiveRotaryDim == headSize`
 #[doc(hidden)]
 pub fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
-    Ok(
-        derive_half_rotary_dim(env)? > 0i64
-            && rt::expr::rem(derive_half_rotary_dim(env)?, 4i64)? == 0i64
-            && derive_effective_rotary_dim(env)? == derive_head_size(env)?,
-    )
+    env.derived
+        .derive_quad_pairs
+        .get_or_init(|| Ok(
+            derive_half_rotary_dim(env)? > 0i64
+                && rt::expr::rem(derive_half_rotary_dim(env)?, 4i64)? == 0i64
+                && derive_effective_rotary_dim(env)? == derive_head_size(env)?,
+        ))
+        .clone()
 }
 /// `rank3Contract` = `commonContract and ranks.input == 3 and ranks.output == 3 and attrs.num_heads is defined and attrs.num_heads >= 1 and dim(shapes.input, 2) % attrs.num_heads == 0 and rank3HeadSize > 0 and effectiveRotaryDim % 2 == 0 and (attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize) and halfRotaryDim * 2 == effectiveRotaryDim`
 #[doc(hidden)]
 pub fn derive_rank3_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_RANK3_CONTRACT, env)
+    env.derived
+        .derive_rank3_contract
+        .get_or_init(|| rt::when::value(&EXPLAIN_RANK3_CONTRACT, &CONDITIONS, env))
+        .clone()
 }
 /// `rank4Contract` = `commonContract and ranks.input == 4 and ranks.output == 4 and dim(shapes.input, 3) > 0 and effectiveRotaryDim % 2 == 0 and (attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3)) and halfRotaryDim * 2 == effectiveRotaryDim`
 #[doc(hidden)]
 pub fn derive_rank4_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    rt::when::value(&EXPLAIN_RANK4_CONTRACT, env)
+    env.derived
+        .derive_rank4_contract
+        .get_or_init(|| rt::when::value(&EXPLAIN_RANK4_CONTRACT, &CONDITIONS, env))
+        .clone()
 }
 /// How `sectionsValid` is explained, conjunct by conjunct.
-static EXPLAIN_SECTIONS_VALID: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_SECTIONS_VALID: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Require(
-            "sectionsDefined",
-            "(attrs.mrope_section | length) == 3",
-            &[0],
-            derive_sections_defined,
-        ),
-        rt::when::Clause::Check(
-            "attrs.mrope_section[0] >= 0",
-            &[1],
-            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64),
-        ),
-        rt::when::Clause::Check(
-            "attrs.mrope_section[1] >= 0",
-            &[2],
-            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64),
-        ),
-        rt::when::Clause::Check(
-            "attrs.mrope_section[2] >= 0",
-            &[3],
-            |env| Ok(rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64),
-        ),
-        rt::when::Clause::Check(
+        Require("sectionsDefined", "(attrs.mrope_section | length) == 3", &[0], 0),
+        Check("attrs.mrope_section[0] >= 0", &[1], 1),
+        Check("attrs.mrope_section[1] >= 0", &[2], 2),
+        Check("attrs.mrope_section[2] >= 0", &[3], 3),
+        Check(
             "attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim",
             &[4, 5],
-            |env| Ok(
-                rt::expr::add(
-                    rt::expr::add(
-                        rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                        rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                    )?,
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-                )? == derive_half_rotary_dim(env)?,
-            ),
+            4,
         ),
     ],
 };
 /// How `commonContract` is explained, conjunct by conjunct.
-static EXPLAIN_COMMON_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_COMMON_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Check(
-            "f16Ok(dtypes.T)",
-            &[6],
-            |env| Ok(
-                rt::expr::f16_ok(
-                    env.dtypes.t.wgsl_name(),
-                    env.caps.has_feature("shader-f16"),
-                ),
-            ),
-        ),
-        rt::when::Clause::Check(
-            "sameShape(shapes.input, shapes.output)",
-            &[7, 8],
-            |env| Ok(
-                rt::expr::same_shape(
-                    env.shapes.input.as_slice(),
-                    env.shapes.output.as_slice(),
-                ),
-            ),
-        ),
-        rt::when::Clause::Check(
-            "(attrs.interleaved == 0 or attrs.interleaved == 1)",
-            &[9],
-            |env| Ok(
-                i64::from(env.attrs.interleaved) == 0i64
-                    || i64::from(env.attrs.interleaved) == 1i64,
-            ),
-        ),
-        rt::when::Clause::Check(
-            "(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)",
-            &[10],
-            |env| Ok(
-                i64::from(env.attrs.mrope_layout) == 0i64
-                    || i64::from(env.attrs.mrope_layout) == 1i64,
-            ),
-        ),
-        rt::when::Clause::Check(
-            "attrs.num_heads >= 0",
-            &[11],
-            |env| Ok(env.attrs.num_heads >= 0i64),
-        ),
-        rt::when::Clause::Check(
-            "attrs.rotary_embedding_dim >= 0",
-            &[12],
-            |env| Ok(env.attrs.rotary_embedding_dim >= 0i64),
-        ),
-        rt::when::Clause::Check(
-            "(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)",
-            &[12, 11],
-            |env| Ok(
-                env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
-            ),
-        ),
-        rt::when::Clause::Check(
-            "sameShape(shapes.cos_cache, shapes.sin_cache)",
-            &[13, 14],
-            |env| Ok(
-                rt::expr::same_shape(
-                    env.shapes.cos_cache.as_slice(),
-                    env.shapes.sin_cache.as_slice(),
-                ),
-            ),
-        ),
-        rt::when::Clause::Check(
-            "ranks.cos_cache == 2",
-            &[15],
-            |env| Ok(rt::support::rank(&env.shapes.cos_cache) == 2i64),
-        ),
-        rt::when::Clause::Check(
-            "ranks.sin_cache == 2",
-            &[16],
-            |env| Ok(rt::support::rank(&env.shapes.sin_cache) == 2i64),
-        ),
-        rt::when::Clause::Explain("sectionsValid", &EXPLAIN_SECTIONS_VALID),
-        rt::when::Clause::Check(
-            "ranks.position_ids == 3",
-            &[17],
-            |env| Ok(rt::support::rank(&env.shapes.position_ids) == 3i64),
-        ),
-        rt::when::Clause::Check(
-            "dim(shapes.position_ids, 0) == 3",
-            &[18],
-            |env| Ok(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64),
-        ),
-        rt::when::Clause::Check(
-            "dim(shapes.position_ids, 1) == dim(shapes.input, 0)",
-            &[19, 20],
-            |env| Ok(
-                rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
-                    == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?,
-            ),
-        ),
-        rt::when::Clause::Check(
+        Check("f16Ok(dtypes.T)", &[6], 5),
+        Check("sameShape(shapes.input, shapes.output)", &[7, 8], 6),
+        Check("(attrs.interleaved == 0 or attrs.interleaved == 1)", &[9], 7),
+        Check("(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)", &[10], 8),
+        Check("attrs.num_heads >= 0", &[11], 9),
+        Check("attrs.rotary_embedding_dim >= 0", &[12], 10),
+        Check("(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)", &[12, 11], 11),
+        Check("sameShape(shapes.cos_cache, shapes.sin_cache)", &[13, 14], 12),
+        Check("ranks.cos_cache == 2", &[15], 13),
+        Check("ranks.sin_cache == 2", &[16], 14),
+        Explain("sectionsValid", &EXPLAIN_SECTIONS_VALID),
+        Check("ranks.position_ids == 3", &[17], 15),
+        Check("dim(shapes.position_ids, 0) == 3", &[18], 16),
+        Check("dim(shapes.position_ids, 1) == dim(shapes.input, 0)", &[19, 20], 17),
+        Check(
             "dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)",
             &[21, 22],
-            |env| Ok(
-                rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
-                    == rt::expr::dim(
-                        env.shapes.input.as_slice(),
-                        if rt::support::rank(&env.shapes.input) == 3i64 {
-                            1i64
-                        } else {
-                            2i64
-                        },
-                    )?,
-            ),
+            18,
         ),
     ],
 };
 /// How `rank3Contract` is explained, conjunct by conjunct.
-static EXPLAIN_RANK3_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_RANK3_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
-        rt::when::Clause::Check(
-            "ranks.input == 3",
-            &[23],
-            |env| Ok(rt::support::rank(&env.shapes.input) == 3i64),
-        ),
-        rt::when::Clause::Check(
-            "ranks.output == 3",
-            &[24],
-            |env| Ok(rt::support::rank(&env.shapes.output) == 3i64),
-        ),
-        rt::when::Clause::Check(
-            "attrs.num_heads >= 1",
-            &[11],
-            |env| Ok(env.attrs.num_heads >= 1i64),
-        ),
-        rt::when::Clause::Check(
-            "dim(shapes.input, 2) % attrs.num_heads == 0",
-            &[25],
-            |env| Ok(
-                rt::expr::rem(
-                    rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                    env.attrs.num_heads,
-                )? == 0i64,
-            ),
-        ),
-        rt::when::Clause::Check(
-            "rank3HeadSize > 0",
-            &[26],
-            |env| Ok(derive_rank3_head_size(env)? > 0i64),
-        ),
-        rt::when::Clause::Check(
-            "effectiveRotaryDim % 2 == 0",
-            &[27],
-            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
-        ),
-        rt::when::Clause::Check(
+        Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
+        Check("ranks.input == 3", &[23], 19),
+        Check("ranks.output == 3", &[24], 20),
+        Check("attrs.num_heads >= 1", &[11], 21),
+        Check("dim(shapes.input, 2) % attrs.num_heads == 0", &[25], 22),
+        Check("rank3HeadSize > 0", &[26], 23),
+        Check("effectiveRotaryDim % 2 == 0", &[27], 24),
+        Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
             &[12, 26],
-            |env| Ok(
-                env.attrs.rotary_embedding_dim == 0i64
-                    || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?,
-            ),
+            25,
         ),
-        rt::when::Clause::Check(
-            "halfRotaryDim * 2 == effectiveRotaryDim",
-            &[28, 29],
-            |env| Ok(
-                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                    == derive_effective_rotary_dim(env)?,
-            ),
-        ),
+        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[28, 29], 26),
     ],
 };
 /// How `rank4Contract` is explained, conjunct by conjunct.
-static EXPLAIN_RANK4_CONTRACT: rt::when::Explanation<Test> = rt::when::Explanation {
+static EXPLAIN_RANK4_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
-        rt::when::Clause::Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
-        rt::when::Clause::Check(
-            "ranks.input == 4",
-            &[23],
-            |env| Ok(rt::support::rank(&env.shapes.input) == 4i64),
-        ),
-        rt::when::Clause::Check(
-            "ranks.output == 4",
-            &[24],
-            |env| Ok(rt::support::rank(&env.shapes.output) == 4i64),
-        ),
-        rt::when::Clause::Check(
-            "dim(shapes.input, 3) > 0",
-            &[30],
-            |env| Ok(rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64),
-        ),
-        rt::when::Clause::Check(
-            "effectiveRotaryDim % 2 == 0",
-            &[27],
-            |env| Ok(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64),
-        ),
-        rt::when::Clause::Check(
+        Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
+        Check("ranks.input == 4", &[23], 27),
+        Check("ranks.output == 4", &[24], 28),
+        Check("dim(shapes.input, 3) > 0", &[30], 29),
+        Check("effectiveRotaryDim % 2 == 0", &[27], 24),
+        Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
             &[12, 30],
-            |env| Ok(
-                env.attrs.rotary_embedding_dim == 0i64
-                    || env.attrs.rotary_embedding_dim
-                        <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?,
-            ),
+            30,
         ),
-        rt::when::Clause::Check(
-            "halfRotaryDim * 2 == effectiveRotaryDim",
-            &[28, 29],
-            |env| Ok(
-                rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
-                    == derive_effective_rotary_dim(env)?,
-            ),
-        ),
+        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[28, 29], 26),
     ],
 };
-/// A compiled `when` condition: its test, and its operands' values for a rejection.
-type Test = fn(&Env<'_>) -> Result<bool, EvalError>;
-type VariantPlan = fn(&Env<'_>) -> Result<rt::Plan, EvalError>;
-type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
 /// The variants in priority order, each with its `when` conditions in order and its
-/// plan (tests check and plan one with `rt::when::accepts` and `rt::when::plan_of`).
+/// plan.
 ///
-#[doc(hidden)]
-pub static VARIANTS: [rt::when::Variant<Test, VariantPlan, Operand>; 2usize] = [
-    rt::when::Variant::new(
-        "rank3",
-        &[
-            rt::when::Clause::Explain("rank3Contract", &EXPLAIN_RANK3_CONTRACT),
-            rt::when::Clause::Require(
+static VARIANTS: [Variant<VariantSpec>; 2usize] = [
+    Variant {
+        id: "rank3",
+        when: &[
+            Explain("rank3Contract", &EXPLAIN_RANK3_CONTRACT),
+            Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
                 &[31, 32],
-                derive_pair_dispatch_ok,
+                31,
             ),
         ],
-        plan_rank3,
-        operand,
-    ),
-    rt::when::Variant::new(
-        "rank4",
-        &[
-            rt::when::Clause::Explain("rank4Contract", &EXPLAIN_RANK4_CONTRACT),
-            rt::when::Clause::Require(
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 0,
+                    key: &[13, 14, 15, 16, 17, 18],
+                    overrides: &[],
+                    bindings: &[Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Params],
+                    params: &[
+                        U32(("pairCount", 0)),
+                        U32(("batchSize", 1)),
+                        U32(("sequenceLength", 2)),
+                        U32(("numHeads", 3)),
+                        U32(("headSize", 4)),
+                        U32(("rotaryDim", 5)),
+                        U32(("halfRotaryDim", 6)),
+                        U32(("section0", 7)),
+                        U32(("section1", 8)),
+                        U32(("section2", 9)),
+                        F32(("scale", 10)),
+                    ],
+                    dispatch: Threads {
+                        threads: ("threads", 11),
+                        workgroup_size: ("workgroupSize", 12),
+                    },
+                },
+            ],
+            intermediates: &[],
+        },
+    },
+    Variant {
+        id: "rank4",
+        when: &[
+            Explain("rank4Contract", &EXPLAIN_RANK4_CONTRACT),
+            Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
                 &[31, 32],
-                derive_pair_dispatch_ok,
+                31,
             ),
         ],
-        plan_rank4,
-        operand,
-    ),
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 1,
+                    key: &[13, 14, 15, 16, 17, 18],
+                    overrides: &[],
+                    bindings: &[Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Params],
+                    params: &[
+                        U32(("pairCount", 0)),
+                        U32(("batchSize", 1)),
+                        U32(("sequenceLength", 19)),
+                        U32(("numHeads", 2)),
+                        U32(("headSize", 20)),
+                        U32(("rotaryDim", 5)),
+                        U32(("halfRotaryDim", 6)),
+                        U32(("section0", 7)),
+                        U32(("section1", 8)),
+                        U32(("section2", 9)),
+                        F32(("scale", 10)),
+                    ],
+                    dispatch: Threads {
+                        threads: ("threads", 11),
+                        workgroup_size: ("workgroupSize", 12),
+                    },
+                },
+            ],
+            intermediates: &[],
+        },
+    },
 ];
+/// Test `index` of the clause tables, evaluated.
+fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
+    let holds = match index {
+        0 => derive_sections_defined(env)?,
+        1 => rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)? >= 0i64,
+        2 => rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)? >= 0i64,
+        3 => rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)? >= 0i64,
+        4 => {
+            rt::expr::add(
+                rt::expr::add(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
+                )?,
+                rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+            )? == derive_half_rotary_dim(env)?
+        }
+        5 => {
+            rt::expr::f16_ok(
+                env.dtypes.t.wgsl_name(),
+                env.caps.has_feature("shader-f16"),
+            )
+        }
+        6 => {
+            rt::expr::same_shape(
+                env.shapes.input.as_slice(),
+                env.shapes.output.as_slice(),
+            )
+        }
+        7 => {
+            i64::from(env.attrs.interleaved) == 0i64
+                || i64::from(env.attrs.interleaved) == 1i64
+        }
+        8 => {
+            i64::from(env.attrs.mrope_layout) == 0i64
+                || i64::from(env.attrs.mrope_layout) == 1i64
+        }
+        9 => env.attrs.num_heads >= 0i64,
+        10 => env.attrs.rotary_embedding_dim >= 0i64,
+        11 => env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
+        12 => {
+            rt::expr::same_shape(
+                env.shapes.cos_cache.as_slice(),
+                env.shapes.sin_cache.as_slice(),
+            )
+        }
+        13 => rt::support::rank(&env.shapes.cos_cache) == 2i64,
+        14 => rt::support::rank(&env.shapes.sin_cache) == 2i64,
+        15 => rt::support::rank(&env.shapes.position_ids) == 3i64,
+        16 => rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64,
+        17 => {
+            rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
+                == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?
+        }
+        18 => {
+            rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
+                == rt::expr::dim(
+                    env.shapes.input.as_slice(),
+                    if rt::support::rank(&env.shapes.input) == 3i64 {
+                        1i64
+                    } else {
+                        2i64
+                    },
+                )?
+        }
+        19 => rt::support::rank(&env.shapes.input) == 3i64,
+        20 => rt::support::rank(&env.shapes.output) == 3i64,
+        21 => env.attrs.num_heads >= 1i64,
+        22 => {
+            rt::expr::rem(
+                rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+                env.attrs.num_heads,
+            )? == 0i64
+        }
+        23 => derive_rank3_head_size(env)? > 0i64,
+        24 => rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
+        25 => {
+            env.attrs.rotary_embedding_dim == 0i64
+                || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?
+        }
+        26 => {
+            rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
+                == derive_effective_rotary_dim(env)?
+        }
+        27 => rt::support::rank(&env.shapes.input) == 4i64,
+        28 => rt::support::rank(&env.shapes.output) == 4i64,
+        29 => rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64,
+        30 => {
+            env.attrs.rotary_embedding_dim == 0i64
+                || env.attrs.rotary_embedding_dim
+                    <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?
+        }
+        31 => derive_pair_dispatch_ok(env)?,
+        _ => return Err(rt::when::no_test(index)),
+    };
+    Ok(holds)
+}
+type Test = fn(usize, &Env<'_>) -> Result<bool, EvalError>;
+type Operand = fn(usize, &Env<'_>) -> rt::when::Operand;
+/// The tests the clause tables name, and the operands their rejections show.
+static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
+    test,
+    operand,
+};
 /// The source text of each operand a rejection may show.
 const OPERANDS: [&str; 33usize] = [
     "(attrs.mrope_section | length)",
@@ -822,228 +866,197 @@ fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
 }
 /// The value of operand `index`, as a rejection prints it.
 fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
-    Ok(
-        match index {
-            0 => rt::when::shown(rt::expr::length(env.attrs.mrope_section.as_slice())?),
-            1 => {
-                rt::when::shown(
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                )
-            }
-            2 => {
-                rt::when::shown(
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                )
-            }
-            3 => {
-                rt::when::shown(
-                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
-                )
-            }
-            4 => {
-                rt::when::shown(
+    let value = match index {
+        0 => rt::when::shown(rt::expr::length(env.attrs.mrope_section.as_slice())?),
+        1 => rt::when::shown(rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?),
+        2 => rt::when::shown(rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?),
+        3 => rt::when::shown(rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?),
+        4 => {
+            rt::when::shown(
+                rt::expr::add(
                     rt::expr::add(
-                        rt::expr::add(
-                            rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
-                            rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
-                        )?,
-                        rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+                        rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?,
+                        rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?,
                     )?,
-                )
-            }
-            5 => rt::when::shown(derive_half_rotary_dim(env)?),
-            6 => rt::when::shown(env.dtypes.t.wgsl_name()),
-            7 => rt::when::shown(<[i64]>::to_vec(env.shapes.input.as_slice())),
-            8 => rt::when::shown(<[i64]>::to_vec(env.shapes.output.as_slice())),
-            9 => rt::when::shown(i64::from(env.attrs.interleaved)),
-            10 => rt::when::shown(i64::from(env.attrs.mrope_layout)),
-            11 => rt::when::shown(env.attrs.num_heads),
-            12 => rt::when::shown(env.attrs.rotary_embedding_dim),
-            13 => rt::when::shown(<[i64]>::to_vec(env.shapes.cos_cache.as_slice())),
-            14 => rt::when::shown(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
-            15 => rt::when::shown(rt::support::rank(&env.shapes.cos_cache)),
-            16 => rt::when::shown(rt::support::rank(&env.shapes.sin_cache)),
-            17 => rt::when::shown(rt::support::rank(&env.shapes.position_ids)),
-            18 => {
-                rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)?)
-            }
-            19 => {
-                rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?)
-            }
-            20 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
-            21 => {
-                rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?)
-            }
-            22 => {
-                rt::when::shown(
-                    rt::expr::dim(
-                        env.shapes.input.as_slice(),
-                        if rt::support::rank(&env.shapes.input) == 3i64 {
-                            1i64
-                        } else {
-                            2i64
-                        },
-                    )?,
-                )
-            }
-            23 => rt::when::shown(rt::support::rank(&env.shapes.input)),
-            24 => rt::when::shown(rt::support::rank(&env.shapes.output)),
-            25 => {
-                rt::when::shown(
-                    rt::expr::rem(
-                        rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
-                        env.attrs.num_heads,
-                    )?,
-                )
-            }
-            26 => rt::when::shown(derive_rank3_head_size(env)?),
-            27 => {
-                rt::when::shown(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)?)
-            }
-            28 => rt::when::shown(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
-            29 => rt::when::shown(derive_effective_rotary_dim(env)?),
-            30 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
-            31 => rt::when::shown(rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?),
-            32 => {
-                rt::when::shown(
+                    rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?,
+                )?,
+            )
+        }
+        5 => rt::when::shown(derive_half_rotary_dim(env)?),
+        6 => rt::when::shown(env.dtypes.t.wgsl_name()),
+        7 => rt::when::shown(<[i64]>::to_vec(env.shapes.input.as_slice())),
+        8 => rt::when::shown(<[i64]>::to_vec(env.shapes.output.as_slice())),
+        9 => rt::when::shown(i64::from(env.attrs.interleaved)),
+        10 => rt::when::shown(i64::from(env.attrs.mrope_layout)),
+        11 => rt::when::shown(env.attrs.num_heads),
+        12 => rt::when::shown(env.attrs.rotary_embedding_dim),
+        13 => rt::when::shown(<[i64]>::to_vec(env.shapes.cos_cache.as_slice())),
+        14 => rt::when::shown(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
+        15 => rt::when::shown(rt::support::rank(&env.shapes.cos_cache)),
+        16 => rt::when::shown(rt::support::rank(&env.shapes.sin_cache)),
+        17 => rt::when::shown(rt::support::rank(&env.shapes.position_ids)),
+        18 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)?),
+        19 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?),
+        20 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
+        21 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?),
+        22 => {
+            rt::when::shown(
+                rt::expr::dim(
+                    env.shapes.input.as_slice(),
+                    if rt::support::rank(&env.shapes.input) == 3i64 {
+                        1i64
+                    } else {
+                        2i64
+                    },
+                )?,
+            )
+        }
+        23 => rt::when::shown(rt::support::rank(&env.shapes.input)),
+        24 => rt::when::shown(rt::support::rank(&env.shapes.output)),
+        25 => {
+            rt::when::shown(
+                rt::expr::rem(
+                    rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
+                    env.attrs.num_heads,
+                )?,
+            )
+        }
+        26 => rt::when::shown(derive_rank3_head_size(env)?),
+        27 => rt::when::shown(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)?),
+        28 => rt::when::shown(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
+        29 => rt::when::shown(derive_effective_rotary_dim(env)?),
+        30 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
+        31 => rt::when::shown(rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?),
+        32 => {
+            rt::when::shown(
+                rt::expr::mul(
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                )?,
+            )
+        }
+        _ => String::new(),
+    };
+    Ok(value)
+}
+/// Value `index` of the plans, computed.
+fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
+    let value = match index {
+        0 => Value::from(derive_pair_count(env)?),
+        1 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
+        2 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 1i64)?),
+        3 => Value::from(env.attrs.num_heads),
+        4 => Value::from(derive_rank3_head_size(env)?),
+        5 => Value::from(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
+        6 => Value::from(derive_half_rotary_dim(env)?),
+        7 => Value::from(rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)?),
+        8 => Value::from(rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)?),
+        9 => Value::from(rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)?),
+        10 => Value::from(f64::from(env.attrs.scale)),
+        11 => {
+            Value::from(
+                if derive_quad_pairs(env)? {
                     rt::expr::mul(
-                        rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
-                        ),
-                        rt::support::limit(
-                            env.caps.limits.max_compute_workgroups_per_dimension,
-                        ),
-                    )?,
-                )
-            }
-            _ => String::new(),
-        },
+                        rt::expr::div(
+                            rt::expr::div(derive_pair_count(env)?, 4i64)?,
+                            derive_quad_heads(env)?,
+                        )?,
+                        rt::expr::ceil_div(
+                            derive_quad_heads(env)?,
+                            derive_quad_heads_per_task(env)?,
+                        )?,
+                    )?
+                } else {
+                    derive_pair_count(env)?
+                },
+            )
+        }
+        12 => Value::from(256i64),
+        13 => Value::from(i64::from(env.attrs.interleaved) != 0i64),
+        14 => Value::from(i64::from(env.attrs.mrope_layout) == 0i64),
+        15 => Value::from(env.dtypes.t.wgsl_name() == "f16"),
+        16 => Value::from(env.dtypes.t.wgsl_name()),
+        17 => Value::from(derive_quad_pairs(env)?),
+        18 => Value::from(derive_quad_heads_per_task(env)?),
+        19 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 2i64)?),
+        20 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
+        _ => return Err(rt::when::no_test(index)),
+    };
+    Ok(value)
+}
+/// What each value of the plans is computed from, as errors name it.
+const VALUE_SOURCES: [&str; 21usize] = [
+    " (from the shape of `input` and attribute `num_heads`)",
+    " (from the shape of `input`)",
+    " (from the shape of `input`)",
+    " (from attribute `num_heads`)",
+    " (from the shape of `input` and attribute `num_heads`)",
+    " (from the shape of `cos_cache`)",
+    " (from the shape of `cos_cache`)",
+    " (from attribute `mrope_section`)",
+    " (from attribute `mrope_section`)",
+    " (from attribute `mrope_section`)",
+    " (from attribute `scale`)",
+    " (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    " (from the shape of `input`)",
+    " (from the shape of `input`)",
+];
+/// The op's outputs, which every variant shares.
+fn outputs(env: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
+    Ok(
+        ::std::vec::Vec::from([
+            rt::OutputSpec {
+                role: "output",
+                dtype: env.dtypes.t,
+                shape: rt::support::to_shape("output", &env.shapes.output)?,
+            },
+        ]),
     )
 }
-/// The plan of variant `rank3`.
-fn plan_rank3(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "rank3",
-        passes: vec![
-            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(0usize, &
-            [(i64::from(env.attrs.interleaved) != 0i64).into(), (i64::from(env.attrs
-            .mrope_layout) == 0i64).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (env.dtypes.t.wgsl_name()).into(), (derive_quad_pairs(env) ?).into(),
-            (derive_quad_heads_per_task(env) ?).into()]) ?, overrides : vec![], bindings
-            : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
-            rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
-            rt::Binding::Params], params : rt::uniform::Words::with_fields(11usize)
-            .checked_u32("`pairCount` (from the shape of `input` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `pairCount` (from the shape of `input` and attribute `num_heads`)",
-            || Ok(derive_pair_count(env) ?)) ?) ?
-            .checked_u32("`batchSize` (from the shape of `input`)",
-            rt::support::value("pass `main`, `batchSize` (from the shape of `input`)", ||
-            rt::expr::dim(env.shapes.input.as_slice(), 0i64)) ?) ?
-            .checked_u32("`sequenceLength` (from the shape of `input`)",
-            rt::support::value("pass `main`, `sequenceLength` (from the shape of `input`)",
-            || rt::expr::dim(env.shapes.input.as_slice(), 1i64)) ?) ?
-            .checked_u32("`numHeads` (from attribute `num_heads`)", env.attrs.num_heads)
-            ?
-            .checked_u32("`headSize` (from the shape of `input` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `headSize` (from the shape of `input` and attribute `num_heads`)",
-            || Ok(derive_rank3_head_size(env) ?)) ?) ?
-            .checked_u32("`rotaryDim` (from the shape of `cos_cache`)",
-            rt::support::value("pass `main`, `rotaryDim` (from the shape of `cos_cache`)",
-            || rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64)) ?) ?
-            .checked_u32("`halfRotaryDim` (from the shape of `cos_cache`)",
-            rt::support::value("pass `main`, `halfRotaryDim` (from the shape of `cos_cache`)",
-            || Ok(derive_half_rotary_dim(env) ?)) ?) ?
-            .checked_u32("`section0` (from attribute `mrope_section`)",
-            rt::support::value("pass `main`, `section0` (from attribute `mrope_section`)",
-            || rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)) ?) ?
-            .checked_u32("`section1` (from attribute `mrope_section`)",
-            rt::support::value("pass `main`, `section1` (from attribute `mrope_section`)",
-            || rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)) ?) ?
-            .checked_u32("`section2` (from attribute `mrope_section`)",
-            rt::support::value("pass `main`, `section2` (from attribute `mrope_section`)",
-            || rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)) ?) ?
-            .f32((f64::from(env.attrs.scale)) as f32).into_bytes(), dispatch :
-            rt::Dispatch::Threads { threads :
-            rt::support::to_u64("`threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
-            rt::support::value("pass `main`, `threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
-            || Ok(if derive_quad_pairs(env) ? {
-            rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
-            derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
-            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? }))
-            ?) ?, workgroup_size : rt::support::to_u32("`workgroupSize`", 256i64) ? } }
-        ],
-        intermediates: vec![],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
-}
-/// The plan of variant `rank4`.
-fn plan_rank4(env: &Env<'_>) -> Result<rt::Plan, EvalError> {
-    Ok(rt::Plan {
-        op: OP_NAME,
-        variant: "rank4",
-        passes: vec![
-            rt::PlannedPass { id : "main", kernel : SHADERS.kernel(1usize, &
-            [(i64::from(env.attrs.interleaved) != 0i64).into(), (i64::from(env.attrs
-            .mrope_layout) == 0i64).into(), (env.dtypes.t.wgsl_name() == "f16").into(),
-            (env.dtypes.t.wgsl_name()).into(), (derive_quad_pairs(env) ?).into(),
-            (derive_quad_heads_per_task(env) ?).into()]) ?, overrides : vec![], bindings
-            : vec![rt::Binding::Arg(0usize), rt::Binding::Arg(1usize),
-            rt::Binding::Arg(2usize), rt::Binding::Arg(3usize), rt::Binding::Arg(4usize),
-            rt::Binding::Params], params : rt::uniform::Words::with_fields(11usize)
-            .checked_u32("`pairCount` (from the shape of `input` and attribute `num_heads`)",
-            rt::support::value("pass `main`, `pairCount` (from the shape of `input` and attribute `num_heads`)",
-            || Ok(derive_pair_count(env) ?)) ?) ?
-            .checked_u32("`batchSize` (from the shape of `input`)",
-            rt::support::value("pass `main`, `batchSize` (from the shape of `input`)", ||
-            rt::expr::dim(env.shapes.input.as_slice(), 0i64)) ?) ?
-            .checked_u32("`sequenceLength` (from the shape of `input`)",
-            rt::support::value("pass `main`, `sequenceLength` (from the shape of `input`)",
-            || rt::expr::dim(env.shapes.input.as_slice(), 2i64)) ?) ?
-            .checked_u32("`numHeads` (from the shape of `input`)",
-            rt::support::value("pass `main`, `numHeads` (from the shape of `input`)", ||
-            rt::expr::dim(env.shapes.input.as_slice(), 1i64)) ?) ?
-            .checked_u32("`headSize` (from the shape of `input`)",
-            rt::support::value("pass `main`, `headSize` (from the shape of `input`)", ||
-            rt::expr::dim(env.shapes.input.as_slice(), 3i64)) ?) ?
-            .checked_u32("`rotaryDim` (from the shape of `cos_cache`)",
-            rt::support::value("pass `main`, `rotaryDim` (from the shape of `cos_cache`)",
-            || rt::expr::mul(derive_half_rotary_dim(env) ?, 2i64)) ?) ?
-            .checked_u32("`halfRotaryDim` (from the shape of `cos_cache`)",
-            rt::support::value("pass `main`, `halfRotaryDim` (from the shape of `cos_cache`)",
-            || Ok(derive_half_rotary_dim(env) ?)) ?) ?
-            .checked_u32("`section0` (from attribute `mrope_section`)",
-            rt::support::value("pass `main`, `section0` (from attribute `mrope_section`)",
-            || rt::expr::index(env.attrs.mrope_section.as_slice(), 0i64)) ?) ?
-            .checked_u32("`section1` (from attribute `mrope_section`)",
-            rt::support::value("pass `main`, `section1` (from attribute `mrope_section`)",
-            || rt::expr::index(env.attrs.mrope_section.as_slice(), 1i64)) ?) ?
-            .checked_u32("`section2` (from attribute `mrope_section`)",
-            rt::support::value("pass `main`, `section2` (from attribute `mrope_section`)",
-            || rt::expr::index(env.attrs.mrope_section.as_slice(), 2i64)) ?) ?
-            .f32((f64::from(env.attrs.scale)) as f32).into_bytes(), dispatch :
-            rt::Dispatch::Threads { threads :
-            rt::support::to_u64("`threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
-            rt::support::value("pass `main`, `threads` (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
-            || Ok(if derive_quad_pairs(env) ? {
-            rt::expr::mul(rt::expr::div(rt::expr::div(derive_pair_count(env) ?, 4i64) ?,
-            derive_quad_heads(env) ?) ?, rt::expr::ceil_div(derive_quad_heads(env) ?,
-            derive_quad_heads_per_task(env) ?) ?) ? } else { derive_pair_count(env) ? }))
-            ?) ?, workgroup_size : rt::support::to_u32("`workgroupSize`", 256i64) ? } }
-        ],
-        intermediates: vec![],
-        outputs: vec![
-            rt::OutputSpec { role : "output", dtype : env.dtypes.t, shape :
-            rt::support::to_shape("output", & env.shapes.output) ? }
-        ],
-    })
+/// The plan of `variant`, whether or not its `when` holds.
+fn plan_variant(
+    variant: &Variant<VariantSpec>,
+    env: &Env<'_>,
+) -> Result<rt::Plan, EvalError> {
+    let values = rt::plan_spec::Values {
+        value,
+        sources: &VALUE_SOURCES,
+    };
+    rt::plan_spec::build(
+        OP_NAME,
+        variant.id,
+        &variant.plan,
+        &SHADERS,
+        &values,
+        env,
+        outputs(env)?,
+    )
 }
 /// The variant ids, in selection order.
 #[doc(hidden)]
 pub const VARIANT_IDS: &[&str] = &["rank3", "rank4"];
+/// The `when` check of variant `id`: why it rejects `env`, if it does.
+#[doc(hidden)]
+pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+    rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+}
+/// The plan of variant `id` for `env`, whether or not its `when` holds.
+#[doc(hidden)]
+pub fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+    let variant = VARIANTS.iter().find(|v| v.id == id)?;
+    Some(plan_variant(variant, env))
+}
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
 /// whole pipeline where one serves all shapes, the shader module where pipelines take
 /// shape-dependent overrides. Returns the number of shaders prepared.
@@ -1070,8 +1083,8 @@ pub fn plan(
     rt::support::rank_is(OP_NAME, "cos_cache", shapes.cos_cache, 2usize)?;
     rt::support::rank_is(OP_NAME, "sin_cache", shapes.sin_cache, 2usize)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let (variant, plan_variant) = rt::when::select(OP_NAME, &VARIANTS, &env)?;
-    rt::support::planned(OP_NAME, variant, plan_variant(&env))
+    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+    rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
 }
 /// [`plan`] for a call's tensors on the context's device, with the op's host checks.
 fn checked_plan<T: rt::Float>(

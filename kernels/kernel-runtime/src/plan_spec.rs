@@ -1,0 +1,424 @@
+//! A variant's plan as data: the generated module describes each pass (its shader key, overrides,
+//! bindings, uniform fields and dispatch) as a [`VariantSpec`] whose entries name values by
+//! index, and [`build`] walks it with the module's `value` function into a [`Plan`].
+//!
+//! Each distinct expression of an op's plans is compiled once, as one arm of that function, so
+//! a value used by several passes or variants is written once; the range checks and the error
+//! texts (which pass, which value, which inputs it is computed from) live here, once for every
+//! op.
+
+use crate::dtype::DType;
+use crate::expr::EvalError;
+use crate::plan::{Binding, Dispatch, IntermediateSpec, OutputSpec, Plan, PlannedPass};
+use crate::shaders::{Key, ShaderTable};
+use crate::uniform::{Words, to_i32, to_u32};
+
+/// A value a plan expression computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value<'a> {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(&'a str),
+    /// A string the expression built (`~`).
+    String(String),
+    List(Vec<i64>),
+}
+
+impl From<i64> for Value<'_> {
+    fn from(value: i64) -> Self {
+        Value::Int(value)
+    }
+}
+
+impl From<f64> for Value<'_> {
+    fn from(value: f64) -> Self {
+        Value::Float(value)
+    }
+}
+
+impl From<bool> for Value<'_> {
+    fn from(value: bool) -> Self {
+        Value::Bool(value)
+    }
+}
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(value: &'a str) -> Self {
+        Value::Str(value)
+    }
+}
+
+impl From<String> for Value<'_> {
+    fn from(value: String) -> Self {
+        Value::String(value)
+    }
+}
+
+impl From<Vec<i64>> for Value<'_> {
+    fn from(value: Vec<i64>) -> Self {
+        Value::List(value)
+    }
+}
+
+impl Value<'_> {
+    fn key(&self) -> Key<'_> {
+        match self {
+            Value::Int(i) => Key::Int(*i),
+            Value::Float(f) => Key::from(*f),
+            Value::Bool(b) => Key::Bool(*b),
+            Value::Str(s) => Key::Str(s),
+            Value::String(s) => Key::Str(s),
+            // Lists never select a shader: codegen keys only scalars.
+            Value::List(_) => Key::Int(0),
+        }
+    }
+
+    fn int(&self, what: &str) -> Result<i64, EvalError> {
+        match self {
+            Value::Int(i) => Ok(*i),
+            Value::Bool(b) => Ok(i64::from(*b)),
+            other => Err(EvalError::new(format!(
+                "{what} is {other:?}, not an integer"
+            ))),
+        }
+    }
+
+    fn float(&self, what: &str) -> Result<f64, EvalError> {
+        match self {
+            Value::Float(f) => Ok(*f),
+            Value::Int(i) => Ok(*i as f64),
+            Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
+            other => Err(EvalError::new(format!("{what} is {other:?}, not a number"))),
+        }
+    }
+}
+
+/// A named value of a plan: the manifest's name (a uniform field, an override, a dispatch
+/// axis) and the index of the expression that computes it.
+pub type Slot = (&'static str, usize);
+
+/// A field of a pass's uniform `Params` struct: every field is a 4-byte scalar at `4 * i`.
+#[derive(Debug, Clone, Copy)]
+pub enum Field {
+    U32(Slot),
+    I32(Slot),
+    F32(Slot),
+}
+
+/// A manifest's dispatch form, its counts as [`Slot`]s; see [`Dispatch`].
+#[derive(Debug, Clone, Copy)]
+pub enum DispatchSpec {
+    Threads {
+        threads: Slot,
+        workgroup_size: Slot,
+    },
+    Workgroups(Slot),
+    /// `x`, and `y` and `z` when given (1 otherwise).
+    Grid(Slot, Option<Slot>, Option<Slot>),
+    GridStride {
+        items: Slot,
+        workgroup_size: Slot,
+    },
+}
+
+/// One pass of a variant.
+#[derive(Debug, Clone, Copy)]
+pub struct PassSpec {
+    pub id: &'static str,
+    /// The pass's index in the op's shader table.
+    pub table_pass: usize,
+    /// The values the pass's shader text depends on, in the table's key order.
+    pub key: &'static [usize],
+    /// Pipeline-overridable constants: the name in the shader, and the value.
+    pub overrides: &'static [(&'static str, Slot)],
+    pub bindings: &'static [Binding],
+    pub params: &'static [Field],
+    pub dispatch: DispatchSpec,
+}
+
+/// A buffer a variant needs between its passes: its id, element type and the value (a shape)
+/// whose element count it holds.
+#[derive(Debug, Clone, Copy)]
+pub struct ScratchSpec {
+    pub id: &'static str,
+    pub dtype: DType,
+    pub shape: usize,
+}
+
+/// What a variant dispatches.
+#[derive(Debug, Clone, Copy)]
+pub struct VariantSpec {
+    pub passes: &'static [PassSpec],
+    pub intermediates: &'static [ScratchSpec],
+}
+
+/// An op's compiled plan values: `value(i, env)` evaluates expression `i`; `sources[i]` says
+/// what it is computed from (" (from the shape of `x`)", or empty), for errors.
+#[derive(Debug)]
+pub struct Values<V: 'static> {
+    pub value: V,
+    pub sources: &'static [&'static str],
+}
+
+/// The plan of the variant `id` described by `spec`, its values computed by `values` over
+/// `env`; `outputs` are the op's output shapes, which every variant shares.
+pub fn build<'e, E, V>(
+    op: &'static str,
+    id: &'static str,
+    spec: &VariantSpec,
+    shaders: &'static ShaderTable,
+    values: &Values<V>,
+    env: &'e E,
+    outputs: Vec<OutputSpec>,
+) -> Result<Plan, EvalError>
+where
+    V: Fn(usize, &'e E) -> Result<Value<'e>, EvalError>,
+{
+    let passes = spec
+        .passes
+        .iter()
+        .map(|pass| planned_pass(pass, shaders, values, env))
+        .collect::<Result<_, _>>()?;
+    let intermediates = spec
+        .intermediates
+        .iter()
+        .map(|scratch| {
+            let shape = (values.value)(scratch.shape, env).map_err(|error| {
+                EvalError::new(format!("intermediate `{}`: {error}", scratch.id))
+            })?;
+            let Value::List(dims) = shape else {
+                return Err(EvalError::new(format!(
+                    "intermediate `{}` has no shape",
+                    scratch.id
+                )));
+            };
+            Ok(IntermediateSpec {
+                id: scratch.id,
+                dtype: scratch.dtype,
+                len: crate::support::element_count(scratch.id, &dims)?,
+            })
+        })
+        .collect::<Result<_, EvalError>>()?;
+    Ok(Plan {
+        op,
+        variant: id,
+        passes,
+        intermediates,
+        outputs,
+    })
+}
+
+/// How an error names a slot: "`rows` (from the shape of `data`)".
+fn described<V>(slot: Slot, values: &Values<V>) -> String {
+    let (name, value) = slot;
+    let source = values.sources.get(value).copied().unwrap_or_default();
+    format!("`{name}`{source}")
+}
+
+fn planned_pass<'e, E, V>(
+    pass: &PassSpec,
+    shaders: &'static ShaderTable,
+    values: &Values<V>,
+    env: &'e E,
+) -> Result<PlannedPass, EvalError>
+where
+    V: Fn(usize, &'e E) -> Result<Value<'e>, EvalError>,
+{
+    // A failing expression says which pass and value it was computing.
+    let eval = |slot: Slot| {
+        (values.value)(slot.1, env).map_err(|error| {
+            EvalError::new(format!(
+                "pass `{}`, {}: {error}",
+                pass.id,
+                described(slot, values)
+            ))
+        })
+    };
+    let int = |slot: Slot| eval(slot)?.int(&described(slot, values));
+    let count = |slot: Slot| crate::support::to_u64(&described(slot, values), int(slot)?);
+    let size = |slot: Slot| to_u32(&described(slot, values), int(slot)?);
+    let key = pass
+        .key
+        .iter()
+        .map(|&value| {
+            (values.value)(value, env).map_err(|error| {
+                EvalError::new(format!("pass `{}`, its shader's key: {error}", pass.id))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let key: Vec<Key<'_>> = key.iter().map(Value::key).collect();
+    let kernel = shaders.kernel(pass.table_pass, &key)?;
+    let overrides = pass
+        .overrides
+        .iter()
+        .map(|&(name, slot)| {
+            let value = match eval(slot)? {
+                Value::Float(f) => f,
+                Value::Bool(b) => {
+                    if b {
+                        1.0
+                    } else {
+                        0.0
+                    }
+                }
+                other => f64::from(to_u32(
+                    &described(slot, values),
+                    other.int(&described(slot, values))?,
+                )?),
+            };
+            Ok((name, value))
+        })
+        .collect::<Result<_, EvalError>>()?;
+    let mut words = Words::with_fields(pass.params.len());
+    for field in pass.params {
+        words = match *field {
+            Field::U32(slot) => words.u32(size(slot)?),
+            Field::I32(slot) => words.i32(to_i32(&described(slot, values), int(slot)?)?),
+            Field::F32(slot) => words.f32(eval(slot)?.float(&described(slot, values))? as f32),
+        };
+    }
+    let dispatch = match pass.dispatch {
+        DispatchSpec::Threads {
+            threads,
+            workgroup_size,
+        } => Dispatch::Threads {
+            threads: count(threads)?,
+            workgroup_size: size(workgroup_size)?,
+        },
+        DispatchSpec::Workgroups(n) => Dispatch::Workgroups(count(n)?),
+        DispatchSpec::Grid(x, y, z) => Dispatch::Grid {
+            x: count(x)?,
+            y: y.map_or(Ok(1), count)?,
+            z: z.map_or(Ok(1), count)?,
+        },
+        DispatchSpec::GridStride {
+            items,
+            workgroup_size,
+        } => Dispatch::GridStride {
+            items: count(items)?,
+            workgroup_size: size(workgroup_size)?,
+        },
+    };
+    Ok(PlannedPass {
+        id: pass.id,
+        kernel,
+        overrides,
+        bindings: pass.bindings.to_vec(),
+        params: words.into_bytes(),
+        dispatch,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shaders::Key::{Bool, Int};
+    use crate::shaders::Pass;
+
+    static TABLE: ShaderTable = ShaderTable::new(
+        "Op",
+        &[Pass {
+            variant: "v",
+            pass: "main",
+            label: "Op.Main",
+            entry_point: "main",
+            overrides: &["n"],
+            key: &[&[Bool(false), Bool(true)], &[Int(4)]],
+        }],
+        "// s\nfn main() {}\n",
+        &[(0, 5, 18, "d0", 0, &[0, 1])],
+    );
+
+    /// `n` from the environment: 0 `n`, 1 `n > 2`, 2 the constant 4, 3 `n / 0`, 4 `[n, 2]`,
+    /// 5 `n - 10`.
+    fn value(index: usize, n: &i64) -> Result<Value<'_>, EvalError> {
+        Ok(match index {
+            0 => Value::from(*n),
+            1 => Value::from(*n > 2),
+            2 => Value::from(4i64),
+            3 => return Err(EvalError::new("division by zero")),
+            4 => Value::from(vec![*n, 2]),
+            _ => Value::from(*n - 10),
+        })
+    }
+
+    const SOURCES: [&str; 6] = [
+        "",
+        "",
+        "",
+        " (from attribute `n`)",
+        "",
+        " (from attribute `n`)",
+    ];
+
+    fn spec(field: Field, dispatch: DispatchSpec) -> VariantSpec {
+        let passes: &'static [PassSpec] = Box::leak(Box::new([PassSpec {
+            id: "main",
+            table_pass: 0,
+            key: &[1, 2],
+            overrides: &[("n_pipeline", ("n", 1))],
+            bindings: &[Binding::Arg(0), Binding::Params],
+            params: Box::leak(Box::new([Field::U32(("n", 0)), field])),
+            dispatch,
+        }]));
+        VariantSpec {
+            passes,
+            intermediates: &[ScratchSpec {
+                id: "tmp",
+                dtype: DType::F32,
+                shape: 4,
+            }],
+        }
+    }
+
+    fn planned(field: Field, dispatch: DispatchSpec, n: i64) -> Result<Plan, EvalError> {
+        let values = Values {
+            value,
+            sources: &SOURCES,
+        };
+        build(
+            "Op",
+            "v",
+            &spec(field, dispatch),
+            &TABLE,
+            &values,
+            &n,
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn a_spec_walks_into_the_plan_its_values_compute() {
+        let plan = planned(
+            Field::F32(("half", 1)),
+            DispatchSpec::Grid(("x", 0), Some(("y", 2)), None),
+            3,
+        )
+        .unwrap();
+        let pass = &plan.passes[0];
+        assert_eq!(pass.kernel.digest, "d0");
+        assert_eq!(pass.overrides, [("n_pipeline", 1.0)]);
+        assert_eq!(pass.params, [3, 0, 0, 0, 0, 0, 0x80, 0x3f]);
+        assert_eq!(pass.dispatch, Dispatch::Grid { x: 3, y: 4, z: 1 });
+        assert_eq!(plan.intermediates[0].len, 6);
+    }
+
+    #[test]
+    fn errors_name_the_pass_the_value_and_what_it_is_computed_from() {
+        let grid = DispatchSpec::Workgroups(("workgroups", 5));
+        let error = planned(Field::U32(("bad", 3)), grid, 3).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "pass `main`, `bad` (from attribute `n`): division by zero"
+        );
+        let error = planned(Field::I32(("n", 0)), grid, 3).unwrap_err();
+        assert_eq!(
+            error.message(),
+            "`workgroups` (from attribute `n`) = -7 is negative"
+        );
+        let error =
+            planned(Field::I32(("n", 0)), DispatchSpec::Workgroups(("w", 0)), -1).unwrap_err();
+        assert_eq!(error.message(), "`n` = -1 does not fit a u32");
+    }
+}
