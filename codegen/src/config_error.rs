@@ -7,6 +7,7 @@ use crate::Diagnostics;
 
 /// What [`crate::Config::generate`] and [`crate::Config::check`] can fail with.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     #[error("{path}: {error}")]
     Io {

@@ -7,7 +7,7 @@
 
 use examples::data::{DataRng, Tolerance, compare, from_elem, to_elem};
 use examples::reference::bias_softmax::bias_softmax;
-use kernel_runtime::{Context, DType, OpError, RuntimeError, Tensor, wgpu};
+use kernel_runtime::{AllocatingOp, Context, DType, Op, OpError, Plan, RuntimeError, Tensor, wgpu};
 use kernels::bias_softmax::{self as op, Attrs, Inputs, OutputsMut};
 
 const SHAPE: [usize; 3] = [4, 3, 40];
@@ -28,6 +28,59 @@ fn arena(ctx: &Context) -> (wgpu::Buffer, u64) {
         mapped_at_creation: false,
     });
     (buffer, span)
+}
+
+/// An op driven through the `Op` traits, as code that handles every op alike drives it: the
+/// plan for the call's own shapes, then `run_into`.
+fn through_traits<O: Op>(
+    ctx: &Context,
+    inputs: &O::Inputs<'_>,
+    outputs: O::OutputsMut<'_>,
+    attrs: &O::Attrs,
+) -> Plan {
+    // The shapes borrow the outputs; they go before the outputs are handed on.
+    let plan = {
+        let (shapes, dtypes) = O::call_shapes(inputs, &outputs);
+        O::plan(ctx.caps(), &shapes, &dtypes, attrs).unwrap()
+    };
+    O::run_into(ctx, inputs, outputs, attrs).unwrap();
+    plan
+}
+
+#[test]
+fn the_op_traits_run_an_op_as_its_module_functions_do() {
+    let ctx = ctx();
+    let mut rng = DataRng::new(43);
+    let x_host = rng.uniform(SHAPE.iter().product(), -4.0, 4.0);
+    let b_host = rng.uniform(BIAS.iter().product(), -2.0, 2.0);
+    let x = Tensor::from_slice(&ctx, &SHAPE, &to_elem::<f32>(&x_host)).unwrap();
+    let bias = Tensor::from_slice(&ctx, &BIAS, &to_elem::<f32>(&b_host)).unwrap();
+    let attrs = Attrs::new(true);
+    let inputs = Inputs {
+        data: &x,
+        bias: &bias,
+    };
+    let mut provided = Tensor::<f32>::zeros(&ctx, &SHAPE).unwrap();
+    let outputs = OutputsMut {
+        output: &mut provided,
+    };
+    let plan = through_traits::<op::Op>(&ctx, &inputs, outputs, &attrs);
+    let direct = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
+    assert_eq!(plan, direct);
+    assert_eq!(<op::Op as Op>::NAME, op::OP_NAME);
+    let allocated = <op::Op<f32> as AllocatingOp>::run(&ctx, &inputs, &attrs).unwrap();
+    let got = from_elem(&provided.to_vec(&ctx).unwrap());
+    assert_eq!(got, from_elem(&allocated.output.to_vec(&ctx).unwrap()));
+    let want = bias_softmax(
+        &from_elem(&to_elem::<f32>(&x_host)),
+        &SHAPE,
+        &from_elem(&to_elem::<f32>(&b_host)),
+        1,
+        true,
+    )
+    .unwrap();
+    let c = compare(&got, &want, Tolerance::bias_softmax(DType::F32));
+    assert!(c.passed(), "{c}");
 }
 
 #[test]

@@ -58,12 +58,17 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let tensor_vars = vars_of(op, &op.tensors().collect::<Vec<_>>());
     let tensor_bounds = generic_params(&tensor_vars);
     let written_args = generic_args(&vars_of(op, &layout.written));
-    let inputs_ty = if layout.read.is_empty() {
-        quote!(Inputs)
-    } else {
-        quote!(Inputs<'_, #read_args>)
+    let inputs_of = |lifetime: TokenStream| {
+        if layout.read.is_empty() {
+            quote!(Inputs)
+        } else {
+            quote!(Inputs<#lifetime, #read_args>)
+        }
     };
-    let outputs_mut_ty = quote!(OutputsMut<'_, #written_args>);
+    let outputs_mut_of = |lifetime: TokenStream| quote!(OutputsMut<#lifetime, #written_args>);
+    let inputs_ty = inputs_of(quote!('_));
+    let outputs_mut_ty = outputs_mut_of(quote!('_));
+    let associated = (inputs_of(quote!('a)), outputs_mut_of(quote!('a)));
 
     // Typed path. Host checks see the required inputs the op only reads.
     let typed_views = layout.read.iter().filter(|t| !t.optional).map(|t| {
@@ -109,10 +114,13 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
                 .iter()
                 .map(|t| arg(t, quote!(outputs), quote!(write))),
         );
-    let shapes_call = if layout.allocates {
-        quote!(inputs.shapes())
+    let (shapes_call, shapes_of_refs) = if layout.allocates {
+        (quote!(inputs.shapes()), quote!(inputs.shapes()))
     } else {
-        quote!(shapes(inputs, &outputs))
+        (
+            quote!(shapes(inputs, &outputs)),
+            quote!(shapes(inputs, outputs)),
+        )
     };
     let dtypes_call = if layout.inputs_suffice(op) {
         quote!(inputs.dtypes())
@@ -237,7 +245,11 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         }
     };
 
+    let op_type = op_type(op, &layout, &associated, &shapes_of_refs, &dtypes_call);
+
     quote! {
+        #op_type
+
         /// Compiles, ahead of the first call, every shader of this op the device can run: the
         /// whole pipeline where one serves all shapes, the shader module where pipelines take
         /// shape-dependent overrides. Returns the number of shaders prepared.
@@ -285,6 +297,91 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         }
 
         #plan_dyn
+    }
+}
+
+/// `Op`, the type that implements `rt::Op` (and `rt::AllocatingOp` where the op allocates its
+/// outputs) by the module's functions, its type parameters those of the op's type variables.
+fn op_type(
+    op: &model::Op,
+    layout: &Layout<'_>,
+    (inputs_ty, outputs_mut_ty): &(TokenStream, TokenStream),
+    shapes_call: &TokenStream,
+    dtypes_call: &TokenStream,
+) -> TokenStream {
+    let vars = float_type_vars(op);
+    let params = generic_params(&vars);
+    let args = generic_args(&vars);
+    let idents: Vec<Ident> = vars.iter().map(|v| format_ident!("{}", v)).collect();
+    let (declaration, self_ty) = if vars.is_empty() {
+        (
+            quote!(
+                pub struct Op;
+            ),
+            quote!(Op),
+        )
+    } else {
+        (
+            quote!(pub struct Op<#(#idents: rt::Float = f32),*>(::core::marker::PhantomData<(#(#idents,)*)>);),
+            quote!(Op<#args>),
+        )
+    };
+    let turbofish = if vars.is_empty() {
+        quote!()
+    } else {
+        quote!(::<#args>)
+    };
+    let allocating = layout.allocates.then(|| {
+        let outputs_args = generic_args(&vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
+        let outputs_ty = if op.outputs.is_empty() {
+            quote!(Outputs)
+        } else {
+            quote!(Outputs<#outputs_args>)
+        };
+        quote! {
+            impl<#params> rt::AllocatingOp for #self_ty {
+                type Outputs = #outputs_ty;
+
+                fn record(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &Self::Inputs<'_>, attrs: &Attrs) -> Result<Self::Outputs, rt::OpError> {
+                    record #turbofish(ctx, encoder, inputs, attrs)
+                }
+            }
+        }
+    });
+    quote! {
+        /// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs)
+        /// by this module's functions, for code that drives any op alike. Its type parameters
+        /// are the element types of the op's type variables.
+        #declaration
+
+        impl<#params> rt::Op for #self_ty {
+            const NAME: &'static str = OP_NAME;
+            const ENTRY: rt::registry::OpEntry = ENTRY;
+            type Attrs = Attrs;
+            type DTypes = DTypes;
+            type Shapes<'a> = Shapes<'a>;
+            type Inputs<'a> = #inputs_ty;
+            type OutputsMut<'a> = #outputs_mut_ty;
+
+            fn plan(caps: &rt::DeviceCaps, shapes: &Shapes<'_>, dtypes: &DTypes, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
+                plan(caps, shapes, dtypes, attrs)
+            }
+
+            fn call_shapes<'a>(inputs: &'a Self::Inputs<'_>, outputs: &'a Self::OutputsMut<'_>) -> (Shapes<'a>, DTypes) {
+                let _ = outputs;
+                (#shapes_call, #dtypes_call)
+            }
+
+            fn record_into(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &Self::Inputs<'_>, outputs: Self::OutputsMut<'_>, attrs: &Attrs) -> Result<(), rt::OpError> {
+                record_into #turbofish(ctx, encoder, inputs, outputs, attrs)
+            }
+
+            fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+                precompile(ctx)
+            }
+        }
+
+        #allocating
     }
 }
 

@@ -40,7 +40,7 @@ pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     // No inner attributes: the root module `include!`s this file into `pub mod <op> { … }`,
     // which carries the op's docs.
     let tokens = quote! {
-        use #runtime as rt;
+        use #runtime::abi as rt;
         use rt::expr::EvalError;
         use rt::tables::*;
         #api
@@ -58,8 +58,18 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
     let modules = ops.iter().map(|op| {
         let module = ident(&op.module);
         let file = format!("{}.rs", op.module);
+        let surface = if api::Layout::of(op).allocates {
+            "`plan` (without a GPU), `record_into` and `run_into` (into outputs you provide), \
+             `record` and `run` (allocating the outputs, whose shapes follow from the inputs) \
+             and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them."
+        } else {
+            "`plan` (without a GPU), `record_into` and `run_into` (into outputs you provide) \
+             and `precompile`; no allocating `record`/`run`, since the op writes a tensor in \
+             place or has an output whose shape its inputs do not give. `Op` implements \
+             `kernel_runtime::Op` with them."
+        };
         let doc = doc_lines(&format!(
-            " `{}` (since version {}).\n\n {}",
+            " `{}` (since version {}).\n\n {}\n\n {surface}",
             op.qualified_name(),
             op.since_version,
             op.description
@@ -70,10 +80,17 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
         }
     });
     let entries = ops.iter().map(|op| ident(&op.module));
+    let version = kernel_abi::ABI_VERSION;
+    let mismatch = format!(
+        "these kernels were generated for version {version} of kernel-runtime's generated-code \
+         ABI, which this kernel-runtime does not have: generate them again with the codegen \
+         release that matches it"
+    );
     let tokens = quote! {
+        const _: () = assert!(#runtime::abi::VERSION == #version, #mismatch);
         #(#modules)*
         /// Every generated op, for tools that choose an op by name.
-        pub static OPS: &[#runtime::registry::OpEntry] = &[ #( #entries::ENTRY ),* ];
+        pub static OPS: &[#runtime::abi::registry::OpEntry] = &[ #( #entries::ENTRY ),* ];
     };
     format(tokens, "the packages")
 }

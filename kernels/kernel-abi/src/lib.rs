@@ -4,3 +4,10 @@
 //! on a result or an error message. No dependencies.
 
 pub mod expr;
+
+/// The version of the contract between generated op modules and the runtime: what
+/// `kernel_runtime::abi` exports and how generated code calls it. Codegen writes the version
+/// it was built with into the generated root module, which checks it against the runtime's at
+/// compile time; the two move together, so a generated crate and a runtime that disagree fail
+/// to build with a message instead of with type errors deep in generated code.
+pub const ABI_VERSION: u32 = 1;

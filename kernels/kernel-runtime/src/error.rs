@@ -10,6 +10,7 @@ use crate::expr::EvalError;
 
 /// A failure of the GPU runtime: no device, a rejected resource, a readback that failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RuntimeError {
     /// No adapter was found, or none matched the requested name.
     #[error("{}", no_adapter_message(.requested.as_deref(), .available))]
@@ -191,6 +192,7 @@ impl fmt::Display for Rejection {
 
 /// The error of a generated op: a contract violation, or a runtime failure.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum OpError {
     /// No variant's `when` predicates accept the inputs; one rejection per variant.
     #[error("{}", no_variant_message(.op, .rejections))]

@@ -86,32 +86,50 @@ mod gpu;
 /// The expression language's arithmetic that generated code calls (`kernel-abi`'s).
 pub use kernel_abi::expr;
 mod index;
+mod op;
 mod pipeline;
 pub mod plan;
+#[doc(hidden)]
 pub mod plan_spec;
 mod pools;
 mod record;
 pub mod registry;
+#[doc(hidden)]
 pub mod shaders;
 mod staging;
+#[doc(hidden)]
 pub mod support;
 mod sync;
 mod tensor;
 mod threads;
 mod timing;
 pub mod uniform;
+#[doc(hidden)]
 pub mod when;
 
-/// The names a generated module writes its clause and plan tables with (`use rt::tables::*`),
-/// so that a table entry reads as data: `Check("n > 0", &[0], 3)`, `Grid(("x", 2), None, None)`.
+/// The one module generated op modules name (`use ::kernel_runtime::abi as rt;`): everything
+/// they call, under the version [`abi::VERSION`] they are checked against when they compile.
+/// Not for hand-written code: it changes with the generator.
 #[doc(hidden)]
-pub mod tables {
-    pub use crate::plan::Binding::{Arg, Intermediate, Params};
-    pub use crate::plan_spec::DispatchSpec::{Grid, GridStride, Threads, Workgroups};
-    pub use crate::plan_spec::Field::{F32, I32, U32};
-    pub use crate::plan_spec::{PassSpec, ScratchSpec, Value, VariantSpec};
-    pub use crate::when::Clause::{All, Check, Explain, Require};
-    pub use crate::when::{Clause, Explanation, Variant};
+pub mod abi {
+    pub use crate::{
+        AllocatingOp, AnyTensor, Arg, Context, DType, DeviceCaps, Element, Float, IndexTensor, Op,
+        OpError, OutputSpec, Plan, RuntimeError, Tensor,
+    };
+    pub use crate::{expr, half, plan_spec, registry, shaders, support, wgpu, when};
+    pub use kernel_abi::ABI_VERSION as VERSION;
+
+    /// The names a generated module writes its clause and plan tables with
+    /// (`use rt::tables::*`), so that an entry reads as data: `Check("n > 0", &[0], 3)`,
+    /// `Grid(("x", 2), None, None)`.
+    pub mod tables {
+        pub use crate::plan::Binding::{Arg, Intermediate, Params};
+        pub use crate::plan_spec::DispatchSpec::{Grid, GridStride, Threads, Workgroups};
+        pub use crate::plan_spec::Field::{F32, I32, U32};
+        pub use crate::plan_spec::{PassSpec, ScratchSpec, Value, VariantSpec};
+        pub use crate::when::Clause::{All, Check, Explain, Require};
+        pub use crate::when::{Clause, Explanation, Variant};
+    }
 }
 
 pub use any::AnyTensor;
@@ -126,6 +144,7 @@ pub use dtype::{DType, Element, Float};
 pub use error::{OpError, Rejection, RuntimeError};
 pub use expr::EvalError;
 pub use index::{IndexTensor, narrow_i64_to_u32};
+pub use op::{AllocatingOp, Op};
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
 pub use staging::STAGING_CHUNK;
 pub use tensor::Tensor;
