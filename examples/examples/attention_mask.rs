@@ -16,7 +16,7 @@
 use anyhow::{Context as _, Result, bail};
 use examples::data::{self, DataRng, Tolerance};
 use kernel_runtime::{Context, Float, Tensor};
-use kernels::bias_softmax::{self as op, Attrs, Inputs};
+use kernels::bias_softmax::{self as op, Attrs, Inputs, RequiredAttrs};
 
 const BATCH: usize = 2;
 const HEADS: usize = 4;
@@ -81,7 +81,9 @@ fn run<T: Float>(ctx: &Context, scores: &[f64], mask: &[f64]) -> Result<bool> {
         data: &data,
         bias: &bias,
     };
-    let mut attrs = Attrs::new(true);
+    let mut attrs = Attrs::new(RequiredAttrs {
+        is_inner_broadcast: true,
+    });
     attrs.axis = -1;
     let plan = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs)?;
     let out = op::run(ctx, &inputs, &attrs)?;

@@ -20,7 +20,7 @@ use clap::Parser;
 use examples::data::{self, DataRng, Tolerance};
 use examples::reference::mrotary_embedding::{mrotary_embedding, rope_caches};
 use kernel_runtime::{Context, IndexTensor, Tensor};
-use kernels::mrotary_embedding::{self as op, Attrs, Inputs};
+use kernels::mrotary_embedding::{self as op, Attrs, Inputs, RequiredAttrs};
 
 /// Qwen2-VL's head size and rotary sections.
 const HEAD_SIZE: usize = 128;
@@ -130,7 +130,9 @@ fn main() -> Result<()> {
     let (cos32, sin32) = (data::round_to::<f32>(&cos), data::round_to::<f32>(&sin));
     let flat_positions: Vec<i64> = positions.iter().flatten().copied().collect();
 
-    let mut attrs = Attrs::new(SECTIONS.iter().map(|&s| s as i64).collect());
+    let mut attrs = Attrs::new(RequiredAttrs {
+        mrope_section: SECTIONS.iter().map(|&s| s as i64).collect(),
+    });
     attrs.num_heads = args.heads as i64;
     let cache_shape = [max_positions, HEAD_SIZE / 2];
     let input = Tensor::from_slice(&ctx, &shape, &data::to_elem::<f32>(&x))?;

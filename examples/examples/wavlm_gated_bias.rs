@@ -22,7 +22,7 @@ use examples::data::{self, DataRng, Tolerance};
 use examples::reference::gated_relative_position_bias::{Problem, Sizes};
 use half::f16;
 use kernel_runtime::{Context, DType, Float, RuntimeError, Tensor};
-use kernels::gated_relative_position_bias::{self as op, Attrs, Inputs};
+use kernels::gated_relative_position_bias::{self as op, Attrs, Inputs, RequiredAttrs};
 
 /// WavLM-Large: heads, head size, gate projection width.
 const HEADS: usize = 16;
@@ -195,7 +195,9 @@ fn run_on_gpu<T: Float>(ctx: &Context, w: &Workload) -> Result<(&'static str, Ve
         bias: &bias,
         eco_a: &eco_a,
     };
-    let attrs = Attrs::new(HEADS as i64);
+    let attrs = Attrs::new(RequiredAttrs {
+        num_heads: HEADS as i64,
+    });
     let plan = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs)?;
     let out = op::run(ctx, &inputs, &attrs)?;
     ensure!(

@@ -187,12 +187,18 @@ impl Chain {
             },
             mrope_attrs: mrope::Attrs {
                 num_heads: N as i64,
-                ..mrope::Attrs::new(SECTIONS.to_vec())
+                ..mrope::Attrs::new(mrope::RequiredAttrs {
+                    mrope_section: SECTIONS.to_vec(),
+                })
             },
-            grpb_attrs: grpb::Attrs::new(N as i64),
+            grpb_attrs: grpb::Attrs::new(grpb::RequiredAttrs {
+                num_heads: N as i64,
+            }),
             softmax_attrs: bias_softmax::Attrs {
                 axis: 3,
-                ..bias_softmax::Attrs::new(false)
+                ..bias_softmax::Attrs::new(bias_softmax::RequiredAttrs {
+                    is_inner_broadcast: false,
+                })
             },
             last: (Vec::new(), Vec::new(), Vec::new()),
         })

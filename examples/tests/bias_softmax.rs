@@ -21,7 +21,7 @@ use examples::reference::bias_softmax::{
 use examples::reference::mrotary_embedding::mrotary_embedding;
 use half::f16;
 use kernel_runtime::{Dispatch, Float, IndexTensor, Tensor};
-use kernels::bias_softmax::{self as op, Attrs};
+use kernels::bias_softmax::{self as op, Attrs, RequiredAttrs};
 use kernels::mrotary_embedding as mrope;
 
 // ---- Every variant, dtype and broadcast mode ------------------------------------------
@@ -353,7 +353,9 @@ fn negative_and_middle_axes() {
     }
     // The default axis is 1.
     let mut case = Case::random(47, &shape, &[1, 60], 1, true);
-    case.attrs = Attrs::new(true);
+    case.attrs = Attrs::new(RequiredAttrs {
+        is_inner_broadcast: true,
+    });
     failures.extend(case.check::<f32>(ctx, "default axis", ADAPTIVE).err());
     assert_all(failures);
 }
@@ -530,7 +532,9 @@ fn bias_softmax_and_mrope_recorded_into_one_submit() {
     let x = rng.uniform(48, -2.0, 2.0);
     let positions = rng.indices(9, 4);
     let (cos, sin) = (rng.uniform(16, -1.0, 1.0), rng.uniform(16, -1.0, 1.0));
-    let mut rope_attrs = mrope::Attrs::new(vec![2, 1, 1]);
+    let mut rope_attrs = mrope::Attrs::new(mrope::RequiredAttrs {
+        mrope_section: vec![2, 1, 1],
+    });
     rope_attrs.num_heads = 2;
     let input = Tensor::from_slice(ctx, &rope_shape, &data::to_elem::<f32>(&x)).unwrap();
     let position_ids = IndexTensor::from_i64(ctx, &[3, 1, 3], &positions).unwrap();

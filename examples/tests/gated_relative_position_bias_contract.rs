@@ -15,7 +15,7 @@ use examples::reference::gated_relative_position_bias::Sizes;
 use half::f16;
 use kernel_runtime::support::AttrValue;
 use kernel_runtime::{AnyTensor, DType, DeviceCaps, OpError};
-use kernels::gated_relative_position_bias::{self as op, Attrs};
+use kernels::gated_relative_position_bias::{self as op, Attrs, RequiredAttrs};
 
 // ---- Contract clauses of spec §3.3: each test violates one and checks the typed error ----
 
@@ -334,7 +334,7 @@ fn rejects_more_rows_than_a_two_dimensional_dispatch_holds() {
         weight: vec![],
         bias: vec![],
         eco_a: vec![],
-        attrs: Attrs::new(65536),
+        attrs: Attrs::new(RequiredAttrs { num_heads: 65536 }),
     };
     let cond = expect_rejection(case.plan::<f32>(&DeviceCaps::portable()), "dispatchOk");
     assert!(cond.starts_with("dispatchOk › ceilDiv("), "{cond}");

@@ -15,7 +15,7 @@ use common::{
 use examples::reference::mrotary_embedding::rope_caches;
 use half::f16;
 use kernel_runtime::{DeviceCaps, Dispatch, Float};
-use kernels::mrotary_embedding::{self as op, Attrs};
+use kernels::mrotary_embedding::{self as op, Attrs, RequiredAttrs};
 
 /// rank 3/4 × interleaved 0/1 × mrope_layout 0/1 for element type `T`, B = 2: with N = 3
 /// heads of 12 (one pair per invocation), and with N = 5 heads of 16, whose pairs come in
@@ -260,7 +260,9 @@ fn shader_guard_passes_bad_positions_through_per_element_m4() {
         cos: vec![0.0; 6],
         sin_shape: vec![2, 3],
         sin: vec![1.0; 6],
-        attrs: Attrs::new(vec![1, 1, 1]),
+        attrs: Attrs::new(RequiredAttrs {
+            mrope_section: vec![1, 1, 1],
+        }),
     };
     let want = [
         [1.0, -5.0, -6.0, 4.0, 2.0, 3.0],
@@ -299,7 +301,9 @@ fn shader_guard_passes_bad_positions_through_for_every_pairing_and_layout() {
         (false, false, [4, 0, 0]),
         (true, true, [4, 0, 0]),
     ] {
-        let mut attrs = Attrs::new(sections.to_vec());
+        let mut attrs = Attrs::new(RequiredAttrs {
+            mrope_section: sections.to_vec(),
+        });
         attrs.interleaved = interleaved;
         attrs.mrope_layout = layout;
         let case = Case {
@@ -347,7 +351,9 @@ fn shader_guard_uses_cache_rows_not_the_padded_buffer_length() {
         cos: vec![0.5],
         sin_shape: vec![1, 1],
         sin: vec![0.25],
-        attrs: Attrs::new(vec![1, 0, 0]),
+        attrs: Attrs::new(RequiredAttrs {
+            mrope_section: vec![1, 0, 0],
+        }),
     };
     let got = run_with_gpu_positions(&case, vec![1, 0, 0]);
     let msg = "position 1 >= M = 1 must be passed through, not rotated with padding";

@@ -8,7 +8,7 @@
 use examples::data::{DataRng, Tolerance, compare, from_elem, to_elem};
 use examples::reference::bias_softmax::bias_softmax;
 use kernel_runtime::{AllocatingOp, Context, DType, Op, OpError, Plan, RuntimeError, Tensor, wgpu};
-use kernels::bias_softmax::{self as op, Attrs, Inputs, OutputsMut};
+use kernels::bias_softmax::{self as op, Attrs, Inputs, OutputsMut, RequiredAttrs};
 
 const SHAPE: [usize; 3] = [4, 3, 40];
 const BIAS: [usize; 2] = [3, 40];
@@ -55,7 +55,9 @@ fn the_op_traits_run_an_op_as_its_module_functions_do() {
     let b_host = rng.uniform(BIAS.iter().product(), -2.0, 2.0);
     let x = Tensor::from_slice(&ctx, &SHAPE, &to_elem::<f32>(&x_host)).unwrap();
     let bias = Tensor::from_slice(&ctx, &BIAS, &to_elem::<f32>(&b_host)).unwrap();
-    let attrs = Attrs::new(true);
+    let attrs = Attrs::new(RequiredAttrs {
+        is_inner_broadcast: true,
+    });
     let inputs = Inputs {
         data: &x,
         bias: &bias,
@@ -92,7 +94,9 @@ fn chained_ops_write_into_provided_views() {
     let b_host = rng.uniform(BIAS.iter().product(), -2.0, 2.0);
     let x = Tensor::from_slice(&ctx, &SHAPE, &to_elem::<f32>(&x_host)).unwrap();
     let bias = Tensor::from_slice(&ctx, &BIAS, &to_elem::<f32>(&b_host)).unwrap();
-    let attrs = Attrs::new(false);
+    let attrs = Attrs::new(RequiredAttrs {
+        is_inner_broadcast: false,
+    });
 
     // The first result lives at offset `span` of one buffer, the second at `2 * span` of
     // another, and the first feeds the second inside one submission.
@@ -160,7 +164,15 @@ fn a_provided_output_of_the_wrong_shape_is_rejected() {
         bias: &bias,
     };
     let outputs = OutputsMut { output: &mut wrong };
-    let err = op::run_into(&ctx, &inputs, outputs, &Attrs::new(true)).unwrap_err();
+    let err = op::run_into(
+        &ctx,
+        &inputs,
+        outputs,
+        &Attrs::new(RequiredAttrs {
+            is_inner_broadcast: true,
+        }),
+    )
+    .unwrap_err();
     assert_eq!(
         err,
         OpError::Output {
@@ -184,7 +196,15 @@ fn an_output_in_an_input_buffer_is_rejected() {
         bias: &bias,
     };
     let outputs = OutputsMut { output: &mut out };
-    let err = op::run_into(&ctx, &inputs, outputs, &Attrs::new(false)).unwrap_err();
+    let err = op::run_into(
+        &ctx,
+        &inputs,
+        outputs,
+        &Attrs::new(RequiredAttrs {
+            is_inner_broadcast: false,
+        }),
+    )
+    .unwrap_err();
     let OpError::Runtime(RuntimeError::Alias { written, other, .. }) = &err else {
         panic!("expected an Alias error, got {err}");
     };
@@ -204,7 +224,9 @@ fn a_loop_over_the_same_tensors_reuses_its_bind_groups() {
     .unwrap();
     let x = Tensor::from_slice(&ctx, &SHAPE, &to_elem::<f32>(&rng.uniform(n, -3.0, 3.0))).unwrap();
     let mut out = Tensor::<f32>::zeros(&ctx, &SHAPE).unwrap();
-    let attrs = Attrs::new(false);
+    let attrs = Attrs::new(RequiredAttrs {
+        is_inner_broadcast: false,
+    });
     let step = |out: &mut Tensor<f32>| {
         let inputs = Inputs {
             data: &x,

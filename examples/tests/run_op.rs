@@ -160,7 +160,10 @@ fn runs_mrotary_embedding_from_files_and_matches_the_reference() {
         .chunks_exact(4)
         .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
         .collect();
-    let mut attrs = kernels::mrotary_embedding::Attrs::new(vec![2, 1, 1]);
+    let mut attrs =
+        kernels::mrotary_embedding::Attrs::new(kernels::mrotary_embedding::RequiredAttrs {
+            mrope_section: vec![2, 1, 1],
+        });
     attrs.num_heads = 2;
     attrs.scale = 0.5;
     let want = mrotary_embedding(

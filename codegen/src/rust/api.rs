@@ -149,10 +149,11 @@ fn attrs_struct(op: &Op) -> TokenStream {
         quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
     let required: Vec<&Attribute> = op.attributes.iter().filter(|a| a.required).collect();
-    let params = required.iter().map(|a| {
+    let required_fields = required.iter().map(|a| {
         let name = attr_field(a);
         let ty = attr_rust_type(a);
-        quote!(#name: #ty)
+        let doc = super::doc_lines(&attr_doc(a));
+        quote!(#(#[doc = #doc])* pub #name: #ty,)
     });
     let inits = op.attributes.iter().map(|a| {
         let name = attr_field(a);
@@ -217,35 +218,61 @@ fn attrs_struct(op: &Op) -> TokenStream {
         };
         Some(quote!(rt::support::check_allowed(OP_NAME, #text, #value, &[#(#allowed),*])?;))
     });
-    let new_doc = super::doc_lines(&if required.is_empty() {
-        " Attributes with the manifest's defaults.".to_owned()
+    let required_names: Vec<_> = required_names.collect();
+    // Required attributes are given by name, in a struct of their own, so that two of the
+    // same type cannot be swapped; the others start at the manifest's defaults.
+    let (new_fn, required_struct, from_raw_new) = if required.is_empty() {
+        (
+            quote! {
+                /// Attributes with the manifest's defaults.
+                pub fn new() -> Self {
+                    Attrs { #(#inits)* }
+                }
+            },
+            quote! {
+                impl ::std::default::Default for Attrs {
+                    fn default() -> Self { Self::new() }
+                }
+            },
+            quote!(Attrs::new()),
+        )
     } else {
-        " Attributes with the manifest's defaults; the required ones are the parameters.".to_owned()
-    });
-    let default_impl = required.is_empty().then(|| {
-        quote! {
-            impl ::std::default::Default for Attrs {
-                fn default() -> Self { Self::new() }
-            }
-        }
-    });
+        (
+            quote! {
+                /// The required attributes as given, the others at the manifest's defaults.
+                pub fn new(required: RequiredAttrs) -> Self {
+                    let RequiredAttrs { #(#required_names),* } = required;
+                    Attrs { #(#inits)* }
+                }
+            },
+            quote! {
+                /// The attributes the op requires, by name: `Attrs::new(RequiredAttrs { … })`.
+                #[derive(Clone, Debug, PartialEq)]
+                pub struct RequiredAttrs { #(#required_fields)* }
+
+                impl ::core::convert::From<RequiredAttrs> for Attrs {
+                    fn from(required: RequiredAttrs) -> Self { Attrs::new(required) }
+                }
+            },
+            quote!(Attrs::new(RequiredAttrs { #(#required_names),* })),
+        )
+    };
     quote! {
         /// Attributes of the op.
         #[derive(Clone, Debug, PartialEq)]
         pub struct Attrs { #(#fields)* }
 
+        #required_struct
+
         impl Attrs {
-            #(#[doc = #new_doc])*
-            pub fn new(#(#params),*) -> Self {
-                Attrs { #(#inits)* }
-            }
+            #new_fn
 
             /// Builds attributes from name/value pairs, as tools receive them: unknown names,
             /// wrong kinds and missing required attributes are errors.
             pub fn from_raw(values: &[(::std::string::String, rt::support::AttrValue)]) -> Result<Self, rt::OpError> {
                 let raw = rt::support::RawAttrs::new(OP_NAME, values, &[#(#known),*])?;
                 #( #required_reads )*
-                let #attrs_binding = Attrs::new(#(#required_names),*);
+                let #attrs_binding = #from_raw_new;
                 #( #optional_sets )*
                 attrs.validate()?;
                 Ok(attrs)
@@ -257,7 +284,6 @@ fn attrs_struct(op: &Op) -> TokenStream {
                 Ok(())
             }
         }
-        #default_impl
     }
 }
 

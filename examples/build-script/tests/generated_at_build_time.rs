@@ -31,7 +31,9 @@ fn build_time_bias_softmax_matches_the_reference() {
     let bias_t = Tensor::from_slice(&ctx, &[1, 1, cols], &bias).unwrap();
     let attrs = bias_softmax::Attrs {
         axis: 2,
-        ..bias_softmax::Attrs::new(true)
+        ..bias_softmax::Attrs::new(bias_softmax::RequiredAttrs {
+            is_inner_broadcast: true,
+        })
     };
     let inputs = bias_softmax::Inputs {
         data: &data_t,

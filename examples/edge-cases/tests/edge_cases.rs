@@ -6,7 +6,11 @@ use kernel_runtime::Tensor;
 
 #[test]
 fn every_attribute_kind_keeps_its_default() {
-    let attrs = attribute_kinds::mrotary_embedding::Attrs::new(vec![1, 2, 1]);
+    let attrs = attribute_kinds::mrotary_embedding::Attrs::new(
+        attribute_kinds::mrotary_embedding::RequiredAttrs {
+            mrope_section: vec![1, 2, 1],
+        },
+    );
     assert_eq!(attrs.scale, 3.4e38_f32);
     assert_eq!(attrs.tiny, -1e-45_f32);
     assert_eq!(attrs.mode, "fast");

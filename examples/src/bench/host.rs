@@ -76,7 +76,9 @@ impl Mrope {
     fn new(ctx: &Context) -> Result<Self> {
         let attrs = mrope::Attrs {
             num_heads: 2,
-            ..mrope::Attrs::new(vec![8, 12, 12])
+            ..mrope::Attrs::new(mrope::RequiredAttrs {
+                mrope_section: vec![8, 12, 12],
+            })
         };
         Ok(Mrope {
             x: Tensor::from_slice(ctx, &[1, 16, 128], &vec![0.5; 16 * 128])?,
@@ -276,7 +278,9 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
             out: t(&[4, 64], 0.0)?,
             attrs: bias_softmax::Attrs {
                 axis: -1,
-                ..bias_softmax::Attrs::new(true)
+                ..bias_softmax::Attrs::new(bias_softmax::RequiredAttrs {
+                    is_inner_broadcast: true,
+                })
             },
         }),
         Box::new(Gated {
@@ -289,7 +293,7 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
                 t(&[1, 2, 1, 1], 1.0)?,
             ],
             out: t(&[1, 2, 16, 16], 0.0)?,
-            attrs: grpb::Attrs::new(2),
+            attrs: grpb::Attrs::new(grpb::RequiredAttrs { num_heads: 2 }),
         }),
     ])
 }

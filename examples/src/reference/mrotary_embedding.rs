@@ -223,6 +223,7 @@ pub fn mrotary_embedding(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use kernels::mrotary_embedding::RequiredAttrs;
 
     /// The common data of spec §1.5 (M = 4, half = 4).
     const COS: [f64; 16] = [
@@ -249,7 +250,9 @@ mod tests {
 
     #[test]
     fn worked_example_m1_sectioned_half_split_rank3() {
-        let mut attrs = Attrs::new(vec![2, 1, 1]);
+        let mut attrs = Attrs::new(RequiredAttrs {
+            mrope_section: vec![2, 1, 1],
+        });
         attrs.num_heads = 1;
         let y = mrotary_embedding(&X, &[1, 2, 8], &POS, &COS, &SIN, 4, &attrs).unwrap();
         assert_close(
@@ -263,7 +266,9 @@ mod tests {
 
     #[test]
     fn worked_example_m2_interleaved_layout_adjacent_pairs_rank4_scaled() {
-        let mut attrs = Attrs::new(vec![2, 1, 1]);
+        let mut attrs = Attrs::new(RequiredAttrs {
+            mrope_section: vec![2, 1, 1],
+        });
         attrs.mrope_layout = true;
         attrs.interleaved = true;
         attrs.scale = 0.5;
@@ -279,7 +284,9 @@ mod tests {
 
     #[test]
     fn worked_example_m3_odd_head_copies_the_tail() {
-        let mut attrs = Attrs::new(vec![1, 1, 0]);
+        let mut attrs = Attrs::new(RequiredAttrs {
+            mrope_section: vec![1, 1, 0],
+        });
         attrs.num_heads = 1;
         attrs.rotary_embedding_dim = 4;
         let first_two =
@@ -292,7 +299,9 @@ mod tests {
 
     #[test]
     fn worked_example_m4_out_of_range_positions_pass_through_per_element() {
-        let attrs = Attrs::new(vec![1, 1, 1]);
+        let attrs = Attrs::new(RequiredAttrs {
+            mrope_section: vec![1, 1, 1],
+        });
         let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
         let (cos, sin) = (vec![0.0; 6], vec![1.0; 6]);
         let cases: [(usize, [f64; 6]); 3] = [
@@ -318,7 +327,9 @@ mod tests {
         let pos = rng.indices(3 * b * s, 5);
         let cos = rng.uniform(5 * 3, -1.0, 1.0);
         let sin = rng.uniform(5 * 3, -1.0, 1.0);
-        let mut attrs = Attrs::new(vec![1, 1, 1]);
+        let mut attrs = Attrs::new(RequiredAttrs {
+            mrope_section: vec![1, 1, 1],
+        });
         attrs.num_heads = n as i64;
         attrs.mrope_layout = true;
         let d4 = Dims::new(&[b, n, s, h], &attrs).unwrap();
@@ -366,7 +377,9 @@ mod tests {
         let mut rng = crate::data::DataRng::new(5);
         let x = rng.uniform(2 * half, -2.0, 2.0);
         for (layout, interleaved) in [(false, false), (false, true), (true, false), (true, true)] {
-            let mut attrs = Attrs::new(vec![2, 2, 2]);
+            let mut attrs = Attrs::new(RequiredAttrs {
+                mrope_section: vec![2, 2, 2],
+            });
             attrs.mrope_layout = layout;
             attrs.interleaved = interleaved;
             for p in 0..m {
@@ -402,7 +415,9 @@ mod tests {
 
     #[test]
     fn invalid_inputs_are_errors_not_panics() {
-        let attrs = Attrs::new(vec![1, 1, 1]);
+        let attrs = Attrs::new(RequiredAttrs {
+            mrope_section: vec![1, 1, 1],
+        });
         let run = |shape: &[usize], attrs: &Attrs| {
             let n: usize = shape.iter().product();
             mrotary_embedding(

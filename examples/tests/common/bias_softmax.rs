@@ -11,7 +11,7 @@
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::bias_softmax::bias_softmax as reference;
 use kernel_runtime::{Context, DType, DeviceCaps, Float, OpError, Plan, Tensor};
-use kernels::bias_softmax::{self as op, Attrs, DTypes, Inputs, Shapes};
+use kernels::bias_softmax::{self as op, Attrs, DTypes, Inputs, RequiredAttrs, Shapes};
 
 /// Variant ids.
 pub const ADAPTIVE: &str = "adaptive_row";
@@ -48,7 +48,9 @@ pub fn context_without(feature: &'static str) -> Context {
 
 /// Attributes with `axis` and the broadcast mode set.
 pub fn attrs(axis: i64, inner: bool) -> Attrs {
-    let mut a = Attrs::new(inner);
+    let mut a = Attrs::new(RequiredAttrs {
+        is_inner_broadcast: inner,
+    });
     a.axis = axis;
     a
 }

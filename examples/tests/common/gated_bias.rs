@@ -12,7 +12,9 @@ use std::sync::OnceLock;
 use examples::data::{self, Comparison, DataRng, Tolerance, compare};
 use examples::reference::gated_relative_position_bias::{G1, Problem, Sizes};
 use kernel_runtime::{Context, DeviceCaps, Float, OpError, Plan, Tensor};
-use kernels::gated_relative_position_bias::{self as op, Attrs, DTypes, Inputs, Shapes};
+use kernels::gated_relative_position_bias::{
+    self as op, Attrs, DTypes, Inputs, RequiredAttrs, Shapes,
+};
 
 /// Variant ids, highest priority first.
 pub const SUBGROUPS: &str = "row_head_subgroups";
@@ -137,7 +139,7 @@ impl Case {
             bias: rng.uniform(numel(&shapes.bias), -0.5, 0.5),
             eco_a: rng.uniform(numel(&shapes.eco_a), 0.5, 1.5),
             shapes,
-            attrs: Attrs::new(num_heads),
+            attrs: Attrs::new(RequiredAttrs { num_heads }),
         }
     }
 
@@ -429,7 +431,7 @@ pub fn g1() -> Case {
         weight: G1.weight.to_vec(),
         bias: G1.bias.to_vec(),
         eco_a: G1.eco_a.to_vec(),
-        attrs: Attrs::new(2),
+        attrs: Attrs::new(RequiredAttrs { num_heads: 2 }),
     }
 }
 
@@ -458,7 +460,7 @@ pub fn g1_padded() -> Case {
         query,
         query_bias,
         weight,
-        attrs: Attrs::new(2),
+        attrs: Attrs::new(RequiredAttrs { num_heads: 2 }),
         ..g1
     }
 }

@@ -9,7 +9,7 @@
 use examples::data::{self, DataRng, Tolerance, compare};
 use examples::reference::mrotary_embedding::{Dims, mrotary_embedding as reference};
 use kernel_runtime::{Context, DeviceCaps, Float, IndexTensor, OpError, Plan, Tensor};
-use kernels::mrotary_embedding::{self as op, Attrs, DTypes, Inputs, Shapes};
+use kernels::mrotary_embedding::{self as op, Attrs, DTypes, Inputs, RequiredAttrs, Shapes};
 
 /// The context every test of the binary shares (creating a lavapipe device is slow).
 pub fn ctx() -> &'static Context {
@@ -212,7 +212,9 @@ pub fn expect_rejection<T>(result: Result<T, OpError>, variant: &str, fragment: 
 
 /// Attributes with `num_heads`, pairing and layout set; everything else default.
 pub fn attrs(sections: &[i64], num_heads: i64, interleaved: bool, layout: bool) -> Attrs {
-    let mut a = Attrs::new(sections.to_vec());
+    let mut a = Attrs::new(RequiredAttrs {
+        mrope_section: sections.to_vec(),
+    });
     a.num_heads = num_heads;
     a.interleaved = interleaved;
     a.mrope_layout = layout;

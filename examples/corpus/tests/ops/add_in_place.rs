@@ -25,7 +25,7 @@ mod gpu {
             let x = corpus::data(len, 2);
             let mut y = Tensor::from_slice(&ctx, &[len], &y0).unwrap();
             let x_t = Tensor::from_slice(&ctx, &[len], &x).unwrap();
-            let attrs = op::Attrs::new(count);
+            let attrs = op::Attrs::new(op::RequiredAttrs { count });
             let plan = op::plan(
                 ctx.caps(),
                 &op::Shapes {

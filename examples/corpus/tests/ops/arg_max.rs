@@ -70,7 +70,7 @@ mod gpu {
             cand_val: None,
             cand_idx: None,
         };
-        let attrs = op::Attrs::new(count);
+        let attrs = op::Attrs::new(op::RequiredAttrs { count });
         let plan = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
         let mut out = Tensor::from_slice(ctx, &[1], &[POISON]).unwrap();
         op::run_into(ctx, &inputs, op::OutputsMut { out: &mut out }, &attrs).unwrap();
@@ -169,7 +169,9 @@ mod gpu {
                 cand_val: Some(&vals_t),
                 cand_idx: Some(&idx_t),
             };
-            let mut attrs = op::Attrs::new(count as u32);
+            let mut attrs = op::Attrs::new(op::RequiredAttrs {
+                count: count as u32,
+            });
             attrs.finalize = Some(1);
             let plan = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
             assert_eq!(plan.variant, "finalize", "count {count}");

@@ -133,14 +133,14 @@ mod gpu {
             &vec![U::from_f64(f64::NAN); c.seq_q * c.q_heads * d],
         )
         .unwrap();
-        let mut attrs = op::Attrs::new(
-            c.seq_q as u32,
-            c.key_len as u32,
-            c.q_offset as u32,
-            c.q_heads as u32,
-            c.kv_heads as u32,
-            d as u32,
-        );
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            seq_q: c.seq_q as u32,
+            key_len: c.key_len as u32,
+            q_offset: c.q_offset as u32,
+            q_heads: c.q_heads as u32,
+            kv_heads: c.kv_heads as u32,
+            head_dim: d as u32,
+        });
         attrs.scale = c.scale;
         attrs.window = c.window;
         let inputs = op::Inputs {

@@ -160,14 +160,14 @@ mod gpu {
             k: &k_t,
             v: &v_t,
         };
-        let mut attrs = op::Attrs::new(
-            1,
-            c.key_len as u32,
-            c.q_offset as u32,
-            c.q_heads as u32,
-            c.kv_heads as u32,
-            d as u32,
-        );
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            seq_q: 1,
+            key_len: c.key_len as u32,
+            q_offset: c.q_offset as u32,
+            q_heads: c.q_heads as u32,
+            kv_heads: c.kv_heads as u32,
+            head_dim: d as u32,
+        });
         attrs.scale = c.scale;
         attrs.window = c.window;
         attrs.out_quant_scale = c.out_quant_scale;
@@ -277,7 +277,14 @@ mod gpu {
         let ctx = context();
         let (d, keys) = (16usize, 70usize);
         let shape = [keys, 1, d];
-        let attrs = op::Attrs::new(1, keys as u32, 69, 2, 1, d as u32);
+        let attrs = op::Attrs::new(op::RequiredAttrs {
+            seq_q: 1,
+            key_len: keys as u32,
+            q_offset: 69,
+            q_heads: 2,
+            kv_heads: 1,
+            head_dim: d as u32,
+        });
         let shapes = op::Shapes {
             q: &[1, 2, d],
             w: &[d],

@@ -126,14 +126,14 @@ mod gpu {
             scale: &scale_t,
             w: &w_t,
         };
-        let mut attrs = op::Attrs::new(
-            1,
-            k as u32,
-            n as u32,
-            bits as u32,
-            zero_point(bits),
-            (1 << bits) - 1,
-        );
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: 1,
+            in_features: k as u32,
+            out_features: n as u32,
+            bits: bits as u32,
+            zero_point: zero_point(bits),
+            mask: (1 << bits) - 1,
+        });
         attrs.codes = c.codes.then_some(1);
         attrs.input_scale = c.input_scale;
         attrs.eps = c.eps;

@@ -187,14 +187,14 @@ mod gpu {
             sum_a: c.presrq.then_some(&sum_a_t),
             gelu_lut: &lut_t,
         };
-        let mut attrs = op::Attrs::new(
-            m as u32,
-            h as u32,
-            inter as u32,
-            bits as u32,
-            zero_point(bits),
-            (1 << bits) - 1,
-        );
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: m as u32,
+            in_features: h as u32,
+            out_features: inter as u32,
+            bits: bits as u32,
+            zero_point: zero_point(bits),
+            mask: (1 << bits) - 1,
+        });
         attrs.gate_out_scale = c.gate_out_scale;
         attrs.out_quant_scale = c.out_quant_scale;
         attrs.emit_codes = c.emit_codes.then_some(1);
@@ -355,7 +355,14 @@ mod gpu {
             sum_a: None,
             gelu_lut: &lut,
         };
-        let mut attrs = op::Attrs::new(m as u32, h as u32, inter as u32, 4, 8, 15);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: m as u32,
+            in_features: h as u32,
+            out_features: inter as u32,
+            bits: 4,
+            zero_point: 8,
+            mask: 15,
+        });
         attrs.in_scale = Some(1.0 / 64.0);
         let plan = op::plan(
             ctx.caps(),

@@ -72,7 +72,10 @@ mod gpu {
         let src_t = Tensor::from_slice(ctx, &[rows, dim], &src).unwrap();
         let w_t = Tensor::from_slice(ctx, &[dim], &w).unwrap();
         let scale_t = Tensor::from_slice(ctx, &[1], &scale).unwrap();
-        let mut attrs = op::Attrs::new(rows as u32, dim as u32);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            rows: rows as u32,
+            dim: dim as u32,
+        });
         attrs.eps = eps;
         let inputs = op::Inputs {
             src: &src_t,

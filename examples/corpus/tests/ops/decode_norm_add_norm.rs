@@ -85,7 +85,10 @@ mod gpu {
         let w1_t = Tensor::from_slice(ctx, &[dim], &w1).unwrap();
         let w2_t = Tensor::from_slice(ctx, &[dim], &w2).unwrap();
         let scale_t = Tensor::from_slice(ctx, &[1], &scale).unwrap();
-        let mut attrs = op::Attrs::new(rows as u32, dim as u32);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            rows: rows as u32,
+            dim: dim as u32,
+        });
         attrs.eps = case.eps;
         attrs.in_scale = case.in_scale;
         let inputs = op::Inputs {
@@ -307,7 +310,10 @@ mod gpu {
             ctx.caps(),
             &shapes,
             &op::dtypes::<f32, f32>(),
-            &op::Attrs::new(1, dim as u32),
+            &op::Attrs::new(op::RequiredAttrs {
+                rows: 1,
+                dim: dim as u32,
+            }),
         )
         .unwrap_err();
         assert!(

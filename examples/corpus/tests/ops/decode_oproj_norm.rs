@@ -154,13 +154,13 @@ mod gpu {
     }
 
     fn attrs(case: Case) -> op::Attrs {
-        let mut attrs = op::Attrs::new(
-            case.k as u32,
-            case.n as u32,
-            case.bits,
-            1 << (case.bits - 1),
-            (1 << case.bits) - 1,
-        );
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            in_features: case.k as u32,
+            out_features: case.n as u32,
+            bits: case.bits,
+            zero_point: 1 << (case.bits - 1),
+            mask: (1 << case.bits) - 1,
+        });
         attrs.eps = Some(EPS as f32);
         attrs.output_scale = case.out_scale;
         attrs.in_scale2 = case.in_scale2;

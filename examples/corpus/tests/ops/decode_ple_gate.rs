@@ -163,7 +163,12 @@ mod gpu {
             ple: &ple_t,
             gelu_lut: &lut_t,
         };
-        let attrs = op::Attrs::new(m as u32, k as u32, n as u32, ple_offset as u32);
+        let attrs = op::Attrs::new(op::RequiredAttrs {
+            m: m as u32,
+            in_features: k as u32,
+            out_features: n as u32,
+            ple_offset: ple_offset as u32,
+        });
         let got = run_twice(ctx, &inputs, &attrs, m * n, "scalar");
         let a64: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
         let want = reference(case, &a64, &ple, |o, j| w[o * k + j].to_f64());
@@ -253,7 +258,12 @@ mod gpu {
             ple: &ple_t,
             gelu_lut: &lut_t,
         };
-        let mut attrs = op::Attrs::new(m as u32, k as u32, n as u32, ple_offset as u32);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: m as u32,
+            in_features: k as u32,
+            out_features: n as u32,
+            ple_offset: ple_offset as u32,
+        });
         attrs.codes = Some(1);
         let got = run_twice(&ctx, &inputs, &attrs, m * n, "codes");
         let a64: Vec<f64> = a.iter().map(|&v| f64::from(v)).collect();

@@ -190,7 +190,10 @@ mod gpu {
             row_scale: case.codes.then_some(&scale_t),
             w12s: &w12s_t,
         };
-        let mut attrs = op::Attrs::new(k as u32, n as u32);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            in_features: k as u32,
+            out_features: n as u32,
+        });
         attrs.codes = case.codes.then_some(1);
         attrs.eps = Some(EPS as f32);
         attrs.proj_in_scale = case.proj_in_scale;

@@ -103,7 +103,12 @@ mod gpu {
             sin: &sin_t,
         };
         let eps = 1e-6f32;
-        let mut attrs = op::Attrs::new(seq as u32, heads as u32, head_dim as u32, eps);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            seq: seq as u32,
+            heads: heads as u32,
+            head_dim: head_dim as u32,
+            eps,
+        });
         attrs.dst_offset = dst_offset.map(|o| o as u32);
         let mut runs = Vec::new();
         for _ in 0..2 {

@@ -97,14 +97,14 @@ mod gpu {
             sum_a: &sum_t,
         };
         let zero_point = 1u32 << (bits - 1);
-        let mut attrs = op::Attrs::new(
-            k as u32,
-            q_out as u32,
-            kv_out as u32,
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            in_features: k as u32,
+            q_out: q_out as u32,
+            kv_out: kv_out as u32,
             bits,
             zero_point,
-            (1 << bits) - 1,
-        );
+            mask: (1 << bits) - 1,
+        });
         [attrs.q_out_scale, attrs.k_out_scale, attrs.v_out_scale] = out_scales;
         let plan = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
         assert_eq!(plan.variant, "presrq", "{case:?}");

@@ -52,7 +52,10 @@ mod gpu {
         let w: Vec<f32> = corpus::data(dim, 22);
         let x_t = Tensor::from_slice(ctx, &[n + TAIL], &x).unwrap();
         let w_t = Tensor::from_slice(ctx, &[dim], &w).unwrap();
-        let mut attrs = op::Attrs::new(rows as u32, dim as u32);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            rows: rows as u32,
+            dim: dim as u32,
+        });
         attrs.eps = case.eps;
         attrs.in_scale = case.in_scale;
         let inputs = op::Inputs { x: &x_t, w: &w_t };

@@ -108,7 +108,11 @@ mod gpu {
         let w_t = Tensor::from_slice(ctx, &[n, k], &w).unwrap();
         let mut out =
             Tensor::from_slice(ctx, &[m, n], &vec![T::from_f64(f64::NAN); m * n]).unwrap();
-        let mut attrs = op::Attrs::new(m as u32, k as u32, n as u32);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: m as u32,
+            in_features: k as u32,
+            out_features: n as u32,
+        });
         attrs.in_scale = case.in_scale;
         attrs.out_scale = case.out_scale;
         let inputs = op::Inputs { a: &a_t, w: &w_t };
@@ -240,7 +244,11 @@ mod gpu {
         let ctx = context();
         let a = Tensor::from_slice(&ctx, &[1, 8], &corpus::data(8, 1)).unwrap();
         let w = Tensor::from_slice(&ctx, &[4, 8], &corpus::data(32, 2)).unwrap();
-        let mut attrs = op::Attrs::new(1, 8, 4);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: 1,
+            in_features: 8,
+            out_features: 4,
+        });
         attrs.exact = Some(1);
         let inputs = op::Inputs { a: &a, w: &w };
         // Every variant of the package requires `not args.exact`.

@@ -25,7 +25,7 @@ mod gpu {
             let factor = corpus::data(factor_len, 4);
             let mut x = Tensor::from_slice(&ctx, &[len], &x0).unwrap();
             let factor_t = Tensor::from_slice(&ctx, &[factor_len], &factor).unwrap();
-            let mut attrs = op::Attrs::new(len as u32);
+            let mut attrs = op::Attrs::new(op::RequiredAttrs { count: len as u32 });
             attrs.period = period;
             op::run_into(
                 &ctx,
@@ -52,7 +52,7 @@ mod gpu {
             &ctx,
             &op::Inputs { factor: &factor },
             op::OutputsMut { x: &mut x },
-            &op::Attrs::new(64),
+            &op::Attrs::new(op::RequiredAttrs { count: 64 }),
         )
         .unwrap_err();
         assert!(err.to_string().contains("factorT"), "{err}");

@@ -63,7 +63,9 @@ mod gpu {
         let a_t = Tensor::from_slice(ctx, &[len], &a).unwrap();
         let b_t = Tensor::from_slice(ctx, &[b.len()], &b).unwrap();
         let lut_t = Tensor::from_slice(ctx, &[256], &lut).unwrap();
-        let mut attrs = op::Attrs::new(count as u32);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            count: count as u32,
+        });
         attrs.b_offset = case.b_offset;
         attrs.grid_scale = case.grid_scale;
         let inputs = op::Inputs {

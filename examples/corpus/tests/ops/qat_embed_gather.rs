@@ -86,15 +86,15 @@ mod gpu {
         }
 
         fn attrs(&self, seq: usize) -> op::Attrs {
-            op::Attrs::new(
-                seq as u32,
-                self.hidden as u32,
-                self.vocab as u32,
-                self.bits as u32,
-                self.group as u32,
-                self.zero_point,
-                self.embed_scale,
-            )
+            op::Attrs::new(op::RequiredAttrs {
+                seq: seq as u32,
+                hidden: self.hidden as u32,
+                vocab: self.vocab as u32,
+                bits: self.bits as u32,
+                group_size: self.group as u32,
+                zero_point: self.zero_point,
+                embed_scale: self.embed_scale,
+            })
         }
 
         /// Row `id` dequantized, in float64.

@@ -158,14 +158,14 @@ mod gpu {
             scale: &scale_t,
             sum_a: c.presrq.then_some(&sum_a_t),
         };
-        let mut attrs = op::Attrs::new(
-            m as u32,
-            k as u32,
-            n as u32,
-            bits as u32,
-            zero_point(bits),
-            (1 << bits) - 1,
-        );
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: m as u32,
+            in_features: k as u32,
+            out_features: n as u32,
+            bits: bits as u32,
+            zero_point: zero_point(bits),
+            mask: (1 << bits) - 1,
+        });
         attrs.block_major = c.block_major.then_some(1);
         attrs.emit_argmax = c.argmax.then_some(1);
         let groups = n.div_ceil(128);
@@ -318,7 +318,14 @@ mod gpu {
             scale: &scale,
             sum_a: None,
         };
-        let mut attrs = op::Attrs::new(m as u32, k as u32, n as u32, 4, 8, 15);
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            m: m as u32,
+            in_features: k as u32,
+            out_features: n as u32,
+            bits: 4,
+            zero_point: 8,
+            mask: 15,
+        });
         attrs.input_scale = Some(1.0 / 64.0);
         let mut out = Tensor::<f32>::zeros(&ctx, &[m, n]).unwrap();
         let outputs = op::OutputsMut {

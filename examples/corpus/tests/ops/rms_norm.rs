@@ -55,7 +55,10 @@ mod gpu {
             (false, Some(1), "exact_unweighted"),
         ];
         for (weighted, exact, variant) in cases {
-            let mut attrs = op::Attrs::new(rows as u32, dim as u32);
+            let mut attrs = op::Attrs::new(op::RequiredAttrs {
+                rows: rows as u32,
+                dim: dim as u32,
+            });
             attrs.eps = Some(1e-5);
             attrs.exact = exact;
             let inputs = op::Inputs::<f32, f32> {

@@ -44,7 +44,11 @@ mod gpu {
         }
         for (exact, variant) in [(None, "split_half"), (Some(1), "split_half_exact")] {
             let mut x = Tensor::from_slice(&ctx, &[seq, heads, head_dim], &x0).unwrap();
-            let mut attrs = op::Attrs::new(seq as u32, heads as u32, head_dim as u32);
+            let mut attrs = op::Attrs::new(op::RequiredAttrs {
+                seq: seq as u32,
+                heads: heads as u32,
+                head_dim: head_dim as u32,
+            });
             attrs.exact = exact;
             let inputs = op::Inputs {
                 cos: &cos_t,

@@ -37,7 +37,7 @@ mod gpu {
             .map(|v| T::from_f64(3.0 * f64::from(v)))
             .collect();
         let x_t = Tensor::from_slice(ctx, &[len], &x).unwrap();
-        let attrs = op::Attrs::new(count, scale);
+        let attrs = op::Attrs::new(op::RequiredAttrs { count, scale });
         let inputs = op::Inputs { x: &x_t };
         let plan = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
         assert_eq!(plan.variant, "scalar", "{what}: variant");

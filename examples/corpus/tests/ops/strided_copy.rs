@@ -79,12 +79,12 @@ mod gpu {
         let src_t = Tensor::from_slice(ctx, &[src_len], &src).unwrap();
         let mut dst_t =
             Tensor::from_slice(ctx, &[dst_len], &vec![D::from_f64(POISON); dst_len]).unwrap();
-        let mut attrs = op::Attrs::new(
-            case.rows as u32,
-            case.src_stride as u32,
-            case.dst_stride as u32,
-            case.cols as u32,
-        );
+        let mut attrs = op::Attrs::new(op::RequiredAttrs {
+            rows: case.rows as u32,
+            src_stride: case.src_stride as u32,
+            dst_stride: case.dst_stride as u32,
+            copy_cols: case.cols as u32,
+        });
         attrs.src_start = case.src_start.map(|s| s as u32);
         attrs.dst_start = case.dst_start.map(|s| s as u32);
         let inputs = op::Inputs { src: &src_t };

@@ -18,9 +18,23 @@ pub struct Attrs {
     /// Required. The manifest's integer flag (`true` = 1).
     pub is_inner_broadcast: bool,
 }
+/// The attributes the op requires, by name: `Attrs::new(RequiredAttrs { … })`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequiredAttrs {
+    /// When 1, bias is broadcast across dimensions from `broadcast_axis` to `axis-1`; when 0, bias is broadcast across dimensions 0 to `broadcast_axis-1`.
+    ///
+    /// Required. The manifest's integer flag (`true` = 1).
+    pub is_inner_broadcast: bool,
+}
+impl ::core::convert::From<RequiredAttrs> for Attrs {
+    fn from(required: RequiredAttrs) -> Self {
+        Attrs::new(required)
+    }
+}
 impl Attrs {
-    /// Attributes with the manifest's defaults; the required ones are the parameters.
-    pub fn new(is_inner_broadcast: bool) -> Self {
+    /// The required attributes as given, the others at the manifest's defaults.
+    pub fn new(required: RequiredAttrs) -> Self {
+        let RequiredAttrs { is_inner_broadcast } = required;
         Attrs {
             axis: 1i64,
             is_inner_broadcast,
@@ -39,7 +53,9 @@ impl Attrs {
         let is_inner_broadcast = raw
             .flag("is_inner_broadcast")?
             .ok_or_else(|| raw.missing("is_inner_broadcast"))?;
-        let mut attrs = Attrs::new(is_inner_broadcast);
+        let mut attrs = Attrs::new(RequiredAttrs {
+            is_inner_broadcast,
+        });
         if let Some(value) = raw.int("axis")? {
             attrs.axis = value;
         }

@@ -12,9 +12,21 @@ pub struct Attrs {
     /// Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.
     pub num_heads: i64,
 }
+/// The attributes the op requires, by name: `Attrs::new(RequiredAttrs { … })`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequiredAttrs {
+    /// Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.
+    pub num_heads: i64,
+}
+impl ::core::convert::From<RequiredAttrs> for Attrs {
+    fn from(required: RequiredAttrs) -> Self {
+        Attrs::new(required)
+    }
+}
 impl Attrs {
-    /// Attributes with the manifest's defaults; the required ones are the parameters.
-    pub fn new(num_heads: i64) -> Self {
+    /// The required attributes as given, the others at the manifest's defaults.
+    pub fn new(required: RequiredAttrs) -> Self {
+        let RequiredAttrs { num_heads } = required;
         Attrs { num_heads }
     }
     /// Builds attributes from name/value pairs, as tools receive them: unknown names,
@@ -24,7 +36,7 @@ impl Attrs {
     ) -> Result<Self, rt::OpError> {
         let raw = rt::support::RawAttrs::new(OP_NAME, values, &["num_heads"])?;
         let num_heads = raw.int("num_heads")?.ok_or_else(|| raw.missing("num_heads"))?;
-        let attrs = Attrs::new(num_heads);
+        let attrs = Attrs::new(RequiredAttrs { num_heads });
         attrs.validate()?;
         Ok(attrs)
     }

@@ -36,9 +36,21 @@ pub struct Attrs {
     /// Default: `1`.
     pub scale: f32,
 }
+/// The attributes the op requires, by name: `Attrs::new(RequiredAttrs { … })`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequiredAttrs {
+    /// Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.
+    pub mrope_section: ::std::vec::Vec<i64>,
+}
+impl ::core::convert::From<RequiredAttrs> for Attrs {
+    fn from(required: RequiredAttrs) -> Self {
+        Attrs::new(required)
+    }
+}
 impl Attrs {
-    /// Attributes with the manifest's defaults; the required ones are the parameters.
-    pub fn new(mrope_section: ::std::vec::Vec<i64>) -> Self {
+    /// The required attributes as given, the others at the manifest's defaults.
+    pub fn new(required: RequiredAttrs) -> Self {
+        let RequiredAttrs { mrope_section } = required;
         Attrs {
             interleaved: false,
             is_packed_batching: false,
@@ -70,7 +82,7 @@ impl Attrs {
         let mrope_section = raw
             .ints("mrope_section")?
             .ok_or_else(|| raw.missing("mrope_section"))?;
-        let mut attrs = Attrs::new(mrope_section);
+        let mut attrs = Attrs::new(RequiredAttrs { mrope_section });
         if let Some(value) = raw.flag_in("interleaved", &[0i64, 1i64])? {
             attrs.interleaved = value;
         }
