@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let result = codegen::Config::new()
+    let result = kernel_codegen::Config::new()
         .root(manifest_dir.join("../.."))
         .packages_in("packages")
         .include_root("packages/_shared")

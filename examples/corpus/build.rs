@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     }
     // Every package of the collection, with the hints beside this crate for those that need
     // them.
-    let mut config = codegen::Config::new();
+    let mut config = kernel_codegen::Config::new();
     config
         .packages_in(&collection)
         .include_root(collection.join("_shared_assets"))

@@ -41,14 +41,14 @@ fn run() -> Result<(), String> {
         let inputs = case
             .apply(&seed)
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        let output = codegen::generate(&inputs)
+        let output = kernel_codegen::generate(&inputs)
             .map_err(|d| format!("case `{name}` is rejected by codegen:\n{d}"))?;
         write_all(&out.join(&name), &output.files)?;
     }
     Ok(())
 }
 
-fn write_all(dir: &Path, files: &[codegen::GeneratedFile]) -> Result<(), String> {
+fn write_all(dir: &Path, files: &[kernel_codegen::GeneratedFile]) -> Result<(), String> {
     for file in files {
         let target = dir.join(&file.path);
         if let Some(parent) = target.parent() {

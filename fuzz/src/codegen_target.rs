@@ -1,12 +1,12 @@
 //! The generator's fuzz target: mutations of a seed's manifests, hints and templates through
-//! `codegen::generate`, and what must hold for every one of them.
+//! `kernel_codegen::generate`, and what must hold for every one of them.
 //!
 //! Must hold: no panic, no hang; an error names only files that were given (and so never an
 //! output path); a success writes only file names an OS accepts.
 
 use std::time::Duration;
 
-use codegen::Inputs;
+use kernel_codegen::Inputs;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;
@@ -18,8 +18,8 @@ use crate::seeds::Seed;
 /// What one generation gave.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    Generated(codegen::Output),
-    Rejected(codegen::Diagnostics),
+    Generated(kernel_codegen::Output),
+    Rejected(kernel_codegen::Diagnostics),
 }
 
 impl Outcome {
@@ -56,7 +56,7 @@ pub fn input_files(inputs: &Inputs) -> Vec<String> {
 
 /// Generates from `inputs` on a guarded thread: a panic or hang is `Err`.
 pub fn generate(inputs: Inputs, hang: Duration) -> Result<Outcome, String> {
-    drive::guarded(hang, move || match codegen::generate(&inputs) {
+    drive::guarded(hang, move || match kernel_codegen::generate(&inputs) {
         Ok(output) => Outcome::Generated(output),
         Err(diagnostics) => Outcome::Rejected(diagnostics),
     })

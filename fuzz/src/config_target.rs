@@ -1,5 +1,5 @@
 //! The generator's file handling under fuzzing: a (mutated) input written to a scratch folder
-//! and generated through `codegen::Config`, the way a build script or `kernels-codegen` does,
+//! and generated through `kernel_codegen::Config`, the way a build script or `kernels-codegen` does,
 //! in one of several layouts: absolute paths, paths relative to a root, an output folder
 //! holding a user's files, the output folder set to the package itself, a FIFO in place of a
 //! template.
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use codegen::{Config, ConfigError, Inputs};
+use kernel_codegen::{Config, ConfigError, Inputs};
 
 use crate::drive;
 

@@ -97,7 +97,7 @@ struct Tally {
     /// Inputs also generated through `Config` on real folders.
     on_disk: u64,
     /// Accepted outputs kept for `cargo check`, with their inputs.
-    samples: Vec<(String, codegen::Output)>,
+    samples: Vec<(String, kernel_codegen::Output)>,
 }
 
 fn codegen(budget: Budget, jobs: u64, check_sample: usize) -> Result<bool> {
@@ -113,7 +113,7 @@ fn codegen(budget: Budget, jobs: u64, check_sample: usize) -> Result<bool> {
         budget.time.as_secs(),
         budget.seed
     );
-    let by_name: HashMap<Option<String>, codegen::Inputs> = seeds
+    let by_name: HashMap<Option<String>, kernel_codegen::Inputs> = seeds
         .iter()
         .map(|s| {
             let key = (s.name != fuzz::seeds::SEED_PACKAGES).then(|| s.name.clone());
@@ -172,7 +172,7 @@ fn codegen(budget: Budget, jobs: u64, check_sample: usize) -> Result<bool> {
 
 fn codegen_worker(
     strategy: &impl proptest::strategy::Strategy<Value = Case>,
-    by_name: &HashMap<Option<String>, codegen::Inputs>,
+    by_name: &HashMap<Option<String>, kernel_codegen::Inputs>,
     budget: Budget,
     worker: u64,
     keep: usize,

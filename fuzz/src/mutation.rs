@@ -15,10 +15,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use codegen::Inputs;
+use kernel_codegen::Inputs;
 use serde_json::Value;
 
-/// One edit of one input file (its display path, as in [`codegen::Inputs`]).
+/// One edit of one input file (its display path, as in [`kernel_codegen::Inputs`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Edit {
     /// Replaces (or adds, in an object) the value at `pointer` with the raw JSON `raw`.
@@ -529,7 +529,7 @@ mod tests {
 
     fn one_package(manifest: &str) -> Inputs {
         Inputs {
-            packages: vec![codegen::Package {
+            packages: vec![kernel_codegen::Package {
                 dir: "p/op".to_owned(),
                 manifest: manifest.to_owned(),
                 hints: None,

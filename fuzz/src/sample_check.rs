@@ -20,7 +20,7 @@ fn workspace() -> PathBuf {
 /// Writes each output (files of one generation run) as module `sample_<i>` of a scratch
 /// crate and runs `cargo check` on it. `Err` with cargo's errors, and the inputs' labels,
 /// when it fails.
-pub fn check(samples: &[(String, codegen::Output)]) -> Result<()> {
+pub fn check(samples: &[(String, kernel_codegen::Output)]) -> Result<()> {
     if samples.is_empty() {
         return Ok(());
     }

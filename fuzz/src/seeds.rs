@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use codegen::Inputs;
+use kernel_codegen::Inputs;
 
 /// The name of the seed that holds the repository's seed packages together.
 pub const SEED_PACKAGES: &str = "seed packages";
@@ -32,7 +32,7 @@ pub fn repo_root() -> PathBuf {
 /// The seed packages, read as `cargo xtask codegen` reads them, display paths relative to
 /// the repository root (`packages/com.microsoft.BiasSoftmax/manifest.json`).
 pub fn seed_packages() -> Result<Inputs> {
-    let mut config = codegen::Config::new();
+    let mut config = kernel_codegen::Config::new();
     config
         .root(repo_root())
         .packages_in("packages")
@@ -68,7 +68,7 @@ fn corpus_packages(collection: &Path) -> Result<Vec<Seed>> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut config = codegen::Config::new();
+        let mut config = kernel_codegen::Config::new();
         config
             .root(collection)
             .package(&dir)

@@ -57,7 +57,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    let mut config = codegen::Config::new();
+    let mut config = kernel_codegen::Config::new();
     for dir in &args.packages {
         if !dir.is_dir() {
             bail!("{}: not a folder", dir.display());

@@ -21,7 +21,8 @@ fn scratch(name: &str) -> (PathBuf, PathBuf) {
     let _ = fs::remove_dir_all(&dir);
     let package = dir.join("test.Scale");
     fs::create_dir_all(&package).expect("package folder");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../codegen/tests/errors/seeds/scale");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel-codegen/tests/errors/seeds/scale");
     for file in ["manifest.json", "scale.wgsl.jinja"] {
         fs::copy(fixture.join(file), package.join(file)).expect("copy");
     }

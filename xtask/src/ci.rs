@@ -43,6 +43,28 @@ pub fn run(root: &Path) -> Result<()> {
             &[("RUSTDOCFLAGS", "-D warnings")],
         )
     })?;
+    // The crates a user depends on package as crates.io would take them (path dependencies
+    // carry versions, nothing is missing from the package); `--no-verify`, since building
+    // them again from the packages would repeat the build above.
+    step("packaging", || {
+        cargo(
+            root,
+            &[
+                "package",
+                "--no-verify",
+                "--allow-dirty",
+                "--locked",
+                "-p",
+                "kernel-abi",
+                "-p",
+                "kernel-runtime",
+                "-p",
+                "kernel-codegen",
+                "-p",
+                "kernels-codegen",
+            ],
+        )
+    })?;
     step("tests", || {
         // xtask's tests run the browser check on a fixture page.
         super::web::ensure_chromium()?;

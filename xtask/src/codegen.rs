@@ -19,8 +19,8 @@ const HOST_CHECKS: &[(&str, &str)] = &[(
 )];
 
 /// The library's configuration for this repository, rooted at `root`.
-pub fn config(root: &Path) -> codegen::Config {
-    let mut config = codegen::Config::new();
+pub fn config(root: &Path) -> kernel_codegen::Config {
+    let mut config = kernel_codegen::Config::new();
     config
         .root(root)
         .packages_in("packages")
@@ -73,7 +73,7 @@ pub fn run(root: &Path, mode: Mode) -> Result<()> {
     };
     let report = match report {
         Ok(report) => report,
-        Err(codegen::ConfigError::Stale { stale, orphaned }) => {
+        Err(kernel_codegen::ConfigError::Stale { stale, orphaned }) => {
             // Named by their place in this repository, with the command that mends them.
             let here = |paths: Vec<String>| {
                 paths
@@ -81,7 +81,7 @@ pub fn run(root: &Path, mode: Mode) -> Result<()> {
                     .map(|p| format!("{GENERATED_DIR}/{p}"))
                     .collect()
             };
-            let err = codegen::ConfigError::Stale {
+            let err = kernel_codegen::ConfigError::Stale {
                 stale: here(stale),
                 orphaned: here(orphaned),
             };
@@ -105,7 +105,7 @@ pub fn run(root: &Path, mode: Mode) -> Result<()> {
         return Ok(());
     };
     // Validators name shaders by their place in this repository.
-    let shaders: Vec<codegen::GeneratedShader> = output
+    let shaders: Vec<kernel_codegen::GeneratedShader> = output
         .shaders
         .iter()
         .cloned()

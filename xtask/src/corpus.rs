@@ -33,8 +33,8 @@ fn packages(collection: &Path) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-fn config(collection: &Path, packages: &[PathBuf], hints: Option<&Path>) -> codegen::Config {
-    let mut config = codegen::Config::new();
+fn config(collection: &Path, packages: &[PathBuf], hints: Option<&Path>) -> kernel_codegen::Config {
+    let mut config = kernel_codegen::Config::new();
     for package in packages {
         config.package(package);
     }
@@ -60,7 +60,7 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     let mut unhinted = 0;
     for package in &packages {
         let (inputs, _) = config(&collection, std::slice::from_ref(package), None).read_inputs()?;
-        match codegen::generate(&inputs) {
+        match kernel_codegen::generate(&inputs) {
             Ok(_) => unhinted += 1,
             Err(diagnostics) => {
                 let first = diagnostics
@@ -80,11 +80,12 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     // As a build script generates (validated WGSL only), then with naga's back-end
     // translations, which the validators below need.
     let started = Instant::now();
-    codegen::generate(&inputs).map_err(|d| anyhow::anyhow!("with hints:\n{d}"))?;
+    kernel_codegen::generate(&inputs).map_err(|d| anyhow::anyhow!("with hints:\n{d}"))?;
     let untranslated = started.elapsed();
     inputs.translate = true;
     let started = Instant::now();
-    let output = codegen::generate(&inputs).map_err(|d| anyhow::anyhow!("with hints:\n{d}"))?;
+    let output =
+        kernel_codegen::generate(&inputs).map_err(|d| anyhow::anyhow!("with hints:\n{d}"))?;
     let elapsed = started.elapsed();
     // Lines of each op module: the typed API and compiled expressions, then the shader table
     // (its `shader_table` module, a row per shader), counted apart.

@@ -306,7 +306,12 @@ mod tests {
 
     #[test]
     fn no_crate_has_an_import_cycle() {
-        for src in ["codegen/src", "xtask/src", "fuzz/src", "examples/src"] {
+        for src in [
+            "kernel-codegen/src",
+            "xtask/src",
+            "fuzz/src",
+            "examples/src",
+        ] {
             let graph = module_graph(&workspace().join(src)).unwrap();
             assert!(graph.len() > 5, "too few modules found in {src}: {graph:?}");
             assert_eq!(cycles(&graph), Vec::<Vec<String>>::new(), "{src}");
@@ -316,7 +321,7 @@ mod tests {
     /// The two emitters meet only in the model and the shaders the WGSL emitter hands on.
     #[test]
     fn the_rust_emitter_does_not_name_the_wgsl_emitter() {
-        let graph = module_graph(&workspace().join("codegen/src")).unwrap();
+        let graph = module_graph(&workspace().join("kernel-codegen/src")).unwrap();
         for (module, deps) in graph.range("rust".to_owned()..) {
             if !(module == "rust" || module.starts_with("rust::")) {
                 break;
@@ -336,7 +341,7 @@ mod tests {
     /// How templates are rendered is the op's `TemplateConvention`, not its dialect.
     #[test]
     fn the_wgsl_emitter_does_not_name_the_dialect() {
-        let naming = modules_naming(&workspace().join("codegen/src"), "Dialect").unwrap();
+        let naming = modules_naming(&workspace().join("kernel-codegen/src"), "Dialect").unwrap();
         assert!(naming.contains("model::build"), "{naming:?}");
         let wgsl: Vec<&String> = naming.iter().filter(|m| m.starts_with("wgsl")).collect();
         assert!(wgsl.is_empty(), "{wgsl:?}");
@@ -358,7 +363,7 @@ mod tests {
             "expr::v1",
         ];
         let root = workspace();
-        let naming = modules_naming(&root.join("codegen/src"), "Dialect").unwrap();
+        let naming = modules_naming(&root.join("kernel-codegen/src"), "Dialect").unwrap();
         assert!(naming.contains("model::build"), "{naming:?}");
         assert!(naming.contains("expr::check"), "{naming:?}");
         let elsewhere: Vec<&String> = naming
@@ -389,7 +394,7 @@ mod tests {
     /// The model is final when the front end hands it on: no emitter changes an `Op`.
     #[test]
     fn no_emitter_changes_the_model() {
-        let src = workspace().join("codegen/src");
+        let src = workspace().join("kernel-codegen/src");
         let changing = modules_borrowing_mutably(&src, "Op").unwrap();
         assert!(changing.contains("model::build"), "{changing:?}");
         let emitters: Vec<&String> = changing

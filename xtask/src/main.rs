@@ -185,7 +185,7 @@ mod tests {
         check().expect("fresh after generating");
 
         let generated = root.join(super::GENERATED_DIR);
-        let header = format!("// {}\n", codegen::GENERATED_MARK);
+        let header = format!("// {}\n", kernel_codegen::GENERATED_MARK);
         fs::write(
             generated.join("mod.rs"),
             format!("{header}// edited by hand\n"),

@@ -23,9 +23,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
-use codegen::GeneratedShader;
-use codegen::model::Access;
-use codegen::shader::{Target, TargetStatus};
+use kernel_codegen::GeneratedShader;
+use kernel_codegen::model::Access;
+use kernel_codegen::shader::{Target, TargetStatus};
 use serde_json::{Value, json};
 
 /// Where job files and SPIR-V modules go, relative to the project root.
@@ -114,8 +114,8 @@ pub struct TintJob {
 }
 
 /// The WebGPU limits, above their defaults, that `needs` asks for.
-fn needed_limits(needs: codegen::shader::Needs) -> Vec<(&'static str, u32)> {
-    let defaults = codegen::shader::Needs::DEFAULTS;
+fn needed_limits(needs: kernel_codegen::shader::Needs) -> Vec<(&'static str, u32)> {
+    let defaults = kernel_codegen::shader::Needs::DEFAULTS;
     let mut limits = Vec::new();
     if needs.storage_buffers > defaults.storage_buffers {
         limits.push(("maxStorageBuffersPerShaderStage", needs.storage_buffers));

@@ -1,5 +1,5 @@
 //! The repository's kernels, generated at build time by `build.rs` through
-//! [`codegen::Config`](../codegen/struct.Config.html) rather than committed: the way a crate
+//! [`kernel_codegen::Config`](../kernel-codegen/struct.Config.html) rather than committed: the way a crate
 //! with its own packages uses the generator. It depends on `kernel-runtime` alone; the
 //! generated code names wgpu and half through the runtime's re-exports.
 

@@ -5,10 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use codegen::GeneratedShader;
-use codegen::expr::builtins::Builtin;
-use codegen::expr::{EvalError, Ir, IrKind, Value};
-use codegen::model::{Dispatch, Expr, Op, Variant};
+use kernel_codegen::GeneratedShader;
+use kernel_codegen::expr::builtins::Builtin;
+use kernel_codegen::expr::{EvalError, Ir, IrKind, Value};
+use kernel_codegen::model::{Dispatch, Expr, Op, Variant};
 use kernel_runtime::OpError;
 
 use super::env::{Interp, RandomEnv, Rng};

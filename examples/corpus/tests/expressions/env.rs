@@ -11,9 +11,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use codegen::expr::ast::BinOp;
-use codegen::expr::{self, EvalError, EvalTrace, Ir, IrKind, Symbol, Type, Value};
-use codegen::model::{AttrRepr, DType, DTypeRef, IntWidth, Op, StaticVar, Variant};
+use kernel_codegen::expr::ast::BinOp;
+use kernel_codegen::expr::{self, EvalError, EvalTrace, Ir, IrKind, Symbol, Type, Value};
+use kernel_codegen::model::{AttrRepr, DType, DTypeRef, IntWidth, Op, StaticVar, Variant};
 use kernel_runtime::DeviceCaps;
 
 /// splitmix64: failures reproduce from the seed alone, whatever the dependencies.
@@ -378,7 +378,7 @@ fn random_dim(sizes: &[i64], rng: &mut Rng) -> i64 {
 
 /// A value of `attr`'s expression type, not necessarily one the typed API can hold (a
 /// negative `u32` now and then is outside its domain, which the caller notices).
-fn random_arg(attr: &codegen::model::Attribute, pool: &[i64], rng: &mut Rng) -> Value {
+fn random_arg(attr: &kernel_codegen::model::Attribute, pool: &[i64], rng: &mut Rng) -> Value {
     if let Some(one_of) = attr.one_of.as_ref().filter(|v| !v.is_empty()) {
         return Value::Str(rng.pick(one_of));
     }

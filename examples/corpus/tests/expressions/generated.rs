@@ -3,8 +3,8 @@
 //! variable), and what the module computes from it: output shapes, every variant's
 //! acceptance and plan, and the plan of the variant it selects.
 
-use codegen::expr::Value;
-use codegen::model::{DType, Op};
+use kernel_codegen::expr::Value;
+use kernel_codegen::model::{DType, Op};
 use kernel_runtime::support::AttrValue;
 use kernel_runtime::{OpError, Plan};
 

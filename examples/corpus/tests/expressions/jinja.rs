@@ -12,9 +12,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use codegen::expr::runtime as rt;
-use codegen::expr::{EvalError, Value};
-use codegen::model::Op;
+use kernel_codegen::expr::runtime as rt;
+use kernel_codegen::expr::{EvalError, Value};
+use kernel_codegen::model::Op;
 use minijinja::value::{Object, Rest, Value as Mj, ValueKind};
 use minijinja::{Environment, Error as MjError, ErrorKind, State, UndefinedBehavior};
 
@@ -323,16 +323,16 @@ pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
         .iter()
         .map(|(k, d)| (k.clone(), Mj::from(d.wgsl()))));
     let tunables = map(op.tunables.iter().map(|(k, v)| (k.clone(), Mj::from(*v))));
-    let limits = map(codegen::webgpu::LIMITS
+    let limits = map(kernel_codegen::webgpu::LIMITS
         .iter()
-        .chain(codegen::webgpu::SUBGROUP_SIZES)
+        .chain(kernel_codegen::webgpu::SUBGROUP_SIZES)
         .filter_map(|(name, _)| {
             Some((
                 *name,
                 Mj::from(kernel_runtime::support::limit(env.caps.limit(name)?)),
             ))
         }));
-    let features = codegen::expr::builtins::FEATURES_V1
+    let features = kernel_codegen::expr::builtins::FEATURES_V1
         .iter()
         .copied()
         .filter(|f| env.caps.has_feature(f))

@@ -1,10 +1,10 @@
 //! Three-way differential test over every expression of both dialects' ops: the seed
 //! packages (`packages/`) and, when it is present, the third-party corpus.
 //!
-//! Each op's model comes from the codegen library (`codegen::models`, hints applied), and its
+//! Each op's model comes from the codegen library (`kernel_codegen::models`, hints applied), and its
 //! expressions (output shapes, every variant's `when` clauses, constants, intermediates' shapes,
 //! pass inputs, uniform fields and dispatch sizes) are evaluated on random environments by the
-//! interpreter (`codegen::expr::eval_traced`) and by minijinja's own expression evaluator with the
+//! interpreter (`kernel_codegen::expr::eval_traced`) and by minijinja's own expression evaluator with the
 //! dialect's helpers (`jinja.rs`). Where the op's typed API can hold the environment, the
 //! generated module is run on it as well (`generated.rs`): its output shapes, every variant's
 //! acceptance (clause and error included) and its plan (variant, dispatch sizes, pipeline
@@ -67,13 +67,14 @@ mod run {
 
     /// The models of the packages `config` reads, as the generator builds them, with the
     /// shaders it renders for each.
-    fn packages_of(config: &codegen::Config, what: &str) -> Vec<Package> {
+    fn packages_of(config: &kernel_codegen::Config, what: &str) -> Vec<Package> {
         let (inputs, _) = config
             .read_inputs()
             .unwrap_or_else(|e| panic!("reading {what}: {e}"));
-        let ops = codegen::models(&inputs).unwrap_or_else(|d| panic!("{what}'s models: {d}"));
+        let ops =
+            kernel_codegen::models(&inputs).unwrap_or_else(|d| panic!("{what}'s models: {d}"));
         let output =
-            codegen::generate(&inputs).unwrap_or_else(|d| panic!("generating {what}: {d}"));
+            kernel_codegen::generate(&inputs).unwrap_or_else(|d| panic!("generating {what}: {d}"));
         ops.into_iter()
             .map(|op| {
                 let name = op.qualified_name();
@@ -99,7 +100,7 @@ mod run {
     fn generate_packages() -> Vec<Package> {
         let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
         let root = manifest_dir.join("../..");
-        let mut seed = codegen::Config::new();
+        let mut seed = kernel_codegen::Config::new();
         seed.root(&root)
             .packages_in("packages")
             .include_root("packages/_shared")
@@ -117,7 +118,7 @@ mod run {
             .map(PathBuf::from)
             .unwrap_or_else(|| manifest_dir.join("../../../shared/corpus"));
         let collection = corpus.join("gemma-4");
-        let mut config = codegen::Config::new();
+        let mut config = kernel_codegen::Config::new();
         config
             .packages_in(&collection)
             .include_root(collection.join("_shared_assets"))

@@ -2,9 +2,9 @@
 //! overrides, uniform words, intermediates, output shapes), and the shader each pass runs,
 //! which must be the one the generator rendered for the interpreter's static values.
 
-use codegen::GeneratedShader;
-use codegen::expr::Value;
-use codegen::model::{self, Dispatch, Expr, Op, Variant};
+use kernel_codegen::GeneratedShader;
+use kernel_codegen::expr::Value;
+use kernel_codegen::model::{self, Dispatch, Expr, Op, Variant};
 
 use super::compare::{Fault, Package, Tally, dispatch_exprs};
 use super::env::{Interp, RandomEnv, Traced};

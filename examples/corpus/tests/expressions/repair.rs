@@ -5,10 +5,10 @@
 //! which random changes alone rarely reach. `RandomEnv::steer` keeps a repair only when no
 //! more clauses fail than before.
 
-use codegen::expr::ast::BinOp;
-use codegen::expr::builtins::Builtin;
-use codegen::expr::{Ir, IrKind, Symbol, Type, Value};
-use codegen::model::{Op, Variant};
+use kernel_codegen::expr::ast::BinOp;
+use kernel_codegen::expr::builtins::Builtin;
+use kernel_codegen::expr::{Ir, IrKind, Symbol, Type, Value};
+use kernel_codegen::model::{Op, Variant};
 
 use super::env::{Interp, RandomEnv, Rng};
 

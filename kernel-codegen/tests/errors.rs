@@ -16,12 +16,12 @@ use fuzz::mutation::Case;
 
 /// The seed package `name` as the generator's inputs: its folder is the package folder, so
 /// diagnostics read `scale/manifest.json`.
-fn seed(root: &Path, name: &str) -> codegen::Inputs {
+fn seed(root: &Path, name: &str) -> kernel_codegen::Inputs {
     let dir = root.join("seeds").join(name);
-    let mut inputs = codegen::Inputs::default();
-    let mut package = codegen::Package {
+    let mut inputs = kernel_codegen::Inputs::default();
+    let mut package = kernel_codegen::Package {
         dir: name.to_owned(),
-        ..codegen::Package::default()
+        ..kernel_codegen::Package::default()
     };
     let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("seed {}: {e}", dir.display()));
     for entry in entries {
@@ -43,8 +43,8 @@ fn seed(root: &Path, name: &str) -> codegen::Inputs {
 }
 
 /// The outcome of generating `inputs`, as the fixtures write it.
-fn outcome(inputs: &codegen::Inputs) -> String {
-    match codegen::generate(inputs) {
+fn outcome(inputs: &kernel_codegen::Inputs) -> String {
+    match kernel_codegen::generate(inputs) {
         Ok(output) => {
             let mut text = format!(
                 "ok: {} files, {} shaders\n",

@@ -51,8 +51,8 @@ fn every_corpus_manifest_parses_strictly_in_its_dialect() {
     for package in &packages {
         let path = package.join("manifest.json");
         let text = fs::read_to_string(&path).expect("manifest is readable");
-        match codegen::manifest::read(&text) {
-            Ok(declared) if declared.dialect == codegen::manifest::Dialect::V1 => {}
+        match kernel_codegen::manifest::read(&text) {
+            Ok(declared) if declared.dialect == kernel_codegen::manifest::Dialect::V1 => {}
             Ok(_) => failures.push(format!("{}: read as the seed dialect", path.display())),
             Err(problems) => {
                 failures.extend(problems.iter().map(|(json_path, message)| {
@@ -77,7 +77,7 @@ fn corpus_hints() -> PathBuf {
 /// Runs packages through the generator together; the first diagnostic when they do not come
 /// through.
 fn generate(packages: &[&PathBuf], shared: &std::path::Path, hints: bool) -> Result<(), String> {
-    let mut config = codegen::Config::new();
+    let mut config = kernel_codegen::Config::new();
     for package in packages {
         config.package(package);
     }
@@ -91,7 +91,7 @@ fn generate(packages: &[&PathBuf], shared: &std::path::Path, hints: bool) -> Res
         config.hints_dir(corpus_hints());
     }
     let (inputs, _) = config.read_inputs().expect("corpus is readable");
-    codegen::generate(&inputs)
+    kernel_codegen::generate(&inputs)
         .map(|_| ())
         .map_err(|diagnostics| {
             let first = diagnostics

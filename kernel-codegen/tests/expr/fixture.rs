@@ -15,7 +15,9 @@
 
 use std::collections::BTreeMap;
 
-use codegen::expr::{self, Dialect, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Value};
+use kernel_codegen::expr::{
+    self, Dialect, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Value,
+};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 

@@ -5,9 +5,9 @@
 //!
 //! ```no_run
 //! // build.rs
-//! fn main() -> Result<(), codegen::ConfigError> {
+//! fn main() -> Result<(), kernel_codegen::ConfigError> {
 //!     // Into `$OUT_DIR/kernels`, printing `cargo:rerun-if-changed` for every input.
-//!     codegen::Config::new()
+//!     kernel_codegen::Config::new()
 //!         .packages_in("kernels")
 //!         .include_root("kernels/_shared")
 //!         .generate()?;

@@ -8,13 +8,13 @@
 
 use std::collections::BTreeMap;
 
-use codegen::expr::{self, Dialect, EvalError, Value};
+use kernel_codegen::expr::{self, Dialect, EvalError, Value};
 
 use super::fixture::{Fixture, pretty};
 
 /// The lowered code's runtime path, `rt::expr::…`.
 mod rt {
-    pub use codegen::expr::runtime as expr;
+    pub use kernel_codegen::expr::runtime as expr;
 }
 
 const WORKGROUP_SIZE: i64 = 256;

@@ -1,23 +1,38 @@
 //! Compiles `webgpu-kernels` manifests and Jinja WGSL templates into a typed Rust crate with
 //! pre-rendered, naga-validated shaders.
 //!
-//! Pure: [`generate`] takes file contents in memory and returns files; `xtask` does all IO.
+//! Pure: [`generate`] takes file contents in memory and returns files; [`Config`] reads package
+//! folders and writes the output for a build script or a command.
+//!
+//! The API is what a build script needs: [`Config`] (and [`ConfigError`], [`Report`]),
+//! [`generate`] and [`models`] with their [`Inputs`] and [`Output`], the op model [`model`]
+//! and [`shader`] those return, and the diagnostics ([`Diagnostic`], [`Diagnostics`]). The
+//! other modules are public for this repository's tools and tests (the expression
+//! interpreter, the dialects' readers, the emitters) and hidden from the docs: they change
+//! without notice.
 //! Pipeline: `manifest` (serde, strict) → `model` (validated op, typed expressions) →
 //! `wgsl` (render, validate, reflect) and `rust` (quote → syn → prettyplease).
 
 pub mod config;
 mod config_error;
 pub mod diag;
+#[doc(hidden)]
 pub mod expr;
+#[doc(hidden)]
 pub mod hints;
+#[doc(hidden)]
 pub mod manifest;
 pub mod model;
 mod output_dir;
+#[doc(hidden)]
 pub mod rust;
 mod settle;
 pub mod shader;
+#[doc(hidden)]
 pub mod templates;
+#[doc(hidden)]
 pub mod webgpu;
+#[doc(hidden)]
 pub mod wgsl;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,4 +1,4 @@
-//! Data-driven tests of the expression language (`codegen::expr`).
+//! Data-driven tests of the expression language (`kernel_codegen::expr`).
 //!
 //! Every `tests/expr/*.test` file starts with the dialect its expressions are written in
 //! (`dialect: seed` or `dialect: schemaVersion 1`), then a list of cases separated by blank
@@ -34,8 +34,8 @@ mod seeds;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use codegen::expr::{self, Dialect, Ir};
 use fixture::{Fixture, TestLowerScope, lowered_text_in};
+use kernel_codegen::expr::{self, Dialect, Ir};
 
 /// The header line of a `.test` file that names each dialect.
 const DIALECTS: &[(&str, Dialect)] = &[

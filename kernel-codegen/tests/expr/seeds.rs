@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use codegen::expr::{self, Ir, Scope, Symbol, Type};
+use kernel_codegen::expr::{self, Ir, Scope, Symbol, Type};
 use serde_json::Value as Json;
 
 /// The seed manifests, relative to the project root.

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use codegen::{Config, ConfigError};
+use kernel_codegen::{Config, ConfigError};
 
 /// A fresh folder holding one package with an include root: the error fixtures' `scale` seed
 /// with the edits of `includes_ok.test` (a template of its own and a macro under `_shared/`),
@@ -15,8 +15,8 @@ fn scratch(name: &str) -> PathBuf {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
     let seed = fixtures.join("seeds/scale");
     let read = |path: PathBuf| fs::read_to_string(&path).expect("fixture is readable");
-    let mut inputs = codegen::Inputs::default();
-    inputs.packages.push(codegen::Package {
+    let mut inputs = kernel_codegen::Inputs::default();
+    inputs.packages.push(kernel_codegen::Package {
         dir: "scale".to_owned(),
         manifest: read(seed.join("manifest.json")),
         hints: None,
@@ -80,7 +80,7 @@ fn generate_writes_then_check_finds_fresh_and_stale_files() {
     config(&root).check().expect("fresh");
 
     // Hand edits below the header; a module of an op that is gone, with the header.
-    let header = format!("// {}\n", codegen::GENERATED_MARK);
+    let header = format!("// {}\n", kernel_codegen::GENERATED_MARK);
     fs::write(root.join("out/scale.rs"), format!("{header}// edited\n")).expect("edit");
     fs::write(
         root.join("out/old.rs"),
@@ -154,7 +154,7 @@ fn a_failed_write_leaves_the_previous_files() {
     let root = scratch("all-or-none");
     // The last file in path order cannot be staged: a folder sits where its partial goes.
     let (inputs, _) = config(&root).read_inputs().expect("reads");
-    let files = codegen::generate(&inputs).expect("generates").files;
+    let files = kernel_codegen::generate(&inputs).expect("generates").files;
     let last = &files.last().expect("files").path;
     let blocker = root.join("out").join(format!(".{last}.partial"));
     fs::create_dir_all(&blocker).expect("blocker");
