@@ -225,9 +225,10 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             }
         }
     } else {
+        let (role, reason) = typed_only_reason(op, &layout);
         quote! {
             fn plan_dyn(_ctx: &rt::Context, _inputs: &[&rt::AnyTensor], _raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
-                Err(rt::support::typed_only(OP_NAME))
+                Err(rt::support::typed_only(OP_NAME, #role, #reason))
             }
         }
     };
@@ -383,6 +384,40 @@ fn op_type(
 
         #allocating
     }
+}
+
+/// Why the untyped entry, which takes inputs only and allocates the outputs, cannot serve the
+/// op: the first tensor that needs the typed API, and what it is.
+fn typed_only_reason(op: &model::Op, layout: &Layout<'_>) -> (String, String) {
+    if let Some(t) = op.inputs.iter().find(|t| t.in_place) {
+        return (t.role.clone(), "is written in place".to_owned());
+    }
+    if let Some(t) = op.inputs.iter().find(|t| t.optional) {
+        return (t.role.clone(), "is an optional input".to_owned());
+    }
+    if let Some(t) = op
+        .outputs
+        .iter()
+        .find(|t| !t.is_computed_output() || t.optional)
+    {
+        let what = if t.optional {
+            "is an optional output"
+        } else {
+            "is an output without a shape expression: the caller provides it"
+        };
+        return (t.role.clone(), what.to_owned());
+    }
+    let vars = float_type_vars(op);
+    let read = vars_of(op, &layout.read);
+    let var = vars
+        .iter()
+        .find(|v| !read.contains(v))
+        .copied()
+        .unwrap_or_default();
+    (
+        var.to_owned(),
+        "is a type variable no input binds (only outputs have it)".to_owned(),
+    )
 }
 
 /// The Rust type of a newly allocated output.

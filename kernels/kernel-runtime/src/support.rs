@@ -157,13 +157,15 @@ pub fn planned(
     plan.map_err(|error| OpError::Plan { op, variant, error })
 }
 
-/// The untyped entry of an op it cannot serve: one that writes tensors in place, has outputs
-/// the caller provides or optional inputs.
-pub fn typed_only(op: &'static str) -> OpError {
+/// The untyped entry of an op it cannot serve: it takes inputs only and allocates the outputs,
+/// and `role` (an input, an output or a type variable) `reason`s otherwise.
+pub fn typed_only(op: &'static str, role: &str, reason: &str) -> OpError {
     OpError::Input {
         op,
-        input: String::new(),
-        rule: "the untyped entry takes inputs only; this op writes tensors in place, has outputs the caller provides or optional inputs: use its typed `record_into`".into(),
+        input: role.into(),
+        rule: format!(
+            "`{role}` {reason}, and the untyped entry takes inputs only and allocates the outputs: use the op's typed `record_into`"
+        ),
     }
 }
 

@@ -24,3 +24,4 @@ mod rms_norm;
 mod rope1d;
 mod srq_quantize;
 mod strided_copy;
+mod untyped;
