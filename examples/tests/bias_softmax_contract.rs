@@ -15,7 +15,7 @@ use common::{
 };
 use half::f16;
 use kernel_runtime::support::AttrValue;
-use kernel_runtime::{DType, DeviceCaps, Dispatch, OpError};
+use kernel_runtime::{DType, DeviceCaps, Dispatch, OpError, OpHooks};
 use kernels::bias_softmax::{self as op, Attrs, DTypes};
 
 // ---- GPU-free planning ------------------------------------------------------------------
@@ -107,13 +107,16 @@ fn plans_without_a_gpu() {
             fallback.passes[0].dispatch,
             Dispatch::Workgroups(shape[0] as u64)
         );
-        let env = op::Env::new(
+        type Op = op::Op<f32>;
+        let env = <Op as OpHooks>::env(
             &case.shapes(),
             DTypes { t: DType::F32 },
             &case.attrs,
             &small,
         );
-        let why = op::accepts(LONGROW, &env.unwrap()).unwrap().unwrap_err();
+        let why = <Op as OpHooks>::accepts(LONGROW, &env.unwrap())
+            .unwrap()
+            .unwrap_err();
         let why = why.into_rejection(LONGROW);
         assert!(why.condition.starts_with(clause), "{shape:?}: {why}");
     }

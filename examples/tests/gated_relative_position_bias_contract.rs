@@ -316,7 +316,7 @@ fn rejects_f16_on_a_device_without_shader_f16() {
 #[test]
 fn every_variant_is_listed_in_rejections() {
     // A guard for `expect_rejection`: the manifest's variants, in priority order.
-    assert_eq!(op::VARIANT_IDS, ALL_VARIANTS);
+    assert_eq!(op::ENTRY.variants, ALL_VARIANTS);
 }
 
 // ---- Dispatch split over x and y -----------------------------------------------------------

@@ -305,9 +305,8 @@ fn dtypes_struct(op: &Op) -> TokenStream {
         pub struct DTypes { #(#fields)* }
 
         impl DTypes {
-            /// The element types by type variable name, for tools that drive every op alike.
-            #[doc(hidden)]
-            pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
+            /// The element types by type variable name (`OpHooks::dtypes_from`).
+            fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
                 #unused
                 DTypes { #(#lookups)* }
             }
@@ -567,10 +566,8 @@ fn io_structs(op: &Op) -> TokenStream {
         pub struct Shapes<'a> { #(#shape_fields)* }
 
         impl<'a> Shapes<'a> {
-            /// The shapes by tensor role (an absent required one is empty), for tools that
-            /// drive every op alike.
-            #[doc(hidden)]
-            pub fn from_lookup(get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>) -> Self {
+            /// The shapes by tensor role, an absent required one empty (`OpHooks::shapes_from`).
+            fn from_lookup(get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>) -> Self {
                 #unused_lookup
                 Shapes { #(#shape_lookups)* }
             }

@@ -64,26 +64,11 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     }
 }
 
-/// The variant ids in selection order, for tools that explain a selection, and the hooks
-/// the differential test against the interpreter uses.
+/// The variant ids in selection order, for the registry and the `OpHooks` impl.
 fn introspection(op: &Op) -> TokenStream {
     let ids: Vec<&str> = op.variants.iter().map(|v| v.id.as_str()).collect();
     quote! {
         /// The variant ids, in selection order.
-        #[doc(hidden)]
-        pub const VARIANT_IDS: &[&str] = &[#(#ids),*];
-
-        /// The `when` check of variant `id`: why it rejects `env`, if it does.
-        #[doc(hidden)]
-        pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-            rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
-        }
-
-        /// The plan of variant `id` for `env`, whether or not its `when` holds.
-        #[doc(hidden)]
-        pub fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
-            let variant = VARIANTS.iter().find(|v| v.id == id)?;
-            Some(plan_variant(variant, env))
-        }
+        const VARIANT_IDS: &[&str] = &[#(#ids),*];
     }
 }

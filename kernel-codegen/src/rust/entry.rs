@@ -302,7 +302,8 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
 }
 
 /// `Op`, the type that implements `rt::Op` (and `rt::AllocatingOp` where the op allocates its
-/// outputs) by the module's functions, its type parameters those of the op's type variables.
+/// outputs) by the module's functions, its type parameters those of the op's type variables;
+/// and `rt::OpHooks`, what tests that compare the op with its manifest's expressions call.
 fn op_type(
     op: &model::Op,
     layout: &Layout<'_>,
@@ -364,6 +365,10 @@ fn op_type(
             type Inputs<'a> = #inputs_ty;
             type OutputsMut<'a> = #outputs_mut_ty;
 
+            fn attrs(values: &[(::std::string::String, rt::support::AttrValue)]) -> Result<Attrs, rt::OpError> {
+                Attrs::from_raw(values)
+            }
+
             fn plan(caps: &rt::DeviceCaps, shapes: &Shapes<'_>, dtypes: &DTypes, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
                 plan(caps, shapes, dtypes, attrs)
             }
@@ -383,6 +388,32 @@ fn op_type(
         }
 
         #allocating
+
+        impl<#params> rt::OpHooks for #self_ty {
+            type Env<'a> = Env<'a>;
+            const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
+
+            fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+                Shapes::from_lookup(get)
+            }
+
+            fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
+                DTypes::from_lookup(get)
+            }
+
+            fn env<'a>(shapes: &Shapes<'_>, dtypes: DTypes, attrs: &'a Attrs, caps: &'a rt::DeviceCaps) -> Result<Env<'a>, rt::OpError> {
+                Env::new(shapes, dtypes, attrs, caps)
+            }
+
+            fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+                rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+            }
+
+            fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+                let variant = VARIANTS.iter().find(|v| v.id == id)?;
+                Some(plan_variant(variant, env))
+            }
+        }
     }
 }
 

@@ -114,7 +114,7 @@ pub mod when;
 pub mod abi {
     pub use crate::{
         AllocatingOp, AnyTensor, Arg, Context, DType, DeviceCaps, Element, Float, IndexTensor, Op,
-        OpError, OutputSpec, Plan, RuntimeError, Tensor,
+        OpError, OpHooks, OutputSpec, Plan, RuntimeError, Tensor,
     };
     pub use crate::{expr, half, plan_spec, registry, shaders, support, wgpu, when};
     pub use kernel_abi::ABI_VERSION as VERSION;
@@ -144,7 +144,7 @@ pub use dtype::{DType, Element, Float};
 pub use error::{OpError, Rejection, RuntimeError};
 pub use expr::EvalError;
 pub use index::{IndexTensor, narrow_i64_to_u32};
-pub use op::{AllocatingOp, Op};
+pub use op::{AllocatingOp, Op, OpHooks};
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
 pub use staging::STAGING_CHUNK;
 pub use tensor::Tensor;

@@ -20,9 +20,12 @@
 
 use crate::caps::DeviceCaps;
 use crate::context::Context;
+use crate::dtype::DType;
 use crate::error::OpError;
+use crate::expr::EvalError;
 use crate::plan::Plan;
 use crate::registry::OpEntry;
+use crate::support::{AttrValue, Failure};
 
 /// A generated op: `bias_softmax::Op<f32>`, say, its type parameters the element types of the
 /// op's type variables.
@@ -32,15 +35,19 @@ pub trait Op {
     /// The op in the registry of untyped entry points.
     const ENTRY: OpEntry;
     /// Its attributes and scalar arguments.
-    type Attrs;
+    type Attrs: Clone + std::fmt::Debug;
     /// The element types bound to its type variables.
-    type DTypes;
+    type DTypes: Copy + std::fmt::Debug;
     /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller provides.
-    type Shapes<'a>;
+    type Shapes<'a>: Copy + std::fmt::Debug;
     /// The tensors it only reads.
     type Inputs<'a>;
     /// The tensors it writes, provided by the caller.
     type OutputsMut<'a>;
+
+    /// Attributes from name/value pairs, as tools receive them: unknown names, wrong kinds
+    /// and missing required attributes are errors.
+    fn attrs(values: &[(String, AttrValue)]) -> Result<Self::Attrs, OpError>;
 
     /// Chooses the variant and computes everything about the dispatch, without a GPU.
     fn plan(
@@ -101,4 +108,31 @@ pub trait AllocatingOp: Op {
     ) -> Result<Self::Outputs, OpError> {
         ctx.record_and_submit(|encoder| Self::record(ctx, encoder, inputs, attrs))
     }
+}
+
+/// What tests and tools that compare an op with the manifest's expressions need besides
+/// [`Op`]: the op's call as lookups by name, its expression environment, and each variant's
+/// check and plan on its own. Not part of the API: it changes with the generator.
+#[doc(hidden)]
+pub trait OpHooks: Op {
+    /// The environment the op's compiled expressions read.
+    type Env<'a>;
+    /// The variant ids, in selection order.
+    const VARIANT_IDS: &'static [&'static str];
+
+    /// The shapes by tensor role (an absent required one is empty).
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Self::Shapes<'a>;
+    /// The element types by type variable name.
+    fn dtypes_from(get: &dyn Fn(&str) -> DType) -> Self::DTypes;
+    /// The environment of a call: input shapes as given, output shapes computed.
+    fn env<'a>(
+        shapes: &Self::Shapes<'_>,
+        dtypes: Self::DTypes,
+        attrs: &'a Self::Attrs,
+        caps: &'a DeviceCaps,
+    ) -> Result<Self::Env<'a>, OpError>;
+    /// The `when` check of variant `id`: why it rejects `env`, if it does.
+    fn accepts(id: &str, env: &Self::Env<'_>) -> Option<Result<(), Failure>>;
+    /// The plan of variant `id` for `env`, whether or not its `when` holds.
+    fn plan_of(id: &str, env: &Self::Env<'_>) -> Option<Result<Plan, EvalError>>;
 }

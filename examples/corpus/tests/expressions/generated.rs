@@ -6,7 +6,7 @@
 use kernel_codegen::expr::Value;
 use kernel_codegen::model::{DType, Op};
 use kernel_runtime::support::AttrValue;
-use kernel_runtime::{OpError, Plan};
+use kernel_runtime::{OpError, OpHooks, Plan};
 
 use super::env::RandomEnv;
 
@@ -74,69 +74,60 @@ pub fn runtime_dtype(d: DType) -> kernel_runtime::DType {
     }
 }
 
-/// Runs one environment through the module `$m`: `None` when the typed API cannot hold it
-/// (an argument out of its Rust type's range, say).
-macro_rules! through {
-    ($m:path, $op:expr, $env:expr) => {{
-        use $m as m;
-        let (op, env): (&Op, &RandomEnv) = ($op, $env);
-        let attrs = m::Attrs::from_raw(&$crate::generated::raw_attrs(env)).ok()?;
-        let held = $crate::generated::caller_shapes(op, env);
-        let shapes = m::Shapes::from_lookup(&|role| {
-            held.iter()
-                .find(|(r, _)| r == role)
-                .and_then(|(_, s)| s.as_deref())
-        });
-        let dtypes = m::DTypes::from_lookup(&|var| {
-            env.dtypes.get(var).map_or(kernel_runtime::DType::F32, |d| {
-                $crate::generated::runtime_dtype(*d)
-            })
-        });
-        let plan = m::plan(&env.caps, &shapes, &dtypes, &attrs);
-        let (env_result, accepted, plans) = match m::Env::new(&shapes, dtypes, &attrs, &env.caps) {
-            Ok(generated_env) => {
-                let accepted = m::VARIANT_IDS
-                    .iter()
-                    .map(|id| {
-                        let result = match m::accepts(id, &generated_env) {
-                            Some(Ok(())) => Ok(()),
-                            // The variant's own `when` clause; the runtime's path
-                            // goes on into the `derive` conjunctions it names.
-                            Some(Err(failure)) => Err($crate::generated::Failed {
-                                clause: failure
-                                    .path
-                                    .first()
-                                    .copied()
-                                    .unwrap_or_default()
-                                    .to_owned(),
-                                error: failure.error.map(|e| e.message().to_owned()),
-                            }),
-                            None => Err($crate::generated::Failed {
-                                clause: "no such variant".to_owned(),
-                                error: None,
-                            }),
-                        };
-                        (*id, result)
-                    })
-                    .collect();
-                let plans = m::VARIANT_IDS
-                    .iter()
-                    .map(|id| match m::plan_of(id, &generated_env) {
-                        Some(result) => result.map_err(|e| e.message().to_owned()),
-                        None => Err("no such variant".to_owned()),
-                    })
-                    .collect();
-                (Ok(()), accepted, plans)
-            }
-            Err(e) => (Err(e.to_string()), Vec::new(), Vec::new()),
-        };
-        Some($crate::generated::Generated {
-            env: env_result,
-            accepted,
-            plans,
-            plan,
-        })
-    }};
+/// Runs one environment through the op `O` (its `OpHooks`) as a caller would: `None` when the typed API
+/// cannot hold it (an argument out of its Rust type's range, say).
+pub fn through<O: OpHooks>(op: &Op, env: &RandomEnv) -> Option<Generated> {
+    let attrs = O::attrs(&raw_attrs(env)).ok()?;
+    let held = caller_shapes(op, env);
+    let shapes = O::shapes_from(&|role| {
+        held.iter()
+            .find(|(r, _)| r == role)
+            .and_then(|(_, s)| s.as_deref())
+    });
+    let dtypes = O::dtypes_from(&|var| {
+        env.dtypes
+            .get(var)
+            .map_or(kernel_runtime::DType::F32, |d| runtime_dtype(*d))
+    });
+    let plan = O::plan(&env.caps, &shapes, &dtypes, &attrs);
+    let (env_result, accepted, plans) = match O::env(&shapes, dtypes, &attrs, &env.caps) {
+        Ok(generated_env) => {
+            let accepted = O::VARIANT_IDS
+                .iter()
+                .map(|id| {
+                    let result = match O::accepts(id, &generated_env) {
+                        Some(Ok(())) => Ok(()),
+                        // The variant's own `when` clause; the runtime's path goes on into
+                        // the `derive` conjunctions it names.
+                        Some(Err(failure)) => Err(Failed {
+                            clause: failure.path.first().copied().unwrap_or_default().to_owned(),
+                            error: failure.error.map(|e| e.message().to_owned()),
+                        }),
+                        None => Err(Failed {
+                            clause: "no such variant".to_owned(),
+                            error: None,
+                        }),
+                    };
+                    (*id, result)
+                })
+                .collect();
+            let plans = O::VARIANT_IDS
+                .iter()
+                .map(|id| match O::plan_of(id, &generated_env) {
+                    Some(result) => result.map_err(|e| e.message().to_owned()),
+                    None => Err("no such variant".to_owned()),
+                })
+                .collect();
+            (Ok(()), accepted, plans)
+        }
+        Err(e) => (Err(e.to_string()), Vec::new(), Vec::new()),
+    };
+    Some(Generated {
+        env: env_result,
+        accepted,
+        plans,
+        plan,
+    })
 }
 
 /// A call as a caller writes it: attributes by name, shapes by role (`None`: left out),
@@ -148,26 +139,22 @@ pub struct Call {
     pub caps: kernel_runtime::DeviceCaps,
 }
 
-/// Plans `$call` with the module `$m`: the attributes' errors, then `plan`'s.
-macro_rules! plan_call {
-    ($m:path, $call:expr) => {{
-        use $m as m;
-        let call: &$crate::generated::Call = $call;
-        let shapes = m::Shapes::from_lookup(&|role| {
-            call.shapes
-                .iter()
-                .find(|(r, _)| r == role)
-                .and_then(|(_, s)| s.as_deref())
-        });
-        let dtypes = m::DTypes::from_lookup(&|var| {
-            call.dtypes
-                .iter()
-                .find(|(v, _)| v == var)
-                .map_or(kernel_runtime::DType::F32, |(_, d)| *d)
-        });
-        m::Attrs::from_raw(&call.attrs)
-            .and_then(|attrs| m::plan(&call.caps, &shapes, &dtypes, &attrs))
-    }};
+/// Plans `call` with the op `O`: the attributes' errors, then `plan`'s.
+#[cfg_attr(not(corpus), allow(dead_code))]
+pub fn plan_with<O: OpHooks>(call: &Call) -> Result<Plan, OpError> {
+    let shapes = O::shapes_from(&|role| {
+        call.shapes
+            .iter()
+            .find(|(r, _)| r == role)
+            .and_then(|(_, s)| s.as_deref())
+    });
+    let dtypes = O::dtypes_from(&|var| {
+        call.dtypes
+            .iter()
+            .find(|(v, _)| v == var)
+            .map_or(kernel_runtime::DType::F32, |(_, d)| *d)
+    });
+    O::attrs(&call.attrs).and_then(|attrs| O::plan(&call.caps, &shapes, &dtypes, &attrs))
 }
 
 /// `run(module, op, env)`: the environment through the generated module named `module`, and
@@ -181,9 +168,9 @@ macro_rules! ops {
 
         pub fn run(module: &str, op: &Op, env: &RandomEnv) -> Option<Generated> {
             match module {
-                $(stringify!($seed) => (|| through!(kernels::$seed, op, env))(),)*
+                $(stringify!($seed) => through::<kernels::$seed::Op>(op, env),)*
                 $(#[cfg(corpus)]
-                stringify!($corpus) => (|| through!(corpus::kernels::$corpus, op, env))(),)*
+                stringify!($corpus) => through::<corpus::kernels::$corpus::Op>(op, env),)*
                 _ => None,
             }
         }
@@ -191,9 +178,9 @@ macro_rules! ops {
         #[cfg_attr(not(corpus), allow(dead_code))]
         pub fn plan_call(module: &str, call: &Call) -> Option<Result<Plan, OpError>> {
             match module {
-                $(stringify!($seed) => Some(plan_call!(kernels::$seed, call)),)*
+                $(stringify!($seed) => Some(plan_with::<kernels::$seed::Op>(call)),)*
                 $(#[cfg(corpus)]
-                stringify!($corpus) => Some(plan_call!(corpus::kernels::$corpus, call)),)*
+                stringify!($corpus) => Some(plan_with::<corpus::kernels::$corpus::Op>(call)),)*
                 _ => None,
             }
         }

@@ -52,9 +52,8 @@ pub struct DTypes {
     pub t: rt::DType,
 }
 impl DTypes {
-    /// The element types by type variable name, for tools that drive every op alike.
-    #[doc(hidden)]
-    pub fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
+    /// The element types by type variable name (`OpHooks::dtypes_from`).
+    fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
         DTypes { t: get("T") }
     }
 }
@@ -76,12 +75,8 @@ pub struct Shapes<'a> {
     pub eco_a: &'a [usize],
 }
 impl<'a> Shapes<'a> {
-    /// The shapes by tensor role (an absent required one is empty), for tools that
-    /// drive every op alike.
-    #[doc(hidden)]
-    pub fn from_lookup(
-        get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>,
-    ) -> Self {
+    /// The shapes by tensor role, an absent required one empty (`OpHooks::shapes_from`).
+    fn from_lookup(get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>) -> Self {
         Shapes {
             query_layer: get("query_layer").unwrap_or_default(),
             query_bias: get("query_bias").unwrap_or_default(),
@@ -877,19 +872,7 @@ fn plan_variant(
     )
 }
 /// The variant ids, in selection order.
-#[doc(hidden)]
-pub const VARIANT_IDS: &[&str] = &["row_head_subgroups", "row_head_tree", "row"];
-/// The `when` check of variant `id`: why it rejects `env`, if it does.
-#[doc(hidden)]
-pub fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-    rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
-}
-/// The plan of variant `id` for `env`, whether or not its `when` holds.
-#[doc(hidden)]
-pub fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
-    let variant = VARIANTS.iter().find(|v| v.id == id)?;
-    Some(plan_variant(variant, env))
-}
+const VARIANT_IDS: &[&str] = &["row_head_subgroups", "row_head_tree", "row"];
 /// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs)
 /// by this module's functions, for code that drives any op alike. Its type parameters
 /// are the element types of the op's type variables.
@@ -902,6 +885,11 @@ impl<T: rt::Float> rt::Op for Op<T> {
     type Shapes<'a> = Shapes<'a>;
     type Inputs<'a> = Inputs<'a, T>;
     type OutputsMut<'a> = OutputsMut<'a, T>;
+    fn attrs(
+        values: &[(::std::string::String, rt::support::AttrValue)],
+    ) -> Result<Attrs, rt::OpError> {
+        Attrs::from_raw(values)
+    }
     fn plan(
         caps: &rt::DeviceCaps,
         shapes: &Shapes<'_>,
@@ -939,6 +927,31 @@ impl<T: rt::Float> rt::AllocatingOp for Op<T> {
         attrs: &Attrs,
     ) -> Result<Self::Outputs, rt::OpError> {
         record::<T>(ctx, encoder, inputs, attrs)
+    }
+}
+impl<T: rt::Float> rt::OpHooks for Op<T> {
+    type Env<'a> = Env<'a>;
+    const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+        Shapes::from_lookup(get)
+    }
+    fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
+        DTypes::from_lookup(get)
+    }
+    fn env<'a>(
+        shapes: &Shapes<'_>,
+        dtypes: DTypes,
+        attrs: &'a Attrs,
+        caps: &'a rt::DeviceCaps,
+    ) -> Result<Env<'a>, rt::OpError> {
+        Env::new(shapes, dtypes, attrs, caps)
+    }
+    fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+        rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+    }
+    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+        let variant = VARIANTS.iter().find(|v| v.id == id)?;
+        Some(plan_variant(variant, env))
     }
 }
 /// Compiles, ahead of the first call, every shader of this op the device can run: the
