@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use kernel_runtime::{Context, ContextOptions, IndexTensor, Tensor, wgpu};
+use kernel_runtime::{AllocatingOp, Context, ContextOptions, IndexTensor, Tensor, wgpu};
 use kernels::{bias_softmax, gated_relative_position_bias as grpb, mrotary_embedding as mrope};
 use serde::Serialize;
 
@@ -52,217 +52,43 @@ trait Problem {
     ) -> Result<()>;
 }
 
-/// `record_into` when given an encoder, `run_into` otherwise.
-macro_rules! into {
-    ($ctx:expr, $encoder:expr, $op:ident, $inputs:expr, $outputs:expr, $attrs:expr) => {
-        match $encoder {
-            Some(encoder) => $op::record_into($ctx, encoder, $inputs, $outputs, $attrs),
-            None => $op::run_into($ctx, $inputs, $outputs, $attrs),
-        }
-        .map_err(Into::into)
-    };
+/// A problem of any op, through the `Op` traits: the input tensors `I` and output tensor `W`
+/// it owns, and how the op's typed structs view them.
+struct OpProblem<O: AllocatingOp, I, W> {
+    inputs: I,
+    output: W,
+    attrs: O::Attrs,
+    view: for<'a> fn(&'a I) -> O::Inputs<'a>,
+    view_mut: for<'a> fn(&'a mut W) -> O::OutputsMut<'a>,
 }
 
-struct Mrope {
-    x: Tensor<f32>,
-    positions: IndexTensor,
-    cos: Tensor<f32>,
-    sin: Tensor<f32>,
-    out: Tensor<f32>,
-    attrs: mrope::Attrs,
-}
-
-impl Mrope {
-    fn new(ctx: &Context) -> Result<Self> {
-        let attrs = mrope::Attrs {
-            num_heads: 2,
-            ..mrope::Attrs::new(mrope::RequiredAttrs {
-                mrope_section: vec![8, 12, 12],
-            })
-        };
-        Ok(Mrope {
-            x: Tensor::from_slice(ctx, &[1, 16, 128], &vec![0.5; 16 * 128])?,
-            positions: IndexTensor::from_i64(ctx, &[3, 1, 16], &[3; 48])?,
-            cos: Tensor::from_slice(ctx, &[64, 32], &vec![0.25; 64 * 32])?,
-            sin: Tensor::from_slice(ctx, &[64, 32], &vec![0.75; 64 * 32])?,
-            out: Tensor::zeros(ctx, &[1, 16, 128])?,
-            attrs,
-        })
-    }
-
-    fn inputs(&self) -> mrope::Inputs<'_, f32> {
-        mrope::Inputs {
-            input: &self.x,
-            position_ids: &self.positions,
-            cos_cache: &self.cos,
-            sin_cache: &self.sin,
-        }
-    }
-}
-
-impl Problem for Mrope {
+impl<O: AllocatingOp, I, W> Problem for OpProblem<O, I, W> {
     fn op(&self) -> &'static str {
-        mrope::OP_NAME
+        O::NAME
     }
     fn precompile(&self, ctx: &Context) -> Result<usize> {
-        Ok(mrope::precompile(ctx)?)
+        Ok(O::precompile(ctx)?)
     }
     fn run(&self, ctx: &Context) -> Result<()> {
-        mrope::run(ctx, &self.inputs(), &self.attrs)
-            .map(drop)
-            .map_err(Into::into)
+        O::run(ctx, &(self.view)(&self.inputs), &self.attrs)?;
+        Ok(())
     }
     fn record(&self, ctx: &Context, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        mrope::record(ctx, encoder, &self.inputs(), &self.attrs)
-            .map(drop)
-            .map_err(Into::into)
+        O::record(ctx, encoder, &(self.view)(&self.inputs), &self.attrs)?;
+        Ok(())
     }
     fn record_into(
         &mut self,
         ctx: &Context,
         encoder: Option<&mut wgpu::CommandEncoder>,
     ) -> Result<()> {
-        let Mrope {
-            x,
-            positions,
-            cos,
-            sin,
-            out,
-            attrs,
-        } = self;
-        let inputs = mrope::Inputs {
-            input: x,
-            position_ids: positions,
-            cos_cache: cos,
-            sin_cache: sin,
-        };
-        into!(
-            ctx,
-            encoder,
-            mrope,
-            &inputs,
-            mrope::OutputsMut { output: out },
-            attrs
-        )
-    }
-}
-
-struct Softmax {
-    data: Tensor<f32>,
-    bias: Tensor<f32>,
-    out: Tensor<f32>,
-    attrs: bias_softmax::Attrs,
-}
-
-impl Problem for Softmax {
-    fn op(&self) -> &'static str {
-        bias_softmax::OP_NAME
-    }
-    fn precompile(&self, ctx: &Context) -> Result<usize> {
-        Ok(bias_softmax::precompile(ctx)?)
-    }
-    fn run(&self, ctx: &Context) -> Result<()> {
-        let inputs = bias_softmax::Inputs {
-            data: &self.data,
-            bias: &self.bias,
-        };
-        bias_softmax::run(ctx, &inputs, &self.attrs)
-            .map(drop)
-            .map_err(Into::into)
-    }
-    fn record(&self, ctx: &Context, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        let inputs = bias_softmax::Inputs {
-            data: &self.data,
-            bias: &self.bias,
-        };
-        bias_softmax::record(ctx, encoder, &inputs, &self.attrs)
-            .map(drop)
-            .map_err(Into::into)
-    }
-    fn record_into(
-        &mut self,
-        ctx: &Context,
-        encoder: Option<&mut wgpu::CommandEncoder>,
-    ) -> Result<()> {
-        let Softmax {
-            data,
-            bias,
-            out,
-            attrs,
-        } = self;
-        let inputs = bias_softmax::Inputs { data, bias };
-        into!(
-            ctx,
-            encoder,
-            bias_softmax,
-            &inputs,
-            bias_softmax::OutputsMut { output: out },
-            attrs
-        )
-    }
-}
-
-struct Gated {
-    tensors: [Tensor<f32>; 6],
-    out: Tensor<f32>,
-    attrs: grpb::Attrs,
-}
-
-impl Gated {
-    fn inputs(&self) -> grpb::Inputs<'_, f32> {
-        let [query_layer, query_bias, rel_pos, weight, bias, eco_a] = &self.tensors;
-        grpb::Inputs {
-            query_layer,
-            query_bias,
-            rel_pos,
-            weight,
-            bias,
-            eco_a,
+        let inputs = (self.view)(&self.inputs);
+        let outputs = (self.view_mut)(&mut self.output);
+        match encoder {
+            Some(encoder) => O::record_into(ctx, encoder, &inputs, outputs, &self.attrs)?,
+            None => O::run_into(ctx, &inputs, outputs, &self.attrs)?,
         }
-    }
-}
-
-impl Problem for Gated {
-    fn op(&self) -> &'static str {
-        grpb::OP_NAME
-    }
-    fn precompile(&self, ctx: &Context) -> Result<usize> {
-        Ok(grpb::precompile(ctx)?)
-    }
-    fn run(&self, ctx: &Context) -> Result<()> {
-        grpb::run(ctx, &self.inputs(), &self.attrs)
-            .map(drop)
-            .map_err(Into::into)
-    }
-    fn record(&self, ctx: &Context, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        grpb::record(ctx, encoder, &self.inputs(), &self.attrs)
-            .map(drop)
-            .map_err(Into::into)
-    }
-    fn record_into(
-        &mut self,
-        ctx: &Context,
-        encoder: Option<&mut wgpu::CommandEncoder>,
-    ) -> Result<()> {
-        let [query_layer, query_bias, rel_pos, weight, bias, eco_a] = &self.tensors;
-        let inputs = grpb::Inputs {
-            query_layer,
-            query_bias,
-            rel_pos,
-            weight,
-            bias,
-            eco_a,
-        };
-        into!(
-            ctx,
-            encoder,
-            grpb,
-            &inputs,
-            grpb::OutputsMut {
-                output: &mut self.out
-            },
-            &self.attrs
-        )
+        Ok(())
     }
 }
 
@@ -270,32 +96,62 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
     let t = |shape: &[usize], v: f32| {
         Tensor::<f32>::from_slice(ctx, shape, &vec![v; shape.iter().product()])
     };
-    Ok(vec![
-        Box::new(Mrope::new(ctx)?),
-        Box::new(Softmax {
-            data: t(&[4, 64], 0.5)?,
-            bias: t(&[1, 64], -0.5)?,
-            out: t(&[4, 64], 0.0)?,
-            attrs: bias_softmax::Attrs {
-                axis: -1,
-                ..bias_softmax::Attrs::new(bias_softmax::RequiredAttrs {
-                    is_inner_broadcast: true,
-                })
-            },
-        }),
-        Box::new(Gated {
-            tensors: [
-                t(&[1, 16, 32], 0.1)?,
-                t(&[32], 0.2)?,
-                t(&[1, 2, 16, 16], 1.5)?,
-                t(&[16, 4], 0.3)?,
-                t(&[4], 0.1)?,
-                t(&[1, 2, 1, 1], 1.0)?,
-            ],
-            out: t(&[1, 2, 16, 16], 0.0)?,
-            attrs: grpb::Attrs::new(grpb::RequiredAttrs { num_heads: 2 }),
-        }),
-    ])
+    let mrope = OpProblem::<mrope::Op, _, _> {
+        inputs: (
+            t(&[1, 16, 128], 0.5)?,
+            IndexTensor::from_i64(ctx, &[3, 1, 16], &[3; 48])?,
+            t(&[64, 32], 0.25)?,
+            t(&[64, 32], 0.75)?,
+        ),
+        output: t(&[1, 16, 128], 0.0)?,
+        attrs: mrope::Attrs {
+            num_heads: 2,
+            ..mrope::Attrs::new(mrope::RequiredAttrs {
+                mrope_section: vec![8, 12, 12],
+            })
+        },
+        view: |(input, position_ids, cos_cache, sin_cache)| mrope::Inputs {
+            input,
+            position_ids,
+            cos_cache,
+            sin_cache,
+        },
+        view_mut: |output| mrope::OutputsMut { output },
+    };
+    let softmax = OpProblem::<bias_softmax::Op, _, _> {
+        inputs: (t(&[4, 64], 0.5)?, t(&[1, 64], -0.5)?),
+        output: t(&[4, 64], 0.0)?,
+        attrs: bias_softmax::Attrs {
+            axis: -1,
+            ..bias_softmax::Attrs::new(bias_softmax::RequiredAttrs {
+                is_inner_broadcast: true,
+            })
+        },
+        view: |(data, bias)| bias_softmax::Inputs { data, bias },
+        view_mut: |output| bias_softmax::OutputsMut { output },
+    };
+    let gated = OpProblem::<grpb::Op, _, _> {
+        inputs: [
+            t(&[1, 16, 32], 0.1)?,
+            t(&[32], 0.2)?,
+            t(&[1, 2, 16, 16], 1.5)?,
+            t(&[16, 4], 0.3)?,
+            t(&[4], 0.1)?,
+            t(&[1, 2, 1, 1], 1.0)?,
+        ],
+        output: t(&[1, 2, 16, 16], 0.0)?,
+        attrs: grpb::Attrs::new(grpb::RequiredAttrs { num_heads: 2 }),
+        view: |[query_layer, query_bias, rel_pos, weight, bias, eco_a]| grpb::Inputs {
+            query_layer,
+            query_bias,
+            rel_pos,
+            weight,
+            bias,
+            eco_a,
+        },
+        view_mut: |output| grpb::OutputsMut { output },
+    };
+    Ok(vec![Box::new(mrope), Box::new(softmax), Box::new(gated)])
 }
 
 fn ms(d: Duration) -> f64 {
