@@ -29,8 +29,9 @@ pub fn namespaces(dialect: Dialect) -> &'static [&'static str] {
     }
 }
 
-/// The device features `device.features.has("…")` may name (WebGPU spelling). Sorted.
-pub const FEATURES: &[&str] = &["shader-f16", "subgroups", "timestamp-query"];
+/// The device features `device.features.has("…")` may name (WebGPU spelling): the runtime's
+/// (`kernel-abi`'s list). Sorted.
+pub const FEATURES: &[&str] = &kernel_abi::device::FEATURES;
 
 /// The features V1 packages may ask about: the seed's plus Chromium's subgroup matrices. Sorted.
 pub const FEATURES_V1: &[&str] = &[

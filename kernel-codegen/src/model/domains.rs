@@ -242,7 +242,7 @@ fn compared(op: &Op, ir: &Ir) -> Option<StaticVar> {
 fn var_value(var: &StaticVar, literal: Value) -> Option<Value> {
     match (var, literal) {
         (StaticVar::Dtype(_), Value::Str(name)) => {
-            super::DType::parse(&name).map(|d| Value::Dtype(d.wgsl().to_owned()))
+            super::DType::parse(&name).map(|d| Value::Dtype(d.wgsl_name().to_owned()))
         }
         (StaticVar::Dtype(_), _) => None,
         (_, literal) => Some(literal),

@@ -26,14 +26,8 @@ pub struct Expr {
     pub ir: Ir,
 }
 
-/// Logical element types the manifests may name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DType {
-    F32,
-    F16,
-    U32,
-    I64,
-}
+/// Logical element types the manifests may name: `kernel-abi`'s, the runtime's type too.
+pub use kernel_abi::DType;
 
 /// Parses a storage element type: a scalar (`f32`, `float16`) or `vec2<T>` / `vec4<T>`;
 /// the dtype and its lanes.
@@ -45,49 +39,6 @@ pub fn parse_element(text: &str) -> Option<(DType, u8)> {
         }
     }
     DType::parse(text).map(|d| (d, 1))
-}
-
-impl DType {
-    /// Parses an ONNX-style (`float32`) or WGSL-style (`f32`) dtype name.
-    pub fn parse(name: &str) -> Option<DType> {
-        Some(match name {
-            "float32" | "f32" | "float" => DType::F32,
-            "float16" | "f16" => DType::F16,
-            "uint32" | "u32" => DType::U32,
-            "int64" | "i64" => DType::I64,
-            _ => return None,
-        })
-    }
-
-    /// The WGSL scalar type name, which is also the value of `dtypes.<T>` in expressions.
-    pub fn wgsl(self) -> &'static str {
-        match self {
-            DType::F32 => "f32",
-            DType::F16 => "f16",
-            DType::U32 => "u32",
-            DType::I64 => "i64",
-        }
-    }
-
-    /// The ONNX name (`float32`), which is also the value of `tensorDtypes.<x>`.
-    pub fn onnx(self) -> &'static str {
-        match self {
-            DType::F32 => "float32",
-            DType::F16 => "float16",
-            DType::U32 => "uint32",
-            DType::I64 => "int64",
-        }
-    }
-
-    /// The `kernel_runtime::DType` variant name.
-    pub fn runtime_variant(self) -> &'static str {
-        match self {
-            DType::F32 => "F32",
-            DType::F16 => "F16",
-            DType::U32 => "U32",
-            DType::I64 => "I64",
-        }
-    }
 }
 
 /// The dtype of a tensor: a type variable or a fixed type.

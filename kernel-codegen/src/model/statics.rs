@@ -216,7 +216,7 @@ pub(super) fn domain(op: &Op, bounds: &Bounds, var: &StaticVar) -> Vec<Value> {
             .map(|t| {
                 t.allowed
                     .iter()
-                    .map(|d| Value::Dtype(d.wgsl().to_owned()))
+                    .map(|d| Value::Dtype(d.wgsl_name().to_owned()))
                     .filter(|d| bounds.get(var).is_none_or(|allowed| allowed.contains(d)))
                     .collect()
             })
@@ -350,7 +350,7 @@ impl expr::Env for StaticEnv<'_> {
                     }
                     None => None,
                 };
-                dtype.map(|d| Value::Str(d.onnx().to_owned()))
+                dtype.map(|d| Value::Str(d.onnx_name().to_owned()))
             }
             Symbol::Tunable(name) => self.op.tunable(name).map(Value::Int),
             Symbol::Derived(name) => match self.op.derived(name) {

@@ -21,7 +21,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             .map(|t| {
                 t.allowed
                     .iter()
-                    .map(|d| format_ident!("{}", d.runtime_variant()))
+                    .map(|d| format_ident!("{}", d.variant_name()))
                     .collect()
             })
             .unwrap_or_default();

@@ -35,7 +35,7 @@ impl LowerScope for EnvScope<'_> {
                         .op
                         .type_var(var)
                         .and_then(|t| t.allowed.first())
-                        .map_or("", |d| d.wgsl());
+                        .map_or("", |d| d.wgsl_name());
                     quote!(#single)
                 }
             }
@@ -104,12 +104,12 @@ impl LowerScope for EnvScope<'_> {
                             .op
                             .type_var(var)
                             .and_then(|t| t.allowed.first())
-                            .map_or("F32", |d| d.runtime_variant());
+                            .map_or("F32", |d| d.variant_name());
                         let single = format_ident!("{single}");
                         quote!(rt::DType::#single.onnx_name())
                     }
                     Some(model::DTypeRef::Fixed(d)) => {
-                        let variant = format_ident!("{}", d.runtime_variant());
+                        let variant = format_ident!("{}", d.variant_name());
                         quote!(rt::DType::#variant.onnx_name())
                     }
                     None => quote!(""),

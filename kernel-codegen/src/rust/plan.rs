@@ -172,7 +172,7 @@ pub(super) fn variant_spec(
     });
     let intermediates = variant.intermediates.iter().map(|i| {
         let id = &i.id;
-        let dtype = format_ident!("{}", i.dtype.runtime_variant());
+        let dtype = format_ident!("{}", i.dtype.variant_name());
         let shape = values.index(&i.shape, scope, String::new());
         quote!(ScratchSpec { id: #id, dtype: rt::DType::#dtype, shape: #shape })
     });
@@ -191,12 +191,12 @@ fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
             let d = op
                 .type_var(var)
                 .and_then(|t| t.allowed.first())
-                .map_or("F32", |d| d.runtime_variant());
+                .map_or("F32", |d| d.variant_name());
             let d = format_ident!("{}", d);
             quote!(rt::DType::#d)
         }
         (_, DTypeRef::Fixed(d)) => {
-            let d = format_ident!("{}", d.runtime_variant());
+            let d = format_ident!("{}", d.variant_name());
             quote!(rt::DType::#d)
         }
     }

@@ -107,7 +107,11 @@ impl PassKey<'_> {
             }
         }
         for var in &self.dtype_vars {
-            let wgsl = shader.combination.dtypes.get(var).map_or("", |d| d.wgsl());
+            let wgsl = shader
+                .combination
+                .dtypes
+                .get(var)
+                .map_or("", |d| d.wgsl_name());
             values.push(KeyValue::Str(wgsl.to_owned()));
         }
         Ok(values)

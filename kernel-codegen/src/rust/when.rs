@@ -428,7 +428,7 @@ fn built_dtypes(
                 .collect()
         };
         let mut built: Vec<Vec<DType>> = of_pass.iter().filter_map(|s| tuple(s)).collect();
-        built.sort_by_key(|t| t.iter().map(|d| d.wgsl()).collect::<Vec<_>>());
+        built.sort_by_key(|t| t.iter().map(|d| d.wgsl_name()).collect::<Vec<_>>());
         built.dedup();
         let allowed = vars.iter().map(|var| {
             op.type_var(var).map_or(0, |t| {
@@ -441,7 +441,12 @@ fn built_dtypes(
         if built.len() >= allowed.product::<usize>() {
             continue;
         }
-        let spell = |t: &[DType]| t.iter().map(|d| d.wgsl()).collect::<Vec<_>>().join(", ");
+        let spell = |t: &[DType]| {
+            t.iter()
+                .map(|d| d.wgsl_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let text = format!(
             "({}) is one of ({}): the dtypes pass `{}` has shaders for (its bindings' element types hold no others)",
             vars.iter()
@@ -472,7 +477,7 @@ fn built_dtypes(
             proc_macro2::Literal::usize_unsuffixed(operands.index(&name, &ir))
         });
         let patterns = built.iter().map(|t| {
-            let dtypes = t.iter().map(|d| format_ident!("{}", d.runtime_variant()));
+            let dtypes = t.iter().map(|d| format_ident!("{}", d.variant_name()));
             quote!((#(rt::DType::#dtypes,)*))
         });
         let test = tests.index(quote!(matches!((#(#fields,)*), #(#patterns)|*)));

@@ -112,12 +112,12 @@ pub fn prelude(
         let ty = match (&binding.binding.params, binding.element) {
             (Some(params), _) => params.name.clone(),
             (None, Some(element)) if binding.lanes > 1 => {
-                format!("array<vec{}<{}>>", binding.lanes, element.wgsl())
+                format!("array<vec{}<{}>>", binding.lanes, element.wgsl_name())
             }
             (None, Some(element)) if binding.binding.atomic => {
-                format!("array<atomic<{}>>", element.wgsl())
+                format!("array<atomic<{}>>", element.wgsl_name())
             }
-            (None, Some(element)) => format!("array<{}>", element.wgsl()),
+            (None, Some(element)) => format!("array<{}>", element.wgsl_name()),
             (None, None) => "array<u32>".to_owned(),
         };
         let _ = writeln!(

@@ -226,10 +226,10 @@ fn v1_context(
     context.insert("env".to_owned(), JValue::from_object(env));
     let mut dtypes = BTreeMap::new();
     for (var, dtype) in &combination.dtypes {
-        dtypes.insert(var.clone(), JValue::from(dtype.wgsl()));
+        dtypes.insert(var.clone(), JValue::from(dtype.wgsl_name()));
         context
             .entry(var.clone())
-            .or_insert_with(|| JValue::from(dtype.wgsl()));
+            .or_insert_with(|| JValue::from(dtype.wgsl_name()));
     }
     context.insert("dtypes".to_owned(), JValue::from_object(dtypes));
     let mut tensor_dtypes = BTreeMap::new();
@@ -245,7 +245,7 @@ fn v1_context(
             None => None,
         };
         if let Some(dtype) = dtype {
-            tensor_dtypes.insert(name, JValue::from(dtype.onnx()));
+            tensor_dtypes.insert(name, JValue::from(dtype.onnx_name()));
         }
     }
     context.insert(

@@ -149,9 +149,9 @@ fn element_mismatch(
             format!(
                 "binding `{}` has element type {} but tensor `{}` is stored as {}",
                 binding.binding.name,
-                element.wgsl(),
+                element.wgsl_name(),
                 tensor.role,
-                storage.wgsl()
+                storage.wgsl_name()
             )
         })
     })
@@ -340,9 +340,9 @@ fn file_name(variant: &str, pass: &str, combination: &Combination) -> String {
         if !combination
             .values
             .iter()
-            .any(|(_, v)| *v == Value::Dtype(dtype.wgsl().to_owned()))
+            .any(|(_, v)| *v == Value::Dtype(dtype.wgsl_name().to_owned()))
         {
-            name.push_str(&format!(".{var}-{}", dtype.wgsl()));
+            name.push_str(&format!(".{var}-{}", dtype.wgsl_name()));
         }
     }
     for feature in &combination.features {

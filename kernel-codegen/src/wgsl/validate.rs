@@ -185,11 +185,11 @@ pub fn cross_check(
                 };
                 let want = expected.element.map(|d| {
                     if expected.binding.atomic {
-                        format!("atomic<{}>", d.wgsl())
+                        format!("atomic<{}>", d.wgsl_name())
                     } else if expected.lanes > 1 {
-                        format!("vec{}<{}>", expected.lanes, d.wgsl())
+                        format!("vec{}<{}>", expected.lanes, d.wgsl_name())
                     } else {
-                        d.wgsl().to_owned()
+                        d.wgsl_name().to_owned()
                     }
                 });
                 if element != want {

@@ -1,9 +1,15 @@
 //! The vocabulary the code generator and generated kernel code share: the manifest expression
 //! language's arithmetic and shape helpers ([`expr`]), compiled once into codegen's interpreter
 //! and, through `kernel-runtime`'s re-export, into every generated op, so the two cannot disagree
-//! on a result or an error message. No dependencies.
+//! on a result or an error message; the element types ([`DType`]); the `device.*` names
+//! expressions read ([`device`]); and the version of the generated-code contract. No
+//! dependencies.
 
+pub mod device;
+mod dtype;
 pub mod expr;
+
+pub use dtype::DType;
 
 /// The version of the contract between generated op modules and the runtime: what
 /// `kernel_runtime::abi` exports and how generated code calls it. Codegen writes the version

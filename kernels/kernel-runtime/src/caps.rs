@@ -1,18 +1,8 @@
 //! Device capabilities as the manifests see them: `device.limits.*` and `device.features.has(..)`.
 
-/// The WebGPU name of the `shader-f16` feature.
-pub const FEATURE_SHADER_F16: &str = "shader-f16";
-/// The WebGPU name of the `subgroups` feature.
-pub const FEATURE_SUBGROUPS: &str = "subgroups";
-/// The WebGPU name of the `timestamp-query` feature.
-pub const FEATURE_TIMESTAMP_QUERY: &str = "timestamp-query";
-
-/// The optional features the runtime knows how to request, by WebGPU name.
-pub const KNOWN_FEATURES: [&str; 3] = [
-    FEATURE_SHADER_F16,
-    FEATURE_SUBGROUPS,
-    FEATURE_TIMESTAMP_QUERY,
-];
+pub use kernel_abi::device::{
+    FEATURE_SHADER_F16, FEATURE_SUBGROUPS, FEATURE_TIMESTAMP_QUERY, FEATURES as KNOWN_FEATURES,
+};
 
 /// What a device offers, in the terms variant predicates and derived values are written in.
 ///
@@ -85,6 +75,12 @@ impl DeviceCaps {
             "maxUniformBuffersPerShaderStage" => u64::from(l.max_uniform_buffers_per_shader_stage),
             "maxBindingsPerBindGroup" => u64::from(l.max_bindings_per_bind_group),
             "maxBindGroups" => u64::from(l.max_bind_groups),
+            "maxDynamicStorageBuffersPerPipelineLayout" => {
+                u64::from(l.max_dynamic_storage_buffers_per_pipeline_layout)
+            }
+            "maxDynamicUniformBuffersPerPipelineLayout" => {
+                u64::from(l.max_dynamic_uniform_buffers_per_pipeline_layout)
+            }
             "minStorageBufferOffsetAlignment" => u64::from(l.min_storage_buffer_offset_alignment),
             "minUniformBufferOffsetAlignment" => u64::from(l.min_uniform_buffer_offset_alignment),
             "subgroupMinSize" => u64::from(self.subgroup_min_size),
@@ -140,6 +136,13 @@ mod tests {
         assert_eq!(caps.limit("maxComputeWorkgroupsPerDimension"), Some(65535));
         assert_eq!(caps.limit("subgroupMinSize"), Some(0));
         assert_eq!(caps.limit("noSuchLimit"), None);
+        // Every name the generator lets expressions read has a value here.
+        for (name, _) in kernel_abi::device::LIMITS
+            .iter()
+            .chain(kernel_abi::device::SUBGROUP_SIZES)
+        {
+            assert!(caps.limit(name).is_some(), "{name}");
+        }
     }
 
     #[test]

@@ -331,7 +331,7 @@ impl RandomEnv {
             self.args, self.shapes, self.given
         );
         for (var, d) in &self.dtypes {
-            let _ = write!(out, " {var}: {}", d.wgsl());
+            let _ = write!(out, " {var}: {}", d.wgsl_name());
         }
         let _ = write!(
             out,
@@ -522,12 +522,12 @@ impl expr::Env for Interp<'_> {
             Symbol::Dtype(var) => env
                 .dtypes
                 .get(var)
-                .map(|d| Value::Dtype(d.wgsl().to_owned())),
+                .map(|d| Value::Dtype(d.wgsl_name().to_owned())),
             Symbol::TensorDtype(name) => self
                 .op
                 .tensor_index(name)
                 .and_then(|i| env.tensor_dtype(self.op, i))
-                .map(|d| Value::Str(d.onnx().to_owned())),
+                .map(|d| Value::Str(d.onnx_name().to_owned())),
             Symbol::Attr(name) | Symbol::Arg(name) => env.args.get(name).cloned(),
             Symbol::Present(name) => Some(Value::Bool(match self.op.tensor_index(name) {
                 Some(index) => env.given[index],

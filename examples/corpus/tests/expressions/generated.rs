@@ -64,16 +64,6 @@ pub fn caller_shapes(op: &Op, env: &RandomEnv) -> Vec<(String, Option<Vec<usize>
         .collect()
 }
 
-/// The runtime's element type for a model's.
-pub fn runtime_dtype(d: DType) -> kernel_runtime::DType {
-    match d {
-        DType::F32 => kernel_runtime::DType::F32,
-        DType::F16 => kernel_runtime::DType::F16,
-        DType::U32 => kernel_runtime::DType::U32,
-        DType::I64 => kernel_runtime::DType::I64,
-    }
-}
-
 /// Runs one environment through the op `O` (its `OpHooks`) as a caller would: `None` when the typed API
 /// cannot hold it (an argument out of its Rust type's range, say).
 pub fn through<O: OpHooks>(op: &Op, env: &RandomEnv) -> Option<Generated> {
@@ -84,11 +74,7 @@ pub fn through<O: OpHooks>(op: &Op, env: &RandomEnv) -> Option<Generated> {
             .find(|(r, _)| r == role)
             .and_then(|(_, s)| s.as_deref())
     });
-    let dtypes = O::dtypes_from(&|var| {
-        env.dtypes
-            .get(var)
-            .map_or(kernel_runtime::DType::F32, |d| runtime_dtype(*d))
-    });
+    let dtypes = O::dtypes_from(&|var| env.dtypes.get(var).map_or(DType::F32, |d| *d));
     let plan = O::plan(&env.caps, &shapes, &dtypes, &attrs);
     let (env_result, accepted, plans) = match O::env(&shapes, dtypes, &attrs, &env.caps) {
         Ok(generated_env) => {
@@ -135,7 +121,7 @@ pub fn through<O: OpHooks>(op: &Op, env: &RandomEnv) -> Option<Generated> {
 pub struct Call {
     pub attrs: Vec<(String, AttrValue)>,
     pub shapes: Vec<(String, Option<Vec<usize>>)>,
-    pub dtypes: Vec<(String, kernel_runtime::DType)>,
+    pub dtypes: Vec<(String, DType)>,
     pub caps: kernel_runtime::DeviceCaps,
 }
 
@@ -152,7 +138,7 @@ pub fn plan_with<O: OpHooks>(call: &Call) -> Result<Plan, OpError> {
         call.dtypes
             .iter()
             .find(|(v, _)| v == var)
-            .map_or(kernel_runtime::DType::F32, |(_, d)| *d)
+            .map_or(DType::F32, |(_, d)| *d)
     });
     O::attrs(&call.attrs).and_then(|attrs| O::plan(&call.caps, &shapes, &dtypes, &attrs))
 }

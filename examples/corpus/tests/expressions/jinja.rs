@@ -309,7 +309,7 @@ pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
         .map(|(n, i)| (n.clone(), Mj::from(shape(*i).len()))));
     let tensor_dtypes = map(names
         .iter()
-        .filter_map(|(n, i)| Some((n.clone(), Mj::from(env.tensor_dtype(op, *i)?.onnx())))));
+        .filter_map(|(n, i)| Some((n.clone(), Mj::from(env.tensor_dtype(op, *i)?.onnx_name())))));
     let present = map(names
         .iter()
         .map(|(n, i)| (n.clone(), Mj::from(env.given[*i])))
@@ -321,7 +321,7 @@ pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
     let dtypes = map(env
         .dtypes
         .iter()
-        .map(|(k, d)| (k.clone(), Mj::from(d.wgsl()))));
+        .map(|(k, d)| (k.clone(), Mj::from(d.wgsl_name()))));
     let tunables = map(op.tunables.iter().map(|(k, v)| (k.clone(), Mj::from(*v))));
     let limits = map(kernel_codegen::webgpu::LIMITS
         .iter()
