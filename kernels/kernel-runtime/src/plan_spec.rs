@@ -11,7 +11,7 @@ use crate::dtype::DType;
 use crate::expr::EvalError;
 use crate::plan::{Binding, Dispatch, IntermediateSpec, OutputSpec, Plan, PlannedPass};
 use crate::shaders::{Key, ShaderTable};
-use crate::uniform::{Words, to_i32, to_u32};
+use crate::uniform::Words;
 
 /// A value a plan expression computes.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,22 +74,28 @@ impl Value<'_> {
         }
     }
 
-    fn int(&self, what: &str) -> Result<i64, EvalError> {
+    /// The integer; `what` names the value in the error, and is only called for one.
+    fn int(&self, what: impl FnOnce() -> String) -> Result<i64, EvalError> {
         match self {
             Value::Int(i) => Ok(*i),
             Value::Bool(b) => Ok(i64::from(*b)),
             other => Err(EvalError::new(format!(
-                "{what} is {other:?}, not an integer"
+                "{} is {other:?}, not an integer",
+                what()
             ))),
         }
     }
 
-    fn float(&self, what: &str) -> Result<f64, EvalError> {
+    /// The number, as [`Value::int`].
+    fn float(&self, what: impl FnOnce() -> String) -> Result<f64, EvalError> {
         match self {
             Value::Float(f) => Ok(*f),
             Value::Int(i) => Ok(*i as f64),
             Value::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
-            other => Err(EvalError::new(format!("{what} is {other:?}, not a number"))),
+            other => Err(EvalError::new(format!(
+                "{} is {other:?}, not a number",
+                what()
+            ))),
         }
     }
 }
@@ -235,9 +241,33 @@ where
             ))
         })
     };
-    let int = |slot: Slot| eval(slot)?.int(&described(slot, values));
-    let count = |slot: Slot| crate::support::to_u64(&described(slot, values), int(slot)?);
-    let size = |slot: Slot| to_u32(&described(slot, values), int(slot)?);
+    // Names are formatted only for an error: this runs on every call.
+    let name = |slot: Slot| move || described(slot, values);
+    let int = |slot: Slot| eval(slot)?.int(name(slot));
+    let in_range = |slot: Slot, value: i64, fits: bool, what: &str| {
+        if fits {
+            Ok(())
+        } else {
+            Err(EvalError::new(format!("{} = {value} {what}", name(slot)())))
+        }
+    };
+    let count = |slot: Slot| {
+        let value = int(slot)?;
+        in_range(slot, value, value >= 0, "is negative")?;
+        Ok::<u64, EvalError>(value.unsigned_abs())
+    };
+    let size = |slot: Slot| {
+        let value = int(slot)?;
+        let fits = u32::try_from(value);
+        in_range(slot, value, fits.is_ok(), "does not fit a u32")?;
+        Ok::<u32, EvalError>(fits.unwrap_or_default())
+    };
+    let signed = |slot: Slot| {
+        let value = int(slot)?;
+        let fits = i32::try_from(value);
+        in_range(slot, value, fits.is_ok(), "does not fit an i32")?;
+        Ok::<i32, EvalError>(fits.unwrap_or_default())
+    };
     let key = pass
         .key
         .iter()
@@ -252,7 +282,7 @@ where
     let overrides = pass
         .overrides
         .iter()
-        .map(|&(name, slot)| {
+        .map(|&(pipeline_name, slot)| {
             let value = match eval(slot)? {
                 Value::Float(f) => f,
                 Value::Bool(b) => {
@@ -262,20 +292,22 @@ where
                         0.0
                     }
                 }
-                other => f64::from(to_u32(
-                    &described(slot, values),
-                    other.int(&described(slot, values))?,
-                )?),
+                other => {
+                    let value = other.int(name(slot))?;
+                    let fits = u32::try_from(value);
+                    in_range(slot, value, fits.is_ok(), "does not fit a u32")?;
+                    f64::from(fits.unwrap_or_default())
+                }
             };
-            Ok((name, value))
+            Ok((pipeline_name, value))
         })
         .collect::<Result<_, EvalError>>()?;
     let mut words = Words::with_fields(pass.params.len());
     for field in pass.params {
         words = match *field {
             Field::U32(slot) => words.u32(size(slot)?),
-            Field::I32(slot) => words.i32(to_i32(&described(slot, values), int(slot)?)?),
-            Field::F32(slot) => words.f32(eval(slot)?.float(&described(slot, values))? as f32),
+            Field::I32(slot) => words.i32(signed(slot)?),
+            Field::F32(slot) => words.f32(eval(slot)?.float(name(slot))? as f32),
         };
     }
     let dispatch = match pass.dispatch {
