@@ -11,7 +11,7 @@ use quote::{format_ident, quote};
 
 use super::eval::{EnvScope, lower};
 use super::{OpInput, ident};
-use crate::expr::{Ir, IrKind, Value};
+use crate::expr::{Ir, IrKind, Symbol, Value};
 use crate::model::{self, Op, Pass, TemplateValue, Variant};
 use crate::shader::Shader;
 
@@ -32,6 +32,47 @@ fn is_literal(ir: &Ir) -> bool {
     )
 }
 
+/// Whether `ir` is a literal once `derive` entries are read through.
+fn constant(op: &Op, ir: &Ir, depth: usize) -> bool {
+    match &ir.kind {
+        IrKind::Sym(Symbol::Derived(name)) if depth < 16 => op
+            .derived(name)
+            .is_some_and(|d| constant(op, &super::fold::fold(&d.expr.ir), depth + 1)),
+        _ => is_literal(ir),
+    }
+}
+
+/// Whether `ir` reads the device (its features, limits or subgroup sizes), which no key
+/// column holds.
+fn reads_device(ir: &Ir) -> bool {
+    let mut device = false;
+    ir.walk(&mut |node| {
+        device |= matches!(
+            node.kind,
+            IrKind::Feature(_) | IrKind::Sym(Symbol::Limit(_) | Symbol::AdapterInfo(_))
+        );
+    });
+    device
+}
+
+/// Whether the combinations of a pass that agree on the `keyed` values and their dtypes
+/// render one text.
+fn selects_by(keyed: &[bool], shaders: &[&Shader]) -> bool {
+    let mut texts = std::collections::BTreeMap::new();
+    shaders.iter().all(|s| {
+        let kept: Vec<String> = s
+            .combination
+            .values
+            .iter()
+            .zip(keyed)
+            .filter(|(_, keyed)| **keyed)
+            .map(|((_, value), _)| format!("{value:?}"))
+            .collect();
+        let key = (kept, format!("{:?}", s.combination.dtypes));
+        texts.entry(key).or_insert(&s.digest) == &&s.digest
+    })
+}
+
 /// The shaders of pass `p` of variant `v`, every combination (those sharing a text too).
 pub(super) fn pass_shaders(shaders: &[Shader], v: usize, p: usize) -> Vec<&Shader> {
     shaders
@@ -46,14 +87,51 @@ pub(super) fn pass_key<'a>(
     pass: &'a Pass,
     shaders: &[&Shader],
 ) -> PassKey<'a> {
-    // A value the typed API folds to a literal is the same for every call: not a key.
-    let keyed: Vec<bool> = model::static_values(variant, pass)
-        .map(|s| !is_literal(&super::fold::fold(&s.expr.ir)))
+    // A value the typed API folds to a literal, directly or through `derive` entries, is the
+    // same for every call; one computed from another column's symbol alone (`dtypes.T ==
+    // "f16"` beside `dtypes.T`) adds nothing to it. Neither is a key column.
+    let statics: Vec<&TemplateValue> = model::static_values(variant, pass).collect();
+    let folded: Vec<Ir> = statics
+        .iter()
+        .map(|s| super::fold::fold(&s.expr.ir))
         .collect();
-    let values = model::static_values(variant, pass)
+    let mut keyed: Vec<bool> = folded.iter().map(|ir| !constant(op, ir, 0)).collect();
+    let reads: Vec<Option<&Symbol>> = folded
+        .iter()
+        .zip(&keyed)
+        .map(|(ir, keyed)| match &ir.kind {
+            IrKind::Sym(symbol) if *keyed => Some(symbol),
+            _ => None,
+        })
+        .collect();
+    let derivable: Vec<bool> = folded
+        .iter()
+        .zip(&reads)
+        .map(|(ir, read)| {
+            let symbols = ir.symbols();
+            read.is_none()
+                && !reads_device(ir)
+                && symbols.len() == 1
+                && symbols
+                    .iter()
+                    .all(|s| reads.iter().flatten().any(|r| *r == s))
+        })
+        .collect();
+    let trimmed: Vec<bool> = keyed
+        .iter()
+        .zip(&derivable)
+        .map(|(keyed, derivable)| *keyed && !derivable)
+        .collect();
+    // Only where the shaders stay told apart: the combinations that agree on what is left
+    // must render the same text.
+    if selects_by(&trimmed, shaders) {
+        keyed = trimmed;
+    }
+    let values = statics
+        .iter()
         .zip(&keyed)
         .filter(|(_, keyed)| **keyed)
-        .map(|(s, _)| s)
+        .map(|(s, _)| *s)
         .collect();
     let float_vars = super::api::float_type_vars(op);
     let mut dtypes_by_values = std::collections::BTreeMap::new();

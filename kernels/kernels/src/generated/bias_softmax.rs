@@ -408,10 +408,10 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "block_stats",
                     table_pass: 0,
-                    key: &[4, 5, 6, 7, 8, 9],
+                    key: &[4, 5, 6, 7, 8],
                     overrides: &[
-                        ("biasBlockCount", ("biasBlockCount", 10)),
-                        ("innerRepeat", ("innerRepeat", 11)),
+                        ("biasBlockCount", ("biasBlockCount", 9)),
+                        ("innerRepeat", ("innerRepeat", 10)),
                     ],
                     bindings: &[
                         Arg(0),
@@ -426,7 +426,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "row_stats",
                     table_pass: 1,
-                    key: &[4, 5],
+                    key: &[4],
                     overrides: &[],
                     bindings: &[
                         Intermediate(0),
@@ -441,10 +441,10 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "normalize",
                     table_pass: 2,
-                    key: &[4, 5, 6, 7, 13],
+                    key: &[4, 5, 6],
                     overrides: &[
-                        ("biasBlockCount", ("biasBlockCount", 10)),
-                        ("innerRepeat", ("innerRepeat", 11)),
+                        ("biasBlockCount", ("biasBlockCount", 9)),
+                        ("innerRepeat", ("innerRepeat", 10)),
                     ],
                     bindings: &[
                         Arg(0),
@@ -455,29 +455,29 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                         Params,
                     ],
                     params: &[U32(("blockSize", 0))],
-                    dispatch: Grid(("x", 12), Some(("y", 3)), None),
+                    dispatch: Grid(("x", 11), Some(("y", 3)), None),
                 },
             ],
             intermediates: &[
                 ScratchSpec {
                     id: "blockMax",
                     dtype: rt::DType::F32,
-                    shape: 14,
+                    shape: 12,
                 },
                 ScratchSpec {
                     id: "blockSum",
                     dtype: rt::DType::F32,
-                    shape: 14,
+                    shape: 12,
                 },
                 ScratchSpec {
                     id: "rowMax",
                     dtype: rt::DType::F32,
-                    shape: 15,
+                    shape: 13,
                 },
                 ScratchSpec {
                     id: "rowSum",
                     dtype: rt::DType::F32,
-                    shape: 15,
+                    shape: 13,
                 },
             ],
         },
@@ -496,17 +496,17 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "main",
                     table_pass: 3,
-                    key: &[4, 5, 6, 7, 18],
+                    key: &[4, 5, 6, 16],
                     overrides: &[
                         ("blockSize", ("blockSize", 0)),
-                        ("biasBlockCount", ("biasBlockCount", 10)),
-                        ("innerRepeat", ("innerRepeat", 11)),
+                        ("biasBlockCount", ("biasBlockCount", 9)),
+                        ("innerRepeat", ("innerRepeat", 10)),
                     ],
                     bindings: &[Arg(0), Arg(1), Arg(2), Params],
                     params: &[U32(("blockSize", 0)), U32(("batchCount", 3))],
                     dispatch: GridStride {
-                        items: ("gridStride", 16),
-                        workgroup_size: ("workgroupSize", 17),
+                        items: ("gridStride", 14),
+                        workgroup_size: ("workgroupSize", 15),
                     },
                 },
             ],
@@ -525,15 +525,15 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "main",
                     table_pass: 4,
-                    key: &[4, 5, 9, 6, 7, 20, 21],
+                    key: &[4, 8, 5, 6, 18, 19],
                     overrides: &[
                         ("blockSize", ("blockSize", 0)),
-                        ("biasBlockCount", ("biasBlockCount", 10)),
-                        ("innerRepeat", ("innerRepeat", 11)),
+                        ("biasBlockCount", ("biasBlockCount", 9)),
+                        ("innerRepeat", ("innerRepeat", 10)),
                     ],
                     bindings: &[Arg(0), Arg(1), Arg(2), Params],
                     params: &[U32(("blockSize", 0)), U32(("batchCount", 3))],
-                    dispatch: Workgroups(("workgroups", 19)),
+                    dispatch: Workgroups(("workgroups", 17)),
                 },
             ],
             intermediates: &[],
@@ -703,18 +703,17 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
         }
         3 => Value::from(derive_batch_count(env)?),
         4 => Value::from(env.dtypes.t.wgsl_name()),
-        5 => Value::from(env.dtypes.t.wgsl_name() == "f16"),
-        6 => Value::from(i64::from(env.attrs.is_inner_broadcast) != 0i64),
-        7 => {
+        5 => Value::from(i64::from(env.attrs.is_inner_broadcast) != 0i64),
+        6 => {
             Value::from(
                 derive_block_size(env)? > 0i64
                     && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
             )
         }
-        8 => Value::from(derive_block_per_subgroup(env)?),
-        9 => Value::from(env.caps.has_feature("subgroups")),
-        10 => Value::from(::core::cmp::max(1i64, derive_bias_block_count(env)?)),
-        11 => {
+        7 => Value::from(derive_block_per_subgroup(env)?),
+        8 => Value::from(env.caps.has_feature("subgroups")),
+        9 => Value::from(::core::cmp::max(1i64, derive_bias_block_count(env)?)),
+        10 => {
             Value::from(
                 ::core::cmp::max(
                     1i64,
@@ -725,7 +724,7 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
                 ),
             )
         }
-        12 => {
+        11 => {
             Value::from(
                 rt::expr::ceil_div(
                     rt::expr::ceil_div(derive_block_size(env)?, 2048i64)?,
@@ -733,8 +732,7 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
                 )?,
             )
         }
-        13 => Value::from(derive_normalize_span_blocks(env)?),
-        14 => {
+        12 => {
             Value::from(
                 <[i64]>::to_vec(
                     &[
@@ -761,7 +759,7 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
                 ),
             )
         }
-        15 => {
+        13 => {
             Value::from(
                 <[i64]>::to_vec(
                     &[
@@ -773,7 +771,7 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
                 ),
             )
         }
-        16 => {
+        14 => {
             Value::from(
                 if derive_word_lanes(env)?
                     && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64
@@ -787,9 +785,9 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
                 },
             )
         }
-        17 => Value::from(256i64),
-        18 => Value::from(derive_word_lanes(env)?),
-        19 => {
+        15 => Value::from(256i64),
+        16 => Value::from(derive_word_lanes(env)?),
+        17 => {
             Value::from(
                 if derive_row_per_subgroup(env)? {
                     rt::expr::ceil_div(
@@ -804,23 +802,22 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
                 },
             )
         }
-        20 => {
+        18 => {
             Value::from(
                 env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32",
             )
         }
-        21 => Value::from(derive_row_per_subgroup(env)?),
+        19 => Value::from(derive_row_per_subgroup(env)?),
         _ => return Err(rt::when::no_test(index)),
     };
     Ok(value)
 }
 /// What each value of the plans is computed from, as errors name it.
-const VALUE_SOURCES: [&str; 22usize] = [
+const VALUE_SOURCES: [&str; 20usize] = [
     " (from the shape of `data` and attribute `axis`)",
     " (from the shape of `data` and attribute `axis`)",
     " (from the shape of `data` and attribute `axis`)",
     " (from the shape of `data` and attribute `axis`)",
-    "",
     "",
     "",
     "",
@@ -829,7 +826,6 @@ const VALUE_SOURCES: [&str; 22usize] = [
     " (from the shapes of `bias`, `data` and attribute `axis`)",
     " (from the shapes of `bias`, `data` and attribute `axis`)",
     " (from the shape of `data` and attribute `axis`)",
-    "",
     "",
     "",
     " (from the shape of `data` and attribute `axis`)",
@@ -1072,7 +1068,7 @@ fn plan_dyn(
 }
 /// The op's pre-rendered shaders; their WGSL is `bias_softmax.shaders`.
 mod shader_table {
-    use super::rt::shaders::Key::{Bool, Int, Str};
+    use super::rt::shaders::Key::{Bool, Str};
     use super::rt::shaders::{Pass, Row, ShaderTable};
     /// The op's passes, variant by variant, as the rows number them, with the values
     /// each column of their keys can take.
@@ -1089,7 +1085,6 @@ mod shader_table {
                 &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
-                &[Bool(false), Bool(true)],
             ],
         },
         Pass {
@@ -1098,7 +1093,7 @@ mod shader_table {
             label: "BiasSoftmax.LongRowStats",
             entry_point: "main",
             overrides: &[],
-            key: &[&[Str("f32"), Str("f16")], &[Bool(false), Bool(true)]],
+            key: &[&[Str("f32"), Str("f16")]],
         },
         Pass {
             variant: "longrow_split",
@@ -1110,8 +1105,6 @@ mod shader_table {
                 &[Str("f32"), Str("f16")],
                 &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
-                &[Bool(false), Bool(true)],
-                &[Int(2)],
             ],
         },
         Pass {
@@ -1122,7 +1115,6 @@ mod shader_table {
             overrides: &["blockSize", "biasBlockCount", "innerRepeat"],
             key: &[
                 &[Str("f32"), Str("f16")],
-                &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
@@ -1141,7 +1133,6 @@ mod shader_table {
                 &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
-                &[Bool(false), Bool(true)],
             ],
         },
     ];
@@ -1150,61 +1141,61 @@ mod shader_table {
     /// select it.
     const ROWS: &[Row] = &[
         (0, 404, 3861, "c0a31bedd43f8357b6e3573f68f7e307", 0, &[0, 1, 2, 3]),
-        (0, 4008, 7478, "688921a36042e3f2c921c7e529be6d5a", 1, &[48, 49, 50, 51]),
+        (0, 4008, 7478, "688921a36042e3f2c921c7e529be6d5a", 1, &[16, 17, 18, 19]),
         (0, 7625, 11025, "f0a05db50c3e6f1310e510a0aed9944b", 0, &[8, 9, 10, 11]),
-        (0, 11172, 14585, "f78f65e9ed816ed8541f5af44923dd0d", 1, &[56, 57, 58, 59]),
+        (0, 11172, 14585, "f78f65e9ed816ed8541f5af44923dd0d", 1, &[24, 25, 26, 27]),
         (0, 14732, 18837, "41a356e0e03ada17df047333414aa3ce", 0, &[4, 5, 6]),
-        (0, 18984, 23102, "3aa2ff031d501fbf4340bffcbef9ea32", 1, &[52, 53, 54]),
+        (0, 18984, 23102, "3aa2ff031d501fbf4340bffcbef9ea32", 1, &[20, 21, 22]),
         (0, 23249, 27297, "352535cc2ebe3eced9102e588ae9b62f", 0, &[12, 13, 14]),
-        (0, 27444, 31505, "e68d7ad4f1a2d7d9279aa170817e83b4", 1, &[60, 61, 62]),
+        (0, 27444, 31505, "e68d7ad4f1a2d7d9279aa170817e83b4", 1, &[28, 29, 30]),
         (0, 31662, 36517, "9b60ca6bb28b057a1263d8a00608e48f", 2, &[7]),
-        (0, 36674, 41542, "ab26d2b597fc1c81543ea892bad1f4e8", 3, &[55]),
+        (0, 36674, 41542, "ab26d2b597fc1c81543ea892bad1f4e8", 3, &[23]),
         (0, 41699, 46497, "c5b06729b146a48ad3ea85d2539f9c4d", 2, &[15]),
-        (0, 46654, 51465, "c36a17a00d23c0a3be2a4e23982a2c5c", 3, &[63]),
+        (0, 46654, 51465, "c36a17a00d23c0a3be2a4e23982a2c5c", 3, &[31]),
         (1, 51542, 53879, "69522fc91bddaa6f4ea8a1589005e376", 0, &[0]),
-        (1, 53956, 56306, "efaa727495694a1674e6a38e513ef140", 1, &[3]),
+        (1, 53956, 56306, "efaa727495694a1674e6a38e513ef140", 1, &[1]),
         (2, 56416, 58262, "f0d033f20ac01d29293d7b7f46a758f9", 0, &[0]),
-        (2, 58372, 60231, "3b0806ef2bc8f259c710541f6e767a44", 1, &[12]),
+        (2, 58372, 60231, "3b0806ef2bc8f259c710541f6e767a44", 1, &[4]),
         (2, 60341, 62130, "db8b198b80dddaf525d332f667388be9", 0, &[2]),
-        (2, 62240, 64042, "6ed161f9da626bf3ed77527bd7e8b9bb", 1, &[14]),
+        (2, 62240, 64042, "6ed161f9da626bf3ed77527bd7e8b9bb", 1, &[6]),
         (2, 64152, 67275, "17e3aefe45a7f59ac741bd8d44733be5", 0, &[1]),
-        (2, 67385, 70521, "1d90d468c4e17d72243d199fa4999546", 1, &[13]),
+        (2, 67385, 70521, "1d90d468c4e17d72243d199fa4999546", 1, &[5]),
         (2, 70631, 73697, "1ced36c878fe66f6888b1acc4d433a4c", 0, &[3]),
-        (2, 73807, 76886, "9949c0d5ba62bbc3c3eea87aa39518fb", 1, &[15]),
+        (2, 73807, 76886, "9949c0d5ba62bbc3c3eea87aa39518fb", 1, &[7]),
         (3, 77001, 79186, "ba261a51f01448cb6bbb53ef2f190cf9", 0, &[0, 1]),
-        (3, 79301, 81499, "d2368a4c21b45178afa8e6edd287e96e", 1, &[24]),
+        (3, 79301, 81499, "d2368a4c21b45178afa8e6edd287e96e", 1, &[8]),
         (3, 81614, 83742, "ccb970016eb3ce67a50747534075ae28", 0, &[4, 5]),
-        (3, 83857, 85998, "79e00ef32da47e7fc4b1baa87fdde5e4", 1, &[28]),
+        (3, 83857, 85998, "79e00ef32da47e7fc4b1baa87fdde5e4", 1, &[12]),
         (3, 86113, 88383, "e7e9e8bf9eb10d11cd4559a6f00e46de", 0, &[2]),
-        (3, 88498, 90781, "4d6950e95e153532692b2ffaf029c12f", 1, &[26]),
+        (3, 88498, 90781, "4d6950e95e153532692b2ffaf029c12f", 1, &[10]),
         (3, 90896, 93109, "6aafa7c84cc6634df8fe206ca1b150a1", 0, &[6]),
-        (3, 93224, 95450, "abf928a8444703f904c075270887e7f2", 1, &[30]),
+        (3, 93224, 95450, "abf928a8444703f904c075270887e7f2", 1, &[14]),
         (3, 95575, 98182, "c1974c19b718d2bbcb4c796d53b61113", 2, &[3]),
         (3, 98307, 100857, "0ab0490a74827f33a8feeba0e1489db0", 2, &[7]),
         (4, 100990, 105562, "8210f51619ac139fda0c9928ad35d277", 0, &[0, 1]),
-        (4, 105695, 110280, "535b0b6d4d9db0ae19bde47317a62662", 1, &[96, 97]),
+        (4, 105695, 110280, "535b0b6d4d9db0ae19bde47317a62662", 1, &[32, 33]),
         (4, 110413, 114928, "fa73aeb7e0e959b730a1714790034c34", 0, &[8, 9]),
-        (4, 115061, 119589, "4483187e131374074763c8afb4b42daa", 1, &[104, 105]),
+        (4, 115061, 119589, "4483187e131374074763c8afb4b42daa", 1, &[40, 41]),
         (4, 119732, 124300, "21332f1565d889c66525064296cb8207", 2, &[18]),
-        (4, 124443, 129024, "97875c7f6241c85409737669a05b6622", 3, &[112]),
+        (4, 124443, 129024, "97875c7f6241c85409737669a05b6622", 3, &[48]),
         (4, 129167, 133678, "c0eca4330fadcf6125931d8dc9b8ebf3", 2, &[26]),
-        (4, 133821, 138345, "d1de35982f1a3f22673236c30891483c", 3, &[120]),
+        (4, 133821, 138345, "d1de35982f1a3f22673236c30891483c", 3, &[56]),
         (4, 138488, 141823, "b1c07b1245d7306f94d3d694406ff6e4", 2, &[19]),
-        (4, 141966, 145314, "0dc3890f79c80ffd35a3bc598d610912", 3, &[113]),
+        (4, 141966, 145314, "0dc3890f79c80ffd35a3bc598d610912", 3, &[49]),
         (4, 145457, 148735, "9e0f4be005a93530c7f1de076c01cc6c", 2, &[27]),
-        (4, 148878, 152169, "01c9b9dfec9524faf4df2473a57eb4ae", 3, &[121]),
+        (4, 148878, 152169, "01c9b9dfec9524faf4df2473a57eb4ae", 3, &[57]),
         (4, 152302, 157087, "b052e7bdddda1ac02ee7253e6f988b2d", 0, &[4, 5]),
-        (4, 157220, 162018, "dc8bf2e5bac7234de54832b06fcf18db", 1, &[100, 101]),
+        (4, 157220, 162018, "dc8bf2e5bac7234de54832b06fcf18db", 1, &[36, 37]),
         (4, 162151, 166879, "697d9e25838b4d33cd97f4adb0d232a3", 0, &[12, 13]),
-        (4, 167012, 171753, "a9edb9e6dde44565397057e20d981439", 1, &[108, 109]),
+        (4, 167012, 171753, "a9edb9e6dde44565397057e20d981439", 1, &[44, 45]),
         (4, 171896, 176677, "b77232fc879929cfbe95e9244e8faa82", 2, &[22]),
-        (4, 176820, 181614, "267b2a71e177f0b2f45d4aea47d821bf", 3, &[116]),
+        (4, 176820, 181614, "267b2a71e177f0b2f45d4aea47d821bf", 3, &[52]),
         (4, 181757, 186481, "addc34be94a4e4a585e00c57f7ecef53", 2, &[30]),
-        (4, 186624, 191361, "43c07978c487518aca8dcadc4c1229fd", 3, &[124]),
+        (4, 186624, 191361, "43c07978c487518aca8dcadc4c1229fd", 3, &[60]),
         (4, 191504, 197554, "1f90e6438e3b34e4d05cfb949c2da7a8", 2, &[23]),
-        (4, 197697, 203760, "11d216f248010a3c7970857fac0434d2", 3, &[117]),
+        (4, 197697, 203760, "11d216f248010a3c7970857fac0434d2", 3, &[53]),
         (4, 203903, 209896, "849acfebcaf652749dad596e238af2b3", 2, &[31]),
-        (4, 210039, 216045, "ee5460b7e558a1eab5b3cefa4ab0d239", 3, &[125]),
+        (4, 210039, 216045, "ee5460b7e558a1eab5b3cefa4ab0d239", 3, &[61]),
     ];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(

@@ -583,7 +583,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "main",
                     table_pass: 0,
-                    key: &[7, 8, 9, 10],
+                    key: &[7, 8, 9],
                     overrides: &[],
                     bindings: &[
                         Arg(0),
@@ -617,7 +617,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "main",
                     table_pass: 1,
-                    key: &[7, 8, 9, 10],
+                    key: &[7, 8, 9],
                     overrides: &[],
                     bindings: &[
                         Arg(0),
@@ -651,7 +651,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 PassSpec {
                     id: "main",
                     table_pass: 2,
-                    key: &[7, 8, 9, 10],
+                    key: &[7, 8, 9],
                     overrides: &[],
                     bindings: &[
                         Arg(0),
@@ -819,15 +819,14 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
             )
         }
         7 => Value::from(env.dtypes.t.wgsl_name()),
-        8 => Value::from(env.dtypes.t.wgsl_name() == "f16"),
-        9 => Value::from(derive_vec4_rows(env)?),
-        10 => Value::from(derive_rows_per_workgroup(env)?),
+        8 => Value::from(derive_vec4_rows(env)?),
+        9 => Value::from(derive_rows_per_workgroup(env)?),
         _ => return Err(rt::when::no_test(index)),
     };
     Ok(value)
 }
 /// What each value of the plans is computed from, as errors name it.
-const VALUE_SOURCES: [&str; 11usize] = [
+const VALUE_SOURCES: [&str; 10usize] = [
     " (from the shape of `query_layer` and attribute `num_heads`)",
     " (from the shape of `query_layer`)",
     " (from attribute `num_heads`)",
@@ -835,7 +834,6 @@ const VALUE_SOURCES: [&str; 11usize] = [
     " (from the shape of `query_layer` and attribute `num_heads`)",
     " (from the shape of `weight`)",
     " (from the shape of `query_layer` and attribute `num_heads`)",
-    "",
     "",
     "",
     "",
@@ -1122,7 +1120,6 @@ mod shader_table {
             key: &[
                 &[Str("f32"), Str("f16")],
                 &[Bool(false), Bool(true)],
-                &[Bool(false), Bool(true)],
                 &[Int(1), Int(4)],
             ],
         },
@@ -1134,7 +1131,6 @@ mod shader_table {
             overrides: &[],
             key: &[
                 &[Str("f32"), Str("f16")],
-                &[Bool(false), Bool(true)],
                 &[Bool(false), Bool(true)],
                 &[Int(1), Int(4)],
             ],
@@ -1148,7 +1144,6 @@ mod shader_table {
             key: &[
                 &[Str("f32"), Str("f16")],
                 &[Bool(false), Bool(true)],
-                &[Bool(false), Bool(true)],
                 &[Int(1), Int(4)],
             ],
         },
@@ -1158,17 +1153,17 @@ mod shader_table {
     /// select it.
     const ROWS: &[Row] = &[
         (0, 407, 7362, "da65bd7287b92c03fbb851e360431d62", 2, &[0]),
-        (0, 7484, 14452, "058b9c7b36f71e9117a03ae606e8aadc", 3, &[13]),
+        (0, 7484, 14452, "058b9c7b36f71e9117a03ae606e8aadc", 3, &[5]),
         (0, 14574, 21672, "df83f18223922306c2a98ae9469962ed", 2, &[2]),
-        (0, 21794, 28905, "dc370810b030ca763eb063046933fd43", 3, &[15]),
+        (0, 21794, 28905, "dc370810b030ca763eb063046933fd43", 3, &[7]),
         (1, 29012, 35595, "c7226f2efd7c8c80bb041b29eae6b10b", 0, &[0]),
-        (1, 35702, 42298, "48fa601fe4f3e1b05b7c0f5c5e2cf085", 1, &[13]),
+        (1, 35702, 42298, "48fa601fe4f3e1b05b7c0f5c5e2cf085", 1, &[5]),
         (1, 42405, 49131, "f0a60b72b349c1e6ae7c82ff7101aaba", 0, &[2]),
-        (1, 49238, 55977, "acf3d66f72bb6783e66080f3a4097598", 1, &[15]),
+        (1, 49238, 55977, "acf3d66f72bb6783e66080f3a4097598", 1, &[7]),
         (2, 56074, 61126, "36237319dcfecfede7daa87dc654fc70", 0, &[0]),
-        (2, 61223, 66288, "8bebd7ffb0ce59194eb4ef2d1131fe98", 1, &[13]),
+        (2, 61223, 66288, "8bebd7ffb0ce59194eb4ef2d1131fe98", 1, &[5]),
         (2, 66385, 71580, "a967301bd77d9f5fe0bfc09112471714", 0, &[2]),
-        (2, 71677, 76885, "7248341cccf6d8e824ef58724c718c1d", 1, &[15]),
+        (2, 71677, 76885, "7248341cccf6d8e824ef58724c718c1d", 1, &[7]),
     ];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(

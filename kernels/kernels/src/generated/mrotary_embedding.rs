@@ -660,7 +660,7 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
                 PassSpec {
                     id: "main",
                     table_pass: 0,
-                    key: &[13, 14, 15, 16, 17, 18],
+                    key: &[13, 14, 15, 16],
                     overrides: &[],
                     bindings: &[Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Params],
                     params: &[
@@ -701,15 +701,15 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
                 PassSpec {
                     id: "main",
                     table_pass: 1,
-                    key: &[13, 14, 15, 16, 17, 18],
+                    key: &[13, 14, 15, 16],
                     overrides: &[],
                     bindings: &[Arg(0), Arg(1), Arg(2), Arg(3), Arg(4), Params],
                     params: &[
                         U32(("pairCount", 0)),
                         U32(("batchSize", 1)),
-                        U32(("sequenceLength", 19)),
+                        U32(("sequenceLength", 17)),
                         U32(("numHeads", 2)),
-                        U32(("headSize", 20)),
+                        U32(("headSize", 18)),
                         U32(("rotaryDim", 5)),
                         U32(("halfRotaryDim", 6)),
                         U32(("section0", 7)),
@@ -985,18 +985,16 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
         12 => Value::from(256i64),
         13 => Value::from(i64::from(env.attrs.interleaved) != 0i64),
         14 => Value::from(i64::from(env.attrs.mrope_layout) == 0i64),
-        15 => Value::from(env.dtypes.t.wgsl_name() == "f16"),
-        16 => Value::from(env.dtypes.t.wgsl_name()),
-        17 => Value::from(derive_quad_pairs(env)?),
-        18 => Value::from(derive_quad_heads_per_task(env)?),
-        19 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 2i64)?),
-        20 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
+        15 => Value::from(env.dtypes.t.wgsl_name()),
+        16 => Value::from(derive_quad_pairs(env)?),
+        17 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 2i64)?),
+        18 => Value::from(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
         _ => return Err(rt::when::no_test(index)),
     };
     Ok(value)
 }
 /// What each value of the plans is computed from, as errors name it.
-const VALUE_SOURCES: [&str; 21usize] = [
+const VALUE_SOURCES: [&str; 19usize] = [
     " (from the shape of `input` and attribute `num_heads`)",
     " (from the shape of `input`)",
     " (from the shape of `input`)",
@@ -1009,8 +1007,6 @@ const VALUE_SOURCES: [&str; 21usize] = [
     " (from attribute `mrope_section`)",
     " (from attribute `scale`)",
     " (from the shapes of `cos_cache`, `input` and attributes `num_heads`, `rotary_embedding_dim`)",
-    "",
-    "",
     "",
     "",
     "",
@@ -1308,7 +1304,7 @@ fn plan_dyn(
 }
 /// The op's pre-rendered shaders; their WGSL is `mrotary_embedding.shaders`.
 mod shader_table {
-    use super::rt::shaders::Key::{Bool, Int, Str};
+    use super::rt::shaders::Key::{Bool, Str};
     use super::rt::shaders::{Pass, Row, ShaderTable};
     /// The op's passes, variant by variant, as the rows number them, with the values
     /// each column of their keys can take.
@@ -1322,10 +1318,8 @@ mod shader_table {
             key: &[
                 &[Bool(false), Bool(true)],
                 &[Bool(true), Bool(false)],
-                &[Bool(false), Bool(true)],
                 &[Str("f32"), Str("f16")],
                 &[Bool(false), Bool(true)],
-                &[Int(4)],
             ],
         },
         Pass {
@@ -1337,10 +1331,8 @@ mod shader_table {
             key: &[
                 &[Bool(false), Bool(true)],
                 &[Bool(true), Bool(false)],
-                &[Bool(false), Bool(true)],
                 &[Str("f32"), Str("f16")],
                 &[Bool(false), Bool(true)],
-                &[Int(4)],
             ],
         },
     ];
@@ -1349,37 +1341,37 @@ mod shader_table {
     /// select it.
     const ROWS: &[Row] = &[
         (0, 363, 3348, "948c63aa5478d5c637949296cdf85b12", 0, &[0]),
-        (0, 3444, 6442, "340716a5f69fc50cd620701e462c11cb", 1, &[6]),
-        (0, 6538, 9526, "adf9252a3c083d4cc66c2d23ee3ca6c9", 0, &[16]),
-        (0, 9622, 12623, "a45c371bb2ac8834ef14585132a8ee94", 1, &[22]),
-        (0, 12719, 15747, "4716187b8d7463f1aca0e34b505a6a06", 0, &[8]),
-        (0, 15843, 18884, "9446a06fbd464f6532254df11f6e3b6c", 1, &[14]),
-        (0, 18980, 22011, "aa7a3228b9d70b536dfc32a854aa9c36", 0, &[24]),
-        (0, 22107, 25151, "ca714fd09f919a9c61e2d94a394fe9bb", 1, &[30]),
+        (0, 3444, 6442, "340716a5f69fc50cd620701e462c11cb", 1, &[2]),
+        (0, 6538, 9526, "adf9252a3c083d4cc66c2d23ee3ca6c9", 0, &[8]),
+        (0, 9622, 12623, "a45c371bb2ac8834ef14585132a8ee94", 1, &[10]),
+        (0, 12719, 15747, "4716187b8d7463f1aca0e34b505a6a06", 0, &[4]),
+        (0, 15843, 18884, "9446a06fbd464f6532254df11f6e3b6c", 1, &[6]),
+        (0, 18980, 22011, "aa7a3228b9d70b536dfc32a854aa9c36", 0, &[12]),
+        (0, 22107, 25151, "ca714fd09f919a9c61e2d94a394fe9bb", 1, &[14]),
         (0, 25247, 31318, "940e483c5db74a7a03733f9e2e386a22", 0, &[1]),
-        (0, 31414, 37498, "52cc7d8db39a4d8358a5bf61d30a3d30", 1, &[7]),
-        (0, 37594, 44157, "c2e2878e5425dcf2509a28f5b2b0a381", 0, &[17]),
-        (0, 44253, 50829, "47de3324db1128effb5677824c2efabf", 1, &[23]),
-        (0, 50925, 57039, "3cc8035289b0071a6f0496b06473a0a5", 0, &[9]),
-        (0, 57135, 63262, "60a60862c067697cdfbc79ab2897f767", 1, &[15]),
-        (0, 63358, 69964, "7626a1daf6a3ef41caac7e32925934df", 0, &[25]),
-        (0, 70060, 76679, "18cde5182e6157f70a9b061bb2c830ad", 1, &[31]),
+        (0, 31414, 37498, "52cc7d8db39a4d8358a5bf61d30a3d30", 1, &[3]),
+        (0, 37594, 44157, "c2e2878e5425dcf2509a28f5b2b0a381", 0, &[9]),
+        (0, 44253, 50829, "47de3324db1128effb5677824c2efabf", 1, &[11]),
+        (0, 50925, 57039, "3cc8035289b0071a6f0496b06473a0a5", 0, &[5]),
+        (0, 57135, 63262, "60a60862c067697cdfbc79ab2897f767", 1, &[7]),
+        (0, 63358, 69964, "7626a1daf6a3ef41caac7e32925934df", 0, &[13]),
+        (0, 70060, 76679, "18cde5182e6157f70a9b061bb2c830ad", 1, &[15]),
         (1, 76775, 79777, "473aab372468fd374e8802abab3f24a7", 0, &[0]),
-        (1, 79873, 82888, "c7da8b5234e262a171df5565324d343b", 1, &[6]),
-        (1, 82984, 85989, "6be655c51cfa8929b136d417516121c1", 0, &[16]),
-        (1, 86085, 89103, "dab92401d98ab775424be0b5e88b1c24", 1, &[22]),
-        (1, 89199, 92244, "d13c56563620bb4fde9b172f7b7b43ab", 0, &[8]),
-        (1, 92340, 95398, "bca7e314ba7bcf3bf0eb1a4f459cf47d", 1, &[14]),
-        (1, 95494, 98542, "74b80f1d20a2872b47a4b31a492c2016", 0, &[24]),
-        (1, 98638, 101699, "f2413ca3a34d6ed9cd7ff3cd56f64c87", 1, &[30]),
+        (1, 79873, 82888, "c7da8b5234e262a171df5565324d343b", 1, &[2]),
+        (1, 82984, 85989, "6be655c51cfa8929b136d417516121c1", 0, &[8]),
+        (1, 86085, 89103, "dab92401d98ab775424be0b5e88b1c24", 1, &[10]),
+        (1, 89199, 92244, "d13c56563620bb4fde9b172f7b7b43ab", 0, &[4]),
+        (1, 92340, 95398, "bca7e314ba7bcf3bf0eb1a4f459cf47d", 1, &[6]),
+        (1, 95494, 98542, "74b80f1d20a2872b47a4b31a492c2016", 0, &[12]),
+        (1, 98638, 101699, "f2413ca3a34d6ed9cd7ff3cd56f64c87", 1, &[14]),
         (1, 101795, 107986, "a6e9f0ec15141634d5c62aef986e8a51", 0, &[1]),
-        (1, 108082, 114286, "b08f1854b47810d3a0752b50914fb2af", 1, &[7]),
-        (1, 114382, 121065, "2f1d6fc0148fdb7e2c8c2fea8479ff7c", 0, &[17]),
-        (1, 121161, 127857, "c20db8e82c6dd8ddd7d849100f79f7dc", 1, &[23]),
-        (1, 127953, 134187, "90e66f12fe3c0b1d674ea2759e9e70d1", 0, &[9]),
-        (1, 134283, 140530, "69819b5c08068ee6db7832460d6071a2", 1, &[15]),
-        (1, 140626, 147352, "d3ab14a16c756e2de3b58f03f54192af", 0, &[25]),
-        (1, 147448, 154187, "a01d8ea216bb27e138755de96a13e526", 1, &[31]),
+        (1, 108082, 114286, "b08f1854b47810d3a0752b50914fb2af", 1, &[3]),
+        (1, 114382, 121065, "2f1d6fc0148fdb7e2c8c2fea8479ff7c", 0, &[9]),
+        (1, 121161, 127857, "c20db8e82c6dd8ddd7d849100f79f7dc", 1, &[11]),
+        (1, 127953, 134187, "90e66f12fe3c0b1d674ea2759e9e70d1", 0, &[5]),
+        (1, 134283, 140530, "69819b5c08068ee6db7832460d6071a2", 1, &[7]),
+        (1, 140626, 147352, "d3ab14a16c756e2de3b58f03f54192af", 0, &[13]),
+        (1, 147448, 154187, "a01d8ea216bb27e138755de96a13e526", 1, &[15]),
     ];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(
