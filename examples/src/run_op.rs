@@ -228,7 +228,10 @@ fn upload_inputs(
             ))
         };
         let tensor = match (role.kind, view.dtype()) {
-            (TensorKind::Float { .. }, Dtype::F32) => {
+            (
+                TensorKind::Float { .. } | TensorKind::Fixed(kernel_runtime::DType::F32),
+                Dtype::F32,
+            ) => {
                 let values: Vec<f32> = data
                     .chunks_exact(4)
                     .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -238,7 +241,10 @@ fn upload_inputs(
                         .map_err(|e| upload_error(role.role, e))?,
                 )
             }
-            (TensorKind::Float { .. }, Dtype::F16) => {
+            (
+                TensorKind::Float { .. } | TensorKind::Fixed(kernel_runtime::DType::F16),
+                Dtype::F16,
+            ) => {
                 let values: Vec<half::f16> = data
                     .chunks_exact(2)
                     .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
@@ -260,6 +266,7 @@ fn upload_inputs(
                 )
             }
             (TensorKind::Index, _) => return Err(bad_dtype("I64")),
+            (TensorKind::Fixed(d), _) => return Err(bad_dtype(d.onnx_name())),
         };
         tensors.push(tensor);
     }

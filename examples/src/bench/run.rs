@@ -127,14 +127,24 @@ pub fn generate(
                     .max(1);
                 HostData::Index(fill(len, seed, |rng| rng.random_range(0..bound)))
             }
-            TensorKind::Float { .. } => {
+            TensorKind::Float { .. } | TensorKind::Fixed(DType::F32 | DType::F16) => {
                 let [lo, hi] = spec.range.unwrap_or([-1.0, 1.0]);
+                let dtype = match role.kind {
+                    TensorKind::Fixed(fixed) => fixed,
+                    _ => dtype,
+                };
                 match dtype {
                     DType::F16 => HostData::F16(fill(len, seed, |rng| {
                         f16::from_f64(rng.random_range(lo..hi))
                     })),
                     _ => HostData::F32(fill(len, seed, |rng| rng.random_range(lo..hi) as f32)),
                 }
+            }
+            TensorKind::Fixed(other) => {
+                anyhow::bail!(
+                    "input `{}` is {other}, which the harness does not generate",
+                    role.role
+                )
             }
         };
         inputs.push((role.role.to_owned(), spec.shape.clone(), data));

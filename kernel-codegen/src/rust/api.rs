@@ -593,11 +593,22 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
         let description = &t.description;
         match (&t.storage, &t.dtype) {
             (Storage::U32Checked, _) => quote!(rt::registry::RoleInfo::index(#role, #description)),
-            (_, DTypeRef::Var(var)) => {
+            (_, DTypeRef::Var(var)) if float_type_vars(op).contains(&var.as_str()) => {
                 quote!(rt::registry::RoleInfo::float(#role, #var, #description))
             }
-            (_, DTypeRef::Fixed(_)) => {
-                quote!(rt::registry::RoleInfo::float(#role, "", #description))
+            (_, DTypeRef::Var(var)) => {
+                // A type variable with one non-float dtype is that dtype.
+                let d = op
+                    .type_var(var)
+                    .and_then(|t| t.allowed.first())
+                    .copied()
+                    .unwrap_or(DType::F32);
+                let d = format_ident!("{}", d.variant_name());
+                quote!(rt::registry::RoleInfo::fixed(#role, rt::DType::#d, #description))
+            }
+            (_, DTypeRef::Fixed(d)) => {
+                let d = format_ident!("{}", d.variant_name());
+                quote!(rt::registry::RoleInfo::fixed(#role, rt::DType::#d, #description))
             }
         }
     };

@@ -181,10 +181,13 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let kind_checks = op.inputs.iter().map(|t| {
         let role = super::tensor_field(t);
         let text = &t.role;
-        if t.storage == Storage::U32Checked {
-            quote!(rt::support::expect_index(OP_NAME, #text, #role)?;)
-        } else {
-            quote!(rt::support::expect_float(OP_NAME, #text, #role)?;)
+        match (t.storage, fixed_dtype(op, t)) {
+            (Storage::U32Checked, _) => quote!(rt::support::expect_index(OP_NAME, #text, #role)?;),
+            (_, Some(d)) => {
+                let d = format_ident!("{}", d.variant_name());
+                quote!(rt::support::expect_dtype(OP_NAME, #text, #role, rt::DType::#d)?;)
+            }
+            (_, None) => quote!(rt::support::expect_float(OP_NAME, #text, #role)?;),
         }
     });
     let dyn_dtypes = all_vars.iter().map(|var| {
@@ -210,7 +213,9 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         quote!(rt::registry::ArgView::of(#text, #role))
     });
     let dyn_host_check = host_check_call(quote!([#(#dyn_views),*]));
-    let untyped_ok = layout.inputs_suffice(op) && op.inputs.iter().all(|t| !t.optional);
+    let untyped_ok = layout.inputs_suffice(op)
+        && op.inputs.iter().all(|t| !t.optional)
+        && op.tensors().all(|t| untyped_carries(op, t));
     let plan_dyn = if untyped_ok {
         quote! {
             fn plan_dyn(ctx: &rt::Context, inputs: &[&rt::AnyTensor], raw: &[(::std::string::String, rt::support::AttrValue)]) -> Result<rt::Plan, rt::OpError> {
@@ -438,6 +443,13 @@ fn typed_only_reason(op: &model::Op, layout: &Layout<'_>) -> (String, String) {
         };
         return (t.role.clone(), what.to_owned());
     }
+    if let Some(t) = op.tensors().find(|t| !untyped_carries(op, t)) {
+        let d = fixed_dtype(op, t).unwrap_or(DType::U32);
+        return (
+            t.role.clone(),
+            format!("is a {d} tensor, which untyped tensors do not carry"),
+        );
+    }
     let vars = float_type_vars(op);
     let read = vars_of(op, &layout.read);
     let var = vars
@@ -449,6 +461,26 @@ fn typed_only_reason(op: &model::Op, layout: &Layout<'_>) -> (String, String) {
         var.to_owned(),
         "is a type variable no input binds (only outputs have it)".to_owned(),
     )
+}
+
+/// The one dtype of a tensor that is not of a float type variable.
+fn fixed_dtype(op: &model::Op, t: &Tensor) -> Option<DType> {
+    match &t.dtype {
+        DTypeRef::Fixed(d) => Some(*d),
+        DTypeRef::Var(var) if float_type_vars(op).contains(&var.as_str()) => None,
+        DTypeRef::Var(var) => Some(
+            op.type_var(var)
+                .and_then(|v| v.allowed.first())
+                .copied()
+                .unwrap_or(DType::F32),
+        ),
+    }
+}
+
+/// Whether an untyped tensor (`AnyTensor`: float32, float16, int64 indices) can be `t`.
+fn untyped_carries(op: &model::Op, t: &Tensor) -> bool {
+    t.storage == Storage::U32Checked
+        || fixed_dtype(op, t).is_none_or(|d| matches!(d, DType::F32 | DType::F16))
 }
 
 /// The Rust type of a newly allocated output.

@@ -20,6 +20,8 @@ pub enum TensorKind {
     },
     /// Logical int64 stored as u32 after a checked narrowing.
     Index,
+    /// A tensor of one fixed dtype (`uint32` bit-packed weights, a `float32` scale table).
+    Fixed(crate::dtype::DType),
 }
 
 /// One input or output of an op.
@@ -44,6 +46,19 @@ impl RoleInfo {
         Self {
             role,
             kind: TensorKind::Float { type_var },
+            description,
+        }
+    }
+
+    /// A tensor of the fixed dtype `dtype`.
+    pub const fn fixed(
+        role: &'static str,
+        dtype: crate::dtype::DType,
+        description: &'static str,
+    ) -> Self {
+        Self {
+            role,
+            kind: TensorKind::Fixed(dtype),
             description,
         }
     }

@@ -304,6 +304,23 @@ pub fn expect_float(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<
     }
 }
 
+/// `Ok` when the untyped `tensor` for `role` has the fixed dtype `dtype` (float32 or float16).
+pub fn expect_dtype(
+    op: &'static str,
+    role: &str,
+    tensor: &AnyTensor,
+    dtype: DType,
+) -> Result<(), OpError> {
+    if tensor.dtype() == dtype {
+        return Ok(());
+    }
+    Err(OpError::Input {
+        op,
+        input: role.to_owned(),
+        rule: format!("expected a {dtype} tensor, got {}", tensor.dtype()),
+    })
+}
+
 /// A provided output must have exactly the shape the plan produces (the dtype is the
 /// tensor's type, checked by the compiler).
 pub fn check_output(op: &'static str, spec: &OutputSpec, shape: &[usize]) -> Result<(), OpError> {
