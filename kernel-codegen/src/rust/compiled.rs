@@ -16,27 +16,31 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let scope = EnvScope { op };
     let env = super::eval::env_struct(op, &scope);
     let used = super::when::used_explanations(op);
-    let derives = op.derives.iter().map(|d| {
-        let name = derive_fn(&d.name);
-        let ty = rust_type(d.expr.ir.ty);
-        // An explained entry is computed from its explanation's clauses, compiled once.
-        let body = if used.contains(d.name.as_str()) {
-            let explanation = super::when::explain_static(&d.name);
-            quote!(rt::when::value(&#explanation, &CONDITIONS, env))
-        } else {
-            lower_result(&d.expr.ir, &scope)
-        };
-        let field = super::eval::derived_field(&d.name);
-        let doc = super::doc_lines(&format!(" `{}` = `{}`", d.name, d.expr.source));
-        // Computed once per call: clauses, keys and plan values all read it.
-        quote! {
-            #(#[doc = #doc])*
-            #[doc(hidden)]
-            pub fn #name(env: &Env<'_>) -> Result<#ty, EvalError> {
-                env.derived.#field.get_or_init(|| #body).clone()
-            }
-        }
-    });
+    let derives: Vec<(proc_macro2::Ident, TokenStream)> = op
+        .derives
+        .iter()
+        .map(|d| {
+            let name = derive_fn(&d.name);
+            let ty = rust_type(d.expr.ir.ty);
+            // An explained entry is computed from its explanation's clauses, compiled once.
+            let body = if used.contains(d.name.as_str()) {
+                let explanation = super::when::explain_static(&d.name);
+                quote!(rt::when::value(&#explanation, &CONDITIONS, env))
+            } else {
+                lower_result(&d.expr.ir, &scope)
+            };
+            let field = super::eval::derived_field(&d.name);
+            let doc = super::doc_lines(&format!(" `{}` = `{}`", d.name, d.expr.source));
+            // Computed once per call: clauses, keys and plan values all read it.
+            let item = quote! {
+                #(#[doc = #doc])*
+                fn #name(env: &Env<'_>) -> Result<#ty, EvalError> {
+                    env.derived.#field.get_or_init(|| #body).clone()
+                }
+            };
+            (name, item)
+        })
+        .collect();
     let introspection = introspection(op);
     let operands = super::when::Operands::default();
     let tests = super::when::Tests::default();
@@ -52,6 +56,8 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let operand = operands.function(&scope);
     let test = tests.function();
     let value = values.functions(op);
+    let rest = quote!(#env #(#explains)* #selection #test #operand #value);
+    let derives = reachable(derives, &rest);
     quote! {
         #env
         #(#derives)*
@@ -61,6 +67,37 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         #operand
         #value
         #introspection
+    }
+}
+
+/// The `derive` functions something calls: from `rest` (the module's compiled code) or from
+/// another such function. The others are left out: private, they would be dead code.
+fn reachable(
+    mut derives: Vec<(proc_macro2::Ident, TokenStream)>,
+    rest: &TokenStream,
+) -> Vec<TokenStream> {
+    loop {
+        let calls = |name: &proc_macro2::Ident, tokens: &TokenStream| {
+            super::eval::any_token(
+                tokens,
+                &|t| matches!(t, proc_macro2::TokenTree::Ident(i) if i == name),
+            )
+        };
+        let before = derives.len();
+        let kept: Vec<(proc_macro2::Ident, TokenStream)> = derives
+            .iter()
+            .filter(|(name, _)| {
+                calls(name, rest)
+                    || derives
+                        .iter()
+                        .any(|(other, item)| other != name && calls(name, item))
+            })
+            .cloned()
+            .collect();
+        derives = kept;
+        if derives.len() == before {
+            return derives.into_iter().map(|(_, item)| item).collect();
+        }
     }
 }
 

@@ -193,11 +193,11 @@ pub(super) fn rust_type(ty: Type) -> TokenStream {
     }
 }
 
-/// The field of `Env::derived` that keeps a `derive` entry's value once computed: named as
-/// its function, since an entry's own name may be a keyword no raw identifier can spell
-/// (`self`).
+/// The field of `Env::derived` that keeps a `derive` entry's value once computed: its name
+/// prefixed, since an entry's own name may be a keyword no raw identifier can spell (`self`),
+/// and unlike its function's, so that a scan for calls of the function does not find it.
 pub(super) fn derived_field(name: &str) -> proc_macro2::Ident {
-    derive_fn(name)
+    format_ident!("memo_{}", model::snake_ident(name))
 }
 
 pub(super) fn derive_fn(name: &str) -> proc_macro2::Ident {

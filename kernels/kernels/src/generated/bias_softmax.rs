@@ -184,16 +184,16 @@ pub struct EnvShapes {
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct EnvDerived {
-    pub derive_axis_norm: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_batch_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_block_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_bias_block_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_bias_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_fixed_subgroups: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_block_per_subgroup: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_normalize_span_blocks: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_row_per_subgroup: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_word_lanes: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_axis_norm: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_batch_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_block_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_bias_block_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_bias_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_fixed_subgroups: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_block_per_subgroup: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_normalize_span_blocks: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_row_per_subgroup: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_word_lanes: ::std::cell::OnceCell<Result<bool, EvalError>>,
 }
 /// Everything the manifest's expressions may read.
 #[doc(hidden)]
@@ -257,10 +257,9 @@ fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
     Ok(rt::support::rank(&env.shapes.data))
 }
 /// `axisNorm` = `attrs.axis if attrs.axis >= 0 else attrs.axis + ranks.data`
-#[doc(hidden)]
-pub fn derive_axis_norm(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_axis_norm(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_axis_norm
+        .memo_axis_norm
         .get_or_init(|| Ok(
             if env.attrs.axis >= 0i64 {
                 env.attrs.axis
@@ -271,10 +270,9 @@ pub fn derive_axis_norm(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `batchCount` = `outer(shapes.data, axisNorm)`
-#[doc(hidden)]
-pub fn derive_batch_count(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_batch_count(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_batch_count
+        .memo_batch_count
         .get_or_init(|| rt::expr::outer(
             env.shapes.data.as_slice(),
             derive_axis_norm(env)?,
@@ -282,10 +280,9 @@ pub fn derive_batch_count(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `blockSize` = `dim(shapes.data, axisNorm) * inner(shapes.data, axisNorm)`
-#[doc(hidden)]
-pub fn derive_block_size(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_block_size(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_block_size
+        .memo_block_size
         .get_or_init(|| rt::expr::mul(
             rt::expr::dim(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
             rt::expr::inner(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
@@ -293,29 +290,19 @@ pub fn derive_block_size(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `biasBlockCount` = `numel(shapes.bias) / max(1, blockSize)`
-#[doc(hidden)]
-pub fn derive_bias_block_count(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_bias_block_count(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_bias_block_count
+        .memo_bias_block_count
         .get_or_init(|| rt::expr::div(
             rt::expr::numel(env.shapes.bias.as_slice())?,
             ::core::cmp::max(1i64, derive_block_size(env)?),
         ))
         .clone()
 }
-/// `biasContract` = `(numel(shapes.data) == 0 and numel(shapes.bias) == 0) or (blockSize > 0 and biasBlockCount > 0 and numel(shapes.bias) % blockSize == 0 and biasBlockCount <= batchCount and batchCount % biasBlockCount == 0)`
-#[doc(hidden)]
-pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_bias_contract
-        .get_or_init(|| rt::when::value(&EXPLAIN_BIAS_CONTRACT, &CONDITIONS, env))
-        .clone()
-}
 /// `fixedSubgroups` = `device.features.has("subgroups") and device.limits.subgroupMinSize >= 4 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize and device.limits.subgroupMinSize <= tunables.WORKGROUP_SIZE`
-#[doc(hidden)]
-pub fn derive_fixed_subgroups(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_fixed_subgroups(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_fixed_subgroups
+        .memo_fixed_subgroups
         .get_or_init(|| Ok(
             env.caps.has_feature("subgroups")
                 && rt::support::limit(env.caps.subgroup_min_size) >= 4i64
@@ -326,10 +313,9 @@ pub fn derive_fixed_subgroups(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `blockPerSubgroup` = `fixedSubgroups and blockSize % 4 == 0`
-#[doc(hidden)]
-pub fn derive_block_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_block_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_block_per_subgroup
+        .memo_block_per_subgroup
         .get_or_init(|| Ok(
             derive_fixed_subgroups(env)?
                 && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
@@ -337,15 +323,13 @@ pub fn derive_block_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `normalizeSpanBlocks` = `2`
-#[doc(hidden)]
-pub fn derive_normalize_span_blocks(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived.derive_normalize_span_blocks.get_or_init(|| Ok(2i64)).clone()
+fn derive_normalize_span_blocks(env: &Env<'_>) -> Result<i64, EvalError> {
+    env.derived.memo_normalize_span_blocks.get_or_init(|| Ok(2i64)).clone()
 }
 /// `rowPerSubgroup` = `fixedSubgroups and blockSize <= device.limits.subgroupMinSize * 32`
-#[doc(hidden)]
-pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_row_per_subgroup
+        .memo_row_per_subgroup
         .get_or_init(|| Ok(
             derive_fixed_subgroups(env)?
                 && derive_block_size(env)?
@@ -357,10 +341,9 @@ pub fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `wordLanes` = `device.features.has("subgroups") and dtypes.T == "f32"`
-#[doc(hidden)]
-pub fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_word_lanes
+        .memo_word_lanes
         .get_or_init(|| Ok(
             env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32",
         ))

@@ -208,25 +208,25 @@ pub struct EnvShapes {
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct EnvDerived {
-    pub derive_batch_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_proj_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_bias_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_eco_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_hidden: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_query_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_seq_len: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_rel_pos_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_weight_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_rel_rows: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_rows_per_workgroup: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_dispatch_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_fixed_subgroup_size: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_head_lanes_filled: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_vec4_rows: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_long_aligned_rows: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_head_parallel: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_batch_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_proj_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_bias_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_eco_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_hidden: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_query_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_seq_len: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_rel_pos_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_weight_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_rel_rows: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_rows_per_workgroup: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_dispatch_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_fixed_subgroup_size: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_head_lanes_filled: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_vec4_rows: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_long_aligned_rows: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_head_parallel: ::std::cell::OnceCell<Result<bool, EvalError>>,
 }
 /// Everything the manifest's expressions may read.
 #[doc(hidden)]
@@ -309,36 +309,32 @@ fn output_rank_output(_env: &Env<'_>) -> Result<i64, EvalError> {
     Ok(4i64)
 }
 /// `batchSize` = `dim(shapes.query_layer, 0)`
-#[doc(hidden)]
-pub fn derive_batch_size(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_batch_size(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_batch_size
+        .memo_batch_size
         .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 0i64))
         .clone()
 }
 /// `projDim` = `dim(shapes.weight, 1)`
-#[doc(hidden)]
-pub fn derive_proj_dim(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_proj_dim(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_proj_dim
+        .memo_proj_dim
         .get_or_init(|| rt::expr::dim(env.shapes.weight.as_slice(), 1i64))
         .clone()
 }
 /// `biasContract` = `sameShape(shapes.bias, [projDim])`
-#[doc(hidden)]
-pub fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_bias_contract
+        .memo_bias_contract
         .get_or_init(|| Ok(
             rt::expr::same_shape(env.shapes.bias.as_slice(), &[derive_proj_dim(env)?]),
         ))
         .clone()
 }
 /// `ecoContract` = `sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])`
-#[doc(hidden)]
-pub fn derive_eco_contract(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_eco_contract(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_eco_contract
+        .memo_eco_contract
         .get_or_init(|| Ok(
             rt::expr::same_shape(
                 env.shapes.eco_a.as_slice(),
@@ -348,34 +344,23 @@ pub fn derive_eco_contract(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `hidden` = `dim(shapes.query_layer, 2)`
-#[doc(hidden)]
-pub fn derive_hidden(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_hidden(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_hidden
+        .memo_hidden
         .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 2i64))
         .clone()
 }
-/// `queryContract` = `attrs.num_heads > 0 and hidden > 0 and hidden % attrs.num_heads == 0 and sameShape(shapes.query_bias, [hidden])`
-#[doc(hidden)]
-pub fn derive_query_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_query_contract
-        .get_or_init(|| rt::when::value(&EXPLAIN_QUERY_CONTRACT, &CONDITIONS, env))
-        .clone()
-}
 /// `seqLen` = `dim(shapes.query_layer, 1)`
-#[doc(hidden)]
-pub fn derive_seq_len(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_seq_len(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_seq_len
+        .memo_seq_len
         .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 1i64))
         .clone()
 }
 /// `relPosContract` = `sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])`
-#[doc(hidden)]
-pub fn derive_rel_pos_contract(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_rel_pos_contract(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_rel_pos_contract
+        .memo_rel_pos_contract
         .get_or_init(|| Ok(
             rt::expr::same_shape(
                 env.shapes.rel_pos.as_slice(),
@@ -385,10 +370,9 @@ pub fn derive_rel_pos_contract(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `headSize` = `hidden / attrs.num_heads if attrs.num_heads > 0 else 0`
-#[doc(hidden)]
-pub fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_head_size
+        .memo_head_size
         .get_or_init(|| Ok(
             if env.attrs.num_heads > 0i64 {
                 rt::expr::div(derive_hidden(env)?, env.attrs.num_heads)?
@@ -398,27 +382,10 @@ pub fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
         ))
         .clone()
 }
-/// `weightContract` = `dim(shapes.weight, 0) == headSize and projDim % 2 == 0 and projDim >= 2 and projDim <= 32`
-#[doc(hidden)]
-pub fn derive_weight_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_weight_contract
-        .get_or_init(|| rt::when::value(&EXPLAIN_WEIGHT_CONTRACT, &CONDITIONS, env))
-        .clone()
-}
-/// `contract` = `f16Ok(dtypes.T) and queryContract and relPosContract and weightContract and biasContract and ecoContract`
-#[doc(hidden)]
-pub fn derive_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_contract
-        .get_or_init(|| rt::when::value(&EXPLAIN_CONTRACT, &CONDITIONS, env))
-        .clone()
-}
 /// `relRows` = `attrs.num_heads * seqLen if batchSize > 0 else 0`
-#[doc(hidden)]
-pub fn derive_rel_rows(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_rel_rows(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_rel_rows
+        .memo_rel_rows
         .get_or_init(|| Ok(
             if derive_batch_size(env)? > 0i64 {
                 rt::expr::mul(env.attrs.num_heads, derive_seq_len(env)?)?
@@ -429,18 +396,16 @@ pub fn derive_rel_rows(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `rowsPerWorkgroup` = `tunables.ROWS_PER_WORKGROUP_F16 if dtypes.T == "f16" else tunables.ROWS_PER_WORKGROUP_F32`
-#[doc(hidden)]
-pub fn derive_rows_per_workgroup(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_rows_per_workgroup(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_rows_per_workgroup
+        .memo_rows_per_workgroup
         .get_or_init(|| Ok(if env.dtypes.t.wgsl_name() == "f16" { 4i64 } else { 1i64 }))
         .clone()
 }
 /// `dispatchOk` = `ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension`
-#[doc(hidden)]
-pub fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_dispatch_ok
+        .memo_dispatch_ok
         .get_or_init(|| Ok(
             rt::expr::ceil_div(
                 rt::expr::ceil_div(
@@ -456,10 +421,9 @@ pub fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `fixedSubgroupSize` = `device.limits.subgroupMinSize > 0 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize`
-#[doc(hidden)]
-pub fn derive_fixed_subgroup_size(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_fixed_subgroup_size(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_fixed_subgroup_size
+        .memo_fixed_subgroup_size
         .get_or_init(|| Ok(
             rt::support::limit(env.caps.subgroup_min_size) > 0i64
                 && rt::support::limit(env.caps.subgroup_min_size)
@@ -468,37 +432,26 @@ pub fn derive_fixed_subgroup_size(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `headLanesFilled` = `headSize >= 4 * projDim`
-#[doc(hidden)]
-pub fn derive_head_lanes_filled(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_head_lanes_filled(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_head_lanes_filled
+        .memo_head_lanes_filled
         .get_or_init(|| Ok(
             derive_head_size(env)? >= rt::expr::mul(4i64, derive_proj_dim(env)?)?,
         ))
         .clone()
 }
 /// `vec4Rows` = `seqLen % 4 == 0`
-#[doc(hidden)]
-pub fn derive_vec4_rows(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_vec4_rows(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_vec4_rows
+        .memo_vec4_rows
         .get_or_init(|| Ok(rt::expr::rem(derive_seq_len(env)?, 4i64)? == 0i64))
         .clone()
 }
 /// `longAlignedRows` = `vec4Rows and seqLen >= tunables.LONG_ROW and headSize >= 8 * projDim`
-#[doc(hidden)]
-pub fn derive_long_aligned_rows(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_long_aligned_rows(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_long_aligned_rows
+        .memo_long_aligned_rows
         .get_or_init(|| rt::when::value(&EXPLAIN_LONG_ALIGNED_ROWS, &CONDITIONS, env))
-        .clone()
-}
-/// `headParallel` = `(fixedSubgroupSize and headLanesFilled) or (not fixedSubgroupSize and longAlignedRows)`
-#[doc(hidden)]
-pub fn derive_head_parallel(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_head_parallel
-        .get_or_init(|| rt::when::value(&EXPLAIN_HEAD_PARALLEL, &CONDITIONS, env))
         .clone()
 }
 /// How `queryContract` is explained, conjunct by conjunct.

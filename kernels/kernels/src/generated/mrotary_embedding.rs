@@ -301,21 +301,21 @@ pub struct EnvShapes {
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct EnvDerived {
-    pub derive_half_rotary_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_sections_defined: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_sections_valid: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_common_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_rank3_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_effective_rotary_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_tasks_per_head: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_pair_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_pair_dispatch_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_quad_heads: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_quad_heads_per_task: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub derive_quad_pairs: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_rank3_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
-    pub derive_rank4_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_half_rotary_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_sections_defined: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_sections_valid: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_common_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_rank3_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_head_size: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_effective_rotary_dim: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_tasks_per_head: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_pair_count: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_pair_dispatch_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_quad_heads: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_quad_heads_per_task: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_quad_pairs: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_rank3_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_rank4_contract: ::std::cell::OnceCell<Result<bool, EvalError>>,
 }
 /// Everything the manifest's expressions may read.
 #[doc(hidden)]
@@ -381,44 +381,25 @@ fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
     Ok(rt::support::rank(&env.shapes.input))
 }
 /// `halfRotaryDim` = `dim(shapes.cos_cache, 1)`
-#[doc(hidden)]
-pub fn derive_half_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_half_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_half_rotary_dim
+        .memo_half_rotary_dim
         .get_or_init(|| rt::expr::dim(env.shapes.cos_cache.as_slice(), 1i64))
         .clone()
 }
 /// `sectionsDefined` = `attrs.mrope_section is defined and (attrs.mrope_section | length) == 3`
-#[doc(hidden)]
-pub fn derive_sections_defined(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_sections_defined(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_sections_defined
+        .memo_sections_defined
         .get_or_init(|| Ok(
             rt::expr::length(env.attrs.mrope_section.as_slice())? == 3i64,
         ))
         .clone()
 }
-/// `sectionsValid` = `sectionsDefined and attrs.mrope_section[0] >= 0 and attrs.mrope_section[1] >= 0 and attrs.mrope_section[2] >= 0 and attrs.mrope_section[0] + attrs.mrope_section[1] + attrs.mrope_section[2] == halfRotaryDim`
-#[doc(hidden)]
-pub fn derive_sections_valid(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_sections_valid
-        .get_or_init(|| rt::when::value(&EXPLAIN_SECTIONS_VALID, &CONDITIONS, env))
-        .clone()
-}
-/// `commonContract` = `f16Ok(dtypes.T) and sameShape(shapes.input, shapes.output) and (attrs.interleaved == 0 or attrs.interleaved == 1) and (attrs.mrope_layout == 0 or attrs.mrope_layout == 1) and attrs.num_heads >= 0 and attrs.rotary_embedding_dim >= 0 and (attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0) and sameShape(shapes.cos_cache, shapes.sin_cache) and ranks.cos_cache == 2 and ranks.sin_cache == 2 and sectionsValid and ranks.position_ids == 3 and dim(shapes.position_ids, 0) == 3 and dim(shapes.position_ids, 1) == dim(shapes.input, 0) and dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)`
-#[doc(hidden)]
-pub fn derive_common_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_common_contract
-        .get_or_init(|| rt::when::value(&EXPLAIN_COMMON_CONTRACT, &CONDITIONS, env))
-        .clone()
-}
 /// `rank3HeadSize` = `dim(shapes.input, 2) / attrs.num_heads if attrs.num_heads is defined and attrs.num_heads > 0 else 0`
-#[doc(hidden)]
-pub fn derive_rank3_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_rank3_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_rank3_head_size
+        .memo_rank3_head_size
         .get_or_init(|| Ok(
             if env.attrs.num_heads > 0i64 {
                 rt::expr::div(
@@ -432,10 +413,9 @@ pub fn derive_rank3_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `headSize` = `rank3HeadSize if ranks.input == 3 else dim(shapes.input, 3)`
-#[doc(hidden)]
-pub fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_head_size
+        .memo_head_size
         .get_or_init(|| Ok(
             if rt::support::rank(&env.shapes.input) == 3i64 {
                 derive_rank3_head_size(env)?
@@ -446,10 +426,9 @@ pub fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `effectiveRotaryDim` = `attrs.rotary_embedding_dim if attrs.rotary_embedding_dim != 0 else headSize`
-#[doc(hidden)]
-pub fn derive_effective_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_effective_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_effective_rotary_dim
+        .memo_effective_rotary_dim
         .get_or_init(|| Ok(
             if env.attrs.rotary_embedding_dim != 0i64 {
                 env.attrs.rotary_embedding_dim
@@ -460,18 +439,16 @@ pub fn derive_effective_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `tasksPerHead` = `ceilDiv(headSize, 2)`
-#[doc(hidden)]
-pub fn derive_tasks_per_head(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_tasks_per_head(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_tasks_per_head
+        .memo_tasks_per_head
         .get_or_init(|| rt::expr::ceil_div(derive_head_size(env)?, 2i64))
         .clone()
 }
 /// `pairCount` = `(numel(shapes.input) / max(1, headSize)) * tasksPerHead`
-#[doc(hidden)]
-pub fn derive_pair_count(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_pair_count(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_pair_count
+        .memo_pair_count
         .get_or_init(|| rt::expr::mul(
             rt::expr::div(
                 rt::expr::numel(env.shapes.input.as_slice())?,
@@ -482,10 +459,9 @@ pub fn derive_pair_count(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `pairDispatchOk` = `ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension`
-#[doc(hidden)]
-pub fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_pair_dispatch_ok
+        .memo_pair_dispatch_ok
         .get_or_init(|| Ok(
             rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?
                 <= rt::expr::mul(
@@ -500,10 +476,9 @@ pub fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
         .clone()
 }
 /// `quadHeads` = `max(1, (numel(shapes.input) / max(1, headSize)) / max(1, dim(shapes.input, 0) * dim(shapes.input, 1 if ranks.input == 3 else 2)))`
-#[doc(hidden)]
-pub fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
+fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
     env.derived
-        .derive_quad_heads
+        .memo_quad_heads
         .get_or_init(|| Ok(
             ::core::cmp::max(
                 1i64,
@@ -532,36 +507,18 @@ pub fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
         .clone()
 }
 /// `quadHeadsPerTask` = `4`
-#[doc(hidden)]
-pub fn derive_quad_heads_per_task(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived.derive_quad_heads_per_task.get_or_init(|| Ok(4i64)).clone()
+fn derive_quad_heads_per_task(env: &Env<'_>) -> Result<i64, EvalError> {
+    env.derived.memo_quad_heads_per_task.get_or_init(|| Ok(4i64)).clone()
 }
 /// `quadPairs` = `halfRotaryDim > 0 and halfRotaryDim % 4 == 0 and effectiveRotaryDim == headSize`
-#[doc(hidden)]
-pub fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
+fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
     env.derived
-        .derive_quad_pairs
+        .memo_quad_pairs
         .get_or_init(|| Ok(
             derive_half_rotary_dim(env)? > 0i64
                 && rt::expr::rem(derive_half_rotary_dim(env)?, 4i64)? == 0i64
                 && derive_effective_rotary_dim(env)? == derive_head_size(env)?,
         ))
-        .clone()
-}
-/// `rank3Contract` = `commonContract and ranks.input == 3 and ranks.output == 3 and attrs.num_heads is defined and attrs.num_heads >= 1 and dim(shapes.input, 2) % attrs.num_heads == 0 and rank3HeadSize > 0 and effectiveRotaryDim % 2 == 0 and (attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize) and halfRotaryDim * 2 == effectiveRotaryDim`
-#[doc(hidden)]
-pub fn derive_rank3_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_rank3_contract
-        .get_or_init(|| rt::when::value(&EXPLAIN_RANK3_CONTRACT, &CONDITIONS, env))
-        .clone()
-}
-/// `rank4Contract` = `commonContract and ranks.input == 4 and ranks.output == 4 and dim(shapes.input, 3) > 0 and effectiveRotaryDim % 2 == 0 and (attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3)) and halfRotaryDim * 2 == effectiveRotaryDim`
-#[doc(hidden)]
-pub fn derive_rank4_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .derive_rank4_contract
-        .get_or_init(|| rt::when::value(&EXPLAIN_RANK4_CONTRACT, &CONDITIONS, env))
         .clone()
 }
 /// How `sectionsValid` is explained, conjunct by conjunct.
