@@ -647,7 +647,7 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
             attributes: &[#(#attributes),*],
             variants: VARIANT_IDS,
             shaders: &SHADERS,
-            plan: plan_dyn,
+            untyped: UNTYPED,
         };
     }
 }

@@ -103,6 +103,7 @@ mod sync;
 mod tensor;
 mod threads;
 mod timing;
+mod untyped;
 pub mod uniform;
 #[doc(hidden)]
 pub mod when;

@@ -18,17 +18,20 @@
 //! }
 //! ```
 
+use crate::args::Arg;
 use crate::caps::DeviceCaps;
 use crate::context::Context;
 use crate::dtype::DType;
 use crate::error::OpError;
 use crate::expr::EvalError;
 use crate::plan::Plan;
-use crate::registry::OpEntry;
+use crate::registry::{ArgView, OpEntry};
 use crate::support::{AttrValue, Failure};
 
 /// A generated op: `bias_softmax::Op<f32>`, say, its type parameters the element types of the
-/// op's type variables.
+/// op's type variables. The generated code supplies the types, `attrs`, `plan` and the shapes
+/// and arguments of a call; recording, running and precompiling are the same for every op and
+/// written here once.
 pub trait Op {
     /// The op's qualified name (`com.microsoft.BiasSoftmax`).
     const NAME: &'static str;
@@ -63,14 +66,48 @@ pub trait Op {
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Self::Shapes<'a>, Self::DTypes);
 
-    /// Records the op into `encoder`, writing into tensors the caller provides.
+    /// A call's tensors as its plan binds them: the inputs in manifest order (those written
+    /// in place among them), then the outputs.
+    #[doc(hidden)]
+    fn args<'t>(inputs: &'t Self::Inputs<'_>, outputs: &'t Self::OutputsMut<'_>) -> Vec<Arg<'t>>;
+
+    /// The shape of each output a call provides, in manifest order (`None` for an optional
+    /// output left out), which must be the shape the plan produces.
+    #[doc(hidden)]
+    fn provided_shapes<'t>(outputs: &'t Self::OutputsMut<'_>) -> Vec<Option<&'t [usize]>>;
+
+    /// The op's hand-written checks of a call's input values, beyond what its manifest says
+    /// (index ranges, say); none by default.
+    #[doc(hidden)]
+    fn check_inputs(inputs: &Self::Inputs<'_>, attrs: &Self::Attrs) -> Result<(), OpError> {
+        let _ = (inputs, attrs);
+        Ok(())
+    }
+
+    /// Records the op into `encoder`, writing into tensors the caller provides (tensors of
+    /// its own or views of its buffers), so a loop allocates nothing per step and an output
+    /// can be the next op's input. Bind groups are kept for the next call with the same
+    /// tensors ([`Context::record_plan_reusing`]). A provided output of the wrong shape is
+    /// [`OpError::Output`]; one that shares bytes with another argument is
+    /// [`crate::RuntimeError::Alias`].
     fn record_into(
         ctx: &Context,
         encoder: &mut wgpu::CommandEncoder,
         inputs: &Self::Inputs<'_>,
         outputs: Self::OutputsMut<'_>,
         attrs: &Self::Attrs,
-    ) -> Result<(), OpError>;
+    ) -> Result<(), OpError> {
+        let (shapes, dtypes) = Self::call_shapes(inputs, &outputs);
+        let plan = Self::plan(ctx.caps(), &shapes, &dtypes, attrs)?;
+        Self::check_inputs(inputs, attrs)?;
+        for (spec, shape) in plan.outputs.iter().zip(Self::provided_shapes(&outputs)) {
+            if let Some(shape) = shape {
+                crate::support::check_output(Self::NAME, spec, shape)?;
+            }
+        }
+        ctx.record_plan_reusing(encoder, &plan, &Self::args(inputs, &outputs))?;
+        Ok(())
+    }
 
     /// [`Op::record_into`] in an encoder of its own, submitted; waits for the GPU natively.
     fn run_into(
@@ -82,8 +119,12 @@ pub trait Op {
         ctx.record_and_submit(|encoder| Self::record_into(ctx, encoder, inputs, outputs, attrs))
     }
 
-    /// Compiles every shader of the op the device can run, ahead of the first call.
-    fn precompile(ctx: &Context) -> Result<usize, OpError>;
+    /// Compiles, ahead of the first call, every shader of the op the device can run: the
+    /// whole pipeline where one serves all shapes, the shader module where pipelines take
+    /// shape-dependent overrides. Returns the number of shaders prepared.
+    fn precompile(ctx: &Context) -> Result<usize, OpError> {
+        crate::support::precompile(ctx, Self::ENTRY.shaders)
+    }
 }
 
 /// An op whose output shapes follow from its inputs, and which writes nothing in place: it
@@ -92,13 +133,35 @@ pub trait AllocatingOp: Op {
     /// The outputs it allocates.
     type Outputs;
 
-    /// Records the op into `encoder` with new outputs, valid once the encoder is submitted.
+    /// The shapes and element types of a call, from its inputs alone.
+    #[doc(hidden)]
+    fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>) -> (Self::Shapes<'a>, Self::DTypes);
+
+    /// New outputs of the shapes `plan` produces.
+    #[doc(hidden)]
+    fn allocate(ctx: &Context, plan: &Plan) -> Result<Self::Outputs, OpError>;
+
+    /// The outputs, as a call that writes into them takes them.
+    #[doc(hidden)]
+    fn outputs_mut(outputs: &mut Self::Outputs) -> Self::OutputsMut<'_>;
+
+    /// Records the op into `encoder` with new outputs, so several ops can share one
+    /// submission. The outputs are valid once the encoder has been submitted.
     fn record(
         ctx: &Context,
         encoder: &mut wgpu::CommandEncoder,
         inputs: &Self::Inputs<'_>,
         attrs: &Self::Attrs,
-    ) -> Result<Self::Outputs, OpError>;
+    ) -> Result<Self::Outputs, OpError> {
+        let (shapes, dtypes) = Self::input_shapes(inputs);
+        let plan = Self::plan(ctx.caps(), &shapes, &dtypes, attrs)?;
+        Self::check_inputs(inputs, attrs)?;
+        let mut outputs = Self::allocate(ctx, &plan)?;
+        let written = Self::outputs_mut(&mut outputs);
+        ctx.record_plan(encoder, &plan, &Self::args(inputs, &written))?;
+        drop(written);
+        Ok(outputs)
+    }
 
     /// Runs the op with new outputs and waits for the GPU.
     fn run(
@@ -135,4 +198,9 @@ pub trait OpHooks: Op {
     fn accepts(id: &str, env: &Self::Env<'_>) -> Option<Result<(), Failure>>;
     /// The plan of variant `id` for `env`, whether or not its `when` holds.
     fn plan_of(id: &str, env: &Self::Env<'_>) -> Option<Result<Plan, EvalError>>;
+    /// [`Op::check_inputs`] on untyped inputs, seen by role.
+    fn check_views(views: &[ArgView<'_>], attrs: &Self::Attrs) -> Result<(), OpError> {
+        let _ = (views, attrs);
+        Ok(())
+    }
 }

@@ -6,9 +6,12 @@ use std::time::Duration;
 use crate::any::AnyTensor;
 use crate::args::Arg;
 use crate::context::Context;
+use crate::dtype::DType;
 use crate::error::OpError;
 use crate::plan::Plan;
 use crate::support::AttrValue;
+
+pub use crate::untyped::{DynPlanFn, Untyped, plan_untyped};
 
 /// How a tensor role is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +24,7 @@ pub enum TensorKind {
     /// Logical int64 stored as u32 after a checked narrowing.
     Index,
     /// A tensor of one fixed dtype (`uint32` bit-packed weights, a `float32` scale table).
-    Fixed(crate::dtype::DType),
+    Fixed(DType),
 }
 
 /// One input or output of an op.
@@ -53,7 +56,7 @@ impl RoleInfo {
     /// A tensor of the fixed dtype `dtype`.
     pub const fn fixed(
         role: &'static str,
-        dtype: crate::dtype::DType,
+        dtype: DType,
         description: &'static str,
     ) -> Self {
         Self {
@@ -155,10 +158,6 @@ pub struct DynRun {
     pub pass_times: Vec<(&'static str, Vec<Duration>)>,
 }
 
-/// Checks untyped inputs (in manifest order) and attributes against an op's contract and
-/// plans it for the context's device, host checks included.
-pub type DynPlanFn = fn(&Context, &[&AnyTensor], &[(String, AttrValue)]) -> Result<Plan, OpError>;
-
 /// One generated op, as tools see it.
 #[derive(Debug, Clone, Copy)]
 pub struct OpEntry {
@@ -179,14 +178,30 @@ pub struct OpEntry {
     /// Every pre-rendered shader of the op (what `precompile` compiles; tools time or
     /// inspect them one by one).
     pub shaders: &'static crate::shaders::ShaderTable,
-    /// Plans the op on untyped inputs; [`OpEntry::run`] and [`OpEntry::time`] execute it.
-    pub plan: DynPlanFn,
+    /// Its untyped entry, or why it has none; [`OpEntry::plan`], [`OpEntry::run`] and
+    /// [`OpEntry::time`] use it.
+    pub untyped: Untyped,
 }
 
 impl OpEntry {
     /// Whether `name` is this op's qualified or bare name.
     pub fn matches(&self, name: &str) -> bool {
         self.qualified_name == name || self.name == name
+    }
+
+    /// Plans the op on untyped inputs (in manifest order), for the context's device.
+    pub fn plan(
+        &self,
+        ctx: &Context,
+        inputs: &[&AnyTensor],
+        attrs: &[(String, AttrValue)],
+    ) -> Result<Plan, OpError> {
+        match self.untyped {
+            Untyped::Plan(plan) => plan(ctx, inputs, attrs),
+            Untyped::TypedOnly { role, reason } => {
+                Err(crate::untyped::typed_only(self.qualified_name, role, reason))
+            }
+        }
     }
 
     /// Runs the op on untyped inputs (in manifest order) with new outputs. Natively it waits
@@ -246,7 +261,7 @@ impl OpEntry {
         inputs: &[&AnyTensor],
         attrs: &[(String, AttrValue)],
     ) -> Result<(Plan, Vec<AnyTensor>), OpError> {
-        let plan = (self.plan)(ctx, inputs, attrs)?;
+        let plan = self.plan(ctx, inputs, attrs)?;
         let mut outputs = Vec::with_capacity(plan.outputs.len());
         for spec in &plan.outputs {
             outputs.push(AnyTensor::zeros_for(ctx, plan.op, spec)?);

@@ -1,9 +1,7 @@
 //! Helpers the generated op modules call: variant-selection failures, dtype and rank checks,
 //! range-checked conversions of expression values into uniforms, overrides and dispatch
-//! sizes, recording, and the untyped entry's checks (attribute values by name live in
-//! `attrs.rs`, re-exported here).
+//! sizes, and output checks (attribute values by name live in `attrs.rs`, re-exported here).
 
-use crate::any::AnyTensor;
 use crate::dtype::DType;
 use crate::error::{OpError, Rejection};
 use crate::expr::EvalError;
@@ -117,37 +115,6 @@ pub fn dtype_allowed(
     })
 }
 
-/// Records `plan` with `args`; `reuse` keeps the bind groups for the caller's next call with
-/// the same tensors ([`crate::Context::record_plan_reusing`]).
-pub fn record(
-    ctx: &crate::Context,
-    encoder: &mut wgpu::CommandEncoder,
-    plan: &crate::Plan,
-    args: &[crate::Arg<'_>],
-    reuse: bool,
-) -> Result<(), OpError> {
-    if reuse {
-        ctx.record_plan_reusing(encoder, plan, args)?;
-    } else {
-        ctx.record_plan(encoder, plan, args)?;
-    }
-    Ok(())
-}
-
-/// The untyped inputs of an op with `N` inputs (`roles`, in manifest order), or an error
-/// naming them when there are more or fewer.
-pub fn inputs_exactly<'t, 'a, const N: usize>(
-    op: &'static str,
-    roles: &str,
-    inputs: &'t [&'a AnyTensor],
-) -> Result<&'t [&'a AnyTensor; N], OpError> {
-    inputs.try_into().map_err(|_| OpError::Input {
-        op,
-        input: roles.into(),
-        rule: format!("expected {N} inputs ({roles}), got {}", inputs.len()),
-    })
-}
-
 /// The chosen variant's plan, or why it could not be computed.
 pub fn planned(
     op: &'static str,
@@ -155,18 +122,6 @@ pub fn planned(
     plan: Result<crate::Plan, EvalError>,
 ) -> Result<crate::Plan, OpError> {
     plan.map_err(|error| OpError::Plan { op, variant, error })
-}
-
-/// The untyped entry of an op it cannot serve: it takes inputs only and allocates the outputs,
-/// and `role` (an input, an output or a type variable) `reason`s otherwise.
-pub fn typed_only(op: &'static str, role: &str, reason: &str) -> OpError {
-    OpError::Input {
-        op,
-        input: role.into(),
-        rule: format!(
-            "`{role}` {reason}, and the untyped entry takes inputs only and allocates the outputs: use the op's typed `record_into`"
-        ),
-    }
 }
 
 /// `Ok` when input `role` has the rank the manifest declares.
@@ -251,74 +206,6 @@ pub fn limit(value: impl Into<u64>) -> i64 {
 /// for `device.adapterInfo.subgroupMinSize is defined`.
 pub fn reported(subgroup_size: u32) -> bool {
     subgroup_size != 0
-}
-
-/// The dtype shared by all tensors of one type variable (untyped entry points).
-pub fn unify_dtype(
-    op: &'static str,
-    type_var: &str,
-    members: &[(&str, DType)],
-) -> Result<DType, OpError> {
-    let Some((first_role, first)) = members.first() else {
-        return Err(OpError::Input {
-            op,
-            input: type_var.to_owned(),
-            rule: "no tensor carries this type variable".to_owned(),
-        });
-    };
-    for (role, dtype) in &members[1..] {
-        if dtype != first {
-            return Err(OpError::Input {
-                op,
-                input: (*role).to_owned(),
-                rule: format!(
-                    "is {dtype} but `{first_role}` is {first}; both have type `{type_var}`"
-                ),
-            });
-        }
-    }
-    Ok(*first)
-}
-
-/// An untyped input that must be an index (int64 → u32) tensor.
-pub fn expect_index(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<(), OpError> {
-    match tensor {
-        AnyTensor::Index(_) => Ok(()),
-        other => Err(OpError::Input {
-            op,
-            input: role.to_owned(),
-            rule: format!("expected int64 indices, got {}", other.dtype()),
-        }),
-    }
-}
-
-/// An untyped input that must be a floating-point tensor.
-pub fn expect_float(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<(), OpError> {
-    match tensor {
-        AnyTensor::Index(_) => Err(OpError::Input {
-            op,
-            input: role.to_owned(),
-            rule: "expected a float32 or float16 tensor, got int64".to_owned(),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// `Ok` when the untyped `tensor` for `role` has the fixed dtype `dtype` (float32 or float16).
-pub fn expect_dtype(
-    op: &'static str,
-    role: &str,
-    tensor: &AnyTensor,
-    dtype: DType,
-) -> Result<(), OpError> {
-    if tensor.dtype() == dtype {
-        return Ok(());
-    }
-    Err(OpError::Input {
-        op,
-        input: role.to_owned(),
-        rule: format!("expected a {dtype} tensor, got {}", tensor.dtype()),
-    })
 }
 
 /// A provided output must have exactly the shape the plan produces (the dtype is the

@@ -15,7 +15,7 @@ fn every_op_refused_by_the_untyped_entry_says_which_tensor_and_why() {
     let mut refused = 0;
     for entry in OPS {
         // A served op stops at its attributes or at the inputs it was not given.
-        let error = (entry.plan)(&ctx, &[], &[]).unwrap_err();
+        let error = entry.plan(&ctx, &[], &[]).unwrap_err();
         let OpError::Input { input, rule, .. } = &error else {
             continue;
         };

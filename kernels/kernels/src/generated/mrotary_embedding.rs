@@ -285,7 +285,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     ],
     variants: VARIANT_IDS,
     shaders: &SHADERS,
-    plan: plan_dyn,
+    untyped: UNTYPED,
 };
 /// Tensor shapes as expression integers, inputs and outputs.
 #[doc(hidden)]
@@ -1005,9 +1005,9 @@ fn plan_variant(
 }
 /// The variant ids, in selection order.
 const VARIANT_IDS: &[&str] = &["rank3", "rank4"];
-/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs)
-/// by this module's functions, for code that drives any op alike. Its type parameters
-/// are the element types of the op's type variables.
+/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
+/// for code that drives any op alike. Its type parameters are the element types of the
+/// op's type variables.
 pub struct Op<T: rt::Float = f32>(::core::marker::PhantomData<(T,)>);
 impl<T: rt::Float> rt::Op for Op<T> {
     const NAME: &'static str = OP_NAME;
@@ -1037,28 +1037,59 @@ impl<T: rt::Float> rt::Op for Op<T> {
         let _ = outputs;
         (inputs.shapes(), inputs.dtypes())
     }
-    fn record_into(
-        ctx: &rt::Context,
-        encoder: &mut rt::wgpu::CommandEncoder,
+    fn args<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> ::std::vec::Vec<rt::Arg<'t>> {
+        ::std::vec::Vec::from([
+            rt::Arg::read("input", inputs.input.binding()),
+            rt::Arg::read("position_ids", inputs.position_ids.binding()),
+            rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
+            rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
+        ])
+    }
+    fn provided_shapes<'t>(
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> ::std::vec::Vec<Option<&'t [usize]>> {
+        ::std::vec::Vec::from([Some(outputs.output.shape())])
+    }
+    fn check_inputs(
         inputs: &Self::Inputs<'_>,
-        outputs: Self::OutputsMut<'_>,
         attrs: &Attrs,
     ) -> Result<(), rt::OpError> {
-        record_into::<T>(ctx, encoder, inputs, outputs, attrs)
-    }
-    fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-        precompile(ctx)
+        crate::host_checks::mrotary_embedding::check(
+            &[
+                rt::registry::ArgView::new("input", inputs.input.shape(), None),
+                rt::registry::ArgView::new(
+                    "position_ids",
+                    inputs.position_ids.shape(),
+                    inputs.position_ids.values(),
+                ),
+                rt::registry::ArgView::new("cos_cache", inputs.cos_cache.shape(), None),
+                rt::registry::ArgView::new("sin_cache", inputs.sin_cache.shape(), None),
+            ],
+            attrs,
+        )
     }
 }
 impl<T: rt::Float> rt::AllocatingOp for Op<T> {
     type Outputs = Outputs<T>;
-    fn record(
+    fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>) -> (Shapes<'a>, DTypes) {
+        (inputs.shapes(), inputs.dtypes())
+    }
+    fn allocate(
         ctx: &rt::Context,
-        encoder: &mut rt::wgpu::CommandEncoder,
-        inputs: &Self::Inputs<'_>,
-        attrs: &Attrs,
+        plan: &rt::Plan,
     ) -> Result<Self::Outputs, rt::OpError> {
-        record::<T>(ctx, encoder, inputs, attrs)
+        Ok(Outputs {
+            output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
+        })
+    }
+    fn outputs_mut(outputs: &mut Self::Outputs) -> Self::OutputsMut<'_> {
+        OutputsMut {
+            output: &mut outputs.output,
+        }
     }
 }
 impl<T: rt::Float> rt::OpHooks for Op<T> {
@@ -1085,12 +1116,21 @@ impl<T: rt::Float> rt::OpHooks for Op<T> {
         let variant = VARIANTS.iter().find(|v| v.id == id)?;
         Some(plan_variant(variant, env))
     }
+    fn check_views(
+        views: &[rt::registry::ArgView<'_>],
+        attrs: &Attrs,
+    ) -> Result<(), rt::OpError> {
+        crate::host_checks::mrotary_embedding::check(views, attrs)
+    }
 }
-/// Compiles, ahead of the first call, every shader of this op the device can run: the
-/// whole pipeline where one serves all shapes, the shader module where pipelines take
-/// shape-dependent overrides. Returns the number of shaders prepared.
+/// The untyped entry of the registry, or why the op has none.
+const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
+    rt::registry::plan_untyped::<Op>,
+);
+/// Compiles, ahead of the first call, every shader of this op the device can run
+/// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
 pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    rt::support::precompile(ctx, &SHADERS)
+    <Op as rt::Op>::precompile(ctx)
 }
 /// Chooses the variant and computes everything about the dispatch, without a GPU:
 /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
@@ -1115,81 +1155,30 @@ pub fn plan(
     let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
     rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
 }
-/// [`plan`] for a call's tensors on the context's device, with the op's host checks.
-fn checked_plan<T: rt::Float>(
-    ctx: &rt::Context,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<rt::Plan, rt::OpError> {
-    let plan = plan(ctx.caps(), shapes, dtypes, attrs)?;
-    crate::host_checks::mrotary_embedding::check(
-        &[
-            rt::registry::ArgView::new("input", inputs.input.shape(), None),
-            rt::registry::ArgView::new(
-                "position_ids",
-                inputs.position_ids.shape(),
-                inputs.position_ids.values(),
-            ),
-            rt::registry::ArgView::new("cos_cache", inputs.cos_cache.shape(), None),
-            rt::registry::ArgView::new("sin_cache", inputs.sin_cache.shape(), None),
-        ],
-        attrs,
-    )?;
-    Ok(plan)
-}
-/// Records `plan`; `reuse` keeps the bind groups for the caller's next call with the
-/// same tensors (see [`rt::Context::record_plan_reusing`]).
-fn encode<T: rt::Float>(
-    ctx: &rt::Context,
-    encoder: &mut rt::wgpu::CommandEncoder,
-    plan: &rt::Plan,
-    inputs: &Inputs<'_, T>,
-    outputs: &OutputsMut<'_, T>,
-    reuse: bool,
-) -> Result<(), rt::OpError> {
-    rt::support::record(
-        ctx,
-        encoder,
-        plan,
-        &[
-            rt::Arg::read("input", inputs.input.binding()),
-            rt::Arg::read("position_ids", inputs.position_ids.binding()),
-            rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
-            rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
-            rt::Arg::write("output", outputs.output.binding()),
-        ],
-        reuse,
-    )
-}
 /// Records the op into `encoder` with new outputs, so several ops can share one
-/// submission. The outputs are valid once the encoder has been submitted.
+/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the encoder
+/// has been submitted.
 pub fn record<T: rt::Float>(
     ctx: &rt::Context,
     encoder: &mut rt::wgpu::CommandEncoder,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
-    let mut output = rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?;
-    encode(ctx, encoder, &plan, inputs, &OutputsMut { output: &mut output }, false)?;
-    Ok(Outputs { output })
+    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, attrs)
 }
-/// Runs the op with new outputs and waits for the GPU.
+/// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
 pub fn run<T: rt::Float>(
     ctx: &rt::Context,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    ctx.record_and_submit(|encoder| record(ctx, encoder, inputs, attrs))
+    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, attrs)
 }
-/// Records the op into `encoder`, writing into tensors the caller provides (tensors
-/// of its own or views of its buffers), so a loop allocates nothing per step and an
-/// output can be the next op's input. Bind groups are kept for the next call with the
-/// same tensors (see [`rt::Context::record_plan_reusing`]). A provided output of the wrong shape is
-/// [`rt::OpError::Output`]; one that shares bytes with another argument is
-/// [`rt::RuntimeError::Alias`].
+/// Records the op into `encoder`, writing into tensors the caller provides, so a loop
+/// allocates nothing per step and an output can be the next op's input
+/// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
+/// tensors; an output of the wrong shape or one that shares bytes with another
+/// argument is an error).
 pub fn record_into<T: rt::Float>(
     ctx: &rt::Context,
     encoder: &mut rt::wgpu::CommandEncoder,
@@ -1197,9 +1186,7 @@ pub fn record_into<T: rt::Float>(
     outputs: OutputsMut<'_, T>,
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
-    let plan = checked_plan(ctx, &inputs.shapes(), &inputs.dtypes(), inputs, attrs)?;
-    rt::support::check_output(OP_NAME, &plan.outputs[0usize], outputs.output.shape())?;
-    encode(ctx, encoder, &plan, inputs, &outputs, true)
+    <Op<T> as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
 }
 /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
 pub fn run_into<T: rt::Float>(
@@ -1208,56 +1195,7 @@ pub fn run_into<T: rt::Float>(
     outputs: OutputsMut<'_, T>,
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
-    ctx.record_and_submit(|encoder| record_into(ctx, encoder, inputs, outputs, attrs))
-}
-fn plan_dyn(
-    ctx: &rt::Context,
-    inputs: &[&rt::AnyTensor],
-    raw: &[(::std::string::String, rt::support::AttrValue)],
-) -> Result<rt::Plan, rt::OpError> {
-    let attrs = Attrs::from_raw(raw)?;
-    let attrs = &attrs;
-    let [input, position_ids, cos_cache, sin_cache] = rt::support::inputs_exactly(
-        OP_NAME,
-        "input, position_ids, cos_cache, sin_cache",
-        inputs,
-    )?;
-    rt::support::expect_float(OP_NAME, "input", input)?;
-    rt::support::expect_index(OP_NAME, "position_ids", position_ids)?;
-    rt::support::expect_float(OP_NAME, "cos_cache", cos_cache)?;
-    rt::support::expect_float(OP_NAME, "sin_cache", sin_cache)?;
-    let dtypes = DTypes {
-        t: rt::support::unify_dtype(
-            OP_NAME,
-            "T",
-            &[
-                ("input", input.dtype()),
-                ("cos_cache", cos_cache.dtype()),
-                ("sin_cache", sin_cache.dtype()),
-            ],
-        )?,
-    };
-    let plan = plan(
-        ctx.caps(),
-        &Shapes {
-            input: input.shape(),
-            position_ids: position_ids.shape(),
-            cos_cache: cos_cache.shape(),
-            sin_cache: sin_cache.shape(),
-        },
-        &dtypes,
-        attrs,
-    )?;
-    crate::host_checks::mrotary_embedding::check(
-        &[
-            rt::registry::ArgView::of("input", input),
-            rt::registry::ArgView::of("position_ids", position_ids),
-            rt::registry::ArgView::of("cos_cache", cos_cache),
-            rt::registry::ArgView::of("sin_cache", sin_cache),
-        ],
-        attrs,
-    )?;
-    Ok(plan)
+    <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
 }
 /// The op's pre-rendered shaders; their WGSL is `mrotary_embedding.shaders`.
 mod shader_table {
