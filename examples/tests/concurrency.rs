@@ -176,7 +176,11 @@ fn compiling_and_saving_the_pipeline_cache_beside_running_threads() {
             for case in cases.iter() {
                 let inputs = case.upload(&ctx).unwrap();
                 let refs: Vec<&AnyTensor> = inputs.iter().collect();
-                let plan = case.entry().unwrap().plan(&ctx, &refs, &case.attrs).unwrap();
+                let plan = case
+                    .entry()
+                    .unwrap()
+                    .plan(&ctx, &refs, &case.attrs)
+                    .unwrap();
                 ctx.prepare(&[&plan]).unwrap();
             }
             ctx.save_pipeline_cache().unwrap();

@@ -68,7 +68,10 @@ fn prepare_creates_exactly_the_pipelines_of_the_planned_shapes() {
         .zip(&uploaded)
         .map(|(case, inputs)| {
             let refs: Vec<&AnyTensor> = inputs.iter().collect();
-            case.entry().unwrap().plan(&ctx, &refs, &case.attrs).unwrap()
+            case.entry()
+                .unwrap()
+                .plan(&ctx, &refs, &case.attrs)
+                .unwrap()
         })
         .collect();
     let plan_refs: Vec<_> = plans.iter().collect();

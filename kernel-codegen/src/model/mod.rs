@@ -98,14 +98,9 @@ pub enum AttrRepr {
     Str,
 }
 
-/// Attribute values as the manifest writes them.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AttrValue {
-    Int(i64),
-    Float(f64),
-    Ints(Vec<i64>),
-    Str(String),
-}
+/// Attribute values as the manifest writes them (the runtime's, so a default reads as a call's
+/// value does).
+pub use kernel_abi::AttrValue;
 
 /// How wide an integer attribute is in the typed API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -75,7 +75,9 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         && op.inputs.iter().all(|t| !t.optional)
         && op.tensors().all(|t| untyped_carries(op, t))
     {
-        quote!(rt::registry::Untyped::Plan(rt::registry::plan_untyped::<Op>))
+        quote!(rt::registry::Untyped::Plan(
+            rt::registry::plan_untyped::<Op>
+        ))
     } else {
         let (role, reason) = typed_only_reason(op, &layout);
         quote!(rt::registry::Untyped::TypedOnly { role: #role, reason: #reason })
@@ -190,7 +192,9 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
     } = signatures;
     let idents: Vec<Ident> = vars.iter().map(|v| format_ident!("{}", v)).collect();
     let declaration = if vars.is_empty() {
-        quote!(pub struct Op;)
+        quote!(
+            pub struct Op;
+        )
     } else {
         quote!(pub struct Op<#(#idents: rt::Float = f32),*>(::core::marker::PhantomData<(#(#idents,)*)>);)
     };
@@ -224,7 +228,11 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
                 arg(t, quote!(inputs), quote!(read))
             }
         })
-        .chain(op.outputs.iter().map(|t| arg(t, quote!(outputs), quote!(write))));
+        .chain(
+            op.outputs
+                .iter()
+                .map(|t| arg(t, quote!(outputs), quote!(write))),
+        );
     let inputs_unused = layout.read.is_empty().then(|| quote!(let _ = inputs;));
     let provided = op.outputs.iter().map(|t| {
         let role = super::tensor_field(t);

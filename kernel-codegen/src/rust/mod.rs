@@ -7,6 +7,7 @@ mod entry;
 mod eval;
 mod fold;
 mod plan;
+mod shared_clauses;
 mod table;
 mod when;
 

@@ -1,5 +1,5 @@
 //! Variant selection as data in a generated op module: each variant's `when` conditions as a
-//! `Clause` table, the conditions every variant shares once, and an `Explanation`
+//! `Clause` table, runs of clauses several variants write alike once, and an `Explanation`
 //! static per boolean `derive` entry explained conjunct by conjunct. Every distinct test is
 //! one arm of the module's `test` function and every operand a rejection shows one arm of its
 //! `operand` function; the tables name them by index.
@@ -11,6 +11,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::eval::{EnvScope, derive_fn, env_param, lower};
+use super::shared_clauses::{ClauseTree, share};
 use crate::expr::ast::{BinOp, UnaryOp};
 use crate::expr::{Ir, IrKind, Symbol};
 use crate::model::{self, DType, Op, Variant};
@@ -143,7 +144,7 @@ pub(super) fn explanations(
             let (guard, clauses) = clauses(&folded).unwrap_or((None, vec![&folded]));
             let checks = clauses
                 .into_iter()
-                .map(|c| condition(op, scope, operands, tests, &d.expr.source, c));
+                .map(|c| condition(op, scope, operands, tests, &d.expr.source, c).render());
             let unless = match guard {
                 Some(disjunction) => {
                     let text = d.expr.source.get(disjunction.span.start..disjunction.span.end).unwrap_or(&d.expr.source).trim();
@@ -230,12 +231,12 @@ fn condition(
     tests: &Tests,
     source: &str,
     ir: &Ir,
-) -> TokenStream {
+) -> ClauseTree {
     if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
         && op.derived(name).is_some_and(explainable)
     {
         let explanation = explain_static(name);
-        return quote!(Explain(#name, &#explanation));
+        return ClauseTree::Leaf(quote!(Explain(#name, &#explanation)));
     }
     let text = source
         .get(ir.span.start..ir.span.end)
@@ -254,19 +255,18 @@ fn condition(
             .unwrap_or(source)
             .trim();
         let indices = operand_indices(operands, source, &folded);
-        return quote!(Require(#name, #inner, &[#(#indices),*], #test));
+        return ClauseTree::Leaf(quote!(Require(#name, #inner, &[#(#indices),*], #test)));
     }
     let parts = conjuncts(ir);
     if parts.len() > 1 {
         let clauses = parts
             .iter()
-            .map(|part| condition(op, scope, operands, tests, source, part));
-        return quote! {
-            Explain(#text, &Explanation { unless: None, clauses: &[#(#clauses),*] })
-        };
+            .map(|part| condition(op, scope, operands, tests, source, part))
+            .collect();
+        return ClauseTree::Conjunction(text.to_owned(), clauses);
     }
     let (indices, test) = test(scope, operands, tests, source, ir);
-    quote!(Check(#text, &[#(#indices),*], #test))
+    ClauseTree::Leaf(quote!(Check(#text, &[#(#indices),*], #test)))
 }
 
 /// A compiled condition: the indices of the operands a rejection shows, and its test's.
@@ -336,39 +336,36 @@ pub(super) fn selection(
     tests: &Tests,
     plans: &[TokenStream],
 ) -> TokenStream {
-    // The leading conditions every variant writes alike are emitted once.
-    let shared = match op.variants.split_first() {
-        Some((first, rest)) if !rest.is_empty() => (0..first.when.len())
-            .take_while(|&i| {
-                rest.iter().all(|v| {
-                    v.when
-                        .get(i)
-                        .is_some_and(|w| w.source == first.when[i].source)
-                })
-            })
-            .count(),
-        _ => 0,
-    };
-    let shared = if shared >= 2 { shared } else { 0 };
-    let shared_static = op.variants.first().filter(|_| shared > 0).map(|first| {
-        let checks = first.when[..shared]
-            .iter()
-            .map(|w| condition(op, scope, operands, tests, &w.source, &w.ir));
-        quote! {
-            /// The `when` conditions every variant starts with.
-            static SHARED_WHEN: [Clause; #shared] = [#(#checks),*];
-        }
-    });
-    let variants = op.variants.iter().enumerate().map(|(v, variant)| {
-        let shared_clause = (shared > 0).then(|| quote!(All(&SHARED_WHEN),));
-        let checks = variant.when[shared..]
-            .iter()
-            .map(|w| condition(op, scope, operands, tests, &w.source, &w.ir));
-        let id = &variant.id;
-        let built = built_dtypes(op, variant, v, shaders, operands, tests);
-        let plan = &plans[v];
-        quote!(Variant { id: #id, when: &[#shared_clause #(#checks,)* #(#built),*], plan: #plan })
-    });
+    let mut lists: Vec<Vec<ClauseTree>> = op
+        .variants
+        .iter()
+        .enumerate()
+        .map(|(v, variant)| {
+            let mut clauses: Vec<ClauseTree> = variant
+                .when
+                .iter()
+                .map(|w| condition(op, scope, operands, tests, &w.source, &w.ir))
+                .collect();
+            clauses.extend(
+                built_dtypes(op, variant, v, shaders, operands, tests)
+                    .into_iter()
+                    .map(ClauseTree::Leaf),
+            );
+            clauses
+        })
+        .collect();
+    let shared_statics = share(&mut lists);
+    let variants = op
+        .variants
+        .iter()
+        .zip(&lists)
+        .enumerate()
+        .map(|(v, (variant, clauses))| {
+            let clauses = clauses.iter().map(ClauseTree::render);
+            let id = &variant.id;
+            let plan = &plans[v];
+            quote!(Variant { id: #id, when: &[#(#clauses),*], plan: #plan })
+        });
     let count = op.variants.len();
     let docs = op
         .variants
@@ -389,7 +386,7 @@ pub(super) fn selection(
         #(#[doc = #docs])*
         static VARIANTS: [Variant<VariantSpec>; #count] = [#(#variants),*];
 
-        #shared_static
+        #shared_statics
     }
 }
 

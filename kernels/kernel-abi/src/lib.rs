@@ -1,14 +1,16 @@
 //! The vocabulary the code generator and generated kernel code share: the manifest expression
 //! language's arithmetic and shape helpers ([`expr`]), compiled once into codegen's interpreter
 //! and, through `kernel-runtime`'s re-export, into every generated op, so the two cannot disagree
-//! on a result or an error message; the element types ([`DType`]); the `device.*` names
+//! on a result or an error message; the element types ([`DType`]); attribute values by name ([`AttrValue`]); the `device.*` names
 //! expressions read ([`device`]); and the version of the generated-code contract. No
 //! dependencies.
 
+mod attr;
 pub mod device;
 mod dtype;
 pub mod expr;
 
+pub use attr::AttrValue;
 pub use dtype::DType;
 
 /// The version of the contract between generated op modules and the runtime: what

@@ -103,8 +103,8 @@ mod sync;
 mod tensor;
 mod threads;
 mod timing;
-mod untyped;
 pub mod uniform;
+mod untyped;
 #[doc(hidden)]
 pub mod when;
 

@@ -54,11 +54,7 @@ impl RoleInfo {
     }
 
     /// A tensor of the fixed dtype `dtype`.
-    pub const fn fixed(
-        role: &'static str,
-        dtype: DType,
-        description: &'static str,
-    ) -> Self {
+    pub const fn fixed(role: &'static str, dtype: DType, description: &'static str) -> Self {
         Self {
             role,
             kind: TensorKind::Fixed(dtype),
@@ -198,9 +194,11 @@ impl OpEntry {
     ) -> Result<Plan, OpError> {
         match self.untyped {
             Untyped::Plan(plan) => plan(ctx, inputs, attrs),
-            Untyped::TypedOnly { role, reason } => {
-                Err(crate::untyped::typed_only(self.qualified_name, role, reason))
-            }
+            Untyped::TypedOnly { role, reason } => Err(crate::untyped::typed_only(
+                self.qualified_name,
+                role,
+                reason,
+            )),
         }
     }
 

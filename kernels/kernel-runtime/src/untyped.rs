@@ -168,4 +168,3 @@ fn expect_dtype(
         rule: format!("expected a {dtype} tensor, got {}", tensor.dtype()),
     })
 }
-

@@ -371,7 +371,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     Variant {
         id: "longrow_split",
         when: &[
-            All(&SHARED_WHEN),
+            All(&SHARED_WHEN_0),
             Check("blockSize >= 65536", &[2], 10),
             Check("batchCount > 0", &[5], 11),
             Check(
@@ -468,7 +468,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     Variant {
         id: "packed_rows",
         when: &[
-            All(&SHARED_WHEN),
+            All(&SHARED_WHEN_0),
             Check("blockSize > 0", &[2], 1),
             Check("blockSize <= 8", &[2], 15),
             Check("batchCount >= 64", &[5], 16),
@@ -499,7 +499,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     Variant {
         id: "adaptive_row",
         when: &[
-            All(&SHARED_WHEN),
+            All(&SHARED_WHEN_0),
             Check("numel(shapes.data) >= 0", &[0], 17),
             Check("f16Ok(dtypes.T)", &[13], 14),
         ],
@@ -523,8 +523,8 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
         },
     },
 ];
-/// The `when` conditions every variant starts with.
-static SHARED_WHEN: [Clause; 5usize] = [
+/// Clauses several `when` lists write alike, in order.
+static SHARED_WHEN_0: [Clause; 5usize] = [
     Check("numel(shapes.data) == numel(shapes.output)", &[0, 7], 6),
     Check("ranks.data >= 1", &[8], 7),
     Check("attrs.axis + ranks.data >= 0", &[9], 8),

@@ -527,7 +527,13 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     Variant {
         id: "row_head_subgroups",
         when: &[
-            All(&SHARED_WHEN),
+            Explain("contract", &EXPLAIN_CONTRACT),
+            Require(
+                "dispatchOk",
+                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+                &[16, 17],
+                17,
+            ),
             Check("device.features.has(\"subgroups\")", &[], 18),
             Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
         ],
@@ -564,7 +570,16 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     },
     Variant {
         id: "row_head_tree",
-        when: &[All(&SHARED_WHEN), Explain("headParallel", &EXPLAIN_HEAD_PARALLEL)],
+        when: &[
+            Explain("contract", &EXPLAIN_CONTRACT),
+            Require(
+                "dispatchOk",
+                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+                &[16, 17],
+                17,
+            ),
+            Explain("headParallel", &EXPLAIN_HEAD_PARALLEL),
+        ],
         plan: VariantSpec {
             passes: &[
                 PassSpec {
@@ -598,7 +613,15 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     },
     Variant {
         id: "row",
-        when: &[All(&SHARED_WHEN)],
+        when: &[
+            Explain("contract", &EXPLAIN_CONTRACT),
+            Require(
+                "dispatchOk",
+                "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
+                &[16, 17],
+                17,
+            ),
+        ],
         plan: VariantSpec {
             passes: &[
                 PassSpec {
@@ -630,16 +653,6 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
             intermediates: &[],
         },
     },
-];
-/// The `when` conditions every variant starts with.
-static SHARED_WHEN: [Clause; 2usize] = [
-    Explain("contract", &EXPLAIN_CONTRACT),
-    Require(
-        "dispatchOk",
-        "ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension",
-        &[16, 17],
-        17,
-    ),
 ];
 /// Test `index` of the clause tables, evaluated.
 fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
