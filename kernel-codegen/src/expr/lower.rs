@@ -483,6 +483,11 @@ impl Lowerer<'_> {
     /// Checked Int arithmetic, and Float `/` `%` (which fail on a zero divisor).
     fn runtime_binary(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
         let rt = &self.rt;
+        // Int `/` Int, a Float: one call rather than two conversions around the division.
+        if let (BinOp::Div, IrKind::ToFloat(a), IrKind::ToFloat(b)) = (op, &lhs.kind, &rhs.kind) {
+            let (a, b) = (self.value(a).tokens, self.value(b).tokens);
+            return Lowered::try_call(quote!(#rt::quotient(#a, #b)));
+        }
         let name = ident(match (op, lhs.ty) {
             (BinOp::Add, _) => "add",
             (BinOp::Sub, _) => "sub",

@@ -191,7 +191,12 @@ impl Lowerer<'_> {
                     .map_or_else(|| Lowered::new(quote!(0i64), Prec::Atom), |a| self.value(a));
             }
             (true, Some(f)) => f,
-            (false, _) => float,
+            (false, _) => {
+                if let Some(quotient) = self.rounded_quotient(float.0, args) {
+                    return quotient;
+                }
+                float
+            }
         };
         let rt = &self.rt;
         let name = ident(name);
@@ -202,5 +207,26 @@ impl Lowerer<'_> {
         } else {
             Lowered::new(call, Prec::Atom)
         }
+    }
+
+    /// `ceil(a / b)` or `floor(a / b)` of two Ints (the Float division and the rounding, as
+    /// the language computes them) as one runtime call: the most common dispatch size, written
+    /// as a reader writes it rather than as four nested conversions.
+    fn rounded_quotient(&self, rounding: &str, args: &[Ir]) -> Option<Lowered> {
+        let name = match rounding {
+            "ceil" => ident("ceil_quotient"),
+            "floor" => ident("floor_quotient"),
+            _ => return None,
+        };
+        let [arg] = args else { return None };
+        let IrKind::Binary(BinOp::Div, lhs, rhs) = &arg.kind else {
+            return None;
+        };
+        let (IrKind::ToFloat(a), IrKind::ToFloat(b)) = (&lhs.kind, &rhs.kind) else {
+            return None;
+        };
+        let rt = &self.rt;
+        let (a, b) = (self.value(a).tokens, self.value(b).tokens);
+        Some(Lowered::try_call(quote!(#rt::#name(#a, #b))))
     }
 }

@@ -35,7 +35,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             let item = quote! {
                 #(#[doc = #doc])*
                 fn #name(env: &Env<'_>) -> Result<#ty, EvalError> {
-                    env.derived.#field.get_or_init(|| #body).clone()
+                    rt::support::memo(&env.derived.#field, || #body)
                 }
             };
             (name, item)

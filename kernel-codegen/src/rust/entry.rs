@@ -76,7 +76,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         && op.tensors().all(|t| untyped_carries(op, t))
     {
         quote!(rt::registry::Untyped::Plan(
-            rt::registry::plan_untyped::<Op>
+            rt::plan_untyped::<Op>
         ))
     } else {
         let (role, reason) = typed_only_reason(op, &layout);

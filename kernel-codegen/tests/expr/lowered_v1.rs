@@ -174,11 +174,13 @@ static ENV: Env = Env {
 #[test]
 fn v1_lowerings_compile_and_agree_with_the_interpreter() {
     let lowered: Vec<(String, Result<Value, EvalError>)> = cases![env;
-        [rt::expr::div_float(7f64, 2f64)?]
+        [rt::expr::quotient(7i64, 2i64)?]
         [rt::expr::floor_div(env.args.dim, 4i64)?]
         [rt::expr::floor_div_float(7.5f64, 2f64)?]
-        [rt::expr::ceil(rt::expr::div_float(rt::expr::to_float(env.args.count), rt::expr::to_float(WORKGROUP_SIZE))?)?]
-        [rt::expr::pow2ceil_float(rt::expr::div_float(rt::expr::to_float(env.args.dim), 4f64)?)?]
+        [rt::expr::ceil_quotient(env.args.count, WORKGROUP_SIZE)?]
+        [rt::expr::floor_quotient(env.args.count, 3i64)?]
+        [rt::expr::ceil_quotient(env.args.count, 0i64)?]
+        [rt::expr::pow2ceil_float(rt::expr::quotient(env.args.dim, 4i64)?)?]
         [rt::expr::pow(2i64, env.args.bits)?]
         [rt::expr::pow_float(env.args.eps, 2f64)]
         [rt::expr::dim_wrapped(env.shapes.xT, -1i64)?]
@@ -211,7 +213,7 @@ fn v1_lowerings_compile_and_agree_with_the_interpreter() {
         [env.args.bits != 2i64 && env.args.bits != 4i64]
         [rt::expr::contains(env.shapes.xT, 3i64)]
         [!rt::expr::contains_str(env.args.mode, "half")]
-        [<[i64]>::to_vec(&[rt::expr::to_int_exact(rt::expr::div_float(rt::expr::to_float(env.args.dim), 4f64)?)?, 2i64])]
+        [<[i64]>::to_vec(&[rt::expr::to_int_exact(rt::expr::quotient(env.args.dim, 4i64)?)?, 2i64])]
         [if env.args.count >= 64i64 { 8i64 } else if env.args.count >= 8i64 { 4i64 } else { 1i64 }]
     ];
     let golden = golden_lowerings();

@@ -378,6 +378,22 @@ pub fn ceil(v: f64) -> Result<i64, EvalError> {
     whole("ceil()", v.ceil())
 }
 
+/// `a / b` of two Ints: their Float quotient, as the language computes it (both converted,
+/// then divided; a zero divisor is an error).
+pub fn quotient(a: i64, b: i64) -> Result<f64, EvalError> {
+    div_float(to_float(a), to_float(b))
+}
+
+/// `ceil(a / b)` of two Ints, in one call.
+pub fn ceil_quotient(a: i64, b: i64) -> Result<i64, EvalError> {
+    ceil(quotient(a, b)?)
+}
+
+/// `floor(a / b)` of two Ints, in one call.
+pub fn floor_quotient(a: i64, b: i64) -> Result<i64, EvalError> {
+    floor(quotient(a, b)?)
+}
+
 /// `floor(x)` of a Float: the largest integer `<= x`.
 pub fn floor(v: f64) -> Result<i64, EvalError> {
     whole("floor()", v.floor())

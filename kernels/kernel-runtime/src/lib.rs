@@ -113,6 +113,7 @@ pub mod when;
 /// Not for hand-written code: it changes with the generator.
 #[doc(hidden)]
 pub mod abi {
+    pub use crate::untyped::plan_untyped;
     pub use crate::{
         AllocatingOp, AnyTensor, Arg, Context, DType, DeviceCaps, Element, Float, IndexTensor, Op,
         OpError, OpHooks, OutputSpec, Plan, RuntimeError, Tensor,

@@ -11,8 +11,6 @@ use crate::error::OpError;
 use crate::plan::Plan;
 use crate::support::AttrValue;
 
-pub use crate::untyped::{DynPlanFn, Untyped, plan_untyped};
-
 /// How a tensor role is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TensorKind {
@@ -154,6 +152,22 @@ pub struct DynRun {
     pub pass_times: Vec<(&'static str, Vec<Duration>)>,
 }
 
+/// Checks untyped inputs (in manifest order) and attributes against an op's contract and
+/// plans it for the context's device, host checks included.
+pub type DynPlanFn = fn(&Context, &[&AnyTensor], &[(String, AttrValue)]) -> Result<Plan, OpError>;
+
+/// Whether an op has an untyped entry, which takes inputs only and allocates the outputs.
+#[derive(Debug, Clone, Copy)]
+pub enum Untyped {
+    /// It has: `plan_untyped` for the op.
+    Plan(DynPlanFn),
+    /// It has not, because `role` (an input, an output or a type variable) `reason`s.
+    TypedOnly {
+        role: &'static str,
+        reason: &'static str,
+    },
+}
+
 /// One generated op, as tools see it.
 #[derive(Debug, Clone, Copy)]
 pub struct OpEntry {
@@ -194,11 +208,9 @@ impl OpEntry {
     ) -> Result<Plan, OpError> {
         match self.untyped {
             Untyped::Plan(plan) => plan(ctx, inputs, attrs),
-            Untyped::TypedOnly { role, reason } => Err(crate::untyped::typed_only(
-                self.qualified_name,
-                role,
-                reason,
-            )),
+            Untyped::TypedOnly { role, reason } => {
+                Err(typed_only(self.qualified_name, role, reason))
+            }
         }
     }
 
@@ -280,5 +292,17 @@ impl OpEntry {
             .zip(outputs)
             .map(|(info, t)| Arg::write(info.role, t.binding()));
         inputs.chain(outputs).collect()
+    }
+}
+
+/// The untyped entry of an op it cannot serve: it takes inputs only and allocates the outputs,
+/// and `role` (an input, an output or a type variable) `reason`s otherwise.
+fn typed_only(op: &'static str, role: &str, reason: &str) -> OpError {
+    OpError::Input {
+        op,
+        input: role.into(),
+        rule: format!(
+            "`{role}` {reason}, and the untyped entry takes inputs only and allocates the outputs: use the op's typed `record_into`"
+        ),
     }
 }

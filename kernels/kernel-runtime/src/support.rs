@@ -136,6 +136,15 @@ pub fn rank_is(op: &'static str, role: &str, shape: &[usize], rank: usize) -> Re
     })
 }
 
+/// The value of a `derive` entry, computed on its first use in a call and kept in `cell`
+/// (the op's `Env`) for the others.
+pub fn memo<T: Clone>(
+    cell: &std::cell::OnceCell<Result<T, EvalError>>,
+    compute: impl FnOnce() -> Result<T, EvalError>,
+) -> Result<T, EvalError> {
+    cell.get_or_init(compute).clone()
+}
+
 /// The rank of a shape as an expression integer.
 pub fn rank(shape: &[i64]) -> i64 {
     i64::try_from(shape.len()).unwrap_or(i64::MAX)

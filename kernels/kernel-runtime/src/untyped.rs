@@ -11,22 +11,6 @@ use crate::plan::Plan;
 use crate::registry::{ArgView, TensorKind};
 use crate::support::AttrValue;
 
-/// Checks untyped inputs (in manifest order) and attributes against an op's contract and
-/// plans it for the context's device, host checks included.
-pub type DynPlanFn = fn(&Context, &[&AnyTensor], &[(String, AttrValue)]) -> Result<Plan, OpError>;
-
-/// Whether an op has an untyped entry, which takes inputs only and allocates the outputs.
-#[derive(Debug, Clone, Copy)]
-pub enum Untyped {
-    /// It has: [`plan_untyped`] for the op.
-    Plan(DynPlanFn),
-    /// It has not, because `role` (an input, an output or a type variable) `reason`s.
-    TypedOnly {
-        role: &'static str,
-        reason: &'static str,
-    },
-}
-
 /// The untyped entry of any op: inputs checked against the roles of [`crate::Op::ENTRY`] (count,
 /// kind, one dtype per type variable), attributes by name, then the typed `plan` and the op's
 /// checks of input values.
@@ -87,18 +71,6 @@ pub fn plan_untyped<O: OpHooks>(
         .collect();
     O::check_views(&views, &attrs)?;
     Ok(plan)
-}
-
-/// The untyped entry of an op it cannot serve: it takes inputs only and allocates the outputs,
-/// and `role` (an input, an output or a type variable) `reason`s otherwise.
-pub(crate) fn typed_only(op: &'static str, role: &str, reason: &str) -> OpError {
-    OpError::Input {
-        op,
-        input: role.into(),
-        rule: format!(
-            "`{role}` {reason}, and the untyped entry takes inputs only and allocates the outputs: use the op's typed `record_into`"
-        ),
-    }
 }
 
 /// The dtype shared by all tensors of one type variable (untyped entry points).

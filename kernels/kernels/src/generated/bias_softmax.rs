@@ -258,96 +258,91 @@ fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
 }
 /// `axisNorm` = `attrs.axis if attrs.axis >= 0 else attrs.axis + ranks.data`
 fn derive_axis_norm(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_axis_norm
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_axis_norm,
+        || Ok(
             if env.attrs.axis >= 0i64 {
                 env.attrs.axis
             } else {
                 rt::expr::add(env.attrs.axis, rt::support::rank(&env.shapes.data))?
             },
-        ))
-        .clone()
+        ),
+    )
 }
 /// `batchCount` = `outer(shapes.data, axisNorm)`
 fn derive_batch_count(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_batch_count
-        .get_or_init(|| rt::expr::outer(
-            env.shapes.data.as_slice(),
-            derive_axis_norm(env)?,
-        ))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_batch_count,
+        || rt::expr::outer(env.shapes.data.as_slice(), derive_axis_norm(env)?),
+    )
 }
 /// `blockSize` = `dim(shapes.data, axisNorm) * inner(shapes.data, axisNorm)`
 fn derive_block_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_block_size
-        .get_or_init(|| rt::expr::mul(
+    rt::support::memo(
+        &env.derived.memo_block_size,
+        || rt::expr::mul(
             rt::expr::dim(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
             rt::expr::inner(env.shapes.data.as_slice(), derive_axis_norm(env)?)?,
-        ))
-        .clone()
+        ),
+    )
 }
 /// `biasBlockCount` = `numel(shapes.bias) / max(1, blockSize)`
 fn derive_bias_block_count(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_bias_block_count
-        .get_or_init(|| rt::expr::div(
+    rt::support::memo(
+        &env.derived.memo_bias_block_count,
+        || rt::expr::div(
             rt::expr::numel(env.shapes.bias.as_slice())?,
             ::core::cmp::max(1i64, derive_block_size(env)?),
-        ))
-        .clone()
+        ),
+    )
 }
 /// `fixedSubgroups` = `device.features.has("subgroups") and device.limits.subgroupMinSize >= 4 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize and device.limits.subgroupMinSize <= tunables.WORKGROUP_SIZE`
 fn derive_fixed_subgroups(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_fixed_subgroups
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_fixed_subgroups,
+        || Ok(
             env.caps.has_feature("subgroups")
                 && rt::support::limit(env.caps.subgroup_min_size) >= 4i64
                 && rt::support::limit(env.caps.subgroup_min_size)
                     == rt::support::limit(env.caps.subgroup_max_size)
                 && rt::support::limit(env.caps.subgroup_min_size) <= 256i64,
-        ))
-        .clone()
+        ),
+    )
 }
 /// `blockPerSubgroup` = `fixedSubgroups and blockSize % 4 == 0`
 fn derive_block_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_block_per_subgroup
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_block_per_subgroup,
+        || Ok(
             derive_fixed_subgroups(env)?
                 && rt::expr::rem(derive_block_size(env)?, 4i64)? == 0i64,
-        ))
-        .clone()
+        ),
+    )
 }
 /// `normalizeSpanBlocks` = `2`
 fn derive_normalize_span_blocks(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived.memo_normalize_span_blocks.get_or_init(|| Ok(2i64)).clone()
+    rt::support::memo(&env.derived.memo_normalize_span_blocks, || Ok(2i64))
 }
 /// `rowPerSubgroup` = `fixedSubgroups and blockSize <= device.limits.subgroupMinSize * 32`
 fn derive_row_per_subgroup(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_row_per_subgroup
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_row_per_subgroup,
+        || Ok(
             derive_fixed_subgroups(env)?
                 && derive_block_size(env)?
                     <= rt::expr::mul(
                         rt::support::limit(env.caps.subgroup_min_size),
                         32i64,
                     )?,
-        ))
-        .clone()
+        ),
+    )
 }
 /// `wordLanes` = `device.features.has("subgroups") and dtypes.T == "f32"`
 fn derive_word_lanes(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_word_lanes
-        .get_or_init(|| Ok(
-            env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32",
-        ))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_word_lanes,
+        || Ok(env.caps.has_feature("subgroups") && env.dtypes.t.wgsl_name() == "f32"),
+    )
 }
 /// How `biasContract` is explained, conjunct by conjunct.
 static EXPLAIN_BIAS_CONTRACT: Explanation = Explanation {
@@ -945,7 +940,7 @@ impl<T: rt::Float> rt::OpHooks for Op<T> {
 }
 /// The untyped entry of the registry, or why the op has none.
 const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
-    rt::registry::plan_untyped::<Op>,
+    rt::plan_untyped::<Op>,
 );
 /// Compiles, ahead of the first call, every shader of this op the device can run
 /// ([`rt::Op::precompile`]). Returns the number of shaders prepared.

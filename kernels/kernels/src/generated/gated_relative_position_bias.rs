@@ -310,103 +310,101 @@ fn output_rank_output(_env: &Env<'_>) -> Result<i64, EvalError> {
 }
 /// `batchSize` = `dim(shapes.query_layer, 0)`
 fn derive_batch_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_batch_size
-        .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 0i64))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_batch_size,
+        || rt::expr::dim(env.shapes.query_layer.as_slice(), 0i64),
+    )
 }
 /// `projDim` = `dim(shapes.weight, 1)`
 fn derive_proj_dim(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_proj_dim
-        .get_or_init(|| rt::expr::dim(env.shapes.weight.as_slice(), 1i64))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_proj_dim,
+        || rt::expr::dim(env.shapes.weight.as_slice(), 1i64),
+    )
 }
 /// `biasContract` = `sameShape(shapes.bias, [projDim])`
 fn derive_bias_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_bias_contract
-        .get_or_init(|| Ok(
-            rt::expr::same_shape(env.shapes.bias.as_slice(), &[derive_proj_dim(env)?]),
-        ))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_bias_contract,
+        || Ok(rt::expr::same_shape(env.shapes.bias.as_slice(), &[derive_proj_dim(env)?])),
+    )
 }
 /// `ecoContract` = `sameShape(shapes.eco_a, [1, attrs.num_heads, 1, 1])`
 fn derive_eco_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_eco_contract
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_eco_contract,
+        || Ok(
             rt::expr::same_shape(
                 env.shapes.eco_a.as_slice(),
                 &[1i64, env.attrs.num_heads, 1i64, 1i64],
             ),
-        ))
-        .clone()
+        ),
+    )
 }
 /// `hidden` = `dim(shapes.query_layer, 2)`
 fn derive_hidden(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_hidden
-        .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 2i64))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_hidden,
+        || rt::expr::dim(env.shapes.query_layer.as_slice(), 2i64),
+    )
 }
 /// `seqLen` = `dim(shapes.query_layer, 1)`
 fn derive_seq_len(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_seq_len
-        .get_or_init(|| rt::expr::dim(env.shapes.query_layer.as_slice(), 1i64))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_seq_len,
+        || rt::expr::dim(env.shapes.query_layer.as_slice(), 1i64),
+    )
 }
 /// `relPosContract` = `sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])`
 fn derive_rel_pos_contract(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_rel_pos_contract
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_rel_pos_contract,
+        || Ok(
             rt::expr::same_shape(
                 env.shapes.rel_pos.as_slice(),
                 &[1i64, env.attrs.num_heads, derive_seq_len(env)?, derive_seq_len(env)?],
             ),
-        ))
-        .clone()
+        ),
+    )
 }
 /// `headSize` = `hidden / attrs.num_heads if attrs.num_heads > 0 else 0`
 fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_head_size
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_head_size,
+        || Ok(
             if env.attrs.num_heads > 0i64 {
                 rt::expr::div(derive_hidden(env)?, env.attrs.num_heads)?
             } else {
                 0i64
             },
-        ))
-        .clone()
+        ),
+    )
 }
 /// `relRows` = `attrs.num_heads * seqLen if batchSize > 0 else 0`
 fn derive_rel_rows(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_rel_rows
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_rel_rows,
+        || Ok(
             if derive_batch_size(env)? > 0i64 {
                 rt::expr::mul(env.attrs.num_heads, derive_seq_len(env)?)?
             } else {
                 0i64
             },
-        ))
-        .clone()
+        ),
+    )
 }
 /// `rowsPerWorkgroup` = `tunables.ROWS_PER_WORKGROUP_F16 if dtypes.T == "f16" else tunables.ROWS_PER_WORKGROUP_F32`
 fn derive_rows_per_workgroup(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_rows_per_workgroup
-        .get_or_init(|| Ok(if env.dtypes.t.wgsl_name() == "f16" { 4i64 } else { 1i64 }))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_rows_per_workgroup,
+        || Ok(if env.dtypes.t.wgsl_name() == "f16" { 4i64 } else { 1i64 }),
+    )
 }
 /// `dispatchOk` = `ceilDiv(ceilDiv(relRows, rowsPerWorkgroup), device.limits.maxComputeWorkgroupsPerDimension) <= device.limits.maxComputeWorkgroupsPerDimension`
 fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_dispatch_ok
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_dispatch_ok,
+        || Ok(
             rt::expr::ceil_div(
                 rt::expr::ceil_div(
                     derive_rel_rows(env)?,
@@ -417,42 +415,40 @@ fn derive_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
                 <= rt::support::limit(
                     env.caps.limits.max_compute_workgroups_per_dimension,
                 ),
-        ))
-        .clone()
+        ),
+    )
 }
 /// `fixedSubgroupSize` = `device.limits.subgroupMinSize > 0 and device.limits.subgroupMinSize == device.limits.subgroupMaxSize`
 fn derive_fixed_subgroup_size(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_fixed_subgroup_size
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_fixed_subgroup_size,
+        || Ok(
             rt::support::limit(env.caps.subgroup_min_size) > 0i64
                 && rt::support::limit(env.caps.subgroup_min_size)
                     == rt::support::limit(env.caps.subgroup_max_size),
-        ))
-        .clone()
+        ),
+    )
 }
 /// `headLanesFilled` = `headSize >= 4 * projDim`
 fn derive_head_lanes_filled(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_head_lanes_filled
-        .get_or_init(|| Ok(
-            derive_head_size(env)? >= rt::expr::mul(4i64, derive_proj_dim(env)?)?,
-        ))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_head_lanes_filled,
+        || Ok(derive_head_size(env)? >= rt::expr::mul(4i64, derive_proj_dim(env)?)?),
+    )
 }
 /// `vec4Rows` = `seqLen % 4 == 0`
 fn derive_vec4_rows(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_vec4_rows
-        .get_or_init(|| Ok(rt::expr::rem(derive_seq_len(env)?, 4i64)? == 0i64))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_vec4_rows,
+        || Ok(rt::expr::rem(derive_seq_len(env)?, 4i64)? == 0i64),
+    )
 }
 /// `longAlignedRows` = `vec4Rows and seqLen >= tunables.LONG_ROW and headSize >= 8 * projDim`
 fn derive_long_aligned_rows(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_long_aligned_rows
-        .get_or_init(|| rt::when::value(&EXPLAIN_LONG_ALIGNED_ROWS, &CONDITIONS, env))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_long_aligned_rows,
+        || rt::when::value(&EXPLAIN_LONG_ALIGNED_ROWS, &CONDITIONS, env),
+    )
 }
 /// How `queryContract` is explained, conjunct by conjunct.
 static EXPLAIN_QUERY_CONTRACT: Explanation = Explanation {
@@ -935,7 +931,7 @@ impl<T: rt::Float> rt::OpHooks for Op<T> {
 }
 /// The untyped entry of the registry, or why the op has none.
 const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
-    rt::registry::plan_untyped::<Op>,
+    rt::plan_untyped::<Op>,
 );
 /// Compiles, ahead of the first call, every shader of this op the device can run
 /// ([`rt::Op::precompile`]). Returns the number of shaders prepared.

@@ -382,25 +382,23 @@ fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
 }
 /// `halfRotaryDim` = `dim(shapes.cos_cache, 1)`
 fn derive_half_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_half_rotary_dim
-        .get_or_init(|| rt::expr::dim(env.shapes.cos_cache.as_slice(), 1i64))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_half_rotary_dim,
+        || rt::expr::dim(env.shapes.cos_cache.as_slice(), 1i64),
+    )
 }
 /// `sectionsDefined` = `attrs.mrope_section is defined and (attrs.mrope_section | length) == 3`
 fn derive_sections_defined(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_sections_defined
-        .get_or_init(|| Ok(
-            rt::expr::length(env.attrs.mrope_section.as_slice())? == 3i64,
-        ))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_sections_defined,
+        || Ok(rt::expr::length(env.attrs.mrope_section.as_slice())? == 3i64),
+    )
 }
 /// `rank3HeadSize` = `dim(shapes.input, 2) / attrs.num_heads if attrs.num_heads is defined and attrs.num_heads > 0 else 0`
 fn derive_rank3_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_rank3_head_size
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_rank3_head_size,
+        || Ok(
             if env.attrs.num_heads > 0i64 {
                 rt::expr::div(
                     rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
@@ -409,60 +407,60 @@ fn derive_rank3_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
             } else {
                 0i64
             },
-        ))
-        .clone()
+        ),
+    )
 }
 /// `headSize` = `rank3HeadSize if ranks.input == 3 else dim(shapes.input, 3)`
 fn derive_head_size(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_head_size
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_head_size,
+        || Ok(
             if rt::support::rank(&env.shapes.input) == 3i64 {
                 derive_rank3_head_size(env)?
             } else {
                 rt::expr::dim(env.shapes.input.as_slice(), 3i64)?
             },
-        ))
-        .clone()
+        ),
+    )
 }
 /// `effectiveRotaryDim` = `attrs.rotary_embedding_dim if attrs.rotary_embedding_dim != 0 else headSize`
 fn derive_effective_rotary_dim(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_effective_rotary_dim
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_effective_rotary_dim,
+        || Ok(
             if env.attrs.rotary_embedding_dim != 0i64 {
                 env.attrs.rotary_embedding_dim
             } else {
                 derive_head_size(env)?
             },
-        ))
-        .clone()
+        ),
+    )
 }
 /// `tasksPerHead` = `ceilDiv(headSize, 2)`
 fn derive_tasks_per_head(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_tasks_per_head
-        .get_or_init(|| rt::expr::ceil_div(derive_head_size(env)?, 2i64))
-        .clone()
+    rt::support::memo(
+        &env.derived.memo_tasks_per_head,
+        || rt::expr::ceil_div(derive_head_size(env)?, 2i64),
+    )
 }
 /// `pairCount` = `(numel(shapes.input) / max(1, headSize)) * tasksPerHead`
 fn derive_pair_count(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_pair_count
-        .get_or_init(|| rt::expr::mul(
+    rt::support::memo(
+        &env.derived.memo_pair_count,
+        || rt::expr::mul(
             rt::expr::div(
                 rt::expr::numel(env.shapes.input.as_slice())?,
                 ::core::cmp::max(1i64, derive_head_size(env)?),
             )?,
             derive_tasks_per_head(env)?,
-        ))
-        .clone()
+        ),
+    )
 }
 /// `pairDispatchOk` = `ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension`
 fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_pair_dispatch_ok
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_pair_dispatch_ok,
+        || Ok(
             rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?
                 <= rt::expr::mul(
                     rt::support::limit(
@@ -472,14 +470,14 @@ fn derive_pair_dispatch_ok(env: &Env<'_>) -> Result<bool, EvalError> {
                         env.caps.limits.max_compute_workgroups_per_dimension,
                     ),
                 )?,
-        ))
-        .clone()
+        ),
+    )
 }
 /// `quadHeads` = `max(1, (numel(shapes.input) / max(1, headSize)) / max(1, dim(shapes.input, 0) * dim(shapes.input, 1 if ranks.input == 3 else 2)))`
 fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived
-        .memo_quad_heads
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_quad_heads,
+        || Ok(
             ::core::cmp::max(
                 1i64,
                 rt::expr::div(
@@ -503,23 +501,23 @@ fn derive_quad_heads(env: &Env<'_>) -> Result<i64, EvalError> {
                     ),
                 )?,
             ),
-        ))
-        .clone()
+        ),
+    )
 }
 /// `quadHeadsPerTask` = `4`
 fn derive_quad_heads_per_task(env: &Env<'_>) -> Result<i64, EvalError> {
-    env.derived.memo_quad_heads_per_task.get_or_init(|| Ok(4i64)).clone()
+    rt::support::memo(&env.derived.memo_quad_heads_per_task, || Ok(4i64))
 }
 /// `quadPairs` = `halfRotaryDim > 0 and halfRotaryDim % 4 == 0 and effectiveRotaryDim == headSize`
 fn derive_quad_pairs(env: &Env<'_>) -> Result<bool, EvalError> {
-    env.derived
-        .memo_quad_pairs
-        .get_or_init(|| Ok(
+    rt::support::memo(
+        &env.derived.memo_quad_pairs,
+        || Ok(
             derive_half_rotary_dim(env)? > 0i64
                 && rt::expr::rem(derive_half_rotary_dim(env)?, 4i64)? == 0i64
                 && derive_effective_rotary_dim(env)? == derive_head_size(env)?,
-        ))
-        .clone()
+        ),
+    )
 }
 /// How `sectionsValid` is explained, conjunct by conjunct.
 static EXPLAIN_SECTIONS_VALID: Explanation = Explanation {
@@ -1125,7 +1123,7 @@ impl<T: rt::Float> rt::OpHooks for Op<T> {
 }
 /// The untyped entry of the registry, or why the op has none.
 const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
-    rt::registry::plan_untyped::<Op>,
+    rt::plan_untyped::<Op>,
 );
 /// Compiles, ahead of the first call, every shader of this op the device can run
 /// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
