@@ -75,9 +75,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         && op.inputs.iter().all(|t| !t.optional)
         && op.tensors().all(|t| untyped_carries(op, t))
     {
-        quote!(rt::registry::Untyped::Plan(
-            rt::plan_untyped::<Op>
-        ))
+        quote!(rt::registry::Untyped::Plan(rt::plan_untyped::<Op>))
     } else {
         let (role, reason) = typed_only_reason(op, &layout);
         quote!(rt::registry::Untyped::TypedOnly { role: #role, reason: #reason })
