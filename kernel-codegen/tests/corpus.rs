@@ -118,6 +118,7 @@ fn corpus_packages_through_the_generator() {
     let shared = corpus.join("gemma-4/_shared_assets");
     let packages = packages(&corpus);
     let needs_hints = [
+        "com.xenova.RMSNorm",
         "com.xenova.gemma4.Attention",
         "com.xenova.gemma4.QatEmbedGather",
     ];

@@ -245,11 +245,16 @@ impl Expr {
             }
             // `foo.bar` is never a reference to a derive `foo`: the checker rejects it as an
             // unknown namespace, so it must not create a dependency edge either.
-            ExprKind::Member { base, .. } => {
-                if !matches!(base.kind, ExprKind::Name(_)) {
-                    base.collect_refs(roots, refs);
+            ExprKind::Member { base, name, .. } => match &base.kind {
+                // V1's `constants.x` reads the constant `x`, as its bare name does.
+                ExprKind::Name(root) if root == "constants" && roots.contains(&"constants") => {
+                    if !refs.contains(name) {
+                        refs.push(name.clone());
+                    }
                 }
-            }
+                ExprKind::Name(_) => {}
+                _ => base.collect_refs(roots, refs),
+            },
             ExprKind::List(items) => items.iter().for_each(|e| e.collect_refs(roots, refs)),
             ExprKind::Index { base, index } => {
                 base.collect_refs(roots, refs);

@@ -7,11 +7,13 @@ use super::{Dialect, Type};
 /// `attrs.<name>`, `tunables.<NAME>`, `device.limits.<name>` / `device.features.has(..)`. Sorted.
 pub const NAMESPACES: &[&str] = &["attrs", "device", "dtypes", "ranks", "shapes", "tunables"];
 
-/// Namespace roots of the V1 dialect: the seed's plus `args.<name>`, `present.<arg>` and
-/// `tensorDtypes.<arg>` (and `device.adapterInfo.<name>` under `device`). Sorted.
+/// Namespace roots of the V1 dialect: the seed's plus `args.<name>`, `constants.<name>` (the
+/// variant's constant, as its bare name reads it), `present.<arg>` and `tensorDtypes.<arg>`
+/// (and `device.adapterInfo.<name>` under `device`). Sorted.
 pub const NAMESPACES_V1: &[&str] = &[
     "args",
     "attrs",
+    "constants",
     "device",
     "dtypes",
     "present",

@@ -143,4 +143,51 @@ impl Ir {
             child.walk(f);
         }
     }
+
+    /// This node with `f` applied to each direct operand.
+    pub fn map_children(self, f: &mut dyn FnMut(Ir) -> Ir) -> Ir {
+        let mut one = |x: Box<Ir>| Box::new(f(*x));
+        let kind = match self.kind {
+            IrKind::List(items) => {
+                IrKind::List(items.into_iter().map(|i| *one(Box::new(i))).collect())
+            }
+            IrKind::Call(builtin, items) => IrKind::Call(
+                builtin,
+                items.into_iter().map(|i| *one(Box::new(i))).collect(),
+            ),
+            IrKind::Length(x) => IrKind::Length(one(x)),
+            IrKind::Index(a, b) => IrKind::Index(one(a), one(b)),
+            IrKind::ToFloat(x) => IrKind::ToFloat(one(x)),
+            IrKind::ToInt(x) => IrKind::ToInt(one(x)),
+            IrKind::Truthy(x) => IrKind::Truthy(one(x)),
+            IrKind::Unary(op, x) => IrKind::Unary(op, one(x)),
+            IrKind::Binary(op, a, b) => IrKind::Binary(op, one(a), one(b)),
+            IrKind::LooseCompare(op, a, b) => IrKind::LooseCompare(op, one(a), one(b)),
+            IrKind::Cond(c, t, o) => IrKind::Cond(one(c), one(t), one(o)),
+            leaf => leaf,
+        };
+        Ir { kind, ..self }
+    }
+
+    /// This expression with each symbol `replace` returns a value for (a name, or the name
+    /// tested with `is defined`) replaced by that value.
+    pub fn replace_symbols(self, replace: &dyn Fn(&Symbol, Span) -> Option<Ir>) -> Ir {
+        match &self.kind {
+            IrKind::Sym(sym) => replace(sym, self.span).unwrap_or(self),
+            // A value given in place of a name is defined.
+            IrKind::IsDefined(sym, negated) if replace(sym, self.span).is_some() => Ir {
+                kind: IrKind::Bool(!negated),
+                ..self
+            },
+            _ => self.map_children(&mut |child| child.replace_symbols(replace)),
+        }
+    }
+
+    /// This expression with every span set to `span`: a subexpression moved into another
+    /// expression's text keeps pointing at the name it replaced.
+    pub fn respanned(self, span: Span) -> Ir {
+        let mut ir = self.map_children(&mut |child| child.respanned(span));
+        ir.span = span;
+        ir
+    }
 }

@@ -16,6 +16,7 @@ fn namespace_hint(root: &str, dialect: Dialect) -> &'static str {
         "attrs" => "attrs.<name>",
         "tunables" => "tunables.<NAME>",
         "args" => "args.<name>",
+        "constants" => "constants.<name>",
         "present" => "present.<arg>",
         "tensorDtypes" => "tensorDtypes.<arg>",
         _ if dialect == Dialect::V1 => {
@@ -100,6 +101,8 @@ impl Checker<'_> {
                 "attrs" => Ok(Symbol::Attr(name)),
                 "tunables" => Ok(Symbol::Tunable(name)),
                 "args" if v1 => Ok(Symbol::Arg(name)),
+                // The loader's `constants` object: the same values the bare names read.
+                "constants" if v1 => Ok(Symbol::Derived(name)),
                 "present" if v1 => Ok(Symbol::Present(name)),
                 "tensorDtypes" if v1 => Ok(Symbol::TensorDtype(name)),
                 "device" => Err(ExprError::new(

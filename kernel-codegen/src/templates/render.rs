@@ -7,7 +7,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 
 use crate::diag::Diagnostic;
 use crate::expr::Value;
-use crate::model::{Combination, Op, Pass, Variant};
+use crate::model::{Combination, Op, Pass, TemplateValue, Variant};
 
 /// The most minijinja instructions one render of a pass may take; every shader of the seed
 /// packages and of the corpus renders within it (`cargo xtask codegen`, `cargo xtask corpus`).
@@ -186,7 +186,7 @@ pub fn render(
     context.insert("tunables".to_owned(), JValue::from_object(tunables));
     context.insert("prelude".to_owned(), JValue::from(prelude));
     if op.templates.loader_context {
-        v1_context(&mut context, op, pass, combination, prelude);
+        v1_context(&mut context, op, variant, pass, combination, prelude);
     }
     context.insert("op".to_owned(), JValue::from(op.name.clone()));
     context.insert("variant".to_owned(), JValue::from(variant.id.clone()));
@@ -212,11 +212,13 @@ fn to_jinja(value: &Value, literals: bool) -> JValue {
 
 /// What a `schemaVersion: 1` template sees beyond the values: the generated declarations as
 /// `env.wgsl.resourceDeclarations`, each type variable by name and under `dtypes` (its WGSL
-/// scalar), `tensorDtypes` (by role, arg name and semantic), and the pass's inputs under
+/// scalar), `tensorDtypes` (by role, arg name and semantic), the variant's constants under
+/// `constants` (as the loader passes them besides spreading them), and the pass's inputs under
 /// `source`.
 fn v1_context(
     context: &mut BTreeMap<String, JValue>,
     op: &Op,
+    variant: &Variant,
     pass: &Pass,
     combination: &Combination,
     prelude: &str,
@@ -252,13 +254,18 @@ fn v1_context(
         "tensorDtypes".to_owned(),
         JValue::from_object(tensor_dtypes),
     );
-    let source: BTreeMap<String, JValue> = pass
-        .inputs
+    // The loader passes these as objects too, besides spreading them at the top level.
+    let source = gathered(context, &pass.inputs);
+    context.insert("source".to_owned(), source);
+    let constants = gathered(context, &variant.constants);
+    context.insert("constants".to_owned(), constants);
+}
+
+/// The template values `values` as one object, each as the top level of `context` has it.
+fn gathered(context: &BTreeMap<String, JValue>, values: &[TemplateValue]) -> JValue {
+    let object: BTreeMap<String, JValue> = values
         .iter()
-        .filter_map(|input| {
-            let value = context.get(&input.name)?.clone();
-            Some((input.name.clone(), value))
-        })
+        .filter_map(|value| Some((value.name.clone(), context.get(&value.name)?.clone())))
         .collect();
-    context.insert("source".to_owned(), JValue::from_object(source));
+    JValue::from_object(object)
 }

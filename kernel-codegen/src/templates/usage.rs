@@ -129,7 +129,7 @@ impl<'a> Walker<'a> {
             Stmt::Template(t) => self.body(&t.children, scope, seen),
             Stmt::EmitExpr(e) => {
                 // Printing the value as it is (its override's name) is the one allowed use.
-                if !matches!(&e.expr, Expr::Var(_)) {
+                if !matches!(&e.expr, Expr::Var(_)) && reference(&e.expr, scope).is_none() {
                     self.expr(&e.expr, scope, Misuse::Computation);
                 }
             }
@@ -239,9 +239,7 @@ impl<'a> Walker<'a> {
     fn tainted_by(&self, expr: &Expr<'_>, scope: &Scope) -> Option<String> {
         let mut found = None;
         visit(expr, &mut |e| {
-            if let Expr::Var(v) = e
-                && let Some(value) = scope.taint.get(v.id)
-            {
+            if let Some(value) = reference(e, scope) {
                 found.get_or_insert_with(|| value.clone());
             }
         });
@@ -251,12 +249,12 @@ impl<'a> Walker<'a> {
     /// Reports every tainted name in `expr` as `misuse`; a bare name passed to a macro is
     /// not a misuse itself but taints the parameter.
     fn expr(&mut self, expr: &Expr<'_>, scope: &Scope, misuse: Misuse) {
+        if let Some(value) = reference(expr, scope) {
+            self.report(value, misuse, &scope.file, expr.span());
+            return;
+        }
         match expr {
-            Expr::Var(v) => {
-                if let Some(value) = scope.taint.get(v.id) {
-                    self.report(value, misuse, &scope.file, expr.span());
-                }
-            }
+            Expr::Var(_) => {}
             Expr::Call(c) => self.call(c, scope, misuse),
             Expr::IfExpr(i) => {
                 self.expr(&i.test_expr, scope, Misuse::Condition);
@@ -274,9 +272,7 @@ impl<'a> Walker<'a> {
             _ => {
                 let mut tainted = Vec::new();
                 visit(expr, &mut |e| {
-                    if let Expr::Var(v) = e
-                        && let Some(value) = scope.taint.get(v.id)
-                    {
+                    if let Some(value) = reference(e, scope) {
                         tainted.push((value.clone(), e.span()));
                     }
                 });
@@ -289,7 +285,8 @@ impl<'a> Walker<'a> {
 
     /// A branch of an inline `if` that is printed: a bare name stays printable.
     fn printed(&mut self, expr: &Expr<'_>, scope: &Scope, misuse: Misuse) {
-        if !matches!(expr, Expr::Var(_)) || misuse != Misuse::Computation {
+        let bare = matches!(expr, Expr::Var(_)) || reference(expr, scope).is_some();
+        if !bare || misuse != Misuse::Computation {
             self.expr(expr, scope, misuse);
         }
     }
@@ -468,5 +465,20 @@ fn collect_macros(stmt: &Stmt<'_>, out: &mut BTreeMap<String, Vec<String>>) {
         Stmt::ForLoop(l) => children(&l.body, out),
         Stmt::WithBlock(w) => children(&w.body, out),
         _ => {}
+    }
+}
+
+/// The dynamic value a name reads: a tainted variable, or a member of the loader's `constants`
+/// and `source` objects (`constants.x` is the constant `x`, `source.x` the pass input `x`).
+fn reference<'s>(expr: &Expr<'_>, scope: &'s Scope) -> Option<&'s String> {
+    match expr {
+        Expr::Var(v) => scope.taint.get(v.id),
+        Expr::GetAttr(g) => match &g.expr {
+            Expr::Var(object) if matches!(object.id, "constants" | "source") => {
+                scope.taint.get(g.name)
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }

@@ -346,6 +346,8 @@ fn build_derives(
             op,
             derived: &types,
             dialect: manifest.dialect,
+            locals: HashMap::new(),
+            failed: Default::default(),
         };
         match check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics) {
             Some(expr) => {
@@ -417,6 +419,8 @@ fn check_output_exprs(
             op,
             derived,
             dialect: manifest.dialect,
+            locals: HashMap::new(),
+            failed: Default::default(),
         };
         let shape = decl.shape.as_deref().and_then(|source| {
             let path = format!("outputs[{i}].shape");

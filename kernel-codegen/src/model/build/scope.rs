@@ -1,7 +1,7 @@
 //! Checking an op's expressions: the scope that resolves their names against the op being
 //! built, and the helpers that parse, check and type them with diagnostics at their column.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
@@ -21,6 +21,14 @@ pub struct OpScope<'a> {
     pub derived: &'a HashMap<String, Type>,
     /// The dialect the op's manifest is written in: how its expressions read.
     pub dialect: expr::Dialect,
+    /// The variant's constants checked so far, which later expressions of the variant read by
+    /// name (`ROWS`, or `constants.ROWS` in `schemaVersion: 1`): each reference is replaced by
+    /// the constant's expression, so the compiled code and the interpreter need no names of
+    /// their own for them.
+    pub locals: HashMap<String, expr::Ir>,
+    /// Template values whose expressions failed (already reported): what names one is not
+    /// reported again.
+    pub failed: BTreeSet<String>,
 }
 
 impl expr::Scope for OpScope<'_> {
@@ -107,15 +115,38 @@ impl expr::Scope for OpScope<'_> {
                     "unknown member `device.adapterInfo.{name}` (known: subgroupMinSize, subgroupMaxSize)"
                 )),
             },
-            Symbol::Derived(name) => match self.derived.get(name) {
-                Some(ty) => Ok(*ty),
-                None if self.op.poisoned.contains(name) => Err(POISONED.to_owned()),
-                None => Err(format!(
-                    "undefined name `{name}` (not a `derive` entry of this op)"
-                )),
+            Symbol::Derived(name) => match self.locals.get(name).map(|ir| ir.ty) {
+                Some(ty) => Ok(ty),
+                None => self.derived_type(name),
             },
         }
     }
+}
+
+impl OpScope<'_> {
+    fn derived_type(&self, name: &str) -> Result<Type, String> {
+        match self.derived.get(name) {
+            Some(ty) => Ok(*ty),
+            None if self.op.poisoned.contains(name) || self.failed.contains(name) => {
+                Err(POISONED.to_owned())
+            }
+            None => Err(format!(
+                "undefined name `{name}` (no `derive` entry or variant constant has this name)"
+            )),
+        }
+    }
+}
+
+/// `ir` with each reference to a variant constant replaced by the constant's expression,
+/// pointing at the reference.
+fn inline_locals(ir: expr::Ir, locals: &HashMap<String, expr::Ir>) -> expr::Ir {
+    if locals.is_empty() {
+        return ir;
+    }
+    ir.replace_symbols(&|symbol, span| match symbol {
+        Symbol::Derived(name) => locals.get(name).map(|value| value.clone().respanned(span)),
+        _ => None,
+    })
 }
 
 /// Parses and checks one expression, reporting errors with their column.
@@ -135,9 +166,9 @@ pub fn check_expr(
     };
     match expr::check(&parsed, scope) {
         Ok(ir) => Some(Expr {
+            ir: inline_locals(ir, &scope.locals),
             source: source.to_owned(),
             path: path.to_owned(),
-            ir,
         }),
         Err(errors) => {
             for err in errors.iter().filter(|e| e.message != POISONED) {

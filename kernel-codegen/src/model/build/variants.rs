@@ -20,9 +20,6 @@ struct Cx<'a> {
     manifest: &'a Manifest,
     scope: OpScope<'a>,
     diagnostics: &'a mut Diagnostics,
-    /// Template values whose expressions failed (already reported): a binding that names one
-    /// is not reported again.
-    failed: BTreeSet<String>,
 }
 
 impl Cx<'_> {
@@ -57,9 +54,10 @@ pub fn build_variants(
             op,
             derived,
             dialect: manifest.dialect,
+            locals: HashMap::new(),
+            failed: BTreeSet::new(),
         },
         diagnostics,
-        failed: BTreeSet::new(),
     };
     // Repeated ids are reported with the other generated names (`model::names`).
     let mut variants = Vec::new();
@@ -73,6 +71,8 @@ pub fn build_variants(
 
 fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
     let base = format!("variants[{v}]");
+    // Another variant's constants are not this one's; its `when` sees none yet.
+    cx.scope.locals.clear();
     let when: Vec<Expr> = decl
         .when
         .iter()
@@ -80,7 +80,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         .filter_map(|(i, source)| cx.expr(&format!("{base}.when[{i}]"), source, Type::Bool))
         .collect();
     let required_features = crate::model::domains::required_features(&when);
-    let constants = template_values(cx, &format!("{base}.constants"), &decl.constants);
+    let constants = template_values(cx, &format!("{base}.constants"), &decl.constants, true);
     let intermediates: Vec<Intermediate> = decl
         .intermediates
         .iter()
@@ -105,7 +105,12 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
     let mut passes = Vec::new();
     for (p, pass) in decl.passes.iter().enumerate() {
         let path = format!("{base}.passes[{p}]");
-        let inputs = template_values(cx, &format!("{path}.source.inputs"), &pass.source.inputs);
+        let inputs = template_values(
+            cx,
+            &format!("{path}.source.inputs"),
+            &pass.source.inputs,
+            false,
+        );
         let bindings = match &pass.bindings {
             BindingsRef::Set(name) => match cx.manifest.binding_sets.get(name) {
                 Some(list) => build_bindings(
@@ -178,10 +183,13 @@ fn join_keys<V>(map: &IndexMap<String, V>) -> String {
         .join(", ")
 }
 
+/// The template values `values`; `visible`: each is readable by name from the variant's later
+/// expressions (constants are, a pass's `source.inputs` only reach its template).
 fn template_values(
     cx: &mut Cx<'_>,
     base: &str,
     values: &IndexMap<String, Value>,
+    visible: bool,
 ) -> Vec<TemplateValue> {
     let mut out = Vec::new();
     for (name, value) in values {
@@ -191,11 +199,11 @@ fn template_values(
                 &path,
                 "expected an expression string, a number or a boolean",
             );
-            cx.failed.insert(name.clone());
+            cx.scope.failed.insert(name.clone());
             continue;
         };
         let Some(expr) = check_expr(cx.file, &path, &source, &cx.scope, cx.diagnostics) else {
-            cx.failed.insert(name.clone());
+            cx.scope.failed.insert(name.clone());
             continue;
         };
         // A boolean has two values whatever it depends on: both shaders are pre-rendered and
@@ -208,6 +216,9 @@ fn template_values(
         if class == Class::Dynamic && !matches!(expr.ir.ty, Type::Int | Type::Float) {
             cx.error(&path, format!("a value that depends on shapes or limits must be an integer or a float (it becomes a WGSL override), found {:?}", expr.ir.ty));
             continue;
+        }
+        if visible {
+            cx.scope.locals.insert(name.clone(), expr.ir.clone());
         }
         out.push(TemplateValue {
             name: name.clone(),
@@ -245,7 +256,27 @@ fn build_bindings(
                 continue;
             }
         };
-        let target = if let Some(arg) = &decl.arg {
+        // The loader builds the uniform from a binding's `struct`, whatever its `arg` and
+        // `semantic` say (packages name it `params`, `paramsT`, `kernel.params`).
+        let target = if decl.struct_.is_some() {
+            if access != Access::Uniform {
+                cx.error(
+                    format!("{path}.buffer.type"),
+                    format!(
+                        "a binding with a `struct` is the pass's uniform, so its buffer type must be `uniform`, not `{}`",
+                        decl.buffer.ty
+                    ),
+                );
+                continue;
+            }
+            BindingTarget::Params
+        } else if access == Access::Uniform {
+            cx.error(
+                &path,
+                "a uniform binding is the pass's uniform: it needs a `struct` whose fields the loader fills",
+            );
+            continue;
+        } else if let Some(arg) = &decl.arg {
             let Some(arg_decl) = cx.manifest.args.get(arg) else {
                 cx.error(
                     format!("{path}.arg"),
@@ -333,22 +364,18 @@ fn build_bindings(
                 })
             }
             (None, true) => {
-                cx.error(&path, "a `kernel.params` binding needs a `struct`");
-                continue;
-            }
-            (Some(_), false) => {
                 cx.error(
                     &path,
-                    "only the `kernel.params` binding may declare a `struct`",
+                    "a `kernel.params` binding needs a `struct`: the loader builds the uniform from its fields",
                 );
-                None
+                continue;
             }
-            (None, false) => None,
+            (_, false) => None,
         };
-        if (access == Access::Uniform) != (target == BindingTarget::Params) {
+        if access != Access::Uniform && target == BindingTarget::Params {
             cx.error(
-                &path,
-                "the `kernel.params` binding, and only it, is a uniform buffer",
+                format!("{path}.buffer.type"),
+                "the `kernel.params` binding is the pass's uniform: its buffer type must be `uniform`",
             );
         }
         // `atomic<u32>` words: the buffer is read and written with atomic operations.
@@ -417,7 +444,7 @@ fn build_bindings(
                         );
                         None
                     }
-                    None if cx.failed.contains(name) => None,
+                    None if cx.scope.failed.contains(name) => None,
                     None => {
                         cx.error(
                             format!("{path}.vec4When"),
@@ -531,7 +558,7 @@ fn check_unused_binding_sets(cx: &mut Cx<'_>) {
         return;
     }
     // The first variant's constants were reported when it was built; repeats are dropped.
-    let constants = template_values(cx, "variants[0].constants", &first.constants);
+    let constants = template_values(cx, "variants[0].constants", &first.constants, true);
     for (name, list) in unused {
         let plain: Vec<BindingDecl> = list
             .iter()
