@@ -35,9 +35,24 @@ pub fn settle(
             // Pinning one value can expose another (a branch now rendered reads a second
             // one), so look again until nothing more is needed.
             for _ in 0..4 {
-                let needs = needed(op, env, paths, v, p);
+                let (needs, printed) = needed(op, env, paths, v, p);
                 if needs.is_empty() {
                     break;
+                }
+                // A value the template only tests for truthiness, and does not print, is built
+                // for its two classes: it becomes that test, a boolean chosen per call.
+                let mut classed = BTreeSet::new();
+                for (name, _) in &needs {
+                    let only_truthiness = needs.iter().filter(|(n, _)| n == name).all(|(_, need)| {
+                        matches!(need, Need::Template(u) if u.misuse == usage::Misuse::Truthiness)
+                    });
+                    if only_truthiness && !printed.contains(name) && !classed.contains(name) {
+                        domains::by_truthiness(op, v, name);
+                        classed.insert(name.clone());
+                    }
+                }
+                if !classed.is_empty() {
+                    continue;
                 }
                 let mut reported = false;
                 let mut pinned = BTreeSet::new();
@@ -106,23 +121,39 @@ fn needed(
     paths: &TemplatePaths<'_>,
     v: usize,
     p: usize,
-) -> Vec<(String, Need)> {
+) -> (Vec<(String, Need)>, BTreeSet<String>) {
     let variant = &op.variants[v];
     let pass = &variant.passes[p];
     let dynamic: BTreeSet<&str> = dynamic_values(variant, pass)
         .map(|d| d.name.as_str())
         .collect();
     if dynamic.is_empty() {
-        return Vec::new();
+        return (Vec::new(), BTreeSet::new());
     }
     let mut needs: Vec<(String, Need)> = Vec::new();
+    let usage = usage::usage(paths, &pass.template, &dynamic);
     // Every use is kept, so a value that cannot be pinned is reported wherever it is needed.
-    for misuse in usage::misuses(paths, &pass.template, &dynamic) {
+    for misuse in usage.misuses {
         needs.push((misuse.value.clone(), Need::Template(misuse)));
     }
+    let printed = usage.printed;
     if !needs.is_empty() || !paths.exists(&pass.template) {
-        return needs;
+        return (needs, printed);
     }
+    (array_needs(op, env, v, p, needs), printed)
+}
+
+/// `needs` with the dynamic values the rendered WGSL uses as the length of an array outside
+/// workgroup memory.
+fn array_needs(
+    op: &Op,
+    env: &minijinja::Environment<'static>,
+    v: usize,
+    p: usize,
+    mut needs: Vec<(String, Need)>,
+) -> Vec<(String, Need)> {
+    let variant = &op.variants[v];
+    let pass = &variant.passes[p];
     // The template renders with overrides: does the WGSL accept them where they are?
     let Ok(combinations) = model::enumerate_combinations(op, variant, pass) else {
         return needs;
@@ -299,7 +330,7 @@ fn diagnostic(
     match need {
         Need::Template(misuse) => {
             let how = match misuse.misuse {
-                usage::Misuse::Condition => "steers a condition",
+                usage::Misuse::Condition | usage::Misuse::Truthiness => "steers a condition",
                 usage::Misuse::Iteration => "is iterated over",
                 usage::Misuse::Computation => "takes part in a computation while rendering",
             };

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::statics::{self, Bounds, StaticVar, is_bounded};
 use super::{Class, Expr, Op, TemplateValue, Variant};
 use crate::expr::ast::BinOp;
-use crate::expr::{Ir, IrKind, Symbol, Value};
+use crate::expr::{Ir, IrKind, Symbol, Type, Value};
 
 /// The most shaders one pinned value may add to a pass (its values, or the product of its
 /// roots' values).
@@ -75,7 +75,7 @@ fn refine(op: &Op, ranges: &mut Ranges, cond: &Ir, truth: bool) {
             let Some(attribute) = op.attribute(&name) else {
                 return;
             };
-            if attribute.ty != crate::expr::Type::Int {
+            if attribute.ty != Type::Int {
                 return;
             }
             let cmp = if truth { cmp } else { negated(cmp) };
@@ -345,6 +345,31 @@ pub fn apply(op: &mut Op, v: usize, name: &str, pin: Pin) {
             Pin::Roots => None,
             Pin::Values(values) => Some(values.clone()),
         };
+    }
+}
+
+/// Makes the template value `name` of variant `v` its own truthiness, for a value the template
+/// only tests as a condition and never prints: a boolean, so one shader is built for each of
+/// its two classes and each call picks one by the value's class.
+pub fn by_truthiness(op: &mut Op, v: usize, name: &str) {
+    let variant = &mut op.variants[v];
+    let values = variant
+        .constants
+        .iter_mut()
+        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
+    for value in values.filter(|value| value.name == name) {
+        let span = value.expr.ir.span;
+        let tested = std::mem::replace(
+            &mut value.expr.ir,
+            Ir {
+                kind: IrKind::Bool(false),
+                ty: Type::Bool,
+                span,
+            },
+        );
+        value.expr.ir.kind = IrKind::Truthy(Box::new(tested));
+        value.class = Class::Static;
+        value.domain = None;
     }
 }
 

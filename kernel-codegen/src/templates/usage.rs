@@ -21,6 +21,9 @@ use crate::templates::{TemplatePaths, join};
 /// How a template needs a value it cannot have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Misuse {
+    /// As a condition of its own (`{% if x %}`, `not x`, `x and y`): only whether it is
+    /// truthy matters, so two shaders serve every value.
+    Truthiness,
     /// In an `if`/`elif` condition, an inline `if`, or a test.
     Condition,
     /// As the iterable of a `for`.
@@ -42,13 +45,27 @@ pub struct Use {
     pub column: usize,
 }
 
+/// How a template uses the dynamic values: every use that needs a value, and the values it
+/// prints as they are.
+#[derive(Debug, Default)]
+pub struct Usage {
+    pub misuses: Vec<Use>,
+    pub printed: BTreeSet<String>,
+}
+
 /// Every misuse of `dynamic` names in the template `root` and what it includes or imports.
 /// Templates that fail to parse are skipped: minijinja reports them when they are loaded.
 pub fn misuses(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) -> Vec<Use> {
+    usage(paths, root, dynamic).misuses
+}
+
+/// [`misuses`], with the values printed as they are.
+pub fn usage(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) -> Usage {
     let mut walker = Walker {
         paths,
         syntax: SyntaxConfig::default(),
         uses: Vec::new(),
+        printed: BTreeSet::new(),
         macro_params: BTreeMap::new(),
         trees: RefCell::new(BTreeMap::new()),
     };
@@ -57,6 +74,7 @@ pub fn misuses(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) 
     loop {
         let before = walker.macro_params.clone();
         walker.uses.clear();
+        walker.printed.clear();
         let mut seen = BTreeSet::new();
         let taint: BTreeMap<String, String> = dynamic
             .iter()
@@ -71,13 +89,18 @@ pub fn misuses(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) 
         .uses
         .sort_by(|a, b| (&a.file, a.line, a.column).cmp(&(&b.file, b.line, b.column)));
     walker.uses.dedup();
-    walker.uses
+    Usage {
+        misuses: walker.uses,
+        printed: walker.printed,
+    }
 }
 
 struct Walker<'a> {
     paths: &'a TemplatePaths<'a>,
     syntax: SyntaxConfig,
     uses: Vec<Use>,
+    /// The dynamic values printed as they are (`{{ x }}`), the one use that needs no value.
+    printed: BTreeSet<String>,
     /// (template, macro, parameter) → the dynamic value a call site passes to it.
     macro_params: BTreeMap<(String, String, String), String>,
     /// Each template's syntax tree, parsed once however often the walk reaches it (`None`
@@ -129,7 +152,9 @@ impl<'a> Walker<'a> {
             Stmt::Template(t) => self.body(&t.children, scope, seen),
             Stmt::EmitExpr(e) => {
                 // Printing the value as it is (its override's name) is the one allowed use.
-                if !matches!(&e.expr, Expr::Var(_)) && reference(&e.expr, scope).is_none() {
+                if let Some(value) = reference(&e.expr, scope) {
+                    self.printed.insert(value.clone());
+                } else if !matches!(&e.expr, Expr::Var(_)) {
                     self.expr(&e.expr, scope, Misuse::Computation);
                 }
             }
@@ -250,11 +275,29 @@ impl<'a> Walker<'a> {
     /// not a misuse itself but taints the parameter.
     fn expr(&mut self, expr: &Expr<'_>, scope: &Scope, misuse: Misuse) {
         if let Some(value) = reference(expr, scope) {
+            let misuse = if misuse == Misuse::Condition {
+                Misuse::Truthiness
+            } else {
+                misuse
+            };
             self.report(value, misuse, &scope.file, expr.span());
             return;
         }
         match expr {
             Expr::Var(_) => {}
+            // `not x`, `x and y`, `x or y` in a condition test their operands' truthiness.
+            Expr::UnaryOp(u)
+                if misuse == Misuse::Condition && matches!(u.op, ast::UnaryOpKind::Not) =>
+            {
+                self.expr(&u.expr, scope, misuse);
+            }
+            Expr::BinOp(b)
+                if misuse == Misuse::Condition
+                    && matches!(b.op, ast::BinOpKind::ScAnd | ast::BinOpKind::ScOr) =>
+            {
+                self.expr(&b.left, scope, misuse);
+                self.expr(&b.right, scope, misuse);
+            }
             Expr::Call(c) => self.call(c, scope, misuse),
             Expr::IfExpr(i) => {
                 self.expr(&i.test_expr, scope, Misuse::Condition);

@@ -1,0 +1,16 @@
+//! Packages of the `schemaVersion: 1` dialect written for the tests (none is copied from a
+//! package collection), each using constructs of the dialect as the engine's loader reads them,
+//! generated at build time by `build.rs`; `tests/constructs.rs` runs them against float64
+//! references.
+//!
+//! - `com.example.ScaleRows`: a uniform binding named by an `arg` that is no arg of the package
+//!   (the loader builds the uniform from its `struct`), uniform fields by arg name and by value
+//!   expression, `constants.<name>` in a later constant, a uniform field and the dispatch, and
+//!   an optional `u32` arg the template only tests for truthiness (one shader per class).
+
+/// The generated op modules and their registry `OPS`.
+pub mod kernels {
+    include!(concat!(env!("OUT_DIR"), "/kernels/mod.rs"));
+}
+
+pub use kernel_runtime as runtime;
