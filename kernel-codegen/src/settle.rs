@@ -39,16 +39,43 @@ pub fn settle(
                 if needs.is_empty() {
                     break;
                 }
-                // A value the template only tests for truthiness, and does not print, is built
-                // for its two classes: it becomes that test, a boolean chosen per call.
+                // A value the template only tests (for truthiness, or against integer
+                // literals) and does not print is built per class of what the tests tell apart.
                 let mut classed = BTreeSet::new();
                 for (name, _) in &needs {
-                    let only_truthiness = needs.iter().filter(|(n, _)| n == name).all(|(_, need)| {
-                        matches!(need, Need::Template(u) if u.misuse == usage::Misuse::Truthiness)
-                    });
-                    if only_truthiness && !printed.contains(name) && !classed.contains(name) {
+                    if printed.contains(name) || classed.contains(name) {
+                        continue;
+                    }
+                    let tests: Option<Vec<usage::Misuse>> = needs
+                        .iter()
+                        .filter(|(n, _)| n == name)
+                        .map(|(_, need)| match need {
+                            Need::Template(u)
+                                if matches!(
+                                    u.misuse,
+                                    usage::Misuse::Truthiness | usage::Misuse::Compared(_)
+                                ) =>
+                            {
+                                Some(u.misuse)
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    let Some(tests) = tests else { continue };
+                    let thresholds: BTreeSet<i64> = tests
+                        .iter()
+                        .filter_map(|t| match t {
+                            usage::Misuse::Compared(n) => Some(*n),
+                            _ => None,
+                        })
+                        .collect();
+                    if thresholds.is_empty() {
                         domains::by_truthiness(op, v, name);
                         classed.insert(name.clone());
+                    } else {
+                        // A conditional with one literal per class: pinned below.
+                        let truthiness = tests.contains(&usage::Misuse::Truthiness);
+                        domains::by_classes(op, v, name, &thresholds, truthiness);
                     }
                 }
                 if !classed.is_empty() {
@@ -330,7 +357,9 @@ fn diagnostic(
     match need {
         Need::Template(misuse) => {
             let how = match misuse.misuse {
-                usage::Misuse::Condition | usage::Misuse::Truthiness => "steers a condition",
+                usage::Misuse::Condition
+                | usage::Misuse::Truthiness
+                | usage::Misuse::Compared(_) => "steers a condition",
                 usage::Misuse::Iteration => "is iterated over",
                 usage::Misuse::Computation => "takes part in a computation while rendering",
             };

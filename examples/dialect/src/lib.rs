@@ -6,7 +6,8 @@
 //! - `com.example.ScaleRows`: a uniform binding named by an `arg` that is no arg of the package
 //!   (the loader builds the uniform from its `struct`), uniform fields by arg name and by value
 //!   expression, `constants.<name>` in a later constant, a uniform field and the dispatch, and
-//!   an optional `u32` arg the template only tests for truthiness (one shader per class).
+//!   an optional `u32` arg the template only tests for truthiness (one shader per class), and
+//!   an arg it only compares with a literal (one shader below, at and above it).
 
 /// The generated op modules and their registry `OPS`.
 pub mod kernels {

@@ -373,6 +373,84 @@ pub fn by_truthiness(op: &mut Op, v: usize, name: &str) {
     }
 }
 
+/// Makes the template value `name` of variant `v` the representative of its class, for a value
+/// the template only compares with the integer `thresholds` (and, with `truthiness`, tests for
+/// truthiness) and never prints: the classes are the ranges below, at, between and above the
+/// thresholds, so the value becomes a conditional over them with one literal per class, a
+/// finite domain that [`pin`] then enumerates, and each call picks the shader of its class.
+pub fn by_classes(op: &mut Op, v: usize, name: &str, thresholds: &BTreeSet<i64>, truthiness: bool) {
+    let mut points: Vec<i64> = thresholds.iter().copied().collect();
+    if truthiness && !points.contains(&0) {
+        points.push(0);
+        points.sort_unstable();
+    }
+    let variant = &mut op.variants[v];
+    let values = variant
+        .constants
+        .iter_mut()
+        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
+    for value in values.filter(|value| value.name == name) {
+        let x = value.expr.ir.clone();
+        let (ty, span) = (x.ty, x.span);
+        let node = |kind: IrKind, ty: Type| Ir { kind, ty, span };
+        let literal = |n: f64| match ty {
+            Type::Int => node(IrKind::Int(n as i64), Type::Int),
+            _ => node(IrKind::Float(n), Type::Float),
+        };
+        let test = |op: BinOp, n: f64| {
+            node(
+                IrKind::Binary(op, Box::new(x.clone()), Box::new(literal(n))),
+                Type::Bool,
+            )
+        };
+        // From the top class down: above the last point, then at it, then between it and the
+        // one before, …, then below the first.
+        let last = points.last().copied().unwrap_or(0) as f64;
+        let mut chain = literal(last + 1.0);
+        for (i, &point) in points.iter().enumerate().rev() {
+            let point = point as f64;
+            let next = points.get(i + 1).map(|&p| p as f64);
+            if let Some(next) = next {
+                // Integers have a class strictly between two points only when a gap is there.
+                let between = match ty {
+                    Type::Int if next - point >= 2.0 => Some(point + 1.0),
+                    Type::Int => None,
+                    _ => Some((point + next) / 2.0),
+                };
+                if let Some(inside) = between {
+                    chain = node(
+                        IrKind::Cond(
+                            Box::new(test(BinOp::Lt, next)),
+                            Box::new(literal(inside)),
+                            Box::new(chain),
+                        ),
+                        ty,
+                    );
+                }
+            }
+            chain = node(
+                IrKind::Cond(
+                    Box::new(test(BinOp::Eq, point)),
+                    Box::new(literal(point)),
+                    Box::new(chain),
+                ),
+                ty,
+            );
+            if i == 0 {
+                chain = node(
+                    IrKind::Cond(
+                        Box::new(test(BinOp::Lt, point)),
+                        Box::new(literal(point - 1.0)),
+                        Box::new(chain),
+                    ),
+                    ty,
+                );
+            }
+        }
+        value.expr.ir = chain;
+    }
+}
+
 /// How many combinations the roots of `ir` make.
 fn root_count(op: &Op, bounds: &Bounds, ir: &Ir) -> usize {
     let mut vars = BTreeSet::new();

@@ -24,6 +24,9 @@ pub enum Misuse {
     /// As a condition of its own (`{% if x %}`, `not x`, `x and y`): only whether it is
     /// truthy matters, so two shaders serve every value.
     Truthiness,
+    /// Compared with an integer literal in a condition (`{% if wg > 32 %}`): only which side
+    /// of the literal it is on matters.
+    Compared(i64),
     /// In an `if`/`elif` condition, an inline `if`, or a test.
     Condition,
     /// As the iterable of a `for`.
@@ -298,6 +301,11 @@ impl<'a> Walker<'a> {
                 self.expr(&b.left, scope, misuse);
                 self.expr(&b.right, scope, misuse);
             }
+            Expr::BinOp(b) if misuse == Misuse::Condition && compared(b, scope).is_some() => {
+                if let Some((value, literal)) = compared(b, scope) {
+                    self.report(value, Misuse::Compared(literal), &scope.file, expr.span());
+                }
+            }
             Expr::Call(c) => self.call(c, scope, misuse),
             Expr::IfExpr(i) => {
                 self.expr(&i.test_expr, scope, Misuse::Condition);
@@ -523,5 +531,22 @@ fn reference<'s>(expr: &Expr<'_>, scope: &'s Scope) -> Option<&'s String> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// A comparison of a dynamic value with an integer literal, either way round: the value and
+/// the literal.
+fn compared<'s>(b: &ast::BinOp<'_>, scope: &'s Scope) -> Option<(&'s String, i64)> {
+    use ast::BinOpKind::{Eq, Gt, Gte, Lt, Lte, Ne};
+    if !matches!(b.op, Eq | Ne | Lt | Lte | Gt | Gte) {
+        return None;
+    }
+    let literal = |e: &Expr<'_>| match e {
+        Expr::Const(c) if c.value.is_integer() => c.value.as_i64(),
+        _ => None,
+    };
+    match (reference(&b.left, scope), literal(&b.right)) {
+        (Some(value), Some(n)) => Some((value, n)),
+        _ => Some((reference(&b.right, scope)?, literal(&b.left)?)),
     }
 }
