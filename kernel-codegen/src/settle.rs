@@ -43,7 +43,8 @@ pub fn settle(
                 // literals) and does not print is built per class of what the tests tell apart.
                 let mut classed = BTreeSet::new();
                 for (name, _) in &needs {
-                    if printed.contains(name) || classed.contains(name) {
+                    // A value with a finite domain keeps it: its shaders see its real values.
+                    if printed.contains(name) || classed.contains(name) || pinnable(op, v, name) {
                         continue;
                     }
                     let tests: Option<Vec<usage::Misuse>> = needs
@@ -115,6 +116,19 @@ pub fn settle(
         }
     }
     diagnostics
+}
+
+/// Whether the template value `name` of variant `v` has a finite domain (its own, or one the
+/// hints declare).
+fn pinnable(op: &Op, v: usize, name: &str) -> bool {
+    let variant = &op.variants[v];
+    let declared = variant.specialise.get(name).map(Vec::as_slice);
+    variant
+        .constants
+        .iter()
+        .chain(variant.passes.iter().flat_map(|p| &p.inputs))
+        .find(|value| value.name == name)
+        .is_some_and(|value| domains::pin(op, variant, value, declared).is_ok())
 }
 
 /// The diagnostic of a use [`settle`] left: the value and why it has no domain.
