@@ -24,6 +24,7 @@ pub mod hints;
 pub mod manifest;
 pub mod model;
 mod output_dir;
+mod override_types;
 #[doc(hidden)]
 pub mod rust;
 mod settle;
@@ -272,6 +273,7 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     let mut ops = std::mem::take(&mut front.ops);
     for op in &mut ops {
         let mut problems = settle::settle(op, front.env_of(op), &paths);
+        override_types::settle_override_types(op, front.env_of(op));
         front.relocate(op, &mut problems);
         if !problems.is_empty() {
             front.unsettled.insert(op.module.clone());

@@ -54,10 +54,33 @@ fn outcome(inputs: &kernel_codegen::Inputs) -> String {
             for note in &output.notes {
                 text.push_str(&format!("note: {note}\n"));
             }
+            text.push_str(&overrides(inputs));
             text
         }
         Err(diagnostics) => format!("{diagnostics}\n"),
     }
+}
+
+/// The pipeline overrides of every variant, with the WGSL type the shaders' uses settled.
+fn overrides(inputs: &kernel_codegen::Inputs) -> String {
+    let mut text = String::new();
+    for op in kernel_codegen::models(inputs).unwrap_or_default() {
+        for variant in &op.variants {
+            let passes = variant.passes.iter().flat_map(|p| &p.inputs);
+            for value in variant.constants.iter().chain(passes) {
+                if value.class == kernel_codegen::model::Class::Dynamic {
+                    text.push_str(&format!(
+                        "override: variant `{}`, `{}` (`{}`): {}\n",
+                        variant.id,
+                        value.name,
+                        value.expr.source,
+                        value.override_type.wgsl()
+                    ));
+                }
+            }
+        }
+    }
+    text
 }
 
 fn run_case(root: &Path, head: &str) -> Result<String, String> {

@@ -1,11 +1,13 @@
 //! What the workspace's GPU test binaries share: a time bound per test (`bound.rs`), contexts
-//! on the adapter the machine has (`devices.rs`), and the poison values outputs are filled
-//! with before a run (`poison.rs`).
+//! on the adapter the machine has (`devices.rs`), seeded random data (`data.rs`) and the poison
+//! values outputs are filled with before a run (`poison.rs`).
 
 mod bound;
+mod data;
 mod devices;
 mod poison;
 
 pub use bound::{DEFAULT_LIMIT_SECONDS, bound, limit};
+pub use data::data;
 pub use devices::{context, context_with, context_without, shared};
 pub use poison::Poison;

@@ -13,21 +13,7 @@ pub mod kernels {
 
 pub use kernel_runtime as runtime;
 
-pub use test_support::{Poison, context};
-
-/// Seeded data in `[-1, 1)`: a fixed linear congruential sequence, so a failure reproduces.
-pub fn data(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-    (0..len)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            // 23 random bits: a value in [0, 1), then [-1, 1).
-            ((state >> 41) as f32 / (1u64 << 23) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+pub use test_support::{Poison, context, data};
 
 /// Seeded codes of `bits` bits (quantized weights before packing): every bit position varies,
 /// unlike [`data`]'s values.

@@ -4,19 +4,14 @@
 // In tests a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use dialect::kernels::scale_rows;
+use dialect::kernels::{row_means, scale_rows};
 use dialect::runtime::Tensor;
 
-/// Uniform values in [-4, 4) from a fixed seed (a 64-bit LCG's high bits).
+/// Seeded values in [-4, 4).
 fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((state >> 40) as f64 / (1u64 << 24) as f64 * 8.0 - 4.0) as f32
-        })
+    test_support::data(n, seed)
+        .into_iter()
+        .map(|v| v * 4.0)
         .collect()
 }
 
@@ -113,4 +108,51 @@ fn comparison_classes() {
     assert_eq!(above, far_above);
     assert_eq!(below, far_below);
     assert!(below != at && at != above && below != above);
+}
+
+/// `RowMeans` stages each row in a workgroup array of `args.cols / 4` vec4s, a double in the
+/// engine and an integer override here: widths that are multiples of 4 match the reference,
+/// one that is not is refused by the value's name before anything runs.
+#[test]
+fn division_sizes_a_workgroup_array() {
+    let ctx = test_support::context();
+    for (rows, cols) in [(5usize, 36usize), (3, 4), (2, 1024)] {
+        let x = random(rows * cols, cols as u64 + 1);
+        let x_t = Tensor::from_slice(&ctx, &[rows, cols], &x).unwrap();
+        let inputs = row_means::Inputs { x: &x_t };
+        let attrs = row_means::Attrs::new(row_means::RequiredAttrs {
+            rows: rows as u32,
+            cols: cols as u32,
+        });
+        let got = row_means::run(&ctx, &inputs, &attrs)
+            .unwrap()
+            .y
+            .to_vec(&ctx)
+            .unwrap();
+        for (r, g) in got.iter().enumerate() {
+            let want = x[r * cols..(r + 1) * cols]
+                .iter()
+                .map(|&v| f64::from(v))
+                .sum::<f64>()
+                / cols as f64;
+            assert!(
+                (f64::from(*g) - want).abs() <= 1e-5,
+                "{rows}x{cols}: row {r} is {g}, the reference {want}"
+            );
+        }
+    }
+    let (rows, cols) = (2usize, 10usize);
+    let x_t = Tensor::from_slice(&ctx, &[rows, cols], &random(rows * cols, 3)).unwrap();
+    let inputs = row_means::Inputs { x: &x_t };
+    let attrs = row_means::Attrs::new(row_means::RequiredAttrs {
+        rows: rows as u32,
+        cols: cols as u32,
+    });
+    let error = row_means::run(&ctx, &inputs, &attrs)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("QUARTER") && error.contains("whole number"),
+        "{error}"
+    );
 }

@@ -170,6 +170,37 @@ pub struct TemplateValue {
     /// ([`domains::pin`]); `None` when its names' domains are enumerated instead (or it is a
     /// boolean, enumerated over both values).
     pub domain: Option<Vec<crate::expr::Value>>,
+    /// For a dynamic value: the WGSL type of its override, which the shader's uses decide
+    /// (`settle`), not only the expression's type.
+    pub override_type: OverrideType,
+}
+
+/// The scalar type of a dynamic value's WGSL `override`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverrideType {
+    U32,
+    I32,
+    F32,
+}
+
+impl OverrideType {
+    /// The type an expression of type `ty` starts as: a Float is an `f32`, anything else a
+    /// `u32` (sizes, counts).
+    pub fn of(ty: Type) -> Self {
+        if ty == Type::Float {
+            OverrideType::F32
+        } else {
+            OverrideType::U32
+        }
+    }
+
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            OverrideType::U32 => "u32",
+            OverrideType::I32 => "i32",
+            OverrideType::F32 => "f32",
+        }
+    }
 }
 
 /// What a binding is bound to.

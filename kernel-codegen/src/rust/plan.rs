@@ -102,6 +102,15 @@ impl Values {
     }
 }
 
+/// A scalar the pass sets (a uniform field or an override), by its WGSL type.
+fn field(wgsl_type: &str, slot: TokenStream) -> TokenStream {
+    match wgsl_type {
+        "u32" => quote!(U32(#slot)),
+        "i32" => quote!(I32(#slot)),
+        _ => quote!(F32(#slot)),
+    }
+}
+
 /// A variant's plan as data: an `VariantSpec` whose values are indices into
 /// the op's [`Values`].
 pub(super) fn variant_spec(
@@ -123,8 +132,8 @@ pub(super) fn variant_spec(
         let table_pass = proc_macro2::Literal::usize_unsuffixed(super::table::pass_index(op, v, p));
         let overrides = model::dynamic_values(variant, pass).map(|d| {
             let pipeline_name = op.override_name(&d.name);
-            let slot = slot(&d.name, &d.expr);
-            quote!((#pipeline_name, #slot))
+            let field = field(d.override_type.wgsl(), slot(&d.name, &d.expr));
+            quote!((#pipeline_name, #field))
         });
         let bindings = pass.bindings.iter().map(|b| match &b.target {
             BindingTarget::Tensor(i) => {
@@ -145,14 +154,7 @@ pub(super) fn variant_spec(
                 params
                     .fields
                     .iter()
-                    .map(|f| {
-                        let slot = slot(&f.name, &f.value);
-                        match f.wgsl_type {
-                            "u32" => quote!(U32(#slot)),
-                            "i32" => quote!(I32(#slot)),
-                            _ => quote!(F32(#slot)),
-                        }
-                    })
+                    .map(|f| field(f.wgsl_type, slot(&f.name, &f.value)))
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default();

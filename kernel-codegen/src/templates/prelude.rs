@@ -1,9 +1,9 @@
 //! The WGSL declarations codegen writes for each shader: `enable`s, overrides, the `Params`
 //! struct and every binding, all generated from the manifest so shader and manifest agree.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::expr::Type;
 use crate::model::{Access, Binding, Combination, DType, Op, Pass, Variant, dynamic_values};
 
 /// A binding with its element type resolved for one combination.
@@ -58,13 +58,18 @@ pub fn uses_f16(bindings: &[ResolvedBinding<'_>], combination: &Combination) -> 
         || combination.dtypes.values().any(|d| *d == DType::F16)
 }
 
-/// WGSL type of a dynamic value's override.
-pub fn override_type(ty: Type) -> &'static str {
-    match ty {
-        Type::Float => "f32",
-        Type::Bool => "bool",
-        _ => "u32",
+/// The capabilities a shader is validated with: f16 where it needs it, subgroups where its
+/// variant asks for them.
+pub fn capabilities(f16: bool, features: &BTreeSet<String>) -> naga::valid::Capabilities {
+    use naga::valid::Capabilities;
+    let mut capabilities = Capabilities::empty();
+    if f16 {
+        capabilities |= Capabilities::SHADER_FLOAT16;
     }
+    if features.contains("subgroups") {
+        capabilities |= Capabilities::SUBGROUP;
+    }
+    capabilities
 }
 
 /// The declarations the template places with `{{ prelude }}`.
@@ -87,7 +92,7 @@ pub fn prelude(
             out,
             "override {}: {};",
             op.override_name(&value.name),
-            override_type(value.expr.ir.ty)
+            value.override_type.wgsl()
         );
         any_override = true;
     }

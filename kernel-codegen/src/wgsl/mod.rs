@@ -17,7 +17,7 @@ use crate::model::{self, Combination, Dispatch, Op, dynamic_values};
 use crate::settle;
 use crate::shader::{BindingLayout, OverrideSpec, Shader, Translations, WEB_SUBGROUPS_ENABLE};
 use crate::templates::pass::{Rendered, pass_path, render_pass};
-use crate::templates::prelude::{self, override_type};
+use crate::templates::prelude;
 use crate::templates::usage;
 
 /// Renders and validates all shaders of an op, settled before (`settle.rs`), and translates them with
@@ -217,7 +217,7 @@ fn shader(
         .map_err(|m| Diagnostic::new(&pass.template, where_(), m))?;
     let overrides: Vec<OverrideSpec> = dynamic_values(variant, pass)
         .map(|value| {
-            let wgsl_type = override_type(value.expr.ir.ty);
+            let wgsl_type = value.override_type.wgsl();
             let representative = model::domains::sample(op, variant, &value.expr.ir)
                 .and_then(|sample| match sample {
                     Value::Int(i) => Some(i as f64),

@@ -3,11 +3,11 @@
 
 use std::collections::BTreeSet;
 
-use naga::valid::{Capabilities, ValidationFlags, Validator};
+use naga::valid::{ValidationFlags, Validator};
 use naga::{AddressSpace, ScalarKind, StorageAccess, TypeInner};
 
 use crate::model::Access;
-use crate::templates::prelude::ResolvedBinding;
+use crate::templates::prelude::{self, ResolvedBinding};
 
 /// What the shader was validated with and what reflection found.
 #[derive(Debug, Clone)]
@@ -47,14 +47,7 @@ pub fn validate(
         message: e.emit_to_string(source),
         line: e.location(source).map(|l| l.line_number as usize),
     })?;
-    let mut capabilities = Capabilities::empty();
-    if f16 {
-        capabilities |= Capabilities::SHADER_FLOAT16;
-    }
-    if features.contains("subgroups") {
-        capabilities |= Capabilities::SUBGROUP;
-    }
-    let info = Validator::new(ValidationFlags::all(), capabilities)
+    let info = Validator::new(ValidationFlags::all(), prelude::capabilities(f16, features))
         .validate(&module)
         .map_err(|e| Invalid {
             message: e.emit_to_string(source),

@@ -104,7 +104,8 @@ impl Value<'_> {
 /// axis) and the index of the expression that computes it.
 pub type Slot = (&'static str, usize);
 
-/// A field of a pass's uniform `Params` struct: every field is a 4-byte scalar at `4 * i`.
+/// A scalar a pass sets, by its WGSL type: a field of the pass's uniform `Params` struct
+/// (every field is a 4-byte scalar at `4 * i`) or a pipeline-overridable constant.
 #[derive(Debug, Clone, Copy)]
 pub enum Field {
     U32(Slot),
@@ -136,8 +137,8 @@ pub struct PassSpec {
     pub table_pass: usize,
     /// The values the pass's shader text depends on, in the table's key order.
     pub key: &'static [usize],
-    /// Pipeline-overridable constants: the name in the shader, and the value.
-    pub overrides: &'static [(&'static str, Slot)],
+    /// Pipeline-overridable constants: the name in the shader, and the value with its type.
+    pub overrides: &'static [(&'static str, Field)],
     pub bindings: &'static [Binding],
     pub params: &'static [Field],
     pub dispatch: DispatchSpec,
@@ -282,22 +283,11 @@ where
     let overrides = pass
         .overrides
         .iter()
-        .map(|&(pipeline_name, slot)| {
-            let value = match eval(slot)? {
-                Value::Float(f) => f,
-                Value::Bool(b) => {
-                    if b {
-                        1.0
-                    } else {
-                        0.0
-                    }
-                }
-                other => {
-                    let value = other.int(name(slot))?;
-                    let fits = u32::try_from(value);
-                    in_range(slot, value, fits.is_ok(), "does not fit a u32")?;
-                    f64::from(fits.unwrap_or_default())
-                }
+        .map(|&(pipeline_name, field)| {
+            let value = match field {
+                Field::U32(slot) => f64::from(size(slot)?),
+                Field::I32(slot) => f64::from(signed(slot)?),
+                Field::F32(slot) => eval(slot)?.float(name(slot))?,
             };
             Ok((pipeline_name, value))
         })
@@ -389,7 +379,7 @@ mod tests {
             id: "main",
             table_pass: 0,
             key: &[1, 2],
-            overrides: &[("n_pipeline", ("n", 1))],
+            overrides: &[("n_pipeline", Field::U32(("n", 1)))],
             bindings: &[Binding::Arg(0), Binding::Params],
             params: Box::leak(Box::new([Field::U32(("n", 0)), field])),
             dispatch,

@@ -12,7 +12,7 @@ use crate::manifest::{BindingDecl, BindingsRef, Manifest, VariantDecl};
 use crate::model::statics::is_static;
 use crate::model::{
     Access, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr, Intermediate, Op,
-    ParamField, ParamsStruct, Pass, TemplateValue, Variant,
+    OverrideType, ParamField, ParamsStruct, Pass, TemplateValue, Variant,
 };
 
 struct Cx<'a> {
@@ -222,6 +222,7 @@ fn template_values(
         }
         out.push(TemplateValue {
             name: name.clone(),
+            override_type: OverrideType::of(expr.ir.ty),
             expr,
             class,
             domain: None,

@@ -388,8 +388,8 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                     table_pass: 0,
                     key: &[4, 5, 6, 7, 8],
                     overrides: &[
-                        ("biasBlockCount", ("biasBlockCount", 9)),
-                        ("innerRepeat", ("innerRepeat", 10)),
+                        ("biasBlockCount", U32(("biasBlockCount", 9))),
+                        ("innerRepeat", U32(("innerRepeat", 10))),
                     ],
                     bindings: &[
                         Arg(0),
@@ -421,8 +421,8 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                     table_pass: 2,
                     key: &[4, 5, 6],
                     overrides: &[
-                        ("biasBlockCount", ("biasBlockCount", 9)),
-                        ("innerRepeat", ("innerRepeat", 10)),
+                        ("biasBlockCount", U32(("biasBlockCount", 9))),
+                        ("innerRepeat", U32(("innerRepeat", 10))),
                     ],
                     bindings: &[
                         Arg(0),
@@ -476,9 +476,9 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                     table_pass: 3,
                     key: &[4, 5, 6, 16],
                     overrides: &[
-                        ("blockSize", ("blockSize", 0)),
-                        ("biasBlockCount", ("biasBlockCount", 9)),
-                        ("innerRepeat", ("innerRepeat", 10)),
+                        ("blockSize", U32(("blockSize", 0))),
+                        ("biasBlockCount", U32(("biasBlockCount", 9))),
+                        ("innerRepeat", U32(("innerRepeat", 10))),
                     ],
                     bindings: &[Arg(0), Arg(1), Arg(2), Params],
                     params: &[U32(("blockSize", 0)), U32(("batchCount", 3))],
@@ -505,9 +505,9 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                     table_pass: 4,
                     key: &[4, 8, 5, 6, 18, 19],
                     overrides: &[
-                        ("blockSize", ("blockSize", 0)),
-                        ("biasBlockCount", ("biasBlockCount", 9)),
-                        ("innerRepeat", ("innerRepeat", 10)),
+                        ("blockSize", U32(("blockSize", 0))),
+                        ("biasBlockCount", U32(("biasBlockCount", 9))),
+                        ("innerRepeat", U32(("innerRepeat", 10))),
                     ],
                     bindings: &[Arg(0), Arg(1), Arg(2), Params],
                     params: &[U32(("blockSize", 0)), U32(("batchCount", 3))],
