@@ -1,5 +1,6 @@
-//! Generates `packages/` into `$OUT_DIR/kernels` with the codegen library: every package must
-//! be one codegen accepts, so that this crate builds is the first test of each construct.
+//! Generates `packages/` into `$OUT_DIR/kernels` with the codegen library, with the hints in
+//! `hints/` (each the file a package's errors print): every package must be one codegen
+//! accepts, so that this crate builds is the first test of each construct.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ fn main() -> ExitCode {
     match kernel_codegen::Config::new()
         .root(here)
         .packages_in("packages")
+        .hints_dir("hints")
         .generate()
     {
         Ok(_) => ExitCode::SUCCESS,

@@ -11,13 +11,75 @@ pub struct Diagnostic {
     /// `variants[0].when[1]`, or `line 12` for templates. Empty for the whole file.
     pub path: String,
     /// 1-based column inside the expression (or template line) the error points at.
-    pub column: Option<usize>,
+    pub column: Option<u32>,
     /// The expression or template line, shown under the message with a caret.
     pub excerpt: Option<String>,
     pub message: String,
     /// A consequence of an error reported by another diagnostic (a pass that includes a
     /// template with a syntax error): dropped when that error is in the same run.
     pub follow_on: bool,
+    /// The hints entry that makes the error go away, where there is one.
+    pub suggestion: Option<Box<Specialisation>>,
+}
+
+/// The description of a hints file made of suggestions.
+const SUGGESTED_DESCRIPTION: &str = "Starting sets of values from the generator's errors: \
+    each value's shaders are built for the values listed; list those the package's users need.";
+
+/// A `specialise` entry of a hints file: build variant `variant` of op `op` for each of
+/// `values` of `key` (a template value, or a scalar arg as `args.<name>`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Specialisation {
+    /// The op's `domain.name`.
+    pub op: String,
+    pub variant: String,
+    pub key: String,
+    pub values: Vec<i64>,
+}
+
+impl Specialisation {
+    /// The name of the hints file the entry goes in.
+    pub fn file_name(&self) -> String {
+        format!("{}.hints.json", self.op)
+    }
+
+    /// A whole hints file with this entry, on one line.
+    pub fn one_line(&self) -> String {
+        format!(
+            "{{ \"op\": {}, \"variants\": [{}] }}",
+            quoted(&self.op),
+            variant_lines(std::slice::from_ref(self)).join(", ")
+        )
+    }
+}
+
+/// A JSON string literal.
+fn quoted(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+/// The `variants` items of a hints file holding `entries`, one line each, in the layout of
+/// hand-written hints files: `{ "variant": "v", "specialise": { "args.n": [1, 2] } }`.
+fn variant_lines(entries: &[Specialisation]) -> Vec<String> {
+    let mut variants: Vec<(&str, Vec<String>)> = Vec::new();
+    for entry in entries {
+        let values: Vec<String> = entry.values.iter().map(i64::to_string).collect();
+        let line = format!("{}: [{}]", quoted(&entry.key), values.join(", "));
+        match variants.iter_mut().find(|(v, _)| *v == entry.variant) {
+            Some((_, lines)) => lines.push(line),
+            None => variants.push((&entry.variant, vec![line])),
+        }
+    }
+    variants
+        .into_iter()
+        .map(|(variant, keys)| {
+            format!(
+                "{{ \"variant\": {}, \"specialise\": {{ {} }} }}",
+                quoted(variant),
+                keys.join(", ")
+            )
+        })
+        .collect()
 }
 
 impl Diagnostic {
@@ -30,6 +92,24 @@ impl Diagnostic {
             excerpt: None,
             message: message.into(),
             follow_on: false,
+            suggestion: None,
+        }
+    }
+
+    /// Attaches the hints entry that would make the error go away.
+    pub fn suggesting(mut self, suggestion: Specialisation) -> Self {
+        self.suggestion = Some(Box::new(suggestion));
+        self
+    }
+
+    /// Drops the hints entry (none of its values builds), saying instead in words what a
+    /// hints entry for the value looks like.
+    pub fn without_suggestion(&mut self) {
+        if let Some(s) = self.suggestion.take() {
+            self.message.push_str(&format!(
+                " or declare the values to build in the package's hints (`\"variants\": [{{\"variant\": \"{}\", \"specialise\": {{\"{}\": [...]}}}}]`)",
+                s.variant, s.key
+            ));
         }
     }
 
@@ -42,7 +122,7 @@ impl Diagnostic {
     /// Points the diagnostic at a column of an expression or template line.
     pub fn at(mut self, excerpt: &str, column: usize) -> Self {
         self.excerpt = Some(excerpt.to_owned());
-        self.column = Some(column);
+        self.column = Some(u32::try_from(column).unwrap_or(u32::MAX));
         self
     }
 }
@@ -57,8 +137,16 @@ impl fmt::Display for Diagnostic {
             write!(f, ", column {column}")?;
         }
         write!(f, ": {}", self.message)?;
+        if let Some(s) = &self.suggestion {
+            write!(
+                f,
+                ", or build it for a set of values with `{}` in the hints folder (a starting set: list the values your models use): {}",
+                s.file_name(),
+                s.one_line()
+            )?;
+        }
         if let (Some(excerpt), Some(column)) = (&self.excerpt, self.column) {
-            write!(f, "\n    {excerpt}\n    {:>width$}", "^", width = column)?;
+            write!(f, "\n    {excerpt}\n    {:>width$}", "^", width = column as usize)?;
         }
         Ok(())
     }
@@ -94,6 +182,31 @@ impl Diagnostics {
             self.0.retain(|d| !d.follow_on);
         }
         Err(self)
+    }
+
+    /// The hints files the errors' suggestions make, one per op: (file name, text). Written
+    /// into a hints folder they make those errors go away, with starting sets of values to
+    /// edit to the values the package's users need.
+    pub fn suggested_hints(&self) -> Vec<(String, String)> {
+        let mut by_op: std::collections::BTreeMap<&str, Vec<Specialisation>> = Default::default();
+        for suggestion in self.0.iter().filter_map(|d| d.suggestion.as_ref()) {
+            let entries = by_op.entry(suggestion.op.as_str()).or_default();
+            if !entries.contains(suggestion) {
+                entries.push((**suggestion).clone());
+            }
+        }
+        by_op
+            .into_iter()
+            .map(|(op, entries)| {
+                let text = format!(
+                    "{{\n  \"op\": {},\n  \"description\": {},\n  \"variants\": [\n    {}\n  ]\n}}\n",
+                    quoted(op),
+                    quoted(SUGGESTED_DESCRIPTION),
+                    variant_lines(&entries).join(",\n    ")
+                );
+                (format!("{op}.hints.json"), text)
+            })
+            .collect()
     }
 }
 

@@ -29,6 +29,7 @@ mod override_types;
 pub mod rust;
 mod settle;
 pub mod shader;
+mod suggest;
 #[doc(hidden)]
 pub mod templates;
 #[doc(hidden)]
@@ -39,7 +40,7 @@ pub mod wgsl;
 use std::collections::{BTreeMap, BTreeSet};
 
 pub use config::{Config, ConfigError, Report};
-pub use diag::{Diagnostic, Diagnostics};
+pub use diag::{Diagnostic, Diagnostics, Specialisation};
 
 /// What the first line of every generated file carries after its comment marker; the
 /// output folder's files with it are the generator's to replace or remove.
@@ -274,6 +275,7 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     for op in &mut ops {
         let mut problems = settle::settle(op, front.env_of(op), &paths);
         override_types::settle_override_types(op, front.env_of(op));
+        suggest::try_suggestions(op, front.env_of(op), &paths, &mut problems);
         front.relocate(op, &mut problems);
         if !problems.is_empty() {
             front.unsettled.insert(op.module.clone());

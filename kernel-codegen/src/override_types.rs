@@ -20,9 +20,6 @@ use crate::templates::prelude;
 
 /// Retypes the overrides of every pass of `op` whose first rendering naga blames on one.
 pub fn settle_override_types(op: &mut Op, env: &minijinja::Environment<'static>) {
-    if !op.templates.values_print_as_literals {
-        return;
-    }
     for v in 0..op.variants.len() {
         for p in 0..op.variants[v].passes.len() {
             settle_pass(op, env, v, p);
@@ -30,7 +27,11 @@ pub fn settle_override_types(op: &mut Op, env: &minijinja::Environment<'static>)
     }
 }
 
-fn settle_pass(op: &mut Op, env: &minijinja::Environment<'static>, v: usize, p: usize) {
+/// Retypes the overrides of pass `p` of variant `v` while naga blames one of them.
+pub fn settle_pass(op: &mut Op, env: &minijinja::Environment<'static>, v: usize, p: usize) {
+    if !op.templates.values_print_as_literals {
+        return;
+    }
     let names: Vec<String> = model::dynamic_values(&op.variants[v], &op.variants[v].passes[p])
         .map(|value| value.name.clone())
         .collect();
@@ -119,7 +120,7 @@ type Validity = Result<(), Option<Range<usize>>>;
 
 /// The pass's first combination rendered, whether it is a valid shader, and where naga blames
 /// it when not; `None` when it does not render (reported when the shaders are made).
-fn failure(
+pub fn failure(
     op: &Op,
     env: &minijinja::Environment<'static>,
     v: usize,

@@ -8,7 +8,8 @@
 
 use std::collections::BTreeSet;
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{Diagnostic, Diagnostics, Specialisation};
+use crate::expr::Type;
 use crate::model::dynamic_values;
 use crate::model::{self, Op, domains};
 use crate::templates::TemplatePaths;
@@ -32,87 +33,100 @@ pub fn settle(
     let mut diagnostics = Diagnostics::default();
     for v in 0..op.variants.len() {
         for p in 0..op.variants[v].passes.len() {
-            // Pinning one value can expose another (a branch now rendered reads a second
-            // one), so look again until nothing more is needed.
-            for _ in 0..4 {
-                let (needs, printed) = needed(op, env, paths, v, p);
-                if needs.is_empty() {
-                    break;
-                }
-                // A value the template only tests (for truthiness, or against integer
-                // literals) and does not print is built per class of what the tests tell apart.
-                let mut classed = BTreeSet::new();
-                for (name, _) in &needs {
-                    // A value with a finite domain keeps it: its shaders see its real values.
-                    if printed.contains(name) || classed.contains(name) || pinnable(op, v, name) {
-                        continue;
+            diagnostics.extend(settle_pass(op, env, paths, v, p));
+        }
+    }
+    diagnostics
+}
+
+/// Pins every value pass `p` of variant `v` depends on, or reports it.
+pub fn settle_pass(
+    op: &mut Op,
+    env: &minijinja::Environment<'static>,
+    paths: &TemplatePaths<'_>,
+    v: usize,
+    p: usize,
+) -> Diagnostics {
+    let mut diagnostics = Diagnostics::default();
+    // Pinning one value can expose another (a branch now rendered reads a second
+    // one), so look again until nothing more is needed.
+    for _ in 0..4 {
+        let (needs, printed) = needed(op, env, paths, v, p);
+        if needs.is_empty() {
+            break;
+        }
+        // A value the template only tests (for truthiness, or against integer
+        // literals) and does not print is built per class of what the tests tell apart.
+        let mut classed = BTreeSet::new();
+        for (name, _) in &needs {
+            // A value with a finite domain keeps it: its shaders see its real values.
+            if printed.contains(name) || classed.contains(name) || pinnable(op, v, name) {
+                continue;
+            }
+            let tests: Option<Vec<usage::Misuse>> = needs
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, need)| match need {
+                    Need::Template(u)
+                        if matches!(
+                            u.misuse,
+                            usage::Misuse::Truthiness | usage::Misuse::Compared(_)
+                        ) =>
+                    {
+                        Some(u.misuse)
                     }
-                    let tests: Option<Vec<usage::Misuse>> = needs
-                        .iter()
-                        .filter(|(n, _)| n == name)
-                        .map(|(_, need)| match need {
-                            Need::Template(u)
-                                if matches!(
-                                    u.misuse,
-                                    usage::Misuse::Truthiness | usage::Misuse::Compared(_)
-                                ) =>
-                            {
-                                Some(u.misuse)
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    let Some(tests) = tests else { continue };
-                    let thresholds: BTreeSet<i64> = tests
-                        .iter()
-                        .filter_map(|t| match t {
-                            usage::Misuse::Compared(n) => Some(*n),
-                            _ => None,
-                        })
-                        .collect();
-                    if thresholds.is_empty() {
-                        domains::by_truthiness(op, v, name);
-                        classed.insert(name.clone());
-                    } else {
-                        // A conditional with one literal per class: pinned below.
-                        let truthiness = tests.contains(&usage::Misuse::Truthiness);
-                        domains::by_classes(op, v, name, &thresholds, truthiness);
-                    }
+                    _ => None,
+                })
+                .collect();
+            let Some(tests) = tests else { continue };
+            let thresholds: BTreeSet<i64> = tests
+                .iter()
+                .filter_map(|t| match t {
+                    usage::Misuse::Compared(n) => Some(*n),
+                    _ => None,
+                })
+                .collect();
+            if thresholds.is_empty() {
+                domains::by_truthiness(op, v, name);
+                classed.insert(name.clone());
+            } else {
+                // A conditional with one literal per class: pinned below.
+                let truthiness = tests.contains(&usage::Misuse::Truthiness);
+                domains::by_classes(op, v, name, &thresholds, truthiness);
+            }
+        }
+        if !classed.is_empty() {
+            continue;
+        }
+        let mut reported = false;
+        let mut pinned = BTreeSet::new();
+        for (name, need) in needs {
+            if pinned.contains(&name) {
+                continue;
+            }
+            let variant = &op.variants[v];
+            let Some(value) = variant
+                .constants
+                .iter()
+                .chain(variant.passes.iter().flat_map(|p| &p.inputs))
+                .find(|value| value.name == name)
+            else {
+                continue;
+            };
+            let declared = variant.specialise.get(&name).map(Vec::as_slice);
+            match domains::pin(op, variant, value, declared) {
+                Ok(pin) => {
+                    domains::apply(op, v, &name, pin);
+                    pinned.insert(name);
                 }
-                if !classed.is_empty() {
-                    continue;
-                }
-                let mut reported = false;
-                let mut pinned = BTreeSet::new();
-                for (name, need) in needs {
-                    if pinned.contains(&name) {
-                        continue;
-                    }
-                    let variant = &op.variants[v];
-                    let Some(value) = variant
-                        .constants
-                        .iter()
-                        .chain(variant.passes.iter().flat_map(|p| &p.inputs))
-                        .find(|value| value.name == name)
-                    else {
-                        continue;
-                    };
-                    let declared = variant.specialise.get(&name).map(Vec::as_slice);
-                    match domains::pin(op, variant, value, declared) {
-                        Ok(pin) => {
-                            domains::apply(op, v, &name, pin);
-                            pinned.insert(name);
-                        }
-                        Err(unbounded) => {
-                            reported = true;
-                            diagnostics.push(diagnostic(op, paths, v, p, &name, &need, &unbounded));
-                        }
-                    }
-                }
-                if reported {
-                    break;
+                Err(unbounded) => {
+                    reported = true;
+                    diagnostics.push(diagnostic(op, paths, v, p, &name, &need, &unbounded));
                 }
             }
+        }
+        if reported {
+            break;
         }
     }
     diagnostics
@@ -152,7 +166,10 @@ pub fn unsettled(
             too_many: None,
         });
     let need = Need::Template(misuse.clone());
-    diagnostic(op, paths, v, p, &misuse.value, &need, &unbounded)
+    // Found while emitting, after the front end tried its suggestions' values.
+    let mut diagnostic = diagnostic(op, paths, v, p, &misuse.value, &need, &unbounded);
+    diagnostic.without_suggestion();
+    diagnostic
 }
 
 /// The dynamic values pass `p` of variant `v` needs the value of, each with its first need.
@@ -342,12 +359,12 @@ fn diagnostic(
     unbounded: &domains::Unbounded,
 ) -> Diagnostic {
     let variant = &op.variants[v];
-    let source = variant
+    let found = variant
         .constants
         .iter()
         .chain(variant.passes[p].inputs.iter())
-        .find(|value| value.name == name)
-        .map_or(String::new(), |value| value.expr.source.clone());
+        .find(|value| value.name == name);
+    let source = found.map_or(String::new(), |value| value.expr.source.clone());
     let why = match (&unbounded.too_many, unbounded.names.as_slice()) {
         (Some(count), _) => format!(
             "it takes {count} values, more than the {} shaders one value may add",
@@ -363,12 +380,23 @@ fn diagnostic(
                 .join("`, `")
         ),
     };
-    let fix = format!(
-        "bound it in variant `{}`'s `when` (`x == 2 or x == 4`, `x > 0 and x <= 8`) or declare the values to build in the package's hints (`\"variants\": [{{\"variant\": \"{}\", \"specialise\": {{\"{name}\": [...]}}}}]`)",
-        variant.id, variant.id
+    let bound = format!(
+        "bound it in variant `{}`'s `when` (`x == 2 or x == 4`, `x > 0 and x <= 8`)",
+        variant.id
     );
+    // An array needs a length of at least 1; a template may test or loop over 0.
+    let least = i64::from(matches!(need, Need::ArrayLength { .. }));
+    let suggestion = found.and_then(|value| hints_entry(op, variant, value, unbounded, least));
+    let fix = match &suggestion {
+        // The entry follows the message (`Diagnostic`'s `Display`) once its values are tried.
+        Some(_) => bound,
+        None => format!(
+            "{bound} or declare the values to build in the package's hints (`\"variants\": [{{\"variant\": \"{}\", \"specialise\": {{\"{name}\": [...]}}}}]`)",
+            variant.id
+        ),
+    };
     let value = format!("template input `{name}` (`{source}`)");
-    match need {
+    let diagnostic = match need {
         Need::Template(misuse) => {
             let how = match misuse.misuse {
                 usage::Misuse::Condition
@@ -403,5 +431,40 @@ fn diagnostic(
                 "{value} sizes an array outside workgroup memory (rendered line {line}: `{text}`), whose length WGSL needs when the shader is compiled: {why}; {fix}"
             ),
         ),
+    };
+    match suggestion {
+        Some(suggestion) => diagnostic.suggesting(suggestion),
+        None => diagnostic,
     }
+}
+
+/// The hints entry that builds `value` for a starting set of values: keyed by the integer arg
+/// it depends on when there is one such arg (a call with another value then falls to the op's
+/// other variants), by the value's name otherwise.
+fn hints_entry(
+    op: &Op,
+    variant: &model::Variant,
+    value: &model::TemplateValue,
+    unbounded: &domains::Unbounded,
+    least: i64,
+) -> Option<Specialisation> {
+    let arg = match unbounded.names.as_slice() {
+        [only] => only
+            .strip_prefix("args.")
+            .filter(|arg| op.attribute(arg).is_some_and(|a| a.ty == Type::Int)),
+        _ => None,
+    };
+    if arg.is_none() && !value.expr.ir.ty.is_numeric() {
+        return None;
+    }
+    let values = domains::suggested_set(op, variant, value, arg, least);
+    if values.is_empty() {
+        return None;
+    }
+    Some(Specialisation {
+        op: format!("{}.{}", op.domain, op.name),
+        variant: variant.id.clone(),
+        key: arg.map_or_else(|| value.name.clone(), |arg| format!("args.{arg}")),
+        values,
+    })
 }

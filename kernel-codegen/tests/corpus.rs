@@ -74,9 +74,13 @@ fn corpus_hints() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/corpus/hints")
 }
 
-/// Runs packages through the generator together; the first diagnostic when they do not come
-/// through.
-fn generate(packages: &[&PathBuf], shared: &std::path::Path, hints: bool) -> Result<(), String> {
+/// Runs packages through the generator together, with the hints in `hints`; all the
+/// diagnostics when they do not come through.
+fn diagnostics(
+    packages: &[&PathBuf],
+    shared: &std::path::Path,
+    hints: Option<&std::path::Path>,
+) -> Result<(), kernel_codegen::Diagnostics> {
     let mut config = kernel_codegen::Config::new();
     for package in packages {
         config.package(package);
@@ -87,24 +91,29 @@ fn generate(packages: &[&PathBuf], shared: &std::path::Path, hints: bool) -> Res
     if shared.is_dir() {
         config.include_root(shared);
     }
-    if hints {
-        config.hints_dir(corpus_hints());
+    if let Some(hints) = hints {
+        config.hints_dir(hints);
     }
     let (inputs, _) = config.read_inputs().expect("corpus is readable");
-    kernel_codegen::generate(&inputs)
-        .map(|_| ())
-        .map_err(|diagnostics| {
-            let first = diagnostics
-                .0
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            format!(
-                "{} diagnostics, first: {}",
-                diagnostics.0.len(),
-                first.lines().next().unwrap_or("")
-            )
-        })
+    kernel_codegen::generate(&inputs).map(|_| ())
+}
+
+/// Runs packages through the generator together; the first diagnostic when they do not come
+/// through.
+fn generate(packages: &[&PathBuf], shared: &std::path::Path, hints: bool) -> Result<(), String> {
+    let hints = hints.then(corpus_hints);
+    diagnostics(packages, shared, hints.as_deref()).map_err(|diagnostics| {
+        let first = diagnostics
+            .0
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        format!(
+            "{} diagnostics, first: {}",
+            diagnostics.0.len(),
+            first.lines().next().unwrap_or("")
+        )
+    })
 }
 
 /// Every corpus package through the generator, one at a time: manifest checked, every shader
@@ -118,7 +127,6 @@ fn corpus_packages_through_the_generator() {
     let shared = corpus.join("gemma-4/_shared_assets");
     let packages = packages(&corpus);
     let needs_hints = [
-        "com.xenova.RMSNorm",
         "com.xenova.gemma4.Attention",
         "com.xenova.gemma4.QatEmbedGather",
     ];
@@ -136,11 +144,16 @@ fn corpus_packages_through_the_generator() {
             Err(first) => failures.push(format!("{name}: {first}")),
         }
     }
-    // The project's hints declare what those need.
+    // The project's hints declare what those need; so do the hints their errors print.
     if !hinted.is_empty()
         && let Err(first) = generate(&hinted, &shared, true)
     {
         failures.push(format!("with hints: {first}"));
+    }
+    for package in &hinted {
+        if let Err(problem) = builds_with_printed_hints(package, &shared) {
+            failures.push(problem);
+        }
     }
     eprintln!(
         "{generated} of {} corpus packages come through the generator without hints, {} with",
@@ -153,4 +166,35 @@ fn corpus_packages_through_the_generator() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(generated >= packages.len() - needs_hints.len());
+}
+
+/// Generates `package` with the hints files its errors print, written to a folder of their
+/// own.
+fn builds_with_printed_hints(package: &PathBuf, shared: &std::path::Path) -> Result<(), String> {
+    let name = package.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+    let Err(errors) = diagnostics(&[package], shared, None) else {
+        return Ok(());
+    };
+    let unsuggested: Vec<String> = errors
+        .0
+        .iter()
+        .filter(|d| d.suggestion.is_none())
+        .map(ToString::to_string)
+        .collect();
+    if !unsuggested.is_empty() {
+        return Err(format!(
+            "{name}: errors without a hints entry:\n{}",
+            unsuggested.join("\n")
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("printed-hints-{}-{name}", std::process::id()));
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    for (file, text) in errors.suggested_hints() {
+        fs::write(dir.join(&file), &text).map_err(|e| e.to_string())?;
+        eprintln!("{name}: printed hints {file}: {}", text.replace('\n', " "));
+    }
+    let result = diagnostics(&[package], shared, Some(&dir))
+        .map_err(|still| format!("{name} with its printed hints: {still}"));
+    let _ = fs::remove_dir_all(&dir);
+    result
 }

@@ -83,7 +83,8 @@ fn overrides(inputs: &kernel_codegen::Inputs) -> String {
     text
 }
 
-fn run_case(root: &Path, head: &str) -> Result<String, String> {
+/// The inputs a case makes of its seed.
+fn case_inputs(root: &Path, head: &str) -> Result<kernel_codegen::Inputs, String> {
     let case = Case::parse(head).map_err(|e| e.to_string())?;
     let name = case
         .from
@@ -94,26 +95,73 @@ fn run_case(root: &Path, head: &str) -> Result<String, String> {
     if inputs.templates.keys().any(|t| t.starts_with(&shared)) {
         inputs.include_root = Some(format!("{name}/_shared"));
     }
-    Ok(outcome(&inputs))
+    Ok(inputs)
 }
 
-#[test]
-fn codegen_errors_match_expectations() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
-    let mut paths: Vec<_> = fs::read_dir(&root)
+/// Every fixture, as (path, the part before `---`).
+fn fixtures(root: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut paths: Vec<_> = fs::read_dir(root)
         .expect("tests/errors exists")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "test"))
         .collect();
     paths.sort();
-    for path in &paths {
-        let text = fs::read_to_string(path).expect("fixture is readable");
-        let head = text
-            .split_once("\n---\n")
-            .map_or(text.as_str(), |(head, _)| head);
-        let actual = run_case(&root, head).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = fs::read_to_string(&path).expect("fixture is readable");
+            let head = text
+                .split_once("\n---\n")
+                .map_or(text.as_str(), |(head, _)| head)
+                .to_owned();
+            (path, head)
+        })
+        .collect()
+}
+
+#[test]
+fn codegen_errors_match_expectations() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
+    let fixtures = fixtures(&root);
+    for (path, head) in &fixtures {
+        let actual = case_inputs(&root, head)
+            .map(|inputs| outcome(&inputs))
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         // The whole fixture is the expectation, its outcome recomputed after the edits.
         expect_file![path].assert_eq(&format!("{head}\n---\n{actual}"));
     }
-    assert!(paths.len() >= 10, "the error fixtures went missing");
+    assert!(fixtures.len() >= 10, "the error fixtures went missing");
+}
+
+/// Where every error of a case prints a hints entry, the hints file those entries make
+/// (`Diagnostics::suggested_hints`) lets the package generate.
+#[test]
+fn printed_hints_entries_make_their_packages_generate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
+    let mut tried = Vec::new();
+    for (path, head) in fixtures(&root) {
+        let mut inputs = case_inputs(&root, &head).expect("the case applies");
+        let Err(diagnostics) = kernel_codegen::generate(&inputs) else {
+            continue;
+        };
+        if !diagnostics.0.iter().all(|d| d.suggestion.is_some()) {
+            continue;
+        }
+        let [(file, text)] = &diagnostics.suggested_hints()[..] else {
+            panic!("{}: one op, one hints file", path.display());
+        };
+        let package = &mut inputs.packages[0];
+        package.hints = Some((format!("{}/{file}", package.dir), text.clone()));
+        if let Err(still) = kernel_codegen::generate(&inputs) {
+            panic!(
+                "{} with its printed hints:\n{text}\n{still}",
+                path.display()
+            );
+        }
+        tried.push(path);
+    }
+    assert!(
+        tried.len() >= 3,
+        "only {tried:?} print hints for every error"
+    );
 }

@@ -4,6 +4,7 @@
 //! ```text
 //! kernels-codegen --packages DIR... [--include-root DIR] [--hints DIR] --out DIR
 //!                 [--runtime-path PATH] [--host-check OP=PATH]... [--translate] [--check]
+//!                 [--write-suggested-hints DIR]
 //! ```
 //! A `--packages` folder is a package (it holds `manifest.json`) or a folder of packages.
 
@@ -44,6 +45,11 @@ struct Args {
     /// Write nothing; fail when a file in `--out` is stale or should not be there.
     #[arg(long)]
     check: bool,
+    /// When values the shader text depends on have no finite domain, write the hints files
+    /// the errors suggest (starting sets of values, to edit) into this folder; a file that
+    /// is already there is left alone.
+    #[arg(long, value_name = "DIR")]
+    write_suggested_hints: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -87,10 +93,19 @@ fn run(args: Args) -> Result<()> {
         .runtime_path(&args.runtime_path)
         .out_dir(&args.out)
         .emit_rerun_if_changed(false);
-    let report = if args.check {
-        config.check()?
+    let result = if args.check {
+        config.check()
     } else {
-        config.generate()?
+        config.generate()
+    };
+    let report = match result {
+        Ok(report) => report,
+        Err(err) => {
+            if let kernel_codegen::ConfigError::Codegen { diagnostics } = &err {
+                suggest_hints(diagnostics, args.write_suggested_hints.as_deref())?;
+            }
+            return Err(err.into());
+        }
     };
     for note in &report.output.notes {
         eprintln!("note: {note}");
@@ -118,6 +133,42 @@ fn run(args: Args) -> Result<()> {
             "kernels-codegen: left alone in {} (not written by the generator): {}",
             args.out.display(),
             report.foreign.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Writes the hints files the errors suggest into `dir`, or says how to.
+fn suggest_hints(
+    diagnostics: &kernel_codegen::Diagnostics,
+    dir: Option<&std::path::Path>,
+) -> Result<()> {
+    let files = diagnostics.suggested_hints();
+    if files.is_empty() {
+        return Ok(());
+    }
+    let Some(dir) = dir else {
+        eprintln!(
+            "kernels-codegen: {} hints file(s) would make the value errors below go away; write them with --write-suggested-hints DIR",
+            files.len()
+        );
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    for (name, text) in files {
+        let path = dir.join(&name);
+        if path.exists() {
+            eprintln!(
+                "kernels-codegen: {} exists; left alone (merge the suggestion from the error by hand)",
+                path.display()
+            );
+            continue;
+        }
+        std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+        eprintln!(
+            "kernels-codegen: wrote {} (a starting set of values: edit it to those your models use, then pass --hints {})",
+            path.display(),
+            dir.display()
         );
     }
     Ok(())

@@ -11,6 +11,9 @@
 //! - `com.example.RowMeans`: template values computed with `/` (doubles in the engine), one
 //!   printed where WGSL needs an integer (a workgroup array length, an `i32` loop bound: an
 //!   integer override checked to be whole at run time) and one where a float will do.
+//! - `com.example.RowSums`: a function-scope array sized by an arg, which no build-time
+//!   analysis can bound: it builds with `hints/com.example.RowSums.hints.json`, the file its
+//!   error prints (`kernels-codegen --write-suggested-hints`), unedited.
 
 /// The generated op modules and their registry `OPS`.
 pub mod kernels {

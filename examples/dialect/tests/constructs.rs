@@ -4,15 +4,22 @@
 // In tests a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use dialect::kernels::{row_means, scale_rows};
+use dialect::kernels::{row_means, row_sums, scale_rows};
 use dialect::runtime::Tensor;
 
-/// Seeded values in [-4, 4).
-fn random(n: usize, seed: u64) -> Vec<f32> {
-    test_support::data(n, seed)
+/// A `rows × cols` matrix of seeded values in [-4, 4), and its tensor.
+fn matrix(
+    ctx: &dialect::runtime::Context,
+    rows: usize,
+    cols: usize,
+    seed: u64,
+) -> (Vec<f32>, Tensor<f32>) {
+    let x: Vec<f32> = test_support::data(rows * cols, seed)
         .into_iter()
         .map(|v| v * 4.0)
-        .collect()
+        .collect();
+    let tensor = Tensor::from_slice(ctx, &[rows, cols], &x).unwrap();
+    (x, tensor)
 }
 
 /// `ScaleRows`: `x * scale`, times 2 for rows wider than 16 and 3 for rows of 16, raised to
@@ -42,8 +49,7 @@ fn scale_rows_reference(x: &[f32], cols: usize, scale: f32, floor: Option<u32>) 
 fn uniform_by_arg_constants_and_truthiness_classes() {
     let ctx = test_support::context();
     let (rows, cols) = (7usize, 33usize);
-    let x = random(rows * cols, 11);
-    let x_t = Tensor::from_slice(&ctx, &[rows, cols], &x).unwrap();
+    let (x, x_t) = matrix(&ctx, rows, cols, 11);
     let inputs = scale_rows::Inputs { x: &x_t };
     let mut kernels = Vec::new();
     for floor in [None, Some(0), Some(3)] {
@@ -78,8 +84,7 @@ fn comparison_classes() {
     let ctx = test_support::context();
     let mut kernels = Vec::new();
     for (rows, cols) in [(3usize, 15usize), (3, 16), (5, 17), (2, 300), (4, 1)] {
-        let x = random(rows * cols, cols as u64);
-        let x_t = Tensor::from_slice(&ctx, &[rows, cols], &x).unwrap();
+        let (x, x_t) = matrix(&ctx, rows, cols, cols as u64);
         let inputs = scale_rows::Inputs { x: &x_t };
         let attrs = scale_rows::Attrs::new(scale_rows::RequiredAttrs {
             rows: rows as u32,
@@ -117,8 +122,7 @@ fn comparison_classes() {
 fn division_sizes_a_workgroup_array() {
     let ctx = test_support::context();
     for (rows, cols) in [(5usize, 36usize), (3, 4), (2, 1024)] {
-        let x = random(rows * cols, cols as u64 + 1);
-        let x_t = Tensor::from_slice(&ctx, &[rows, cols], &x).unwrap();
+        let (x, x_t) = matrix(&ctx, rows, cols, cols as u64 + 1);
         let inputs = row_means::Inputs { x: &x_t };
         let attrs = row_means::Attrs::new(row_means::RequiredAttrs {
             rows: rows as u32,
@@ -142,7 +146,7 @@ fn division_sizes_a_workgroup_array() {
         }
     }
     let (rows, cols) = (2usize, 10usize);
-    let x_t = Tensor::from_slice(&ctx, &[rows, cols], &random(rows * cols, 3)).unwrap();
+    let (_, x_t) = matrix(&ctx, rows, cols, 3);
     let inputs = row_means::Inputs { x: &x_t };
     let attrs = row_means::Attrs::new(row_means::RequiredAttrs {
         rows: rows as u32,
@@ -155,4 +159,54 @@ fn division_sizes_a_workgroup_array() {
         error.contains("QUARTER") && error.contains("whole number"),
         "{error}"
     );
+}
+
+/// `RowSums` builds with the hints file its error prints: a width of the printed set runs and
+/// matches the reference, another is refused by the arg's name.
+#[test]
+fn printed_hints_build_and_run() {
+    let ctx = test_support::context();
+    let sums = |rows: usize, cols: usize| {
+        let (x, x_t) = matrix(&ctx, rows, cols, cols as u64);
+        let inputs = row_sums::Inputs { x: &x_t };
+        let attrs = row_sums::Attrs::new(row_sums::RequiredAttrs {
+            rows: rows as u32,
+            cols: cols as u32,
+        });
+        let got = row_sums::run(&ctx, &inputs, &attrs).map(|out| out.y.to_vec(&ctx).unwrap());
+        (x, got)
+    };
+    for (rows, cols) in [(6usize, 64usize), (2, 1), (3, 256)] {
+        let (x, got) = sums(rows, cols);
+        for (r, g) in got.unwrap().iter().enumerate() {
+            let want: f64 = x[r * cols..(r + 1) * cols]
+                .iter()
+                .map(|&v| f64::from(v))
+                .sum();
+            assert!(
+                (f64::from(*g) - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "{rows}x{cols}: row {r} is {g}, the reference {want}"
+            );
+        }
+    }
+    let error = sums(2, 48).1.unwrap_err().to_string();
+    assert!(error.contains("(args.cols = 48)"), "{error}");
+}
+
+/// The hints file in `hints/` is, byte for byte, the one `RowSums`'s error suggests.
+#[test]
+fn the_hints_file_is_the_printed_one() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut config = kernel_codegen::Config::new();
+    config
+        .package(here.join("packages/com.example.RowSums"))
+        .emit_rerun_if_changed(false)
+        .out_dir(std::env::temp_dir().join("dialect-unused"));
+    let (inputs, _) = config.read_inputs().unwrap();
+    let errors = kernel_codegen::generate(&inputs).unwrap_err();
+    let [(file, text)] = &errors.suggested_hints()[..] else {
+        panic!("one hints file: {errors}")
+    };
+    let kept = std::fs::read_to_string(here.join("hints").join(file)).unwrap();
+    assert_eq!(&kept, text);
 }

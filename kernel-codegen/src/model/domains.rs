@@ -3,14 +3,16 @@
 //! enumerated when it takes finitely many values: an argument a variant's `when` bounds
 //! (`args.bits == 2 or args.bits == 4`, or `args.m > 0 and args.m <= 4`), an expression of
 //! such arguments, a conditional whose branches have finite domains given what the condition
-//! says (`2 if args.m > 2 else args.m`, with `args.m > 0` in `when`), or a set the package's
-//! hints declare. [`pin`] decides which; the value is then static, one shader per value.
+//! says (`2 if args.m > 2 else args.m`, with `args.m > 0` in `when`), a power of two with a
+//! cap (`min(256, pow2ceil(args.dim / 4))`, whatever `args.dim`), or a set the package's hints
+//! declare. [`pin`] decides which; the value is then static, one shader per value.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::statics::{self, Bounds, StaticVar, is_bounded};
 use super::{Class, Expr, Op, TemplateValue, Variant};
 use crate::expr::ast::BinOp;
+use crate::expr::builtins::Builtin;
 use crate::expr::{Ir, IrKind, Symbol, Type, Value};
 
 /// The most shaders one pinned value may add to a pass (its values, or the product of its
@@ -332,6 +334,46 @@ pub fn sample(op: &Op, variant: &Variant, ir: &Ir) -> Option<Value> {
         .next()
 }
 
+/// The largest value a suggested specialisation set lists ([`suggested_set`]).
+const LARGEST_SUGGESTED: i64 = 4096;
+
+/// A starting specialisation set for `value`, which has no finite domain: those of 0 and the
+/// powers of two up to 4096 that are at least `least`, for the integer arg `arg` (where the
+/// value then is a whole number of at least `least` and the variant's `when` does not exclude
+/// it) or for the value itself. Empty when no candidate qualifies. Printed by the value's
+/// error as a hints entry for the author to edit.
+pub fn suggested_set(
+    op: &Op,
+    variant: &Variant,
+    value: &TemplateValue,
+    arg: Option<&str>,
+    least: i64,
+) -> Vec<i64> {
+    let powers = (0..13)
+        .map(|k| 1i64 << k)
+        .take_while(|&p| p <= LARGEST_SUGGESTED);
+    let candidates = std::iter::once(0).chain(powers).filter(|&c| c >= least);
+    let Some(arg) = arg else {
+        return candidates.collect();
+    };
+    let ranges = when_ranges(op, variant);
+    let (lo, hi) = ranges.get(arg).copied().unwrap_or((None, None));
+    candidates
+        .filter(|&p| lo.is_none_or(|lo| p >= lo) && hi.is_none_or(|hi| p <= hi))
+        .filter(|&p| {
+            let mut fixed = ranges.clone();
+            fixed.insert(arg.to_owned(), (Some(p), Some(p)));
+            let whole = |v: &Value| match v {
+                Value::Int(i) => *i >= least,
+                Value::Float(f) => f.fract() == 0.0 && *f >= least as f64,
+                _ => false,
+            };
+            value_set(op, variant, &fixed, &value.expr.ir, MAX_EVALUATIONS)
+                .is_some_and(|values| !values.is_empty() && values.iter().all(whole))
+        })
+        .collect()
+}
+
 /// Makes the template value `name` of variant `v` static under `pin`.
 pub fn apply(op: &mut Op, v: usize, name: &str, pin: Pin) {
     let variant = &mut op.variants[v];
@@ -492,8 +534,32 @@ fn value_set(
             }
             Some(values)
         }
+        IrKind::Call(Builtin::Min, args) => capped_power_of_two(args),
         _ => None,
     }
+}
+
+/// The values of `min(cap, pow2ceil(x))` (either order) whatever `x`: `pow2ceil` is a power of
+/// two, at least 1, so the result is one no larger than `cap`, or `cap` itself.
+fn capped_power_of_two(args: &[Ir]) -> Option<Vec<Value>> {
+    let [a, b] = args else { return None };
+    let (cap, rounded) = match (integer(a), integer(b)) {
+        (Some(cap), None) => (cap, b),
+        (None, Some(cap)) => (cap, a),
+        _ => return None,
+    };
+    if !matches!(rounded.kind, IrKind::Call(Builtin::Pow2Ceil, _)) {
+        return None;
+    }
+    let mut values: Vec<Value> = (0..63)
+        .map(|k| 1i64 << k)
+        .take_while(|&p| p <= cap)
+        .map(Value::Int)
+        .collect();
+    if !values.contains(&Value::Int(cap)) {
+        values.push(Value::Int(cap));
+    }
+    Some(values)
 }
 
 /// The names `ir` reads that have no finite domain, as a manifest writes them.
