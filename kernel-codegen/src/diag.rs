@@ -146,7 +146,12 @@ impl fmt::Display for Diagnostic {
             )?;
         }
         if let (Some(excerpt), Some(column)) = (&self.excerpt, self.column) {
-            write!(f, "\n    {excerpt}\n    {:>width$}", "^", width = column as usize)?;
+            write!(
+                f,
+                "\n    {excerpt}\n    {:>width$}",
+                "^",
+                width = column as usize
+            )?;
         }
         Ok(())
     }

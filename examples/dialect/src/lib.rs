@@ -7,7 +7,8 @@
 //!   (the loader builds the uniform from its `struct`), uniform fields by arg name and by value
 //!   expression, `constants.<name>` in a later constant, a uniform field and the dispatch, and
 //!   an optional `u32` arg the template only tests for truthiness (one shader per class), and
-//!   an arg it only compares with a literal (one shader below, at and above it).
+//!   an arg it only compares with a literal and tests for membership in a list (one shader
+//!   per class the tests tell apart).
 //! - `com.example.RowMeans`: template values computed with `/` (doubles in the engine), one
 //!   printed where WGSL needs an integer (a workgroup array length, an `i32` loop bound: an
 //!   integer override checked to be whole at run time) and one where a float will do.

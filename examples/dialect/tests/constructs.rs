@@ -22,17 +22,18 @@ fn matrix(
     (x, tensor)
 }
 
-/// `ScaleRows`: `x * scale`, times 2 for rows wider than 16 and 3 for rows of 16, raised to
-/// `floor` where the optional arg is given and non-zero.
+/// `ScaleRows`: `x * scale`, times 2 for rows wider than 16 and 3 for rows of 16, plus 1 for
+/// rows of 5 or 7, raised to `floor` where the optional arg is given and non-zero.
 fn scale_rows_reference(x: &[f32], cols: usize, scale: f32, floor: Option<u32>) -> Vec<f64> {
     let band = match cols {
         17.. => 2.0,
         16 => 3.0,
         _ => 1.0,
     };
+    let offset = if matches!(cols, 5 | 7) { 1.0 } else { 0.0 };
     x.iter()
         .map(|&v| {
-            let scaled = f64::from(v) * f64::from(scale) * band;
+            let scaled = f64::from(v) * f64::from(scale) * band + offset;
             match floor {
                 Some(f) if f != 0 => scaled.max(f64::from(f)),
                 _ => scaled,
@@ -77,13 +78,24 @@ fn uniform_by_arg_constants_and_truthiness_classes() {
     assert_ne!(kernels[0], kernels[2], "3 is the other class");
 }
 
-/// `cols`, compared with 16 by the template and never printed, is built per class (below, at,
-/// above 16): every width of a class shares its shader, and each matches the reference.
+/// `cols`, compared with 16 and tested for membership in `[5, 7]` by the template and never
+/// printed, is built per class (below 5, 5, 6, 7, 8 to 15, 16, above): every width of a class
+/// shares its shader, and each matches the reference.
 #[test]
-fn comparison_classes() {
+fn comparison_and_membership_classes() {
     let ctx = test_support::context();
     let mut kernels = Vec::new();
-    for (rows, cols) in [(3usize, 15usize), (3, 16), (5, 17), (2, 300), (4, 1)] {
+    let widths = [
+        (3usize, 15usize),
+        (3, 16),
+        (5, 17),
+        (2, 300),
+        (4, 1),
+        (2, 5),
+        (3, 7),
+        (2, 9),
+    ];
+    for (rows, cols) in widths {
         let (x, x_t) = matrix(&ctx, rows, cols, cols as u64);
         let inputs = scale_rows::Inputs { x: &x_t };
         let attrs = scale_rows::Attrs::new(scale_rows::RequiredAttrs {
@@ -107,12 +119,14 @@ fn comparison_classes() {
             );
         }
     }
-    let [below, at, above, far_above, far_below] = kernels[..] else {
+    let [below, at, above, far_above, far_below, five, seven, nine] = kernels[..] else {
         unreachable!()
     };
     assert_eq!(above, far_above);
     assert_eq!(below, far_below);
-    assert!(below != at && at != above && below != above);
+    assert_eq!(below, nine);
+    assert_eq!(five, seven, "5 and 7 render alike");
+    assert!(below != at && at != above && below != above && five != below);
 }
 
 /// `RowMeans` stages each row in a workgroup array of `args.cols / 4` vec4s, a double in the

@@ -24,8 +24,8 @@ pub enum Misuse {
     /// As a condition of its own (`{% if x %}`, `not x`, `x and y`): only whether it is
     /// truthy matters, so two shaders serve every value.
     Truthiness,
-    /// Compared with an integer literal in a condition (`{% if wg > 32 %}`): only which side
-    /// of the literal it is on matters.
+    /// Compared with an integer literal in a condition (`{% if wg > 32 %}`, or each item of
+    /// `{% if bits in [2, 4] %}`): only which side of the literal it is on matters.
     Compared(i64),
     /// In an `if`/`elif` condition, an inline `if`, or a test.
     Condition,
@@ -302,8 +302,10 @@ impl<'a> Walker<'a> {
                 self.expr(&b.right, scope, misuse);
             }
             Expr::BinOp(b) if misuse == Misuse::Condition && compared(b, scope).is_some() => {
-                if let Some((value, literal)) = compared(b, scope) {
-                    self.report(value, Misuse::Compared(literal), &scope.file, expr.span());
+                if let Some((value, literals)) = compared(b, scope) {
+                    for literal in literals {
+                        self.report(value, Misuse::Compared(literal), &scope.file, expr.span());
+                    }
                 }
             }
             Expr::Call(c) => self.call(c, scope, misuse),
@@ -536,17 +538,25 @@ fn reference<'s>(expr: &Expr<'_>, scope: &'s Scope) -> Option<&'s String> {
 
 /// A comparison of a dynamic value with an integer literal, either way round: the value and
 /// the literal.
-fn compared<'s>(b: &ast::BinOp<'_>, scope: &'s Scope) -> Option<(&'s String, i64)> {
-    use ast::BinOpKind::{Eq, Gt, Gte, Lt, Lte, Ne};
-    if !matches!(b.op, Eq | Ne | Lt | Lte | Gt | Gte) {
-        return None;
-    }
+fn compared<'s>(b: &ast::BinOp<'_>, scope: &'s Scope) -> Option<(&'s String, Vec<i64>)> {
+    use ast::BinOpKind::{Eq, Gt, Gte, In, Lt, Lte, Ne};
     let literal = |e: &Expr<'_>| match e {
         Expr::Const(c) if c.value.is_integer() => c.value.as_i64(),
         _ => None,
     };
-    match (reference(&b.left, scope), literal(&b.right)) {
-        (Some(value), Some(n)) => Some((value, n)),
-        _ => Some((reference(&b.right, scope)?, literal(&b.left)?)),
+    match b.op {
+        Eq | Ne | Lt | Lte | Gt | Gte => match (reference(&b.left, scope), literal(&b.right)) {
+            (Some(value), Some(n)) => Some((value, vec![n])),
+            _ => Some((reference(&b.right, scope)?, vec![literal(&b.left)?])),
+        },
+        // Membership in a list of integer literals tells apart each item and the rest.
+        In => {
+            let Expr::List(list) = &b.right else {
+                return None;
+            };
+            let items: Option<Vec<i64>> = list.items.iter().map(literal).collect();
+            Some((reference(&b.left, scope)?, items?))
+        }
+        _ => None,
     }
 }
