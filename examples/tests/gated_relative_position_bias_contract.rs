@@ -339,3 +339,27 @@ fn rejects_more_rows_than_a_two_dimensional_dispatch_holds() {
     let cond = expect_rejection(case.plan::<f32>(&DeviceCaps::portable()), "dispatchOk");
     assert!(cond.starts_with("dispatchOk › ceilDiv("), "{cond}");
 }
+
+#[test]
+fn the_untyped_entry_refuses_tensors_of_one_type_that_disagree() {
+    let ctx = ctx();
+    let case = Case::random(133, BASE);
+    let up = |dtype: DType, shape: &[usize], v: &[f64]| {
+        AnyTensor::from_f64(ctx, dtype, shape, v).unwrap()
+    };
+    let inputs = [
+        up(DType::F32, &case.shapes.query_layer, &case.query),
+        up(DType::F16, &case.shapes.query_bias, &case.query_bias),
+        up(DType::F32, &case.shapes.rel_pos, &case.rel_pos),
+        up(DType::F32, &case.shapes.weight, &case.weight),
+        up(DType::F32, &case.shapes.bias, &case.bias),
+        up(DType::F32, &case.shapes.eco_a, &case.eco_a),
+    ];
+    let refs: Vec<&AnyTensor> = inputs.iter().collect();
+    let raw = [("num_heads".to_owned(), AttrValue::Int(2))];
+    expect_input_error(
+        op::ENTRY.run(ctx, &refs, &raw),
+        "query_bias",
+        "is float16 but `query_layer` is float32; both have type `T`",
+    );
+}

@@ -439,10 +439,15 @@ pub fn by_classes(op: &mut Op, v: usize, name: &str, thresholds: &BTreeSet<i64>,
             Type::Int => node(IrKind::Int(n as i64), Type::Int),
             _ => node(IrKind::Float(n), Type::Float),
         };
-        let test = |op: BinOp, n: f64| {
-            node(
+        // `if x <op> n then <n's class literal> else <rest>`.
+        let class = |op: BinOp, n: f64, inside: f64, rest: Ir| {
+            let test = node(
                 IrKind::Binary(op, Box::new(x.clone()), Box::new(literal(n))),
                 Type::Bool,
+            );
+            node(
+                IrKind::Cond(Box::new(test), Box::new(literal(inside)), Box::new(rest)),
+                ty,
             )
         };
         // From the top class down: above the last point, then at it, then between it and the
@@ -451,8 +456,7 @@ pub fn by_classes(op: &mut Op, v: usize, name: &str, thresholds: &BTreeSet<i64>,
         let mut chain = literal(last + 1.0);
         for (i, &point) in points.iter().enumerate().rev() {
             let point = point as f64;
-            let next = points.get(i + 1).map(|&p| p as f64);
-            if let Some(next) = next {
+            if let Some(next) = points.get(i + 1).map(|&p| p as f64) {
                 // Integers have a class strictly between two points only when a gap is there.
                 let between = match ty {
                     Type::Int if next - point >= 2.0 => Some(point + 1.0),
@@ -460,33 +464,12 @@ pub fn by_classes(op: &mut Op, v: usize, name: &str, thresholds: &BTreeSet<i64>,
                     _ => Some((point + next) / 2.0),
                 };
                 if let Some(inside) = between {
-                    chain = node(
-                        IrKind::Cond(
-                            Box::new(test(BinOp::Lt, next)),
-                            Box::new(literal(inside)),
-                            Box::new(chain),
-                        ),
-                        ty,
-                    );
+                    chain = class(BinOp::Lt, next, inside, chain);
                 }
             }
-            chain = node(
-                IrKind::Cond(
-                    Box::new(test(BinOp::Eq, point)),
-                    Box::new(literal(point)),
-                    Box::new(chain),
-                ),
-                ty,
-            );
+            chain = class(BinOp::Eq, point, point, chain);
             if i == 0 {
-                chain = node(
-                    IrKind::Cond(
-                        Box::new(test(BinOp::Lt, point)),
-                        Box::new(literal(point - 1.0)),
-                        Box::new(chain),
-                    ),
-                    ty,
-                );
+                chain = class(BinOp::Lt, point, point - 1.0, chain);
             }
         }
         value.expr.ir = chain;

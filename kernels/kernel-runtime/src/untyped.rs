@@ -34,24 +34,34 @@ pub fn plan_untyped<O: OpHooks>(
             ),
         });
     }
-    let mut vars: Vec<(&str, Vec<(&str, DType)>)> = Vec::new();
+    // Each type variable takes the dtype of its first tensor; every other tensor of it must agree.
+    let mut bound: Vec<(&str, DType)> = Vec::new();
     for (info, tensor) in roles.iter().zip(inputs) {
         match info.kind {
             TensorKind::Index => expect_index(O::NAME, info.role, tensor)?,
             TensorKind::Fixed(dtype) => expect_dtype(O::NAME, info.role, tensor, dtype)?,
             TensorKind::Float { type_var } => {
                 expect_float(O::NAME, info.role, tensor)?;
-                let member = (info.role, tensor.dtype());
-                match vars.iter_mut().find(|(var, _)| *var == type_var) {
-                    Some((_, members)) => members.push(member),
-                    None => vars.push((type_var, vec![member])),
+                match bound.iter().find(|(var, _)| *var == type_var) {
+                    Some(&(_, dtype)) if dtype != tensor.dtype() => {
+                        let first = roles
+                            .iter()
+                            .find(|r| matches!(r.kind, TensorKind::Float { type_var: v } if v == type_var))
+                            .map_or("", |r| r.role);
+                        return Err(OpError::Input {
+                            op: O::NAME,
+                            input: info.role.to_owned(),
+                            rule: format!(
+                                "is {} but `{first}` is {dtype}; both have type `{type_var}`",
+                                tensor.dtype()
+                            ),
+                        });
+                    }
+                    Some(_) => {}
+                    None => bound.push((type_var, tensor.dtype())),
                 }
             }
         }
-    }
-    let mut bound: Vec<(&str, DType)> = Vec::with_capacity(vars.len());
-    for (var, members) in &vars {
-        bound.push((var, unify_dtype(O::NAME, var, members)?));
     }
     let dtypes = O::dtypes_from(&|var| {
         bound
@@ -71,33 +81,6 @@ pub fn plan_untyped<O: OpHooks>(
         .collect();
     O::check_views(&views, &attrs)?;
     Ok(plan)
-}
-
-/// The dtype shared by all tensors of one type variable (untyped entry points).
-fn unify_dtype(
-    op: &'static str,
-    type_var: &str,
-    members: &[(&str, DType)],
-) -> Result<DType, OpError> {
-    let Some((first_role, first)) = members.first() else {
-        return Err(OpError::Input {
-            op,
-            input: type_var.to_owned(),
-            rule: "no tensor carries this type variable".to_owned(),
-        });
-    };
-    for (role, dtype) in &members[1..] {
-        if dtype != first {
-            return Err(OpError::Input {
-                op,
-                input: (*role).to_owned(),
-                rule: format!(
-                    "is {dtype} but `{first_role}` is {first}; both have type `{type_var}`"
-                ),
-            });
-        }
-    }
-    Ok(*first)
 }
 
 /// An untyped input that must be an index (int64 → u32) tensor.
