@@ -61,11 +61,22 @@ fn outcome(inputs: &kernel_codegen::Inputs) -> String {
     }
 }
 
-/// The pipeline overrides of every variant, with the WGSL type the shaders' uses settled.
+/// The pipeline overrides of every variant, with the WGSL type the shaders' uses settled, and
+/// the value of every uniform field.
 fn overrides(inputs: &kernel_codegen::Inputs) -> String {
     let mut text = String::new();
     for op in kernel_codegen::models(inputs).unwrap_or_default() {
         for variant in &op.variants {
+            let bindings = variant.passes.iter().flat_map(|p| &p.bindings);
+            for field in bindings
+                .filter_map(|b| b.params.as_ref())
+                .flat_map(|p| &p.fields)
+            {
+                text.push_str(&format!(
+                    "uniform: variant `{}`, `{}`: {} = `{}`\n",
+                    variant.id, field.name, field.wgsl_type, field.value.source
+                ));
+            }
             let passes = variant.passes.iter().flat_map(|p| &p.inputs);
             for value in variant.constants.iter().chain(passes) {
                 if value.class == kernel_codegen::model::Class::Dynamic {

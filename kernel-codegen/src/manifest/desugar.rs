@@ -287,8 +287,19 @@ fn bindings(
                 .filter_map(|(f, field)| {
                     let value = match (&field.value, &field.default) {
                         (Some(value), _) => scalar_text(value),
-                        // The family's rule: the arg of the field's name, else the default.
-                        (None, _) if scalars.contains_key(&field.name) => format!("args.{}", field.name),
+                        // The family's rule: the arg of the field's name, else the default
+                        // (also where the arg is optional and the call leaves it out).
+                        (None, default) if scalars.contains_key(&field.name) => {
+                            let arg = format!("args.{}", field.name);
+                            match default {
+                                Some(default) if !scalars[&field.name].required => format!(
+                                    "{arg} if has(args, \"{}\") else {}",
+                                    field.name,
+                                    scalar_text(default)
+                                ),
+                                _ => arg,
+                            }
+                        }
                         (None, Some(default)) => scalar_text(default),
                         (None, None) => {
                             problems.push((

@@ -332,7 +332,7 @@ pub struct Op {
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<Tensor>,
     pub attributes: Vec<Attribute>,
-    pub tunables: Vec<(String, i64)>,
+    pub tunables: Vec<(String, crate::expr::Value)>,
     pub derives: Vec<Derived>,
     /// Sorted by descending priority, manifest order among equals: the selection order.
     pub variants: Vec<Variant>,
@@ -439,11 +439,12 @@ impl Op {
         self.type_vars.iter().find(|t| t.name == name)
     }
 
-    pub fn tunable(&self, name: &str) -> Option<i64> {
+    /// The tunable `name`: an Int, or a Float where the manifest gives a fraction.
+    pub fn tunable(&self, name: &str) -> Option<crate::expr::Value> {
         self.tunables
             .iter()
             .find(|(n, _)| n == name)
-            .map(|(_, v)| *v)
+            .map(|(_, v)| v.clone())
     }
 }
 

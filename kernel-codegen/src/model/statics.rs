@@ -352,7 +352,7 @@ impl expr::Env for StaticEnv<'_> {
                 };
                 dtype.map(|d| Value::Str(d.onnx_name().to_owned()))
             }
-            Symbol::Tunable(name) => self.op.tunable(name).map(Value::Int),
+            Symbol::Tunable(name) => self.op.tunable(name),
             Symbol::Derived(name) => match self.op.derived(name) {
                 Some(derived) => Some(expr::eval(&derived.expr.ir, self)?),
                 None => None,

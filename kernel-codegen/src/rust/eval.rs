@@ -74,10 +74,11 @@ impl LowerScope for EnvScope<'_> {
                     _ => value,
                 }
             }
-            Symbol::Tunable(name) => {
-                let value = self.op.tunable(name).unwrap_or_default();
-                quote!(#value)
-            }
+            Symbol::Tunable(name) => match self.op.tunable(name) {
+                Some(expr::Value::Float(value)) => quote!(#value),
+                Some(expr::Value::Int(value)) => quote!(#value),
+                _ => quote!(0i64),
+            },
             Symbol::Limit(name) => {
                 let path = webgpu::limit_path(name).unwrap_or_default();
                 let fields = path.iter().map(|f| format_ident!("{}", f));

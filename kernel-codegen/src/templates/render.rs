@@ -181,7 +181,7 @@ pub fn render(
     let tunables: BTreeMap<String, JValue> = op
         .tunables
         .iter()
-        .map(|(name, v)| (name.clone(), JValue::from(*v)))
+        .map(|(name, v)| (name.clone(), to_jinja(v, literals)))
         .collect();
     context.insert("tunables".to_owned(), JValue::from_object(tunables));
     context.insert("prelude".to_owned(), JValue::from(prelude));

@@ -320,7 +320,7 @@ struct TunableEnv<'a>(&'a Op);
 impl crate::expr::Env for TunableEnv<'_> {
     fn get(&self, symbol: &crate::expr::Symbol) -> Result<Option<Value>, crate::expr::EvalError> {
         Ok(match symbol {
-            crate::expr::Symbol::Tunable(name) => self.0.tunable(name).map(Value::Int),
+            crate::expr::Symbol::Tunable(name) => self.0.tunable(name),
             _ => None,
         })
     }

@@ -92,12 +92,17 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         },
     };
     for (name, value) in &manifest.tunables {
-        match value.as_i64() {
+        // Bare numbers: an integer is an Int, any other number a Float.
+        let number = value
+            .as_i64()
+            .map(expr::Value::Int)
+            .or_else(|| value.as_f64().map(expr::Value::Float));
+        match number {
             Some(v) => op.tunables.push((name.clone(), v)),
             None => diagnostics.push(Diagnostic::new(
                 file,
                 format!("tunables.{name}"),
-                "tunables must be integers",
+                "tunables must be numbers",
             )),
         }
     }

@@ -75,6 +75,7 @@ impl expr::Scope for OpScope<'_> {
                 )),
             },
             Symbol::Tunable(name) => match self.op.tunable(name) {
+                Some(expr::Value::Float(_)) => Ok(Type::Float),
                 Some(_) => Ok(Type::Int),
                 None => Err(format!(
                     "unknown tunable `{name}` (known: {})",

@@ -231,6 +231,22 @@ fn template_values(
     out
 }
 
+/// The arg a tensor binding names: its `arg`, else (the field is optional) the tensor arg of
+/// its `semantic`, unless that is the uniform's or an intermediate's.
+fn bound_arg(cx: &Cx<'_>, decl: &BindingDecl, intermediates: &[Intermediate]) -> Option<String> {
+    if let Some(arg) = &decl.arg {
+        return Some(arg.clone());
+    }
+    if decl.semantic == "kernel.params" || intermediates.iter().any(|i| i.id == decl.semantic) {
+        return None;
+    }
+    cx.manifest
+        .args
+        .iter()
+        .find(|(_, arg)| arg.kind == "tensor" && arg.semantic == decl.semantic)
+        .map(|(name, _)| name.clone())
+}
+
 fn build_bindings(
     cx: &mut Cx<'_>,
     base: &str,
@@ -277,7 +293,7 @@ fn build_bindings(
                 "a uniform binding is the pass's uniform: it needs a `struct` whose fields the loader fills",
             );
             continue;
-        } else if let Some(arg) = &decl.arg {
+        } else if let Some(arg) = &bound_arg(cx, decl, intermediates) {
             let Some(arg_decl) = cx.manifest.args.get(arg) else {
                 cx.error(
                     format!("{path}.arg"),
