@@ -50,7 +50,10 @@ impl v1::Manifest {
                         semantic: arg.semantic.clone(),
                         role,
                         dtype: arg.dtype.clone(),
-                        narrowing: None,
+                        // The arg's dtype is how the tensor is stored: an int64 port stored as
+                        // uint32 is converted on upload, each value checked to fit.
+                        narrowing: (arg.dtype.as_deref() == Some("uint32"))
+                            .then(|| "checked".to_owned()),
                     },
                 );
             } else if SCALAR_KINDS.contains(&arg.kind.as_str()) {

@@ -120,6 +120,14 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         },
     );
     op.outputs = outputs;
+    // So is an input whose tensor arg says `inout`.
+    for input in &mut op.inputs {
+        let inout =
+            |arg: &crate::manifest::ArgDecl| arg.role == "inout" && arg.semantic == input.role;
+        if manifest.args.values().any(inout) {
+            input.in_place = true;
+        }
+    }
     let mut aliases: Vec<(String, usize)> = Vec::new();
     for (name, arg) in &manifest.args {
         if let Some(index) = op.tensors().position(|t| t.role == arg.semantic) {
