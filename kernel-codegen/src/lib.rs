@@ -23,6 +23,7 @@ pub mod hints;
 #[doc(hidden)]
 pub mod manifest;
 pub mod model;
+mod namespace_values;
 mod output_dir;
 mod override_types;
 #[doc(hidden)]
@@ -273,7 +274,8 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     };
     let mut ops = std::mem::take(&mut front.ops);
     for op in &mut ops {
-        let mut problems = settle::settle(op, front.env_of(op), &paths);
+        let mut problems = namespace_values::add_namespace_values(op, front.env_of(op), &paths);
+        problems.extend(settle::settle(op, front.env_of(op), &paths));
         override_types::settle_override_types(op, front.env_of(op));
         suggest::try_suggestions(op, front.env_of(op), &paths, &mut problems);
         front.relocate(op, &mut problems);

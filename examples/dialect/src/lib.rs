@@ -11,7 +11,8 @@
 //!   per class the tests tell apart).
 //! - `com.example.RowMeans`: template values computed with `/` (doubles in the engine), one
 //!   printed where WGSL needs an integer (a workgroup array length, an `i32` loop bound: an
-//!   integer override checked to be whole at run time) and one where a float will do.
+//!   integer override checked to be whole at run time) and one where a float will do, and
+//!   `args.cols` read by the template itself (the loader's `args` object).
 //! - `com.example.RowSums`: a function-scope array sized by an arg, which no build-time
 //!   analysis can bound: it builds with `hints/com.example.RowSums.hints.json`, the file its
 //!   error prints (`kernels-codegen --write-suggested-hints`), unedited.

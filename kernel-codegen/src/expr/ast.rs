@@ -38,6 +38,8 @@ pub enum BinOp {
     FloorDiv,
     /// `%`: floored remainder.
     Rem,
+    /// `**`: power (Int when both operands are Ints; a negative Int exponent is an error).
+    Pow,
     /// `~`: string concatenation (V1).
     Concat,
     /// `in`: membership (V1).
@@ -72,6 +74,7 @@ impl BinOp {
             BinOp::Div => "/",
             BinOp::FloorDiv => "//",
             BinOp::Rem => "%",
+            BinOp::Pow => "**",
             BinOp::Concat => "~",
             BinOp::In => "in",
             BinOp::NotIn => "not in",
@@ -86,11 +89,17 @@ impl BinOp {
         }
     }
 
-    /// Whether this is one of `+ - * / // %`.
+    /// Whether this is one of `+ - * / // % **`.
     pub fn is_arithmetic(self) -> bool {
         matches!(
             self,
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Rem
+            BinOp::Add
+                | BinOp::Sub
+                | BinOp::Mul
+                | BinOp::Div
+                | BinOp::FloorDiv
+                | BinOp::Rem
+                | BinOp::Pow
         )
     }
 
@@ -183,6 +192,15 @@ pub enum ExprKind {
         /// The right operand.
         rhs: Box<Expr>,
     },
+    /// A chain of two or more comparisons, `a < b <= c` (a single comparison is a
+    /// [`ExprKind::Binary`]). As in Jinja it means `a < b and b <= c`, each operand written
+    /// once; the checker writes it as that conjunction.
+    Compare {
+        /// The leftmost operand.
+        first: Box<Expr>,
+        /// Each further comparison with its right operand, left to right.
+        rest: Vec<Comparison>,
+    },
     /// `then if cond else otherwise`.
     Cond {
         /// The condition.
@@ -192,6 +210,18 @@ pub enum ExprKind {
         /// The value otherwise.
         otherwise: Box<Expr>,
     },
+}
+
+/// One link of a comparison chain ([`ExprKind::Compare`]): the operator and its right
+/// operand, whose left operand is the previous link's (or the chain's first) operand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The operator (`==`, `<`, …; in V1 also `in` and `not in`).
+    pub op: BinOp,
+    /// The span of the operator token(s).
+    pub op_span: Span,
+    /// The right operand.
+    pub rhs: Expr,
 }
 
 impl Expr {
@@ -227,6 +257,9 @@ impl Expr {
             }
             ExprKind::Unary { operand, .. } => vec![operand],
             ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
+            ExprKind::Compare { first, rest } => std::iter::once(&**first)
+                .chain(rest.iter().map(|c| &c.rhs))
+                .collect(),
             ExprKind::Cond {
                 cond,
                 then,
@@ -275,6 +308,10 @@ impl Expr {
             ExprKind::Binary { lhs, rhs, .. } => {
                 lhs.collect_refs(roots, refs);
                 rhs.collect_refs(roots, refs);
+            }
+            ExprKind::Compare { first, rest } => {
+                first.collect_refs(roots, refs);
+                rest.iter().for_each(|c| c.rhs.collect_refs(roots, refs));
             }
             ExprKind::Cond {
                 cond,
@@ -359,6 +396,13 @@ impl fmt::Display for Expr {
             } => write!(f, "(not {operand})"),
             ExprKind::Binary { op, lhs, rhs, .. } => {
                 write!(f, "({lhs} {} {rhs})", op.symbol())
+            }
+            ExprKind::Compare { first, rest } => {
+                write!(f, "({first}")?;
+                for c in rest {
+                    write!(f, " {} {}", c.op.symbol(), c.rhs)?;
+                }
+                f.write_str(")")
             }
             ExprKind::Cond {
                 cond,

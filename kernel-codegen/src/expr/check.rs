@@ -5,7 +5,7 @@
 //! rather than a cascade. What only the V1 dialect has (truthiness, `in`, `~`, its builtins) is
 //! checked in `v1.rs`.
 
-use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
+use super::ast::{BinOp, Comparison, Expr, ExprKind, UnaryOp};
 use super::builtins::{Builtin, Params, dtypes, known_functions_in};
 use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
 
@@ -121,6 +121,7 @@ impl Checker<'_> {
                 lhs,
                 rhs,
             } => self.binary(span, *op, *op_span, lhs, rhs),
+            ExprKind::Compare { first, rest } => self.chain(first, rest),
             ExprKind::Cond {
                 cond,
                 then,
@@ -412,6 +413,36 @@ impl Checker<'_> {
             BinOp::Concat => self.concat(span, lhs?, rhs?),
             _ => self.typed_binary(span, op, op_span, lhs?, rhs?),
         }
+    }
+
+    /// A comparison chain `a < b <= c`: the conjunction `a < b and b <= c` of its links, each
+    /// checked as the single comparison it is (its errors point at its operator and its own
+    /// operands). An operand between two operators is checked once per link, so what is wrong
+    /// inside it is reported once, not once per link; the IR reads it twice, which is the same
+    /// value as Jinja's single evaluation since expressions have no side effects.
+    fn chain(&mut self, first: &Expr, rest: &[Comparison]) -> Option<Ir> {
+        let errors_before = self.errors.len();
+        let mut lhs = first;
+        let mut links = Vec::with_capacity(rest.len());
+        for Comparison { op, op_span, rhs } in rest {
+            links.push(self.binary(lhs.span.to(rhs.span), *op, *op_span, lhs, rhs));
+            lhs = rhs;
+        }
+        for error in self.errors.split_off(errors_before) {
+            if !self.errors[errors_before..].contains(&error) {
+                self.errors.push(error);
+            }
+        }
+        let mut links = links.into_iter().collect::<Option<Vec<Ir>>>()?.into_iter();
+        let first = links.next()?;
+        Some(links.fold(first, |acc, link| {
+            let span = acc.span.to(link.span);
+            ir(
+                IrKind::Binary(BinOp::And, Box::new(acc), Box::new(link)),
+                Type::Bool,
+                span,
+            )
+        }))
     }
 
     /// `and` / `or`: both sides must be Bool (in V1 any value, tested for truthiness). Each

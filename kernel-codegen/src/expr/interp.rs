@@ -429,6 +429,7 @@ fn apply(op: BinOp, l: Value, r: Value, trace: &mut EvalTrace) -> Result<Value, 
             }
             BinOp::FloorDiv => Value::Int(rt::floor_div(a, b)?),
             BinOp::Rem => Value::Int(rt::rem(a, b)?),
+            BinOp::Pow => Value::Int(rt::pow(a, b)?),
             _ => Value::Bool(compare(op, a.cmp(&b))),
         },
         (Value::Float(a), Value::Float(b)) => match op {
@@ -438,6 +439,7 @@ fn apply(op: BinOp, l: Value, r: Value, trace: &mut EvalTrace) -> Result<Value, 
             BinOp::Div => Value::Float(rt::div_float(a, b)?),
             BinOp::FloorDiv => Value::Float(rt::floor_div_float(a, b)?),
             BinOp::Rem => Value::Float(rt::rem_float(a, b)?),
+            BinOp::Pow => Value::Float(rt::pow_float(a, b)),
             // NaN compares unequal and unordered, as in Rust and Python.
             _ => Value::Bool(match a.partial_cmp(&b) {
                 Some(ord) => compare(op, ord),

@@ -1,7 +1,7 @@
 //! Splits expression source into tokens with byte spans.
 //!
 //! Only the token kinds the language needs are recognised; Jinja operators the language leaves
-//! out (`//`, `**`, `~`, `=`, braces, …) get a specific error instead of a confusing parse error.
+//! out (`//`, `~`, `=`, braces, …) get a specific error instead of a confusing parse error.
 //! The V1 dialect has `//` and `~` ([`V1_OPERATORS`]).
 
 use std::fmt;
@@ -57,7 +57,7 @@ const LEXEMES: &[(&str, Option<&str>)] = &[
         "//",
         Some("operator `//` is not supported: `/` on integers already rounds down"),
     ),
-    ("**", Some("operator `**` is not supported")),
+    ("**", None),
     ("<", None),
     (">", None),
     ("+", None),

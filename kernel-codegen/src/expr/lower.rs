@@ -450,6 +450,7 @@ impl Lowerer<'_> {
             BinOp::In | BinOp::NotIn => self.membership(op, lhs, rhs),
             _ if op.is_arithmetic() && lhs.ty == Type::Int => self.runtime_binary(op, lhs, rhs),
             BinOp::Div | BinOp::FloorDiv | BinOp::Rem => self.runtime_binary(op, lhs, rhs),
+            BinOp::Pow => self.float_power(lhs, rhs),
             BinOp::Add | BinOp::Sub | BinOp::Mul => self.float_binary(op, lhs, rhs),
             _ if lhs.ty == Type::List => self.list_equality(op, lhs, rhs),
             _ => self.comparison(op, lhs, rhs),
@@ -480,7 +481,7 @@ impl Lowerer<'_> {
         Lowered::new(tokens, prec)
     }
 
-    /// Checked Int arithmetic, and Float `/` `%` (which fail on a zero divisor).
+    /// Checked Int arithmetic (`**` included), and Float `/` `%` (which fail on a zero divisor).
     fn runtime_binary(&self, op: BinOp, lhs: &Ir, rhs: &Ir) -> Lowered {
         let rt = &self.rt;
         // Int `/` Int, a Float: one call rather than two conversions around the division.
@@ -494,6 +495,7 @@ impl Lowerer<'_> {
             (BinOp::Mul, _) => "mul",
             (BinOp::Div, Type::Int) => "div",
             (BinOp::FloorDiv, Type::Int) => "floor_div",
+            (BinOp::Pow, _) => "pow",
             (BinOp::Div, _) => "div_float",
             (BinOp::FloorDiv, _) => "floor_div_float",
             (_, Type::Int) => "rem",
@@ -501,6 +503,13 @@ impl Lowerer<'_> {
         });
         let (l, r) = (self.value(lhs).tokens, self.value(rhs).tokens);
         Lowered::try_call(quote!(#rt::#name(#l, #r)))
+    }
+
+    /// Float `**`: the runtime's `pow_float`, as the `pow()` builtin of Floats (infallible).
+    fn float_power(&self, lhs: &Ir, rhs: &Ir) -> Lowered {
+        let rt = &self.rt;
+        let (l, r) = (self.value(lhs).tokens, self.value(rhs).tokens);
+        Lowered::new(quote!(#rt::pow_float(#l, #r)), Prec::Atom)
     }
 
     /// Float `+ - *`: left-associative, so the right operand must bind tighter (float

@@ -1,14 +1,16 @@
 //! Recursive-descent parser for the expression language, with Jinja's precedence.
 //!
 //! From loosest to tightest: `a if c else b` (right-associative), `or`, `and`, `not`,
-//! comparisons (not chained; in V1 also `in` and `not in`), `~` (V1), `+ -`, `* / // %`
-//! (`//` in V1), then a unary operand: `-` applies to a primary
-//! with its postfix operators (`.name`, `[i]`, `(args)`), and filters (`| name`) and tests
-//! (`is [not] name`) apply to the result. As in Jinja, `a + b | length` is `a + (b | length)`
-//! and `-x | f` is `(-x) | f`. This mirrors minijinja's parser so that the differential test
-//! sees the same trees.
+//! comparisons (in V1 also `in` and `not in`; a chain `a < b < c` is one
+//! [`ExprKind::Compare`]), `~` (V1), `+ -`, `* / // %` (`//` in V1), `**` (left-associative,
+//! as in Jinja and unlike Python: `2 ** 3 ** 2` is `(2 ** 3) ** 2`), then a unary operand:
+//! `-` applies to a primary with its postfix operators (`.name`, `[i]`, `(args)`), and filters
+//! (`| name`) and tests (`is [not] name`) apply to the result. As in Jinja, `a + b | length` is
+//! `a + (b | length)`, `-x | f` is `(-x) | f`, and `-2 ** 2` is `(-2) ** 2` (Jinja's
+//! `parse_pow` reads its operands with `parse_unary`). This mirrors minijinja's parser so that
+//! the differential test sees the same trees.
 
-use super::ast::{BinOp, Expr, ExprKind, UnaryOp};
+use super::ast::{BinOp, Comparison, Expr, ExprKind, UnaryOp};
 use super::lexer::{Tok, Token, tokenize};
 use super::{Dialect, ExprError, Span};
 
@@ -269,8 +271,9 @@ impl Parser {
         })
     }
 
-    fn compare(&mut self) -> PResult {
-        let lhs = self.concat()?;
+    /// The seed dialect has no `in` / `not in`: a specific error where one would follow an
+    /// operand.
+    fn refuse_seed_membership(&self) -> Result<(), ExprError> {
         for (keyword, op) in [("in", "in"), ("not", "not in")] {
             if let Some(Token { span, .. }) = self
                 .peek()
@@ -282,26 +285,37 @@ impl Parser {
                 ));
             }
         }
-        let Some(op) = self.comparison_op() else {
-            return Ok(lhs);
-        };
-        let mut op_span = self.bump();
-        if op == BinOp::NotIn {
-            op_span = op_span.to(self.bump());
+        Ok(())
+    }
+
+    fn compare(&mut self) -> PResult {
+        let lhs = self.concat()?;
+        self.refuse_seed_membership()?;
+        // Jinja chains comparisons as Python does: `a < b < c` is `a < b and b < c`.
+        let mut rest = Vec::new();
+        while let Some(op) = self.comparison_op() {
+            let mut op_span = self.bump();
+            if op == BinOp::NotIn {
+                op_span = op_span.to(self.bump());
+            }
+            let rhs = self.concat()?;
+            self.refuse_seed_membership()?;
+            rest.push(Comparison { op, op_span, rhs });
         }
-        let rhs = self.concat()?;
-        if let Some(next) = self.comparison_op() {
-            // Jinja chains `a < b < c` like Python; Rust cannot, and no manifest needs it.
-            return Err(ExprError::new(
-                self.peek().map_or(op_span, |t| t.span),
-                format!(
-                    "chained comparison `{} … {}` is not supported; combine the comparisons with `and`",
-                    op.symbol(),
-                    next.symbol()
-                ),
-            ));
+        if rest.len() < 2 {
+            return Ok(match rest.pop() {
+                Some(Comparison { op, op_span, rhs }) => Self::binary(op, op_span, lhs, rhs),
+                None => lhs,
+            });
         }
-        Ok(Self::binary(op, op_span, lhs, rhs))
+        let span = rest.iter().fold(lhs.span, |span, c| span.to(c.rhs.span));
+        Ok(Expr {
+            kind: ExprKind::Compare {
+                first: boxed(lhs),
+                rest,
+            },
+            span,
+        })
     }
 
     /// `a ~ b` (V1; the seed's lexer never produces `~`).
@@ -331,7 +345,7 @@ impl Parser {
     }
 
     fn multiplicative(&mut self) -> PResult {
-        let mut lhs = self.unary()?;
+        let mut lhs = self.power()?;
         loop {
             let op = if self.peek_is_punct("*") {
                 BinOp::Mul
@@ -345,9 +359,21 @@ impl Parser {
                 return Ok(lhs);
             };
             let op_span = self.bump();
-            let rhs = self.unary()?;
+            let rhs = self.power()?;
             lhs = Self::binary(op, op_span, lhs, rhs);
         }
+    }
+
+    /// `a ** b`, left-associative as Jinja's `parse_pow` loops (Python's `**` nests to the
+    /// right). Both operands are unary operands, so `-2 ** 2` is `(-2) ** 2` and `2 ** -1` is
+    /// `2 ** (-1)`, and filters bind tighter: `2 ** x | length` is `2 ** (x | length)`.
+    fn power(&mut self) -> PResult {
+        let mut lhs = self.unary()?;
+        while let Some(op_span) = self.eat_punct("**") {
+            let rhs = self.unary()?;
+            lhs = Self::binary(BinOp::Pow, op_span, lhs, rhs);
+        }
+        Ok(lhs)
     }
 
     /// A unary operand followed by filters and tests.

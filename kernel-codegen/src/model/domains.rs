@@ -269,7 +269,30 @@ fn literal(ir: &Ir) -> Option<Value> {
         IrKind::Bool(b) => Some(Value::Bool(*b)),
         IrKind::Str(s) => Some(Value::Str(s.clone())),
         IrKind::ToFloat(x) | IrKind::ToInt(x) => literal(x),
+        // An expression of literals alone (`2 ** 3`) is the literal it computes.
+        _ if ir.symbols().is_empty() => {
+            let value = crate::expr::eval(ir, &NoNames).ok()?;
+            let kind = match value {
+                Value::Int(i) => IrKind::Int(i),
+                Value::Float(f) => IrKind::Float(f),
+                _ => return None,
+            };
+            literal(&Ir { kind, ..ir.clone() })
+        }
         _ => None,
+    }
+}
+
+/// The names of an expression of literals: none.
+struct NoNames;
+
+impl crate::expr::Env for NoNames {
+    fn get(&self, _: &Symbol) -> Result<Option<Value>, crate::expr::EvalError> {
+        Ok(None)
+    }
+
+    fn has_feature(&self, _: &str) -> bool {
+        false
     }
 }
 

@@ -8,7 +8,7 @@ mod build;
 pub mod domains;
 mod statics;
 
-pub use build::build_op;
+pub use build::{build_op, namespace_value};
 pub use statics::{
     Bounds, Combination, StaticValueError, StaticVar, dynamic_values, enumerate_combinations,
     static_values,
@@ -391,7 +391,8 @@ impl Op {
     /// often declare a constant of the value's own name.
     pub fn override_name(&self, value: &str) -> String {
         if self.templates.values_print_as_literals {
-            format!("{value}_pipeline")
+            // Namespace members (`args.hidden`) make identifiers too.
+            format!("{}_pipeline", value.replace('.', "_"))
         } else {
             value.to_owned()
         }

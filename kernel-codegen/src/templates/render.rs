@@ -1,6 +1,6 @@
 //! Template rendering: the one place minijinja is configured for WGSL output.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use minijinja::value::Value as JValue;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
@@ -64,7 +64,7 @@ pub fn environment(
         Ok(())
     });
     let mut diagnostics = Vec::new();
-    let mut broken = std::collections::BTreeSet::new();
+    let mut broken = BTreeSet::new();
     for (name, source) in templates {
         if let Err(err) = env.add_template_owned(name.clone(), source.clone()) {
             diagnostics.push(template_diagnostic(name, source, &err));
@@ -259,12 +259,96 @@ fn v1_context(
     context.insert("source".to_owned(), source);
     let constants = gathered(context, &variant.constants);
     context.insert("constants".to_owned(), constants);
+    namespaces(context, &combination.features);
+}
+
+/// `device.features` as templates read it: `has(name)` says whether the shader is built for a
+/// device with the feature (the variant requires it, or the combination assumes it).
+#[derive(Debug)]
+struct Features(BTreeSet<String>);
+
+impl minijinja::value::Object for Features {
+    fn call_method(
+        self: &std::sync::Arc<Self>,
+        _state: &mut minijinja::State<'_, '_>,
+        method: &str,
+        args: &[JValue],
+    ) -> Result<JValue, minijinja::Error> {
+        match (method, args) {
+            ("has", [name]) => Ok(JValue::from(
+                name.as_str().is_some_and(|name| self.0.contains(name)),
+            )),
+            _ => Err(minijinja::Error::new(
+                minijinja::ErrorKind::UnknownMethod,
+                format!(
+                    "device.features has only `has(name)`, not `{method}` with {} argument(s)",
+                    args.len()
+                ),
+            )),
+        }
+    }
+}
+
+/// A tree of namespace members, as the objects the loader hands templates.
+enum Member {
+    Value(JValue),
+    Object(BTreeMap<String, Member>),
+}
+
+impl Member {
+    fn into_value(self) -> JValue {
+        match self {
+            Member::Value(value) => value,
+            Member::Object(members) => JValue::from_object(
+                members
+                    .into_iter()
+                    .map(|(name, member)| (name, member.into_value()))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+        }
+    }
+}
+
+/// Puts `value` at `path` under `level`.
+fn insert(level: &mut BTreeMap<String, Member>, path: &[&str], value: &JValue) {
+    match path {
+        [] => {}
+        [leaf] => {
+            level.insert((*leaf).to_owned(), Member::Value(value.clone()));
+        }
+        [first, rest @ ..] => {
+            let member = level
+                .entry((*first).to_owned())
+                .or_insert_with(|| Member::Object(BTreeMap::new()));
+            if let Member::Object(members) = member {
+                insert(members, rest, value);
+            }
+        }
+    }
+}
+
+/// Nests the values of namespace members (`args.hidden`, `device.limits.x`, named so by
+/// `namespace_values`) into the objects the template reads them from (`args`, `device`).
+fn namespaces(context: &mut BTreeMap<String, JValue>, features: &BTreeSet<String>) {
+    let mut roots: BTreeMap<String, Member> = BTreeMap::new();
+    let features = JValue::from_object(Features(features.clone()));
+    let device = BTreeMap::from([("features".to_owned(), Member::Value(features))]);
+    roots.insert("device".to_owned(), Member::Object(device));
+    for (path, value) in context.iter().filter(|(name, _)| name.contains('.')) {
+        let parts: Vec<&str> = path.split('.').collect();
+        insert(&mut roots, &parts, value);
+    }
+    for (root, member) in roots {
+        context.insert(root, member.into_value());
+    }
 }
 
 /// The template values `values` as one object, each as the top level of `context` has it.
 fn gathered(context: &BTreeMap<String, JValue>, values: &[TemplateValue]) -> JValue {
+    // Namespace members are the template's own reads, not the package's values.
     let object: BTreeMap<String, JValue> = values
         .iter()
+        .filter(|value| !value.name.contains('.'))
         .filter_map(|value| Some((value.name.clone(), context.get(&value.name)?.clone())))
         .collect();
     JValue::from_object(object)

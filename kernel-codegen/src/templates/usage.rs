@@ -54,6 +54,8 @@ pub struct Use {
 pub struct Usage {
     pub misuses: Vec<Use>,
     pub printed: BTreeSet<String>,
+    /// Every template the walk reached: the root and what it includes or imports.
+    pub templates: BTreeSet<String>,
 }
 
 /// Every misuse of `dynamic` names in the template `root` and what it includes or imports.
@@ -74,11 +76,12 @@ pub fn usage(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) ->
     };
     // A macro's parameters are tainted by its call sites, which may come after the macro or
     // in another template: walk until no new parameter is tainted.
+    let mut seen = BTreeSet::new();
     loop {
         let before = walker.macro_params.clone();
         walker.uses.clear();
         walker.printed.clear();
-        let mut seen = BTreeSet::new();
+        seen.clear();
         let taint: BTreeMap<String, String> = dynamic
             .iter()
             .map(|n| ((*n).to_owned(), (*n).to_owned()))
@@ -95,6 +98,7 @@ pub fn usage(paths: &TemplatePaths<'_>, root: &str, dynamic: &BTreeSet<&str>) ->
     Usage {
         misuses: walker.uses,
         printed: walker.printed,
+        templates: seen,
     }
 }
 
@@ -530,8 +534,18 @@ fn reference<'s>(expr: &Expr<'_>, scope: &'s Scope) -> Option<&'s String> {
             Expr::Var(object) if matches!(object.id, "constants" | "source") => {
                 scope.taint.get(g.name)
             }
-            _ => None,
+            // A namespace member is a value of its own, named as the template writes it.
+            _ => scope.taint.get(&member_path(expr)?),
         },
+        _ => None,
+    }
+}
+
+/// `a.b.c` for a chain of attribute lookups on a variable.
+fn member_path(expr: &Expr<'_>) -> Option<String> {
+    match expr {
+        Expr::Var(v) => Some(v.id.to_owned()),
+        Expr::GetAttr(g) => Some(format!("{}.{}", member_path(&g.expr)?, g.name)),
         _ => None,
     }
 }

@@ -213,6 +213,13 @@ fn v1_lowerings_compile_and_agree_with_the_interpreter() {
         [env.args.bits != 2i64 && env.args.bits != 4i64]
         [rt::expr::contains(env.shapes.xT, 3i64)]
         [!rt::expr::contains_str(env.args.mode, "half")]
+        [rt::expr::pow(env.args.bits, 2i64)?]
+        [rt::expr::pow_float(rt::expr::to_float(env.args.dim), 0.5f64)]
+        [rt::expr::pow(2i64, -1i64)?]
+        [0i64 < env.args.bits && env.args.bits <= 8i64]
+        [rt::expr::contains(env.shapes.xT, 3i64) && !rt::expr::same_shape(env.shapes.xT, &[1i64])]
+        [1f64 < rt::expr::quotient(env.args.dim, 4i64)? && rt::expr::quotient(env.args.dim, 4i64)? < 32f64]
+        [env.is_defined("args.period") && 0i64 < rt::expr::given(env.args.period, "args.period")? && env.is_defined("args.period") && rt::expr::given(env.args.period, "args.period")? < 10i64]
         [<[i64]>::to_vec(&[rt::expr::to_int_exact(rt::expr::quotient(env.args.dim, 4i64)?)?, 2i64])]
         [if env.args.count >= 64i64 { 8i64 } else if env.args.count >= 8i64 { 4i64 } else { 1i64 }]
     ];

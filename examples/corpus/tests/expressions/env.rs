@@ -533,7 +533,7 @@ impl expr::Env for Interp<'_> {
                 Some(index) => env.given[index],
                 None => env.args.contains_key(name),
             })),
-            Symbol::Tunable(name) => self.op.tunable(name).map(Value::Int),
+            Symbol::Tunable(name) => self.op.tunable(name),
             Symbol::Limit(name) => env
                 .caps
                 .limit(name)

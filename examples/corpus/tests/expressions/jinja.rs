@@ -322,7 +322,14 @@ pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
         .dtypes
         .iter()
         .map(|(k, d)| (k.clone(), Mj::from(d.wgsl_name()))));
-    let tunables = map(op.tunables.iter().map(|(k, v)| (k.clone(), Mj::from(*v))));
+    let tunables = map(op.tunables.iter().map(|(k, v)| {
+        let value = match v {
+            Value::Float(f) => Mj::from(*f),
+            Value::Int(i) => Mj::from(*i),
+            other => Mj::from(other.to_string()),
+        };
+        (k.clone(), value)
+    }));
     let limits = map(kernel_codegen::webgpu::LIMITS
         .iter()
         .chain(kernel_codegen::webgpu::SUBGROUP_SIZES)

@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{self, Symbol, Type};
 use crate::manifest::{BindingsRef, Manifest};
+use crate::model::statics::is_static;
 use crate::model::{
     DType, DTypeRef, Derived, Op, Storage, TemplateConvention, Tensor, TypeVar, snake_case,
 };
@@ -471,4 +472,40 @@ fn check_output_exprs(
             }
         }
     }
+}
+
+/// The template value a `schemaVersion: 1` template reads as a namespace member
+/// (`args.hidden`, `present.maskT`, `device.limits.maxComputeWorkgroupSizeX`): the expression
+/// of that name, classed as a variant constant of it would be. `None` when the name does not
+/// check (the template then sees it undefined, as the loader would show an unknown one) or is
+/// a run-time value no override can carry (a string).
+pub fn namespace_value(op: &Op, name: &str) -> Option<crate::model::TemplateValue> {
+    let types: HashMap<String, Type> = op
+        .derives
+        .iter()
+        .map(|d| (d.name.clone(), d.expr.ir.ty))
+        .collect();
+    let scope = OpScope {
+        op,
+        derived: &types,
+        dialect: expr::Dialect::V1,
+        locals: HashMap::new(),
+        failed: Default::default(),
+    };
+    let mut ignored = Diagnostics::default();
+    let expr = check_expr(&op.file, name, name, &scope, &mut ignored)?;
+    let class = if expr.ir.ty == Type::Bool || is_static(op, &expr.ir.symbols()) {
+        crate::model::Class::Static
+    } else if matches!(expr.ir.ty, Type::Int | Type::Float) {
+        crate::model::Class::Dynamic
+    } else {
+        return None;
+    };
+    Some(crate::model::TemplateValue {
+        name: name.to_owned(),
+        override_type: crate::model::OverrideType::of(expr.ir.ty),
+        expr,
+        class,
+        domain: None,
+    })
 }
