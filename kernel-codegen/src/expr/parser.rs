@@ -289,7 +289,7 @@ impl Parser {
     }
 
     fn compare(&mut self) -> PResult {
-        let lhs = self.concat()?;
+        let lhs = self.additive()?;
         self.refuse_seed_membership()?;
         // Jinja chains comparisons as Python does: `a < b < c` is `a < b and b < c`.
         let mut rest = Vec::new();
@@ -298,7 +298,7 @@ impl Parser {
             if op == BinOp::NotIn {
                 op_span = op_span.to(self.bump());
             }
-            let rhs = self.concat()?;
+            let rhs = self.additive()?;
             self.refuse_seed_membership()?;
             rest.push(Comparison { op, op_span, rhs });
         }
@@ -318,18 +318,19 @@ impl Parser {
         })
     }
 
-    /// `a ~ b` (V1; the seed's lexer never produces `~`).
+    /// `a ~ b` (V1; the seed's lexer never produces `~`). As in Jinja's parser, it binds
+    /// tighter than `+` and `-` and looser than `*`: `1 + 2 ~ 3 * 4` is `1 + (2 ~ (3 * 4))`.
     fn concat(&mut self) -> PResult {
-        let mut lhs = self.additive()?;
+        let mut lhs = self.multiplicative()?;
         while let Some(op_span) = self.eat_punct("~") {
-            let rhs = self.additive()?;
+            let rhs = self.multiplicative()?;
             lhs = Self::binary(BinOp::Concat, op_span, lhs, rhs);
         }
         Ok(lhs)
     }
 
     fn additive(&mut self) -> PResult {
-        let mut lhs = self.multiplicative()?;
+        let mut lhs = self.concat()?;
         loop {
             let op = if self.peek_is_punct("+") {
                 BinOp::Add
@@ -339,7 +340,7 @@ impl Parser {
                 return Ok(lhs);
             };
             let op_span = self.bump();
-            let rhs = self.multiplicative()?;
+            let rhs = self.concat()?;
             lhs = Self::binary(op, op_span, lhs, rhs);
         }
     }
