@@ -214,7 +214,15 @@ fn template_values(
             Class::Dynamic
         };
         if class == Class::Dynamic && !matches!(expr.ir.ty, Type::Int | Type::Float) {
-            cx.error(&path, format!("a value that depends on shapes or limits must be an integer or a float (it becomes a WGSL override), found {:?}", expr.ir.ty));
+            let names: Vec<String> = expr.ir.symbols().iter().map(ToString::to_string).collect();
+            cx.error(
+                &path,
+                format!(
+                    "this {} value is known only per call (it reads `{}`), and a value known per call reaches the shader as a pipeline override, which holds only numbers; give each arg it reads a finite set of values (`oneOf` for a string, a `when` bound for a number)",
+                    expr.ir.ty,
+                    names.join("`, `")
+                ),
+            );
             continue;
         }
         if visible {
