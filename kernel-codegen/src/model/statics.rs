@@ -226,12 +226,15 @@ pub(super) fn domain(op: &Op, bounds: &Bounds, var: &StaticVar) -> Vec<Value> {
                 (Some(values), _) => values.iter().map(|v| Value::Int(*v)).collect(),
                 (None, AttrRepr::Bool) => vec![Value::Int(0), Value::Int(1)],
                 (None, AttrRepr::Truth) => vec![Value::Bool(false), Value::Bool(true)],
-                (None, AttrRepr::Str) => a
-                    .one_of
-                    .iter()
-                    .flatten()
-                    .map(|v| Value::Str(v.clone()))
-                    .collect(),
+                // A string's `oneOf`, narrowed by `when`; without one, what `when` allows.
+                (None, AttrRepr::Str) => match &a.one_of {
+                    Some(values) => values
+                        .iter()
+                        .map(|v| Value::Str(v.clone()))
+                        .filter(|v| bounds.get(var).is_none_or(|allowed| allowed.contains(v)))
+                        .collect(),
+                    None => bounded(name),
+                },
                 _ => bounded(name),
             },
             None => bounded(name),

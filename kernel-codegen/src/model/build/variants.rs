@@ -80,7 +80,16 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         .filter_map(|(i, source)| cx.expr(&format!("{base}.when[{i}]"), source, Type::Bool))
         .collect();
     let required_features = crate::model::domains::required_features(&when);
-    let constants = template_values(cx, &format!("{base}.constants"), &decl.constants, true);
+    // A declared set for an argument is a `when` clause the hints added, so it bounds the
+    // argument as any clause does.
+    let bounds = crate::model::domains::when_bounds(cx.scope.op, &when);
+    let constants = template_values(
+        cx,
+        &format!("{base}.constants"),
+        &decl.constants,
+        &bounds,
+        true,
+    );
     let intermediates: Vec<Intermediate> = decl
         .intermediates
         .iter()
@@ -109,6 +118,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
             cx,
             &format!("{path}.source.inputs"),
             &pass.source.inputs,
+            &bounds,
             false,
         );
         let bindings = match &pass.bindings {
@@ -154,9 +164,6 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
             dispatch,
         });
     }
-    // A declared set for an argument is a `when` clause the hints added, so it bounds the
-    // argument as any clause does.
-    let bounds = crate::model::domains::when_bounds(cx.scope.op, &when);
     Variant {
         id: decl.id.clone(),
         description: decl.description.clone(),
@@ -189,6 +196,7 @@ fn template_values(
     cx: &mut Cx<'_>,
     base: &str,
     values: &IndexMap<String, Value>,
+    bounds: &crate::model::Bounds,
     visible: bool,
 ) -> Vec<TemplateValue> {
     let mut out = Vec::new();
@@ -208,7 +216,14 @@ fn template_values(
         };
         // A boolean has two values whatever it depends on: both shaders are pre-rendered and
         // the generated code picks one, so booleans may steer template control flow.
-        let class = if expr.ir.ty == Type::Bool || is_static(cx.scope.op, &expr.ir.symbols()) {
+        // A value no override can carry (a string) is built per value where `when` (or a set
+        // the hints declare) bounds what it reads.
+        let symbols = expr.ir.symbols();
+        let class = if expr.ir.ty == Type::Bool
+            || is_static(cx.scope.op, &symbols)
+            || (!expr.ir.ty.is_numeric()
+                && crate::model::statics::is_bounded(cx.scope.op, bounds, &symbols))
+        {
             Class::Static
         } else {
             Class::Dynamic
@@ -218,7 +233,7 @@ fn template_values(
             cx.error(
                 &path,
                 format!(
-                    "this {} value is known only per call (it reads `{}`), and a value known per call reaches the shader as a pipeline override, which holds only numbers; give each arg it reads a finite set of values (`oneOf` for a string, a `when` bound for a number)",
+                    "this {} value is known only per call (it reads `{}`), and a value known per call reaches the shader as a pipeline override, which holds only numbers; give each arg it reads a finite set of values (`oneOf` for a string, a `when` bound, or the values to build in the package's hints: `\"specialise\": {{\"args.<name>\": [...]}}`)",
                     expr.ir.ty,
                     names.join("`, `")
                 ),
@@ -583,7 +598,13 @@ fn check_unused_binding_sets(cx: &mut Cx<'_>) {
         return;
     }
     // The first variant's constants were reported when it was built; repeats are dropped.
-    let constants = template_values(cx, "variants[0].constants", &first.constants, true);
+    let constants = template_values(
+        cx,
+        "variants[0].constants",
+        &first.constants,
+        &Default::default(),
+        true,
+    );
     for (name, list) in unused {
         let plain: Vec<BindingDecl> = list
             .iter()
