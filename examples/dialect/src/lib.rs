@@ -13,6 +13,10 @@
 //!   printed where WGSL needs an integer (a workgroup array length, an `i32` loop bound: an
 //!   integer override checked to be whole at run time) and one where a float will do, and
 //!   `args.cols` read by the template itself (the loader's `args` object).
+//! - `com.example.Accumulate`: an `inout` arg, an optional `weights` tensor (`present` in
+//!   `when` and a pass input), a `oneOf` string read by the template as `args.mode`, tunables
+//!   (one a float), `bindingSets`, an intermediate between two passes, `"$ELEM"` element
+//!   types, a binding by semantic alone, `default: true`, a chained comparison and `**`.
 //! - `com.example.RowSums`: a function-scope array sized by an arg, which no build-time
 //!   analysis can bound: it builds with `hints/com.example.RowSums.hints.json`, the file its
 //!   error prints (`kernels-codegen --write-suggested-hints`), unedited.

@@ -4,7 +4,7 @@
 // In tests a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use dialect::kernels::{row_means, row_sums, scale_rows};
+use dialect::kernels::{accumulate, row_means, row_sums, scale_rows};
 use dialect::runtime::Tensor;
 
 /// A `rows × cols` matrix of seeded values in [-4, 4), and its tensor.
@@ -223,4 +223,50 @@ fn the_hints_file_is_the_printed_one() {
     };
     let kept = std::fs::read_to_string(here.join("hints").join(file)).unwrap();
     assert_eq!(&kept, text);
+}
+
+/// `Accumulate`: an `inout` arg written in place, an optional `weights` tensor (`present` in
+/// `when` and in a pass input), a `oneOf` string the template reads as `args.mode`, a float
+/// tunable, a `bindingSets` entry, an intermediate between two passes, `elementType: "$ELEM"`,
+/// a binding by semantic alone, a uniform field by arg name, a chained comparison in `when`
+/// and `**` in a dispatch: `acc += reduce(x row) * 0.5 (+ bias)` over rows more than one
+/// workgroup of the second pass holds.
+#[test]
+fn accumulates_rows_in_place() {
+    let ctx = test_support::context();
+    let (rows, cols) = (130usize, 37usize);
+    let (x, x_t) = matrix(&ctx, rows, cols, 21);
+    let (acc0, _) = matrix(&ctx, rows, 1, 22);
+    let (bias, bias_t) = matrix(&ctx, rows, 1, 23);
+    for mode in ["sum", "max"] {
+        for with_bias in [false, true] {
+            let mut acc = Tensor::from_slice(&ctx, &[rows], &acc0).unwrap();
+            let inputs = accumulate::Inputs {
+                x: &x_t,
+                bias: with_bias.then_some(&bias_t),
+            };
+            let attrs = accumulate::Attrs::new(accumulate::RequiredAttrs {
+                rows: rows as u32,
+                cols: cols as u32,
+                mode: mode.to_owned(),
+            });
+            let outputs = accumulate::OutputsMut { acc: &mut acc };
+            accumulate::run_into(&ctx, &inputs, outputs, &attrs).unwrap();
+            let got = acc.to_vec(&ctx).unwrap();
+            for (r, g) in got.iter().enumerate() {
+                let row = x[r * cols..(r + 1) * cols].iter().map(|&v| f64::from(v));
+                let reduced = if mode == "max" {
+                    row.fold(f64::NEG_INFINITY, f64::max)
+                } else {
+                    row.sum()
+                };
+                let offset = if with_bias { f64::from(bias[r]) } else { 0.0 };
+                let want = f64::from(acc0[r]) + reduced * 0.5 + offset;
+                assert!(
+                    (f64::from(*g) - want).abs() <= 1e-5 * want.abs().max(1.0),
+                    "{mode}, bias {with_bias}: row {r} is {g}, the reference {want}"
+                );
+            }
+        }
+    }
 }

@@ -192,12 +192,12 @@ fn value_domain(variant: &Variant, pass: &Pass, var: &StaticVar) -> Option<Vec<V
         return None;
     };
     let value = static_values(variant, pass).find(|v| &v.name == name)?;
-    Some(
-        value
-            .domain
-            .clone()
-            .unwrap_or_else(|| vec![Value::Bool(false), Value::Bool(true)]),
-    )
+    // A boolean the variant's `when` settles has that one value.
+    let both = || match super::domains::implied_by_when(variant, &value.expr.ir) {
+        Some(known) => vec![Value::Bool(known)],
+        None => vec![Value::Bool(false), Value::Bool(true)],
+    };
+    Some(value.domain.clone().unwrap_or_else(both))
 }
 
 /// The values one enumerated name takes: a type variable's dtypes, an attribute's allowed
