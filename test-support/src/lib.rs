@@ -1,8 +1,10 @@
 //! What the workspace's GPU test binaries share: a time bound per test (`bound.rs`), contexts
-//! on the adapter the machine has (`devices.rs`), seeded random data (`data.rs`) and the poison
-//! values outputs are filled with before a run (`poison.rs`).
+//! on the adapter the machine has (`devices.rs`), seeded random data (`data.rs`), the poison
+//! values outputs are filled with before a run (`poison.rs`), and conformance suites in the
+//! `test.json` format of the Hub's packages (`conformance.rs`).
 
 mod bound;
+pub mod conformance;
 mod data;
 mod devices;
 mod poison;
