@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::statics::{self, Bounds, StaticVar, is_bounded};
+use super::statics::{self, Bounds, StaticVar, flatten, is_bounded};
 use super::{Class, Expr, Op, TemplateValue, Variant};
 use crate::expr::ast::BinOp;
 use crate::expr::builtins::Builtin;
@@ -181,36 +181,6 @@ pub fn required_features(when: &[Expr]) -> Vec<String> {
 }
 
 /// The operands of a chain of `op` (`a and b and c`).
-fn flatten<'a>(ir: &'a Ir, op: BinOp, out: &mut Vec<&'a Ir>) {
-    match &ir.kind {
-        IrKind::Binary(o, a, b) if *o == op => {
-            flatten(a, op, out);
-            flatten(b, op, out);
-        }
-        _ => out.push(ir),
-    }
-}
-
-/// What a variant's `when` says of the boolean `ir` where one of its top-level conjuncts is
-/// `ir` (true) or `not ir` (false): `present.biasT` in `when` makes a constant of it true.
-pub fn implied_by_when(variant: &Variant, ir: &Ir) -> Option<bool> {
-    let plain = |x: &Ir| x.clone().respanned(crate::expr::Span::default());
-    let wanted = plain(ir);
-    let mut conjuncts = Vec::new();
-    for clause in &variant.when {
-        flatten(&clause.ir, BinOp::And, &mut conjuncts);
-    }
-    conjuncts.into_iter().find_map(|conjunct| {
-        let conjunct = plain(conjunct);
-        if conjunct == wanted {
-            return Some(true);
-        }
-        match &conjunct.kind {
-            IrKind::Unary(crate::expr::ast::UnaryOp::Not, x) if **x == wanted => Some(false),
-            _ => None,
-        }
-    })
-}
 
 /// `x == K`, `x == K1 or x == K2 …` or `x in [K1, K2]` for an argument or a dtype: the name
 /// and its values.

@@ -4,7 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{AttrRepr, Class, DType, ElementType, Op, Pass, TemplateValue, Variant};
-use crate::expr::{self, EvalError, Symbol, Value};
+use crate::expr::ast::BinOp;
+use crate::expr::{self, EvalError, Ir, IrKind, Symbol, Value};
 
 /// A finite-domain name a shader can depend on.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -193,7 +194,7 @@ fn value_domain(variant: &Variant, pass: &Pass, var: &StaticVar) -> Option<Vec<V
     };
     let value = static_values(variant, pass).find(|v| &v.name == name)?;
     // A boolean the variant's `when` settles has that one value.
-    let both = || match super::domains::implied_by_when(variant, &value.expr.ir) {
+    let both = || match implied_by_when(variant, &value.expr.ir) {
         Some(known) => vec![Value::Bool(known)],
         None => vec![Value::Bool(false), Value::Bool(true)],
     };
@@ -245,7 +246,7 @@ pub(super) fn domain(op: &Op, bounds: &Bounds, var: &StaticVar) -> Vec<Value> {
     }
 }
 
-pub(super) fn collect_vars(op: &Op, ir: &expr::Ir, vars: &mut BTreeSet<StaticVar>) {
+pub(super) fn collect_vars(op: &Op, ir: &Ir, vars: &mut BTreeSet<StaticVar>) {
     for feature in ir.features() {
         vars.insert(StaticVar::Feature(feature));
     }
@@ -284,7 +285,7 @@ pub(super) fn evaluate_over_roots(
     op: &Op,
     required: &[String],
     bounds: &Bounds,
-    ir: &expr::Ir,
+    ir: &Ir,
 ) -> Option<Vec<Value>> {
     let mut vars = BTreeSet::new();
     collect_vars(op, ir, &mut vars);
@@ -421,4 +422,36 @@ pub fn is_bounded(op: &Op, bounds: &Bounds, symbols: &BTreeSet<Symbol>) -> bool 
             .is_some_and(|d| is_bounded(op, bounds, &d.expr.ir.symbols())),
         other => is_static(op, &BTreeSet::from([other.clone()])),
     })
+}
+
+/// What a variant's `when` says of the boolean `ir` where one of its top-level conjuncts is
+/// `ir` (true) or `not ir` (false): `present.biasT` in `when` makes a constant of it true.
+fn implied_by_when(variant: &Variant, ir: &Ir) -> Option<bool> {
+    let plain = |x: &Ir| x.clone().respanned(expr::Span::default());
+    let wanted = plain(ir);
+    let mut conjuncts = Vec::new();
+    for clause in &variant.when {
+        flatten(&clause.ir, BinOp::And, &mut conjuncts);
+    }
+    conjuncts.into_iter().find_map(|conjunct| {
+        let conjunct = plain(conjunct);
+        if conjunct == wanted {
+            return Some(true);
+        }
+        match &conjunct.kind {
+            IrKind::Unary(expr::ast::UnaryOp::Not, x) if **x == wanted => Some(false),
+            _ => None,
+        }
+    })
+}
+
+/// The operands of a chain of `op` (`a and b and c`).
+pub(super) fn flatten<'a>(ir: &'a Ir, op: BinOp, out: &mut Vec<&'a Ir>) {
+    match &ir.kind {
+        IrKind::Binary(o, a, b) if *o == op => {
+            flatten(a, op, out);
+            flatten(b, op, out);
+        }
+        _ => out.push(ir),
+    }
 }
