@@ -180,8 +180,6 @@ pub fn required_features(when: &[Expr]) -> Vec<String> {
     features
 }
 
-/// The operands of a chain of `op` (`a and b and c`).
-
 /// `x == K`, `x == K1 or x == K2 …` or `x in [K1, K2]` for an argument or a dtype: the name
 /// and its values.
 fn alternatives(op: &Op, ir: &Ir) -> Option<(StaticVar, Vec<Value>)> {
