@@ -13,9 +13,11 @@
 //! binding `semantic`, pass `source` and `constants`, and dispatch `gridStride`.
 //!
 //! This module only reads; the dialect is not yet compiled (`super::read` says so).
+//! `metadata.rs` checks the `metadata.json` a package laid out as a Hub repository ships.
 
 mod de;
 mod draft;
+pub mod metadata;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
