@@ -146,6 +146,9 @@ pub fn check(
 
 #[cfg(test)]
 mod tests {
+    // In tests a panic is the failure report.
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     fn digest(bytes: &[u8]) -> String {
