@@ -40,7 +40,7 @@ pub struct Specialisation {
 impl Specialisation {
     /// The name of the hints file the entry goes in.
     pub fn file_name(&self) -> String {
-        format!("{}.hints.json", self.op)
+        hints_file_name(&self.op)
     }
 
     /// A whole hints file with this entry, on one line.
@@ -51,6 +51,11 @@ impl Specialisation {
             variant_lines(std::slice::from_ref(self)).join(", ")
         )
     }
+}
+
+/// The name of op `op`'s hints file.
+fn hints_file_name(op: &str) -> String {
+    format!("{op}.hints.json")
 }
 
 /// A JSON string literal.
@@ -209,7 +214,7 @@ impl Diagnostics {
                     quoted(SUGGESTED_DESCRIPTION),
                     variant_lines(&entries).join(",\n    ")
                 );
-                (format!("{op}.hints.json"), text)
+                (hints_file_name(op), text)
             })
             .collect()
     }

@@ -5,7 +5,7 @@
 //! of that name, so it is settled like any other template value: a literal where it has a
 //! finite domain, an override where it is only printed, classes where it is only tested.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::{self, Op};
@@ -33,29 +33,33 @@ pub fn add_namespace_values(
     if !op.templates.loader_context {
         return diagnostics;
     }
+    // Passes share templates (and includes): each is analysed once.
+    let mut names_of: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for v in 0..op.variants.len() {
         for p in 0..op.variants[v].passes.len() {
             let pass = &op.variants[v].passes[p];
             let reached = usage::usage(paths, &pass.template, &BTreeSet::new()).templates;
             let mut read = BTreeSet::new();
             for name in &reached {
-                let Ok(template) = env.get_template(name) else {
-                    continue;
-                };
-                let names = template.undeclared_variables(true);
-                let mut shapes: Vec<&String> = names
-                    .iter()
-                    .filter(|n| *n == "shapes" || n.starts_with("shapes."))
-                    .collect();
-                shapes.sort();
-                if let Some(first) = shapes.first() {
-                    diagnostics.push(Diagnostic::new(
-                        name,
-                        "",
-                        format!("the template reads `{first}`: a tensor's shape is a list known only per call, which neither a shader per value nor a pipeline override can carry; give the template what it needs as a variant constant (`\"ROWS\": \"shapes.xT[0]\"`) and read that"),
-                    ));
+                if !names_of.contains_key(name) {
+                    let Ok(template) = env.get_template(name) else {
+                        continue;
+                    };
+                    let names: BTreeSet<String> =
+                        template.undeclared_variables(true).into_iter().collect();
+                    let shapes = names
+                        .iter()
+                        .find(|n| *n == "shapes" || n.starts_with("shapes."));
+                    if let Some(first) = shapes {
+                        diagnostics.push(Diagnostic::new(
+                            name,
+                            "",
+                            format!("the template reads `{first}`: a tensor's shape is a list known only per call, which neither a shader per value nor a pipeline override can carry; give the template what it needs as a variant constant (`\"ROWS\": \"shapes.xT[0]\"`) and read that"),
+                        ));
+                    }
+                    names_of.insert(name.clone(), names);
                 }
-                read.extend(names);
+                read.extend(names_of.get(name).into_iter().flatten().cloned());
             }
             let members = read.into_iter().filter(|name| {
                 NAMESPACES

@@ -55,7 +55,7 @@ fn outcome(inputs: &kernel_codegen::Inputs) -> String {
             for note in &output.notes {
                 text.push_str(&format!("note: {note}\n"));
             }
-            text.push_str(&overrides(inputs));
+            text.push_str(&settled_values(inputs));
             text
         }
         Err(diagnostics) => format!("{diagnostics}\n"),
@@ -64,7 +64,7 @@ fn outcome(inputs: &kernel_codegen::Inputs) -> String {
 
 /// The pipeline overrides of every variant, with the WGSL type the shaders' uses settled, and
 /// the value of every uniform field.
-fn overrides(inputs: &kernel_codegen::Inputs) -> String {
+fn settled_values(inputs: &kernel_codegen::Inputs) -> String {
     let mut text = String::new();
     for op in kernel_codegen::models(inputs).unwrap_or_default() {
         for variant in &op.variants {

@@ -13,7 +13,7 @@ pub mod kernels {
 
 pub use kernel_runtime as runtime;
 
-pub use test_support::{Poison, context, data};
+pub use test_support::{Poison, assert_close, context, data, worst};
 
 /// Seeded codes of `bits` bits (quantized weights before packing): every bit position varies,
 /// unlike [`data`]'s values.
@@ -28,31 +28,6 @@ pub fn codes(len: usize, bits: usize, seed: u64) -> Vec<u32> {
             ((z >> 32) as u32) & ((1 << bits) - 1)
         })
         .collect()
-}
-
-/// The largest difference between `got` and `want`, relative to `1 + |want|`, with its index.
-pub fn worst(got: &[f32], want: &[f64]) -> (usize, f64) {
-    assert_eq!(got.len(), want.len(), "lengths differ");
-    got.iter()
-        .zip(want)
-        .map(|(g, w)| (f64::from(*g) - w).abs() / (1.0 + w.abs()))
-        .enumerate()
-        .fold(
-            (0, 0.0),
-            |best, (i, e)| if e > best.1 { (i, e) } else { best },
-        )
-}
-
-/// Fails, naming `what`, the worst element and both values, unless every element of `got` is
-/// within `tolerance` of `want` relative to `1 + |want|`.
-pub fn assert_close(got: &[f32], want: &[f64], tolerance: f64, what: &str) {
-    let (at, err) = worst(got, want);
-    assert!(
-        err < tolerance,
-        "{what}: element {at}: {} against {}",
-        got[at],
-        want[at]
-    );
 }
 
 /// Says, once per test, that the corpus was absent.

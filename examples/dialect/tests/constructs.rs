@@ -42,6 +42,13 @@ fn scale_rows_reference(x: &[f32], cols: usize, scale: f32, floor: Option<u32>) 
         .collect()
 }
 
+/// The sum of each row of a `? × cols` matrix, in float64.
+fn row_sums_reference(x: &[f32], cols: usize) -> Vec<f64> {
+    x.chunks(cols)
+        .map(|row| row.iter().map(|&v| f64::from(v)).sum())
+        .collect()
+}
+
 /// A uniform named by an arg the package does not declare, fields by arg name and by
 /// expression, `constants.COUNT` in a later constant, a field and the dispatch (231 elements:
 /// the last workgroup is partial), and `floor` tested only for truthiness: absent and 0 share
@@ -67,12 +74,7 @@ fn uniform_by_arg_constants_and_truthiness_classes() {
         assert_eq!(out.y.shape(), [rows, cols]);
         let got = out.y.to_vec(&ctx).unwrap();
         let want = scale_rows_reference(&x, cols, -1.5, floor);
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!(
-                (f64::from(*g) - w).abs() <= 1e-6 * w.abs().max(1.0),
-                "floor {floor:?}: element {i} is {g}, the reference {w}"
-            );
-        }
+        test_support::assert_close(&got, &want, 5e-7, &format!("floor {floor:?}"));
     }
     assert_eq!(kernels[0], kernels[1], "absent and 0 are the same class");
     assert_ne!(kernels[0], kernels[2], "3 is the other class");
@@ -112,12 +114,7 @@ fn comparison_and_membership_classes() {
             .to_vec(&ctx)
             .unwrap();
         let want = scale_rows_reference(&x, cols, 0.75, None);
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!(
-                (f64::from(*g) - w).abs() <= 1e-6 * w.abs().max(1.0),
-                "cols {cols}: element {i} is {g}, the reference {w}"
-            );
-        }
+        test_support::assert_close(&got, &want, 5e-7, &format!("cols {cols}"));
     }
     let [below, at, above, far_above, far_below, five, seven, nine] = kernels[..] else {
         unreachable!()
@@ -147,17 +144,11 @@ fn division_sizes_a_workgroup_array() {
             .y
             .to_vec(&ctx)
             .unwrap();
-        for (r, g) in got.iter().enumerate() {
-            let want = x[r * cols..(r + 1) * cols]
-                .iter()
-                .map(|&v| f64::from(v))
-                .sum::<f64>()
-                / cols as f64;
-            assert!(
-                (f64::from(*g) - want).abs() <= 1e-5,
-                "{rows}x{cols}: row {r} is {g}, the reference {want}"
-            );
-        }
+        let want: Vec<f64> = row_sums_reference(&x, cols)
+            .into_iter()
+            .map(|sum| sum / cols as f64)
+            .collect();
+        test_support::assert_close(&got, &want, 5e-6, &format!("{rows}x{cols}"));
     }
     let (rows, cols) = (2usize, 10usize);
     let (_, x_t) = matrix(&ctx, rows, cols, 3);
@@ -192,16 +183,8 @@ fn printed_hints_build_and_run() {
     };
     for (rows, cols) in [(6usize, 64usize), (2, 1), (3, 256)] {
         let (x, got) = sums(rows, cols);
-        for (r, g) in got.unwrap().iter().enumerate() {
-            let want: f64 = x[r * cols..(r + 1) * cols]
-                .iter()
-                .map(|&v| f64::from(v))
-                .sum();
-            assert!(
-                (f64::from(*g) - want).abs() <= 1e-5 * want.abs().max(1.0),
-                "{rows}x{cols}: row {r} is {g}, the reference {want}"
-            );
-        }
+        let want = row_sums_reference(&x, cols);
+        test_support::assert_close(&got.unwrap(), &want, 5e-6, &format!("{rows}x{cols}"));
     }
     let error = sums(2, 48).1.unwrap_err().to_string();
     assert!(error.contains("(args.cols = 48)"), "{error}");
@@ -253,20 +236,19 @@ fn accumulates_rows_in_place() {
             let outputs = accumulate::OutputsMut { acc: &mut acc };
             accumulate::run_into(&ctx, &inputs, outputs, &attrs).unwrap();
             let got = acc.to_vec(&ctx).unwrap();
-            for (r, g) in got.iter().enumerate() {
-                let row = x[r * cols..(r + 1) * cols].iter().map(|&v| f64::from(v));
-                let reduced = if mode == "max" {
-                    row.fold(f64::NEG_INFINITY, f64::max)
-                } else {
-                    row.sum()
-                };
-                let offset = if with_bias { f64::from(bias[r]) } else { 0.0 };
-                let want = f64::from(acc0[r]) + reduced * 0.5 + offset;
-                assert!(
-                    (f64::from(*g) - want).abs() <= 1e-5 * want.abs().max(1.0),
-                    "{mode}, bias {with_bias}: row {r} is {g}, the reference {want}"
-                );
-            }
+            let want: Vec<f64> = (0..rows)
+                .map(|r| {
+                    let row = x[r * cols..(r + 1) * cols].iter().map(|&v| f64::from(v));
+                    let reduced = if mode == "max" {
+                        row.fold(f64::NEG_INFINITY, f64::max)
+                    } else {
+                        row.sum()
+                    };
+                    let offset = if with_bias { f64::from(bias[r]) } else { 0.0 };
+                    f64::from(acc0[r]) + reduced * 0.5 + offset
+                })
+                .collect();
+            test_support::assert_close(&got, &want, 5e-6, &format!("{mode}, bias {with_bias}"));
         }
     }
 }
