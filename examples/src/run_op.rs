@@ -10,7 +10,7 @@ use crate::run_op_files;
 use clap::Parser;
 use kernel_runtime::registry::{OpEntry, TensorKind};
 use kernel_runtime::support::AttrValue;
-use kernel_runtime::{AnyTensor, Context, IndexTensor, OpError, RuntimeError, Tensor};
+use kernel_runtime::{AnyTensor, Context, DType, IndexTensor, OpError, RuntimeError, Tensor};
 use safetensors::{Dtype, SafeTensors};
 
 /// The most timed runs `--repeat` asks for: the timings are kept in memory, and more would
@@ -52,7 +52,9 @@ impl From<OpError> for Failure {
     fn from(err: OpError) -> Self {
         let line = one_line(&err.to_string());
         match err {
-            OpError::Runtime(RuntimeError::Narrowing { .. }) => Failure::Usage(line),
+            OpError::Runtime(
+                RuntimeError::Narrowing { .. } | RuntimeError::IntegerRange { .. },
+            ) => Failure::Usage(line),
             OpError::Runtime(_) => Failure::Runtime(line),
             _ => Failure::Usage(line),
         }
@@ -227,55 +229,142 @@ fn upload_inputs(
                 view.dtype()
             ))
         };
-        let tensor = match (role.kind, view.dtype()) {
-            (
-                TensorKind::Float { .. } | TensorKind::Fixed(kernel_runtime::DType::F32),
-                Dtype::F32,
-            ) => {
-                let values: Vec<f32> = data
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect();
-                AnyTensor::F32(
-                    Tensor::from_slice(ctx, shape, &values)
-                        .map_err(|e| upload_error(role.role, e))?,
-                )
-            }
-            (
-                TensorKind::Float { .. } | TensorKind::Fixed(kernel_runtime::DType::F16),
-                Dtype::F16,
-            ) => {
-                let values: Vec<half::f16> = data
-                    .chunks_exact(2)
-                    .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])))
-                    .collect();
-                AnyTensor::F16(
-                    Tensor::from_slice(ctx, shape, &values)
-                        .map_err(|e| upload_error(role.role, e))?,
-                )
-            }
-            (TensorKind::Float { .. }, _) => return Err(bad_dtype("F32 or F16")),
-            (TensorKind::Index, Dtype::I64) => {
-                let values: Vec<i64> = data
-                    .chunks_exact(8)
-                    .map(|c| i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
-                    .collect();
-                AnyTensor::Index(
-                    IndexTensor::from_i64(ctx, shape, &values)
-                        .map_err(|e| upload_error(role.role, e))?,
-                )
-            }
-            (TensorKind::Index, _) => return Err(bad_dtype("I64")),
-            (TensorKind::Fixed(d), _) => return Err(bad_dtype(d.onnx_name())),
+        let dtype = logical_dtype(view.dtype()).filter(|d| accepts(role.kind, *d));
+        let Some(dtype) = dtype else {
+            return Err(bad_dtype(&expected_dtypes(role.kind)));
         };
+        let tensor = upload_le(ctx, dtype, shape, data).map_err(|e| upload_error(role.role, e))?;
         tensors.push(tensor);
     }
     Ok(tensors)
 }
 
+/// The manifest dtype of a safetensors dtype, for the dtypes ops take.
+fn logical_dtype(dtype: Dtype) -> Option<DType> {
+    Some(match dtype {
+        Dtype::F32 => DType::F32,
+        Dtype::F16 => DType::F16,
+        Dtype::I64 => DType::I64,
+        Dtype::U32 => DType::U32,
+        Dtype::I32 => DType::I32,
+        Dtype::I8 => DType::I8,
+        Dtype::U8 => DType::U8,
+        _ => return None,
+    })
+}
+
+/// The safetensors spelling of a manifest dtype.
+fn file_dtype(dtype: DType) -> Dtype {
+    match dtype {
+        DType::F32 => Dtype::F32,
+        DType::F16 => Dtype::F16,
+        DType::I64 => Dtype::I64,
+        DType::U32 => Dtype::U32,
+        DType::I32 => Dtype::I32,
+        DType::I8 => Dtype::I8,
+        DType::U8 => Dtype::U8,
+    }
+}
+
+/// Whether an input of `kind` takes a tensor of `dtype` (a type variable's tensors must
+/// also agree with each other, which the op's untyped entry checks).
+fn accepts(kind: TensorKind, dtype: DType) -> bool {
+    match kind {
+        TensorKind::Float { .. } => dtype.is_float(),
+        TensorKind::TypeVar { allowed, .. } => allowed.contains(&dtype),
+        TensorKind::Index => dtype == DType::I64,
+        TensorKind::Fixed(fixed) => dtype == fixed,
+    }
+}
+
+/// The file dtypes an input of `kind` takes, for messages (`F32 or F16`).
+fn expected_dtypes(kind: TensorKind) -> String {
+    let names: Vec<String> = DType::ALL
+        .into_iter()
+        .filter(|d| accepts(kind, *d))
+        .map(|d| format!("{:?}", file_dtype(d)))
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => "nothing".to_owned(),
+    }
+}
+
+/// Uploads a tensor's little-endian bytes as `dtype` (the file's own dtype, so every value
+/// is one of the dtype's; `int64` values are narrowed to `u32`, checked).
+fn upload_le(
+    ctx: &Context,
+    dtype: DType,
+    shape: &[usize],
+    data: &[u8],
+) -> Result<AnyTensor, RuntimeError> {
+    fn words<const N: usize, T>(data: &[u8], from: fn([u8; N]) -> T) -> Vec<T> {
+        data.chunks_exact(N)
+            .map(|c| {
+                let mut bytes = [0u8; N];
+                bytes.copy_from_slice(c);
+                from(bytes)
+            })
+            .collect()
+    }
+    Ok(match dtype {
+        DType::F32 => AnyTensor::F32(Tensor::from_slice(
+            ctx,
+            shape,
+            &words(data, f32::from_le_bytes),
+        )?),
+        DType::F16 => AnyTensor::F16(Tensor::from_slice(
+            ctx,
+            shape,
+            &words(data, |b| half::f16::from_bits(u16::from_le_bytes(b))),
+        )?),
+        DType::I64 => AnyTensor::Index(IndexTensor::from_i64(
+            ctx,
+            shape,
+            &words(data, i64::from_le_bytes),
+        )?),
+        DType::U32 => AnyTensor::U32(Tensor::from_slice(
+            ctx,
+            shape,
+            &words(data, u32::from_le_bytes),
+        )?),
+        DType::I32 => AnyTensor::I32(Tensor::from_slice(
+            ctx,
+            shape,
+            &words(data, i32::from_le_bytes),
+        )?),
+        DType::I8 => AnyTensor::I8(Tensor::from_slice(
+            ctx,
+            shape,
+            &words(data, i8::from_le_bytes),
+        )?),
+        DType::U8 => AnyTensor::U8(Tensor::from_slice(ctx, shape, data)?),
+    })
+}
+
+/// A tensor read back as the little-endian bytes of its safetensors dtype.
+fn read_le(ctx: &Context, tensor: &AnyTensor) -> Result<(Dtype, Vec<u8>), RuntimeError> {
+    fn bytes<T, const N: usize>(values: Vec<T>, to: fn(T) -> [u8; N]) -> Vec<u8> {
+        values.into_iter().flat_map(to).collect()
+    }
+    let bytes = match tensor {
+        AnyTensor::F32(t) => bytes(t.to_vec(ctx)?, f32::to_le_bytes),
+        AnyTensor::F16(t) => bytes(t.to_vec(ctx)?, |v| v.to_bits().to_le_bytes()),
+        AnyTensor::Index(t) => bytes(t.to_vec(ctx)?, i64::to_le_bytes),
+        AnyTensor::U32(t) => bytes(t.to_vec(ctx)?, u32::to_le_bytes),
+        AnyTensor::I32(t) => bytes(t.to_vec(ctx)?, i32::to_le_bytes),
+        AnyTensor::I8(t) => bytes(t.to_vec(ctx)?, i8::to_le_bytes),
+        AnyTensor::U8(t) => t.to_vec(ctx)?,
+    };
+    Ok((file_dtype(tensor.dtype()), bytes))
+}
+
 fn upload_error(role: &str, err: RuntimeError) -> Failure {
     match err {
-        RuntimeError::Narrowing { .. } | RuntimeError::ShapeMismatch { .. } => {
+        RuntimeError::Narrowing { .. }
+        | RuntimeError::IntegerRange { .. }
+        | RuntimeError::ShapeMismatch { .. } => {
             Failure::Usage(format!("input `{role}`: {}", one_line(&err.to_string())))
         }
         other => Failure::Runtime(format!("input `{role}`: {}", one_line(&other.to_string()))),
@@ -297,32 +386,7 @@ fn write_outputs(
                 one_line(&e.to_string())
             ))
         };
-        let (dtype, bytes) = match tensor {
-            AnyTensor::F32(t) => (
-                Dtype::F32,
-                t.to_vec(ctx)
-                    .map_err(runtime)?
-                    .iter()
-                    .flat_map(|v| v.to_le_bytes())
-                    .collect(),
-            ),
-            AnyTensor::F16(t) => (
-                Dtype::F16,
-                t.to_vec(ctx)
-                    .map_err(runtime)?
-                    .iter()
-                    .flat_map(|v| v.to_bits().to_le_bytes())
-                    .collect(),
-            ),
-            AnyTensor::Index(t) => (
-                Dtype::I64,
-                t.to_vec(ctx)
-                    .map_err(runtime)?
-                    .iter()
-                    .flat_map(|v| v.to_le_bytes())
-                    .collect(),
-            ),
-        };
+        let (dtype, bytes) = read_le(ctx, tensor).map_err(runtime)?;
         blobs.push((role.role.to_owned(), dtype, tensor.shape().to_vec(), bytes));
     }
     let mut views = Vec::new();
@@ -392,4 +456,69 @@ fn explain_bad_file(bytes: &[u8]) -> Option<String> {
             "the tensors' data ends at byte {end} of the data section, which holds {data} bytes"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    // In tests a panic is the failure report.
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// Each integer dtype a file may hold is uploaded as itself and written back byte for
+    /// byte, the ends of its range included; `int8` and `uint8` are one byte per element in
+    /// the file, whatever the GPU stores.
+    #[test]
+    fn integer_tensors_round_trip_through_files() {
+        let ctx = test_support::context();
+        let cases: [(Dtype, Vec<u8>); 4] = [
+            (
+                Dtype::I32,
+                [i32::MIN, -1, 0, i32::MAX]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+            (
+                Dtype::U32,
+                [0, 1, 255, u32::MAX]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+            (
+                Dtype::I8,
+                [-128i8, -1, 0, 127]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            ),
+            (Dtype::U8, vec![0, 1, 128, 255]),
+        ];
+        for (file, bytes) in cases {
+            let dtype = logical_dtype(file).unwrap();
+            let tensor = upload_le(&ctx, dtype, &[2, 2], &bytes).unwrap();
+            assert_eq!(tensor.dtype(), dtype);
+            assert_eq!(tensor.shape(), [2, 2]);
+            assert_eq!(read_le(&ctx, &tensor).unwrap(), (file, bytes), "{file:?}");
+        }
+    }
+
+    /// What each kind of input takes, and how a refusal names it.
+    #[test]
+    fn inputs_take_the_dtypes_of_their_kind() {
+        let ints: &'static [DType] = &[DType::I32, DType::I8, DType::U8];
+        let var = TensorKind::TypeVar {
+            type_var: "T",
+            allowed: ints,
+        };
+        assert!(accepts(var, DType::I8) && !accepts(var, DType::U32));
+        assert_eq!(expected_dtypes(var), "I32, I8 or U8");
+        let float = TensorKind::Float { type_var: "T" };
+        assert!(accepts(float, DType::F16) && !accepts(float, DType::I32));
+        assert_eq!(expected_dtypes(float), "F32 or F16");
+        assert_eq!(expected_dtypes(TensorKind::Index), "I64");
+        assert_eq!(expected_dtypes(TensorKind::Fixed(DType::U8)), "U8");
+        assert_eq!(logical_dtype(Dtype::BF16), None);
+    }
 }

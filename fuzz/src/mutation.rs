@@ -533,6 +533,7 @@ mod tests {
                 dir: "p/op".to_owned(),
                 manifest: manifest.to_owned(),
                 hints: None,
+                manifest_file: None,
             }],
             ..Inputs::default()
         }

@@ -47,6 +47,8 @@ pub struct Report {
 pub struct Config {
     root: Option<PathBuf>,
     packages: Vec<PathBuf>,
+    /// Packages whose manifest is a file of its own: (manifest, template folder).
+    manifests_apart: Vec<(PathBuf, PathBuf)>,
     package_roots: Vec<PathBuf>,
     include_root: Option<PathBuf>,
     hints_dirs: Vec<PathBuf>,
@@ -104,6 +106,20 @@ impl Config {
     /// One package: a folder holding `manifest.json` and the templates it names.
     pub fn package(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
         self.packages.push(dir.into());
+        self
+    }
+
+    /// One package whose manifest is kept apart from its templates: `manifest` (a JSON file
+    /// of any name, read unchanged) with the templates in `templates`. For a manifest from
+    /// elsewhere, such as a Hub package's, whose templates are written here. Hints match it
+    /// by the template folder's name.
+    pub fn package_apart(
+        &mut self,
+        manifest: impl Into<PathBuf>,
+        templates: impl Into<PathBuf>,
+    ) -> &mut Self {
+        self.manifests_apart
+            .push((manifest.into(), templates.into()));
         self
     }
 
@@ -167,7 +183,14 @@ impl Config {
     /// the folder it was found in.
     pub fn read_inputs(&self) -> Result<(Inputs, Vec<PathBuf>), ConfigError> {
         let mut read = Vec::new();
-        let mut dirs: Vec<PathBuf> = self.packages.iter().map(|p| self.path(p)).collect();
+        // (folder, the manifest where it is not the folder's `manifest.json`)
+        let mut dirs: Vec<(PathBuf, Option<PathBuf>)> = (self.packages.iter())
+            .map(|p| (package_folder(&self.path(p)), None))
+            .chain(
+                (self.manifests_apart.iter())
+                    .map(|(manifest, dir)| (self.path(dir), Some(self.path(manifest)))),
+            )
+            .collect();
         for root in &self.package_roots {
             let root = self.path(root);
             read.push(root.clone());
@@ -175,14 +198,17 @@ impl Config {
             // its place is then an error at reading rather than a package skipped.
             let found: Vec<PathBuf> = list_dir(&root)?
                 .into_iter()
-                .filter(|p| p.is_dir() && fs::symlink_metadata(p.join("manifest.json")).is_ok())
+                .filter(|p| p.is_dir())
+                .map(|p| package_folder(&p))
+                .filter(|p| fs::symlink_metadata(p.join("manifest.json")).is_ok())
                 .collect();
-            dirs.extend(found);
+            dirs.extend(found.into_iter().map(|dir| (dir, None)));
         }
         if dirs.is_empty() {
             let mut searched: Vec<PathBuf> =
                 self.package_roots.iter().map(|p| self.path(p)).collect();
             searched.extend(self.packages.iter().map(|p| self.path(p)));
+            searched.extend(self.manifests_apart.iter().map(|(m, _)| self.path(m)));
             return Err(ConfigError::NoPackages { searched });
         }
         let mut hints = BTreeMap::new();
@@ -208,16 +234,28 @@ impl Config {
             ..Inputs::default()
         };
         let mut used_hints = BTreeSet::new();
-        for dir in &dirs {
-            let manifest = read_file(&dir.join("manifest.json"), dir, &mut read)?;
+        let mut metadata_problems = crate::diag::Diagnostics::default();
+        for (dir, apart) in &dirs {
+            let manifest = match apart {
+                // Read where it is, confined to its own folder.
+                Some(file) => {
+                    let folder = file.parent().unwrap_or(Path::new("."));
+                    read_file(file, folder, &mut read)?
+                }
+                None => read_file(&dir.join("manifest.json"), dir, &mut read)?,
+            };
             for path in list_files(dir)? {
                 if file_name(&path).ends_with(".jinja") {
                     let text = read_file(&path, dir, &mut read)?;
                     inputs.templates.insert(self.display(&path), text);
                 }
             }
-            // Hints are matched by folder name (`<domain>.<name>`, the Hub's layout).
-            let op = file_name(dir);
+            if apart.is_none() {
+                self.check_metadata(dir, &manifest, &mut read, &mut metadata_problems);
+            }
+            // Hints are matched by folder name (`<domain>.<name>`, the Hub's layout; for a
+            // Hub repository, the repository's folder).
+            let op = hints_name(dir);
             let package_hints = hints.get(op).cloned();
             if package_hints.is_some() {
                 used_hints.insert(op.to_owned());
@@ -226,6 +264,12 @@ impl Config {
                 dir: self.display(dir),
                 manifest,
                 hints: package_hints,
+                manifest_file: apart.as_deref().map(|file| self.display(file)),
+            });
+        }
+        if !metadata_problems.0.is_empty() {
+            return Err(ConfigError::Codegen {
+                diagnostics: metadata_problems,
             });
         }
         if let Some((op, (path, _))) = hints.iter().find(|(op, _)| !used_hints.contains(*op)) {
@@ -245,6 +289,47 @@ impl Config {
             }
         }
         Ok((inputs, read))
+    }
+
+    /// Checks the `metadata.json` a package folder laid out as a Hub repository holds beside
+    /// its manifest, as the Hub's runtime does before loading it: each problem a diagnostic
+    /// at the metadata's JSON path (a digest that differs names its file).
+    fn check_metadata(
+        &self,
+        dir: &Path,
+        manifest: &str,
+        read: &mut Vec<PathBuf>,
+        problems: &mut crate::diag::Diagnostics,
+    ) {
+        let path = dir.join("metadata.json");
+        if fs::symlink_metadata(&path).is_err() {
+            return;
+        }
+        let shown = self.display(&path);
+        let text = match read_file(&path, dir, read) {
+            Ok(text) => text,
+            Err(err) => {
+                problems.push(crate::diag::Diagnostic::new(&shown, "", err.to_string()));
+                return;
+            }
+        };
+        // A manifest that does not parse is reported by the generator.
+        let Ok(hub) = crate::manifest::hub::parse(manifest) else {
+            return;
+        };
+        let file = |name: &str| -> Option<Vec<u8>> {
+            let relative = Path::new(name);
+            let inside = relative
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            inside
+                .then(|| output_dir::read_input(&dir.join(relative), dir).ok())
+                .flatten()
+                .map(String::into_bytes)
+        };
+        for (at, message) in crate::manifest::hub::metadata::check(&text, &hub, &file) {
+            problems.push(crate::diag::Diagnostic::new(&shown, at, message));
+        }
     }
 
     /// Generates and writes the files that changed into the output folder, removing the
@@ -402,6 +487,30 @@ impl Config {
 fn read_file(path: &Path, confine: &Path, read: &mut Vec<PathBuf>) -> Result<String, ConfigError> {
     read.push(path.to_path_buf());
     output_dir::read_input(path, confine)
+}
+
+/// Where a package's manifest is: `dir` itself, or, for a folder laid out as a Hub repository
+/// (no `manifest.json` of its own), its `build/webgpu/`.
+fn package_folder(dir: &Path) -> PathBuf {
+    let hub = dir.join("build").join("webgpu");
+    if fs::symlink_metadata(dir.join("manifest.json")).is_err()
+        && fs::symlink_metadata(hub.join("manifest.json")).is_ok()
+    {
+        hub
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+/// The name hints are matched by: the package folder's, or the Hub repository's for its
+/// `build/webgpu/` folder.
+fn hints_name(dir: &Path) -> &str {
+    match (dir.parent(), file_name(dir)) {
+        (Some(build), "webgpu") if file_name(build) == "build" => {
+            build.parent().map_or("webgpu", file_name)
+        }
+        _ => file_name(dir),
+    }
 }
 
 /// The entries of `dir`, sorted.

@@ -84,12 +84,17 @@ pub struct Package {
     pub manifest: String,
     /// Implementation hints kept beside the package (see [`hints`]): display path, text.
     pub hints: Option<(String, String)>,
+    /// The manifest's display path where it is not `<dir>/manifest.json`: a manifest kept
+    /// unchanged elsewhere, with the templates written for it in `dir`.
+    pub manifest_file: Option<String>,
 }
 
 impl Package {
     /// The manifest's display path.
     pub fn manifest_path(&self) -> String {
-        if self.dir.is_empty() {
+        if let Some(file) = &self.manifest_file {
+            file.clone()
+        } else if self.dir.is_empty() {
             "manifest.json".to_owned()
         } else {
             format!("{}/manifest.json", self.dir)

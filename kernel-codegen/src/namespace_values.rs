@@ -1,5 +1,6 @@
 //! The namespaces a `schemaVersion: 1` template reads besides its constants: the loader hands
-//! templates `args`, `attrs`, `present`, `ranks` and `device` too. Each member a pass's
+//! templates `args`, `attrs`, `present`, `ranks` and `device` too (and the Hub runtime the
+//! manifest's derives by bare name). Each member a pass's
 //! templates read (`args.hidden`, `present.maskT`, `device.limits.maxComputeWorkgroupSizeX`,
 //! found by minijinja's own analysis of every template the pass reaches) becomes a pass input
 //! of that name, so it is settled like any other template value: a literal where it has a
@@ -61,10 +62,19 @@ pub fn add_namespace_values(
                 }
                 read.extend(names_of.get(name).into_iter().flatten().cloned());
             }
+            let variant = &op.variants[v];
+            // The Hub runtime spreads the manifest's derives into the context too; the
+            // variant's and the pass's values of the same name shadow them.
+            let derive_read = |name: &String| {
+                op.templates.derives_visible
+                    && op.derives.iter().any(|d| &d.name == name)
+                    && !variant.constants.iter().any(|c| &c.name == name)
+            };
             let members = read.into_iter().filter(|name| {
-                NAMESPACES
-                    .iter()
-                    .any(|ns| name.strip_prefix(ns).is_some_and(|m| !m.contains('.')))
+                derive_read(name)
+                    || NAMESPACES
+                        .iter()
+                        .any(|ns| name.strip_prefix(ns).is_some_and(|m| !m.contains('.')))
             });
             let values: Vec<_> = members
                 .filter(|name| !pass.inputs.iter().any(|input| &input.name == name))

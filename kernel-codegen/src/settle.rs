@@ -105,12 +105,24 @@ pub fn settle_pass(
                 continue;
             }
             let variant = &op.variants[v];
-            let Some(value) = variant
-                .constants
-                .iter()
-                .chain(variant.passes.iter().flat_map(|p| &p.inputs))
-                .find(|value| value.name == name)
-            else {
+            let values =
+                || (variant.constants.iter()).chain(variant.passes.iter().flat_map(|p| &p.inputs));
+            let Some(value) = values().find(|value| value.name == name) else {
+                if let (Some(axis), Need::Template(misuse)) = (
+                    values().find(|value| value.axis_of.as_ref().is_some_and(|(l, _)| *l == name)),
+                    &need,
+                ) {
+                    reported = true;
+                    diagnostics.push(Diagnostic::new(
+                        &misuse.file,
+                        format!("line {}", misuse.line),
+                        format!(
+                            "template input `{name}` (`{}`) is a list known only per call, which reaches the shader as an override per axis: print it (`{{{{ {name} }}}}` is a WGSL `array<u32, {}>` of its axes, right-aligned, 1 in front) and index it in WGSL; it cannot steer the template's text",
+                            axis.expr.source,
+                            model::LIST_AXES
+                        ),
+                    ));
+                }
                 continue;
             };
             let declared = variant.specialise.get(&name).map(Vec::as_slice);
@@ -182,8 +194,13 @@ fn needed(
 ) -> (Vec<(String, Need)>, BTreeSet<String>) {
     let variant = &op.variants[v];
     let pass = &variant.passes[p];
+    // A list known per call is read by its name; its axes are the values.
     let dynamic: BTreeSet<&str> = dynamic_values(variant, pass)
-        .map(|d| d.name.as_str())
+        .map(|d| {
+            d.axis_of
+                .as_ref()
+                .map_or(d.name.as_str(), |(list, _)| list.as_str())
+        })
         .collect();
     if dynamic.is_empty() {
         return (Vec::new(), BTreeSet::new());

@@ -20,6 +20,7 @@ fn scratch(name: &str) -> PathBuf {
         dir: "scale".to_owned(),
         manifest: read(seed.join("manifest.json")),
         hints: None,
+        manifest_file: None,
     });
     inputs.templates.insert(
         "scale/scale.wgsl.jinja".to_owned(),

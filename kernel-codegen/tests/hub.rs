@@ -107,18 +107,30 @@ fn the_hub_manifests_parse_strictly_and_keep_everything() {
 }
 
 #[test]
-fn reading_a_hub_manifest_says_the_dialect_is_not_compiled_yet() {
+fn each_hub_manifest_reads_into_a_declaration_of_the_hub_dialect() {
     let Some(dir) = hub_dir() else { return };
-    for op in ["Add", "Softmax", "MatMul"] {
-        let problems = kernel_codegen::manifest::read(&text(&dir, op)).expect_err(op);
-        assert_eq!(
-            problems,
-            [(
-                String::new(),
-                kernel_codegen::manifest::HUB_NOT_COMPILED.to_owned()
-            )],
-            "{op}"
-        );
+    // Variants, passes, and the binding entries of all passes together, as the files have them.
+    let expected = [
+        ("Add", 5, 5, 20),
+        ("Softmax", 12, 16, 52),
+        ("MatMul", 49, 54, 207),
+    ];
+    for (op, variants, passes, bindings) in expected {
+        let declared = match kernel_codegen::manifest::read(&text(&dir, op)) {
+            Ok(declared) => declared,
+            Err(problems) => panic!("{op}: {problems:?}"),
+        };
+        assert_eq!(declared.dialect, kernel_codegen::manifest::Dialect::Hub);
+        assert_eq!(declared.variants.len(), variants, "{op}");
+        let all_passes = declared.variants.iter().flat_map(|v| &v.passes);
+        assert_eq!(all_passes.clone().count(), passes, "{op}");
+        let entries: usize = all_passes
+            .map(|p| match &p.bindings {
+                kernel_codegen::manifest::BindingsRef::Inline(list) => list.len(),
+                kernel_codegen::manifest::BindingsRef::Set(_) => 0,
+            })
+            .sum();
+        assert_eq!(entries, bindings, "{op}");
     }
 }
 

@@ -264,29 +264,64 @@ fn values(
     Ok(values)
 }
 
-/// `values` as the dtype holds them: floats rounded (to nearest, ties to even), integers
-/// checked to be whole and in the dtype's range.
-fn rounded(values: &[f64], dtype: &str, path: &str) -> Result<Vec<f64>, SuiteError> {
-    let range = match dtype {
-        "float32" => return Ok(values.iter().map(|&v| f64::from(v as f32)).collect()),
-        "float16" => {
-            return Ok(values
-                .iter()
-                .map(|&v| half::f16::from_f64(v).to_f64())
-                .collect());
-        }
+/// The range of an integer dtype, `None` for floats and names the format does not have.
+/// `int64` is limited to the integers a JSON number (a double) holds exactly, ±2^53.
+fn int_range(dtype: &str) -> Option<(f64, f64)> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    Some(match dtype {
         "int8" => (-128.0, 127.0),
         "uint8" => (0.0, 255.0),
         "int16" => (-32768.0, 32767.0),
         "uint16" => (0.0, 65535.0),
         "int32" => (f64::from(i32::MIN), f64::from(i32::MAX)),
         "uint32" => (0.0, f64::from(u32::MAX)),
-        other => {
-            return Err(SuiteError {
-                path: format!("{path}.dtype"),
-                message: format!("unknown dtype `{other}`"),
-            });
-        }
+        "int64" => (-EXACT, EXACT),
+        _ => return None,
+    })
+}
+
+/// A float dtype's rounding (to nearest, ties to even), `None` for other names.
+fn float_rounding(dtype: &str) -> Option<fn(f64) -> f64> {
+    match dtype {
+        "float32" => Some(|v| f64::from(v as f32)),
+        "float16" => Some(|v| half::f16::from_f64(v).to_f64()),
+        _ => None,
+    }
+}
+
+/// `values` (a reference's results) as an output of `dtype` holds them: floats rounded (to
+/// nearest, ties to even), integers truncated and wrapped to the dtype's width as integer
+/// kernels store them; `None` for a dtype the format does not name.
+pub fn as_dtype(values: &[f64], dtype: &str) -> Option<Vec<f64>> {
+    if let Some(round) = float_rounding(dtype) {
+        return Some(values.iter().map(|&v| round(v)).collect());
+    }
+    let (low, high) = int_range(dtype)?;
+    let span = high - low + 1.0;
+    Some(
+        values
+            .iter()
+            .map(|&v| {
+                if !v.is_finite() {
+                    return v;
+                }
+                (v.trunc() - low).rem_euclid(span) + low
+            })
+            .collect(),
+    )
+}
+
+/// `values` as the dtype holds them: floats rounded (to nearest, ties to even), integers
+/// checked to be whole and in the dtype's range.
+fn rounded(values: &[f64], dtype: &str, path: &str) -> Result<Vec<f64>, SuiteError> {
+    if let Some(round) = float_rounding(dtype) {
+        return Ok(values.iter().map(|&v| round(v)).collect());
+    }
+    let Some(range) = int_range(dtype) else {
+        return Err(SuiteError {
+            path: format!("{path}.dtype"),
+            message: format!("unknown dtype `{dtype}`"),
+        });
     };
     for (i, &v) in values.iter().enumerate() {
         if v.fract() != 0.0 || v < range.0 || v > range.1 {
@@ -299,7 +334,44 @@ fn rounded(values: &[f64], dtype: &str, path: &str) -> Result<Vec<f64>, SuiteErr
     Ok(values.to_vec())
 }
 
+/// One element the suite's rule refuses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Mismatch {
+    /// Its row-major index.
+    pub index: usize,
+    pub got: f64,
+    pub want: f64,
+}
+
 impl Expected {
+    /// The suite's rule for one element: within the tolerance, infinities equal, NaN only
+    /// where `want` has one and `allowNaN` is not false.
+    pub fn agrees(&self, got: f64, want: f64) -> bool {
+        if want.is_nan() {
+            got.is_nan() && self.allow_nan
+        } else if want.is_infinite() || got.is_nan() {
+            got == want
+        } else {
+            (got - want).abs() <= self.tolerance
+        }
+    }
+
+    /// The elements of `got` the rule refuses against `want` (of one length): the first
+    /// `limit` by index, and how many there are in all.
+    pub fn mismatches(&self, got: &[f64], want: &[f64], limit: usize) -> (Vec<Mismatch>, usize) {
+        let mut first = Vec::new();
+        let mut count = 0;
+        for (index, (&got, &want)) in got.iter().zip(want).enumerate() {
+            if !self.agrees(got, want) {
+                count += 1;
+                if first.len() < limit {
+                    first.push(Mismatch { index, got, want });
+                }
+            }
+        }
+        (first, count)
+    }
+
     /// Compares `got` with `want` (the case's values or a reference's) by the suite's rules;
     /// the first difference, by index, when they disagree.
     pub fn compare(&self, got: &[f64], want: &[f64]) -> Result<(), String> {
@@ -311,22 +383,13 @@ impl Expected {
                 want.len()
             ));
         }
-        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            let agrees = if w.is_nan() {
-                g.is_nan() && self.allow_nan
-            } else if w.is_infinite() || g.is_nan() {
-                g == w
-            } else {
-                (g - w).abs() <= self.tolerance
-            };
-            if !agrees {
-                return Err(format!(
-                    "`{}`[{i}] is {g}, expected {w} (tolerance {})",
-                    self.key, self.tolerance
-                ));
-            }
+        match self.mismatches(got, want, 1).0.first() {
+            None => Ok(()),
+            Some(Mismatch { index, got, want }) => Err(format!(
+                "`{}`[{index}] is {got}, expected {want} (tolerance {})",
+                self.key, self.tolerance
+            )),
         }
-        Ok(())
     }
 }
 

@@ -147,3 +147,77 @@ fn the_hub_suite_for_add_reads() {
     ];
     assert_eq!(dtypes.into_iter().collect::<Vec<_>>(), expected);
 }
+
+#[test]
+fn int64_inputs_read_as_whole_numbers_a_double_holds() {
+    let input = |values: &str| {
+        suite(&format!(
+            r##"{{"name": "a", "inputs": {{"p": {{"dtype": "int64", "shape": [2], "data": {{"kind": "values", "values": {values}}}}}}}, "outputs": {{}}}}"##
+        ))
+    };
+    assert_eq!(
+        input("[-3, 9007199254740992]").unwrap().cases[0].inputs[0].values,
+        [-3.0, 9_007_199_254_740_992.0]
+    );
+    assert_eq!(
+        input("[1, 1.5]").unwrap_err().to_string(),
+        "cases[0].inputs.p.data: value 1, 1.5, is not a int64"
+    );
+    assert_eq!(
+        input("[1, 1e17]").unwrap_err().to_string(),
+        "cases[0].inputs.p.data: value 1, 100000000000000000, is not a int64"
+    );
+}
+
+/// A reference's values as an output holds them: floats rounded, integers truncated and
+/// wrapped to their width.
+#[test]
+fn reference_values_are_put_in_the_output_dtype() {
+    assert_eq!(
+        as_dtype(&[0.1, 65519.0], "float16"),
+        Some(vec![half::f16::from_f64(0.1).to_f64(), 65504.0])
+    );
+    assert_eq!(as_dtype(&[0.1], "float32"), Some(vec![f64::from(0.1f32)]));
+    assert_eq!(
+        as_dtype(&[127.0, 128.0, -129.0, 300.0, 2.7, -2.7], "int8"),
+        Some(vec![127.0, -128.0, 127.0, 44.0, 2.0, -2.0])
+    );
+    assert_eq!(as_dtype(&[256.0, -1.0], "uint8"), Some(vec![0.0, 255.0]));
+    assert_eq!(
+        as_dtype(&[4_294_967_296.0, -1.0], "uint32"),
+        Some(vec![0.0, 4_294_967_295.0])
+    );
+    assert_eq!(as_dtype(&[1.0], "bfloat16"), None);
+}
+
+#[test]
+fn mismatches_list_the_first_by_index_and_count_all() {
+    let expected = Expected {
+        key: "y".into(),
+        dtype: "float32".into(),
+        shape: vec![5],
+        tolerance: 0.1,
+        values: None,
+        allow_nan: true,
+    };
+    let (first, count) =
+        expected.mismatches(&[1.0, 9.0, 3.0, 9.0, 9.0], &[1.0, 2.0, 3.05, 4.0, 5.0], 2);
+    assert_eq!(count, 3);
+    assert_eq!(
+        first,
+        [
+            Mismatch {
+                index: 1,
+                got: 9.0,
+                want: 2.0
+            },
+            Mismatch {
+                index: 3,
+                got: 9.0,
+                want: 4.0
+            }
+        ]
+    );
+    assert!(expected.agrees(f64::NAN, f64::NAN));
+    assert!(!expected.agrees(f64::NAN, 1.0));
+}

@@ -1,18 +1,28 @@
 //! What the workspace's GPU test binaries share: a time bound per test (`bound.rs`), contexts
 //! on the adapter the machine has (`devices.rs`), seeded random data (`data.rs`), comparison
 //! with a float64 reference (`close.rs`), the poison values outputs are filled with before a
-//! run (`poison.rs`), and conformance suites in the `test.json` format of the Hub's packages
-//! (`conformance.rs`).
+//! run (`poison.rs`), conformance suites in the `test.json` format of the Hub's packages
+//! (`conformance.rs`), and their cases run through an op's registry entry
+//! (`conformance_run.rs`).
+//!
+//! Without the default `gpu` feature the crate has no GPU half (contexts, poison values,
+//! running cases), so a build script can read suites without building wgpu.
 
 mod bound;
 mod close;
 pub mod conformance;
+#[cfg(feature = "gpu")]
+pub mod conformance_run;
 mod data;
+#[cfg(feature = "gpu")]
 mod devices;
+#[cfg(feature = "gpu")]
 mod poison;
 
 pub use bound::{DEFAULT_LIMIT_SECONDS, bound, limit};
 pub use close::{assert_close, worst};
 pub use data::data;
+#[cfg(feature = "gpu")]
 pub use devices::{context, context_with, context_without, shared};
+#[cfg(feature = "gpu")]
 pub use poison::Poison;

@@ -20,6 +20,10 @@
 //! - `com.example.RowSums`: a function-scope array sized by an arg, which no build-time
 //!   analysis can bound: it builds with `hints/com.example.RowSums.hints.json`, the file its
 //!   error prints (`kernels-codegen --write-suggested-hints`), unedited.
+//! - `com.example.AddInts`: a type variable of integer dtypes (`int32`, `uint32`, `int8`,
+//!   `uint8`), the 8-bit ones stored one 32-bit word per element; the template reads
+//!   `tensorDtypes.cT` to wrap 8-bit sums, so `int8` and `int32` (one WGSL scalar) get shaders
+//!   of their own.
 
 /// The generated op modules and their registry `OPS`.
 pub mod kernels {

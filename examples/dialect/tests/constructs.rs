@@ -4,8 +4,8 @@
 // In tests a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use dialect::kernels::{accumulate, row_means, row_sums, scale_rows};
-use dialect::runtime::Tensor;
+use dialect::kernels::{accumulate, add_ints, row_means, row_sums, scale_rows};
+use dialect::runtime::{AnyTensor, DType, Element, Integer, OpError, Tensor};
 
 /// A `rows × cols` matrix of seeded values in [-4, 4), and its tensor.
 fn matrix(
@@ -250,5 +250,188 @@ fn accumulates_rows_in_place() {
                 .collect();
             test_support::assert_close(&got, &want, 5e-6, &format!("{mode}, bias {with_bias}"));
         }
+    }
+}
+
+/// `count` seeded integers in `min..=max`, 46 random bits each (two draws of the sequence),
+/// then pairs of operands that reach and overflow the ends of the range.
+fn integer_operands(count: usize, seed: u64, min: i64, max: i64) -> (Vec<i64>, Vec<i64>) {
+    let bits = |seed| -> Vec<u64> {
+        test_support::data(2 * count, seed)
+            .into_iter()
+            .map(|v| ((f64::from(v) + 1.0) * f64::from(1u32 << 22)) as u64)
+            .collect()
+    };
+    let span = (max - min) as u64 + 1;
+    let draw = |seed| -> Vec<i64> {
+        bits(seed)
+            .chunks_exact(2)
+            .map(|p| min + ((p[0] << 23 | p[1]) % span) as i64)
+            .collect()
+    };
+    let (mut a, mut b) = (draw(seed), draw(seed + 1));
+    for (x, y) in [
+        (max, 1),
+        (max, max),
+        (min, -1),
+        (min, min),
+        (min, max),
+        (0, 0),
+        (max, 0),
+        (min, 0),
+    ] {
+        // An operand outside the range (-1 of an unsigned type) becomes its largest value,
+        // which overflows as much.
+        let fit = |v: i64| if v < min { max } else { v };
+        a.push(x);
+        b.push(fit(y));
+    }
+    (a, b)
+}
+
+/// `a + b` computed exactly (in float64, where every sum here is exact), wrapped to `T`: the
+/// value modulo 2^bits, in the type's range.
+fn wrapped_sums<T: Element>(a: &[i64], b: &[i64]) -> Vec<f64> {
+    let bits = T::DTYPE.size_bytes() as u32 * 8;
+    let (min, _) = T::DTYPE.integer_range().unwrap();
+    let modulus = 2f64.powi(bits as i32);
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| {
+            let sum = x as f64 + y as f64;
+            (sum - min as f64).rem_euclid(modulus) + min as f64
+        })
+        .collect()
+}
+
+/// Runs `AddInts` for `T` through the typed API on seeded operands with every overflow at the
+/// ends of the range, and compares with the float64 reference; returns the shader it ran.
+fn add_ints_matches_the_reference<T: Integer>(ctx: &dialect::runtime::Context) -> &'static str {
+    let (min, max) = T::DTYPE.integer_range().unwrap();
+    let (a, b) = integer_operands(1000, u64::from(T::DTYPE.size_bytes() as u32) + 40, min, max);
+    let exact = |v: &[i64]| -> Vec<T> { v.iter().map(|&x| T::from_f64(x as f64)).collect() };
+    let (a_host, b_host) = (exact(&a), exact(&b));
+    // The operands are uploaded as drawn: no value needed wrapping to fit the type.
+    let back: Vec<i64> = a_host.iter().map(|v| v.to_f64() as i64).collect();
+    assert_eq!(back, a, "{} operands", T::DTYPE);
+    let shape = [a.len()];
+    let a_t = Tensor::from_slice(ctx, &shape, &a_host).unwrap();
+    let b_t = Tensor::from_slice(ctx, &shape, &b_host).unwrap();
+    let inputs = add_ints::Inputs { a: &a_t, b: &b_t };
+    let attrs = add_ints::Attrs::new();
+    let plan = add_ints::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
+    assert_eq!(plan.outputs[0].dtype, T::DTYPE);
+    let out = add_ints::run(ctx, &inputs, &attrs).unwrap();
+    let got: Vec<f64> = out
+        .c
+        .to_vec(ctx)
+        .unwrap()
+        .into_iter()
+        .map(Element::to_f64)
+        .collect();
+    let want = wrapped_sums::<T>(&a, &b);
+    let wrong = got.iter().zip(&want).position(|(g, w)| g != w);
+    assert_eq!(
+        wrong.map(|i| (a[i], b[i], got[i], want[i])),
+        None,
+        "{}: (a, b, got, want) at the first difference",
+        T::DTYPE
+    );
+    plan.passes[0].kernel.digest
+}
+
+/// Integer tensors of each dtype `T ∈ {int32, uint32, int8, uint8}` allows, the 8-bit ones
+/// stored widened: sums wrap as the dtype does (the template wraps 8-bit sums itself), and
+/// `int8` and `int32`, one WGSL scalar, still get shaders of their own.
+#[test]
+fn integer_dtypes_add_and_wrap() {
+    let ctx = test_support::context();
+    let i32_shader = add_ints_matches_the_reference::<i32>(&ctx);
+    let u32_shader = add_ints_matches_the_reference::<u32>(&ctx);
+    let i8_shader = add_ints_matches_the_reference::<i8>(&ctx);
+    let u8_shader = add_ints_matches_the_reference::<u8>(&ctx);
+    assert_ne!(i32_shader, i8_shader, "int8 wraps, int32 does not");
+    assert_ne!(u32_shader, u8_shader, "uint8 wraps, uint32 does not");
+}
+
+/// The untyped entry takes each integer dtype as `AnyTensor`s and checks them against the
+/// type variable: both operands one dtype, and one `T` allows.
+#[test]
+fn integer_dtypes_through_the_untyped_entry() {
+    let ctx = test_support::context();
+    let entry = dialect::kernels::OPS
+        .iter()
+        .find(|e| e.matches("AddInts"))
+        .unwrap();
+    for (dtype, a, b, want) in [
+        (
+            DType::I8,
+            [127.0, -128.0, 5.0],
+            [1.0, -1.0, -7.0],
+            [-128.0, 127.0, -2.0],
+        ),
+        (
+            DType::U8,
+            [255.0, 0.0, 200.0],
+            [1.0, 0.0, 100.0],
+            [0.0, 0.0, 44.0],
+        ),
+        (
+            DType::I32,
+            [2_147_483_647.0, -3.0, 0.0],
+            [1.0, 1.0, 0.0],
+            [-2_147_483_648.0, -2.0, 0.0],
+        ),
+        (
+            DType::U32,
+            [4_294_967_295.0, 1.0, 7.0],
+            [2.0, 1.0, 0.0],
+            [1.0, 2.0, 7.0],
+        ),
+    ] {
+        let a = AnyTensor::from_f64(&ctx, dtype, &[3], &a).unwrap();
+        let b = AnyTensor::from_f64(&ctx, dtype, &[3], &b).unwrap();
+        let run = entry.run(&ctx, &[&a, &b], &[]).unwrap();
+        assert_eq!(run.outputs[0].dtype(), dtype);
+        assert_eq!(run.outputs[0].to_f64_vec(&ctx).unwrap(), want, "{dtype}");
+    }
+    let a = AnyTensor::from_f64(&ctx, DType::I8, &[1], &[1.0]).unwrap();
+    let b = AnyTensor::from_f64(&ctx, DType::U8, &[1], &[1.0]).unwrap();
+    match entry.run(&ctx, &[&a, &b], &[]) {
+        Err(OpError::Input { input, rule, .. }) => {
+            assert_eq!(input, "B");
+            assert_eq!(rule, "is uint8 but `A` is int8; both have type `T`");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The typed `plan` checks the dtype it is given against `T`'s too.
+    let a = Tensor::from_slice(&ctx, &[1], &[1i32]).unwrap();
+    let inputs = add_ints::Inputs { a: &a, b: &a };
+    let dtypes = add_ints::DTypes { t: DType::F32 };
+    match add_ints::plan(
+        ctx.caps(),
+        &inputs.shapes(),
+        &dtypes,
+        &add_ints::Attrs::new(),
+    ) {
+        Err(OpError::Input { input, rule, .. }) => {
+            assert_eq!(input, "A, B");
+            assert_eq!(
+                rule,
+                "type variable `T` must be one of int32, uint32, int8, uint8, got float32"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let f = AnyTensor::from_f64(&ctx, DType::F32, &[1], &[1.0]).unwrap();
+    match entry.run(&ctx, &[&f, &f], &[]) {
+        Err(OpError::Input { input, rule, .. }) => {
+            assert_eq!(input, "A");
+            assert_eq!(
+                rule,
+                "is float32, which type `T` does not allow (allowed: int32, uint32, int8, uint8)"
+            );
+        }
+        other => panic!("{other:?}"),
     }
 }

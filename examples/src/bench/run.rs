@@ -146,6 +146,12 @@ pub fn generate(
                     role.role
                 )
             }
+            TensorKind::TypeVar { type_var, .. } => {
+                anyhow::bail!(
+                    "input `{}` has type `{type_var}`, which allows integer dtypes: the harness generates floats and indices only",
+                    role.role
+                )
+            }
         };
         inputs.push((role.role.to_owned(), spec.shape.clone(), data));
     }
@@ -252,7 +258,8 @@ pub fn run_case(
     let output_bytes: u64 = timed
         .outputs
         .iter()
-        .map(|o| (o.numel() * o.dtype().size_bytes()) as u64)
+        // Bytes the GPU writes: 8-bit elements take a 32-bit word each, indices a `u32`.
+        .map(|o| (o.numel() * o.dtype().storage_bytes()) as u64)
         .sum();
     let input_bytes: u64 = host
         .iter()

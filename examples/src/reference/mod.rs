@@ -5,6 +5,7 @@
 pub mod bias_softmax;
 pub mod gated_relative_position_bias;
 pub mod mrotary_embedding;
+pub mod onnx;
 
 use anyhow::{Context as _, Result, bail};
 use kernel_runtime::support::AttrValue;
@@ -68,6 +69,23 @@ pub fn by_op(
                 eco_a: &input("eco_a")?.2,
             }
             .output()
+        }
+        "ai.onnx.Add" => {
+            let ((_, sa, a), (_, sb, b)) = (input("a")?, input("b")?);
+            onnx::add(a, sa, b, sb)
+        }
+        "ai.onnx.Softmax" => {
+            let axis = match attrs.iter().find(|(name, _)| name == "axis") {
+                None => -1,
+                Some((_, AttrValue::Int(axis))) => *axis,
+                Some((_, other)) => bail!("attribute `axis` must be an integer, found {other}"),
+            };
+            let (_, shape, x) = input("x")?;
+            onnx::softmax(x, shape, axis)
+        }
+        "ai.onnx.MatMul" => {
+            let ((_, sa, a), (_, sb, b)) = (input("a")?, input("b")?);
+            Ok(onnx::matmul(a, sa, b, sb)?.0)
         }
         other => bail!("no float64 reference for `{other}`"),
     }

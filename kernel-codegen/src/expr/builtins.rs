@@ -23,11 +23,27 @@ pub const NAMESPACES_V1: &[&str] = &[
     "tunables",
 ];
 
+/// Namespace roots of the Hub dialect: V1's with `derive.<name>` in place of
+/// `constants.<name>`. Sorted.
+pub const NAMESPACES_HUB: &[&str] = &[
+    "args",
+    "attrs",
+    "derive",
+    "device",
+    "dtypes",
+    "present",
+    "ranks",
+    "shapes",
+    "tensorDtypes",
+    "tunables",
+];
+
 /// The namespace roots of `dialect`.
 pub fn namespaces(dialect: Dialect) -> &'static [&'static str] {
     match dialect {
         Dialect::Seed => NAMESPACES,
         Dialect::V1 => NAMESPACES_V1,
+        Dialect::Hub => NAMESPACES_HUB,
     }
 }
 
@@ -43,15 +59,29 @@ pub const FEATURES_V1: &[&str] = &[
     "timestamp-query",
 ];
 
-/// Features packages may test for that no wgpu device offers: a variant that requires one is
-/// never a candidate here, so its shaders are not built.
-pub const UNAVAILABLE_FEATURES: &[&str] = &["chromium-experimental-subgroup-matrix"];
+/// The features Hub packages may ask about: V1's plus `subgroup-size-control`. Sorted.
+pub const FEATURES_HUB: &[&str] = &[
+    "chromium-experimental-subgroup-matrix",
+    "shader-f16",
+    "subgroup-size-control",
+    "subgroups",
+    "timestamp-query",
+];
+
+/// Features packages may test for that no wgpu device offers (wgpu has neither Chromium's
+/// subgroup matrices nor subgroup size control): a variant that requires one is never a
+/// candidate here, so its shaders are not built.
+pub const UNAVAILABLE_FEATURES: &[&str] = &[
+    "chromium-experimental-subgroup-matrix",
+    "subgroup-size-control",
+];
 
 /// The device features of `dialect`.
 pub fn features(dialect: Dialect) -> &'static [&'static str] {
     match dialect {
         Dialect::Seed => FEATURES,
         Dialect::V1 => FEATURES_V1,
+        Dialect::Hub => FEATURES_HUB,
     }
 }
 
@@ -68,7 +98,7 @@ pub const DTYPES_V1: &[&str] = &["f16", "f32", "i32", "u32"];
 pub fn dtypes(dialect: Dialect) -> &'static [&'static str] {
     match dialect {
         Dialect::Seed => DTYPES,
-        Dialect::V1 => DTYPES_V1,
+        Dialect::V1 | Dialect::Hub => DTYPES_V1,
     }
 }
 
@@ -81,6 +111,13 @@ pub const TESTS: &[&str] = &["defined", "undefined"];
 /// A builtin function. Those marked (V1) exist only in the V1 dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Builtin {
+    /// `alignedDim(list, i, width)`: axis `i` of the list right-aligned in `width` axes (1 in
+    /// front of it). Written by the model, never by a manifest (how a list known per call
+    /// reaches a shader, an override per axis), so it has no name to look up.
+    AlignedDim,
+    /// `broadcastShape(a, b)` (Hub): the shape ONNX's multidirectional broadcasting gives
+    /// `a` and `b`; an error where they do not broadcast.
+    BroadcastShape,
     /// `broadcastable(a, b)` (V1): shape `a` broadcasts to shape `b` (trailing axes, one way).
     Broadcastable,
     /// `ceil(x)` (V1): the smallest Int `>= x`.
@@ -111,6 +148,9 @@ pub enum Builtin {
     Inner,
     /// `inner` where a negative axis counts from the end (V1's `inner`).
     InnerWrapped,
+    /// `matmulShape(a, b)` (Hub): the shape of ONNX `MatMul` (NumPy `matmul`) of `a` and
+    /// `b`: a 1-D operand promoted and its axis removed again, batch axes broadcast.
+    MatmulShape,
     /// `max(a, b, …)`.
     Max,
     /// `min(a, b, …)`.
@@ -124,6 +164,8 @@ pub enum Builtin {
     /// `pick([[cond, value], …], default)` (V1): the value of the first pair whose condition
     /// is truthy, else `default`. Checked into nested `… if … else …`.
     Pick,
+    /// `prefix(shape, n)` (Hub): the first `n` dimensions.
+    Prefix,
     /// `pow(a, b)` (V1): `a` to the power `b` (Int when both are Int).
     Pow,
     /// `pow2ceil(x)` (V1): the smallest power of two `>= x`; 1 for `x <= 1`.
@@ -197,8 +239,9 @@ pub struct BuiltinSig {
     pub result: Type,
     /// How generated code calls it.
     pub lowering: Lowering,
-    /// Whether only the V1 dialect has it (the seed's error messages list only the others).
-    pub v1_only: bool,
+    /// The first dialect that has it (every later one has it too; error messages list only
+    /// the dialect's own).
+    pub since: Dialect,
 }
 
 /// A fallible runtime function.
@@ -216,7 +259,7 @@ const fn row(
     params: Params,
     result: Type,
     lowering: Lowering,
-    v1_only: bool,
+    since: Dialect,
 ) -> BuiltinSig {
     BuiltinSig {
         builtin,
@@ -224,7 +267,7 @@ const fn row(
         params,
         result,
         lowering,
-        v1_only,
+        since,
     }
 }
 
@@ -232,6 +275,9 @@ const fn row(
 const LIST: Type = Type::List;
 const INT: Type = Type::Int;
 const BOOL: Type = Type::Bool;
+const SEED: Dialect = Dialect::Seed;
+const V1: Dialect = Dialect::V1;
+const HUB: Dialect = Dialect::Hub;
 
 /// Every builtin, sorted by name (error messages list them in this order).
 pub const BUILTINS: &[BuiltinSig] = &[
@@ -244,7 +290,15 @@ pub const BUILTINS: &[BuiltinSig] = &[
             name: "broadcastable",
             fallible: false,
         },
-        true,
+        V1,
+    ),
+    row(
+        Builtin::BroadcastShape,
+        "broadcastShape",
+        Params::Fixed(&[LIST, LIST]),
+        LIST,
+        rt("broadcast_shape"),
+        HUB,
     ),
     row(
         Builtin::Ceil,
@@ -255,7 +309,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
             int: None,
             float: ("ceil", true),
         },
-        true,
+        V1,
     ),
     row(
         Builtin::CeilDiv,
@@ -263,7 +317,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[INT, INT]),
         INT,
         rt("ceil_div"),
-        false,
+        SEED,
     ),
     row(
         Builtin::Cols,
@@ -271,7 +325,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::ShapeAxis,
         INT,
         rt("cols"),
-        true,
+        V1,
     ),
     row(
         Builtin::Dim,
@@ -279,7 +333,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[LIST, INT]),
         INT,
         rt("dim"),
-        false,
+        SEED,
     ),
     row(
         Builtin::DtypeBytes,
@@ -287,7 +341,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::DtypeLike,
         INT,
         rt("dtype_bytes"),
-        true,
+        V1,
     ),
     row(
         Builtin::F16Allowed,
@@ -295,7 +349,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::DtypeLike,
         BOOL,
         Lowering::F16("f16_allowed"),
-        true,
+        V1,
     ),
     row(
         Builtin::F16Ok,
@@ -303,7 +357,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[Type::Dtype]),
         BOOL,
         Lowering::F16("f16_ok"),
-        false,
+        SEED,
     ),
     row(
         Builtin::Floor,
@@ -314,7 +368,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
             int: None,
             float: ("floor", true),
         },
-        true,
+        V1,
     ),
     row(
         Builtin::Has,
@@ -322,7 +376,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Special,
         BOOL,
         Lowering::Desugared,
-        true,
+        V1,
     ),
     row(
         Builtin::HasAxis,
@@ -330,7 +384,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[LIST, INT, INT]),
         BOOL,
         rt("has_axis"),
-        true,
+        V1,
     ),
     row(
         Builtin::Inner,
@@ -338,7 +392,15 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[LIST, INT]),
         INT,
         rt("inner"),
-        false,
+        SEED,
+    ),
+    row(
+        Builtin::MatmulShape,
+        "matmulShape",
+        Params::Fixed(&[LIST, LIST]),
+        LIST,
+        rt("matmul_shape"),
+        HUB,
     ),
     row(
         Builtin::Max,
@@ -346,7 +408,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Numeric(2),
         INT,
         Lowering::Fold("max"),
-        false,
+        SEED,
     ),
     row(
         Builtin::Min,
@@ -354,7 +416,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Numeric(2),
         INT,
         Lowering::Fold("min"),
-        false,
+        SEED,
     ),
     row(
         Builtin::Numel,
@@ -362,7 +424,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[LIST]),
         INT,
         rt("numel"),
-        false,
+        SEED,
     ),
     row(
         Builtin::Outer,
@@ -370,7 +432,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[LIST, INT]),
         INT,
         rt("outer"),
-        false,
+        SEED,
     ),
     row(
         Builtin::Pick,
@@ -378,7 +440,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Special,
         INT,
         Lowering::Desugared,
-        true,
+        V1,
     ),
     row(
         Builtin::Pow,
@@ -389,7 +451,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
             int: Some(("pow", true)),
             float: ("pow_float", false),
         },
-        true,
+        V1,
     ),
     row(
         Builtin::Pow2Ceil,
@@ -400,7 +462,18 @@ pub const BUILTINS: &[BuiltinSig] = &[
             int: Some(("pow2ceil", true)),
             float: ("pow2ceil_float", true),
         },
-        true,
+        V1,
+    ),
+    row(
+        Builtin::Prefix,
+        "prefix",
+        Params::Fixed(&[LIST, INT]),
+        LIST,
+        Lowering::Runtime {
+            name: "prefix",
+            fallible: false,
+        },
+        HUB,
     ),
     row(
         Builtin::Rank,
@@ -408,7 +481,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::Fixed(&[LIST]),
         INT,
         rt("rank"),
-        true,
+        V1,
     ),
     row(
         Builtin::Rows,
@@ -416,7 +489,7 @@ pub const BUILTINS: &[BuiltinSig] = &[
         Params::ShapeAxis,
         INT,
         rt("rows"),
-        true,
+        V1,
     ),
     row(
         Builtin::SameShape,
@@ -427,9 +500,19 @@ pub const BUILTINS: &[BuiltinSig] = &[
             name: "same_shape",
             fallible: false,
         },
-        false,
+        SEED,
     ),
 ];
+
+/// The builtins only the model writes.
+const MODEL_ONLY: &[BuiltinSig] = &[row(
+    Builtin::AlignedDim,
+    "alignedDim",
+    Params::Fixed(&[LIST, INT, INT]),
+    INT,
+    rt("aligned_dim"),
+    HUB,
+)];
 
 /// The builtins a V1 expression's `dim`, `outer` and `inner` become: their names are the
 /// same, so they are not found by name.
@@ -440,7 +523,7 @@ const WRAPPED_AXES: &[BuiltinSig] = &[
         Params::Fixed(&[LIST, INT]),
         INT,
         rt("dim_wrapped"),
-        true,
+        V1,
     ),
     row(
         Builtin::InnerWrapped,
@@ -448,7 +531,7 @@ const WRAPPED_AXES: &[BuiltinSig] = &[
         Params::Fixed(&[LIST, INT]),
         INT,
         rt("inner_wrapped"),
-        true,
+        V1,
     ),
     row(
         Builtin::OuterWrapped,
@@ -456,7 +539,7 @@ const WRAPPED_AXES: &[BuiltinSig] = &[
         Params::Fixed(&[LIST, INT]),
         INT,
         rt("outer_wrapped"),
-        true,
+        V1,
     ),
 ];
 
@@ -470,7 +553,7 @@ impl Builtin {
     pub fn lookup_in(name: &str, dialect: Dialect) -> Option<Builtin> {
         BUILTINS
             .iter()
-            .find(|s| s.name == name && (dialect == Dialect::V1 || !s.v1_only))
+            .find(|s| s.name == name && s.since <= dialect)
             .map(|s| s.builtin)
     }
 
@@ -480,6 +563,7 @@ impl Builtin {
         BUILTINS
             .iter()
             .chain(WRAPPED_AXES)
+            .chain(MODEL_ONLY)
             .find(|s| s.builtin == self)
             .unwrap_or(&BUILTINS[0])
     }
@@ -510,7 +594,7 @@ pub fn known_functions() -> String {
 pub fn known_functions_in(dialect: Dialect) -> String {
     BUILTINS
         .iter()
-        .filter(|s| dialect == Dialect::V1 || !s.v1_only)
+        .filter(|s| s.since <= dialect)
         .map(|s| s.name)
         .collect::<Vec<_>>()
         .join(", ")
@@ -523,6 +607,7 @@ mod tests {
     #[test]
     fn table_is_complete_and_sorted() {
         let all = [
+            Builtin::BroadcastShape,
             Builtin::Broadcastable,
             Builtin::Ceil,
             Builtin::CeilDiv,
@@ -535,6 +620,7 @@ mod tests {
             Builtin::Has,
             Builtin::HasAxis,
             Builtin::Inner,
+            Builtin::MatmulShape,
             Builtin::Max,
             Builtin::Min,
             Builtin::Numel,
@@ -542,6 +628,7 @@ mod tests {
             Builtin::Pick,
             Builtin::Pow,
             Builtin::Pow2Ceil,
+            Builtin::Prefix,
             Builtin::Rank,
             Builtin::Rows,
             Builtin::SameShape,
@@ -555,20 +642,29 @@ mod tests {
             );
         }
         for b in all {
-            assert_eq!(Builtin::lookup_in(b.name(), Dialect::V1), Some(b));
-            let seed = Builtin::lookup(b.name());
-            assert_eq!(seed, (!b.sig().v1_only).then_some(b));
+            assert_eq!(Builtin::lookup_in(b.name(), Dialect::Hub), Some(b));
+            for dialect in [Dialect::Seed, Dialect::V1] {
+                let found = Builtin::lookup_in(b.name(), dialect);
+                assert_eq!(found, (b.sig().since <= dialect).then_some(b));
+            }
         }
         assert_eq!(
             known_functions(),
             "ceilDiv, dim, f16Ok, inner, max, min, numel, outer, sameShape"
         );
-        assert!(BUILTINS.windows(2).all(|w| w[0].name < w[1].name));
+        // Case-insensitively, as a reader scans the list.
+        assert!(
+            BUILTINS
+                .windows(2)
+                .all(|w| w[0].name.to_lowercase() < w[1].name.to_lowercase())
+        );
         for list in [
             NAMESPACES,
             NAMESPACES_V1,
+            NAMESPACES_HUB,
             FEATURES,
             FEATURES_V1,
+            FEATURES_HUB,
             DTYPES,
             DTYPES_V1,
             FILTERS,

@@ -135,7 +135,7 @@ impl Checker<'_> {
         let mut ok = Vec::new();
         for item in items {
             let mut item = item?;
-            if self.dialect == Dialect::V1 {
+            if self.dialect.is_jinja() {
                 // The engine's numbers are doubles: `[args.n / 2]` is a shape if it is whole.
                 item = super::to_int(item);
             }
@@ -209,7 +209,7 @@ impl Checker<'_> {
 
     fn unary(&mut self, span: Span, op: UnaryOp, operand: &Expr) -> Option<Ir> {
         let mut operand = self.expr(operand)?;
-        if op == UnaryOp::Not && self.dialect == Dialect::V1 {
+        if op == UnaryOp::Not && self.dialect.is_jinja() {
             operand = self.truthy(operand);
         }
         let ok = match op {
@@ -253,7 +253,7 @@ impl Checker<'_> {
         otherwise: Ir,
         what: &str,
     ) -> Option<Ir> {
-        let cond = if self.dialect == Dialect::V1 {
+        let cond = if self.dialect.is_jinja() {
             self.truthy(cond)
         } else {
             cond
@@ -270,6 +270,15 @@ impl Checker<'_> {
             (then, otherwise, ty)
         } else if then.ty.is_numeric() && otherwise.ty.is_numeric() {
             unify_numeric(then, otherwise)
+        } else if self.dialect.is_jinja()
+            && matches!(
+                (then.ty, otherwise.ty),
+                (Type::Str, Type::Dtype) | (Type::Dtype, Type::Str)
+            )
+        {
+            // To the engine a dtype is the string of its WGSL name (`"vec4<" ~ T ~ ">"` or
+            // `T`); both lower to `&str`.
+            (then, otherwise, Type::Str)
         } else {
             self.error(
                 span,
@@ -317,7 +326,7 @@ impl Checker<'_> {
             return None;
         };
         // V1's engine counts a negative axis from the end.
-        let builtin = if self.dialect == Dialect::V1 {
+        let builtin = if self.dialect.is_jinja() {
             builtin.wrapping_axes()
         } else {
             builtin
@@ -326,12 +335,29 @@ impl Checker<'_> {
         let errors_before = self.errors.len();
         let params = match builtin.sig().params {
             // V1's `f16Ok` also takes a tensor dtype string, as its engine does.
-            Params::Fixed(_) if builtin == Builtin::F16Ok && self.dialect == Dialect::V1 => {
+            Params::Fixed(_) if builtin == Builtin::F16Ok && self.dialect.is_jinja() => {
                 Params::DtypeLike
             }
             params => params,
         };
         let result = match params {
+            // The engines' `ceilDiv(a, b)` is `ceil(a / b)` of whatever numbers it is given.
+            Params::Fixed(_)
+                if builtin == Builtin::CeilDiv
+                    && self.dialect.is_jinja()
+                    && args.len() == 2
+                    && args.iter().all(|a| a.ty.is_numeric())
+                    && args.iter().any(|a| a.ty == Type::Float) =>
+            {
+                let mut args = args.into_iter().map(promote);
+                let (a, b) = (args.next()?, args.next()?);
+                let quotient = ir(
+                    IrKind::Binary(BinOp::Div, Box::new(a), Box::new(b)),
+                    Type::Float,
+                    span,
+                );
+                ir(IrKind::Call(Builtin::Ceil, vec![quotient]), Type::Int, span)
+            }
             Params::Fixed(types) => {
                 if args.len() != types.len() {
                     let plural = if types.len() == 1 { "" } else { "s" };
@@ -448,7 +474,7 @@ impl Checker<'_> {
     /// `and` / `or`: both sides must be Bool (in V1 any value, tested for truthiness). Each
     /// non-Bool side is reported, even when the other side failed to check.
     fn logical(&mut self, span: Span, op: BinOp, lhs: Option<Ir>, rhs: Option<Ir>) -> Option<Ir> {
-        let (lhs, rhs) = if self.dialect == Dialect::V1 {
+        let (lhs, rhs) = if self.dialect.is_jinja() {
             (lhs.map(|l| self.truthy(l)), rhs.map(|r| self.truthy(r)))
         } else {
             (lhs, rhs)
@@ -486,7 +512,7 @@ impl Checker<'_> {
         rhs: Ir,
     ) -> Option<Ir> {
         if lhs.ty.is_numeric() && rhs.ty.is_numeric() {
-            let (lhs, rhs, ty) = if op == BinOp::Div && self.dialect == Dialect::V1 {
+            let (lhs, rhs, ty) = if op == BinOp::Div && self.dialect.is_jinja() {
                 // True division: `7 / 2` is 3.5, as in Jinja and the engine.
                 (promote(lhs), promote(rhs), Type::Float)
             } else {
@@ -548,7 +574,7 @@ impl Checker<'_> {
     /// A checked binary operation; a comparison in V1 is a [`IrKind::LooseCompare`], where an
     /// undefined operand is a value rather than an error.
     fn binary_kind(&self, op: BinOp, lhs: Ir, rhs: Ir) -> IrKind {
-        if op.is_comparison() && self.dialect == Dialect::V1 {
+        if op.is_comparison() && self.dialect.is_jinja() {
             IrKind::LooseCompare(op, Box::new(lhs), Box::new(rhs))
         } else {
             IrKind::Binary(op, Box::new(lhs), Box::new(rhs))

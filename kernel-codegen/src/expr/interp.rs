@@ -301,6 +301,22 @@ impl Interp<'_> {
                 Value::Int(f(&shape, axis)?)
             }
             Builtin::Rank => Value::Int(rt::rank(&self.list_value(arg(0)?)?)?),
+            Builtin::BroadcastShape | Builtin::MatmulShape => {
+                let (a, b) = (self.list_value(arg(0)?)?, self.list_value(arg(1)?)?);
+                Value::List(if builtin == Builtin::BroadcastShape {
+                    rt::broadcast_shape(&a, &b)?
+                } else {
+                    rt::matmul_shape(&a, &b)?
+                })
+            }
+            Builtin::AlignedDim => Value::Int(rt::aligned_dim(
+                &self.list_value(arg(0)?)?,
+                self.int(arg(1)?)?,
+                self.int(arg(2)?)?,
+            )?),
+            Builtin::Prefix => {
+                Value::List(rt::prefix(&self.list_value(arg(0)?)?, self.int(arg(1)?)?))
+            }
             Builtin::Broadcastable => Value::Bool(rt::broadcastable(
                 &self.list_value(arg(0)?)?,
                 &self.list_value(arg(1)?)?,

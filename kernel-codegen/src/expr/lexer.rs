@@ -124,7 +124,7 @@ pub fn tokenize(src: &str, dialect: Dialect) -> Result<Vec<Token>, ExprError> {
             LEXEMES.iter().find(|(p, _)| src[pos..].starts_with(p))
         {
             let span = Span::new(pos, pos + p.len());
-            let enabled = dialect == Dialect::V1 && V1_OPERATORS.contains(p);
+            let enabled = dialect.is_jinja() && V1_OPERATORS.contains(p);
             if let Some(why) = (*unsupported).filter(|_| !enabled) {
                 return Err(ExprError::new(span, why));
             }

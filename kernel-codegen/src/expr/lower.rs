@@ -85,6 +85,12 @@ pub fn lower_result(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
         rt: quote!(#runtime::expr),
     };
     if ir.ty == Type::List {
+        // A list builtin's own `Result` is the value, without `Ok(…?)` around it.
+        if let IrKind::Call(builtin, args) = &ir.kind
+            && let Some(call) = lowerer.call(*builtin, args, ir.ty).call
+        {
+            return call;
+        }
         let owned = lowerer.list_owned(ir);
         return quote!(Ok(#owned));
     }
@@ -254,13 +260,17 @@ impl Lowerer<'_> {
     }
 
     fn cond(&self, cond: &Ir, then: &Ir, otherwise: &Ir) -> Lowered {
-        // A String branch makes the other one a String too (`~` in V1).
+        // A String branch makes the others Strings too (`~` in V1), down an `else if` chain.
         let owned = is_owned_str(then) || is_owned_str(otherwise);
+        self.cond_as(cond, then, otherwise, owned)
+    }
+
+    fn cond_as(&self, cond: &Ir, then: &Ir, otherwise: &Ir, owned: bool) -> Lowered {
         let cond = self.value(cond).tokens;
         let then = self.branch(then, owned);
         // `else if` rather than `else { if … }` (clippy: collapsible_else_if).
-        let otherwise = match otherwise.kind {
-            IrKind::Cond(..) => self.value(otherwise).tokens,
+        let otherwise = match &otherwise.kind {
+            IrKind::Cond(c, t, o) => self.cond_as(c, t, o, owned).tokens,
             _ => {
                 let o = self.branch(otherwise, owned);
                 quote!({ #o })
@@ -320,6 +330,8 @@ impl Lowerer<'_> {
                 };
                 quote!(if #cond { #then } else #otherwise)
             }
+            // The builtins that build lists return them owned.
+            IrKind::Call(builtin, args) => self.call(*builtin, args, ir.ty).tokens,
             _ => {
                 let slice = self.list_slice(ir).tokens;
                 quote!(<[i64]>::to_vec(#slice))

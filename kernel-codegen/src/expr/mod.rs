@@ -41,6 +41,10 @@
 //!   tensor dtype string, and negative axes of `dim`, `outer`, `inner`, `rows` and `cols` count
 //!   from the end (an axis still out of range is an error);
 //! - a Float list item (a shape written with `/`) must be a whole number, and becomes an Int.
+//!
+//! [`Dialect::Hub`] reads as V1 does, and adds the Hub runtime's `derive.<name>` (the bare
+//! name's value), `DISPATCH_FOLD_WIDTH` (65535) and the helpers that build shapes
+//! (`broadcastShape`, `matmulShape`, `prefix`); it has no `constants` namespace.
 
 pub mod ast;
 pub mod builtins;
@@ -70,14 +74,27 @@ pub use parser::{parse, parse_in};
 pub use runtime::EvalError;
 pub use v1::to_int;
 
-/// Which manifest dialect an expression is written in (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+/// Which manifest dialect an expression is written in (see the module docs). Ordered by
+/// what each adds: a builtin of one dialect exists in every later one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub enum Dialect {
     /// The seed packages' language (`packages/`).
     #[default]
     Seed,
     /// The `schemaVersion: 1` packages' language.
     V1,
+    /// The Hub's manifestSpec 2.1 language: V1's rules, plus `derive.<name>`,
+    /// `DISPATCH_FOLD_WIDTH` and the list helpers `broadcastShape`, `matmulShape`, `prefix`;
+    /// without V1's `constants.<name>`.
+    Hub,
+}
+
+impl Dialect {
+    /// Whether expressions read as the JavaScript engines evaluate Jinja (true division,
+    /// truthiness, undefined values, wrapped axes): every dialect but the seed's.
+    pub fn is_jinja(self) -> bool {
+        self != Dialect::Seed
+    }
 }
 
 /// A byte range into the expression source.

@@ -7,6 +7,9 @@ use super::builtins::{Builtin, features, namespaces};
 use super::check::{Checker, ir};
 use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
 
+/// The Hub runtime's `DISPATCH_FOLD_WIDTH` and its value.
+const DISPATCH_FOLD_WIDTH: (&str, i64) = ("DISPATCH_FOLD_WIDTH", 65535);
+
 /// How each namespace root continues, for "must be followed by" messages.
 fn namespace_hint(root: &str, dialect: Dialect) -> &'static str {
     match root {
@@ -17,9 +20,10 @@ fn namespace_hint(root: &str, dialect: Dialect) -> &'static str {
         "tunables" => "tunables.<NAME>",
         "args" => "args.<name>",
         "constants" => "constants.<name>",
+        "derive" => "derive.<name>",
         "present" => "present.<arg>",
         "tensorDtypes" => "tensorDtypes.<arg>",
-        _ if dialect == Dialect::V1 => {
+        _ if dialect.is_jinja() => {
             "device.limits.<limitName>, device.adapterInfo.<name> or \
              device.features.has(\"<feature>\")"
         }
@@ -31,13 +35,20 @@ fn namespace_hint(root: &str, dialect: Dialect) -> &'static str {
 fn device_members(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::Seed => "device.features, device.limits",
-        Dialect::V1 => "device.adapterInfo, device.features, device.limits",
+        Dialect::V1 | Dialect::Hub => "device.adapterInfo, device.features, device.limits",
     }
 }
 
 impl Checker<'_> {
     /// A bare identifier: a `derive` reference (namespace roots alone are errors).
     pub(super) fn name(&mut self, span: Span, name: &str) -> Option<Ir> {
+        // The Hub runtime's one named constant, the workgroup count a folded axis holds.
+        if self.dialect == Dialect::Hub && name == DISPATCH_FOLD_WIDTH.0 {
+            let derived = Symbol::Derived(name.to_owned());
+            if self.scope.resolve(&derived).is_err() {
+                return Some(ir(IrKind::Int(DISPATCH_FOLD_WIDTH.1), Type::Int, span));
+            }
+        }
         if namespaces(self.dialect).contains(&name) {
             self.error(
                 span,
@@ -91,7 +102,7 @@ impl Checker<'_> {
             return Err(ExprError::new(e.span, "expected a name"));
         };
         let name = name.clone();
-        let v1 = self.dialect == Dialect::V1;
+        let v1 = self.dialect.is_jinja();
         let roots = namespaces(self.dialect);
         match &base.kind {
             ExprKind::Name(root) => match root.as_str() {
@@ -102,7 +113,9 @@ impl Checker<'_> {
                 "tunables" => Ok(Symbol::Tunable(name)),
                 "args" if v1 => Ok(Symbol::Arg(name)),
                 // The loader's `constants` object: the same values the bare names read.
-                "constants" if v1 => Ok(Symbol::Derived(name)),
+                "constants" if self.dialect == Dialect::V1 => Ok(Symbol::Derived(name)),
+                // The Hub runtime's `derive` object: the same values the bare names read.
+                "derive" if self.dialect == Dialect::Hub => Ok(Symbol::Derived(name)),
                 "present" if v1 => Ok(Symbol::Present(name)),
                 "tensorDtypes" if v1 => Ok(Symbol::TensorDtype(name)),
                 "device" => Err(ExprError::new(

@@ -242,7 +242,7 @@ impl Parser {
 
     /// The comparison operator at the current token, if any (V1: also `in` and `not in`).
     fn comparison_op(&self) -> Option<BinOp> {
-        if self.dialect == Dialect::V1 {
+        if self.dialect.is_jinja() {
             if self.peek_is_keyword("in") {
                 return Some(BinOp::In);
             }

@@ -138,6 +138,14 @@ pub struct VariantDecl {
     pub description: String,
     pub priority: i64,
     pub when: Vec<String>,
+    /// Clauses of which one true demotes the variant below every eligible undemoted one (the
+    /// Hub dialect's `demoteWhen`).
+    pub demote_when: Vec<String>,
+    /// Variants, ranked higher, that make this one ineligible where they are eligible (the
+    /// Hub dialect's `supersededBy`).
+    pub superseded_by: Vec<String>,
+    /// Overrides of the op's tunables for this variant's expressions and templates.
+    pub tunables: IndexMap<String, i64>,
     pub constants: IndexMap<String, Value>,
     pub intermediates: Vec<IntermediateDecl>,
     pub passes: Vec<PassDecl>,

@@ -193,6 +193,9 @@ fn variant_decl(
             variant.priority
         },
         when,
+        demote_when: Vec::new(),
+        superseded_by: Vec::new(),
+        tunables: IndexMap::new(),
         constants: variant
             .constants
             .iter()

@@ -12,10 +12,11 @@
 //! `constants`, `bindingSets`, bare attribute and tunable values, `args` of kind `tensor`,
 //! binding `semantic`, pass `source` and `constants`, and dispatch `gridStride`.
 //!
-//! This module only reads; the dialect is not yet compiled (`super::read` says so).
+//! `desugar.rs` reads a manifest into the declaration the model is built from.
 //! `metadata.rs` checks the `metadata.json` a package laid out as a Hub repository ships.
 
 mod de;
+mod desugar;
 mod draft;
 pub mod metadata;
 

@@ -9,10 +9,9 @@
 //! - [`hub`]: the Hugging Face Hub's current dialect (manifestSpec 2.1; no `schemaVersion`,
 //!   `inputs` and `outputs` maps keyed by bind key, `{default}` attributes and tunables,
 //!   `derive` at three levels, binding handles, `requires`/`demoteWhen`/`supersededBy`),
-//!   mirrored strictly, with the spec 2.0 draft's spellings refused in the runtime's words.
-//!   It is read and checked but not yet compiled: [`read`] reports that for a manifest that
-//!   parses.
-//! - `declaration`: what the seed and `schemaVersion: 1` dialects are read into. `model`
+//!   mirrored strictly, with the spec 2.0 draft's spellings refused in the runtime's words,
+//!   and read by `hub/desugar.rs` into the declaration.
+//! - `declaration`: what every dialect is read into. `model`
 //!   builds the one validated op model from it, and nothing after `model` ever sees it.
 
 mod declaration;
@@ -33,9 +32,6 @@ pub use crate::expr::Dialect;
 /// What went wrong reading a manifest: (JSON path, message) pairs.
 pub type Problems = Vec<(String, String)>;
 
-/// What [`read`] says of a Hub-dialect manifest that parses.
-pub const HUB_NOT_COMPILED: &str = "manifests of the Hub dialect (manifestSpec 2.1) are read and checked but not yet compiled by this version";
-
 /// Reads a manifest in the dialect its `schemaVersion` names (absent: the seed dialect, or
 /// the Hub's when `inputs` is an object) into the declaration; the structural problems come
 /// back with their JSON paths.
@@ -44,10 +40,9 @@ pub fn read(text: &str) -> Result<Manifest, Problems> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| vec![(String::new(), e.to_string())])?;
     match value.get("schemaVersion") {
-        None if value.get("inputs").is_some_and(Value::is_object) => match hub::parse(text) {
-            Ok(_) => Err(vec![(String::new(), HUB_NOT_COMPILED.to_owned())]),
-            Err(problem) => Err(vec![problem]),
-        },
+        None if value.get("inputs").is_some_and(Value::is_object) => hub::parse(text)
+            .map_err(|problem| vec![problem])?
+            .into_declaration(),
         None => seed::parse(text).map_err(|problem| vec![problem]),
         Some(Value::Number(n)) if n.as_u64() == Some(1) => v1::parse(text)
             .map_err(|problem| vec![problem])?

@@ -199,44 +199,70 @@ fn alternatives(op: &Op, ir: &Ir) -> Option<(StaticVar, Vec<Value>)> {
         else {
             return None;
         };
-        let (arg, value) = match (compared(op, a), compared(op, b)) {
-            (Some(var), None) => (var.clone(), var_value(&var, literal(b)?)?),
-            (None, Some(var)) => (var.clone(), var_value(&var, literal(a)?)?),
+        let (arg, alternatives) = match (compared(op, a), compared(op, b)) {
+            (Some((var, spelling)), None) => (var.clone(), var_values(spelling, literal(b)?)?),
+            (None, Some((var, spelling))) => (var.clone(), var_values(spelling, literal(a)?)?),
             _ => return None,
         };
         if name.get_or_insert_with(|| arg.clone()) != &arg {
             return None;
         }
-        if !values.contains(&value) {
-            values.push(value);
+        for value in alternatives {
+            if !values.contains(&value) {
+                values.push(value);
+            }
         }
     }
     name.map(|name| (name, values))
 }
 
-/// The argument or type variable an operand of a comparison reads.
-fn compared(op: &Op, ir: &Ir) -> Option<StaticVar> {
+/// How the values of a compared name are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spelling {
+    /// An argument: as the literal.
+    Literal,
+    /// `dtypes.T`: a WGSL scalar, which several dtypes may share (`i32`: int32 and int8).
+    Wgsl,
+    /// `tensorDtypes.x`: an ONNX name, one dtype's.
+    Onnx,
+}
+
+/// The argument or type variable an operand of a comparison reads, and how it spells values.
+fn compared(op: &Op, ir: &Ir) -> Option<(StaticVar, Spelling)> {
     if let Some(name) = argument(ir) {
-        return Some(StaticVar::Attr(name));
+        return Some((StaticVar::Attr(name), Spelling::Literal));
     }
     match &ir.kind {
-        IrKind::Sym(Symbol::Dtype(var)) => Some(StaticVar::Dtype(var.clone())),
+        IrKind::Sym(Symbol::Dtype(var)) => Some((StaticVar::Dtype(var.clone()), Spelling::Wgsl)),
         IrKind::Sym(Symbol::TensorDtype(name)) => match op.tensor(name).map(|t| &t.dtype) {
-            Some(super::DTypeRef::Var(var)) => Some(StaticVar::Dtype(var.clone())),
+            Some(super::DTypeRef::Var(var)) => {
+                Some((StaticVar::Dtype(var.clone()), Spelling::Onnx))
+            }
             _ => None,
         },
         _ => None,
     }
 }
 
-/// A literal compared with `var`, as `var`'s values are written (dtypes by WGSL name).
-fn var_value(var: &StaticVar, literal: Value) -> Option<Value> {
-    match (var, literal) {
-        (StaticVar::Dtype(_), Value::Str(name)) => {
-            super::DType::parse(&name).map(|d| Value::Dtype(d.wgsl_name().to_owned()))
+/// The values a literal compared with a name stands for, as the name's values are held
+/// (dtypes as `statics::dtype_value` writes them: every dtype the spelling names). `None`
+/// for a literal that names no dtype, which bounds nothing.
+fn var_values(spelling: Spelling, literal: Value) -> Option<Vec<Value>> {
+    let spelled = |name: &str, d: super::DType| match spelling {
+        Spelling::Wgsl => d.wgsl_name() == name,
+        _ => d.onnx_name() == name,
+    };
+    match (spelling, literal) {
+        (Spelling::Literal, literal) => Some(vec![literal]),
+        (_, Value::Str(name)) => {
+            let dtypes: Vec<Value> = super::DType::ALL
+                .into_iter()
+                .filter(|d| spelled(&name, *d))
+                .map(statics::dtype_value)
+                .collect();
+            (!dtypes.is_empty()).then_some(dtypes)
         }
-        (StaticVar::Dtype(_), _) => None,
-        (_, literal) => Some(literal),
+        _ => None,
     }
 }
 

@@ -173,7 +173,14 @@ pub struct TemplateValue {
     /// For a dynamic value: the WGSL type of its override, which the shader's uses decide
     /// (`settle`), not only the expression's type.
     pub override_type: OverrideType,
+    /// Set on the values a list known per call becomes (one per axis, [`LIST_AXES`] of them):
+    /// the list's name and this value's axis. Templates read the list by its name.
+    pub axis_of: Option<(String, usize)>,
 }
+
+/// How many axes a list known per call reaches a shader as: right-aligned, the axes in front
+/// of it 1 (`kernel_abi::expr::aligned_dim`), one `u32` override per axis.
+pub const LIST_AXES: usize = 8;
 
 /// The scalar type of a dynamic value's WGSL `override`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -306,6 +313,15 @@ pub struct Variant {
     pub description: String,
     pub priority: i64,
     pub when: Vec<Expr>,
+    /// Conditions of which one that holds demotes the variant below every eligible variant
+    /// that is not demoted (the Hub dialect's `demoteWhen`).
+    pub demote_when: Vec<Expr>,
+    /// The variants, ranked before this one, that make it ineligible while they are eligible
+    /// (the Hub dialect's `supersededBy`).
+    pub superseded_by: Vec<String>,
+    /// The variant's own values of tunables: its expressions after `when` and its templates
+    /// read these instead of the op's.
+    pub tunables: Vec<(String, crate::expr::Value)>,
     pub constants: Vec<TemplateValue>,
     pub intermediates: Vec<Intermediate>,
     pub passes: Vec<Pass>,
@@ -365,6 +381,9 @@ pub struct TemplateConvention {
     /// A combination whose bindings cannot hold its dtypes is left out, said in the notes,
     /// rather than an error: packages may declare dtypes some bindings cannot take.
     pub unholdable_dtypes_left_out: bool,
+    /// Templates read the manifest's `derive` entries by bare name (and a value of the
+    /// template's own named `op`, `variant` or `pass` is the template's, not the generator's).
+    pub derives_visible: bool,
 }
 
 impl TemplateConvention {
@@ -374,6 +393,7 @@ impl TemplateConvention {
         loader_context: false,
         values_print_as_literals: false,
         unholdable_dtypes_left_out: false,
+        derives_visible: false,
     };
     /// The `schemaVersion: 1` engine's loader.
     pub const LOADER: Self = Self {
@@ -381,6 +401,13 @@ impl TemplateConvention {
         loader_context: true,
         values_print_as_literals: true,
         unholdable_dtypes_left_out: true,
+        derives_visible: false,
+    };
+    /// The Hub runtime's: the `schemaVersion: 1` loader's, and the manifest's derives spread
+    /// into every template's context.
+    pub const HUB: Self = Self {
+        derives_visible: true,
+        ..Self::LOADER
     };
 }
 

@@ -18,6 +18,22 @@ pub enum StaticVar {
     Value(String),
 }
 
+/// How an assignment holds the dtype of a type variable: by ONNX name. `dtypes.T` reads the
+/// WGSL scalar, which `int8` shares with `int32` (and `uint8` with `uint32`), yet the two may
+/// render different shaders (`tensorDtypes.y` tells them apart), so the assignment keeps the
+/// logical dtype and [`StaticEnv`] answers each name with its spelling.
+pub(super) fn dtype_value(dtype: DType) -> Value {
+    Value::Str(dtype.onnx_name().to_owned())
+}
+
+/// The dtype an assignment holds for a type variable ([`dtype_value`]).
+pub(super) fn assigned_dtype(value: &Value) -> Option<DType> {
+    match value {
+        Value::Str(name) => DType::from_onnx_name(name),
+        _ => None,
+    }
+}
+
 /// One pre-rendered shader's inputs: the assignment and the values it gives.
 #[derive(Debug, Clone)]
 pub struct Combination {
@@ -105,6 +121,15 @@ pub fn enumerate_combinations(
             vars.insert(StaticVar::Dtype(var.clone()));
         }
     }
+    // The Hub runtime hands every template each type variable (`dtypes.T`), whether or not
+    // the pass binds a tensor of it.
+    if op.templates.derives_visible {
+        vars.extend(
+            op.type_vars
+                .iter()
+                .map(|t| StaticVar::Dtype(t.name.clone())),
+        );
+    }
     for feature in &variant.required_features {
         vars.remove(&StaticVar::Feature(feature.clone()));
     }
@@ -142,9 +167,7 @@ pub fn enumerate_combinations(
         let dtypes: BTreeMap<String, DType> = assignment
             .iter()
             .filter_map(|(var, value)| match (var, value) {
-                (StaticVar::Dtype(name), Value::Dtype(d)) => {
-                    DType::parse(d).map(|d| (name.clone(), d))
-                }
+                (StaticVar::Dtype(name), value) => assigned_dtype(value).map(|d| (name.clone(), d)),
                 _ => None,
             })
             .collect();
@@ -217,7 +240,7 @@ pub(super) fn domain(op: &Op, bounds: &Bounds, var: &StaticVar) -> Vec<Value> {
             .map(|t| {
                 t.allowed
                     .iter()
-                    .map(|d| Value::Dtype(d.wgsl_name().to_owned()))
+                    .map(|d| dtype_value(*d))
                     .filter(|d| bounds.get(var).is_none_or(|allowed| allowed.contains(d)))
                     .collect()
             })
@@ -338,7 +361,8 @@ impl expr::Env for StaticEnv<'_> {
             Symbol::Dtype(name) => self
                 .assignment
                 .get(&StaticVar::Dtype(name.clone()))
-                .cloned(),
+                .and_then(assigned_dtype)
+                .map(|d| Value::Dtype(d.wgsl_name().to_owned())),
             Symbol::Attr(name) | Symbol::Arg(name) => {
                 self.assignment.get(&StaticVar::Attr(name.clone())).cloned()
             }
@@ -346,12 +370,10 @@ impl expr::Env for StaticEnv<'_> {
                 let tensor = self.op.tensor(name);
                 let dtype = match tensor.map(|t| &t.dtype) {
                     Some(super::DTypeRef::Fixed(d)) => Some(*d),
-                    Some(super::DTypeRef::Var(var)) => {
-                        match self.assignment.get(&StaticVar::Dtype(var.clone())) {
-                            Some(Value::Dtype(d)) => DType::parse(d),
-                            _ => None,
-                        }
-                    }
+                    Some(super::DTypeRef::Var(var)) => self
+                        .assignment
+                        .get(&StaticVar::Dtype(var.clone()))
+                        .and_then(assigned_dtype),
                     None => None,
                 };
                 dtype.map(|d| Value::Str(d.onnx_name().to_owned()))
@@ -382,8 +404,8 @@ impl expr::Env for StaticEnv<'_> {
     }
 }
 
-/// Argument (`StaticVar::Attr`) or type variable (`StaticVar::Dtype`) → the values it may
-/// take.
+/// Argument (`StaticVar::Attr`) or type variable (`StaticVar::Dtype`, its dtypes as
+/// [`dtype_value`] writes them) → the values it may take.
 pub type Bounds = BTreeMap<StaticVar, Vec<Value>>;
 
 /// Static means every name involved has a finite domain known at build time.

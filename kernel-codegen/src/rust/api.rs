@@ -9,17 +9,51 @@ use crate::model::{
     AttrRepr, AttrValue, Attribute, DType, DTypeRef, IntWidth, Op, Storage, Tensor,
 };
 
-/// Type variables that become generic parameters: those that allow floating-point types.
-pub fn float_type_vars(op: &Op) -> Vec<&str> {
+/// Type variables that become generic parameters: every one but an `int64` variable, whose
+/// tensors are index tensors (`rt::IndexTensor`) of that one dtype.
+pub fn generic_type_vars(op: &Op) -> Vec<&str> {
     op.type_vars
         .iter()
-        .filter(|t| {
-            t.allowed
-                .iter()
-                .any(|d| matches!(d, DType::F32 | DType::F16))
-        })
+        .filter(|t| !t.allowed.contains(&DType::I64))
         .map(|t| t.name.as_str())
         .collect()
+}
+
+/// The trait bound of a type variable's generic parameter: `rt::Float` when it allows only
+/// floats, `rt::Integer` when only integers, `rt::Element` for a mix. A bound admits every
+/// element type of its kind; `plan` checks each call against the dtypes the variable allows.
+fn var_bound(op: &Op, var: &str) -> TokenStream {
+    let allowed = op.type_var(var).map_or(&[][..], |t| t.allowed.as_slice());
+    if allowed.iter().all(|d| d.is_float()) {
+        quote!(rt::Float)
+    } else if allowed.iter().all(|d| d.is_integer()) {
+        quote!(rt::Integer)
+    } else {
+        quote!(rt::Element)
+    }
+}
+
+/// The default of a type variable's generic parameter on the `Op` type: `f32` for a variable
+/// that allows floats (what most calls use), else its first dtype's element type (a default
+/// must satisfy the bound, and `f32` is no `rt::Integer`).
+pub fn var_default(op: &Op, var: &str) -> TokenStream {
+    let allowed = op.type_var(var).map_or(&[][..], |t| t.allowed.as_slice());
+    match allowed.first() {
+        Some(first) if !allowed.iter().any(|d| d.is_float()) => element_type(*first),
+        _ => quote!(f32),
+    }
+}
+
+/// The Rust element type of a dtype (`u32` for `int64`, which index tensors store as `u32`).
+pub fn element_type(dtype: DType) -> TokenStream {
+    match dtype {
+        DType::F32 => quote!(f32),
+        DType::F16 => quote!(rt::half::f16),
+        DType::U32 | DType::I64 => quote!(u32),
+        DType::I32 => quote!(i32),
+        DType::I8 => quote!(i8),
+        DType::U8 => quote!(u8),
+    }
 }
 
 fn generic_ident(var: &str) -> proc_macro2::Ident {
@@ -34,9 +68,10 @@ fn tensor_type(tensor: &Tensor) -> TokenStream {
             let g = generic_ident(var);
             quote!(rt::Tensor<#g>)
         }
-        (_, DTypeRef::Fixed(DType::F16)) => quote!(rt::Tensor<rt::half::f16>),
-        (_, DTypeRef::Fixed(DType::U32)) => quote!(rt::Tensor<u32>),
-        (_, DTypeRef::Fixed(_)) => quote!(rt::Tensor<f32>),
+        (_, DTypeRef::Fixed(d)) => {
+            let element = element_type(*d);
+            quote!(rt::Tensor<#element>)
+        }
     }
 }
 
@@ -257,6 +292,12 @@ fn attrs_struct(op: &Op) -> TokenStream {
             quote!(Attrs::new(RequiredAttrs { #(#required_names),* })),
         )
     };
+    // An op without attributes only checks that none is given.
+    let raw_binding = if op.attributes.is_empty() {
+        quote!(_)
+    } else {
+        quote!(raw)
+    };
     quote! {
         /// Attributes of the op.
         #[derive(Clone, Debug, PartialEq)]
@@ -270,7 +311,7 @@ fn attrs_struct(op: &Op) -> TokenStream {
             /// Builds attributes from name/value pairs, as tools receive them: unknown names,
             /// wrong kinds and missing required attributes are errors.
             pub fn from_raw(values: &[(::std::string::String, rt::support::AttrValue)]) -> Result<Self, rt::OpError> {
-                let raw = rt::support::RawAttrs::new(OP_NAME, values, &[#(#known),*])?;
+                let #raw_binding = rt::support::RawAttrs::new(OP_NAME, values, &[#(#known),*])?;
                 #( #required_reads )*
                 let #attrs_binding = #from_raw_new;
                 #( #optional_sets )*
@@ -288,7 +329,7 @@ fn attrs_struct(op: &Op) -> TokenStream {
 }
 
 fn dtypes_struct(op: &Op) -> TokenStream {
-    let vars = float_type_vars(op);
+    let vars = generic_type_vars(op);
     let fields = vars.iter().map(|v| {
         let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
         let doc = super::doc_lines(&format!(" The element type bound to type variable `{v}`."));
@@ -316,7 +357,7 @@ fn dtypes_struct(op: &Op) -> TokenStream {
 
 /// The type variables a set of tensors uses, in the op's order: a struct's generic parameters.
 pub fn vars_of<'a>(op: &'a Op, tensors: &[&Tensor]) -> Vec<&'a str> {
-    float_type_vars(op)
+    generic_type_vars(op)
         .into_iter()
         .filter(|var| {
             tensors.iter().any(|t| {
@@ -326,10 +367,25 @@ pub fn vars_of<'a>(op: &'a Op, tensors: &[&Tensor]) -> Vec<&'a str> {
         .collect()
 }
 
-/// `<A: rt::Float, B: rt::Float>`-style parameters (without the angle brackets).
-pub fn generic_params(vars: &[&str]) -> TokenStream {
-    let idents = vars.iter().map(|v| generic_ident(v));
-    quote!(#(#idents: rt::Float),*)
+/// `<A: rt::Float, B: rt::Integer>`-style parameters (without the angle brackets).
+pub fn generic_params(op: &Op, vars: &[&str]) -> TokenStream {
+    let params = vars.iter().map(|v| {
+        let ident = generic_ident(v);
+        let bound = var_bound(op, v);
+        quote!(#ident: #bound)
+    });
+    quote!(#(#params),*)
+}
+
+/// `<A: rt::Float = f32, …>`-style parameters with defaults, for the `Op` type.
+pub fn generic_params_with_defaults(op: &Op, vars: &[&str]) -> TokenStream {
+    let params = vars.iter().map(|v| {
+        let ident = generic_ident(v);
+        let bound = var_bound(op, v);
+        let default = var_default(op, v);
+        quote!(#ident: #bound = #default)
+    });
+    quote!(#(#params),*)
 }
 
 /// `A, B`: the arguments for [`generic_params`].
@@ -369,7 +425,7 @@ impl<'a> Layout<'a> {
 
     /// Whether `Inputs` alone gives every shape and type variable `plan` needs.
     pub fn inputs_suffice(&self, op: &Op) -> bool {
-        self.allocates && vars_of(op, &self.read).len() == float_type_vars(op).len()
+        self.allocates && vars_of(op, &self.read).len() == generic_type_vars(op).len()
     }
 }
 
@@ -395,7 +451,7 @@ fn io_structs(op: &Op) -> TokenStream {
     let layout = Layout::of(op);
     let read_vars = vars_of(op, &layout.read);
     let written_vars = vars_of(op, &layout.written);
-    let all_vars = float_type_vars(op);
+    let all_vars = generic_type_vars(op);
     let shape_fields = shaped_tensors(op).into_iter().map(|t| {
         let name = super::tensor_field(t);
         let ty = shape_type(t);
@@ -458,11 +514,11 @@ fn io_structs(op: &Op) -> TokenStream {
             quote!(#name: #from.#name.shape(),)
         }
     };
-    let read_params = generic_params(&read_vars);
+    let read_params = generic_params(op, &read_vars);
     let read_args = generic_args(&read_vars);
-    let written_params = generic_params(&written_vars);
+    let written_params = generic_params(op, &written_vars);
     let written_args = generic_args(&written_vars);
-    let all_params = generic_params(&all_vars);
+    let all_params = generic_params(op, &all_vars);
     let all_args = generic_args(&all_vars);
     let inputs_struct = if layout.read.is_empty() {
         quote! {
@@ -483,7 +539,7 @@ fn io_structs(op: &Op) -> TokenStream {
         quote!(Inputs<'a, #read_args>)
     };
     let outputs_struct = if layout.allocates {
-        let params = generic_params(&vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
+        let params = generic_params(op, &vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
         quote! {
             /// Output tensors, allocated and shaped by the op.
             #[derive(Debug)]
@@ -593,18 +649,18 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
         let description = &t.description;
         match (&t.storage, &t.dtype) {
             (Storage::U32Checked, _) => quote!(rt::registry::RoleInfo::index(#role, #description)),
-            (_, DTypeRef::Var(var)) if float_type_vars(op).contains(&var.as_str()) => {
-                quote!(rt::registry::RoleInfo::float(#role, #var, #description))
-            }
             (_, DTypeRef::Var(var)) => {
-                // A type variable with one non-float dtype is that dtype.
-                let d = op
-                    .type_var(var)
-                    .and_then(|t| t.allowed.first())
-                    .copied()
-                    .unwrap_or(DType::F32);
-                let d = format_ident!("{}", d.variant_name());
-                quote!(rt::registry::RoleInfo::fixed(#role, rt::DType::#d, #description))
+                let allowed = op.type_var(var).map_or(&[][..], |t| t.allowed.as_slice());
+                if allowed.iter().all(|d| d.is_float()) {
+                    quote!(rt::registry::RoleInfo::float(#role, #var, #description))
+                } else {
+                    // A variable that allows integer dtypes lists them: an untyped call is
+                    // checked against them before it is planned.
+                    let allowed = allowed
+                        .iter()
+                        .map(|d| format_ident!("{}", d.variant_name()));
+                    quote!(rt::registry::RoleInfo::type_var(#role, #var, &[#(rt::DType::#allowed),*], #description))
+                }
             }
             (_, DTypeRef::Fixed(d)) => {
                 let d = format_ident!("{}", d.variant_name());

@@ -5,9 +5,12 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use super::api::{Layout, float_type_vars, generic_args, generic_params, vars_of};
+use super::api::{
+    Layout, element_type, generic_args, generic_params, generic_params_with_defaults,
+    generic_type_vars, vars_of,
+};
 use super::{OpInput, ident};
-use crate::model::{self, DType, DTypeRef, Storage, Tensor};
+use crate::model::{self, DTypeRef, Storage, Tensor};
 
 fn var_field(var: &str) -> Ident {
     ident(&model::snake_ident(var).to_ascii_lowercase())
@@ -15,7 +18,8 @@ fn var_field(var: &str) -> Ident {
 
 pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let op = input.op;
-    let dtype_checks = float_type_vars(op).into_iter().map(|var| {
+    let select = super::when::select_call(op);
+    let dtype_checks = generic_type_vars(op).into_iter().map(|var| {
         let field = var_field(var);
         let allowed: Vec<Ident> = op
             .type_var(var)
@@ -71,10 +75,8 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             }
         }
     });
-    let untyped = if layout.inputs_suffice(op)
-        && op.inputs.iter().all(|t| !t.optional)
-        && op.tensors().all(|t| untyped_carries(op, t))
-    {
+    // Untyped tensors carry every dtype a manifest names, so only the layout decides.
+    let untyped = if layout.inputs_suffice(op) && op.inputs.iter().all(|t| !t.optional) {
         quote!(rt::registry::Untyped::Plan(rt::plan_untyped::<Op>))
     } else {
         let (role, reason) = typed_only_reason(op, &layout);
@@ -101,7 +103,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             #(#dtype_checks)*
             #(#rank_checks)*
             let env = Env::new(shapes, *dtypes, attrs, caps)?;
-            let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+            let variant = #select?;
             rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
         }
 
@@ -125,7 +127,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
 
 /// The types the entry points and trait impls name.
 struct Signatures {
-    /// `T: rt::Float, …`, every float type variable.
+    /// `T: rt::Float, …`, every generic type variable with its bound.
     bounds: TokenStream,
     /// `Op<T, …>`.
     self_ty: TokenStream,
@@ -142,7 +144,7 @@ struct Signatures {
 
 impl Signatures {
     fn of(op: &model::Op, layout: &Layout<'_>) -> Self {
-        let vars = float_type_vars(op);
+        let vars = generic_type_vars(op);
         let read_args = generic_args(&vars_of(op, &layout.read));
         let written_args = generic_args(&vars_of(op, &layout.written));
         let inputs_of = |lifetime: TokenStream| {
@@ -155,7 +157,7 @@ impl Signatures {
         let args = generic_args(&vars);
         let outputs_args = generic_args(&vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
         Signatures {
-            bounds: generic_params(&vars),
+            bounds: generic_params(op, &vars),
             self_ty: if vars.is_empty() {
                 quote!(Op)
             } else {
@@ -179,7 +181,7 @@ impl Signatures {
 /// tests that compare the op with its manifest's expressions call.
 fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) -> TokenStream {
     let op = input.op;
-    let vars = float_type_vars(op);
+    let vars = generic_type_vars(op);
     let Signatures {
         bounds: params,
         self_ty,
@@ -194,7 +196,8 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
             pub struct Op;
         )
     } else {
-        quote!(pub struct Op<#(#idents: rt::Float = f32),*>(::core::marker::PhantomData<(#(#idents,)*)>);)
+        let params = generic_params_with_defaults(op, &vars);
+        quote!(pub struct Op<#params>(::core::marker::PhantomData<(#(#idents,)*)>);)
     };
     let shapes_call = if layout.allocates {
         quote!(inputs.shapes())
@@ -270,8 +273,8 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
     let allocating = layout.allocates.then(|| {
         let allocations = op.outputs.iter().enumerate().map(|(i, t)| {
             let role = super::tensor_field(t);
-            let ty = output_type(t);
-            quote!(#role: #ty::zeros_for(ctx, plan.op, &plan.outputs[#i])?)
+            let tensor = allocate_output(t, i);
+            quote!(#role: #tensor)
         });
         let borrows = op.outputs.iter().map(|t| {
             let role = super::tensor_field(t);
@@ -389,14 +392,7 @@ fn typed_only_reason(op: &model::Op, layout: &Layout<'_>) -> (String, String) {
         };
         return (t.role.clone(), what.to_owned());
     }
-    if let Some(t) = op.tensors().find(|t| !untyped_carries(op, t)) {
-        let d = fixed_dtype(op, t).unwrap_or(DType::U32);
-        return (
-            t.role.clone(),
-            format!("is a {d} tensor, which untyped tensors do not carry"),
-        );
-    }
-    let vars = float_type_vars(op);
+    let vars = generic_type_vars(op);
     let read = vars_of(op, &layout.read);
     let var = vars
         .iter()
@@ -409,35 +405,22 @@ fn typed_only_reason(op: &model::Op, layout: &Layout<'_>) -> (String, String) {
     )
 }
 
-/// The one dtype of a tensor that is not of a float type variable.
-fn fixed_dtype(op: &model::Op, t: &Tensor) -> Option<DType> {
-    match &t.dtype {
-        DTypeRef::Fixed(d) => Some(*d),
-        DTypeRef::Var(var) if float_type_vars(op).contains(&var.as_str()) => None,
-        DTypeRef::Var(var) => Some(
-            op.type_var(var)
-                .and_then(|v| v.allowed.first())
-                .copied()
-                .unwrap_or(DType::F32),
-        ),
-    }
-}
-
-/// Whether an untyped tensor (`AnyTensor`: float32, float16, int64 indices) can be `t`.
-fn untyped_carries(op: &model::Op, t: &Tensor) -> bool {
-    t.storage == Storage::U32Checked
-        || fixed_dtype(op, t).is_none_or(|d| matches!(d, DType::F32 | DType::F16))
-}
-
-/// The Rust type of a newly allocated output.
-fn output_type(t: &Tensor) -> TokenStream {
-    match &t.dtype {
-        DTypeRef::Var(var) => {
-            let g = format_ident!("{}", var);
-            quote!(rt::Tensor::<#g>)
+/// A newly allocated output, the `i`th of the plan.
+fn allocate_output(t: &Tensor, i: usize) -> TokenStream {
+    let zeros = |ty: TokenStream| quote!(#ty::zeros_for(ctx, plan.op, &plan.outputs[#i])?);
+    match (&t.storage, &t.dtype) {
+        // Indices the op writes: a `u32` tensor without host values.
+        (Storage::U32Checked, _) => {
+            let tensor = zeros(quote!(rt::Tensor::<u32>));
+            quote!(rt::IndexTensor::from_tensor(#tensor))
         }
-        DTypeRef::Fixed(DType::F16) => quote!(rt::Tensor::<rt::half::f16>),
-        DTypeRef::Fixed(DType::U32) => quote!(rt::Tensor::<u32>),
-        DTypeRef::Fixed(_) => quote!(rt::Tensor::<f32>),
+        (_, DTypeRef::Var(var)) => {
+            let g = format_ident!("{}", var);
+            zeros(quote!(rt::Tensor::<#g>))
+        }
+        (_, DTypeRef::Fixed(d)) => {
+            let element = element_type(*d);
+            zeros(quote!(rt::Tensor::<#element>))
+        }
     }
 }

@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::api::float_type_vars;
+use super::api::generic_type_vars;
 use super::ident;
 use crate::expr::{self, Ir, LowerScope, Symbol, Type};
 use crate::model::{self, AttrRepr, Op};
@@ -27,7 +27,7 @@ impl LowerScope for EnvScope<'_> {
                 quote!(rt::support::rank(&env.shapes.#role))
             }
             Symbol::Dtype(var) => {
-                if float_type_vars(self.op).contains(&var.as_str()) {
+                if generic_type_vars(self.op).contains(&var.as_str()) {
                     let field = ident(&model::snake_ident(var).to_ascii_lowercase());
                     quote!(env.dtypes.#field.wgsl_name())
                 } else {
@@ -92,7 +92,7 @@ impl LowerScope for EnvScope<'_> {
                 let tensor = self.op.tensor(name);
                 match tensor.map(|t| &t.dtype) {
                     Some(model::DTypeRef::Var(var))
-                        if float_type_vars(self.op).contains(&var.as_str()) =>
+                        if generic_type_vars(self.op).contains(&var.as_str()) =>
                     {
                         let field = ident(&model::snake_ident(var).to_ascii_lowercase());
                         quote!(env.dtypes.#field.onnx_name())

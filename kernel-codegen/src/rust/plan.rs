@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::api::float_type_vars;
+use super::api::generic_type_vars;
 use super::eval::{EnvScope, env_param, lower};
 use super::{OpInput, ident};
 use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
@@ -184,8 +184,9 @@ pub(super) fn variant_spec(
 /// The runtime dtype of a tensor, read from the environment for type variables.
 fn tensor_dtype(op: &Op, tensor: &model::Tensor) -> TokenStream {
     match (&tensor.storage, &tensor.dtype) {
-        (Storage::U32Checked, _) => quote!(rt::DType::U32),
-        (_, DTypeRef::Var(var)) if float_type_vars(op).contains(&var.as_str()) => {
+        // The logical dtype, so an untyped caller allocates an index tensor for it.
+        (Storage::U32Checked, _) => quote!(rt::DType::I64),
+        (_, DTypeRef::Var(var)) if generic_type_vars(op).contains(&var.as_str()) => {
             let field = ident(&model::snake_ident(var).to_ascii_lowercase());
             quote!(env.dtypes.#field)
         }

@@ -133,7 +133,7 @@ pub(super) fn pass_key<'a>(
         .filter(|(_, keyed)| **keyed)
         .map(|(s, _)| *s)
         .collect();
-    let float_vars = super::api::float_type_vars(op);
+    let generic_vars = super::api::generic_type_vars(op);
     let mut dtypes_by_values = std::collections::BTreeMap::new();
     let ambiguous = shaders.iter().any(|s| {
         let values = format!("{:?}", s.combination.values);
@@ -147,7 +147,7 @@ pub(super) fn pass_key<'a>(
         .iter()
         .filter(|_| ambiguous)
         .flat_map(|s| s.combination.dtypes.keys())
-        .filter(|var| float_vars.contains(&var.as_str()))
+        .filter(|var| generic_vars.contains(&var.as_str()))
         .cloned()
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -169,7 +169,8 @@ impl PassKey<'_> {
             .collect();
         for var in &self.dtype_vars {
             let field = ident(&model::snake_ident(var).to_ascii_lowercase());
-            keys.push(quote!(env.dtypes.#field.wgsl_name()));
+            // Not the WGSL name, which `int8` shares with `int32`.
+            keys.push(quote!(env.dtypes.#field.unique_name()));
         }
         keys
     }
@@ -185,12 +186,12 @@ impl PassKey<'_> {
             }
         }
         for var in &self.dtype_vars {
-            let wgsl = shader
+            let name = shader
                 .combination
                 .dtypes
                 .get(var)
-                .map_or("", |d| d.wgsl_name());
-            values.push(KeyValue::Str(wgsl.to_owned()));
+                .map_or("", |d| d.unique_name());
+            values.push(KeyValue::Str(name.to_owned()));
         }
         Ok(values)
     }

@@ -162,14 +162,14 @@ pub(super) fn explanations(
         .collect()
 }
 
-/// The explainable `derive` entries some `when` condition reaches, directly or through
+/// The explainable `derive` entries some `when` or `demoteWhen` condition reaches, directly or through
 /// another explanation: only those get an `explain_*` function.
 pub(super) fn used_explanations(op: &Op) -> BTreeSet<&str> {
     let mut used = BTreeSet::new();
     let mut stack: Vec<Ir> = op
         .variants
         .iter()
-        .flat_map(|v| &v.when)
+        .flat_map(|v| v.when.iter().chain(&v.demote_when))
         .map(|w| w.ir.clone())
         .collect();
     while let Some(ir) = stack.pop() {
@@ -300,14 +300,23 @@ fn operand_indices(operands: &Operands, source: &str, ir: &Ir) -> Vec<proc_macro
 /// each by source text.
 fn operands<'i>(ir: &'i Ir, source: &str, out: &mut Vec<(String, &'i Ir)>) {
     let mut push = |operand: &'i Ir| {
-        let literal = matches!(
-            operand.kind,
-            IrKind::Int(_) | IrKind::Float(_) | IrKind::Bool(_) | IrKind::Str(_) | IrKind::List(_)
-        );
         let text = source
             .get(operand.span.start..operand.span.end)
             .unwrap_or_default()
             .trim();
+        // A value written as a literal says itself; a tunable's, inlined, is still shown.
+        let written = text
+            .starts_with(|c: char| c.is_ascii_digit() || matches!(c, '-' | '.' | '"' | '\'' | '['))
+            || matches!(text, "true" | "false" | "True" | "False");
+        let literal = written
+            && matches!(
+                operand.kind,
+                IrKind::Int(_)
+                    | IrKind::Float(_)
+                    | IrKind::Bool(_)
+                    | IrKind::Str(_)
+                    | IrKind::List(_)
+            );
         if !literal && !text.is_empty() && !out.iter().any(|(t, _)| t == text) {
             out.push((text.to_owned(), operand));
         }
@@ -366,6 +375,7 @@ pub(super) fn selection(
             let plan = &plans[v];
             quote!(Variant { id: #id, when: &[#(#clauses),*], plan: #plan })
         });
+    let ranking = ranking(op, scope, operands, tests);
     let count = op.variants.len();
     let docs = op
         .variants
@@ -386,7 +396,57 @@ pub(super) fn selection(
         #(#[doc = #docs])*
         static VARIANTS: [Variant<VariantSpec>; #count] = [#(#variants),*];
 
+        #ranking
+
         #shared_statics
+    }
+}
+
+/// Whether any variant ranks by more than its priority (`demoteWhen`, `supersededBy`).
+fn ranked(op: &Op) -> bool {
+    op.variants
+        .iter()
+        .any(|v| !v.demote_when.is_empty() || !v.superseded_by.is_empty())
+}
+
+/// The selection call `plan` makes: under the op's `RANKING` where it has one.
+pub(super) fn select_call(op: &Op) -> TokenStream {
+    if ranked(op) {
+        quote!(rt::when::select_ranked(
+            OP_NAME,
+            &VARIANTS,
+            &RANKING,
+            &CONDITIONS,
+            &env
+        ))
+    } else {
+        quote!(rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env))
+    }
+}
+
+/// `RANKING`, for an op whose variants rank by more than priority: each variant's demotion
+/// conditions, and the indices of the variants that supersede it.
+fn ranking(op: &Op, scope: &EnvScope<'_>, operands: &Operands, tests: &Tests) -> TokenStream {
+    if !ranked(op) {
+        return TokenStream::new();
+    }
+    let demote = op.variants.iter().map(|variant| {
+        let clauses = (variant.demote_when.iter())
+            .map(|w| condition(op, scope, operands, tests, &w.source, &w.ir).render());
+        quote!(&[#(#clauses),*])
+    });
+    let superseded = op.variants.iter().map(|variant| {
+        let indices = (variant.superseded_by.iter())
+            .filter_map(|id| op.variants.iter().position(|v| &v.id == id));
+        quote!(&[#(#indices),*])
+    });
+    quote! {
+        /// How the variants rank beyond priority: the conditions that demote each, and the
+        /// variants that supersede it.
+        static RANKING: rt::when::Ranking = rt::when::Ranking {
+            demote: &[#(#demote),*],
+            superseded_by: &[#(#superseded),*],
+        };
     }
 }
 
@@ -401,7 +461,7 @@ fn built_dtypes(
     operands: &Operands,
     tests: &Tests,
 ) -> Vec<TokenStream> {
-    let float_vars = super::api::float_type_vars(op);
+    let generic_vars = super::api::generic_type_vars(op);
     let mut clauses: Vec<(String, TokenStream)> = Vec::new();
     for p in 0..variant.passes.len() {
         let of_pass: Vec<&Shader> = shaders
@@ -411,7 +471,7 @@ fn built_dtypes(
         let Some(first) = of_pass.first() else {
             continue;
         };
-        let vars: Vec<&str> = float_vars
+        let vars: Vec<&str> = generic_vars
             .iter()
             .copied()
             .filter(|var| first.combination.dtypes.contains_key(*var))
@@ -425,22 +485,17 @@ fn built_dtypes(
                 .collect()
         };
         let mut built: Vec<Vec<DType>> = of_pass.iter().filter_map(|s| tuple(s)).collect();
-        built.sort_by_key(|t| t.iter().map(|d| d.wgsl_name()).collect::<Vec<_>>());
+        built.sort_by_key(|t| t.iter().map(|d| d.unique_name()).collect::<Vec<_>>());
         built.dedup();
-        let allowed = vars.iter().map(|var| {
-            op.type_var(var).map_or(0, |t| {
-                t.allowed
-                    .iter()
-                    .filter(|d| matches!(d, DType::F32 | DType::F16))
-                    .count()
-            })
-        });
+        let allowed = vars
+            .iter()
+            .map(|var| op.type_var(var).map_or(0, |t| t.allowed.len()));
         if built.len() >= allowed.product::<usize>() {
             continue;
         }
         let spell = |t: &[DType]| {
             t.iter()
-                .map(|d| d.wgsl_name())
+                .map(|d| d.unique_name())
                 .collect::<Vec<_>>()
                 .join(", ")
         };

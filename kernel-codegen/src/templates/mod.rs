@@ -11,8 +11,9 @@
 //!
 //! - A pass's `shader` names a file of its package, or else of the include root.
 //! - Inside a template, `{% include %}` / `{% import %}` of `./x` or `../x` is relative to the
-//!   including file; any other name is relative to the include root. `..` may not leave the
-//!   package folder or the include root.
+//!   including file; any other name is relative to the include root, or (where there is
+//!   none, as for a Hub package) to the including file too. `..` may not leave the package
+//!   folder or the include root.
 
 pub mod pass;
 pub mod prelude;
@@ -57,14 +58,15 @@ impl TemplatePaths<'_> {
 /// A relative name that climbs out of its base folder resolves to a path no template has
 /// (under `<outside>/`), so minijinja reports it as not found.
 pub fn join(include_root: Option<&str>, name: &str, parent: &str) -> String {
-    if name.starts_with("./") || name.starts_with("../") {
-        let folder = parent.rsplit_once('/').map_or("", |(dir, _)| dir);
-        let base = base_of(include_root, parent);
-        return normalize(folder, name, base);
-    }
     match include_root {
-        Some(root) => normalize(root, name, root),
-        None => name.to_owned(),
+        Some(root) if !name.starts_with("./") && !name.starts_with("../") => {
+            normalize(root, name, root)
+        }
+        // Without an include root every name is relative, as the Hub runtime reads them.
+        _ => {
+            let folder = parent.rsplit_once('/').map_or("", |(dir, _)| dir);
+            normalize(folder, name, base_of(include_root, parent))
+        }
     }
 }
 
@@ -139,6 +141,22 @@ mod tests {
                 "corpus/_shared_assets/ops/_shared/x.jinja"
             ),
             "corpus/_shared_assets/ops/z.jinja"
+        );
+    }
+
+    #[test]
+    fn without_an_include_root_every_name_is_relative() {
+        assert_eq!(
+            join(None, "common.jinja", "hub/Add/binary.wgsl.jinja"),
+            "hub/Add/common.jinja"
+        );
+        assert_eq!(
+            join(None, "parts/x.jinja", "hub/Add/binary.wgsl.jinja"),
+            "hub/Add/parts/x.jinja"
+        );
+        assert_eq!(
+            join(None, "../x.jinja", "hub/Add/binary.wgsl.jinja"),
+            "<outside>/../x.jinja"
         );
     }
 

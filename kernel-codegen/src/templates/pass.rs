@@ -40,7 +40,7 @@ pub fn render_pass(
             }
             if err.kind() == minijinja::ErrorKind::TemplateNotFound {
                 diagnostic.message.push_str(
-                    " (`./` and `../` names are relative to the including file and may not leave its package folder or the include root; other names are relative to the include root)",
+                    " (`./` and `../` names are relative to the including file and may not leave its package folder or the include root; other names are relative to the include root, or to the including file where there is none)",
                 );
             }
             return Err(diagnostic);

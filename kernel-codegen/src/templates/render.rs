@@ -166,6 +166,8 @@ pub fn render(
     for (name, value) in &combination.values {
         context.insert(name.clone(), to_jinja(value, literals));
     }
+    // A list known per call, by name: its axes' overrides.
+    let mut lists: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for value in crate::model::dynamic_values(variant, pass) {
         // A dynamic value renders as the name of its `override`, so the text does not depend
         // on it; `schemaVersion: 1` templates print it where a literal goes, so it is marked
@@ -176,11 +178,26 @@ pub fn render(
         } else {
             name
         };
-        context.insert(value.name.clone(), JValue::from(shown));
+        match &value.axis_of {
+            Some((list, _)) => lists.entry(list.clone()).or_default().push(shown),
+            None => {
+                context.insert(value.name.clone(), JValue::from(shown));
+            }
+        }
     }
-    let tunables: BTreeMap<String, JValue> = op
-        .tunables
-        .iter()
+    // Printed, a list is a WGSL array of its axes, right-aligned in `LIST_AXES`.
+    for (list, axes) in lists {
+        let axes: Vec<String> = axes.iter().map(|a| format!("u32({a})")).collect();
+        let array = format!(
+            "array<u32, {}>({})",
+            crate::model::LIST_AXES,
+            axes.join(", ")
+        );
+        context.insert(list, JValue::from(array));
+    }
+    // The variant's own values of tunables win.
+    let tunables: BTreeMap<String, JValue> = (op.tunables.iter())
+        .chain(&variant.tunables)
         .map(|(name, v)| (name.clone(), to_jinja(v, literals)))
         .collect();
     context.insert("tunables".to_owned(), JValue::from_object(tunables));
@@ -188,9 +205,22 @@ pub fn render(
     if op.templates.loader_context {
         v1_context(&mut context, op, variant, pass, combination, prelude);
     }
-    context.insert("op".to_owned(), JValue::from(op.name.clone()));
-    context.insert("variant".to_owned(), JValue::from(variant.id.clone()));
-    context.insert("pass".to_owned(), JValue::from(pass.id.clone()));
+    let named = [
+        ("op", &op.name),
+        ("variant", &variant.id),
+        ("pass", &pass.id),
+    ];
+    for (key, value) in named {
+        // Where the manifest's own values are spread into the context, one of these names is
+        // the manifest's (Hub packages pass `op: "add"` to a template shared by several ops).
+        if op.templates.derives_visible {
+            context
+                .entry(key.to_owned())
+                .or_insert_with(|| JValue::from(value.clone()));
+        } else {
+            context.insert(key.to_owned(), JValue::from(value.clone()));
+        }
+    }
     template.render(JValue::from_object(context))
 }
 

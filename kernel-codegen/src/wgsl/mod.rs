@@ -145,7 +145,9 @@ fn element_mismatch(
             (_, model::DTypeRef::Fixed(d)) => Some(*d),
             (_, model::DTypeRef::Var(var)) => combination.dtypes.get(var).copied(),
         }?;
-        (storage != element).then(|| {
+        // An `int8` tensor is stored in `i32` words, a `uint8` one in `u32` words: a binding
+        // agrees with its tensor when both name the same WGSL scalar.
+        (storage.wgsl_name() != element.wgsl_name()).then(|| {
             format!(
                 "binding `{}` has element type {} but tensor `{}` is stored as {}",
                 binding.binding.name,
@@ -336,13 +338,16 @@ fn file_name(variant: &str, pass: &str, combination: &Combination) -> String {
     for (key, value) in &combination.values {
         name.push_str(&format!(".{key}-{}", value_text(value)));
     }
+    // A value equal to the dtype's WGSL name already spells it, unless another dtype shares
+    // that name (`int8`'s `i32` is also `int32`'s): then the dtype's own name tells them apart.
     for (var, dtype) in &combination.dtypes {
-        if !combination
-            .values
-            .iter()
-            .any(|(_, v)| *v == Value::Dtype(dtype.wgsl_name().to_owned()))
-        {
-            name.push_str(&format!(".{var}-{}", dtype.wgsl_name()));
+        let spelled = dtype.unique_name() == dtype.wgsl_name()
+            && combination
+                .values
+                .iter()
+                .any(|(_, v)| *v == Value::Dtype(dtype.wgsl_name().to_owned()));
+        if !spelled {
+            name.push_str(&format!(".{var}-{}", dtype.unique_name()));
         }
     }
     for feature in &combination.features {

@@ -341,6 +341,80 @@ pub fn broadcastable(a: &[i64], b: &[i64]) -> bool {
             .all(|(&x, &y)| x == 1 || x == y)
 }
 
+/// `broadcastShape(a, b)`: the shape of ONNX's multidirectional (NumPy) broadcasting of `a`
+/// and `b`: axes aligned from the end, each pair equal or one of them 1 (a 0 against a 1 is
+/// 0), the shorter shape padded with 1s in front.
+pub fn broadcast_shape(a: &[i64], b: &[i64]) -> Result<Vec<i64>, EvalError> {
+    let rank = a.len().max(b.len());
+    let at = |s: &[i64], i: usize| (i + s.len()).checked_sub(rank).map_or(1, |axis| s[axis]);
+    (0..rank)
+        .map(|i| match (at(a, i), at(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            (x, y) => Err(EvalError::new(format!(
+                "broadcastShape(): {a:?} and {b:?} do not broadcast (axis {i} of the result: {x} against {y})"
+            ))),
+        })
+        .collect()
+}
+
+/// Axis `i` of `shape` aligned to the last of `width` axes: `shape` right-aligned in
+/// `width` axes, the axes in front of it 1. How a shape known per call reaches a shader, one
+/// pipeline override per axis, so that broadcasting is the same loop at every rank.
+pub fn aligned_dim(shape: &[i64], i: i64, width: i64) -> Result<i64, EvalError> {
+    let rank = i64::try_from(shape.len()).unwrap_or(i64::MAX);
+    if rank > width {
+        return Err(EvalError::new(format!(
+            "a shape of rank {rank} reaches the shader, which holds at most {width} axes"
+        )));
+    }
+    let axis = i - (width - rank);
+    Ok(usize::try_from(axis).map_or(1, |axis| shape[axis]))
+}
+
+/// `matmulShape(a, b)`: the shape of ONNX `MatMul` (NumPy `matmul`): a 1-D `a` is a row
+/// `[1, K]` and a 1-D `b` a column `[K, 1]`, whose added axis the result drops again; the
+/// contracted sizes must agree and the batch axes broadcast.
+pub fn matmul_shape(a: &[i64], b: &[i64]) -> Result<Vec<i64>, EvalError> {
+    let (Some(&k_a), Some(_)) = (a.last(), b.last()) else {
+        return Err(EvalError::new(format!(
+            "matmulShape(): both operands need at least one axis, found {a:?} and {b:?}"
+        )));
+    };
+    // The contracted axis of `b`: its first of two, or its only one.
+    let k_b = b[b.len().saturating_sub(2)];
+    if k_a != k_b {
+        return Err(EvalError::new(format!(
+            "matmulShape(): the contracted sizes of {a:?} and {b:?} differ ({k_a} and {k_b})"
+        )));
+    }
+    let (a_batch, m) = match a.len() {
+        1 => (&[][..], None),
+        n => (&a[..n - 2], Some(a[n - 2])),
+    };
+    let (b_batch, n) = match b.len() {
+        1 => (&[][..], None),
+        len => (&b[..len - 2], Some(b[len - 1])),
+    };
+    let mut shape = broadcast_shape(a_batch, b_batch)
+        .map_err(|e| EvalError::new(format!("matmulShape(): batch axes: {}", e.message())))?;
+    shape.extend(m);
+    shape.extend(n);
+    Ok(shape)
+}
+
+/// `prefix(shape, n)`: the first `n` dimensions, as JavaScript's `slice(0, n)` takes them: all
+/// of them when `n` passes the rank, and a negative `n` leaves out that many from the end.
+pub fn prefix(shape: &[i64], n: i64) -> Vec<i64> {
+    let magnitude = usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX);
+    let end = if n < 0 {
+        shape.len().saturating_sub(magnitude)
+    } else {
+        magnitude.min(shape.len())
+    };
+    shape[..end].to_vec()
+}
+
 /// `hasAxis(axes, axis, rank)`: whether the list `axes` names `axis`, both taken modulo `rank`
 /// (so `-1` and `rank - 1` are the same axis). `rank` must be positive.
 pub fn has_axis(axes: &[i64], axis: i64, rank: i64) -> Result<bool, EvalError> {
@@ -644,5 +718,32 @@ mod tests {
         assert_eq!(pow(2, 10), Ok(1024));
         assert!(pow(2, -1).is_err() && pow(2, 64).is_err());
         assert!(f16_allowed("float16", true) && !f16_allowed("u32", true));
+    }
+
+    #[test]
+    fn shape_helpers_follow_onnx() {
+        assert_eq!(broadcast_shape(&[3, 1, 5], &[4, 1]), Ok(vec![3, 4, 5]));
+        assert_eq!(broadcast_shape(&[], &[2, 3]), Ok(vec![2, 3]));
+        assert_eq!(broadcast_shape(&[0, 3], &[1, 3]), Ok(vec![0, 3]));
+        assert!(broadcast_shape(&[2, 3], &[3, 3]).is_err());
+        assert_eq!(matmul_shape(&[2, 3], &[3, 4]), Ok(vec![2, 4]));
+        assert_eq!(matmul_shape(&[3], &[3, 4]), Ok(vec![4]));
+        assert_eq!(matmul_shape(&[2, 3], &[3]), Ok(vec![2]));
+        assert_eq!(matmul_shape(&[3], &[3]), Ok(vec![]));
+        assert_eq!(
+            matmul_shape(&[5, 1, 2, 3], &[4, 3, 6]),
+            Ok(vec![5, 4, 2, 6])
+        );
+        assert!(matmul_shape(&[2, 3], &[4, 5]).is_err());
+        assert!(matmul_shape(&[], &[3]).is_err());
+        assert_eq!(prefix(&[2, 3, 4], 2), vec![2, 3]);
+        assert_eq!(prefix(&[2, 3, 4], 9), vec![2, 3, 4]);
+        assert_eq!(prefix(&[5], -1), Vec::<i64>::new());
+        assert_eq!(prefix(&[2, 3, 4], -1), vec![2, 3]);
+        let aligned: Vec<i64> = (0..4)
+            .map(|i| aligned_dim(&[5, 6], i, 4).unwrap_or(-1))
+            .collect();
+        assert_eq!(aligned, vec![1, 1, 5, 6]);
+        assert!(aligned_dim(&[1, 2, 3], 0, 2).is_err());
     }
 }

@@ -76,6 +76,21 @@ pub enum RuntimeError {
         /// Its value.
         value: i64,
     },
+    /// A host value uploaded as an integer dtype is not integral or lies outside the dtype's
+    /// range (e.g. 128 as `int8`, -1 or 0.5 as `uint8`).
+    #[error("{dtype} element {index} = {value} is not an integer in {min}..={max}")]
+    IntegerRange {
+        /// The dtype the value was uploaded as.
+        dtype: kernel_abi::DType,
+        /// Flat index of the element.
+        index: usize,
+        /// Its value, as Rust prints an `f64` (the shortest text that reads back as it).
+        value: String,
+        /// The least value of the dtype.
+        min: i64,
+        /// The greatest value of the dtype.
+        max: i64,
+    },
     /// Mapping a buffer for reading failed.
     #[error("reading back from the GPU failed: {0}")]
     Readback(String),

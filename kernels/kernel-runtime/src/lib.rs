@@ -9,7 +9,9 @@
 //!   for whichever of `shader-f16`, `subgroups` and `timestamp-query` the adapter has, and
 //!   describes the result as [`DeviceCaps`], the `device.*` of manifest expressions.
 //! - [`Tensor`], [`IndexTensor`] and [`AnyTensor`] hold data in storage buffers. `int64`
-//!   index inputs are narrowed to `u32` on upload, with a per-element check.
+//!   index inputs are narrowed to `u32` on upload, with a per-element check; `int8` and
+//!   `uint8` tensors are stored one 32-bit word per element (WGSL has no 8-bit storage),
+//!   widened on upload and narrowed to the low 8 bits on readback.
 //! - [`Context::record_plan`] turns a plan into one compute pass: pipelines come from a cache
 //!   keyed by kernel digest, entry point and override values; intermediates from a pool;
 //!   uniform buffers are shared by content. [`Dispatch`] implements the manifests' dispatch
@@ -115,8 +117,8 @@ pub mod when;
 pub mod abi {
     pub use crate::untyped::plan_untyped;
     pub use crate::{
-        AllocatingOp, AnyTensor, Arg, Context, DType, DeviceCaps, Element, Float, IndexTensor, Op,
-        OpError, OpHooks, OutputSpec, Plan, RuntimeError, Tensor,
+        AllocatingOp, AnyTensor, Arg, Context, DType, DeviceCaps, Element, Float, IndexTensor,
+        Integer, Op, OpError, OpHooks, OutputSpec, Plan, RuntimeError, Tensor,
     };
     pub use crate::{expr, half, plan_spec, registry, shaders, support, wgpu, when};
     pub use kernel_abi::ABI_VERSION as VERSION;
@@ -142,7 +144,7 @@ pub use context::Context;
 pub use devices::ContextOptions;
 #[cfg(not(target_arch = "wasm32"))]
 pub use disk_cache::PipelineCacheLoad;
-pub use dtype::{DType, Element, Float};
+pub use dtype::{DType, Element, Float, Integer};
 pub use error::{OpError, Rejection, RuntimeError};
 pub use expr::EvalError;
 pub use index::{IndexTensor, narrow_i64_to_u32};

@@ -203,17 +203,10 @@ pub struct IntermediateSpec {
 }
 
 impl IntermediateSpec {
-    /// Bytes the intermediate occupies on the GPU (`u32` storage for `I64`).
+    /// Bytes the intermediate occupies on the GPU ([`DType::storage_bytes`] per element: one
+    /// 32-bit word for `I64`, `I8` and `U8`).
     pub fn byte_len(&self) -> Option<u64> {
-        self.len.checked_mul(gpu_element_size(self.dtype))
-    }
-}
-
-/// Element size of a dtype as stored on the GPU: `int64` indices are narrowed to `u32`.
-pub(crate) fn gpu_element_size(dtype: DType) -> u64 {
-    match dtype {
-        DType::I64 => 4,
-        d => d.size_bytes() as u64,
+        self.len.checked_mul(self.dtype.storage_bytes() as u64)
     }
 }
 
@@ -429,6 +422,18 @@ mod tests {
             len: 10,
         };
         assert_eq!(s.byte_len(), Some(40));
+        for (dtype, bytes) in [
+            (DType::I8, 40),
+            (DType::U8, 40),
+            (DType::I32, 40),
+            (DType::F16, 20),
+        ] {
+            assert_eq!(
+                IntermediateSpec { dtype, ..s }.byte_len(),
+                Some(bytes),
+                "{dtype}"
+            );
+        }
         let s = IntermediateSpec {
             dtype: DType::F16,
             len: u64::MAX,

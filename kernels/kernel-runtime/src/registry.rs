@@ -19,6 +19,14 @@ pub enum TensorKind {
         /// The type variable's name (`T`).
         type_var: &'static str,
     },
+    /// A tensor whose dtype is a type variable that allows integer dtypes (`int32`, `uint8`…),
+    /// perhaps beside floats: any of `allowed`.
+    TypeVar {
+        /// The type variable's name (`T`).
+        type_var: &'static str,
+        /// The dtypes the variable allows (its `typeConstraints` entry).
+        allowed: &'static [DType],
+    },
     /// Logical int64 stored as u32 after a checked narrowing.
     Index,
     /// A tensor of one fixed dtype (`uint32` bit-packed weights, a `float32` scale table).
@@ -48,6 +56,29 @@ impl RoleInfo {
             role,
             kind: TensorKind::Float { type_var },
             description,
+        }
+    }
+
+    /// A tensor whose dtype is type variable `type_var`, one of `allowed` (a variable that
+    /// allows integer dtypes).
+    pub const fn type_var(
+        role: &'static str,
+        type_var: &'static str,
+        allowed: &'static [DType],
+        description: &'static str,
+    ) -> Self {
+        Self {
+            role,
+            kind: TensorKind::TypeVar { type_var, allowed },
+            description,
+        }
+    }
+
+    /// The type variable of the tensor's dtype, if it has one.
+    pub const fn type_var_name(&self) -> Option<&'static str> {
+        match self.kind {
+            TensorKind::Float { type_var } | TensorKind::TypeVar { type_var, .. } => Some(type_var),
+            TensorKind::Index | TensorKind::Fixed(_) => None,
         }
     }
 

@@ -145,6 +145,31 @@ pub fn memo<T: Clone>(
     cell.get_or_init(compute).clone()
 }
 
+/// How many distinct computed strings [`interned`] keeps before it refuses more.
+const MAX_INTERNED: usize = 4096;
+
+/// A string value a `derive` entry computes (`"vec4<" ~ dtypes.T ~ ">"`) as the `&'static str`
+/// every string value is in generated code: kept once per distinct text for the life of the
+/// process. Such entries build type names from dtypes, a handful of texts; past
+/// [`MAX_INTERNED`] distinct ones (an entry that prints a shape into a string, say) the value
+/// is an error rather than unbounded growth.
+pub fn interned(text: String) -> Result<&'static str, EvalError> {
+    static TEXTS: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut texts = crate::sync::lock(&TEXTS);
+    if let Some(kept) = texts.get(text.as_str()) {
+        return Ok(kept);
+    }
+    if texts.len() >= MAX_INTERNED {
+        return Err(EvalError::new(format!(
+            "a string value takes more than {MAX_INTERNED} distinct texts in this process (`{text}`)"
+        )));
+    }
+    let kept: &'static str = Box::leak(text.into_boxed_str());
+    texts.insert(kept);
+    Ok(kept)
+}
+
 /// The rank of a shape as an expression integer.
 pub fn rank(shape: &[i64]) -> i64 {
     i64::try_from(shape.len()).unwrap_or(i64::MAX)

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::num::NonZeroU64;
 
 use crate::context::Context;
-use crate::dtype::{DType, Element};
+use crate::dtype::{DType, Element, from_word_bytes, word_bytes};
 use crate::error::RuntimeError;
 use crate::gpu::storage_size;
 use crate::plan::OutputSpec;
@@ -83,6 +83,10 @@ pub(crate) fn check_view(
 
 /// A dense row-major tensor of `T` in a GPU storage buffer.
 ///
+/// Each element is stored as one [`Element::Word`] (`i8` and `u8` widened to 32 bits, every
+/// other type as itself): sizes, bound ranges and views count [`DType::storage_bytes`] per
+/// element, [`Tensor::from_slice`] widens and [`Tensor::to_vec`] narrows.
+///
 /// A tensor made by the runtime ([`Tensor::from_slice`], [`Tensor::zeros`]) owns a buffer
 /// with `STORAGE | COPY_SRC | COPY_DST` usage, padded to a multiple of 4 bytes; a
 /// zero-element tensor still gets a small buffer so it can be bound. [`Tensor::from_buffer`]
@@ -100,7 +104,7 @@ pub struct Tensor<T: Element> {
 impl<T: Element> Tensor<T> {
     /// Uploads `data` (row-major, `numel(shape)` elements).
     pub fn from_slice(ctx: &Context, shape: &[usize], data: &[T]) -> Result<Self, RuntimeError> {
-        let (numel, size) = sized(ctx, "tensor", shape, T::DTYPE.size_bytes() as u64)?;
+        let (numel, size) = sized(ctx, "tensor", shape, T::DTYPE.storage_bytes() as u64)?;
         if data.len() != numel {
             return Err(RuntimeError::ShapeMismatch {
                 expected: numel,
@@ -110,7 +114,7 @@ impl<T: Element> Tensor<T> {
         let buffer = ctx.staging().create_initialized(
             ctx.gpu(),
             "tensor",
-            bytemuck::cast_slice(data),
+            &word_bytes(data),
             size,
             TENSOR_USAGE,
         )?;
@@ -129,12 +133,13 @@ impl<T: Element> Tensor<T> {
     }
 
     fn zeros_labelled(ctx: &Context, what: &str, shape: &[usize]) -> Result<Self, RuntimeError> {
-        let (numel, size) = sized(ctx, what, shape, T::DTYPE.size_bytes() as u64)?;
+        let (numel, size) = sized(ctx, what, shape, T::DTYPE.storage_bytes() as u64)?;
         let buffer = ctx.gpu().create_buffer(what, size, TENSOR_USAGE)?;
         Ok(Self::wrap(buffer, 0, size, shape, numel))
     }
 
-    /// A view of `shape` elements of `T` starting `offset` bytes into `buffer`, a buffer of
+    /// A view of `shape` elements of `T` (each one [`Element::Word`], so 4 bytes for `i8` and
+    /// `u8`) starting `offset` bytes into `buffer`, a buffer of
     /// the same device that the application created (a weight arena, a KV cache, the output
     /// of its own pass).
     ///
@@ -149,7 +154,7 @@ impl<T: Element> Tensor<T> {
         shape: &[usize],
     ) -> Result<Self, RuntimeError> {
         let what = format!("a {} view of shape {shape:?} at offset {offset}", T::DTYPE);
-        let (numel, size) = sized(ctx, &what, shape, T::DTYPE.size_bytes() as u64)?;
+        let (numel, size) = sized(ctx, &what, shape, T::DTYPE.storage_bytes() as u64)?;
         check_view(ctx, &what, buffer, offset, size)?;
         Ok(Self::wrap(buffer.clone(), offset, size, shape, numel))
     }
@@ -199,7 +204,8 @@ impl<T: Element> Tensor<T> {
         }
     }
 
-    /// Reads the tensor back; waits for all submitted work.
+    /// Reads the tensor back (narrowing `i8` and `u8` words to their low 8 bits); waits for
+    /// all submitted work.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn to_vec(&self, ctx: &Context) -> Result<Vec<T>, RuntimeError> {
         pollster::block_on(self.read_async(ctx))
@@ -208,12 +214,12 @@ impl<T: Element> Tensor<T> {
     /// Reads the tensor back without blocking (the way to read in a browser); completes
     /// after all submitted work, and reports errors of earlier steps not yet reported.
     pub async fn read_async(&self, ctx: &Context) -> Result<Vec<T>, RuntimeError> {
-        let bytes = self.numel as u64 * T::DTYPE.size_bytes() as u64;
+        let bytes = self.numel as u64 * T::DTYPE.storage_bytes() as u64;
         let raw = ctx
             .staging()
             .read(ctx.gpu(), &self.buffer, self.offset, bytes)
             .await?;
-        Ok(bytemuck::pod_collect_to_vec(&raw))
+        Ok(from_word_bytes(&raw))
     }
 }
 

@@ -40,27 +40,31 @@ pub fn plan_untyped<O: OpHooks>(
         match info.kind {
             TensorKind::Index => expect_index(O::NAME, info.role, tensor)?,
             TensorKind::Fixed(dtype) => expect_dtype(O::NAME, info.role, tensor, dtype)?,
-            TensorKind::Float { type_var } => {
-                expect_float(O::NAME, info.role, tensor)?;
-                match bound.iter().find(|(var, _)| *var == type_var) {
-                    Some(&(_, dtype)) if dtype != tensor.dtype() => {
-                        let first = roles
-                            .iter()
-                            .find(|r| matches!(r.kind, TensorKind::Float { type_var: v } if v == type_var))
-                            .map_or("", |r| r.role);
-                        return Err(OpError::Input {
-                            op: O::NAME,
-                            input: info.role.to_owned(),
-                            rule: format!(
-                                "is {} but `{first}` is {dtype}; both have type `{type_var}`",
-                                tensor.dtype()
-                            ),
-                        });
-                    }
-                    Some(_) => {}
-                    None => bound.push((type_var, tensor.dtype())),
-                }
+            TensorKind::Float { .. } => expect_float(O::NAME, info.role, tensor)?,
+            TensorKind::TypeVar { type_var, allowed } => {
+                expect_one_of(O::NAME, info.role, tensor, type_var, allowed)?;
             }
+        }
+        let Some(type_var) = info.type_var_name() else {
+            continue;
+        };
+        match bound.iter().find(|(var, _)| *var == type_var) {
+            Some(&(_, dtype)) if dtype != tensor.dtype() => {
+                let first = roles
+                    .iter()
+                    .find(|r| r.type_var_name() == Some(type_var))
+                    .map_or("", |r| r.role);
+                return Err(OpError::Input {
+                    op: O::NAME,
+                    input: info.role.to_owned(),
+                    rule: format!(
+                        "is {} but `{first}` is {dtype}; both have type `{type_var}`",
+                        tensor.dtype()
+                    ),
+                });
+            }
+            Some(_) => {}
+            None => bound.push((type_var, tensor.dtype())),
         }
     }
     let dtypes = O::dtypes_from(&|var| {
@@ -97,17 +101,43 @@ fn expect_index(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<(), 
 
 /// An untyped input that must be a floating-point tensor.
 fn expect_float(op: &'static str, role: &str, tensor: &AnyTensor) -> Result<(), OpError> {
-    match tensor {
-        AnyTensor::Index(_) => Err(OpError::Input {
-            op,
-            input: role.to_owned(),
-            rule: "expected a float32 or float16 tensor, got int64".to_owned(),
-        }),
-        _ => Ok(()),
+    if tensor.dtype().is_float() {
+        return Ok(());
     }
+    Err(OpError::Input {
+        op,
+        input: role.to_owned(),
+        rule: format!(
+            "expected a float32 or float16 tensor, got {}",
+            tensor.dtype()
+        ),
+    })
 }
 
-/// `Ok` when the untyped `tensor` for `role` has the fixed dtype `dtype` (float32 or float16).
+/// An untyped input whose dtype is type variable `type_var`, which allows `allowed`.
+fn expect_one_of(
+    op: &'static str,
+    role: &str,
+    tensor: &AnyTensor,
+    type_var: &str,
+    allowed: &[DType],
+) -> Result<(), OpError> {
+    if allowed.contains(&tensor.dtype()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|d| d.onnx_name()).collect();
+    Err(OpError::Input {
+        op,
+        input: role.to_owned(),
+        rule: format!(
+            "is {}, which type `{type_var}` does not allow (allowed: {})",
+            tensor.dtype(),
+            names.join(", ")
+        ),
+    })
+}
+
+/// `Ok` when the untyped `tensor` for `role` has the fixed dtype `dtype`.
 fn expect_dtype(
     op: &'static str,
     role: &str,

@@ -221,6 +221,137 @@ where
     Err(OpError::NoVariant { op, rejections })
 }
 
+/// How variants rank beyond their priority (the Hub dialect's `demoteWhen` and
+/// `supersededBy`), one entry per variant in the order of the op's variant table.
+#[derive(Debug)]
+pub struct Ranking {
+    /// Conditions of which any one that holds demotes the variant below every eligible
+    /// variant that is not demoted.
+    pub demote: &'static [&'static [Clause]],
+    /// The variants (indices into the table, all ranked before this one) that make this one
+    /// ineligible while they are eligible.
+    pub superseded_by: &'static [&'static [usize]],
+}
+
+/// Where an eligible variant stands in a [`Ranking`].
+enum Standing {
+    /// Chosen unless an earlier variant is.
+    Eligible,
+    /// Chosen only when no eligible variant is undemoted.
+    Demoted,
+    /// Not chosen: a variant that supersedes it is eligible (its index), or a demotion
+    /// condition could not be evaluated.
+    Out(Failure),
+}
+
+fn standing<E, P, T, O>(
+    variants: &[Variant<P>],
+    ranking: &Ranking,
+    v: usize,
+    conditions: &Conditions<T, O>,
+    env: &E,
+    explain: bool,
+) -> Standing
+where
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
+{
+    let superseding = ranking.superseded_by.get(v).copied().unwrap_or_default();
+    for &s in superseding {
+        if let Some(other) = variants.get(s)
+            && failure(other.when, conditions, env, false).is_ok()
+        {
+            return Standing::Out(Failure {
+                path: vec!["supersededBy", other.id],
+                error: None,
+                operands: Vec::new(),
+            });
+        }
+    }
+    for clause in ranking.demote.get(v).copied().unwrap_or_default() {
+        match failure(std::slice::from_ref(clause), conditions, env, explain) {
+            Ok(()) => return Standing::Demoted,
+            Err(f) if f.error.is_some() => {
+                let mut f = f;
+                f.path.insert(0, "demoteWhen");
+                return Standing::Out(f);
+            }
+            Err(_) => {}
+        }
+    }
+    Standing::Eligible
+}
+
+/// [`select`] under a [`Ranking`]: in priority order, the first variant whose `when` holds
+/// that no eligible variant supersedes and no condition demotes; otherwise the first such
+/// demoted one; otherwise every variant's reason.
+pub fn select_ranked<'v, E, P, T, O>(
+    op: &'static str,
+    variants: &'v [Variant<P>],
+    ranking: &Ranking,
+    conditions: &Conditions<T, O>,
+    env: &E,
+) -> Result<&'v Variant<P>, OpError>
+where
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
+{
+    let mut demoted = None;
+    for (v, variant) in variants.iter().enumerate() {
+        if failure(variant.when, conditions, env, false).is_err() {
+            continue;
+        }
+        match standing(variants, ranking, v, conditions, env, false) {
+            Standing::Eligible => return Ok(variant),
+            Standing::Demoted => {
+                demoted.get_or_insert(variant);
+            }
+            Standing::Out(_) => {}
+        }
+    }
+    if let Some(variant) = demoted {
+        return Ok(variant);
+    }
+    let rejections: Vec<Rejection> = (variants.iter().enumerate())
+        .filter_map(|(v, variant)| {
+            let failure = match first_failure(variant.when, conditions, env) {
+                Err(failure) => failure,
+                Ok(()) => match standing(variants, ranking, v, conditions, env, true) {
+                    Standing::Out(failure) => failure,
+                    Standing::Eligible | Standing::Demoted => return None,
+                },
+            };
+            Some(failure.into_rejection(variant.id))
+        })
+        .collect();
+    Err(OpError::NoVariant { op, rejections })
+}
+
+/// [`accepts`] under a [`Ranking`]: also why an eligible variant is out (superseded, or a
+/// demotion condition that fails to evaluate); `Ok(true)` when it is eligible but demoted.
+pub fn accepts_ranked<E, P, T, O>(
+    variants: &[Variant<P>],
+    ranking: &Ranking,
+    conditions: &Conditions<T, O>,
+    id: &str,
+    env: &E,
+) -> Option<Result<bool, Failure>>
+where
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
+    O: Fn(usize, &E) -> Operand,
+{
+    let v = variants.iter().position(|v| v.id == id)?;
+    Some(
+        first_failure(variants[v].when, conditions, env).and_then(|()| {
+            match standing(variants, ranking, v, conditions, env, true) {
+                Standing::Eligible => Ok(false),
+                Standing::Demoted => Ok(true),
+                Standing::Out(failure) => Err(failure),
+            }
+        }),
+    )
+}
+
 /// The `when` check of the variant `id`, for tools and tests that explain one variant.
 pub fn accepts<E, P, T, O>(
     variants: &[Variant<P>],
@@ -350,5 +481,53 @@ mod tests {
         assert_eq!(rejections[1].condition, "positive › n > -10");
         assert!(rejections[1].error.is_some());
         assert!(accepts(&VARIANTS, &CONDITIONS, "third", &Env { n: 1 }).is_none());
+    }
+
+    static RANKED: [Variant<u8>; 3] = [
+        Variant {
+            id: "wide",
+            when: &[Clause::Check("n > 0", &[0], 3)],
+            plan: 1,
+        },
+        Variant {
+            id: "even",
+            when: &[Clause::Check("n % 2 == 0", &[1], 1)],
+            plan: 2,
+        },
+        Variant {
+            id: "small",
+            when: &[Clause::Check("n < 4 or n % 2 == 0 and n < 100", &[0], 0)],
+            plan: 3,
+        },
+    ];
+
+    /// `wide` is demoted below 100; `small` is superseded by `even`.
+    static RANKING: Ranking = Ranking {
+        demote: &[&[Clause::Check("n < 100", &[0], 2)], &[], &[]],
+        superseded_by: &[&[], &[], &[1]],
+    };
+
+    fn ranked(n: i64) -> &'static str {
+        select_ranked("Op", &RANKED, &RANKING, &CONDITIONS, &Env { n })
+            .map(|v| v.id)
+            .unwrap_or("none")
+    }
+
+    #[test]
+    fn a_demoted_variant_yields_to_every_eligible_one_and_a_superseded_one_is_out() {
+        assert_eq!(ranked(101), "wide");
+        // Demoted: the next eligible variant wins, though it ranks lower.
+        assert_eq!(ranked(8), "even");
+        // `small` is superseded only while `even` is eligible.
+        assert_eq!(ranked(-3), "small");
+        // Nothing undemoted is eligible: the demoted variant is chosen.
+        assert_eq!(ranked(75), "wide");
+        let why = |id, n| accepts_ranked(&RANKED, &RANKING, &CONDITIONS, id, &Env { n });
+        assert!(matches!(why("wide", 5), Some(Ok(true))));
+        assert!(matches!(why("wide", 500), Some(Ok(false))));
+        let Some(Err(superseded)) = why("small", 4) else {
+            panic!("`small` is superseded by `even` at 4");
+        };
+        assert_eq!(superseded.path, ["supersededBy", "even"]);
     }
 }

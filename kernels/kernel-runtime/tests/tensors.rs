@@ -209,3 +209,115 @@ fn transfers_in_staging_chunks_round_trip() {
     ctx.set_staging_chunk_for_testing(None);
     assert_eq!(t.to_vec(&ctx).unwrap(), data);
 }
+
+/// `int32` tensors are stored as themselves: every value survives, the extremes included.
+#[test]
+fn i32_round_trip() {
+    let ctx = test_support::context();
+    let data = [i32::MIN, -1, 0, 1, i32::MAX];
+    let t = Tensor::from_slice(&ctx, &[5], &data).unwrap();
+    assert_eq!(t.dtype(), DType::I32);
+    assert_eq!(t.binding().size.map(u64::from), Some(20));
+    assert_eq!(t.to_vec(&ctx).unwrap(), data);
+}
+
+/// `int8` tensors are stored one sign-extended `i32` word per element (so an odd count needs
+/// no padding), and read back as the 8-bit values.
+#[test]
+fn i8_is_stored_sign_extended_and_read_back_narrowed() {
+    let ctx = test_support::context();
+    let data = [-128i8, -1, 0, 1, 127];
+    let t = Tensor::from_slice(&ctx, &[5], &data).unwrap();
+    assert_eq!(t.dtype(), DType::I8);
+    assert_eq!(t.numel(), 5);
+    assert_eq!(
+        t.binding().size.map(u64::from),
+        Some(20),
+        "4 bytes per element"
+    );
+    assert_eq!(t.to_vec(&ctx).unwrap(), data);
+    // The words a shader sees, read through an `i32` view of the same buffer.
+    let words = Tensor::<i32>::from_buffer(&ctx, t.buffer(), 0, &[5]).unwrap();
+    assert_eq!(words.to_vec(&ctx).unwrap(), [-128, -1, 0, 1, 127]);
+}
+
+/// `uint8` tensors are stored one zero-extended `u32` word per element.
+#[test]
+fn u8_is_stored_zero_extended_and_read_back_narrowed() {
+    let ctx = test_support::context();
+    let data = [0u8, 1, 127, 128, 255];
+    let t = Tensor::from_slice(&ctx, &[5, 1], &data).unwrap();
+    assert_eq!(t.dtype(), DType::U8);
+    assert_eq!(t.to_vec(&ctx).unwrap(), data);
+    let words = Tensor::<u32>::from_buffer(&ctx, t.buffer(), 0, &[5]).unwrap();
+    assert_eq!(words.to_vec(&ctx).unwrap(), [0, 1, 127, 128, 255]);
+    let z = Tensor::<u8>::zeros(&ctx, &[3]).unwrap();
+    assert_eq!(z.binding().size.map(u64::from), Some(12));
+    assert_eq!(z.to_vec(&ctx).unwrap(), [0; 3]);
+}
+
+/// Readback keeps a word's low 8 bits (two's complement for `int8`): exact for words a kernel
+/// wrapped to 8 bits, and the C conversion for any other word.
+#[test]
+fn eight_bit_readback_keeps_the_low_byte_of_each_word() {
+    let ctx = test_support::context();
+    let words = Tensor::from_slice(&ctx, &[4], &[0x180i32, -129, 255, 0x7F]).unwrap();
+    let as_i8 = Tensor::<i8>::from_buffer(&ctx, words.buffer(), 0, &[4]).unwrap();
+    assert_eq!(as_i8.to_vec(&ctx).unwrap(), [-128, 127, -1, 127]);
+    let words = Tensor::from_slice(&ctx, &[3], &[0x1FFu32, 256, 0x80]).unwrap();
+    let as_u8 = Tensor::<u8>::from_buffer(&ctx, words.buffer(), 0, &[3]).unwrap();
+    assert_eq!(as_u8.to_vec(&ctx).unwrap(), [255, 0, 128]);
+}
+
+/// Untyped integer tensors upload exactly the values asked for (the extremes of each dtype)
+/// and read back as `f64`; anything non-integral or outside the range is an error naming the
+/// element.
+#[test]
+fn any_tensor_integers_round_trip_and_reject_what_does_not_fit() {
+    let ctx = test_support::context();
+    let cases: [(DType, &[f64]); 4] = [
+        (DType::I32, &[-2_147_483_648.0, -1.0, 0.0, 2_147_483_647.0]),
+        (DType::I8, &[-128.0, -1.0, 0.0, 127.0]),
+        (DType::U8, &[0.0, 1.0, 128.0, 255.0]),
+        (DType::U32, &[0.0, 1.0, 4_294_967_295.0, 7.0]),
+    ];
+    for (dtype, values) in cases {
+        let t = AnyTensor::from_f64(&ctx, dtype, &[2, 2], values).unwrap();
+        assert_eq!(t.dtype(), dtype);
+        assert_eq!(t.shape(), [2, 2]);
+        assert_eq!(t.numel(), 4);
+        assert_eq!(t.binding().size.map(u64::from), Some(16), "{dtype}");
+        assert_eq!(t.to_f64_vec(&ctx).unwrap(), values, "{dtype}");
+        let z = AnyTensor::zeros(&ctx, dtype, &[3]).unwrap();
+        assert_eq!(z.dtype(), dtype);
+        assert_eq!(z.to_f64_vec(&ctx).unwrap(), [0.0; 3], "{dtype}");
+    }
+    let rejected: [(DType, &[f64], usize, &str); 8] = [
+        (DType::I8, &[0.0, 128.0], 1, "128"),
+        (DType::I8, &[-129.0], 0, "-129"),
+        (DType::U8, &[5.0, 6.0, 256.0], 2, "256"),
+        (DType::U8, &[-1.0], 0, "-1"),
+        (DType::U8, &[0.5], 0, "0.5"),
+        (DType::I32, &[2_147_483_648.0], 0, "2147483648"),
+        (DType::I32, &[f64::NAN], 0, "NaN"),
+        (DType::U32, &[-1.0], 0, "-1"),
+    ];
+    for (dtype, values, at, text) in rejected {
+        match AnyTensor::from_f64(&ctx, dtype, &[values.len()], values) {
+            Err(RuntimeError::IntegerRange {
+                dtype: d,
+                index,
+                value,
+                ..
+            }) => {
+                assert_eq!((d, index, value.as_str()), (dtype, at, text));
+            }
+            other => panic!("{dtype} {values:?}: {other:?}"),
+        }
+    }
+    let err = AnyTensor::from_f64(&ctx, DType::I8, &[1], &[200.0]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "int8 element 0 = 200 is not an integer in -128..=127"
+    );
+}

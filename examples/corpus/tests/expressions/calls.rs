@@ -71,14 +71,10 @@ fn render_file(cases: &[Case], results: &[String]) -> String {
     out
 }
 
+/// A dtype as the calls spell it: a WGSL scalar (`f32`, `i32`), or the ONNX name for the
+/// dtypes no scalar names alone (`int8`, `uint8`).
 fn dtype(name: &str) -> Result<DType, String> {
-    match name {
-        "f32" => Ok(DType::F32),
-        "f16" => Ok(DType::F16),
-        "u32" => Ok(DType::U32),
-        "i64" => Ok(DType::I64),
-        _ => Err(format!("unknown dtype `{name}`")),
-    }
+    DType::parse(name).ok_or_else(|| format!("unknown dtype `{name}`"))
 }
 
 fn device(spec: &str) -> Result<DeviceCaps, String> {

@@ -134,12 +134,103 @@ fn mixed_dispatch_forms_are_refused() {
 
 #[test]
 fn a_hub_manifest_is_recognised_by_its_inputs_map() {
-    let problems = super::super::read(SMALL).expect_err("not compiled yet");
-    assert_eq!(
-        problems,
-        vec![(String::new(), super::super::HUB_NOT_COMPILED.to_owned())]
-    );
+    let declared = super::super::read(SMALL).expect("reads");
+    assert_eq!(declared.dialect, super::super::Dialect::Hub);
     let broken = SMALL.replacen(r#""onnx": "input""#, r#""onx": "input""#, 1);
     let problems = super::super::read(&broken).expect_err("does not parse");
     assert_eq!(problems[0].0, "inputs.x.onx");
+}
+
+#[test]
+fn the_declaration_resolves_bindings_dispatch_and_requirements_as_the_runtime_does() {
+    let declared = super::super::read(SMALL).expect("reads");
+    assert_eq!(declared.derive["dims"], "[(dim(shapes.x, 0)), (1)]");
+    assert_eq!(declared.derive["wide"], "true");
+    let variant = &declared.variants[0];
+    assert_eq!(
+        variant.when,
+        ["count > 0", "device.features.has(\"subgroups\")"]
+    );
+    assert_eq!(variant.tunables["WORKGROUP_SIZE"], 128);
+    let bindings = |p: usize| match &variant.passes[p].bindings {
+        super::super::BindingsRef::Inline(list) => list.clone(),
+        super::super::BindingsRef::Set(set) => panic!("a set {set}"),
+    };
+    // (WGSL name, arg, semantic, access, element type)
+    let shown: Vec<_> = bindings(0)
+        .into_iter()
+        .chain(bindings(1))
+        .map(|b| {
+            (
+                b.name,
+                b.arg.unwrap_or_default(),
+                b.semantic,
+                b.buffer.ty,
+                b.element_type.unwrap_or_default(),
+            )
+        })
+        .collect();
+    let row = |n: &str, a: &str, s: &str, t: &str, e: &str| {
+        (
+            n.to_owned(),
+            a.to_owned(),
+            s.to_owned(),
+            t.to_owned(),
+            e.to_owned(),
+        )
+    };
+    assert_eq!(
+        shown,
+        [
+            row("x", "x", "x", "read-only-storage", "$T"),
+            row("partial", "", "partial", "storage", "f32"),
+            row("params", "", "kernel.params", "uniform", ""),
+            row("y", "y", "y", "storage", "$T"),
+        ]
+    );
+    let dispatch = |p: usize| -> Vec<String> {
+        ["x", "y", "z"]
+            .iter()
+            .map(|k| {
+                variant.passes[p].dispatch[*k]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_owned()
+            })
+            .collect()
+    };
+    assert_eq!(dispatch(0), ["ceilDiv(count, 64)", "1", "1"]);
+    assert_eq!(
+        dispatch(1),
+        [
+            "min(ceilDiv(count, 64), 65535)",
+            "ceilDiv(ceilDiv(count, 64), 65535)",
+            "1"
+        ]
+    );
+    assert_eq!(dispatch(2), ["min((4), 65535)", "ceilDiv((4), 65535)", "1"]);
+    assert_eq!(variant.passes[1].source.inputs["op"], "\"copy\"");
+}
+
+#[test]
+fn a_binding_naming_nothing_the_variant_has_is_an_error_at_its_path() {
+    let broken = SMALL.replacen(r#"{"name": "partial", "#, r#"{"name": "partials", "#, 1);
+    let problems = super::super::read(&broken).expect_err("unknown target");
+    assert_eq!(problems[0].0, "variants[0].passes[0].bindings[1]");
+    assert!(
+        problems[0]
+            .1
+            .contains("`partials` is neither a port's bind key nor an intermediate"),
+        "{}",
+        problems[0].1
+    );
+    let broken = SMALL.replacen(r#"["x", {"#, r#"["xs", {"#, 1);
+    let problems = super::super::read(&broken).expect_err("unknown handle");
+    assert_eq!(
+        problems[0],
+        (
+            "variants[0].passes[0].bindings[0]".to_owned(),
+            "unknown binding handle `xs` (known: x, params)".to_owned()
+        )
+    );
 }

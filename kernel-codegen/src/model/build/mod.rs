@@ -23,6 +23,11 @@ use attrs::{Sources, build_attributes, scalar_args};
 use scope::{OpScope, check_expr, expect_type, expr_diagnostic, literal_source};
 use variants::build_variants;
 
+/// The ONNX names of every dtype, for messages.
+fn known_dtypes() -> String {
+    DType::ALL.map(DType::onnx_name).join(", ")
+}
+
 /// A type variable and the dtypes it allows, each a known dtype, at least one.
 fn type_var(file: &str, name: &str, allowed: &[String], out: &mut Diagnostics) -> TypeVar {
     let path = format!("typeConstraints.{name}");
@@ -42,7 +47,7 @@ fn type_var(file: &str, name: &str, allowed: &[String], out: &mut Diagnostics) -
             None => out.push(Diagnostic::new(
                 file,
                 &path,
-                format!("unknown dtype `{dtype}` (known: float32, float16, uint32, int64)"),
+                format!("unknown dtype `{dtype}` (known: {})", known_dtypes()),
             )),
         }
     }
@@ -73,7 +78,7 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         type_vars,
         inputs: Vec::new(),
         outputs: Vec::new(),
-        attributes: if manifest.dialect == crate::manifest::Dialect::V1 {
+        attributes: if manifest.dialect.is_jinja() {
             let mut attributes = scalar_args(manifest);
             if !manifest.attributes.is_empty() {
                 attributes.extend(build_attributes(file, manifest, &sources, &mut diagnostics));
@@ -90,6 +95,7 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         templates: match manifest.dialect {
             crate::manifest::Dialect::Seed => TemplateConvention::SEED,
             crate::manifest::Dialect::V1 => TemplateConvention::LOADER,
+            crate::manifest::Dialect::Hub => TemplateConvention::HUB,
         },
     };
     for (name, value) in &manifest.tunables {
@@ -361,6 +367,7 @@ fn build_derives(
             derived: &types,
             dialect: manifest.dialect,
             locals: HashMap::new(),
+            tunables: HashMap::new(),
             failed: Default::default(),
         };
         match check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics) {
@@ -434,6 +441,7 @@ fn check_output_exprs(
             derived,
             dialect: manifest.dialect,
             locals: HashMap::new(),
+            tunables: HashMap::new(),
             failed: Default::default(),
         };
         let shape = decl.shape.as_deref().and_then(|source| {
@@ -488,8 +496,14 @@ pub fn namespace_value(op: &Op, name: &str) -> Option<crate::model::TemplateValu
     let scope = OpScope {
         op,
         derived: &types,
-        dialect: expr::Dialect::V1,
+        // The op's own dialect, as far as the convention says: both read these names alike.
+        dialect: if op.templates.derives_visible {
+            expr::Dialect::Hub
+        } else {
+            expr::Dialect::V1
+        },
         locals: HashMap::new(),
+        tunables: HashMap::new(),
         failed: Default::default(),
     };
     let mut ignored = Diagnostics::default();
@@ -507,5 +521,6 @@ pub fn namespace_value(op: &Op, name: &str) -> Option<crate::model::TemplateValu
         expr,
         class,
         domain: None,
+        axis_of: None,
     })
 }

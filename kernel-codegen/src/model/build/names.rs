@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::manifest::{Dialect, Manifest};
+use crate::manifest::Manifest;
 use crate::model::{Op, snake_ident};
 
 /// Names the generated module defines or uses unqualified, which a type variable (a generic
@@ -280,7 +280,7 @@ pub fn check(file: &str, manifest: &Manifest, op: &Op, out: &mut Diagnostics) {
     let mut attributes = Namespace::new("attribute");
     for attribute in &op.attributes {
         let name = &attribute.name;
-        let path = if manifest.dialect == Dialect::V1 && manifest.scalars.contains_key(name) {
+        let path = if manifest.dialect.is_jinja() && manifest.scalars.contains_key(name) {
             format!("args.{name}")
         } else if manifest.attributes.contains_key(name) {
             format!("attributes.{name}")

@@ -26,6 +26,9 @@ pub struct OpScope<'a> {
     /// the constant's expression, so the compiled code and the interpreter need no names of
     /// their own for them.
     pub locals: HashMap<String, expr::Ir>,
+    /// The variant's own values of tunables (the Hub dialect's variant `tunables`), which its
+    /// expressions after `when` read instead of the op's.
+    pub tunables: HashMap<String, i64>,
     /// Template values whose expressions failed (already reported): what names one is not
     /// reported again.
     pub failed: BTreeSet<String>,
@@ -138,14 +141,27 @@ impl OpScope<'_> {
     }
 }
 
-/// `ir` with each reference to a variant constant replaced by the constant's expression,
-/// pointing at the reference.
-fn inline_locals(ir: expr::Ir, locals: &HashMap<String, expr::Ir>) -> expr::Ir {
-    if locals.is_empty() {
-        return ir;
-    }
+/// `ir` with each reference to a variant constant replaced by the constant's expression, and
+/// each to a tunable by its value (the variant's own where it sets one), pointing at the
+/// reference.
+fn inline_locals(ir: expr::Ir, scope: &OpScope<'_>) -> expr::Ir {
     ir.replace_symbols(&|symbol, span| match symbol {
-        Symbol::Derived(name) => locals.get(name).map(|value| value.clone().respanned(span)),
+        Symbol::Derived(name) => {
+            (scope.locals.get(name)).map(|value| value.clone().respanned(span))
+        }
+        // A tunable is a number fixed at build time: its literal, so that folds such as
+        // `min(256, max(64, x))` into a clamp see it.
+        Symbol::Tunable(name) => {
+            let (kind, ty) = match scope.tunables.get(name) {
+                Some(&value) => (expr::IrKind::Int(value), Type::Int),
+                None => match scope.op.tunable(name)? {
+                    expr::Value::Int(value) => (expr::IrKind::Int(value), Type::Int),
+                    expr::Value::Float(value) => (expr::IrKind::Float(value), Type::Float),
+                    _ => return None,
+                },
+            };
+            Some(expr::Ir { kind, ty, span })
+        }
         _ => None,
     })
 }
@@ -167,7 +183,7 @@ pub fn check_expr(
     };
     match expr::check(&parsed, scope) {
         Ok(ir) => Some(Expr {
-            ir: inline_locals(ir, &scope.locals),
+            ir: inline_locals(ir, scope),
             source: source.to_owned(),
             path: path.to_owned(),
         }),

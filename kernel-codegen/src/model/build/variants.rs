@@ -7,12 +7,15 @@ use serde_json::Value;
 
 use super::scope::{OpScope, check_expr, expect_type, literal_source};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::expr::builtins::Builtin;
 use crate::expr::{Dialect, Type};
+use crate::expr::{Ir, IrKind};
 use crate::manifest::{BindingDecl, BindingsRef, Manifest, VariantDecl};
+use crate::model::domains::{self, Pin};
 use crate::model::statics::is_static;
 use crate::model::{
-    Access, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr, Intermediate, Op,
-    OverrideType, ParamField, ParamsStruct, Pass, TemplateValue, Variant,
+    Access, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr, Intermediate,
+    LIST_AXES, Op, OverrideType, ParamField, ParamsStruct, Pass, TemplateValue, Variant,
 };
 
 struct Cx<'a> {
@@ -27,7 +30,7 @@ impl Cx<'_> {
         let mut expr = check_expr(self.file, path, source, &self.scope, self.diagnostics)?;
         // `/` is true division in the `schemaVersion: 1` dialect, so counts and integer
         // fields are often Floats there: they must be whole (checked when evaluated).
-        if expected == Type::Int && self.scope.dialect == Dialect::V1 {
+        if expected == Type::Int && self.scope.dialect.is_jinja() {
             expr.ir = crate::expr::to_int(expr.ir);
         }
         expect_type(self.file, &expr, expected, self.diagnostics)
@@ -55,6 +58,7 @@ pub fn build_variants(
             derived,
             dialect: manifest.dialect,
             locals: HashMap::new(),
+            tunables: HashMap::new(),
             failed: BTreeSet::new(),
         },
         diagnostics,
@@ -66,7 +70,37 @@ pub fn build_variants(
     }
     check_unused_binding_sets(&mut cx);
     variants.sort_by_key(|variant| std::cmp::Reverse(variant.priority));
+    check_superseding(&mut cx, &variants);
     variants
+}
+
+/// Each variant a `supersededBy` names exists and ranks before the variant it supersedes:
+/// the runtime would otherwise never prefer it.
+fn check_superseding(cx: &mut Cx<'_>, variants: &[Variant]) {
+    for (v, decl) in cx.manifest.variants.iter().enumerate() {
+        let rank = |id: &str| variants.iter().position(|variant| variant.id == id);
+        let own = rank(&decl.id);
+        for (i, id) in decl.superseded_by.iter().enumerate() {
+            let path = format!("variants[{v}].supersededBy[{i}]");
+            match (rank(id), own) {
+                (None, _) => {
+                    let known: Vec<&str> = variants.iter().map(|v| v.id.as_str()).collect();
+                    cx.error(
+                        path,
+                        format!("unknown variant `{id}` (known: {})", known.join(", ")),
+                    );
+                }
+                (Some(theirs), Some(own)) if theirs >= own => cx.error(
+                    path,
+                    format!(
+                        "`{id}` ranks after `{}` (priority {} against {}), so it could never be preferred to it",
+                        decl.id, variants[theirs].priority, decl.priority
+                    ),
+                ),
+                _ => {}
+            }
+        }
+    }
 }
 
 fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
@@ -79,17 +113,43 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         .enumerate()
         .filter_map(|(i, source)| cx.expr(&format!("{base}.when[{i}]"), source, Type::Bool))
         .collect();
-    let required_features = crate::model::domains::required_features(&when);
+    // The variant's tunables are merged in after its `when`, before its derives.
+    cx.scope.tunables.clear();
+    for (name, value) in &decl.tunables {
+        if cx.scope.op.tunable(name).is_some() {
+            cx.scope.tunables.insert(name.clone(), *value);
+        } else {
+            let known: Vec<&str> = (cx.scope.op.tunables.iter())
+                .map(|(n, _)| n.as_str())
+                .collect();
+            cx.error(
+                format!("{base}.tunables.{name}"),
+                format!("unknown tunable `{name}` (known: {})", known.join(", ")),
+            );
+        }
+    }
+    let required_features = domains::required_features(&when);
     // A declared set for an argument is a `when` clause the hints added, so it bounds the
     // argument as any clause does.
-    let bounds = crate::model::domains::when_bounds(cx.scope.op, &when);
-    let constants = template_values(
+    let bounds = domains::when_bounds(cx.scope.op, &when);
+    let mut constants = template_values(
         cx,
         &format!("{base}.constants"),
         &decl.constants,
         &bounds,
+        &required_features,
         true,
     );
+    constants.extend(derives_as_elements(
+        cx,
+        &base,
+        decl,
+        &bounds,
+        &required_features,
+    ));
+    let demote_when: Vec<Expr> = (decl.demote_when.iter().enumerate())
+        .filter_map(|(i, source)| cx.expr(&format!("{base}.demoteWhen[{i}]"), source, Type::Bool))
+        .collect();
     let intermediates: Vec<Intermediate> = decl
         .intermediates
         .iter()
@@ -114,12 +174,16 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
     let mut passes = Vec::new();
     for (p, pass) in decl.passes.iter().enumerate() {
         let path = format!("{base}.passes[{p}]");
+        // The Hub dialect's pass `derive` is seen by the pass's bindings and dispatch too, and
+        // by no other pass.
+        let variant_locals = cx.scope.locals.clone();
         let inputs = template_values(
             cx,
             &format!("{path}.source.inputs"),
             &pass.source.inputs,
             &bounds,
-            false,
+            &required_features,
+            cx.scope.dialect == Dialect::Hub,
         );
         let bindings = match &pass.bindings {
             BindingsRef::Set(name) => match cx.manifest.binding_sets.get(name) {
@@ -155,6 +219,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         let Some(dispatch) = build_dispatch(cx, &format!("{path}.dispatch"), &pass.dispatch) else {
             continue;
         };
+        cx.scope.locals = variant_locals;
         passes.push(Pass {
             id: pass.id.clone(),
             label: pass.name.clone(),
@@ -169,6 +234,12 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         description: decl.description.clone(),
         priority: decl.priority,
         when,
+        demote_when,
+        superseded_by: decl.superseded_by.clone(),
+        tunables: (decl.tunables.iter())
+            .filter(|(name, _)| cx.scope.tunables.contains_key(*name))
+            .map(|(name, value)| (name.clone(), crate::expr::Value::Int(*value)))
+            .collect(),
         constants,
         intermediates,
         passes,
@@ -197,6 +268,7 @@ fn template_values(
     base: &str,
     values: &IndexMap<String, Value>,
     bounds: &crate::model::Bounds,
+    features: &[String],
     visible: bool,
 ) -> Vec<TemplateValue> {
     let mut out = Vec::new();
@@ -219,7 +291,7 @@ fn template_values(
         // A value no override can carry (a string) is built per value where `when` (or a set
         // the hints declare) bounds what it reads.
         let symbols = expr.ir.symbols();
-        let class = if expr.ir.ty == Type::Bool
+        let mut class = if expr.ir.ty == Type::Bool
             || is_static(cx.scope.op, &symbols)
             || (!expr.ir.ty.is_numeric()
                 && crate::model::statics::is_bounded(cx.scope.op, bounds, &symbols))
@@ -228,6 +300,46 @@ fn template_values(
         } else {
             Class::Dynamic
         };
+        if class == Class::Dynamic && expr.ir.ty == Type::List {
+            // One override per axis; templates read the list by its name.
+            if visible {
+                cx.scope.locals.insert(name.clone(), expr.ir.clone());
+            }
+            out.extend(list_axes(name, &expr));
+            continue;
+        }
+        // A string known per call with a few values (a conditional between strings): a shader
+        // per value, each call picking its own.
+        let mut domain = None;
+        if class == Class::Dynamic && !expr.ir.ty.is_numeric() {
+            let probe = Variant {
+                id: String::new(),
+                description: String::new(),
+                priority: 0,
+                when: Vec::new(),
+                demote_when: Vec::new(),
+                superseded_by: Vec::new(),
+                tunables: Vec::new(),
+                constants: Vec::new(),
+                intermediates: Vec::new(),
+                passes: Vec::new(),
+                required_features: features.to_vec(),
+                specialise: Default::default(),
+                bounds: bounds.clone(),
+            };
+            let probe_value = TemplateValue {
+                name: name.clone(),
+                override_type: OverrideType::of(expr.ir.ty),
+                expr: expr.clone(),
+                class,
+                domain: None,
+                axis_of: None,
+            };
+            if let Ok(Pin::Values(values)) = domains::pin(cx.scope.op, &probe, &probe_value, None) {
+                class = Class::Static;
+                domain = Some(values);
+            }
+        }
         if class == Class::Dynamic && !matches!(expr.ir.ty, Type::Int | Type::Float) {
             let names: Vec<String> = expr.ir.symbols().iter().map(ToString::to_string).collect();
             cx.error(
@@ -248,10 +360,86 @@ fn template_values(
             override_type: OverrideType::of(expr.ir.ty),
             expr,
             class,
-            domain: None,
+            domain,
+            axis_of: None,
         });
     }
     out
+}
+
+/// The manifest's derives a Hub binding names as its element type (`"$vectorScalar"`), which
+/// no variant or pass value of the name shadows: values of the variant, so that the element
+/// type is known per shader as a constant's is.
+fn derives_as_elements(
+    cx: &mut Cx<'_>,
+    base: &str,
+    decl: &VariantDecl,
+    bounds: &crate::model::Bounds,
+    features: &[String],
+) -> Vec<TemplateValue> {
+    if cx.scope.dialect != Dialect::Hub {
+        return Vec::new();
+    }
+    let mut named = IndexMap::new();
+    for pass in &decl.passes {
+        let BindingsRef::Inline(list) = &pass.bindings else {
+            continue;
+        };
+        let names = list
+            .iter()
+            .filter_map(|b| b.element_type.as_deref()?.strip_prefix('$'));
+        for name in names {
+            let derived = cx.scope.op.derives.iter().any(|d| d.name == name)
+                || cx.scope.derived.contains_key(name);
+            if derived
+                && cx.scope.op.type_var(name).is_none()
+                && !decl.constants.contains_key(name)
+                && !pass.source.inputs.contains_key(name)
+            {
+                named.insert(name.to_owned(), Value::String(name.to_owned()));
+            }
+        }
+    }
+    template_values(
+        cx,
+        &format!("{base}.derive"),
+        &named,
+        bounds,
+        features,
+        false,
+    )
+}
+
+/// The values a list known per call reaches the shader as: axis `i` of [`LIST_AXES`], the
+/// list right-aligned (`alignedDim`), each a `u32` override.
+fn list_axes(name: &str, list: &Expr) -> Vec<TemplateValue> {
+    let span = list.ir.span;
+    let int = |v: usize| Ir {
+        kind: IrKind::Int(i64::try_from(v).unwrap_or(i64::MAX)),
+        ty: Type::Int,
+        span,
+    };
+    (0..LIST_AXES)
+        .map(|axis| TemplateValue {
+            name: format!("{name}_axis{axis}"),
+            expr: Expr {
+                ir: Ir {
+                    kind: IrKind::Call(
+                        Builtin::AlignedDim,
+                        vec![list.ir.clone(), int(axis), int(LIST_AXES)],
+                    ),
+                    ty: Type::Int,
+                    span,
+                },
+                source: list.source.clone(),
+                path: list.path.clone(),
+            },
+            class: Class::Dynamic,
+            domain: None,
+            override_type: OverrideType::U32,
+            axis_of: Some((name.to_owned(), axis)),
+        })
+        .collect()
 }
 
 /// The arg a tensor binding names: its `arg`, else (the field is optional) the tensor arg of
@@ -279,6 +467,8 @@ fn build_bindings(
     inputs: &[TemplateValue],
 ) -> Vec<Binding> {
     let op = cx.scope.op;
+    // `$name` element types read the variant's values and the pass's.
+    let element_values: Vec<TemplateValue> = constants.iter().chain(inputs).cloned().collect();
     let mut out = Vec::new();
     for (i, decl) in decls.iter().enumerate() {
         let path = format!("{base}[{i}]");
@@ -426,12 +616,11 @@ fn build_bindings(
             .and_then(|ty| ty.strip_suffix('>'))
             .map(str::trim);
         if let Some(inner) = atomic_inner {
-            if inner != "u32" {
+            // WGSL has atomics of the two 32-bit integer scalars only.
+            if inner != "u32" && inner != "i32" {
                 cx.error(
                     format!("{path}.elementType"),
-                    format!(
-                        "atomic bindings hold `u32` (tensors have no i32 dtype), not `{inner}`"
-                    ),
+                    format!("atomic bindings hold `u32` or `i32`, not `{inner}`"),
                 );
                 continue;
             }
@@ -450,7 +639,7 @@ fn build_bindings(
                 cx.error(&path, "storage bindings need an `elementType`");
                 continue;
             }
-            (Some(ty), false) => match resolve_element(op, constants, ty) {
+            (Some(ty), false) => match resolve_element(op, &element_values, ty) {
                 Ok(element) => Some(element),
                 Err(message) => {
                     cx.error(format!("{path}.elementType"), message);
@@ -526,13 +715,16 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
                 "`${name}` must name a static dtype or element-type constant"
             )),
             None => Err(format!(
-                "`${name}` is neither a type variable nor a constant of this variant"
+                "`${name}` is neither a type variable nor a value of this variant or pass"
             )),
         };
     }
+    // A binding's element type is a WGSL scalar, which `parse_element` also reads as an ONNX
+    // name; `int64` has no WGSL scalar (such tensors are bound as `u32`), and `int8`/`uint8`
+    // are bound as the `i32`/`u32` words they are stored in, so those are named that way.
     match crate::model::parse_element(ty) {
-        Some((DType::I64, _)) | None => Err(format!(
-            "unsupported element type `{ty}` (known: f32, f16, u32, vec2<…>, vec4<…> of them, atomic<u32>, $<type variable>, $<constant>)"
+        Some((DType::I64 | DType::I8 | DType::U8, _)) | None => Err(format!(
+            "unsupported element type `{ty}` (known: f32, f16, u32, i32, vec2<…>, vec4<…> of them, atomic<u32>, atomic<i32>, $<type variable>, $<constant>; int8 and uint8 tensors are bound as i32 and u32)"
         )),
         Some((dtype, lanes)) => Ok(ElementType::Fixed(dtype, lanes)),
     }
@@ -603,6 +795,7 @@ fn check_unused_binding_sets(cx: &mut Cx<'_>) {
         "variants[0].constants",
         &first.constants,
         &Default::default(),
+        &[],
         true,
     );
     for (name, list) in unused {
