@@ -24,7 +24,7 @@ pub enum HostTensor {
 }
 
 impl HostTensor {
-    fn float(dtype: DType, shape: &[usize], values: Vec<f64>) -> Self {
+    pub(crate) fn float(dtype: DType, shape: &[usize], values: Vec<f64>) -> Self {
         HostTensor::Float {
             dtype,
             shape: shape.to_vec(),
@@ -50,7 +50,7 @@ impl HostTensor {
 /// One case of one op.
 #[derive(Debug, Clone)]
 pub struct Case {
-    /// The op's qualified name, as in `kernels::OPS`.
+    /// The op's qualified name, as in [`crate::ops`].
     pub op: &'static str,
     pub name: &'static str,
     /// The output's shape and dtype.
@@ -73,7 +73,7 @@ impl Case {
 
     /// The generated op the case runs.
     pub fn entry(&self) -> Option<&'static OpEntry> {
-        kernels::OPS.iter().find(|e| e.qualified_name == self.op)
+        crate::ops().find(|e| e.qualified_name == self.op)
     }
 
     /// Uploads every input.
@@ -172,6 +172,7 @@ pub fn all() -> Result<Vec<Case>> {
             },
         )?);
     }
+    cases.extend(crate::cases_onnx::all()?);
     Ok(cases)
 }
 
@@ -320,7 +321,7 @@ fn mrope(name: &'static str, dtype: DType, setup: MropeSetup) -> Result<Case> {
     })
 }
 
-fn round_dtype(dtype: DType, data: &[f64]) -> Vec<f64> {
+pub(crate) fn round_dtype(dtype: DType, data: &[f64]) -> Vec<f64> {
     match dtype {
         DType::F16 => round_to::<half::f16>(data),
         _ => round_to::<f32>(data),

@@ -4,6 +4,7 @@
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod cases;
+mod cases_onnx;
 pub mod data;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod inference_loop;
@@ -13,3 +14,9 @@ pub mod reference;
 pub mod run_op;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod run_op_files;
+
+/// Every op the tools know: the seed packages' (`kernels`) and the Hub's (`hub`, when its
+/// manifests were found at build time).
+pub fn ops() -> impl Iterator<Item = &'static kernel_runtime::registry::OpEntry> {
+    kernels::OPS.iter().chain(hub::ops())
+}

@@ -96,17 +96,14 @@ pub struct Done {
 /// Runs the op as `args` say. The device is made in `ctx` on first need (after the files and
 /// attributes are read), so one device can serve many calls.
 pub fn run(args: &Args, ctx: &OnceLock<Context>) -> Result<Done, Failure> {
-    let entry = kernels::OPS
-        .iter()
-        .find(|e| e.matches(&args.op))
-        .ok_or_else(|| {
-            let known: Vec<&str> = kernels::OPS.iter().map(|e| e.qualified_name).collect();
-            Failure::Usage(format!(
-                "unknown op `{}` (known: {})",
-                args.op,
-                known.join(", ")
-            ))
-        })?;
+    let entry = crate::ops().find(|e| e.matches(&args.op)).ok_or_else(|| {
+        let known: Vec<&str> = crate::ops().map(|e| e.qualified_name).collect();
+        Failure::Usage(format!(
+            "unknown op `{}` (known: {})",
+            args.op,
+            known.join(", ")
+        ))
+    })?;
     let attrs = parse_attrs(&args.attrs)?;
     run_op_files::check_output(&args.output, &[&args.inputs]).map_err(Failure::Usage)?;
     let bytes = run_op_files::read_input(&args.inputs).map_err(Failure::Usage)?;
@@ -185,7 +182,7 @@ fn ignored_tensors(entry: &OpEntry, file: &SafeTensors<'_>, path: &std::path::Pa
     names.sort_unstable();
     names
         .into_iter()
-        .filter(|name| !entry.inputs.iter().any(|r| r.role == *name))
+        .filter(|name| !entry.inputs.iter().any(|r| r.is_named(name)))
         .map(|name| {
             format!(
                 "ignoring tensor `{name}` of {}: not an input of {}",
@@ -205,21 +202,30 @@ fn upload_inputs(
     let names = file.names();
     let mut tensors = Vec::new();
     for role in entry.inputs {
-        let view = file.tensor(role.role).map_err(|_| {
-            Failure::Usage(format!(
-                "{} has no tensor `{}` (has: {}); {} needs {}",
-                path.display(),
-                role.role,
-                names.join(", "),
-                entry.name,
-                entry
-                    .inputs
-                    .iter()
-                    .map(|r| r.role)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
+        // By its role (the Hub's bind key) or its ONNX name.
+        let view = (file.tensor(role.role))
+            .or_else(|e| {
+                if role.onnx.is_empty() {
+                    Err(e)
+                } else {
+                    file.tensor(role.onnx)
+                }
+            })
+            .map_err(|_| {
+                Failure::Usage(format!(
+                    "{} has no tensor `{}` (has: {}); {} needs {}",
+                    path.display(),
+                    role.role,
+                    names.join(", "),
+                    entry.name,
+                    entry
+                        .inputs
+                        .iter()
+                        .map(|r| r.role)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?;
         let shape = view.shape();
         let data = view.data();
         let bad_dtype = |want: &str| {

@@ -28,7 +28,7 @@ pub struct CompileTime {
 /// Compiles every shader the adapter can run, one at a time on a fresh device per op.
 pub fn measure(options: &ContextOptions) -> Result<Vec<CompileTime>> {
     let mut times = Vec::new();
-    for entry in kernels::OPS {
+    for entry in crate::ops() {
         let ctx = Context::with_options(options)?;
         for shader in entry.shaders.shaders() {
             if !shader.features.iter().all(|f| ctx.caps().has_feature(f)) {
@@ -74,7 +74,7 @@ pub fn print(times: &[CompileTime]) {
             t.ms
         );
     }
-    for entry in kernels::OPS {
+    for entry in crate::ops() {
         let of_op: Vec<&CompileTime> = times.iter().filter(|t| t.op == entry.name).collect();
         let total: f64 = of_op.iter().map(|t| t.ms).sum();
         let slowest = of_op.iter().map(|t| t.ms).fold(0.0, f64::max);

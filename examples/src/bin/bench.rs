@@ -195,8 +195,7 @@ fn main() -> Result<()> {
     };
     let mut jobs = Vec::new();
     for file in &files {
-        let entry = kernels::OPS
-            .iter()
+        let entry = examples::ops()
             .find(|e| e.qualified_name == file.op)
             .with_context(|| format!("bench file for unknown op `{}`", file.op))?;
         for case in &file.cases {

@@ -42,7 +42,7 @@ fn run() -> Result<bool> {
     );
     let all = cases::all()?;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for entry in kernels::OPS {
+    for entry in examples::ops() {
         let op_cases: Vec<&cases::Case> = all
             .iter()
             .filter(|c| c.op == entry.qualified_name)

@@ -111,8 +111,7 @@ pub async fn run_all(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row))
         on_row(&row);
         rows.push(row);
     }
-    let unreached = kernels::OPS
-        .iter()
+    let unreached = examples::ops()
         .flat_map(|entry| {
             let rows = &rows;
             entry

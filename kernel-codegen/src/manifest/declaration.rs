@@ -47,6 +47,8 @@ pub struct TensorDecl {
     /// Whether the tensor may be left out (`optional: true` in the `schemaVersion: 1`
     /// dialect).
     pub optional: bool,
+    /// The ONNX name of the port where the manifest gives one (the Hub dialect's `onnx`).
+    pub onnx: Option<String>,
 }
 
 /// A scalar argument (`schemaVersion: 1`): `args.<name>` in expressions.

@@ -99,6 +99,7 @@ impl v1::Manifest {
                 .and_then(|s| shape_text(s, &path, problems)),
             description: p.description.clone(),
             optional: p.optional || optional_semantic(&p.role),
+            onnx: None,
         };
         let inputs = (self.inputs.iter().enumerate())
             .map(|(i, p)| port(p, format!("inputs[{i}].shape"), &mut problems))

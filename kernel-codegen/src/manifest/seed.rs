@@ -99,6 +99,7 @@ pub fn parse(text: &str) -> Result<super::Manifest, (String, String)> {
         shape: t.shape,
         description: t.description,
         optional: false,
+        onnx: None,
     };
     let pass = |p: Pass| super::PassDecl {
         id: p.id,

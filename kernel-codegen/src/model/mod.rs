@@ -83,6 +83,8 @@ pub struct Tensor {
     /// An output without a shape expression (`schemaVersion: 1`): the caller provides the
     /// tensor, and its shape is an input to the op's expressions.
     pub provided: bool,
+    /// The ONNX name of the port, where the manifest gives one (`"A"` for the Hub's `a`).
+    pub onnx: Option<String>,
 }
 
 /// How an attribute is represented in the generated Rust struct.

@@ -647,7 +647,9 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
     let role_info = |t: &Tensor| {
         let role = &t.role;
         let description = &t.description;
-        match (&t.storage, &t.dtype) {
+        // Tools accept a tensor by its ONNX name too.
+        let onnx = t.onnx.as_ref().map(|name| quote!(.with_onnx(#name)));
+        let info = match (&t.storage, &t.dtype) {
             (Storage::U32Checked, _) => quote!(rt::registry::RoleInfo::index(#role, #description)),
             (_, DTypeRef::Var(var)) => {
                 let allowed = op.type_var(var).map_or(&[][..], |t| t.allowed.as_slice());
@@ -666,7 +668,8 @@ fn entry(op: &Op, qualified: &str) -> TokenStream {
                 let d = format_ident!("{}", d.variant_name());
                 quote!(rt::registry::RoleInfo::fixed(#role, rt::DType::#d, #description))
             }
-        }
+        };
+        quote!(#info #onnx)
     };
     let inputs = op.inputs.iter().map(role_info);
     let outputs = op.outputs.iter().map(role_info);

@@ -42,9 +42,22 @@ pub struct RoleInfo {
     pub kind: TensorKind,
     /// The manifest's description.
     pub description: &'static str,
+    /// The tensor's ONNX name where the manifest gives one (`"A"` for the Hub's `a`), else
+    /// empty.
+    pub onnx: &'static str,
 }
 
 impl RoleInfo {
+    /// The same role, also known by its ONNX name.
+    pub const fn with_onnx(self, onnx: &'static str) -> Self {
+        Self { onnx, ..self }
+    }
+
+    /// Whether `name` is this role's name or its ONNX name.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.role == name || (!self.onnx.is_empty() && self.onnx == name)
+    }
+
     /// A floating-point tensor whose dtype is type variable `type_var` (empty for a fixed
     /// dtype).
     pub const fn float(
@@ -56,6 +69,7 @@ impl RoleInfo {
             role,
             kind: TensorKind::Float { type_var },
             description,
+            onnx: "",
         }
     }
 
@@ -71,6 +85,7 @@ impl RoleInfo {
             role,
             kind: TensorKind::TypeVar { type_var, allowed },
             description,
+            onnx: "",
         }
     }
 
@@ -88,6 +103,7 @@ impl RoleInfo {
             role,
             kind: TensorKind::Fixed(dtype),
             description,
+            onnx: "",
         }
     }
 
@@ -97,6 +113,7 @@ impl RoleInfo {
             role,
             kind: TensorKind::Index,
             description,
+            onnx: "",
         }
     }
 }

@@ -45,6 +45,7 @@ impl super::Manifest {
                 shape: None,
                 description: port.description.clone().unwrap_or_default(),
                 optional: port.optional,
+                onnx: port.onnx.clone(),
             });
         }
         let mut outputs = Vec::new();
@@ -67,6 +68,7 @@ impl super::Manifest {
                 shape: port.shape.clone(),
                 description: port.description.clone().unwrap_or_default(),
                 optional: port.optional,
+                onnx: port.onnx.clone(),
             });
         }
         // Clauses every variant needs: the manifest's `when`, then its `requires`.

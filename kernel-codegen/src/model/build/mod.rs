@@ -305,6 +305,7 @@ fn build_tensors(
             optional: decl.optional,
             in_place: false,
             provided,
+            onnx: decl.onnx.clone(),
         });
     }
     tensors

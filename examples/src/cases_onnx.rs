@@ -1,0 +1,129 @@
+//! The main job's cases of the Hub's `ai.onnx` ops (`Add`, `Softmax`, `MatMul`): shapes an
+//! inference engine runs, one or more per variant family, with float64 references from
+//! [`crate::reference::onnx`]. Present only when the `hub` crate found its manifests.
+
+use anyhow::Result;
+use kernel_runtime::DType;
+use kernel_runtime::support::AttrValue;
+
+use crate::cases::{Case, HostTensor, round_dtype};
+use crate::data::{DataRng, Tolerance};
+use crate::reference::onnx;
+
+/// The Hub ops' cases, when the `hub` crate has them.
+pub fn all() -> Result<Vec<Case>> {
+    let mut cases = Vec::new();
+    if !hub::PRESENT {
+        return Ok(cases);
+    }
+    for dtype in [DType::F32, DType::F16] {
+        cases.push(add(
+            "residual (same shape)",
+            dtype,
+            &[8, 512, 768],
+            &[8, 512, 768],
+        )?);
+        cases.push(add("bias (broadcast row)", dtype, &[8, 512, 768], &[768])?);
+        cases.push(add("odd broadcast", dtype, &[3, 1, 35], &[7, 1])?);
+        cases.push(softmax("attention rows", dtype, &[4, 12, 128, 128], -1)?);
+        cases.push(softmax("long rows", dtype, &[4, 70_000], -1)?);
+        cases.push(softmax("strided axis", dtype, &[8, 64, 96], 1)?);
+        cases.push(matmul("projection", dtype, &[256, 768], &[768, 768])?);
+        cases.push(matmul("batched", dtype, &[4, 64, 128], &[4, 128, 64])?);
+        cases.push(matmul("matrix × vector", dtype, &[512, 1024], &[1024])?);
+    }
+    cases.push(add("int8 wrap", DType::I8, &[1024, 256], &[256])?);
+    cases.push(add(
+        "int32 residual",
+        DType::I32,
+        &[1024, 256],
+        &[1024, 256],
+    )?);
+    Ok(cases)
+}
+
+/// Seeded values for `dtype`: floats in [-2, 2), integers over the type's range.
+fn values(rng: &mut DataRng, dtype: DType, len: usize) -> Vec<f64> {
+    let raw = rng.uniform(len, -1.0, 1.0);
+    match dtype {
+        DType::I8 => raw.iter().map(|x| (x * 127.0).round()).collect(),
+        DType::I32 => raw.iter().map(|x| (x * 1.0e6).round()).collect(),
+        _ => round_dtype(dtype, &raw.iter().map(|x| x * 2.0).collect::<Vec<_>>()),
+    }
+}
+
+fn tolerance(dtype: DType, f32_abs: f64, f16_abs: f64) -> Tolerance {
+    match dtype {
+        DType::F32 => Tolerance {
+            abs: f32_abs,
+            rel: f32_abs,
+        },
+        DType::F16 => Tolerance {
+            abs: f16_abs,
+            rel: f16_abs,
+        },
+        _ => Tolerance { abs: 0.0, rel: 0.0 },
+    }
+}
+
+fn add(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]) -> Result<Case> {
+    let mut rng = DataRng::new(11);
+    let a = values(&mut rng, dtype, a_shape.iter().product());
+    let b = values(&mut rng, dtype, b_shape.iter().product());
+    let sum = onnx::add(&a, a_shape, &b, b_shape)?;
+    // An 8-bit sum wraps, as the kernel stores it.
+    let want = match dtype {
+        DType::I8 => sum.iter().map(|&v| f64::from((v as i64) as i8)).collect(),
+        _ => sum,
+    };
+    Ok(Case {
+        op: "ai.onnx.Add",
+        name,
+        shape: onnx::broadcast_shape(a_shape, b_shape)?,
+        dtype,
+        inputs: vec![
+            HostTensor::float(dtype, a_shape, a),
+            HostTensor::float(dtype, b_shape, b),
+        ],
+        attrs: Vec::new(),
+        want,
+        tolerance: tolerance(dtype, 1e-6, 2e-3),
+    })
+}
+
+fn softmax(name: &'static str, dtype: DType, shape: &[usize], axis: i64) -> Result<Case> {
+    let mut rng = DataRng::new(12);
+    let x = values(&mut rng, dtype, shape.iter().product());
+    Ok(Case {
+        op: "ai.onnx.Softmax",
+        name,
+        shape: shape.to_vec(),
+        dtype,
+        want: onnx::softmax(&x, shape, axis)?,
+        inputs: vec![HostTensor::float(dtype, shape, x)],
+        attrs: vec![("axis".to_owned(), AttrValue::Int(axis))],
+        tolerance: tolerance(dtype, 1e-6, 2e-3),
+    })
+}
+
+fn matmul(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]) -> Result<Case> {
+    let mut rng = DataRng::new(13);
+    let a = values(&mut rng, dtype, a_shape.iter().product());
+    let b = values(&mut rng, dtype, b_shape.iter().product());
+    let (want, shape) = onnx::matmul(&a, a_shape, &b, b_shape)?;
+    // Sums of K products: the error grows with K.
+    let k = a_shape.last().copied().unwrap_or(1) as f64;
+    Ok(Case {
+        op: "ai.onnx.MatMul",
+        name,
+        shape,
+        dtype,
+        inputs: vec![
+            HostTensor::float(dtype, a_shape, a),
+            HostTensor::float(dtype, b_shape, b),
+        ],
+        attrs: Vec::new(),
+        want,
+        tolerance: tolerance(dtype, 1e-6 * k, 1e-3 * k),
+    })
+}
