@@ -127,6 +127,16 @@ pub fn generate(
                     .max(1);
                 HostData::Index(fill(len, seed, |rng| rng.random_range(0..bound)))
             }
+            // A type variable that also allows integers, benchmarked at a float dtype.
+            TensorKind::TypeVar { .. } if dtype.is_float() => {
+                let [lo, hi] = spec.range.unwrap_or([-1.0, 1.0]);
+                match dtype {
+                    DType::F16 => HostData::F16(fill(len, seed, |rng| {
+                        f16::from_f64(rng.random_range(lo..hi))
+                    })),
+                    _ => HostData::F32(fill(len, seed, |rng| rng.random_range(lo..hi) as f32)),
+                }
+            }
             TensorKind::Float { .. } | TensorKind::Fixed(DType::F32 | DType::F16) => {
                 let [lo, hi] = spec.range.unwrap_or([-1.0, 1.0]);
                 let dtype = match role.kind {
@@ -148,7 +158,7 @@ pub fn generate(
             }
             TensorKind::TypeVar { type_var, .. } => {
                 anyhow::bail!(
-                    "input `{}` has type `{type_var}`, which allows integer dtypes: the harness generates floats and indices only",
+                    "input `{}` has type `{type_var}` at an integer dtype: the harness generates floats and indices only",
                     role.role
                 )
             }

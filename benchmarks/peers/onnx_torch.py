@@ -1,0 +1,96 @@
+"""PyTorch peer of the Hub's ai.onnx benchmark cases (benchmarks/cases/ai.onnx.*.bench.json):
+eager and torch.compile for Add, Softmax and MatMul at the same shapes, and PyTorch's own
+device copy rate, on one CUDA GPU in one process. MatMul runs with TF32 off for float32.
+
+Usage: python3 onnx_torch.py [results.json]
+Prints one line per case: engine, op, case, dtype, median microseconds, GB/s over the minimal
+bytes (each input read once, the output written once) and, for MatMul, TFLOP/s."""
+import json
+import os
+import sys
+
+import torch
+from triton.testing import do_bench
+
+torch.manual_seed(0)
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+DEVICE = "cuda"
+CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases")
+DTYPES = {"float32": torch.float32, "float16": torch.float16}
+
+
+def bench(fn):
+    return do_bench(fn, warmup=50, rep=300, return_mode="median")
+
+
+def add(a, b):
+    return a + b
+
+
+def softmax(x, axis):
+    return torch.softmax(x, dim=axis)
+
+
+def matmul(a, b):
+    return torch.matmul(a, b)
+
+
+COMPILED = {
+    "ai.onnx.Add": torch.compile(add),
+    "ai.onnx.Softmax": torch.compile(softmax),
+    "ai.onnx.MatMul": torch.compile(matmul),
+}
+EAGER = {"ai.onnx.Add": add, "ai.onnx.Softmax": softmax, "ai.onnx.MatMul": matmul}
+
+results = []
+
+
+def report(engine, op, case, dtype, ms, nbytes, flops=None):
+    row = {"engine": engine, "op": op, "case": case, "dtype": dtype, "us": ms * 1e3,
+           "gbps": nbytes / ms / 1e6}
+    line = f"{engine:8s} {op:16s} {case:24s} {dtype:8s} {ms * 1e3:10.1f} us {nbytes / ms / 1e6:8.0f} GB/s"
+    if flops is not None:
+        row["tflops"] = flops / ms / 1e9
+        line += f" {row['tflops']:7.1f} TFLOP/s"
+    results.append(row)
+    print(line, flush=True)
+
+
+def main():
+    print("torch", torch.__version__, torch.cuda.get_device_name(0), flush=True)
+    x = torch.rand(256 << 20, device=DEVICE)  # 1 GiB of float32
+    y = torch.empty_like(x)
+    report("torch", "copy", "1 GiB", "float32", bench(lambda: y.copy_(x)), 2 * x.numel() * 4)
+    del x, y
+    for op in ["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"]:
+        with open(os.path.join(CASES, f"{op}.bench.json")) as f:
+            spec = json.load(f)
+        for case in spec["cases"]:
+            for name in case["dtypes"]:
+                dtype = DTYPES[name]
+                inputs = [torch.rand(i["shape"], device=DEVICE, dtype=dtype) * 2 - 1
+                          for i in case["inputs"].values()]
+                args = list(inputs)
+                if op == "ai.onnx.Softmax":
+                    args.append(case.get("attrs", {}).get("axis", -1))
+                out = EAGER[op](*args)
+                nbytes = sum(t.numel() * t.element_size() for t in inputs)
+                nbytes += out.numel() * out.element_size()
+                flops = None
+                if op == "ai.onnx.MatMul":
+                    k = inputs[0].shape[-1]
+                    flops = 2 * out.numel() * k
+                for engine, fns in [("eager", EAGER), ("compile", COMPILED)]:
+                    fn = fns[op]
+                    ms = bench(lambda: fn(*args))
+                    report(engine, op, case["name"], name, ms, nbytes, flops)
+                del inputs, args, out
+                torch.cuda.empty_cache()
+    if len(sys.argv) > 1:
+        with open(sys.argv[1], "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
