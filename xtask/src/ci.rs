@@ -20,6 +20,13 @@ pub fn run(root: &Path) -> Result<()> {
             super::codegen::run(root, Mode::Check(Validators::ALL))
         },
     )?;
+    // The Hub's packages, where their manifests are beside the repository.
+    if super::hub::manifests_present(root) {
+        step(
+            "Hub packages: shaders pass naga, its back ends, spirv-val and Tint",
+            || super::hub::run(root, true, true),
+        )?;
+    }
     step("clippy", || {
         cargo(
             root,

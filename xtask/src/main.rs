@@ -5,6 +5,7 @@
 mod ci;
 mod codegen;
 mod corpus;
+mod hub;
 #[cfg(test)]
 mod layers;
 mod system;
@@ -44,6 +45,16 @@ enum Command {
     /// generator in memory: packages with and without hints, generation time, shaders and
     /// Rust lines per op.
     Corpus {
+        /// Also compile every shader with Tint (as `codegen --check --tint` does).
+        #[arg(long)]
+        tint: bool,
+        /// Also validate naga's SPIR-V of every shader with `spirv-val`.
+        #[arg(long)]
+        spirv_val: bool,
+    },
+    /// The Hub's packages (`../shared/hub` or `$KERNEL_HUB_DIR`) with the templates of
+    /// `examples/hub/packages` through the generator in memory: shaders, variants not built.
+    Hub {
         /// Also compile every shader with Tint (as `codegen --check --tint` does).
         #[arg(long)]
         tint: bool,
@@ -95,6 +106,7 @@ fn main() -> ExitCode {
             },
         ),
         Command::Corpus { tint, spirv_val } => corpus::run(&root, tint, spirv_val),
+        Command::Hub { tint, spirv_val } => hub::run(&root, tint, spirv_val),
         Command::Ci => ci::run(&root),
         Command::Demo => system::ensure_vulkan_driver()
             .and_then(|()| codegen::run(&root, codegen::Mode::Write))

@@ -167,6 +167,18 @@ fn check(dtype: DType, sa: &[usize], sb: &[usize], variant: &str) {
     check_on(test_support::shared(), dtype, sa, sb, variant);
 }
 
+/// A case: the shapes of `a` and `b`, and the variant they select.
+type Case = (&'static [usize], &'static [usize], &'static str);
+
+/// Each case of `cases` in each of `dtypes`, on `ctx`.
+fn check_all(ctx: &Context, dtypes: &[DType], cases: &[Case]) {
+    for &dtype in dtypes {
+        for &(sa, sb, variant) in cases {
+            check_on(ctx, dtype, sa, sb, variant);
+        }
+    }
+}
+
 /// A context on which the word-of-four tiled variants are not demoted: without `subgroups`
 /// where the adapter reports subgroup sizes other than 32.
 fn undemoted() -> &'static Context {
@@ -219,7 +231,10 @@ fn register_tiles(variant: &str) -> Option<&'static Context> {
     }
 }
 
+const F32: [DType; 1] = [DType::F32];
+const F16: [DType; 1] = [DType::F16];
 const FLOATS: [DType; 2] = [DType::F32, DType::F16];
+const INTS: [DType; 2] = [DType::I32, DType::U32];
 const ALL: [DType; 4] = [DType::F32, DType::F16, DType::I32, DType::U32];
 
 #[test]
@@ -227,50 +242,52 @@ fn small_matrices_and_every_type() {
     if hub::skip_without_hub("matmul") {
         return;
     }
-    for dtype in ALL {
-        check(dtype, &[33, 20], &[20, 47], "tiled");
-        check(dtype, &[3, 5, 7], &[3, 7, 9], "batched_tiled");
-        check(dtype, &[2, 3, 5], &[5, 7], "folded_by_rank2_tiled");
-        check(dtype, &[1, 1, 5], &[5, 7], "batched_by_rank2");
-        check(dtype, &[3, 5], &[2, 5, 7], "rank2_by_batched");
-        check(dtype, &[2, 3, 5], &[1, 5, 6], "batched_broadcast");
-        check(
-            dtype,
-            &[2, 1, 3, 4, 5],
-            &[1, 2, 1, 5, 6],
-            "batched5_broadcast",
-        );
-        check(
-            dtype,
-            &[3, 4, 5],
-            &[2, 3, 5, 6],
-            "batched3_by_batched4_padded_a",
-        );
-        check(
-            dtype,
-            &[2, 3, 4, 5],
-            &[3, 5, 6],
-            "batched4_by_batched3_padded_b",
-        );
-        check(dtype, &[2, 3, 5], &[5], "batched_by_vector");
-        check(dtype, &[4, 2, 3, 5], &[5], "batched_by_vector");
-        check(dtype, &[5], &[2, 5, 3], "vector_by_batched");
-        check(dtype, &[5], &[2, 2, 5, 3], "vector_by_batched");
-        check(dtype, &[7], &[7, 5], "vector_matrix");
-        check(dtype, &[100], &[100], "dot");
-    }
+    let ctx = test_support::shared();
+    check_all(
+        ctx,
+        &ALL,
+        &[
+            (&[33, 20], &[20, 47], "tiled"),
+            (&[3, 5, 7], &[3, 7, 9], "batched_tiled"),
+            (&[2, 3, 5], &[5, 7], "folded_by_rank2_tiled"),
+            (&[1, 1, 5], &[5, 7], "batched_by_rank2"),
+            (&[3, 5], &[2, 5, 7], "rank2_by_batched"),
+            (&[20, 30], &[3, 30, 19], "rank2_by_batched"),
+            (&[2, 3, 5], &[1, 5, 6], "batched_broadcast"),
+            (&[3, 17, 23], &[1, 23, 9], "batched_broadcast"),
+            (&[2, 1, 3, 4, 5], &[1, 2, 1, 5, 6], "batched5_broadcast"),
+            (&[3, 4, 5], &[2, 3, 5, 6], "batched3_by_batched4_padded_a"),
+            (&[2, 3, 4, 5], &[3, 5, 6], "batched4_by_batched3_padded_b"),
+            (&[2, 3, 5], &[5], "batched_by_vector"),
+            (&[4, 2, 3, 5], &[5], "batched_by_vector"),
+            (&[5], &[2, 5, 3], "vector_by_batched"),
+            (&[5], &[2, 2, 5, 3], "vector_by_batched"),
+            (&[7], &[7, 5], "vector_matrix"),
+            (&[100], &[100], "dot"),
+        ],
+    );
     // A row by a matrix: the integer types fall back to the scalar kernel.
-    for dtype in [DType::I32, DType::U32] {
-        check(dtype, &[1, 7], &[7, 5], "scalar");
-        check(dtype, &[1, 40], &[40, 64], "scalar");
-        check(dtype, &[5, 7], &[7], "matrix_vector");
-        check(dtype, &[5, 100], &[100], "matrix_vector");
-    }
-    // Floats whose K is short and not a multiple of four.
-    check(DType::F32, &[5, 7], &[7], "matrix_vector");
-    check(DType::F32, &[7], &[7, 6], "vector_matrix");
-    // Empty sums are zero; an empty output dispatches nothing.
-    check(DType::F32, &[3, 0], &[0, 5], "tiled");
+    check_all(
+        ctx,
+        &INTS,
+        &[
+            (&[1, 7], &[7, 5], "scalar"),
+            (&[1, 40], &[40, 64], "scalar"),
+            (&[5, 7], &[7], "matrix_vector"),
+            (&[5, 100], &[100], "matrix_vector"),
+        ],
+    );
+    // Floats whose K is short and not a multiple of four; empty sums are zero; an empty
+    // output dispatches nothing.
+    check_all(
+        ctx,
+        &F32,
+        &[
+            (&[5, 7], &[7], "matrix_vector"),
+            (&[7], &[7, 6], "vector_matrix"),
+            (&[3, 0], &[0, 5], "tiled"),
+        ],
+    );
     check(DType::I32, &[0, 4], &[4, 8], "scalar");
 }
 
@@ -279,35 +296,32 @@ fn one_row_by_a_matrix() {
     if hub::skip_without_hub("matmul") {
         return;
     }
-    for dtype in FLOATS {
-        check(dtype, &[40], &[40, 64], "vector_matrix_vec4");
-        check(dtype, &[1, 40], &[40, 200], "vector_matrix_vec4");
-        check(dtype, &[1, 1, 37], &[37, 1032], "vector_matrix_vec4");
-    }
-    check(
-        DType::F32,
-        &[1, 37],
-        &[37, 30],
-        "rank2_m1_vector_matrix_tail4",
+    let ctx = test_support::shared();
+    check_all(
+        ctx,
+        &FLOATS,
+        &[
+            (&[40], &[40, 64], "vector_matrix_vec4"),
+            (&[1, 40], &[40, 200], "vector_matrix_vec4"),
+            (&[1, 1, 37], &[37, 1032], "vector_matrix_vec4"),
+        ],
     );
-    check(
-        DType::F32,
-        &[1, 64],
-        &[64, 1],
-        "rank2_m1_vector_matrix_tail4",
+    check_all(
+        ctx,
+        &F32,
+        &[
+            (&[1, 37], &[37, 30], "rank2_m1_vector_matrix_tail4"),
+            (&[1, 64], &[64, 1], "rank2_m1_vector_matrix_tail4"),
+        ],
     );
     // K of 37 leaves a remainder past the unrolled steps; 36 leaves none.
-    check(
-        DType::F16,
-        &[1, 37],
-        &[37, 30],
-        "rank2_m1_vector_matrix_tail1_f16",
-    );
-    check(
-        DType::F16,
-        &[1, 36],
-        &[36, 131],
-        "rank2_m1_vector_matrix_tail1_f16",
+    check_all(
+        ctx,
+        &F16,
+        &[
+            (&[1, 37], &[37, 30], "rank2_m1_vector_matrix_tail1_f16"),
+            (&[1, 36], &[36, 131], "rank2_m1_vector_matrix_tail1_f16"),
+        ],
     );
 }
 
@@ -316,15 +330,24 @@ fn a_matrix_by_a_vector() {
     if hub::skip_without_hub("matmul") {
         return;
     }
-    for dtype in FLOATS {
-        if let Some(ctx) = with_subgroups("matrix_vector_subgroup") {
-            check_on(ctx, dtype, &[5, 101], &[101], "matrix_vector_tail_subgroup");
-            check_on(ctx, dtype, &[70, 64], &[64], "matrix_vector_subgroup");
-        }
-        let ctx = without_subgroups();
-        check_on(ctx, dtype, &[5, 101], &[101], "matrix_vector_tail_nosg");
-        check_on(ctx, dtype, &[70, 64], &[64], "matrix_vector_nosg");
+    if let Some(ctx) = with_subgroups("matrix_vector_subgroup") {
+        check_all(
+            ctx,
+            &FLOATS,
+            &[
+                (&[5, 101], &[101], "matrix_vector_tail_subgroup"),
+                (&[70, 64], &[64], "matrix_vector_subgroup"),
+            ],
+        );
     }
+    check_all(
+        without_subgroups(),
+        &FLOATS,
+        &[
+            (&[5, 101], &[101], "matrix_vector_tail_nosg"),
+            (&[70, 64], &[64], "matrix_vector_nosg"),
+        ],
+    );
 }
 
 #[test]
@@ -332,11 +355,16 @@ fn dot_products() {
     if hub::skip_without_hub("matmul") {
         return;
     }
-    for dtype in FLOATS {
-        check(dtype, &[100], &[100], "dot");
-        check(dtype, &[8192], &[8192], "dot_splitk");
-        check(dtype, &[65536 + 4], &[65536 + 4], "dot_splitk");
-    }
+    let ctx = test_support::shared();
+    check_all(
+        ctx,
+        &FLOATS,
+        &[
+            (&[100], &[100], "dot"),
+            (&[8192], &[8192], "dot_splitk"),
+            (&[65540], &[65540], "dot_splitk"),
+        ],
+    );
     // Long integer dots wrap; float dots not a multiple of four stay whole.
     check(DType::I32, &[9000], &[9000], "dot");
     check(DType::F32, &[8193], &[8193], "dot");
@@ -347,14 +375,18 @@ fn bands_of_rows() {
     if hub::skip_without_hub("matmul") {
         return;
     }
-    for dtype in FLOATS {
-        check(dtype, &[3, 40], &[40, 64], "rank2_band_vec4");
-        check(dtype, &[16, 33], &[33, 260], "rank2_band_vec4");
-        check(dtype, &[2, 3, 40], &[40, 64], "folded_by_rank2_band_vec4");
-        check(dtype, &[16, 2, 24], &[16, 24, 512], "batched_band_vec4");
-        check(dtype, &[4, 1024], &[1024, 256], "rank2_band_vec4_splitk");
-        check(dtype, &[5, 999], &[999, 132], "rank2_band_vec4_splitk");
-    }
+    check_all(
+        test_support::shared(),
+        &FLOATS,
+        &[
+            (&[3, 40], &[40, 64], "rank2_band_vec4"),
+            (&[16, 33], &[33, 260], "rank2_band_vec4"),
+            (&[2, 3, 40], &[40, 64], "folded_by_rank2_band_vec4"),
+            (&[16, 2, 24], &[16, 24, 512], "batched_band_vec4"),
+            (&[4, 1024], &[1024, 256], "rank2_band_vec4_splitk"),
+            (&[5, 999], &[999, 132], "rank2_band_vec4_splitk"),
+        ],
+    );
 }
 
 #[test]
@@ -365,54 +397,31 @@ fn register_tiles_of_64() {
     let Some(ctx) = register_tiles("tiled_reg") else {
         return;
     };
-    // K not a multiple of 32 keeps the f32 word-of-four variants out.
-    check_on(ctx, DType::F32, &[512, 72], &[72, 512], "tiled_reg");
-    check_on(ctx, DType::F32, &[520, 70], &[70, 515], "tiled_reg");
-    check_on(ctx, DType::I32, &[512, 64], &[64, 512], "tiled_reg");
-    check_on(ctx, DType::U32, &[512, 64], &[64, 512], "tiled_reg");
-    check_on(
+    // K not a multiple of 16 keeps the word-of-four variants out.
+    check_all(
         ctx,
-        DType::F32,
-        &[2, 256, 72],
-        &[72, 512],
-        "folded_by_rank2_tiled_reg",
+        &FLOATS,
+        &[
+            (&[512, 72], &[72, 512], "tiled_reg"),
+            (&[2, 256, 72], &[72, 512], "folded_by_rank2_tiled_reg"),
+            (&[4, 256, 72], &[1, 72, 256], "batched_tiled_reg"),
+            (&[8, 128, 40], &[40, 256], "batched_by_rank2_tiled_reg"),
+            (
+                &[2, 1, 128, 40],
+                &[1, 4, 40, 128],
+                "batched4_broadcast_tiled_reg",
+            ),
+        ],
     );
-    check_on(
+    check(DType::F32, &[520, 70], &[70, 515], "tiled_reg");
+    check_all(
         ctx,
-        DType::I32,
-        &[2, 256, 64],
-        &[64, 512],
-        "folded_by_rank2_tiled_reg",
-    );
-    for dtype in FLOATS {
-        check_on(
-            ctx,
-            dtype,
-            &[8, 128, 40],
-            &[40, 256],
-            "batched_by_rank2_tiled_reg",
-        );
-        check_on(
-            ctx,
-            dtype,
-            &[2, 1, 128, 40],
-            &[1, 4, 40, 128],
-            "batched4_broadcast_tiled_reg",
-        );
-    }
-    check_on(
-        ctx,
-        DType::F32,
-        &[4, 256, 72],
-        &[1, 72, 256],
-        "batched_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::I32,
-        &[2, 4, 256, 64],
-        &[2, 1, 64, 130],
-        "batched_tiled_reg",
+        &INTS,
+        &[
+            (&[512, 64], &[64, 512], "tiled_reg"),
+            (&[2, 256, 64], &[64, 512], "folded_by_rank2_tiled_reg"),
+            (&[2, 4, 256, 64], &[2, 1, 64, 130], "batched_tiled_reg"),
+        ],
     );
 }
 
@@ -421,85 +430,61 @@ fn word_of_four_tiles_f32() {
     if hub::skip_without_hub("matmul") {
         return;
     }
-    let ctx = undemoted();
-    check_on(
-        ctx,
-        DType::F32,
-        &[512, 32],
-        &[32, 1024],
-        "rank2_notrans_f32_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F32,
-        &[300, 64],
-        &[64, 2052],
-        "rank2_notrans_f32_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F32,
-        &[256, 32],
-        &[32, 512],
-        "rank2_notrans_f32_vec4_tiled_reg_m64",
-    );
-    check_on(
-        ctx,
-        DType::F32,
-        &[200, 96],
-        &[96, 500],
-        "rank2_notrans_f32_vec4_tiled_reg_m64",
-    );
-    // 64-row blocks, then 128-row ones.
-    check_on(
-        ctx,
-        DType::F32,
-        &[4, 128, 32],
-        &[4, 32, 256],
-        "batched_notrans_f32_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F32,
-        &[8, 130, 32],
-        &[8, 32, 512],
-        "batched_notrans_f32_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F32,
-        &[128, 1024],
-        &[1024, 256],
-        "rank2_notrans_f32_vec4_tiled_reg_splitk",
-    );
-    check_on(
-        ctx,
-        DType::F32,
-        &[130, 512],
-        &[512, 500],
-        "rank2_notrans_f32_vec4_tiled_reg_splitk",
+    check_all(
+        undemoted(),
+        &F32,
+        &[
+            (&[512, 32], &[32, 1024], "rank2_notrans_f32_vec4_tiled_reg"),
+            (&[300, 64], &[64, 2052], "rank2_notrans_f32_vec4_tiled_reg"),
+            (
+                &[256, 32],
+                &[32, 512],
+                "rank2_notrans_f32_vec4_tiled_reg_m64",
+            ),
+            (
+                &[200, 96],
+                &[96, 500],
+                "rank2_notrans_f32_vec4_tiled_reg_m64",
+            ),
+            // 64-row blocks, then 128-row ones.
+            (
+                &[4, 128, 32],
+                &[4, 32, 256],
+                "batched_notrans_f32_vec4_tiled_reg",
+            ),
+            (
+                &[8, 130, 32],
+                &[8, 32, 512],
+                "batched_notrans_f32_vec4_tiled_reg",
+            ),
+            (
+                &[128, 1024],
+                &[1024, 256],
+                "rank2_notrans_f32_vec4_tiled_reg_splitk",
+            ),
+            (
+                &[130, 512],
+                &[512, 500],
+                "rank2_notrans_f32_vec4_tiled_reg_splitk",
+            ),
+        ],
     );
     // Needs subgroup sizes that admit 32 (`subgroupWidth32NotExcluded`).
-    let caps = test_support::shared().caps();
+    let ctx = test_support::shared();
+    let caps = ctx.caps();
     let (min, max) = (
         caps.limit("subgroupMinSize").unwrap_or(0),
         caps.limit("subgroupMaxSize").unwrap_or(0),
     );
     if (min == 0 && max == 0) || (min <= 32 && max >= 32) {
-        let ctx = test_support::shared();
-        check_on(
+        let folded = "folded_rows_notrans_f32_vec4_tiled_reg";
+        check_all(
             ctx,
-            DType::F32,
-            &[1, 512, 32],
-            &[32, 512],
-            "folded_rows_notrans_f32_vec4_tiled_reg",
-        );
-        check_on(
-            ctx,
-            DType::F32,
-            &[256, 1, 64],
-            &[64, 1024],
-            "folded_rows_notrans_f32_vec4_tiled_reg",
+            &F32,
+            &[
+                (&[1, 512, 32], &[32, 512], folded),
+                (&[256, 1, 64], &[64, 1024], folded),
+            ],
         );
     } else {
         eprintln!(
@@ -513,76 +498,49 @@ fn word_of_four_tiles_f16() {
     if hub::skip_without_hub("matmul") {
         return;
     }
-    let ctx = test_support::shared();
-    check_on(
-        ctx,
-        DType::F16,
-        &[2, 256, 16],
-        &[16, 1024],
-        "folded_rows_notrans_f16_vec4_tiled_reg",
-    );
-    // Tiles of 32 × 32 in 8 × 8 invocations; K 16 and 32 take kTile 16 and 32.
-    check_on(
-        ctx,
-        DType::F16,
-        &[512, 16],
-        &[16, 1024],
-        "rank2_notrans_f16_vec4_tiled_reg_wg8",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[500, 32],
-        &[32, 1020],
-        "rank2_notrans_f16_vec4_tiled_reg_wg8",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[1024, 16],
-        &[16, 1024],
-        "rank2_notrans_f16_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[1000, 48],
-        &[48, 1028],
-        "rank2_notrans_f16_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[1030, 32],
-        &[32, 1024],
-        "rank2_notrans_f16_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[256, 16],
-        &[16, 512],
-        "rank2_notrans_f16_vec4_tiled_reg_m64",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[4, 128, 16],
-        &[4, 16, 1024],
-        "batched_notrans_f16_vec4_tiled_reg_wg8",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[4, 128, 16],
-        &[4, 16, 256],
-        "batched_notrans_f16_vec4_tiled_reg",
-    );
-    check_on(
-        ctx,
-        DType::F16,
-        &[8, 130, 32],
-        &[8, 32, 1024],
-        "batched_notrans_f16_vec4_tiled_reg",
+    check_all(
+        test_support::shared(),
+        &F16,
+        &[
+            (
+                &[2, 256, 16],
+                &[16, 1024],
+                "folded_rows_notrans_f16_vec4_tiled_reg",
+            ),
+            // Tiles of 32 × 32 in 8 × 8 invocations; K of 16 and 32 take kTile 16 and 32.
+            (
+                &[512, 16],
+                &[16, 1024],
+                "rank2_notrans_f16_vec4_tiled_reg_wg8",
+            ),
+            (
+                &[500, 32],
+                &[32, 1020],
+                "rank2_notrans_f16_vec4_tiled_reg_wg8",
+            ),
+            (&[1024, 16], &[16, 1024], "rank2_notrans_f16_vec4_tiled_reg"),
+            (&[1000, 48], &[48, 1028], "rank2_notrans_f16_vec4_tiled_reg"),
+            (&[1030, 32], &[32, 1024], "rank2_notrans_f16_vec4_tiled_reg"),
+            (
+                &[256, 16],
+                &[16, 512],
+                "rank2_notrans_f16_vec4_tiled_reg_m64",
+            ),
+            (
+                &[4, 128, 16],
+                &[4, 16, 1024],
+                "batched_notrans_f16_vec4_tiled_reg_wg8",
+            ),
+            (
+                &[4, 128, 16],
+                &[4, 16, 256],
+                "batched_notrans_f16_vec4_tiled_reg",
+            ),
+            (
+                &[8, 130, 32],
+                &[8, 32, 1024],
+                "batched_notrans_f16_vec4_tiled_reg",
+            ),
+        ],
     );
 }

@@ -26,7 +26,7 @@ pub(super) fn dtype_value(dtype: DType) -> Value {
     Value::Str(dtype.onnx_name().to_owned())
 }
 
-/// The dtype an assignment holds for a type variable ([`dtype_value`]).
+/// The dtype an assignment holds for a type variable (`dtype_value`).
 pub(super) fn assigned_dtype(value: &Value) -> Option<DType> {
     match value {
         Value::Str(name) => DType::from_onnx_name(name),
@@ -91,6 +91,19 @@ fn values_of_class<'a>(
         .filter(move |v| v.class == class)
 }
 
+/// The values the branches of `ir` take under `env`, whatever its conditions: `None` where a
+/// branch cannot be evaluated with static names alone.
+fn branch_values(ir: &Ir, env: &StaticEnv<'_>) -> Option<Vec<Value>> {
+    match &ir.kind {
+        IrKind::Cond(_, then, otherwise) => {
+            let mut values = branch_values(then, env)?;
+            values.extend(branch_values(otherwise, env)?);
+            Some(values)
+        }
+        _ => expr::eval(ir, env).ok().map(|v| vec![v]),
+    }
+}
+
 /// A static template value that fails to evaluate for some combination.
 #[derive(Debug, Clone)]
 pub struct StaticValueError {
@@ -151,6 +164,19 @@ pub fn enumerate_combinations(
             assignment: &assignment,
             required: &variant.required_features,
         };
+        // A value enumerated over its own set (a conditional between strings built from a
+        // dtype) takes only the values its branches give under this assignment.
+        let impossible = static_values(variant, pass).any(|value| {
+            let assumed = assignment.get(&StaticVar::Value(value.name.clone()));
+            let reachable = value
+                .domain
+                .as_ref()
+                .and(branch_values(&value.expr.ir, &env));
+            matches!((assumed, reachable), (Some(v), Some(set)) if !set.contains(v))
+        });
+        if impossible {
+            continue;
+        }
         let mut values = Vec::new();
         for value in static_values(variant, pass) {
             let evaluated = match assignment.get(&StaticVar::Value(value.name.clone())) {
@@ -405,7 +431,7 @@ impl expr::Env for StaticEnv<'_> {
 }
 
 /// Argument (`StaticVar::Attr`) or type variable (`StaticVar::Dtype`, its dtypes as
-/// [`dtype_value`] writes them) → the values it may take.
+/// `dtype_value` writes them) → the values it may take.
 pub type Bounds = BTreeMap<StaticVar, Vec<Value>>;
 
 /// Static means every name involved has a finite domain known at build time.

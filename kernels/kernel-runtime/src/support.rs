@@ -151,7 +151,7 @@ const MAX_INTERNED: usize = 4096;
 /// A string value a `derive` entry computes (`"vec4<" ~ dtypes.T ~ ">"`) as the `&'static str`
 /// every string value is in generated code: kept once per distinct text for the life of the
 /// process. Such entries build type names from dtypes, a handful of texts; past
-/// [`MAX_INTERNED`] distinct ones (an entry that prints a shape into a string, say) the value
+/// 4096 distinct ones (an entry that prints a shape into a string, say) the value
 /// is an error rather than unbounded growth.
 pub fn interned(text: String) -> Result<&'static str, EvalError> {
     static TEXTS: std::sync::Mutex<std::collections::BTreeSet<&'static str>> =
