@@ -4,7 +4,7 @@
 #[cfg(not(target_arch = "wasm32"))]
 pub mod bench;
 pub mod cases;
-mod cases_onnx;
+pub mod cases_onnx;
 pub mod data;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod inference_loop;
@@ -19,4 +19,12 @@ pub mod run_op_files;
 /// manifests were found at build time).
 pub fn ops() -> impl Iterator<Item = &'static kernel_runtime::registry::OpEntry> {
     kernels::OPS.iter().chain(hub::ops())
+}
+
+/// The main job's cases: the seed packages' ([`cases::all`]) and the Hub's
+/// ([`cases_onnx::all`]).
+pub fn all_cases() -> anyhow::Result<Vec<cases::Case>> {
+    let mut all = cases::all()?;
+    all.extend(cases_onnx::all()?);
+    Ok(all)
 }

@@ -40,7 +40,7 @@ fn run() -> Result<bool> {
         "{:<40} {:<36} {:<9} {:<18} {:<18} {:<8} {:>10} {:>12}  result",
         "op", "case", "adapter", "variant", "shape", "dtype", "max err", "GPU µs"
     );
-    let all = cases::all()?;
+    let all = examples::all_cases()?;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for entry in examples::ops() {
         let op_cases: Vec<&cases::Case> = all

@@ -3,7 +3,7 @@
 //! the page. The runner is plain async Rust (it runs natively too); `page` is the wasm32
 //! entry point that draws the table and hands the report to whoever opened the page.
 
-use examples::cases::{self, Case};
+use examples::cases::Case;
 use examples::data::{compare, median};
 use kernel_runtime::registry::OpEntry;
 use kernel_runtime::{AnyTensor, Context};
@@ -72,7 +72,7 @@ pub struct Report {
 /// `adapter` names the adapter in the rows.
 pub async fn run_all(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row)) -> Report {
     let adapter = adapter.to_owned();
-    let all = match cases::all() {
+    let all = match examples::all_cases() {
         Ok(all) => all,
         Err(err) => {
             let row = Row {
