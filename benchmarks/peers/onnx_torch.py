@@ -16,7 +16,10 @@ torch.manual_seed(0)
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 DEVICE = "cuda"
+# The cases beside this script in the repository, or those of the repository it runs from.
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases")
+if not os.path.isdir(CASES):
+    CASES = os.path.join("benchmarks", "cases")
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 
 
