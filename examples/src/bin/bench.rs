@@ -195,9 +195,17 @@ fn main() -> Result<()> {
     };
     let mut jobs = Vec::new();
     for file in &files {
-        let entry = examples::ops()
-            .find(|e| e.qualified_name == file.op)
-            .with_context(|| format!("bench file for unknown op `{}`", file.op))?;
+        let Some(entry) = examples::ops().find(|e| e.qualified_name == file.op) else {
+            // The Hub's ops exist only where their manifests were found at build time.
+            if !hub::PRESENT && file.op.starts_with("ai.onnx.") {
+                println!(
+                    "skipping {}: the Hub's manifests were not found when the `hub` crate was built (set KERNEL_HUB_DIR)",
+                    file.op
+                );
+                continue;
+            }
+            anyhow::bail!("bench file for unknown op `{}`", file.op);
+        };
         for case in &file.cases {
             let case = if args.quick {
                 case.quick()
