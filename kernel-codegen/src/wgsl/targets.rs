@@ -57,7 +57,7 @@ pub fn translate(
     let entry = (naga::ShaderStage::Compute, "main");
     let (module, info) =
         naga::back::pipeline_constants::process_overrides(module, info, Some(entry), &constants)
-            .map_err(|e| format!("resolving overrides: {e}"))?;
+            .map_err(|e| with_causes(format!("resolving overrides: {e}"), &e))?;
     let mut out = Translations {
         needs: needs_of(&module)?,
         ..Translations::default()
@@ -149,7 +149,15 @@ pub fn translate(
 }
 
 fn failure(target: Target, error: &dyn std::error::Error) -> String {
-    let mut message = format!("naga's {target} back end rejects the shader: {error}");
+    with_causes(
+        format!("naga's {target} back end rejects the shader: {error}"),
+        error,
+    )
+}
+
+/// `message` followed by each cause under `error`: naga's outer errors name only the function
+/// or expression, the reason is further down.
+fn with_causes(mut message: String, error: &dyn std::error::Error) -> String {
     let mut source = error.source();
     while let Some(inner) = source {
         message.push_str(&format!(": {inner}"));
