@@ -1,8 +1,10 @@
 //! Generates the Hub's packages into `$OUT_DIR/kernels`: each manifest read where it is
 //! (`$KERNEL_HUB_DIR`, else `../shared/hub` beside the repository; nothing of it is copied
 //! into the repository) with the templates this crate writes for it in `packages/<op>/`.
-//! Without the manifests the crate builds empty and its tests say they skipped;
-//! `KERNEL_HUB_OPS` (`ai.onnx.Add,ai.onnx.Softmax`) builds a subset.
+//! Without the manifests the crate builds empty and its test files have no tests;
+//! `KERNEL_HUB_OPS` (`ai.onnx.Add,ai.onnx.Softmax`) builds a subset. Either way it writes
+//! `$OUT_DIR/expected_ops.rs`, the ops it has templates for, so that users can tell an op
+//! left out from one unknown.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +23,8 @@ fn main() -> ExitCode {
         .unwrap_or_else(|| manifest_dir.join("../../../shared/hub"));
     println!("cargo:rerun-if-changed={}", hub.display());
     let packages = manifest_dir.join("packages");
+    // A template folder added or removed changes `EXPECTED_OPS`, manifests or not.
+    println!("cargo:rerun-if-changed={}", packages.display());
     let mut config = kernel_codegen::Config::new();
     let mut found = 0;
     let ops = std::fs::read_dir(&packages)
@@ -30,6 +34,13 @@ fn main() -> ExitCode {
         .map(|entry| entry.file_name().to_string_lossy().into_owned());
     let mut ops: Vec<String> = ops.collect();
     ops.sort();
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    let expected = out_dir.join("expected_ops.rs");
+    // `{:?}` of a `str` is a Rust string literal.
+    if let Err(err) = std::fs::write(&expected, format!("&{ops:?}")) {
+        eprintln!("writing {}: {err}", expected.display());
+        return ExitCode::FAILURE;
+    }
     for op in ops {
         if only.as_ref().is_some_and(|only| !only.contains(&op)) {
             continue;

@@ -66,11 +66,33 @@ fn tolerance(dtype: DType, f32_abs: f64, f16_abs: f64) -> Tolerance {
     }
 }
 
-fn add(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]) -> Result<Case> {
-    let mut rng = DataRng::new(11);
+/// Seeded operands `a` and `b` of a binary op, drawn in turn from one generator: what
+/// `reference` makes of them, and the case's inputs (the values are moved, not copied: some
+/// cases are large).
+fn binary_inputs<T>(
+    seed: u64,
+    dtype: DType,
+    a_shape: &[usize],
+    b_shape: &[usize],
+    reference: impl FnOnce(&[f64], &[f64]) -> Result<T>,
+) -> Result<(T, Vec<HostTensor>)> {
+    let mut rng = DataRng::new(seed);
     let a = values(&mut rng, dtype, a_shape.iter().product());
     let b = values(&mut rng, dtype, b_shape.iter().product());
-    let sum = onnx::add(&a, a_shape, &b, b_shape)?;
+    let want = reference(&a, &b)?;
+    Ok((
+        want,
+        vec![
+            HostTensor::float(dtype, a_shape, a),
+            HostTensor::float(dtype, b_shape, b),
+        ],
+    ))
+}
+
+fn add(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]) -> Result<Case> {
+    let (sum, inputs) = binary_inputs(11, dtype, a_shape, b_shape, |a, b| {
+        onnx::add(a, a_shape, b, b_shape)
+    })?;
     // An 8-bit sum wraps, as the kernel stores it.
     let want = match dtype {
         DType::I8 => sum.iter().map(|&v| f64::from((v as i64) as i8)).collect(),
@@ -81,10 +103,7 @@ fn add(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]) -
         name,
         shape: onnx::broadcast_shape(a_shape, b_shape)?,
         dtype,
-        inputs: vec![
-            HostTensor::float(dtype, a_shape, a),
-            HostTensor::float(dtype, b_shape, b),
-        ],
+        inputs,
         attrs: Vec::new(),
         want,
         tolerance: tolerance(dtype, 1e-6, 2e-3),
@@ -107,10 +126,9 @@ fn softmax(name: &'static str, dtype: DType, shape: &[usize], axis: i64) -> Resu
 }
 
 fn matmul(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]) -> Result<Case> {
-    let mut rng = DataRng::new(13);
-    let a = values(&mut rng, dtype, a_shape.iter().product());
-    let b = values(&mut rng, dtype, b_shape.iter().product());
-    let (want, shape) = onnx::matmul(&a, a_shape, &b, b_shape)?;
+    let ((want, shape), inputs) = binary_inputs(13, dtype, a_shape, b_shape, |a, b| {
+        onnx::matmul(a, a_shape, b, b_shape)
+    })?;
     // Sums of K products: the error grows with K.
     let k = a_shape.last().copied().unwrap_or(1) as f64;
     Ok(Case {
@@ -118,10 +136,7 @@ fn matmul(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]
         name,
         shape,
         dtype,
-        inputs: vec![
-            HostTensor::float(dtype, a_shape, a),
-            HostTensor::float(dtype, b_shape, b),
-        ],
+        inputs,
         attrs: Vec::new(),
         want,
         tolerance: tolerance(dtype, 1e-6 * k, 1e-3 * k),

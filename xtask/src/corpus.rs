@@ -127,35 +127,5 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     for (path, api, table) in &rust {
         println!("  {path}: {api} lines, shader table {table}");
     }
-    if !(tint || spirv_val) {
-        return Ok(());
-    }
-    let spirv = if spirv_val {
-        Some(validators::spirv_val(root, &output.shaders)?)
-    } else {
-        None
-    };
-    let tint = if tint {
-        Some(validators::tint(root, &output.shaders)?)
-    } else {
-        None
-    };
-    println!(
-        "{}",
-        validators::summary_table(&output.shaders, spirv.as_deref(), tint.as_deref())
-    );
-    let problems: Vec<String> = [spirv, tint]
-        .into_iter()
-        .flatten()
-        .flat_map(|findings| validators::problems(&findings))
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        bail!(
-            "{} shader(s) failed a validator:\n{}",
-            problems.len(),
-            problems.join("\n")
-        )
-    }
+    validators::run_requested(root, &output.shaders, tint, spirv_val)
 }

@@ -54,31 +54,5 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     for note in &output.notes {
         println!("  {note}");
     }
-    if !(tint || spirv_val) {
-        return Ok(());
-    }
-    let spirv = spirv_val
-        .then(|| validators::spirv_val(root, &output.shaders))
-        .transpose()?;
-    let tint = tint
-        .then(|| validators::tint(root, &output.shaders))
-        .transpose()?;
-    println!(
-        "{}",
-        validators::summary_table(&output.shaders, spirv.as_deref(), tint.as_deref())
-    );
-    let problems: Vec<String> = [spirv, tint]
-        .into_iter()
-        .flatten()
-        .flat_map(|findings| validators::problems(&findings))
-        .collect();
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        bail!(
-            "{} shader(s) failed a validator:\n{}",
-            problems.len(),
-            problems.join("\n")
-        )
-    }
+    validators::run_requested(root, &output.shaders, tint, spirv_val)
 }

@@ -1,4 +1,5 @@
-//! Shader validators beyond naga, for `cargo xtask codegen --check --tint --spirv-val`.
+//! Shader validators beyond naga, for `cargo xtask codegen --check --tint --spirv-val` (and
+//! `corpus` and `hub`, with the same flags).
 //!
 //! naga (inside `codegen`) validates every shader, but browsers compile WGSL with their own
 //! compilers, which reject things naga accepts (a decimal float that rounds past `f32::MAX`,
@@ -46,6 +47,42 @@ pub struct Findings {
 /// Every problem of `findings`, in order.
 pub fn problems(findings: &[Findings]) -> Vec<String> {
     findings.iter().flat_map(|f| f.problems.clone()).collect()
+}
+
+/// What `cargo xtask corpus` and `cargo xtask hub` do after generating: `shaders` through
+/// spirv-val and then Tint, each where asked (neither: nothing to do), then the
+/// [`summary_table`] printed, failing with every problem found.
+pub fn run_requested(
+    root: &Path,
+    shaders: &[GeneratedShader],
+    with_tint: bool,
+    with_spirv_val: bool,
+) -> Result<()> {
+    if !(with_tint || with_spirv_val) {
+        return Ok(());
+    }
+    let spirv_findings = with_spirv_val
+        .then(|| spirv_val(root, shaders))
+        .transpose()?;
+    let tint_findings = with_tint.then(|| tint(root, shaders)).transpose()?;
+    println!(
+        "{}",
+        summary_table(shaders, spirv_findings.as_deref(), tint_findings.as_deref())
+    );
+    let found: Vec<String> = [spirv_findings, tint_findings]
+        .into_iter()
+        .flatten()
+        .flat_map(|findings| problems(&findings))
+        .collect();
+    if found.is_empty() {
+        Ok(())
+    } else {
+        bail!(
+            "{} shader(s) failed a validator:\n{}",
+            found.len(),
+            found.join("\n")
+        )
+    }
 }
 
 /// Installs `xtask/js/node_modules` from the lock file (`npm ci`) when `webgpu` is missing.

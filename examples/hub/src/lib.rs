@@ -1,9 +1,13 @@
 //! The Hub's `ai.onnx` packages, generated at build time by `build.rs` from their manifests
 //! where they are (`$KERNEL_HUB_DIR`, else `../shared/hub`) and the templates in `packages/`.
-//! Without the manifests the crate is empty and [`PRESENT`] is false.
+//! Without the manifests the crate has no ops and [`PRESENT`] is false.
 
 /// Whether the manifests were found when the crate was built.
 pub const PRESENT: bool = cfg!(hub);
+
+/// The ops this crate has templates for (its `packages/` folders), built or not: an op of
+/// these missing from [`ops`] was left out at build time (no manifest, or `KERNEL_HUB_OPS`).
+pub const EXPECTED_OPS: &[&str] = include!(concat!(env!("OUT_DIR"), "/expected_ops.rs"));
 
 /// The generated op modules and their registry `OPS`.
 #[cfg(hub)]
@@ -19,12 +23,4 @@ pub fn ops() -> &'static [runtime::registry::OpEntry] {
     return kernels::OPS;
     #[cfg(not(hub))]
     return &[];
-}
-
-/// Says, once per test, that the manifests were absent.
-pub fn skip_without_hub(test: &str) -> bool {
-    if !PRESENT {
-        eprintln!("{test}: skipped, no Hub manifests (set KERNEL_HUB_DIR)");
-    }
-    !PRESENT
 }

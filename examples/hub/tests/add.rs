@@ -6,39 +6,17 @@
 
 #![cfg(hub)]
 
-use hub::runtime::{AnyTensor, DType};
+mod common;
 
-/// The shape `a` and `b` broadcast to, as ONNX broadcasts.
-fn broadcast(a: &[usize], b: &[usize]) -> Vec<usize> {
-    let rank = a.len().max(b.len());
-    let at = |s: &[usize], i: usize| (i + s.len()).checked_sub(rank).map_or(1, |i| s[i]);
-    (0..rank)
-        .map(|i| if at(a, i) == 1 { at(b, i) } else { at(a, i) })
-        .collect()
-}
-
-/// The element of `values` (of `shape`) that output index `index` (of `out`) reads.
-fn source(values: &[f64], shape: &[usize], out: &[usize], mut index: usize) -> f64 {
-    let (mut at, mut stride) = (0, 1);
-    for axis in (0..out.len()).rev() {
-        let coordinate = index % out[axis];
-        index /= out[axis];
-        if let Some(own) = (axis + shape.len()).checked_sub(out.len()) {
-            if shape[own] != 1 {
-                at += coordinate * stride;
-            }
-            stride *= shape[own];
-        }
-    }
-    values[at]
-}
+use common::{broadcast, broadcast_source};
+use hub::runtime::DType;
 
 /// `a + b` broadcast, wrapped to `dtype`'s width for the 8-bit integers.
 fn reference(a: &[f64], sa: &[usize], b: &[f64], sb: &[usize], dtype: DType) -> Vec<f64> {
     let out = broadcast(sa, sb);
     let n: usize = out.iter().product();
     (0..n)
-        .map(|i| source(a, sa, &out, i) + source(b, sb, &out, i))
+        .map(|i| a[broadcast_source(sa, &out, i)] + b[broadcast_source(sb, &out, i)])
         .map(|v| match dtype {
             DType::I8 => f64::from((v as i64) as i8),
             DType::U8 => f64::from((v as i64) as u8),
@@ -66,43 +44,32 @@ fn values(dtype: DType, len: usize, seed: u64) -> Vec<f64> {
 }
 
 fn check(dtype: DType, sa: &[usize], sb: &[usize], variant: &str) {
-    if hub::skip_without_hub("add") {
-        return;
-    }
     let ctx = test_support::context();
-    if dtype == DType::F16 && !ctx.caps().has_feature("shader-f16") {
-        eprintln!("no shader-f16 on this adapter: {dtype} skipped");
+    if !common::runs(&ctx, dtype, &dtype.to_string()) {
         return;
     }
-    let entry = hub::ops()
-        .iter()
-        .find(|e| e.matches("ai.onnx.Add"))
-        .expect("Add is generated");
+    let what = format!("{dtype} {sa:?} + {sb:?} ({variant})");
     let na: usize = sa.iter().product();
     let nb: usize = sb.iter().product();
     let (a, b) = (values(dtype, na, 1), values(dtype, nb, 2));
-    let ta = AnyTensor::from_f64(&ctx, dtype, sa, &a).expect("upload a");
-    let tb = AnyTensor::from_f64(&ctx, dtype, sb, &b).expect("upload b");
-    let run = entry.run(&ctx, &[&ta, &tb], &[]).expect("Add runs");
-    assert_eq!(run.variant, variant, "{dtype} {sa:?} + {sb:?}");
-    let out = &run.outputs[0];
-    assert_eq!(out.shape(), broadcast(sa, sb).as_slice());
-    let got = out.to_f64_vec(&ctx).expect("read c");
-    let want = reference(&a, sa, &b, sb, dtype);
+    let ta = common::upload(&ctx, dtype, sa, &a, "a");
+    let tb = common::upload(&ctx, dtype, sb, &b, "b");
+    let (chosen, out) = common::run(&ctx, "ai.onnx.Add", &[&ta, &tb], &[], &what);
+    assert_eq!(chosen, variant, "{what}");
+    // The reference as the output stores it; only f16 is not exact.
+    let want: Vec<(f64, f64)> = reference(&a, sa, &b, sb, dtype)
+        .into_iter()
+        .map(|w| {
+            let w = match dtype {
+                DType::F16 => f64::from(half::f16::from_f64(w)),
+                DType::F32 => f64::from(w as f32),
+                _ => w,
+            };
+            (w, w.abs().max(1.0))
+        })
+        .collect();
     let tolerance = if dtype == DType::F16 { 2e-3 } else { 0.0 };
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        let w = if dtype == DType::F16 {
-            f64::from(half::f16::from_f64(*w))
-        } else if dtype == DType::F32 {
-            f64::from(*w as f32)
-        } else {
-            *w
-        };
-        assert!(
-            (g - w).abs() <= tolerance * w.abs().max(1.0),
-            "{dtype} {sa:?} + {sb:?} ({variant}): element {i} is {g}, want {w}"
-        );
-    }
+    common::assert_output(&ctx, &out, &broadcast(sa, sb), &want, tolerance, &what);
 }
 
 #[test]

@@ -15,7 +15,10 @@
 
 #![cfg(hub)]
 
-use hub::runtime::{AnyTensor, Context, DType};
+mod common;
+
+use common::{broadcast, broadcast_source};
+use hub::runtime::{Context, DType};
 
 /// ONNX MatMul's output shape (NumPy's matmul): a 1-D `a` is a row and a 1-D `b` a column,
 /// the added axis dropped; the batch axes broadcast.
@@ -44,31 +47,6 @@ fn batch_axes(s: &[usize]) -> &[usize] {
     &s[..s.len().saturating_sub(2)]
 }
 
-/// The shape `a` and `b` broadcast to.
-fn broadcast(a: &[usize], b: &[usize]) -> Vec<usize> {
-    let rank = a.len().max(b.len());
-    let at = |s: &[usize], i: usize| (i + s.len()).checked_sub(rank).map_or(1, |i| s[i]);
-    (0..rank)
-        .map(|i| if at(a, i) == 1 { at(b, i) } else { at(a, i) })
-        .collect()
-}
-
-/// The matrix of `shape`'s batch axes that output batch `index` (of `out`) reads.
-fn batch_source(shape: &[usize], out: &[usize], mut index: usize) -> usize {
-    let (mut at, mut stride) = (0, 1);
-    for axis in (0..out.len()).rev() {
-        let coordinate = index % out[axis];
-        index /= out[axis];
-        if let Some(own) = (axis + shape.len()).checked_sub(out.len()) {
-            if shape[own] != 1 {
-                at += coordinate * stride;
-            }
-            stride *= shape[own];
-        }
-    }
-    at
-}
-
 /// The reference: each output element with the sum of its products' magnitudes (the scale
 /// its rounding error is measured against). Integer types sum with wrapping 32-bit
 /// arithmetic.
@@ -79,8 +57,8 @@ fn reference(a: &[f64], sa: &[usize], b: &[f64], sb: &[usize], dtype: DType) -> 
     let batches: usize = out_batch.iter().product();
     let mut out = Vec::with_capacity(batches * m * n);
     for batch in 0..batches {
-        let a0 = batch_source(batch_axes(sa), &out_batch, batch) * m * k;
-        let b0 = batch_source(batch_axes(sb), &out_batch, batch) * k * n;
+        let a0 = broadcast_source(batch_axes(sa), &out_batch, batch) * m * k;
+        let b0 = broadcast_source(batch_axes(sb), &out_batch, batch) * k * n;
         for i in 0..m {
             for j in 0..n {
                 let products = (0..k).map(|p| (a[a0 + i * k + p], b[b0 + p * n + j]));
@@ -129,38 +107,28 @@ fn values(dtype: DType, len: usize, seed: u64) -> Vec<f64> {
 /// for floats (f32: 1e-5, growing as √K past K = 64; f16, whose output is rounded to 11
 /// bits: 1e-2).
 fn check_on(ctx: &Context, dtype: DType, sa: &[usize], sb: &[usize], variant: &str) {
-    if dtype == DType::F16 && !ctx.caps().has_feature("shader-f16") {
-        eprintln!("no shader-f16 on this adapter: {variant} ({dtype}) skipped");
+    if !common::runs(ctx, dtype, &format!("{variant} ({dtype})")) {
         return;
     }
-    let entry = hub::ops()
-        .iter()
-        .find(|e| e.matches("ai.onnx.MatMul"))
-        .expect("MatMul is generated");
+    let what = format!("{dtype} {sa:?} x {sb:?} ({variant})");
     let na: usize = sa.iter().product();
     let nb: usize = sb.iter().product();
     let (a, b) = (values(dtype, na, 1), values(dtype, nb, 2));
-    let ta = AnyTensor::from_f64(ctx, dtype, sa, &a).expect("upload a");
-    let tb = AnyTensor::from_f64(ctx, dtype, sb, &b).expect("upload b");
-    let run = entry.run(ctx, &[&ta, &tb], &[]).expect("MatMul runs");
-    assert_eq!(run.variant, variant, "{dtype} {sa:?} x {sb:?}");
-    let out = &run.outputs[0];
-    assert_eq!(out.shape(), matmul_shape(sa, sb).as_slice(), "{variant}");
-    let got = out.to_f64_vec(ctx).expect("read y");
-    let want = reference(&a, sa, &b, sb, dtype);
-    assert_eq!(got.len(), want.len());
+    let ta = common::upload(ctx, dtype, sa, &a, "a");
+    let tb = common::upload(ctx, dtype, sb, &b, "b");
+    let (chosen, out) = common::run(ctx, "ai.onnx.MatMul", &[&ta, &tb], &[], &what);
+    assert_eq!(chosen, variant, "{what}");
     let k = sa[sa.len() - 1] as f64;
     let tolerance = match dtype {
         DType::F16 => 1e-2,
         DType::F32 => 1e-5 * (k / 64.0).sqrt().max(1.0),
         _ => 0.0,
     };
-    for (i, (g, (w, scale))) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= tolerance * scale.max(f64::MIN_POSITIVE),
-            "{dtype} {sa:?} x {sb:?} ({variant}): element {i} is {g}, want {w} (scale {scale})"
-        );
-    }
+    let want: Vec<(f64, f64)> = reference(&a, sa, &b, sb, dtype)
+        .into_iter()
+        .map(|(w, scale)| (w, scale.max(f64::MIN_POSITIVE)))
+        .collect();
+    common::assert_output(ctx, &out, &matmul_shape(sa, sb), &want, tolerance, &what);
 }
 
 fn check(dtype: DType, sa: &[usize], sb: &[usize], variant: &str) {
@@ -239,9 +207,6 @@ const ALL: [DType; 4] = [DType::F32, DType::F16, DType::I32, DType::U32];
 
 #[test]
 fn small_matrices_and_every_type() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     let ctx = test_support::shared();
     check_all(
         ctx,
@@ -293,9 +258,6 @@ fn small_matrices_and_every_type() {
 
 #[test]
 fn one_row_by_a_matrix() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     let ctx = test_support::shared();
     check_all(
         ctx,
@@ -327,9 +289,6 @@ fn one_row_by_a_matrix() {
 
 #[test]
 fn a_matrix_by_a_vector() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     if let Some(ctx) = with_subgroups("matrix_vector_subgroup") {
         check_all(
             ctx,
@@ -352,9 +311,6 @@ fn a_matrix_by_a_vector() {
 
 #[test]
 fn dot_products() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     let ctx = test_support::shared();
     check_all(
         ctx,
@@ -372,9 +328,6 @@ fn dot_products() {
 
 #[test]
 fn bands_of_rows() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     check_all(
         test_support::shared(),
         &FLOATS,
@@ -391,9 +344,6 @@ fn bands_of_rows() {
 
 #[test]
 fn register_tiles_of_64() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     let Some(ctx) = register_tiles("tiled_reg") else {
         return;
     };
@@ -427,9 +377,6 @@ fn register_tiles_of_64() {
 
 #[test]
 fn word_of_four_tiles_f32() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     check_all(
         undemoted(),
         &F32,
@@ -495,9 +442,6 @@ fn word_of_four_tiles_f32() {
 
 #[test]
 fn word_of_four_tiles_f16() {
-    if hub::skip_without_hub("matmul") {
-        return;
-    }
     check_all(
         test_support::shared(),
         &F16,

@@ -18,6 +18,8 @@
 
 #![cfg(hub)]
 
+mod common;
+
 use hub::kernels::softmax;
 use hub::runtime::support::AttrValue;
 use hub::runtime::{AnyTensor, Arg, Context, DType, DeviceCaps, OpHooks, Plan};
@@ -101,19 +103,11 @@ fn check(
     let len: usize = shape.iter().product();
     let seed = len as u64 ^ (axis as u64).wrapping_mul(31);
     let x = values(dtype, len, fill, seed);
-    let tx = AnyTensor::from_f64(ctx, dtype, shape, &x).expect("upload x");
+    let tx = common::upload(ctx, dtype, shape, &x, "x");
     let (chosen, out) = match planned {
         Planned::Registry => {
-            let entry = hub::ops()
-                .iter()
-                .find(|e| e.matches("ai.onnx.Softmax"))
-                .expect("Softmax is generated");
             let attrs = [("axis".to_owned(), AttrValue::Int(axis))];
-            let run = entry
-                .run(ctx, &[&tx], &attrs)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let out = run.outputs.into_iter().next().expect("one output");
-            (run.variant, out)
+            common::run(ctx, "ai.onnx.Softmax", &[&tx], &attrs, &what)
         }
         Planned::For(caps) => {
             let plan = softmax::plan(caps, &shapes(shape), &dtypes(dtype), &attrs(axis))
@@ -132,8 +126,6 @@ fn check(
         }
     };
     assert_eq!(chosen, variant, "{what}");
-    assert_eq!(out.shape(), shape, "{what}");
-    let got = out.to_f64_vec(ctx).expect("read y");
     let want = reference(&x, shape, axis);
     let tolerance = if dtype == DType::F16 {
         F16_TOLERANCE
@@ -141,12 +133,8 @@ fn check(
         F32_TOLERANCE
     };
     let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
-    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (g - w).abs() <= tolerance * scale,
-            "{what}: element {i} is {g}, want {w} (tolerance {tolerance} of {scale})"
-        );
-    }
+    let want: Vec<(f64, f64)> = want.into_iter().map(|w| (w, scale)).collect();
+    common::assert_output(ctx, &out, shape, &want, tolerance, &what);
 }
 
 fn shapes(shape: &[usize]) -> softmax::Shapes<'_> {
@@ -179,10 +167,9 @@ fn run_plan(
 
 /// The float types the adapter runs: f16 only with `shader-f16`.
 fn float_types(ctx: &Context) -> Vec<DType> {
-    if ctx.caps().has_feature("shader-f16") {
+    if common::runs(ctx, DType::F16, "float16") {
         vec![DType::F32, DType::F16]
     } else {
-        eprintln!("no shader-f16 on this adapter: float16 skipped");
         vec![DType::F32]
     }
 }
@@ -203,9 +190,6 @@ const EQUAL: Fill = Fill::Equal(3.5);
 
 #[test]
 fn long_rows_are_split_into_blocks() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     // Past LONGROW_SPLIT_MIN_COLS (65536) columns and at most 32 rows; the last block of a
     // row is partial where the row is not a multiple of BLOCK_COLS (1024).
@@ -221,9 +205,6 @@ fn long_rows_are_split_into_blocks() {
 
 #[test]
 fn short_rows_share_a_workgroup() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     check_all(
         &ctx,
@@ -253,9 +234,6 @@ fn short_rows_share_a_workgroup() {
 /// the statistics) and without subgroups (a tree in workgroup memory).
 #[test]
 fn rows_of_a_workgroup_each() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let cases: &[(&[usize], i64, Fill, &str)] = &[
         (&[8, 512], -1, RANDOM, "online_wg_vec4"),
         (&[20, 128], -1, LARGE, "online_wg_vec4"),
@@ -275,9 +253,6 @@ fn rows_of_a_workgroup_each() {
 
 #[test]
 fn rows_of_at_most_32_elements() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     check_all(
         &ctx,
@@ -298,9 +273,6 @@ fn rows_of_at_most_32_elements() {
 /// More than 65535 rows of a workgroup each: the dispatch folds the rows into y.
 #[test]
 fn rows_past_one_dispatch_row_fold() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     for dtype in float_types(&ctx) {
         check(
@@ -332,9 +304,6 @@ fn rows_past_one_dispatch_row_fold() {
 
 #[test]
 fn axes_before_the_last_are_strided() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     check_all(
         &ctx,
@@ -358,9 +327,6 @@ fn axes_before_the_last_are_strided() {
 /// dispatch does not fit, and run on the adapter.
 #[test]
 fn strided_axes_without_room_for_the_cooperative_dispatch() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     let mut caps = ctx.caps().clone();
     caps.limits.max_compute_workgroups_per_dimension = 64;
@@ -392,9 +358,6 @@ fn strided_axes_without_room_for_the_cooperative_dispatch() {
 
 #[test]
 fn one_subgroup_per_row() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     let caps = ctx.caps();
     if !(caps.has_feature("subgroups") && caps.subgroup_min_size >= 16) {
@@ -430,17 +393,12 @@ fn one_subgroup_per_row() {
 
 #[test]
 fn three_passes() {
-    if hub::skip_without_hub("softmax") {
-        return;
-    }
     let ctx = test_support::context();
     // The one call only `stable_3pass` accepts, rows of no element, divides by the row length.
-    let entry = hub::ops()
-        .iter()
-        .find(|e| e.matches("ai.onnx.Softmax"))
-        .expect("Softmax is generated");
-    let x = AnyTensor::from_f64(&ctx, DType::F32, &[3, 0], &[]).expect("upload x");
-    let err = entry.run(&ctx, &[&x], &[]).expect_err("rows of no element");
+    let x = common::upload(&ctx, DType::F32, &[3, 0], &[], "x");
+    let err = common::entry("ai.onnx.Softmax")
+        .run(&ctx, &[&x], &[])
+        .expect_err("rows of no element");
     assert_eq!(
         err.to_string(),
         "ai.onnx.Softmax: variant `stable_3pass` cannot be planned: pass `reduce_max`, `x` (from the shape of `x`): division by zero: 0.0 / 0.0"

@@ -127,17 +127,17 @@ pub fn generate(
                     .max(1);
                 HostData::Index(fill(len, seed, |rng| rng.random_range(0..bound)))
             }
-            // A type variable that also allows integers, benchmarked at a float dtype.
-            TensorKind::TypeVar { .. } if dtype.is_float() => {
-                let [lo, hi] = spec.range.unwrap_or([-1.0, 1.0]);
-                match dtype {
-                    DType::F16 => HostData::F16(fill(len, seed, |rng| {
-                        f16::from_f64(rng.random_range(lo..hi))
-                    })),
-                    _ => HostData::F32(fill(len, seed, |rng| rng.random_range(lo..hi) as f32)),
-                }
+            TensorKind::TypeVar { type_var, .. } if !dtype.is_float() => {
+                anyhow::bail!(
+                    "input `{}` has type `{type_var}` at an integer dtype: the harness generates floats and indices only",
+                    role.role
+                )
             }
-            TensorKind::Float { .. } | TensorKind::Fixed(DType::F32 | DType::F16) => {
+            // A type variable that also allows integers is generated as a float one when
+            // benchmarked at a float dtype.
+            TensorKind::Float { .. }
+            | TensorKind::TypeVar { .. }
+            | TensorKind::Fixed(DType::F32 | DType::F16) => {
                 let [lo, hi] = spec.range.unwrap_or([-1.0, 1.0]);
                 let dtype = match role.kind {
                     TensorKind::Fixed(fixed) => fixed,
@@ -153,12 +153,6 @@ pub fn generate(
             TensorKind::Fixed(other) => {
                 anyhow::bail!(
                     "input `{}` is {other}, which the harness does not generate",
-                    role.role
-                )
-            }
-            TensorKind::TypeVar { type_var, .. } => {
-                anyhow::bail!(
-                    "input `{}` has type `{type_var}` at an integer dtype: the harness generates floats and indices only",
                     role.role
                 )
             }
