@@ -3,12 +3,14 @@
 //! to `AttrValue`s, outputs read back and checked for dtype, shape and values (the case's
 //! expected data, else a float64 reference run on the same rounded inputs), and the variant the
 //! op selected recorded. Every way a case can fail is a [`CaseFailure`], never a panic.
+//! [`run_case`] waits for the readback; [`run_case_async`], the same steps, awaits it, as a
+//! browser page must.
 
 use std::fmt;
 
-use kernel_runtime::registry::{OpEntry, RoleInfo};
+use kernel_runtime::registry::{DynRun, OpEntry, RoleInfo};
 use kernel_runtime::support::AttrValue;
-use kernel_runtime::{AnyTensor, Context, DType, OpError};
+use kernel_runtime::{AnyTensor, Context, DType, OpError, RuntimeError};
 
 use crate::conformance::{Case, Expected, Mismatch, Tensor, as_dtype};
 
@@ -331,73 +333,163 @@ pub fn plan_case(ctx: &Context, entry: &OpEntry, case: &Case) -> Result<&'static
 /// Runs `case` with `entry` on `ctx` and checks every output it lists: dtype, shape, and values
 /// against the case's data or else `reference` (on the rounded inputs, its results rounded to
 /// the output's dtype); without either, that no element is a NaN the case forbids.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn run_case(
     ctx: &Context,
     entry: &OpEntry,
     case: &Case,
     reference: Option<&Reference>,
 ) -> Result<CaseReport, CaseFailure> {
-    let failure = |variant: Option<&'static str>, kind| CaseFailure {
-        op: entry.qualified_name,
-        case: case.name.clone(),
-        variant,
-        kind: Box::new(kind),
-    };
-    let outputs = outputs_by_role(entry.outputs, case).map_err(|k| failure(None, k))?;
-    let prepared = prepare(ctx, entry, case).map_err(|k| failure(None, k))?;
-    let inputs: Vec<&AnyTensor> = prepared.tensors.iter().collect();
-    let run = entry
-        .run(ctx, &inputs, &prepared.attrs)
-        .map_err(|e| failure(None, FailureKind::Op(e)))?;
-    let variant = Some(run.variant);
-    // Computed once, when the first output without data needs it.
-    let mut wanted: Option<Vec<Vec<f64>>> = None;
-    let mut reports = Vec::with_capacity(outputs.len());
-    for (at, expected) in outputs {
-        let fail = |kind| failure(variant, kind);
-        let Some(tensor) = run.outputs.get(at) else {
-            return Err(fail(FailureKind::Keys(format!(
+    let mut ran = Ran::start(ctx, entry, case, reference)?;
+    for at in 0..ran.len() {
+        let got = ran
+            .output(at)?
+            .to_f64_vec(ctx)
+            .map_err(|error| ran.readback_failed(at, &error))?;
+        ran.check(at, got)?;
+    }
+    Ok(ran.finish())
+}
+
+/// [`run_case`] without blocking on the readback, for browsers (where a buffer is mapped only
+/// once the page's event loop runs); natively the same checks in the same order.
+pub async fn run_case_async(
+    ctx: &Context,
+    entry: &OpEntry,
+    case: &Case,
+    reference: Option<&Reference>,
+) -> Result<CaseReport, CaseFailure> {
+    let mut ran = Ran::start(ctx, entry, case, reference)?;
+    for at in 0..ran.len() {
+        let got = ran
+            .output(at)?
+            .read_f64_async(ctx)
+            .await
+            .map_err(|error| ran.readback_failed(at, &error))?;
+        ran.check(at, got)?;
+    }
+    Ok(ran.finish())
+}
+
+/// A case whose op has run, its outputs checked one at a time as each is read back: the
+/// blocking and the async runner share every step but the wait for the readback.
+struct Ran<'a> {
+    entry: &'a OpEntry,
+    case: &'a Case,
+    reference: Option<&'a Reference>,
+    /// The outputs the case lists, with the index of each among the op's.
+    outputs: Vec<(usize, &'a Expected)>,
+    prepared: Prepared<'a>,
+    run: DynRun,
+    /// The reference's outputs, computed once, when the first output without data needs them.
+    wanted: Option<Vec<Vec<f64>>>,
+    reports: Vec<OutputReport>,
+}
+
+impl<'a> Ran<'a> {
+    /// Pairs the case's outputs with the op's, uploads the inputs and runs the op.
+    fn start(
+        ctx: &Context,
+        entry: &'a OpEntry,
+        case: &'a Case,
+        reference: Option<&'a Reference>,
+    ) -> Result<Self, CaseFailure> {
+        let failure = |kind| CaseFailure {
+            op: entry.qualified_name,
+            case: case.name.clone(),
+            variant: None,
+            kind: Box::new(kind),
+        };
+        let outputs = outputs_by_role(entry.outputs, case).map_err(failure)?;
+        let prepared = prepare(ctx, entry, case).map_err(failure)?;
+        let inputs: Vec<&AnyTensor> = prepared.tensors.iter().collect();
+        let run = entry
+            .run(ctx, &inputs, &prepared.attrs)
+            .map_err(|e| failure(FailureKind::Op(e)))?;
+        Ok(Ran {
+            entry,
+            case,
+            reference,
+            reports: Vec::with_capacity(outputs.len()),
+            outputs,
+            prepared,
+            run,
+            wanted: None,
+        })
+    }
+
+    /// How many outputs the case checks.
+    fn len(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// A failure of the case once the op has run (so naming the variant it selected).
+    fn fail(&self, kind: FailureKind) -> CaseFailure {
+        CaseFailure {
+            op: self.entry.qualified_name,
+            case: self.case.name.clone(),
+            variant: Some(self.run.variant),
+            kind: Box::new(kind),
+        }
+    }
+
+    /// The tensor of the case's `n`th output, once its dtype and shape are the case's.
+    fn output(&self, n: usize) -> Result<&AnyTensor, CaseFailure> {
+        let (at, expected) = self.outputs[n];
+        let Some(tensor) = self.run.outputs.get(at) else {
+            return Err(self.fail(FailureKind::Keys(format!(
                 "the op returned {} outputs, none for `{}`",
-                run.outputs.len(),
+                self.run.outputs.len(),
                 expected.key
             ))));
         };
         if tensor.dtype().onnx_name() != expected.dtype {
-            return Err(fail(FailureKind::Dtype {
+            return Err(self.fail(FailureKind::Dtype {
                 output: expected.key.clone(),
                 got: tensor.dtype().onnx_name().to_owned(),
                 want: expected.dtype.clone(),
             }));
         }
         if tensor.shape() != expected.shape {
-            return Err(fail(FailureKind::Shape {
+            return Err(self.fail(FailureKind::Shape {
                 output: expected.key.clone(),
                 got: tensor.shape().to_vec(),
                 want: expected.shape.clone(),
             }));
         }
-        let got = tensor.to_f64_vec(ctx).map_err(|e| {
-            fail(FailureKind::Readback {
-                output: expected.key.clone(),
-                error: e.to_string(),
-            })
-        })?;
-        let (want, checked) = match (&expected.values, reference) {
+        Ok(tensor)
+    }
+
+    /// The failure of reading the case's `n`th output back.
+    fn readback_failed(&self, n: usize, error: &RuntimeError) -> CaseFailure {
+        self.fail(FailureKind::Readback {
+            output: self.outputs[n].1.key.clone(),
+            error: error.to_string(),
+        })
+    }
+
+    /// Checks the values `got` of the case's `n`th output against the case's data, else the
+    /// reference, else only for NaNs the case forbids.
+    fn check(&mut self, n: usize, got: Vec<f64>) -> Result<(), CaseFailure> {
+        let (at, expected) = self.outputs[n];
+        let (want, checked) = match (&expected.values, self.reference) {
             (Some(values), _) => (values.clone(), Checked::Data),
             (None, Some(reference)) => {
-                if wanted.is_none() {
-                    wanted = Some(run_reference(entry, reference, &prepared).map_err(&fail)?);
+                if self.wanted.is_none() {
+                    let computed = run_reference(self.entry, reference, &self.prepared)
+                        .map_err(|kind| self.fail(kind))?;
+                    self.wanted = Some(computed);
                 }
-                let all = wanted.as_deref().unwrap_or_default();
+                let all = self.wanted.as_deref().unwrap_or_default();
                 let raw = all.get(at).ok_or_else(|| {
-                    fail(FailureKind::Reference(format!(
+                    self.fail(FailureKind::Reference(format!(
                         "{} outputs, none for `{}`",
                         all.len(),
                         expected.key
                     )))
                 })?;
                 let Some(rounded) = as_dtype(raw, &expected.dtype) else {
-                    return Err(fail(FailureKind::UnsupportedDtype {
+                    return Err(self.fail(FailureKind::UnsupportedDtype {
                         tensor: expected.key.clone(),
                         dtype: expected.dtype.clone(),
                     }));
@@ -408,7 +500,7 @@ pub fn run_case(
             (None, None) => (got.clone(), Checked::ShapeOnly),
         };
         if want.len() != got.len() {
-            return Err(fail(FailureKind::Reference(format!(
+            return Err(self.fail(FailureKind::Reference(format!(
                 "{} values for `{}`, which has {}",
                 want.len(),
                 expected.key,
@@ -417,7 +509,7 @@ pub fn run_case(
         }
         let (first, count) = expected.mismatches(&got, &want, LISTED);
         if count > 0 {
-            return Err(fail(FailureKind::Values {
+            return Err(self.fail(FailureKind::Values {
                 output: expected.key.clone(),
                 tolerance: expected.tolerance,
                 first,
@@ -431,17 +523,22 @@ pub fn run_case(
             .map(|(g, w)| (g - w).abs())
             .filter(|d| d.is_finite())
             .fold(0.0, f64::max);
-        reports.push(OutputReport {
+        self.reports.push(OutputReport {
             key: expected.key.clone(),
             checked,
             worst,
         });
+        Ok(())
     }
-    Ok(CaseReport {
-        case: case.name.clone(),
-        variant: run.variant,
-        outputs: reports,
-    })
+
+    /// The report of a case every output of which passed.
+    fn finish(self) -> CaseReport {
+        CaseReport {
+            case: self.case.name.clone(),
+            variant: self.run.variant,
+            outputs: self.reports,
+        }
+    }
 }
 
 /// The reference's outputs for the prepared inputs.

@@ -6,7 +6,8 @@
 //! (`conformance_run.rs`).
 //!
 //! Without the default `gpu` feature the crate has no GPU half (contexts, poison values,
-//! running cases), so a build script can read suites without building wgpu.
+//! running cases), so a build script can read suites without building wgpu. On wasm32 (a
+//! browser page running suites) there are no contexts: the page makes its own without blocking.
 
 mod bound;
 mod close;
@@ -14,7 +15,7 @@ pub mod conformance;
 #[cfg(feature = "gpu")]
 pub mod conformance_run;
 mod data;
-#[cfg(feature = "gpu")]
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 mod devices;
 #[cfg(feature = "gpu")]
 mod poison;
@@ -22,7 +23,7 @@ mod poison;
 pub use bound::{DEFAULT_LIMIT_SECONDS, bound, limit};
 pub use close::{assert_close, worst};
 pub use data::data;
-#[cfg(feature = "gpu")]
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 pub use devices::{context, context_with, context_without, shared};
 #[cfg(feature = "gpu")]
 pub use poison::Poison;

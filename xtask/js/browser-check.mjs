@@ -1,6 +1,7 @@
 // Opens the web page (examples/web, built by `cargo xtask web`) in headless Chromium with a
 // software WebGPU adapter (SwiftShader), waits for its report and fails on a mismatch, an
-// error, a console error or a missing row. Used by `cargo xtask web` and CI.
+// error, a console error or a missing row, and on a failed case of the Hub's conformance
+// suites the page ran (printing each suite's counts). Used by `cargo xtask web` and CI.
 //
 // Usage: node browser-check.mjs DIR [--report FILE] [--timeout SECONDS]
 //        node browser-check.mjs DIR --serve [--port N]   (serve DIR only, for a browser of yours)
@@ -108,6 +109,23 @@ async function check() {
     for (const op of ops) {
       if (!result.rows.some((r) => r.op === op && r.status === 'ok')) problems.push(`${op}: no case ran`);
     }
+    // A page built without the Hub beside the repository reports its suites as absent, and an
+    // older report none at all: neither is a failure.
+    const suites = result.conformance ?? [];
+    const expectedCases = suites.reduce((n, s) => n + s.expected_rows, 0);
+    const listedCases = suites.reduce((n, s) => n + s.rows.length, 0);
+    const drawnCases = await page.locator('#conformance-rows tr').count();
+    if (listedCases !== expectedCases || drawnCases !== expectedCases) {
+      problems.push(
+        `expected ${expectedCases} conformance rows, the report has ${listedCases} and the table ${drawnCases}`,
+      );
+    }
+    for (const suite of suites) {
+      for (const row of suite.rows) {
+        if (row.status === 'passed' || (row.status === 'skipped' && row.detail)) continue;
+        problems.push(`${suite.file} / ${row.case}: ${row.status}: ${row.detail}`);
+      }
+    }
     const out = option('--report');
     if (out) await writeFile(out, JSON.stringify(result, null, 2));
     return report(problems, result);
@@ -130,6 +148,26 @@ function report(problems, result) {
     }
     const unreached = result.unreached.map((u) => `${u.op} ${u.variant}`);
     console.log(`\nvariants no case selected on this adapter: ${unreached.join(', ') || 'none'}`);
+    for (const suite of result.conformance ?? []) {
+      if (suite.absent) {
+        console.log(`\n${suite.file}: not built into the page (${suite.absent})`);
+        continue;
+      }
+      console.log(`\n${suite.file}:\n`);
+      console.log('| op | case | variant | max error | result |');
+      console.log('|---|---|---|--:|---|');
+      for (const r of suite.rows) {
+        const err = r.max_error == null ? '' : r.max_error.toExponential(2);
+        console.log(`| ${r.op} | ${r.case} | ${r.variant} | ${err} | ${r.status}: ${r.detail} |`);
+      }
+    }
+    // The counts last, where they are seen.
+    for (const suite of result.conformance ?? []) {
+      if (suite.absent) continue;
+      console.log(
+        `${suite.file}: ${suite.passed} passed, ${suite.failed} failed, ${suite.skipped} skipped`,
+      );
+    }
   }
   for (const problem of problems) console.error(`browser check: ${problem}`);
   return problems.length === 0 ? 0 : 1;

@@ -1,6 +1,8 @@
 //! `cargo xtask web [--serve]`: builds the browser page (`examples/web`) for wasm32 with
 //! wasm-bindgen's glue into `target/web/`, then opens it in headless Chromium and fails on
-//! any mismatch, error or missing row; `--serve` serves it for a browser of yours instead.
+//! any mismatch, error or missing row, or on a failed case of the Hub's conformance suites the
+//! page embeds (`examples/web/build.rs`; each suite's passed, failed and skipped counts are
+//! printed); `--serve` serves it for a browser of yours instead.
 //! Installs what is missing: the wasm32 target (rustup), wasm-bindgen-cli at the version of
 //! the `wasm-bindgen` crate (into `target/tools`), the pinned npm packages, and Debian's
 //! `chromium` (apt-get, as root).

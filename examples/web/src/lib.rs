@@ -1,7 +1,8 @@
 //! The browser page's work: every case of [`examples::cases`] on the page's WebGPU adapter,
 //! through the same generated crate as native code, checked against the float64 reference in
-//! the page. The runner is plain async Rust (it runs natively too); `page` is the wasm32
-//! entry point that draws the table and hands the report to whoever opened the page.
+//! the page, then the Hub's conformance suites ([`conformance`]). The runner is plain async
+//! Rust (it runs natively too); `page` is the wasm32 entry point that draws the tables and
+//! hands the report to whoever opened the page.
 
 use examples::cases::Case;
 use examples::data::{compare, median};
@@ -9,6 +10,7 @@ use kernel_runtime::registry::OpEntry;
 use kernel_runtime::{AnyTensor, Context};
 use serde::Serialize;
 
+pub mod conformance;
 #[cfg(target_arch = "wasm32")]
 mod page;
 
@@ -66,11 +68,25 @@ pub struct Report {
     /// Variants of the generated ops that no case selected here (the selection depends on the
     /// adapter, e.g. its subgroup sizes).
     pub unreached: Vec<Unreached>,
+    /// The Hub's conformance suites, one report each.
+    pub conformance: Vec<conformance::SuiteReport>,
 }
 
-/// Runs every case on `ctx`, calling `on_row` as each finishes (the page draws it at once);
-/// `adapter` names the adapter in the rows.
-pub async fn run_all(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row)) -> Report {
+/// Runs every case on `ctx`, then every conformance case, calling `on_row` and `on_case` as
+/// each finishes (the page draws it at once); `adapter` names the adapter in the rows.
+pub async fn run_all(
+    ctx: &Context,
+    adapter: &str,
+    on_row: &mut dyn FnMut(&Row),
+    on_case: &mut dyn FnMut(&conformance::CaseRow),
+) -> Report {
+    let mut report = run_cases(ctx, adapter, on_row).await;
+    report.conformance = conformance::run_suites(ctx, on_case).await;
+    report
+}
+
+/// The report of the cases of [`examples::all_cases`], without conformance suites.
+async fn run_cases(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row)) -> Report {
     let adapter = adapter.to_owned();
     let all = match examples::all_cases() {
         Ok(all) => all,
@@ -94,6 +110,7 @@ pub async fn run_all(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row))
                 expected_rows: 1,
                 rows: vec![row],
                 unreached: Vec::new(),
+                conformance: Vec::new(),
             };
         }
     };
@@ -134,6 +151,7 @@ pub async fn run_all(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row))
         expected_rows: all.len(),
         rows,
         unreached,
+        conformance: Vec::new(),
     }
 }
 

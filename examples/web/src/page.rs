@@ -1,9 +1,11 @@
 //! The wasm32 entry point: creates the context without blocking, draws a table row per case
-//! as it finishes, and returns the report as JSON (the page stores it for the browser test).
+//! (and per conformance case) as it finishes, and returns the report as JSON (the page stores
+//! it for the browser test).
 
 use wasm_bindgen::prelude::*;
 use web_sys::{Document, Element};
 
+use crate::conformance::{CaseRow, Outcome};
 use crate::{Row, Status};
 
 /// Runs every case in the page; resolves to the report as JSON. `adapter` names the adapter
@@ -27,14 +29,25 @@ pub async fn run(adapter: String) -> Result<String, JsValue> {
         ctx.caps().feature_names().join(", ")
     )));
     let body = by_id(&document, "rows")?;
-    let mut draw_error = None;
-    let report = crate::run_all(&ctx, &adapter, &mut |row| {
-        if let Err(e) = append_row(&document, &body, row) {
-            draw_error.get_or_insert(e);
-        }
-    })
+    let conformance_body = by_id(&document, "conformance-rows")?;
+    // Both callbacks record the first drawing error; a cell holds it as they are two closures.
+    let draw_error = std::cell::RefCell::new(None);
+    let report = crate::run_all(
+        &ctx,
+        &adapter,
+        &mut |row| {
+            if let Err(e) = append_row(&document, &body, row) {
+                draw_error.borrow_mut().get_or_insert(e);
+            }
+        },
+        &mut |row| {
+            if let Err(e) = append_case_row(&document, &conformance_body, row) {
+                draw_error.borrow_mut().get_or_insert(e);
+            }
+        },
+    )
     .await;
-    if let Some(e) = draw_error {
+    if let Some(e) = draw_error.into_inner() {
         return Err(e);
     }
     let ok = report
@@ -53,13 +66,29 @@ pub async fn run(adapter: String) -> Result<String, JsValue> {
         .iter()
         .map(|u| format!("{} {}", u.op, u.variant))
         .collect();
+    let suites: Vec<String> = report
+        .conformance
+        .iter()
+        .map(|s| match &s.absent {
+            Some(why) => format!("{}: not built in ({why})", s.file),
+            None => format!(
+                "{}: {} passed, {} failed, {} skipped",
+                s.file, s.passed, s.failed, s.skipped
+            ),
+        })
+        .collect();
     status.set_text_content(Some(&format!(
-        "done on {}: {ok} ok, {failed} failed, {skipped} skipped. Variants no case selected on this adapter: {}.",
+        "done on {}: {ok} ok, {failed} failed, {skipped} skipped. Variants no case selected on this adapter: {}. Conformance: {}.",
         report.adapter,
         if unreached.is_empty() {
             "none".to_owned()
         } else {
             unreached.join(", ")
+        },
+        if suites.is_empty() {
+            "no suites".to_owned()
+        } else {
+            suites.join("; ")
         }
     )));
     serde_json::to_string(&report).map_err(|e| JsValue::from_str(&e.to_string()))
@@ -95,6 +124,35 @@ fn append_row(document: &Document, body: &Element, row: &Row) -> Result<(), JsVa
             .map_or_else(String::new, |e| format!("{e:.2e}")),
         row.gpu_us.map_or_else(String::new, |t| format!("{t:.1}")),
         status,
+    ];
+    for text in cells {
+        let td = document.create_element("td")?;
+        td.set_text_content(Some(&text));
+        tr.append_child(&td)?;
+    }
+    body.append_child(&tr)?;
+    Ok(())
+}
+
+fn append_case_row(document: &Document, body: &Element, row: &CaseRow) -> Result<(), JsValue> {
+    let tr = document.create_element("tr")?;
+    tr.set_class_name(match row.status {
+        Outcome::Passed => "ok",
+        Outcome::Skipped => "skipped",
+        Outcome::Failed => "failed",
+    });
+    let result = match row.status {
+        Outcome::Passed => format!("passed: {}", row.detail),
+        Outcome::Skipped => format!("skipped: {}", row.detail),
+        Outcome::Failed => format!("FAILED: {}", row.detail),
+    };
+    let cells = [
+        row.op.clone(),
+        row.case.clone(),
+        row.variant.clone(),
+        row.max_error
+            .map_or_else(String::new, |e| format!("{e:.2e}")),
+        result,
     ];
     for text in cells {
         let td = document.create_element("td")?;
