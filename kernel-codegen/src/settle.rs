@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use crate::diag::{Diagnostic, Diagnostics, Specialisation};
 use crate::expr::Type;
 use crate::model::dynamic_values;
-use crate::model::{self, Op, domains};
+use crate::model::{self, Op, classes, domains};
 use crate::templates::TemplatePaths;
 use crate::templates::pass::{Rendered, render_pass};
 use crate::templates::{prelude, usage};
@@ -87,12 +87,12 @@ pub fn settle_pass(
                 })
                 .collect();
             if thresholds.is_empty() {
-                domains::by_truthiness(op, v, name);
+                classes::by_truthiness(op, v, name);
                 classed.insert(name.clone());
             } else {
                 // A conditional with one literal per class: pinned below.
                 let truthiness = tests.contains(&usage::Misuse::Truthiness);
-                domains::by_classes(op, v, name, &thresholds, truthiness);
+                classes::by_classes(op, v, name, &thresholds, truthiness);
             }
         }
         if !classed.is_empty() {

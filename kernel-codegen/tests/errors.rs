@@ -5,7 +5,8 @@
 //! compiled, so its cases show what reading it reports), then lists the edits that make the
 //! case (JSON edits by pointer, line edits, `create` for a hints file or another template),
 //! then a line `---`, then the exact outcome: the diagnostics `generate` reports, or `ok: …`
-//! with its notes. `UPDATE_EXPECT=1` rewrites the outcomes.
+//! with its notes, uniform fields, the finite domains run-time values were pinned to and the
+//! pipeline overrides. `UPDATE_EXPECT=1` rewrites the outcomes.
 //!
 //! A seed's templates under `_shared/` (created by a case) make its include root.
 
@@ -62,8 +63,9 @@ fn outcome(inputs: &kernel_codegen::Inputs) -> String {
     }
 }
 
-/// The pipeline overrides of every variant, with the WGSL type the shaders' uses settled, and
-/// the value of every uniform field.
+/// The value of every uniform field, the values each run-time value pinned to a finite domain
+/// of its own is built for (one shader text per value, or fewer where values render alike), and
+/// the pipeline overrides of every variant, with the WGSL type the shaders' uses settled.
 fn settled_values(inputs: &kernel_codegen::Inputs) -> String {
     let mut text = String::new();
     for op in kernel_codegen::models(inputs).unwrap_or_default() {
@@ -80,6 +82,16 @@ fn settled_values(inputs: &kernel_codegen::Inputs) -> String {
             }
             let passes = variant.passes.iter().flat_map(|p| &p.inputs);
             for value in variant.constants.iter().chain(passes) {
+                if let Some(domain) = &value.domain {
+                    let values: Vec<String> = domain.iter().map(ToString::to_string).collect();
+                    text.push_str(&format!(
+                        "domain: variant `{}`, `{}` (`{}`): {}\n",
+                        variant.id,
+                        value.name,
+                        value.expr.source,
+                        values.join(", ")
+                    ));
+                }
                 if value.class == kernel_codegen::model::Class::Dynamic {
                     text.push_str(&format!(
                         "override: variant `{}`, `{}` (`{}`): {}\n",

@@ -572,9 +572,16 @@ impl Checker<'_> {
     }
 
     /// A checked binary operation; a comparison in V1 is a [`IrKind::LooseCompare`], where an
-    /// undefined operand is a value rather than an error.
+    /// undefined operand is a value rather than an error. The Hub runtime's Jinja
+    /// (@huggingface/jinja) compares an undefined operand only with `==` and `!=` and throws
+    /// "Cannot perform operation on undefined values" for `<`, `<=`, `>`, `>=`, so there an
+    /// ordering is strict: an error, not a false that `not` or `or` could turn into a pass.
     fn binary_kind(&self, op: BinOp, lhs: Ir, rhs: Ir) -> IrKind {
-        if op.is_comparison() && self.dialect.is_jinja() {
+        let ordering = !matches!(op, BinOp::Eq | BinOp::Ne);
+        if op.is_comparison()
+            && self.dialect.is_jinja()
+            && !(ordering && self.dialect == Dialect::Hub)
+        {
             IrKind::LooseCompare(op, Box::new(lhs), Box::new(rhs))
         } else {
             IrKind::Binary(op, Box::new(lhs), Box::new(rhs))

@@ -58,7 +58,8 @@ pub enum IrKind {
     Binary(BinOp, Box<Ir>, Box<Ir>),
     /// A comparison (`==`, `!=`, `<`, `<=`, `>`, `>=`) in which an operand that may be
     /// undefined is a value of its own, as in Jinja: undefined equals only undefined and is
-    /// ordered against nothing. The V1 checker writes every comparison this way.
+    /// ordered against nothing. The V1 checker writes every comparison this way, the Hub
+    /// checker only `==` and `!=`.
     LooseCompare(BinOp, Box<Ir>, Box<Ir>),
     /// `then if cond else otherwise`, stored as (cond, then, otherwise).
     Cond(Box<Ir>, Box<Ir>, Box<Ir>),

@@ -44,7 +44,9 @@
 //!
 //! [`Dialect::Hub`] reads as V1 does, and adds the Hub runtime's `derive.<name>` (the bare
 //! name's value), `DISPATCH_FOLD_WIDTH` (65535) and the helpers that build shapes
-//! (`broadcastShape`, `matmulShape`, `prefix`); it has no `constants` namespace.
+//! (`broadcastShape`, `matmulShape`, `prefix`); it has no `constants` namespace. Its runtime's
+//! Jinja compares an undefined value only with `==` and `!=`, so an ordering (`<`, `<=`, `>`,
+//! `>=`) with an undefined operand is an error there, where V1 orders it against nothing.
 
 pub mod ast;
 pub mod builtins;

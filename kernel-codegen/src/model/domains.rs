@@ -428,92 +428,6 @@ pub fn apply(op: &mut Op, v: usize, name: &str, pin: Pin) {
     }
 }
 
-/// Makes the template value `name` of variant `v` its own truthiness, for a value the template
-/// only tests as a condition and never prints: a boolean, so one shader is built for each of
-/// its two classes and each call picks one by the value's class.
-pub fn by_truthiness(op: &mut Op, v: usize, name: &str) {
-    let variant = &mut op.variants[v];
-    let values = variant
-        .constants
-        .iter_mut()
-        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
-    for value in values.filter(|value| value.name == name) {
-        let span = value.expr.ir.span;
-        let tested = std::mem::replace(
-            &mut value.expr.ir,
-            Ir {
-                kind: IrKind::Bool(false),
-                ty: Type::Bool,
-                span,
-            },
-        );
-        value.expr.ir.kind = IrKind::Truthy(Box::new(tested));
-        value.class = Class::Static;
-        value.domain = None;
-    }
-}
-
-/// Makes the template value `name` of variant `v` the representative of its class, for a value
-/// the template only compares with the integer `thresholds` (and, with `truthiness`, tests for
-/// truthiness) and never prints: the classes are the ranges below, at, between and above the
-/// thresholds, so the value becomes a conditional over them with one literal per class, a
-/// finite domain that [`pin`] then enumerates, and each call picks the shader of its class.
-pub fn by_classes(op: &mut Op, v: usize, name: &str, thresholds: &BTreeSet<i64>, truthiness: bool) {
-    let mut points: Vec<i64> = thresholds.iter().copied().collect();
-    if truthiness && !points.contains(&0) {
-        points.push(0);
-        points.sort_unstable();
-    }
-    let variant = &mut op.variants[v];
-    let values = variant
-        .constants
-        .iter_mut()
-        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
-    for value in values.filter(|value| value.name == name) {
-        let x = value.expr.ir.clone();
-        let (ty, span) = (x.ty, x.span);
-        let node = |kind: IrKind, ty: Type| Ir { kind, ty, span };
-        let literal = |n: f64| match ty {
-            Type::Int => node(IrKind::Int(n as i64), Type::Int),
-            _ => node(IrKind::Float(n), Type::Float),
-        };
-        // `if x <op> n then <n's class literal> else <rest>`.
-        let class = |op: BinOp, n: f64, inside: f64, rest: Ir| {
-            let test = node(
-                IrKind::Binary(op, Box::new(x.clone()), Box::new(literal(n))),
-                Type::Bool,
-            );
-            node(
-                IrKind::Cond(Box::new(test), Box::new(literal(inside)), Box::new(rest)),
-                ty,
-            )
-        };
-        // From the top class down: above the last point, then at it, then between it and the
-        // one before, …, then below the first.
-        let last = points.last().copied().unwrap_or(0) as f64;
-        let mut chain = literal(last + 1.0);
-        for (i, &point) in points.iter().enumerate().rev() {
-            let point = point as f64;
-            if let Some(next) = points.get(i + 1).map(|&p| p as f64) {
-                // Integers have a class strictly between two points only when a gap is there.
-                let between = match ty {
-                    Type::Int if next - point >= 2.0 => Some(point + 1.0),
-                    Type::Int => None,
-                    _ => Some((point + next) / 2.0),
-                };
-                if let Some(inside) = between {
-                    chain = class(BinOp::Lt, next, inside, chain);
-                }
-            }
-            chain = class(BinOp::Eq, point, point, chain);
-            if i == 0 {
-                chain = class(BinOp::Lt, point, point - 1.0, chain);
-            }
-        }
-        value.expr.ir = chain;
-    }
-}
-
 /// How many combinations the roots of `ir` make.
 fn root_count(op: &Op, bounds: &Bounds, ir: &Ir) -> usize {
     let mut vars = BTreeSet::new();
@@ -524,14 +438,27 @@ fn root_count(op: &Op, bounds: &Bounds, ir: &Ir) -> usize {
 }
 
 /// The values `ir` can take, when finitely many, where `ranges` hold: every value over its
-/// roots' domains, or the union of a conditional's branches, each under what its condition
-/// says.
+/// roots' domains, the union of a conditional's branches, each under what its condition
+/// says, or the values of the `derive` entry it names.
 fn value_set(
     op: &Op,
     variant: &Variant,
     ranges: &Ranges,
     ir: &Ir,
     evaluations: usize,
+) -> Option<Vec<Value>> {
+    value_set_through(op, variant, ranges, ir, evaluations, &mut Vec::new())
+}
+
+/// [`value_set`], with the `derive` entries being followed (`following`), so that a cycle
+/// among them ends the search instead of recursing forever.
+fn value_set_through(
+    op: &Op,
+    variant: &Variant,
+    ranges: &Ranges,
+    ir: &Ir,
+    evaluations: usize,
+    following: &mut Vec<String>,
 ) -> Option<Vec<Value>> {
     let mut bounds = variant.bounds.clone();
     add_finite(&mut bounds, ranges, evaluations);
@@ -547,8 +474,11 @@ fn value_set(
             refine(op, &mut when_true, cond, true);
             let mut when_false = ranges.clone();
             refine(op, &mut when_false, cond, false);
-            let mut values = value_set(op, variant, &when_true, then, evaluations)?;
-            for value in value_set(op, variant, &when_false, otherwise, evaluations)? {
+            let mut values =
+                value_set_through(op, variant, &when_true, then, evaluations, following)?;
+            let others =
+                value_set_through(op, variant, &when_false, otherwise, evaluations, following)?;
+            for value in others {
                 if !values.contains(&value) {
                     values.push(value);
                 }
@@ -556,6 +486,26 @@ fn value_set(
             Some(values)
         }
         IrKind::Call(Builtin::Min, args) => capped_power_of_two(args),
+        // A name for a `derive` entry (a Hub variant's derive that reads the manifest's, which
+        // the model inlines as this name): the entry's own values, where they are finite. The
+        // entry reads the same arguments, under the same `when`, so `ranges` still hold.
+        IrKind::Sym(Symbol::Derived(name)) => {
+            if following.contains(name) {
+                return None;
+            }
+            let derived = op.derived(name)?;
+            following.push(name.clone());
+            let values = value_set_through(
+                op,
+                variant,
+                ranges,
+                &derived.expr.ir,
+                evaluations,
+                following,
+            );
+            following.pop();
+            values
+        }
         _ => None,
     }
 }
@@ -586,8 +536,16 @@ fn capped_power_of_two(args: &[Ir]) -> Option<Vec<Value>> {
 /// The names `ir` reads that have no finite domain, as a manifest writes them.
 fn unbounded_names(op: &Op, variant: &Variant, ir: &Ir) -> Vec<String> {
     let mut names = Vec::new();
+    let ranges = when_ranges(op, variant);
     for symbol in ir.symbols() {
         if is_bounded(op, &variant.bounds, &BTreeSet::from([symbol.clone()])) {
+            continue;
+        }
+        // A `derive` entry with finitely many values is not what lacks a domain.
+        if let Symbol::Derived(name) = &symbol
+            && let Some(derived) = op.derived(name)
+            && value_set(op, variant, &ranges, &derived.expr.ir, MAX_EVALUATIONS).is_some()
+        {
             continue;
         }
         let name = match &symbol {
@@ -606,3 +564,6 @@ fn unbounded_names(op: &Op, variant: &Variant, ir: &Ir) -> Vec<String> {
     }
     names
 }
+
+#[cfg(test)]
+mod tests;

@@ -5,6 +5,7 @@
 //! input classified as static (enumerated at build time) or dynamic (a pipeline override).
 
 mod build;
+pub mod classes;
 pub mod domains;
 mod statics;
 

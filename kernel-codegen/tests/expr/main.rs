@@ -1,8 +1,8 @@
 //! Data-driven tests of the expression language (`kernel_codegen::expr`).
 //!
 //! Every `tests/expr/*.test` file starts with the dialect its expressions are written in
-//! (`dialect: seed` or `dialect: schemaVersion 1`), then a list of cases separated by blank
-//! lines. A case is:
+//! (`dialect: seed`, `dialect: schemaVersion 1` or `dialect: hub`), then a list of cases
+//! separated by blank lines. A case is:
 //!
 //! ```text
 //! # optional comment lines
@@ -41,6 +41,7 @@ use kernel_codegen::expr::{self, Dialect, Ir};
 const DIALECTS: &[(&str, Dialect)] = &[
     ("dialect: seed", Dialect::Seed),
     ("dialect: schemaVersion 1", Dialect::V1),
+    ("dialect: hub", Dialect::Hub),
 ];
 
 /// A `.test` file: its dialect and its cases.
