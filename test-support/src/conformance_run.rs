@@ -31,6 +31,46 @@ pub struct RefInput<'a> {
 pub type Reference =
     dyn Fn(&[RefInput<'_>], &[(String, AttrValue)]) -> Result<Vec<Vec<f64>>, String>;
 
+/// A reference of an op with one output called as a [`Reference`] is: `compute` takes the
+/// inputs owned, each as its role, shape and values (the form of `examples::reference::by_op`),
+/// and the attributes; its output is the only one, its error shown with its causes (`{:#}`, as
+/// an `anyhow` chain prints them).
+pub fn one_output_reference<F, E>(
+    inputs: &[RefInput<'_>],
+    attrs: &[(String, AttrValue)],
+    compute: F,
+) -> Result<Vec<Vec<f64>>, String>
+where
+    F: FnOnce(&[(String, Vec<usize>, Vec<f64>)], &[(String, AttrValue)]) -> Result<Vec<f64>, E>,
+    E: fmt::Display,
+{
+    let owned: Vec<(String, Vec<usize>, Vec<f64>)> = inputs
+        .iter()
+        .map(|input| {
+            (
+                input.role.to_owned(),
+                input.shape.to_vec(),
+                input.values.to_vec(),
+            )
+        })
+        .collect();
+    compute(&owned, attrs)
+        .map(|output| vec![output])
+        .map_err(|error| format!("{error:#}"))
+}
+
+/// The device feature `ctx` lacks to run `case` at all (float16 tensors need `shader-f16`):
+/// such a case is reported as not run on that device, not as a rejection by the op.
+pub fn missing_feature(ctx: &Context, case: &Case) -> Option<&'static str> {
+    let f16 = case
+        .inputs
+        .iter()
+        .map(|t| &t.dtype)
+        .chain(case.outputs.iter().map(|o| &o.dtype))
+        .any(|d| d == "float16");
+    (f16 && !ctx.caps().shader_f16).then_some("shader-f16")
+}
+
 /// What an output's values were held against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checked {
@@ -332,7 +372,8 @@ pub fn plan_case(ctx: &Context, entry: &OpEntry, case: &Case) -> Result<&'static
 
 /// Runs `case` with `entry` on `ctx` and checks every output it lists: dtype, shape, and values
 /// against the case's data or else `reference` (on the rounded inputs, its results rounded to
-/// the output's dtype); without either, that no element is a NaN the case forbids.
+/// the output's dtype); without either, that no element is a NaN the case forbids. The steps
+/// are [`run_case_async`]'s, this thread blocking while a readback is awaited.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn run_case(
     ctx: &Context,
@@ -340,19 +381,13 @@ pub fn run_case(
     case: &Case,
     reference: Option<&Reference>,
 ) -> Result<CaseReport, CaseFailure> {
-    let mut ran = Ran::start(ctx, entry, case, reference)?;
-    for at in 0..ran.len() {
-        let got = ran
-            .output(at)?
-            .to_f64_vec(ctx)
-            .map_err(|error| ran.readback_failed(at, &error))?;
-        ran.check(at, got)?;
-    }
-    Ok(ran.finish())
+    // Natively a readback's future is woken from the device poll it starts, as
+    // `AnyTensor::to_f64_vec` relies on too.
+    pollster::block_on(run_case_async(ctx, entry, case, reference))
 }
 
 /// [`run_case`] without blocking on the readback, for browsers (where a buffer is mapped only
-/// once the page's event loop runs); natively the same checks in the same order.
+/// once the page's event loop runs).
 pub async fn run_case_async(
     ctx: &Context,
     entry: &OpEntry,
@@ -371,8 +406,7 @@ pub async fn run_case_async(
     Ok(ran.finish())
 }
 
-/// A case whose op has run, its outputs checked one at a time as each is read back: the
-/// blocking and the async runner share every step but the wait for the readback.
+/// A case whose op has run, its outputs checked one at a time as each is read back.
 struct Ran<'a> {
     entry: &'a OpEntry,
     case: &'a Case,

@@ -128,3 +128,42 @@ fn failures_say_op_case_variant_and_what() {
         "`test.Op` case `c`: `x` is int8, a dtype kernel-runtime has no tensors of"
     );
 }
+
+/// A reference of one output is given the inputs owned, by role, and its result is the case's
+/// only output; its error keeps the causes an alternate `Display` adds (as `anyhow`'s does).
+#[test]
+fn one_output_references_take_owned_inputs_and_keep_causes() {
+    struct Chain;
+    impl fmt::Display for Chain {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(if f.alternate() {
+                "no reference: no such op"
+            } else {
+                "no reference"
+            })
+        }
+    }
+    let (a, b) = ([1.0, 2.0], [10.0]);
+    let inputs = [
+        RefInput {
+            role: "a",
+            shape: &[2],
+            values: &a,
+        },
+        RefInput {
+            role: "b",
+            shape: &[1],
+            values: &b,
+        },
+    ];
+    let attrs = [("scale".to_owned(), AttrValue::Float(0.5))];
+    let sum = one_output_reference(&inputs, &attrs, |owned, attrs| {
+        assert_eq!(owned[0], ("a".to_owned(), vec![2], a.to_vec()));
+        assert_eq!(owned[1], ("b".to_owned(), vec![1], b.to_vec()));
+        assert_eq!(attrs, [("scale".to_owned(), AttrValue::Float(0.5))]);
+        Ok::<_, Chain>(owned[0].2.iter().map(|x| x + owned[1].2[0]).collect())
+    });
+    assert_eq!(sum, Ok(vec![vec![11.0, 12.0]]));
+    let failed = one_output_reference(&inputs, &attrs, |_, _| Err::<Vec<f64>, _>(Chain));
+    assert_eq!(failed, Err("no reference: no such op".to_owned()));
+}

@@ -147,7 +147,7 @@ function report(problems, result) {
       console.log(`| ${r.op} | ${r.case} | ${r.dtype} | ${r.variant} | ${r.adapter} | ${err} | ${gpu} | ${verdict} |`);
     }
     const unreached = result.unreached.map((u) => `${u.op} ${u.variant}`);
-    console.log(`\nvariants no case selected on this adapter: ${unreached.join(', ') || 'none'}`);
+    console.log(`\nvariants no case on the page (demo or conformance) selected on this adapter: ${unreached.join(', ') || 'none'}`);
     for (const suite of result.conformance ?? []) {
       if (suite.absent) {
         console.log(`\n${suite.file}: not built into the page (${suite.absent})`);

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use kernel_runtime::registry::OpEntry;
 use kernel_runtime::support::AttrValue;
 use kernel_runtime::{Context, DeviceCaps};
-use test_support::conformance::{self, Case, Suite};
+use test_support::conformance::{self, Suite};
 use test_support::conformance_run::{self, CaseReport, Checked, RefInput, Reference};
 
 /// A float64 reference as a plain function, so the table below is data.
@@ -51,19 +51,9 @@ fn by_op(
     inputs: &[RefInput<'_>],
     attrs: &[(String, AttrValue)],
 ) -> Result<Vec<Vec<f64>>, String> {
-    let owned: Vec<(String, Vec<usize>, Vec<f64>)> = inputs
-        .iter()
-        .map(|input| {
-            (
-                input.role.to_owned(),
-                input.shape.to_vec(),
-                input.values.to_vec(),
-            )
-        })
-        .collect();
-    examples::reference::by_op(op, &owned, attrs)
-        .map(|output| vec![output])
-        .map_err(|error| format!("{error:#}"))
+    conformance_run::one_output_reference(inputs, attrs, |inputs, attrs| {
+        examples::reference::by_op(op, inputs, attrs)
+    })
 }
 
 /// The float64 reference registered for `op`, if any.
@@ -120,18 +110,6 @@ fn suite(path: &str) -> Arc<Suite> {
     Arc::clone(suite)
 }
 
-/// The feature a context lacks to run `case` at all (float16 tensors need `shader-f16`): such a
-/// case is reported as not run on that context rather than as a rejection.
-fn missing_feature(ctx: &Context, case: &Case) -> Option<&'static str> {
-    let dtypes = case
-        .inputs
-        .iter()
-        .map(|t| &t.dtype)
-        .chain(case.outputs.iter().map(|o| &o.dtype));
-    let f16 = dtypes.into_iter().any(|d| d == "float16");
-    (f16 && !ctx.caps().shader_f16).then_some("shader-f16")
-}
-
 /// One line on a passed case: the variant, and what each output was checked against.
 fn summary(report: &CaseReport) -> String {
     let outputs: Vec<String> = report
@@ -168,7 +146,7 @@ pub fn case(op: &str, path: &str, name: &str) {
     let reference = once.as_ref().map(|f| f as &Reference);
     let mut failures = Vec::new();
     for (label, ctx) in contexts() {
-        if let Some(feature) = missing_feature(ctx, case) {
+        if let Some(feature) = conformance_run::missing_feature(ctx, case) {
             println!("{label}: not run, the device has no {feature}");
             continue;
         }
@@ -299,7 +277,7 @@ pub fn every_variant_is_reached(op: &str, path: &str) {
             }
         }
         for case in suite.cases.iter().filter(|c| c.skip_gpu.is_none()) {
-            if missing_feature(ctx, case).is_some() {
+            if conformance_run::missing_feature(ctx, case).is_some() {
                 continue;
             }
             match conformance_run::plan_case(ctx, entry, case) {

@@ -143,12 +143,15 @@ async fn run_one(ctx: &Context, op: &'static str, entry: Option<&OpEntry>, case:
             format!("the page was built without {op} (KERNEL_HUB_OPS)"),
         );
     };
-    if let Some(feature) = missing_feature(ctx, case) {
+    if let Some(feature) = conformance_run::missing_feature(ctx, case) {
         return row(Outcome::Skipped, format!("the adapter has no {feature}"));
     }
     // A `Reference` is a `'static` trait object: the closure holds only the op's `'static` name.
-    let reference =
-        move |inputs: &[RefInput<'_>], attrs: &[(String, AttrValue)]| by_op(op, inputs, attrs);
+    let reference = move |inputs: &[RefInput<'_>], attrs: &[(String, AttrValue)]| {
+        conformance_run::one_output_reference(inputs, attrs, |inputs, attrs| {
+            examples::reference::by_op(op, inputs, attrs)
+        })
+    };
     match conformance_run::run_case_async(ctx, entry, case, Some(&reference as &Reference)).await {
         Ok(report) => CaseRow {
             variant: report.variant.to_owned(),
@@ -160,39 +163,6 @@ async fn run_one(ctx: &Context, op: &'static str, entry: Option<&OpEntry>, case:
             ..row(Outcome::Failed, failure.to_string())
         },
     }
-}
-
-/// The feature the adapter lacks to run `case` at all (float16 tensors need `shader-f16`), as
-/// `examples/conformance` decides it: such a case is skipped, not failed.
-fn missing_feature(ctx: &Context, case: &Case) -> Option<&'static str> {
-    let f16 = case
-        .inputs
-        .iter()
-        .map(|t| &t.dtype)
-        .chain(case.outputs.iter().map(|o| &o.dtype))
-        .any(|d| d == "float16");
-    (f16 && !ctx.caps().shader_f16).then_some("shader-f16")
-}
-
-/// `examples::reference::by_op` for `op`, its one output as the only one.
-fn by_op(
-    op: &str,
-    inputs: &[RefInput<'_>],
-    attrs: &[(String, AttrValue)],
-) -> Result<Vec<Vec<f64>>, String> {
-    let owned: Vec<(String, Vec<usize>, Vec<f64>)> = inputs
-        .iter()
-        .map(|input| {
-            (
-                input.role.to_owned(),
-                input.shape.to_vec(),
-                input.values.to_vec(),
-            )
-        })
-        .collect();
-    examples::reference::by_op(op, &owned, attrs)
-        .map(|output| vec![output])
-        .map_err(|error| format!("{error:#}"))
 }
 
 /// The largest difference over the outputs held against values (none when every output was

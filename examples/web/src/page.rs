@@ -78,7 +78,7 @@ pub async fn run(adapter: String) -> Result<String, JsValue> {
         })
         .collect();
     status.set_text_content(Some(&format!(
-        "done on {}: {ok} ok, {failed} failed, {skipped} skipped. Variants no case selected on this adapter: {}. Conformance: {}.",
+        "done on {}: {ok} ok, {failed} failed, {skipped} skipped. Variants no case on the page (demo or conformance) selected on this adapter: {}. Conformance: {}.",
         report.adapter,
         if unreached.is_empty() {
             "none".to_owned()
@@ -101,12 +101,11 @@ fn by_id(document: &Document, id: &str) -> Result<Element, JsValue> {
 }
 
 fn append_row(document: &Document, body: &Element, row: &Row) -> Result<(), JsValue> {
-    let tr = document.create_element("tr")?;
-    tr.set_class_name(match row.status {
+    let class = match row.status {
         Status::Ok => "ok",
         Status::Skipped => "skipped",
         Status::Mismatch | Status::Error => "failed",
-    });
+    };
     let status = match row.status {
         Status::Ok => "ok".to_owned(),
         Status::Skipped => format!("skipped: {}", row.detail),
@@ -120,43 +119,46 @@ fn append_row(document: &Document, body: &Element, row: &Row) -> Result<(), JsVa
         format!("{:?}", row.shape),
         row.variant.clone(),
         row.adapter.clone(),
-        row.max_error
-            .map_or_else(String::new, |e| format!("{e:.2e}")),
+        max_error(row.max_error),
         row.gpu_us.map_or_else(String::new, |t| format!("{t:.1}")),
         status,
     ];
-    for text in cells {
-        let td = document.create_element("td")?;
-        td.set_text_content(Some(&text));
-        tr.append_child(&td)?;
-    }
-    body.append_child(&tr)?;
-    Ok(())
+    append_tr(document, body, class, &cells)
 }
 
 fn append_case_row(document: &Document, body: &Element, row: &CaseRow) -> Result<(), JsValue> {
-    let tr = document.create_element("tr")?;
-    tr.set_class_name(match row.status {
-        Outcome::Passed => "ok",
-        Outcome::Skipped => "skipped",
-        Outcome::Failed => "failed",
-    });
-    let result = match row.status {
-        Outcome::Passed => format!("passed: {}", row.detail),
-        Outcome::Skipped => format!("skipped: {}", row.detail),
-        Outcome::Failed => format!("FAILED: {}", row.detail),
+    let (class, result) = match row.status {
+        Outcome::Passed => ("ok", format!("passed: {}", row.detail)),
+        Outcome::Skipped => ("skipped", format!("skipped: {}", row.detail)),
+        Outcome::Failed => ("failed", format!("FAILED: {}", row.detail)),
     };
     let cells = [
         row.op.clone(),
         row.case.clone(),
         row.variant.clone(),
-        row.max_error
-            .map_or_else(String::new, |e| format!("{e:.2e}")),
+        max_error(row.max_error),
         result,
     ];
+    append_tr(document, body, class, &cells)
+}
+
+/// A table's cell for a largest error: empty where nothing was compared.
+fn max_error(error: Option<f64>) -> String {
+    error.map_or_else(String::new, |e| format!("{e:.2e}"))
+}
+
+/// Appends to `body` a row of class `class` (the page's style colours it) with `cells` as text.
+fn append_tr(
+    document: &Document,
+    body: &Element,
+    class: &str,
+    cells: &[String],
+) -> Result<(), JsValue> {
+    let tr = document.create_element("tr")?;
+    tr.set_class_name(class);
     for text in cells {
         let td = document.create_element("td")?;
-        td.set_text_content(Some(&text));
+        td.set_text_content(Some(text));
         tr.append_child(&td)?;
     }
     body.append_child(&tr)?;
