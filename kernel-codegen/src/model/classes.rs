@@ -43,7 +43,7 @@ pub fn by_truthiness(op: &mut Op, v: usize, name: &str) {
 /// the template only compares with the integer `thresholds` (and, with `truthiness`, tests for
 /// truthiness) and never prints: the classes are the ranges below, at, between and above the
 /// thresholds, so the value becomes a conditional over them with one literal per class, a
-/// finite domain that [`pin`] then enumerates, and each call picks the shader of its class.
+/// finite domain that [`pin`](super::domains::pin) then enumerates, and each call picks the shader of its class.
 pub fn by_classes(op: &mut Op, v: usize, name: &str, thresholds: &BTreeSet<i64>, truthiness: bool) {
     let mut points: Vec<i64> = thresholds.iter().copied().collect();
     if truthiness && !points.contains(&0) {
