@@ -87,13 +87,17 @@ impl BenchCase {
     }
 }
 
-/// Reads every `*.bench.json` under `dir`, sorted by file name.
+/// Reads every `*.bench.json` under `dir`, sorted by file name, or the one file `dir` names.
 pub fn load_dir(dir: &Path) -> Result<Vec<BenchFile>> {
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("listing {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".bench.json"))
-        .collect();
+    let mut paths: Vec<_> = if dir.is_file() {
+        vec![dir.to_path_buf()]
+    } else {
+        std::fs::read_dir(dir)
+            .with_context(|| format!("listing {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(".bench.json"))
+            .collect()
+    };
     paths.sort();
     if paths.is_empty() {
         bail!("no *.bench.json files in {}", dir.display());

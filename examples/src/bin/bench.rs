@@ -24,7 +24,7 @@ struct Args {
     /// Where to write the results as JSON.
     #[arg(long, default_value = "target/bench/results.json")]
     json: PathBuf,
-    /// Folder holding the `*.bench.json` files.
+    /// Folder holding the `*.bench.json` files, or one such file.
     #[arg(long, default_value = "benchmarks/cases")]
     cases: PathBuf,
     /// Only cases whose op or name contains this text.
