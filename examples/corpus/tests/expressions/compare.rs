@@ -1,23 +1,24 @@
 //! The driver: every expression of one op on many random environments, by the interpreter and
-//! by minijinja, and (where the typed API holds the environment) the generated module's
-//! output shapes, acceptance and plan against the interpreter's; what was compared is tallied
-//! and what disagreed is kept with the environment that shows it.
+//! by minijinja (in the order the dialect's runtime evaluates them), and (where the typed API
+//! holds the environment) the generated module's output shapes, acceptance, selection and
+//! plan against the interpreter's; what was compared is tallied and what disagreed is kept
+//! with the environment that shows it.
 
 use std::collections::BTreeMap;
 
 use kernel_codegen::GeneratedShader;
 use kernel_codegen::expr::builtins::Builtin;
-use kernel_codegen::expr::{EvalError, Ir, IrKind, Value};
-use kernel_codegen::model::{Dispatch, Expr, Op, Variant};
+use kernel_codegen::expr::{Dialect, EvalError, Ir, IrKind, Value};
+use kernel_codegen::model::{Op, Variant};
 use kernel_runtime::OpError;
 
-use super::env::{Interp, RandomEnv, Rng};
+use super::env::{self, Profile, RandomEnv, Rng};
 use super::generated::{self, Failed, Generated};
+use super::interp::Interp;
 use super::jinja::{self, Verdict};
-use super::plan;
-
-/// Mutations tried per steered environment.
-const STEERING: usize = 100;
+use super::scope::{self, Level};
+use super::steps::{self, Step};
+use super::{hub, plan};
 
 /// A deliberate fault, for the self-check.
 pub enum Fault {
@@ -30,10 +31,57 @@ pub enum Fault {
     Kernel,
 }
 
-/// An op's model and the shaders the generator renders for it.
+/// An op's model, the shaders the generator renders for it, and how its manifest is read.
 pub struct Package {
     pub op: Op,
     pub shaders: Vec<GeneratedShader>,
+    pub dialect: Dialect,
+    /// The `derive` entries in the manifest's order, where the runtime evaluates them so
+    /// (the Hub's); empty otherwise.
+    pub derive_order: Vec<String>,
+}
+
+impl Package {
+    pub fn is_hub(&self) -> bool {
+        self.dialect == Dialect::Hub
+    }
+
+    /// What the op's environments are drawn from.
+    pub fn profile(&self) -> &'static Profile {
+        if self.is_hub() {
+            &hub::PROFILE
+        } else {
+            &env::CORPUS
+        }
+    }
+}
+
+/// The models of the packages `config` reads, as the generator builds them, with the shaders
+/// it renders for each.
+pub fn packages_of(config: &kernel_codegen::Config, what: &str, dialect: Dialect) -> Vec<Package> {
+    let (inputs, _) = config
+        .read_inputs()
+        .unwrap_or_else(|e| panic!("reading {what}: {e}"));
+    let ops = kernel_codegen::models(&inputs).unwrap_or_else(|d| panic!("{what}'s models: {d}"));
+    let output =
+        kernel_codegen::generate(&inputs).unwrap_or_else(|d| panic!("generating {what}: {d}"));
+    ops.into_iter()
+        .map(|op| {
+            let name = op.qualified_name();
+            let shaders = output
+                .shaders
+                .iter()
+                .filter(|s| s.op == name)
+                .cloned()
+                .collect();
+            Package {
+                op,
+                shaders,
+                dialect,
+                derive_order: Vec::new(),
+            }
+        })
+        .collect()
 }
 
 /// What one op's run compared.
@@ -57,6 +105,9 @@ pub struct Tally {
     pub kernel_mismatches: usize,
     /// Per variant, how often the generated code selected it and its shaders were checked.
     pub selected: BTreeMap<String, usize>,
+    /// The variants the generated code selected where their plan fails (as the interpreter
+    /// says it may): Softmax's `stable_3pass` is selected only for rows of no columns.
+    pub selected_failing: BTreeMap<String, usize>,
     /// Expressions (by JSON path) minijinja and the interpreter computed a value for.
     pub valued: BTreeMap<String, usize>,
     pub failures: Vec<String>,
@@ -102,9 +153,10 @@ impl Tally {
         )
     }
 
-    pub fn totals(&self) -> String {
+    /// The totals of a run, after `label`.
+    pub fn totals(&self, label: &str) -> String {
         format!(
-            "total: {} envs ({} typed), {} comparisons with minijinja ({} of values, {} of two \
+            "{label}: {} envs ({} typed), {} comparisons with minijinja ({} of values, {} of two \
              failures, {} not comparable), {} of the generated code, {} plans, {} shaders \
              selected\n",
             self.envs,
@@ -121,7 +173,8 @@ impl Tally {
 
     /// Everything that went wrong: disagreements, expressions never compared on a value, and
     /// variants never planned though the generated code can select them.
-    pub fn problems(&self, op: &Op) -> Vec<String> {
+    pub fn problems(&self, package: &Package) -> Vec<String> {
+        let op = &package.op;
         let mut out: Vec<String> = self
             .failures
             .iter()
@@ -135,7 +188,10 @@ impl Tally {
             ));
         }
         for variant in &op.variants {
-            if self.planned.contains_key(&variant.id) && !self.selected.contains_key(&variant.id) {
+            if self.planned.contains_key(&variant.id)
+                && !self.selected.contains_key(&variant.id)
+                && !self.selected_failing.contains_key(&variant.id)
+            {
                 out.push(format!(
                     "{}: variant `{}` was planned but never selected, so its shaders were not \
                      checked",
@@ -151,86 +207,19 @@ impl Tally {
                 ));
             }
         }
-        for (path, expr) in cases(op).iter().map(|c| (&c.expr.path, c.expr)) {
-            if !self.valued.contains_key(path) {
+        for step in steps::steps(package) {
+            if let Step::Eval(case) = step
+                && !self.valued.contains_key(&case.expr.path)
+            {
                 out.push(format!(
-                    "{}: `{path}` (`{}`) was never computed by both sides",
+                    "{}: `{}` (`{}`) was never computed by both sides",
                     op.qualified_name(),
-                    expr.source
+                    case.expr.path,
+                    case.expr.source
                 ));
             }
         }
         out
-    }
-}
-
-/// Where an expression sits, which decides the constants it may read.
-struct Case<'o> {
-    expr: &'o Expr,
-    variant: Option<usize>,
-}
-
-/// Every expression of `op`: output shapes, then per variant its constants (in order), `when`
-/// clauses, intermediates, pass inputs, uniform fields and dispatch sizes.
-fn cases(op: &Op) -> Vec<Case<'_>> {
-    let mut out = Vec::new();
-    for tensor in op.tensors() {
-        out.extend(
-            tensor
-                .shape
-                .iter()
-                .chain(&tensor.rank_expr)
-                .map(|expr| Case {
-                    expr,
-                    variant: None,
-                }),
-        );
-    }
-    out.extend(op.derives.iter().map(|d| Case {
-        expr: &d.expr,
-        variant: None,
-    }));
-    for (i, variant) in op.variants.iter().enumerate() {
-        let mut exprs: Vec<&Expr> = variant.constants.iter().map(|c| &c.expr).collect();
-        exprs.extend(&variant.when);
-        exprs.extend(variant.intermediates.iter().map(|m| &m.shape));
-        for pass in &variant.passes {
-            exprs.extend(pass.inputs.iter().map(|v| &v.expr));
-            for binding in &pass.bindings {
-                exprs.extend(
-                    binding
-                        .params
-                        .iter()
-                        .flat_map(|p| p.fields.iter().map(|f| &f.value)),
-                );
-            }
-            exprs.extend(dispatch_exprs(&pass.dispatch));
-        }
-        out.extend(exprs.into_iter().map(|expr| Case {
-            expr,
-            variant: Some(i),
-        }));
-    }
-    out
-}
-
-pub fn dispatch_exprs(dispatch: &Dispatch) -> Vec<&Expr> {
-    match dispatch {
-        Dispatch::Grid { x, y, z } => [Some(x), y.as_ref(), z.as_ref()]
-            .into_iter()
-            .flatten()
-            .collect(),
-        Dispatch::Workgroups(n) => vec![n],
-        Dispatch::Threads {
-            threads,
-            workgroup_size,
-        }
-        | Dispatch::GridStride {
-            items: threads,
-            workgroup_size,
-        } => {
-            vec![threads, workgroup_size]
-        }
     }
 }
 
@@ -247,20 +236,21 @@ fn strict_axes(ir: &Ir) -> bool {
     strict
 }
 
-/// Runs `n` environments from `seed` through every expression of `op`.
+/// Runs `n` environments from `seed` through every expression of the package's op.
 pub fn run(package: &Package, seed: u64, n: usize, fault: &Fault) -> Tally {
     let op = &package.op;
-    let wrapped = jinja::environment(true);
-    let strict = jinja::environment(false);
-    let cases = cases(op);
+    let hub = package.is_hub();
+    let wrapped = jinja::environment(true, hub);
+    let strict = jinja::environment(false, hub);
+    let steps = steps::steps(package);
+    let is_dispatch = |s: &Step<'_>| matches!(s, Step::Eval(c) if c.expr.path.contains("dispatch"));
     let faulty = match fault {
-        Fault::Source(_) => cases.iter().position(|c| c.expr.path.contains("dispatch")),
+        Fault::Source(_) => steps.iter().position(is_dispatch),
         _ => None,
     };
-    let compiled: Vec<_> = cases
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
+    let compiled: Vec<_> = (steps.iter().enumerate())
+        .map(|(i, step)| {
+            let Step::Eval(c) = step else { return None };
             let source = match fault {
                 Fault::Source(s) if Some(i) == faulty => s.as_str(),
                 _ => c.expr.source.as_str(),
@@ -270,56 +260,47 @@ pub fn run(package: &Package, seed: u64, n: usize, fault: &Fault) -> Tally {
             } else {
                 &wrapped
             };
-            mj.compile_expression(source)
+            Some(mj.compile_expression(source))
         })
         .collect();
     let mut tally = Tally::default();
     let mut rng = Rng::new(seed);
     for k in 0..n {
         let target = k % op.variants.len().max(1);
-        let mut env = RandomEnv::draw(op, target, &mut rng);
+        let mut env = RandomEnv::draw(op, package.profile(), target, &mut rng);
         // Most environments are steered into the target variant; the rest stay where they
         // fell, so rejections and failures are compared too.
         if let Some(variant) = op.variants.get(target).filter(|_| rng.chance(75)) {
-            env.steer(op, variant, &mut rng, STEERING);
+            env.steer(op, variant, &mut rng, package.profile().steering);
         }
         let outputs = env.compute_outputs(op);
-        let ctx = jinja::context(op, &env);
+        let ctx = scope::context(op, &env, hub);
         let interps: Vec<Interp<'_>> = op
             .variants
             .iter()
             .map(|v| Interp::new(op, &env, Some(v)))
             .collect();
         let top = Interp::new(op, &env, None);
-        let mut variant_seen = None;
-        for (case, compiled) in cases.iter().zip(&compiled) {
-            let interp = case.variant.map_or(&top, |i| &interps[i]);
-            if case.variant != variant_seen {
-                ctx.clear_constants();
-                variant_seen = case.variant;
-            }
-            // A variant's constant, or a `derive` entry: a name later expressions read.
-            let named = match case.variant {
-                Some(i) => op.variants[i]
-                    .constants
-                    .iter()
-                    .find(|c| std::ptr::eq(&c.expr, case.expr))
-                    .map(|c| c.name.as_str()),
-                None => op
-                    .derives
-                    .iter()
-                    .find(|d| std::ptr::eq(&d.expr, case.expr))
-                    .map(|d| d.name.as_str()),
+        for (step, compiled) in steps.iter().zip(&compiled) {
+            let (Step::Eval(case), Some(compiled)) = (step, compiled) else {
+                match step {
+                    Step::EnterVariant => ctx.enter_variant(op),
+                    Step::MergeTunables(v) => ctx.merge_tunables(op, &op.variants[*v].tunables),
+                    Step::EnterPass => ctx.enter_pass(),
+                    Step::Eval(_) => {}
+                }
+                continue;
             };
+            let interp = case.variant.map_or(&top, |i| &interps[i]);
             // A `derive` entry through the interpreter's memo (later expressions read it
-            // there); a constant by its own expression, which a `derive` of the same name
+            // there); anything else by its own expression, which a `derive` of the same name
             // would hide from `constant`.
-            let ours = match named {
-                Some(name) if case.variant.is_none() => interp.constant(name),
-                _ => interp.eval(&case.expr.ir),
+            let ours = match case.defines {
+                Some((Level::Manifest, name)) => interp.constant(name),
+                _ => interp.eval(case.ir),
             };
             let theirs = match compiled {
-                Ok(e) => jinja::eval(e, &ctx, matches!(case.expr.ir.kind, IrKind::ToInt(_))),
+                Ok(e) => jinja::eval(e, &ctx, case.whole),
                 Err(e) => Err(minijinja::Error::new(e.kind(), e.to_string())),
             };
             let verdict = jinja::compare(&ours, &theirs);
@@ -345,25 +326,21 @@ pub fn run(package: &Package, seed: u64, n: usize, fault: &Fault) -> Tally {
                     ));
                 }
             }
-            if let Some(name) = named {
-                let trusted = verdict == Verdict::Agree && ours.value.is_ok();
-                if case.variant.is_some() {
-                    if !trusted {
-                        interp.distrust(name);
-                    }
-                    if let Ok(v) = theirs {
-                        ctx.define(name, v);
-                    }
-                } else {
-                    // Every variant's interpreter reads a `derive` entry.
-                    if !trusted {
-                        for i in interps.iter().chain([&top]) {
-                            i.distrust(name);
+            if let Some((level, name)) = case.defines {
+                if verdict != Verdict::Agree || ours.value.is_err() {
+                    match level {
+                        // Every variant's interpreter reads a `derive` entry.
+                        Level::Manifest => {
+                            interps.iter().chain([&top]).for_each(|i| i.distrust(name))
                         }
+                        // The interpreter reads a corpus variant's constant by name; the Hub's
+                        // model inlines a variant's and a pass's derives into what reads them.
+                        Level::Variant if !hub => interp.distrust(name),
+                        Level::Variant | Level::Pass => {}
                     }
-                    if let Ok(v) = theirs {
-                        ctx.define_derived(name, v);
-                    }
+                }
+                if let Ok(v) = theirs {
+                    ctx.define(level, name, v);
                 }
             }
         }
@@ -406,6 +383,22 @@ fn not_built(failed: &Failed) -> bool {
     failed.clause.contains("has shaders for")
 }
 
+/// A clause the generated code adds for a Hub variant's `supersededBy`: it holds where a
+/// variant that supersedes this one is accepted.
+fn superseded(op: &Op, variant: &Variant, failed: &Failed, ours: &[Result<(), Failed>]) -> bool {
+    failed.clause.contains("superseded")
+        && variant.superseded_by.iter().any(|id| {
+            (op.variants.iter().zip(ours))
+                .any(|(other, accepted)| other.id == *id && accepted.is_ok())
+        })
+}
+
+/// Whether a Hub variant's `demoteWhen` holds: it is selected only when no variant after it
+/// is eligible and not demoted.
+fn demoted(variant: &Variant, interp: &Interp<'_>) -> bool {
+    (variant.demote_when.iter()).any(|c| matches!(interp.eval(&c.ir).value, Ok(Value::Bool(true))))
+}
+
 fn check_generated(
     package: &Package,
     env: &RandomEnv,
@@ -429,7 +422,10 @@ fn check_generated(
             return;
         }
     }
-    let mut selected = None;
+    let ours: Vec<_> = (op.variants.iter().zip(interps))
+        .map(|(variant, interp)| acceptance(variant, interp))
+        .collect();
+    let mut eligible = Vec::new();
     let mut not_built_ids = Vec::new();
     for (v, ((variant, interp), (id, theirs))) in op
         .variants
@@ -439,12 +435,14 @@ fn check_generated(
         .enumerate()
     {
         tally.generated += 1;
-        let ours = acceptance(variant, interp);
-        match (&ours, theirs) {
+        match (&ours[v], theirs) {
             (Ok(()), Err(f)) if not_built(f) => not_built_ids.push(*id),
+            (Ok(()), Err(f)) if superseded(op, variant, f, &ours) => {
+                plan::check(package, v, interp, env, fault, &generated.plans[v], tally);
+            }
             (ours, theirs) if ours == theirs && variant.id == *id => {
                 if ours.is_ok() {
-                    selected = selected.or(Some(variant));
+                    eligible.push(v);
                     plan::check(package, v, interp, env, fault, &generated.plans[v], tally);
                 }
             }
@@ -455,6 +453,11 @@ fn check_generated(
             )),
         }
     }
+    // The first eligible variant that is not demoted, else the first demoted one.
+    let selected = (eligible.iter())
+        .find(|&&v| !demoted(&op.variants[v], &interps[v]))
+        .or(eligible.first())
+        .copied();
     let chosen = match &generated.plan {
         Ok(plan) => Some(plan.variant),
         Err(OpError::Plan { variant, .. }) => Some(*variant),
@@ -466,18 +469,16 @@ fn check_generated(
             return;
         }
     };
-    if chosen != selected.map(|v| v.id.as_str()) {
+    if chosen != selected.map(|v| op.variants[v].id.as_str()) {
         tally.fail(format!(
             "selection: interpreter {:?} (not built: {not_built_ids:?}), generated {chosen:?}\n    {}",
-            selected.map(|v| &v.id),
+            selected.map(|v| &op.variants[v].id),
             env.describe()
         ));
-    } else if let (Ok(plan), Some(v)) = (
-        &generated.plan,
-        op.variants
-            .iter()
-            .position(|v| Some(v.id.as_str()) == chosen),
-    ) {
-        plan::check_kernels(package, v, &interps[v], env, fault, plan, tally);
+    } else if let (Some(v), Some(id)) = (selected, chosen) {
+        match &generated.plan {
+            Ok(plan) => plan::check_kernels(package, v, &interps[v], env, fault, plan, tally),
+            Err(_) => *tally.selected_failing.entry(id.to_owned()).or_default() += 1,
+        }
     }
 }

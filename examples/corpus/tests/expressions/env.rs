@@ -1,20 +1,21 @@
-//! Random environments for a `schemaVersion: 1` op, drawn from its model, and the
-//! interpreter's view of one.
+//! Random environments for an op of any dialect, drawn from its model.
 //!
 //! An environment is steered towards one variant at a time: arguments and type variables take
 //! the values that variant's `when` bounds them to most of the time, and sizes come from a
 //! small pool shared by arguments and dimensions, so that equalities between them
 //! (`dim(shapes.wT, 0) == args.dim`) hold often enough for every variant to be selected.
-//! Absent optional tensors have the empty shape, as in the generated `Env`.
+//! Absent optional tensors have the empty shape, as in the generated `Env`. What sizes, ranks
+//! and devices are drawn from is the dialect's [`Profile`].
 
-use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use kernel_codegen::expr::ast::BinOp;
-use kernel_codegen::expr::{self, EvalError, EvalTrace, Ir, IrKind, Symbol, Type, Value};
+use kernel_codegen::expr::{EvalError, Ir, IrKind, Symbol, Type, Value};
 use kernel_codegen::model::{AttrRepr, DType, DTypeRef, IntWidth, Op, StaticVar, Variant};
 use kernel_runtime::DeviceCaps;
+
+use super::interp::Interp;
 
 /// splitmix64: failures reproduce from the seed alone, whatever the dependencies.
 pub struct Rng(u64);
@@ -46,12 +47,47 @@ impl Rng {
     }
 }
 
-/// Sizes the pool of an environment is drawn from: powers of two, the odd sizes real models
+/// What the environments of a dialect's ops are drawn from: what its manifests compare with
+/// differs (the Hub's thresholds, its rank-0 and rank-5 broadcasts, its negative axes, the
+/// device limits its variants test).
+#[derive(Debug)]
+pub struct Profile {
+    /// The sizes the pool of an environment is drawn from.
+    pub sizes: &'static [i64],
+    /// The ranks of a tensor whose rank is not declared.
+    pub ranks: &'static [usize],
+    /// The small integers an integer argument often takes.
+    pub small_ints: &'static [i64],
+    /// A device: its capabilities, and the features a package may test for that they cannot
+    /// express (no wgpu device offers them).
+    pub device: fn(&mut Rng) -> (DeviceCaps, Vec<&'static str>),
+    /// Mutations tried per steered environment.
+    pub steering: usize,
+    /// Whether repairs also set an ordering's side to its bound and reach into a `derive`
+    /// entry on a side of an `or` (`RandomEnv::repair`), and a random change is followed by
+    /// repairs. The corpus's repairs are equalities only, and alone, so that its environments
+    /// stay those its coverage was established on.
+    pub thorough_repair: bool,
+    /// Whether steering goes on past the target variant's acceptance, until the variants
+    /// before it are rejected or demoted: where variants overlap (the Hub's), a later one is
+    /// otherwise rarely selected, and its shaders never checked.
+    pub steer_past_earlier: bool,
+}
+
+/// The seed packages' and the corpus's: sizes are powers of two, the odd sizes real models
 /// have, and a few that are neither.
-const SIZES: &[i64] = &[
-    1, 2, 3, 4, 5, 8, 12, 16, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 2560, 4096, 8192,
-    16384,
-];
+pub const CORPUS: Profile = Profile {
+    sizes: &[
+        1, 2, 3, 4, 5, 8, 12, 16, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 2560, 4096,
+        8192, 16384,
+    ],
+    ranks: &[1, 1, 2, 2, 3, 4],
+    small_ints: &[1, 2, 3, 4, 8],
+    device: |rng| (random_caps(rng), Vec::new()),
+    steering: 100,
+    thorough_repair: false,
+    steer_past_earlier: false,
+};
 
 /// Everything an expression of the op may read, as plain values. `shapes` is indexed like
 /// `inputs ++ outputs`; `None` is an absent optional tensor or a computed output.
@@ -66,14 +102,17 @@ pub struct RandomEnv {
     /// Type variable → element type.
     pub dtypes: BTreeMap<String, DType>,
     pub caps: DeviceCaps,
+    /// Features the device has beyond what `caps` can say: the typed API cannot be given it.
+    pub unavailable: Vec<&'static str>,
+    pub profile: &'static Profile,
 }
 
 impl RandomEnv {
     /// An environment steered towards `target` (an index into `op.variants`).
-    pub fn draw(op: &Op, target: usize, rng: &mut Rng) -> Self {
+    pub fn draw(op: &Op, profile: &'static Profile, target: usize, rng: &mut Rng) -> Self {
         let bounds = op.variants.get(target).map(|v| &v.bounds);
         let bounded = |var: StaticVar| bounds.and_then(|b| b.get(&var)).filter(|v| !v.is_empty());
-        let pool: Vec<i64> = (0..3).map(|_| rng.pick(SIZES)).collect();
+        let pool: Vec<i64> = (0..3).map(|_| rng.pick(profile.sizes)).collect();
         let mut args = BTreeMap::new();
         for attr in &op.attributes {
             if attr.is_optional() && rng.chance(30) {
@@ -81,7 +120,7 @@ impl RandomEnv {
             }
             let value = match bounded(StaticVar::Attr(attr.name.clone())) {
                 Some(values) if rng.chance(85) => rng.pick(values),
-                _ => random_arg(attr, &pool, rng),
+                _ => random_arg(attr, profile, &pool, rng),
             };
             args.insert(attr.name.clone(), value);
         }
@@ -130,16 +169,19 @@ impl RandomEnv {
                 }
                 let rank = t
                     .rank
-                    .map_or_else(|| rng.pick(&[1, 1, 2, 2, 3, 4]), |r| r as usize);
+                    .map_or_else(|| rng.pick(profile.ranks), |r| r as usize);
                 Some((0..rank).map(|_| random_dim(&sizes, rng)).collect())
             })
             .collect();
+        let (caps, unavailable) = (profile.device)(rng);
         RandomEnv {
             args,
             shapes,
             given,
             dtypes,
-            caps: random_caps(rng),
+            caps,
+            unavailable,
+            profile,
         }
     }
 
@@ -147,23 +189,35 @@ impl RandomEnv {
     /// (an argument, a dimension, a rank, a presence, an element type, a device property) are
     /// kept when no fewer of the variant's `when` conjuncts hold, for up to `attempts` tries.
     /// Random drawing alone rarely meets conditions such as `numel(shapes.xT) >= args.rows *
-    /// args.dim and dim(shapes.wT, 0) == args.dim` together.
+    /// args.dim and dim(shapes.wT, 0) == args.dim` together. Where the profile says so, then
+    /// towards one where no variant before it is selected either.
     pub fn steer(&mut self, op: &Op, variant: &Variant, rng: &mut Rng, attempts: usize) {
         let mut conjuncts = Vec::new();
         for clause in &variant.when {
             flatten_and(op, &clause.ir, &mut conjuncts);
         }
+        let past = self.profile.steer_past_earlier;
+        let earlier = match op.variants.iter().position(|v| std::ptr::eq(v, variant)) {
+            Some(index) if past => &op.variants[..index],
+            _ => &[],
+        };
         let score = |env: &mut RandomEnv| {
             env.compute_outputs(op);
             let interp = Interp::new(op, env, Some(variant));
-            conjuncts
-                .iter()
-                .filter(|c| matches!(interp.eval(c).value, Ok(Value::Bool(true))))
+            let holds = |c: &Ir| matches!(interp.eval(c).value, Ok(Value::Bool(true)));
+            let demoted = |v: &Variant| v.demote_when.iter().any(|c| holds(&c.ir));
+            // Every variant before the target rejected or demoted, and the target not
+            // demoted. The Hub's clauses read no variant's constants by name, so one
+            // interpreter serves every variant's.
+            let passed = (earlier.iter())
+                .filter(|v| !v.when.iter().all(|c| holds(&c.ir)) || demoted(v))
                 .count()
+                + usize::from(past && !demoted(variant));
+            (conjuncts.iter().filter(|c| holds(c)).count(), passed)
         };
         let mut best = score(self);
         for _ in 0..attempts {
-            if best == conjuncts.len() {
+            if best == (conjuncts.len(), earlier.len() + usize::from(past)) {
                 return;
             }
             let mut next = self.clone();
@@ -175,6 +229,13 @@ impl RandomEnv {
             });
             if !repaired {
                 next.mutate(op, rng);
+                // A change that breaks an equality (a batch dimension of one of MatMul's
+                // operands) is scored with the equality mended.
+                if self.profile.thorough_repair {
+                    for _ in 0..rng.below(3) {
+                        next.repair(op, variant, &conjuncts, rng);
+                    }
+                }
             }
             let got = score(&mut next);
             if got >= best {
@@ -186,6 +247,7 @@ impl RandomEnv {
 
     /// Changes one value.
     fn mutate(&mut self, op: &Op, rng: &mut Rng) {
+        let sizes = self.profile.sizes;
         let known: Vec<i64> = self
             .args
             .values()
@@ -210,7 +272,7 @@ impl RandomEnv {
                 .min(1 << 24),
             6 if !known.is_empty() => (rng.pick(&known) / rng.pick(&[2, 4, 8, 32])).max(1),
             7 => rng.pick(&[1, 2, 4, 8, 32]),
-            _ => rng.pick(SIZES),
+            _ => rng.pick(sizes),
         };
         match rng.below(10) {
             0..4 => {
@@ -230,7 +292,7 @@ impl RandomEnv {
                         self.args.remove(&attr.name);
                     }
                     _ => {
-                        let v = random_arg(attr, SIZES, rng);
+                        let v = random_arg(attr, self.profile, sizes, rng);
                         self.args.insert(attr.name.clone(), v);
                     }
                 }
@@ -283,10 +345,15 @@ impl RandomEnv {
                         self.dtypes.insert(var.name.clone(), rng.pick(&var.allowed));
                     }
                 } else {
-                    self.caps = random_caps(rng);
+                    (self.caps, self.unavailable) = (self.profile.device)(rng);
                 }
             }
         }
+    }
+
+    /// Whether the device has the feature `name`.
+    pub fn has_feature(&self, name: &str) -> bool {
+        self.caps.has_feature(name) || self.unavailable.contains(&name)
     }
 
     /// The element type of tensor `index` (of `inputs ++ outputs`).
@@ -343,6 +410,9 @@ impl RandomEnv {
             self.caps.subgroup_max_size,
             self.caps.limits.max_compute_workgroups_per_dimension
         );
+        if !self.unavailable.is_empty() {
+            let _ = write!(out, ", {:?}", self.unavailable);
+        }
         out
     }
 }
@@ -351,7 +421,7 @@ impl RandomEnv {
 /// The conjuncts of `ir`, through `and` and into the `derive` entries it names (a seed
 /// manifest's `when: ["contract"]` is a conjunction of a dozen clauses), so steering is scored
 /// clause by clause.
-fn flatten_and<'i>(op: &'i Op, ir: &'i Ir, out: &mut Vec<&'i Ir>) {
+pub fn flatten_and<'i>(op: &'i Op, ir: &'i Ir, out: &mut Vec<&'i Ir>) {
     match &ir.kind {
         IrKind::Binary(BinOp::And, l, r) => {
             flatten_and(op, l, out);
@@ -378,7 +448,12 @@ fn random_dim(sizes: &[i64], rng: &mut Rng) -> i64 {
 
 /// A value of `attr`'s expression type, not necessarily one the typed API can hold (a
 /// negative `u32` now and then is outside its domain, which the caller notices).
-fn random_arg(attr: &kernel_codegen::model::Attribute, pool: &[i64], rng: &mut Rng) -> Value {
+fn random_arg(
+    attr: &kernel_codegen::model::Attribute,
+    profile: &Profile,
+    pool: &[i64],
+    rng: &mut Rng,
+) -> Value {
     if let Some(one_of) = attr.one_of.as_ref().filter(|v| !v.is_empty()) {
         return Value::Str(rng.pick(one_of));
     }
@@ -400,7 +475,7 @@ fn random_arg(attr: &kernel_codegen::model::Attribute, pool: &[i64], rng: &mut R
             0..8 => 0,
             8..12 if attr.int_width == IntWidth::I32 => -rng.pick(pool),
             12..14 => rng.pick(&[1 << 31, 1 << 32, -1]),
-            14..30 => rng.pick(&[1, 2, 3, 4, 8]),
+            14..30 => rng.pick(profile.small_ints),
             _ => rng.pick(pool),
         }),
     }
@@ -408,7 +483,7 @@ fn random_arg(attr: &kernel_codegen::model::Attribute, pool: &[i64], rng: &mut R
 
 /// Mostly a default device; sometimes small dispatch limits, with and without the optional
 /// features, with unreported, variable and fixed subgroup sizes.
-fn random_caps(rng: &mut Rng) -> DeviceCaps {
+pub fn random_caps(rng: &mut Rng) -> DeviceCaps {
     let mut caps = DeviceCaps::portable();
     caps.limits.max_compute_workgroups_per_dimension =
         rng.pick(&[65535, 65535, 65535, 65535, 1, 4, 64, 1024]);
@@ -425,137 +500,4 @@ fn random_caps(rng: &mut Rng) -> DeviceCaps {
         (64, 64),
     ]);
     caps
-}
-
-/// A result of the interpreter, with whether something not comparable took part in it: an
-/// inexact integer division, or a constant that was not itself compared exactly.
-#[derive(Debug, Clone)]
-pub struct Traced {
-    pub value: Result<Value, EvalError>,
-    pub inexact: bool,
-}
-
-/// The interpreter's `Env` over one [`RandomEnv`], within one variant (whose constants the
-/// expressions may read), with the constants memoised.
-pub struct Interp<'a> {
-    op: &'a Op,
-    env: &'a RandomEnv,
-    variant: Option<&'a Variant>,
-    memo: RefCell<HashMap<String, Traced>>,
-    /// Constants another side could not compute the same way: reading one taints the result.
-    untrusted: RefCell<Vec<String>>,
-    tainted: Cell<bool>,
-}
-
-impl<'a> Interp<'a> {
-    pub fn new(op: &'a Op, env: &'a RandomEnv, variant: Option<&'a Variant>) -> Self {
-        Interp {
-            op,
-            env,
-            variant,
-            memo: RefCell::new(HashMap::new()),
-            untrusted: RefCell::new(Vec::new()),
-            tainted: Cell::new(false),
-        }
-    }
-
-    /// Marks the constant `name` as not comparable: what reads it is not compared either.
-    pub fn distrust(&self, name: &str) {
-        self.untrusted.borrow_mut().push(name.to_owned());
-    }
-
-    /// Evaluates `ir`; nested constant evaluations save and restore the taint, so each result
-    /// says exactly what it read.
-    pub fn eval(&self, ir: &Ir) -> Traced {
-        let outer = self.tainted.replace(false);
-        let mut trace = EvalTrace::default();
-        let value = expr::eval_traced(ir, self, &mut trace);
-        let inexact = trace.inexact_division || self.tainted.get();
-        self.tainted.set(outer);
-        Traced { value, inexact }
-    }
-
-    /// The value of the constant or `derive` entry `name`, memoised.
-    pub fn constant(&self, name: &str) -> Traced {
-        if let Some(done) = self.memo.borrow().get(name) {
-            return done.clone();
-        }
-        let ir = self
-            .op
-            .derives
-            .iter()
-            .find(|d| d.name == name)
-            .map(|d| &d.expr.ir)
-            .or_else(|| {
-                let variant = self.variant?;
-                variant
-                    .constants
-                    .iter()
-                    .find(|c| c.name == name)
-                    .map(|c| &c.expr.ir)
-            });
-        let traced = match ir {
-            Some(ir) => self.eval(ir),
-            None => Traced {
-                value: Err(EvalError::new(format!("test bug: no constant `{name}`"))),
-                inexact: false,
-            },
-        };
-        self.memo
-            .borrow_mut()
-            .insert(name.to_owned(), traced.clone());
-        traced
-    }
-
-    fn shape(&self, name: &str) -> Option<Vec<i64>> {
-        let index = self.op.tensor_index(name)?;
-        Some(self.env.shapes.get(index)?.clone().unwrap_or_default())
-    }
-}
-
-impl expr::Env for Interp<'_> {
-    fn get(&self, sym: &Symbol) -> Result<Option<Value>, EvalError> {
-        let env = self.env;
-        Ok(match sym {
-            Symbol::Shape(name) => self.shape(name).map(Value::List),
-            Symbol::Rank(name) => self.shape(name).map(|s| Value::Int(s.len() as i64)),
-            Symbol::Dtype(var) => env
-                .dtypes
-                .get(var)
-                .map(|d| Value::Dtype(d.wgsl_name().to_owned())),
-            Symbol::TensorDtype(name) => self
-                .op
-                .tensor_index(name)
-                .and_then(|i| env.tensor_dtype(self.op, i))
-                .map(|d| Value::Str(d.onnx_name().to_owned())),
-            Symbol::Attr(name) | Symbol::Arg(name) => env.args.get(name).cloned(),
-            Symbol::Present(name) => Some(Value::Bool(match self.op.tensor_index(name) {
-                Some(index) => env.given[index],
-                None => env.args.contains_key(name),
-            })),
-            Symbol::Tunable(name) => self.op.tunable(name),
-            Symbol::Limit(name) => env
-                .caps
-                .limit(name)
-                .map(|v| Value::Int(kernel_runtime::support::limit(v))),
-            Symbol::AdapterInfo(name) => {
-                let size = match name.as_str() {
-                    "subgroupMaxSize" => env.caps.subgroup_max_size,
-                    _ => env.caps.subgroup_min_size,
-                };
-                (size != 0).then(|| Value::Int(i64::from(size)))
-            }
-            Symbol::Derived(name) => {
-                let traced = self.constant(name);
-                if traced.inexact || self.untrusted.borrow().iter().any(|n| n == name) {
-                    self.tainted.set(true);
-                }
-                Some(traced.value?)
-            }
-        })
-    }
-
-    fn has_feature(&self, name: &str) -> bool {
-        self.env.caps.has_feature(name)
-    }
 }

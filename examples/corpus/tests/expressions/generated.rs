@@ -143,20 +143,47 @@ pub fn plan_with<O: OpHooks>(call: &Call) -> Result<Plan, OpError> {
     O::attrs(&call.attrs).and_then(|attrs| O::plan(&call.caps, &shapes, &dtypes, &attrs))
 }
 
-/// `run(module, op, env)`: the environment through the generated module named `module`, and
-/// `plan_call(module, call)`, for every module listed: the seed packages' (`kernels`) and,
-/// when the corpus was found, the corpus's. `ops!` also lists the names, so a test can see
-/// that every op has its entry.
+/// `run(module, op, env)`: the environment through the generated module named `module` (none
+/// where the device has a feature the typed API cannot be given), and `plan_call(module,
+/// call)`, for every module listed: the seed packages' (`kernels`), the corpus's when the
+/// corpus was found, and the Hub's when the hub crate was built with its manifests. `ops!`
+/// also lists the names, so a test can see that every op has its entry.
+///
+/// The hub crate has its `kernels` only under its own `hub` cfg, which its dependents do not
+/// see: a glob import of the crate inside `run` brings `kernels` where it exists, shadowing
+/// the stand-ins of the module `kernels` here (a seed op's hooks under each Hub op's name,
+/// which only make `run` compile), and `PRESENT`, read through the same glob, keeps `run` from
+/// calling a stand-in.
 macro_rules! ops {
-    (seed: $($seed:ident),* ; corpus: $($corpus:ident),* $(,)?) => {
+    (seed: $($seed:ident),* ; corpus: $($corpus:ident),* ; hub: $($hub:ident),* $(,)?) => {
         pub const SEED_MODULES: &[&str] = &[$(stringify!($seed)),*];
         pub const CORPUS_MODULES: &[&str] = &[$(stringify!($corpus)),*];
+        pub const HUB_MODULES: &[&str] = &[$(stringify!($hub)),*];
+
+        // Unused where the hub crate has its own.
+        #[allow(unused_imports)]
+        mod kernels {
+            $(pub mod $hub {
+                pub use ::kernels::bias_softmax::Op;
+            })*
+        }
 
         pub fn run(module: &str, op: &Op, env: &RandomEnv) -> Option<Generated> {
+            if !env.unavailable.is_empty() {
+                return None;
+            }
             match module {
-                $(stringify!($seed) => through::<kernels::$seed::Op>(op, env),)*
+                $(stringify!($seed) => through::<::kernels::$seed::Op>(op, env),)*
                 $(#[cfg(corpus)]
                 stringify!($corpus) => through::<corpus::kernels::$corpus::Op>(op, env),)*
+                $(stringify!($hub) => {
+                    use hub::*;
+                    if PRESENT {
+                        through::<kernels::$hub::Op>(op, env)
+                    } else {
+                        None
+                    }
+                })*
                 _ => None,
             }
         }
@@ -164,7 +191,7 @@ macro_rules! ops {
         #[cfg_attr(not(corpus), allow(dead_code))]
         pub fn plan_call(module: &str, call: &Call) -> Option<Result<Plan, OpError>> {
             match module {
-                $(stringify!($seed) => Some(plan_with::<kernels::$seed::Op>(call)),)*
+                $(stringify!($seed) => Some(plan_with::<::kernels::$seed::Op>(call)),)*
                 $(#[cfg(corpus)]
                 stringify!($corpus) => Some(plan_with::<corpus::kernels::$corpus::Op>(call)),)*
                 _ => None,
@@ -201,5 +228,9 @@ ops!(
     rmsnorm,
     rope1d,
     srq_quantize,
-    strided_copy,
+    strided_copy;
+    hub:
+    add,
+    mat_mul,
+    softmax,
 );

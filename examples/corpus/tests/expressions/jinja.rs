@@ -1,80 +1,31 @@
-//! minijinja's own expression evaluator as the reference for both dialects: the helpers
+//! minijinja's own expression evaluator as the reference for every dialect: the helpers
 //! registered as functions (they call the same runtime functions as the generated code, so
-//! only the language around them is under test), and a context per random environment laid
-//! out as the template context. `dim`, `outer` and `inner` take negative axes from the end or
+//! only the language around them is under test), evaluated in the context of a random
+//! environment (`scope.rs`). `dim`, `outer` and `inner` take negative axes from the end or
 //! refuse them, as the expression's IR says ([`environment`]'s `wrapped_axes`).
 //!
-//! Undefined values are lenient, as the dialect reads an absent optional argument: falsy in a
-//! test, unequal to any value, an error in arithmetic or a call. Known, documented differences
-//! from our evaluator are tolerated by [`compare`]: `/` is true division (results an inexact
-//! integer division reached are not compared), integers widen to i128 where ours overflow.
+//! Undefined values are lenient in the corpus's dialects, as they read an absent optional
+//! argument: falsy in a test, unequal to any value, an error in arithmetic or a call. The
+//! Hub's runtime errs on an ordering with an undefined operand too ("Cannot perform operation
+//! on undefined values"), as minijinja's semi-strict mode does; that mode also refuses `==`
+//! and `!=` with one, which the runtime answers, but every such comparison in the Hub's
+//! manifests is guarded by `has(…)`. Known, documented differences from our evaluator are
+//! tolerated by [`compare`]: `/` is true division (results an inexact integer division
+//! reached are not compared), integers widen to i128 where ours overflow.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use kernel_codegen::expr::runtime as rt;
 use kernel_codegen::expr::{EvalError, Value};
-use kernel_codegen::model::Op;
-use minijinja::value::{Object, Rest, Value as Mj, ValueKind};
+use minijinja::value::{Rest, Value as Mj, ValueKind};
 use minijinja::{Environment, Error as MjError, ErrorKind, State, UndefinedBehavior};
 
-use super::env::{RandomEnv, Traced};
+use super::interp::Traced;
+use super::scope::{Context, Features};
 
-/// `device.features`: an object with a `has(name)` method.
-#[derive(Debug)]
-struct Features(Vec<&'static str>);
-
-impl Object for Features {
-    fn call_method(
-        self: &Arc<Self>,
-        _: &mut State<'_, '_>,
-        method: &str,
-        args: &[Mj],
-    ) -> Result<Mj, MjError> {
-        match (method, args) {
-            ("has", [name]) => Ok(Mj::from(name.as_str().is_some_and(|n| self.0.contains(&n)))),
-            _ => Err(MjError::from(ErrorKind::UnknownMethod)),
-        }
-    }
-}
-
-/// The context of one environment: the namespaces, then the variant's constants at top level
-/// as minijinja computes them (in order; one that failed stays undefined).
-#[derive(Debug)]
-pub struct Context {
-    base: BTreeMap<&'static str, Mj>,
-    constants: Mutex<BTreeMap<String, Mj>>,
-    /// The op's `derive` entries as minijinja computes them: every variant sees them.
-    derived: Mutex<BTreeMap<String, Mj>>,
-}
-
-impl Object for Context {
-    fn get_value(self: &Arc<Self>, key: &Mj) -> Option<Mj> {
-        let key = key.as_str()?;
-        if let Some(v) = self.base.get(key) {
-            return Some(v.clone());
-        }
-        // A constant does not hide a helper of the same name (RMSNorm's `dim`): expressions
-        // call the helper.
-        if HELPERS.contains(&key) {
-            return None;
-        }
-        // A name is a `derive` entry before a variant's constant, as the interpreter reads
-        // it (GatedRelativePositionBias has both a `derive` and constants `headParallel`).
-        let derived = self.derived.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(v) = derived.get(key) {
-            return Some(v.clone());
-        }
-        let constants = self
-            .constants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        constants.get(key).cloned()
-    }
-}
-
-/// The dialect's helper functions, as [`environment`] registers them.
-const HELPERS: &[&str] = &[
+/// The helper functions [`environment`] registers.
+pub const HELPERS: &[&str] = &[
+    "broadcastShape",
     "broadcastable",
     "ceil",
     "ceilDiv",
@@ -87,6 +38,7 @@ const HELPERS: &[&str] = &[
     "has",
     "hasAxis",
     "inner",
+    "matmulShape",
     "max",
     "min",
     "numel",
@@ -94,35 +46,11 @@ const HELPERS: &[&str] = &[
     "pick",
     "pow",
     "pow2ceil",
+    "prefix",
     "rank",
     "rows",
     "sameShape",
 ];
-
-impl Context {
-    /// Adds a constant's minijinja value.
-    pub fn define(&self, name: &str, value: Mj) {
-        let mut constants = self
-            .constants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        constants.insert(name.to_owned(), value);
-    }
-
-    /// Adds a `derive` entry's minijinja value, kept for every variant.
-    pub fn define_derived(&self, name: &str, value: Mj) {
-        let mut derived = self.derived.lock().unwrap_or_else(PoisonError::into_inner);
-        derived.insert(name.to_owned(), value);
-    }
-
-    /// Forgets the constants of the previous variant.
-    pub fn clear_constants(&self) {
-        self.constants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-    }
-}
 
 fn mj_err(e: EvalError) -> MjError {
     MjError::new(ErrorKind::InvalidOperation, e.message)
@@ -183,11 +111,28 @@ fn shader_f16(state: &State<'_, '_>) -> Result<bool, MjError> {
     Ok(features.0.contains(&"shader-f16"))
 }
 
-/// The minijinja environment: lenient undefined, the helpers as functions; `dim`, `outer` and
-/// `inner` count a negative axis from the end when `wrapped_axes`, and refuse it otherwise.
-pub fn environment<'s>(wrapped_axes: bool) -> Environment<'s> {
+/// A list argument as integers.
+fn ints(v: &Mj) -> Result<Vec<i64>, MjError> {
+    v.try_iter()?
+        .map(|x| {
+            x.as_i64()
+                .ok_or_else(|| MjError::new(ErrorKind::InvalidOperation, "not an integer"))
+        })
+        .collect()
+}
+
+/// The minijinja environment: the helpers as functions; `dim`, `outer` and `inner` count a
+/// negative axis from the end when `wrapped_axes`, and refuse it otherwise. `hub`: undefined
+/// values as the Hub's runtime reads them (see the module docs), and its `ceilDiv`, which is
+/// `Math.ceil(a / b)` of whatever numbers it is given; otherwise undefined is lenient and
+/// `ceilDiv` takes integers.
+pub fn environment<'s>(wrapped_axes: bool, hub: bool) -> Environment<'s> {
     let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Lenient);
+    env.set_undefined_behavior(if hub {
+        UndefinedBehavior::SemiStrict
+    } else {
+        UndefinedBehavior::Lenient
+    });
     env.add_function("ceil", |x: Mj| rounding(&x, rt::ceil, Ok));
     env.add_function("floor", |x: Mj| rounding(&x, rt::floor, Ok));
     env.add_function("pow2ceil", |x: Mj| {
@@ -207,9 +152,21 @@ pub fn environment<'s>(wrapped_axes: bool) -> Environment<'s> {
     });
     env.add_function("max", |args: Rest<Mj>| extreme(&args, true));
     env.add_function("min", |args: Rest<Mj>| extreme(&args, false));
-    env.add_function("ceilDiv", |a: i64, b: i64| {
-        rt::ceil_div(a, b).map_err(mj_err)
-    });
+    if hub {
+        env.add_function("ceilDiv", |a: Mj, b: Mj| -> Result<i64, MjError> {
+            if let (true, true, Some(a), Some(b)) =
+                (a.is_integer(), b.is_integer(), a.as_i64(), b.as_i64())
+            {
+                return rt::ceil_div(a, b).map_err(mj_err);
+            }
+            let quotient = rt::div_float(number(&a)?, number(&b)?).map_err(mj_err)?;
+            rt::ceil(quotient).map_err(mj_err)
+        });
+    } else {
+        env.add_function("ceilDiv", |a: i64, b: i64| {
+            rt::ceil_div(a, b).map_err(mj_err)
+        });
+    }
     env.add_function("numel", |s: Vec<i64>| rt::numel(&s).map_err(mj_err));
     env.add_function("rank", |s: Vec<i64>| rt::rank(&s).map_err(mj_err));
     type Axis = fn(&[i64], i64) -> Result<i64, EvalError>;
@@ -236,6 +193,17 @@ pub fn environment<'s>(wrapped_axes: bool) -> Environment<'s> {
     });
     env.add_function("sameShape", |a: Vec<i64>, b: Vec<i64>| {
         rt::same_shape(&a, &b)
+    });
+    env.add_function("broadcastShape", |a: Mj, b: Mj| -> Result<Mj, MjError> {
+        let shape = rt::broadcast_shape(&ints(&a)?, &ints(&b)?).map_err(mj_err)?;
+        Ok(shape.into_iter().collect())
+    });
+    env.add_function("matmulShape", |a: Mj, b: Mj| -> Result<Mj, MjError> {
+        let shape = rt::matmul_shape(&ints(&a)?, &ints(&b)?).map_err(mj_err)?;
+        Ok(shape.into_iter().collect())
+    });
+    env.add_function("prefix", |s: Mj, n: i64| -> Result<Mj, MjError> {
+        Ok(rt::prefix(&ints(&s)?, n).into_iter().collect())
     });
     env.add_function("hasAxis", |axes: Vec<i64>, axis: i64, rank: i64| {
         rt::has_axis(&axes, axis, rank).map_err(mj_err)
@@ -266,111 +234,6 @@ pub fn environment<'s>(wrapped_axes: bool) -> Environment<'s> {
         },
     );
     env
-}
-
-/// A minijinja map of `pairs`.
-fn map<K: Into<String>>(pairs: impl IntoIterator<Item = (K, Mj)>) -> Mj {
-    Mj::from(
-        pairs
-            .into_iter()
-            .map(|(k, v)| (k.into(), v))
-            .collect::<BTreeMap<String, Mj>>(),
-    )
-}
-
-/// Our value as a minijinja value.
-pub fn to_mj(value: &Value) -> Mj {
-    match value {
-        Value::Int(v) => Mj::from(*v),
-        Value::Float(v) => Mj::from(*v),
-        Value::Bool(v) => Mj::from(*v),
-        Value::Str(v) | Value::Dtype(v) => Mj::from(v.as_str()),
-        Value::List(v) => v.iter().copied().collect(),
-    }
-}
-
-/// The template context of `env` for `op`: `args` (and `attrs`) with the given scalars,
-/// `shapes`, `ranks`, `tensorDtypes` and `present` under every name a tensor goes by, `dtypes`,
-/// `tunables` and `device` (features, every limit, the adapter's subgroup sizes as reported).
-pub fn context(op: &Op, env: &RandomEnv) -> Arc<Context> {
-    let args = map(env.args.iter().map(|(k, v)| (k.clone(), to_mj(v))));
-    let names: Vec<(String, usize)> = op
-        .tensors()
-        .enumerate()
-        .map(|(i, t)| (t.role.clone(), i))
-        .chain(op.aliases.iter().cloned())
-        .collect();
-    let shape = |i: usize| env.shapes.get(i).cloned().flatten().unwrap_or_default();
-    let shapes = map(names
-        .iter()
-        .map(|(n, i)| (n.clone(), shape(*i).into_iter().collect::<Mj>())));
-    let ranks = map(names
-        .iter()
-        .map(|(n, i)| (n.clone(), Mj::from(shape(*i).len()))));
-    let tensor_dtypes = map(names
-        .iter()
-        .filter_map(|(n, i)| Some((n.clone(), Mj::from(env.tensor_dtype(op, *i)?.onnx_name())))));
-    let present = map(names
-        .iter()
-        .map(|(n, i)| (n.clone(), Mj::from(env.given[*i])))
-        .chain(
-            op.attributes
-                .iter()
-                .map(|a| (a.name.clone(), Mj::from(env.args.contains_key(&a.name)))),
-        ));
-    let dtypes = map(env
-        .dtypes
-        .iter()
-        .map(|(k, d)| (k.clone(), Mj::from(d.wgsl_name()))));
-    let tunables = map(op.tunables.iter().map(|(k, v)| {
-        let value = match v {
-            Value::Float(f) => Mj::from(*f),
-            Value::Int(i) => Mj::from(*i),
-            other => Mj::from(other.to_string()),
-        };
-        (k.clone(), value)
-    }));
-    let limits = map(kernel_codegen::webgpu::LIMITS
-        .iter()
-        .chain(kernel_codegen::webgpu::SUBGROUP_SIZES)
-        .filter_map(|(name, _)| {
-            Some((
-                *name,
-                Mj::from(kernel_runtime::support::limit(env.caps.limit(name)?)),
-            ))
-        }));
-    let features = kernel_codegen::expr::builtins::FEATURES_V1
-        .iter()
-        .copied()
-        .filter(|f| env.caps.has_feature(f))
-        .collect();
-    let mut adapter = BTreeMap::new();
-    if env.caps.subgroup_min_size != 0 {
-        adapter.insert("subgroupMinSize", Mj::from(env.caps.subgroup_min_size));
-    }
-    if env.caps.subgroup_max_size != 0 {
-        adapter.insert("subgroupMaxSize", Mj::from(env.caps.subgroup_max_size));
-    }
-    let device = map([
-        ("limits", limits),
-        ("features", Mj::from_object(Features(features))),
-        ("adapterInfo", map(adapter)),
-    ]);
-    Arc::new(Context {
-        base: BTreeMap::from([
-            ("args", args.clone()),
-            ("attrs", args),
-            ("shapes", shapes),
-            ("ranks", ranks),
-            ("tensorDtypes", tensor_dtypes),
-            ("present", present),
-            ("dtypes", dtypes),
-            ("tunables", tunables),
-            ("device", device),
-        ]),
-        constants: Mutex::new(BTreeMap::new()),
-        derived: Mutex::new(BTreeMap::new()),
-    })
 }
 
 /// Evaluates a compiled expression. The result may be undefined: `args.flag and x` is

@@ -6,8 +6,10 @@ use kernel_codegen::GeneratedShader;
 use kernel_codegen::expr::Value;
 use kernel_codegen::model::{self, Dispatch, Expr, Op, Variant};
 
-use super::compare::{Fault, Package, Tally, dispatch_exprs};
-use super::env::{Interp, RandomEnv, Traced};
+use super::compare::{Fault, Package, Tally};
+use super::env::RandomEnv;
+use super::interp::{Interp, Traced};
+use super::steps::dispatch_exprs;
 
 /// Compares the generated plan of an accepted variant with the interpreter's values.
 pub fn check(
@@ -64,10 +66,9 @@ pub fn check_kernels(
     for (p, (pass, planned)) in variant.passes.iter().zip(&plan.passes).enumerate() {
         let values: Vec<(String, Result<Value, String>)> = model::static_values(variant, pass)
             .map(|value| {
-                let traced = match variant.constants.iter().find(|c| std::ptr::eq(*c, value)) {
-                    Some(c) => interp.constant(&c.name),
-                    None => interp.eval(&value.expr.ir),
-                };
+                // By its own expression: a `derive` entry of the same name would hide a
+                // constant from `constant`.
+                let traced = interp.eval(&value.expr.ir);
                 (value.name.clone(), traced.value.map_err(|e| e.message))
             })
             .collect();
@@ -196,11 +197,7 @@ fn expected_plan(
             {
                 continue;
             }
-            let traced = match variant.constants.iter().find(|c| std::ptr::eq(*c, value)) {
-                Some(c) => interp.constant(&c.name),
-                None => interp.eval(&value.expr.ir),
-            };
-            overrides.push((name, float(&traced)));
+            overrides.push((name, float(&interp.eval(&value.expr.ir))));
         }
         overrides.sort_by(|a, b| a.0.cmp(&b.0));
         let mut words = Vec::new();

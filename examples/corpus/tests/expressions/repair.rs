@@ -3,14 +3,16 @@
 //! a value), so tight contracts such as the seed packages'
 //! `sameShape(shapes.rel_pos, [1, attrs.num_heads, seqLen, seqLen])` hold after a few steps,
 //! which random changes alone rarely reach. `RandomEnv::steer` keeps a repair only when no
-//! more clauses fail than before.
+//! more clauses fail than before. A thorough profile's repairs (the Hub's) also meet an
+//! ordering at its bound (MatMul's `dim(shapes.a, ranks.a - 2) >= 64`).
 
 use kernel_codegen::expr::ast::BinOp;
 use kernel_codegen::expr::builtins::Builtin;
 use kernel_codegen::expr::{Ir, IrKind, Symbol, Type, Value};
 use kernel_codegen::model::{Op, Variant};
 
-use super::env::{Interp, RandomEnv, Rng};
+use super::env::{RandomEnv, Rng, flatten_and};
+use super::interp::Interp;
 
 /// What an expression reads that an environment can set.
 enum Place {
@@ -119,29 +121,48 @@ fn solve(op: &Op, target: &Ir, v: i64, interp: &Interp<'_>) -> Option<Fix> {
     }
 }
 
-/// The change that makes `clause` true, when it is an equality with a settable side.
-fn fix_of(op: &Op, clause: &Ir, interp: &Interp<'_>) -> Option<Fix> {
+/// The change that makes `clause` true, when it is an equality with a settable side; with
+/// `thorough`, also an ordering (set to its bound) and a `derive` entry on a side of an `or`.
+fn fix_of(op: &Op, clause: &Ir, interp: &Interp<'_>, thorough: bool) -> Option<Fix> {
+    // (target, the other side, what the target must be beside the other side's value)
     let sides = match &clause.kind {
         IrKind::Call(Builtin::SameShape, args) => match args.as_slice() {
-            [a, b] => [(a, b), (b, a)],
+            [a, b] => [(a, b, 0), (b, a, 0)],
             _ => return None,
         },
         // Either side of an `or` will do.
         IrKind::Binary(BinOp::Or, a, b) => {
-            return fix_of(op, a, interp).or_else(|| fix_of(op, b, interp));
+            return fix_of(op, a, interp, thorough).or_else(|| fix_of(op, b, interp, thorough));
+        }
+        // MatMul's `rank3ShapeOk or rank4ShapeOk`: one of the entry's conjuncts that fails.
+        IrKind::Sym(Symbol::Derived(name)) if thorough => {
+            let mut conjuncts = Vec::new();
+            flatten_and(op, &op.derived(name)?.expr.ir, &mut conjuncts);
+            return (conjuncts.into_iter())
+                .filter(|c| !matches!(interp.eval(c).value, Ok(Value::Bool(true))))
+                .find_map(|c| fix_of(op, c, interp, thorough));
         }
         IrKind::Binary(BinOp::Eq, a, b) | IrKind::LooseCompare(BinOp::Eq, a, b) => {
-            [(a.as_ref(), b.as_ref()), (b.as_ref(), a.as_ref())]
+            [(a.as_ref(), b.as_ref(), 0), (b.as_ref(), a.as_ref(), 0)]
+        }
+        IrKind::Binary(order, a, b) | IrKind::LooseCompare(order, a, b) if thorough => {
+            let (a, b) = (a.as_ref(), b.as_ref());
+            match order {
+                BinOp::Ge | BinOp::Le => [(a, b, 0), (b, a, 0)],
+                BinOp::Gt => [(a, b, 1), (b, a, -1)],
+                BinOp::Lt => [(a, b, -1), (b, a, 1)],
+                _ => return None,
+            }
         }
         _ => return None,
     };
-    for (target, other) in sides {
+    for (target, other, offset) in sides {
         let fix = match interp.eval(other).value {
             Ok(Value::List(dims)) if dims.iter().all(|d| *d >= 0) => match place(op, target) {
                 Some(Place::Shape(i)) => Some(Fix::Shape(i, dims)),
                 _ => None,
             },
-            Ok(Value::Int(v)) => solve(op, target, v, interp),
+            Ok(Value::Int(v)) => solve(op, target, v.checked_add(offset)?, interp),
             _ => None,
         };
         if fix.is_some() {
@@ -161,7 +182,7 @@ impl RandomEnv {
             conjuncts
                 .iter()
                 .filter(|c| !matches!(interp.eval(c).value, Ok(Value::Bool(true))))
-                .filter_map(|c| fix_of(op, c, &interp))
+                .filter_map(|c| fix_of(op, c, &interp, self.profile.thorough_repair))
                 .collect()
         };
         if fixes.is_empty() {
