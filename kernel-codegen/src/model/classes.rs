@@ -18,12 +18,7 @@ use crate::expr::{Ir, IrKind, Type};
 /// only tests as a condition and never prints: a boolean, so one shader is built for each of
 /// its two classes and each call picks one by the value's class.
 pub fn by_truthiness(op: &mut Op, v: usize, name: &str) {
-    let variant = &mut op.variants[v];
-    let values = variant
-        .constants
-        .iter_mut()
-        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
-    for value in values.filter(|value| value.name == name) {
+    for value in op.variants[v].values_named_mut(name) {
         let span = value.expr.ir.span;
         let tested = std::mem::replace(
             &mut value.expr.ir,
@@ -50,12 +45,7 @@ pub fn by_classes(op: &mut Op, v: usize, name: &str, thresholds: &BTreeSet<i64>,
         points.push(0);
         points.sort_unstable();
     }
-    let variant = &mut op.variants[v];
-    let values = variant
-        .constants
-        .iter_mut()
-        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
-    for value in values.filter(|value| value.name == name) {
+    for value in op.variants[v].values_named_mut(name) {
         let x = value.expr.ir.clone();
         let (ty, span) = (x.ty, x.span);
         let node = |kind: IrKind, ty: Type| Ir { kind, ty, span };

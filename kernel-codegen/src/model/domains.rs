@@ -414,12 +414,7 @@ pub fn suggested_set(
 
 /// Makes the template value `name` of variant `v` static under `pin`.
 pub fn apply(op: &mut Op, v: usize, name: &str, pin: Pin) {
-    let variant = &mut op.variants[v];
-    let values = variant
-        .constants
-        .iter_mut()
-        .chain(variant.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()));
-    for value in values.filter(|value| value.name == name) {
+    for value in op.variants[v].values_named_mut(name) {
         value.class = Class::Static;
         value.domain = match &pin {
             Pin::Roots => None,

@@ -336,6 +336,20 @@ pub struct Variant {
     pub bounds: Bounds,
 }
 
+impl Variant {
+    /// The template values named `name`, the variant's own and its passes', for the analyses
+    /// that settle one value everywhere it is declared.
+    pub fn values_named_mut<'a>(
+        &'a mut self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a mut TemplateValue> {
+        self.constants
+            .iter_mut()
+            .chain(self.passes.iter_mut().flat_map(|p| p.inputs.iter_mut()))
+            .filter(move |value| value.name == name)
+    }
+}
+
 /// A validated op.
 #[derive(Debug, Clone)]
 pub struct Op {
