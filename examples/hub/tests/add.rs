@@ -121,6 +121,15 @@ fn broadcasting_shapes_index_each_operand() {
 fn rank_zero_and_empty_outputs() {
     check(DType::F32, &[], &[], "broadcast");
     check(DType::F32, &[3, 0], &[1], "broadcast");
-    // Past one row of 65535 workgroups, the dispatch folds over y.
+    // A last block of one word.
     check(DType::F32, &[65537, 4], &[4], "broadcast_vec4");
+}
+
+#[test]
+fn a_launch_folded_past_one_row_gives_every_word_once() {
+    // 65536 blocks of 256 words (128 MiB in float16, the most a binding holds on some
+    // adapters): the manifest launches two rows of 65535 workgroups, and the templates move
+    // two blocks a workgroup, spread over every fourth one launched.
+    check(DType::F16, &[65536, 1024], &[1], "scalar_b_vec4");
+    check(DType::F16, &[65536, 1024], &[1024], "broadcast_vec4");
 }
