@@ -57,6 +57,9 @@ pub struct CaseResult {
     pub gbps: f64,
     /// `gbps` over the copy kernel's rate measured in the same run.
     pub fraction_of_copy: f64,
+    /// Arithmetic rate, for the ops whose work is counted in floating-point operations
+    /// ([`flops`]): MatMul.
+    pub tflops: Option<f64>,
     /// Wall time of the first call: pipeline creation, upload of uniforms, one dispatch.
     pub cold_start_ms: f64,
     /// Largest absolute error against the float64 reference, when checked.
@@ -273,6 +276,8 @@ pub fn run_case(
         .sum();
     let minimal_bytes = input_bytes + output_bytes;
     let gbps = minimal_bytes as f64 / median / 1e9;
+    let output_numel = timed.outputs.first().map_or(0, |o| o.numel());
+    let tflops = flops(entry.qualified_name, &host, output_numel).map(|f| f / median / 1e12);
     Ok(CaseResult {
         op: entry.qualified_name.to_owned(),
         case: case.name.clone(),
@@ -288,6 +293,7 @@ pub fn run_case(
         min_us: min.as_secs_f64() * 1e6,
         gbps,
         fraction_of_copy: gbps / options.copy_gbps,
+        tflops,
         cold_start_ms: cold_start.as_secs_f64() * 1e3,
         max_abs_error,
         passes: timed
@@ -301,10 +307,45 @@ pub fn run_case(
     })
 }
 
+/// Floating-point operations of one call of the ops measured by arithmetic rather than bytes:
+/// MatMul does a multiply and an add per output element per step along K, `a`'s last axis
+/// (as `torch.matmul`'s TFLOP/s in `benchmarks/peers/onnx_torch.py` counts them).
+fn flops(op: &str, host: &[(String, Vec<usize>, HostData)], output_numel: usize) -> Option<f64> {
+    if op != "ai.onnx.MatMul" {
+        return None;
+    }
+    let (_, a_shape, _) = host.iter().find(|(role, _, _)| role == "a")?;
+    let depth = *a_shape.last()?;
+    Some(2.0 * output_numel as f64 * depth as f64)
+}
+
 fn tolerance(op: &str, dtype: DType) -> Tolerance {
     match op {
         "com.microsoft.BiasSoftmax" => Tolerance::bias_softmax(dtype),
         "com.microsoft.GatedRelativePositionBias" => Tolerance::gated_bias(dtype),
         _ => Tolerance::mrope(dtype),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(role: &str, shape: &[usize]) -> (String, Vec<usize>, HostData) {
+        (role.to_owned(), shape.to_vec(), HostData::F32(Vec::new()))
+    }
+
+    #[test]
+    fn matmul_counts_two_operations_per_output_element_and_depth() {
+        let square = [input("a", &[64, 32]), input("b", &[32, 16])];
+        assert_eq!(
+            flops("ai.onnx.MatMul", &square, 64 * 16),
+            Some(2.0 * 64.0 * 16.0 * 32.0)
+        );
+        let batched = [input("a", &[3, 5, 7]), input("b", &[3, 7, 2])];
+        assert_eq!(flops("ai.onnx.MatMul", &batched, 3 * 5 * 2), Some(420.0));
+        let vector = [input("a", &[9]), input("b", &[9, 4])];
+        assert_eq!(flops("ai.onnx.MatMul", &vector, 4), Some(72.0));
+        assert_eq!(flops("ai.onnx.Add", &square, 64 * 32), None);
     }
 }

@@ -292,12 +292,19 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
     println!();
     println!("copy ceiling: {:.0} GB/s", copy.gbps);
     println!(
-        "{:<26} {:<50} {:<8} {:<18} {:>11} {:>9} {:>7} {:>9}",
-        "op", "case", "dtype", "variant", "median µs", "GB/s", "copy %", "first ms"
+        "{:<26} {:<50} {:<8} {:<18} {:>11} {:>9} {:>7} {:>9} {:>8}",
+        "op", "case", "dtype", "variant", "median µs", "GB/s", "copy %", "first ms", "TFLOP/s"
     );
     for c in cases {
+        let tflops = c.tflops.map_or(String::new(), |t| {
+            if t < 10.0 {
+                format!("{t:.3}")
+            } else {
+                format!("{t:.1}")
+            }
+        });
         println!(
-            "{:<26} {:<50} {:<8} {:<18} {:>11.1} {:>9.0} {:>6.1}% {:>9.1}",
+            "{:<26} {:<50} {:<8} {:<18} {:>11.1} {:>9.0} {:>6.1}% {:>9.1} {:>8}",
             c.op.trim_start_matches("com.microsoft."),
             c.case,
             c.dtype,
@@ -305,7 +312,8 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
             c.median_us,
             c.gbps,
             100.0 * c.fraction_of_copy,
-            c.cold_start_ms
+            c.cold_start_ms,
+            tflops
         );
         if c.passes.len() > 1 {
             let passes: Vec<String> = c
