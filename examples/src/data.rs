@@ -152,6 +152,24 @@ impl Tolerance {
         }
     }
 
+    /// MatMul with a dot of `depth` products: float32 1e-5 absolute and relative, growing as
+    /// √depth past 64 (the sums' rounding in another order than the reference's), as the
+    /// `hub` crate's tests allow; float16, whose output is rounded to 11 bits, 1e-3 relative
+    /// and 1e-3 absolute growing likewise.
+    pub fn matmul(dtype: DType, depth: usize) -> Tolerance {
+        let growth = (depth as f64 / 64.0).sqrt().max(1.0);
+        match dtype {
+            DType::F16 => Tolerance {
+                abs: 1e-3 * growth,
+                rel: 1e-3,
+            },
+            _ => Tolerance {
+                abs: 1e-5 * growth,
+                rel: 1e-5 * growth,
+            },
+        }
+    }
+
     /// The error budget at reference value `want`.
     pub fn budget(&self, want: f64) -> f64 {
         self.abs + self.rel * want.abs()

@@ -239,7 +239,7 @@ pub fn run_case(
             .first()
             .context("no output")?
             .to_f64_vec(ctx)?;
-        let comparison = compare(&got, &want, tolerance(entry.qualified_name, dtype));
+        let comparison = compare(&got, &want, tolerance(entry.qualified_name, dtype, &host));
         if !comparison.passed() {
             bail!(
                 "{} / {} / {dtype}: result differs from the float64 reference: {comparison}",
@@ -314,13 +314,18 @@ fn flops(op: &str, host: &[(String, Vec<usize>, HostData)], output_numel: usize)
     if op != "ai.onnx.MatMul" {
         return None;
     }
-    let (_, a_shape, _) = host.iter().find(|(role, _, _)| role == "a")?;
-    let depth = *a_shape.last()?;
-    Some(2.0 * output_numel as f64 * depth as f64)
+    Some(2.0 * output_numel as f64 * matmul_depth(host)? as f64)
 }
 
-fn tolerance(op: &str, dtype: DType) -> Tolerance {
+/// MatMul's K: the last axis of `a`.
+fn matmul_depth(host: &[(String, Vec<usize>, HostData)]) -> Option<usize> {
+    let (_, shape, _) = host.iter().find(|(role, _, _)| role == "a")?;
+    shape.last().copied()
+}
+
+fn tolerance(op: &str, dtype: DType, host: &[(String, Vec<usize>, HostData)]) -> Tolerance {
     match op {
+        "ai.onnx.MatMul" => Tolerance::matmul(dtype, matmul_depth(host).unwrap_or(1)),
         "com.microsoft.BiasSoftmax" => Tolerance::bias_softmax(dtype),
         "com.microsoft.GatedRelativePositionBias" => Tolerance::gated_bias(dtype),
         _ => Tolerance::mrope(dtype),
