@@ -57,8 +57,8 @@ pub struct CaseResult {
     pub gbps: f64,
     /// `gbps` over the copy kernel's rate measured in the same run.
     pub fraction_of_copy: f64,
-    /// Arithmetic rate, for the ops whose work is counted in floating-point operations
-    /// ([`flops`]): MatMul.
+    /// Arithmetic rate, for the ops whose work is counted in floating-point operations:
+    /// MatMul, at a multiply and an add per output element per step along K.
     pub tflops: Option<f64>,
     /// Wall time of the first call: pipeline creation, upload of uniforms, one dispatch.
     pub cold_start_ms: f64,
