@@ -336,6 +336,10 @@ fn bands_of_rows() {
             (&[16, 33], &[33, 260], "rank2_band_vec4"),
             (&[2, 3, 40], &[40, 64], "folded_by_rank2_band_vec4"),
             (&[16, 2, 24], &[16, 24, 512], "batched_band_vec4"),
+            // K deep enough for whole steps of 16 rows of b a slice, and a remainder.
+            (&[2, 1100], &[1100, 3200], "rank2_band_vec4"),
+            (&[2, 3, 700], &[700, 3200], "folded_by_rank2_band_vec4"),
+            (&[64, 2, 300], &[64, 300, 128], "batched_band_vec4"),
             (&[4, 1024], &[1024, 256], "rank2_band_vec4_splitk"),
             (&[5, 999], &[999, 132], "rank2_band_vec4_splitk"),
         ],
