@@ -80,7 +80,8 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
             pub mod #module { include!(#file); }
         }
     });
-    let entries = ops.iter().map(|op| ident(&op.module));
+    let entries: Vec<Ident> = ops.iter().map(|op| ident(&op.module)).collect();
+    let names = ops.iter().map(|op| op.module.as_str());
     let version = kernel_abi::ABI_VERSION;
     let mismatch = format!(
         "these kernels were generated for version {version} of kernel-runtime's generated-code \
@@ -92,6 +93,16 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
         #(#modules)*
         /// Every generated op, for tools that choose an op by name.
         pub static OPS: &[#runtime::abi::registry::OpEntry] = &[ #( #entries::ENTRY ),* ];
+        /// `visitor` with the type of the op whose module is named `module` (`None` for
+        /// another name), for tests and tools that reach an op's hooks by name.
+        #[doc(hidden)]
+        #[allow(unused_variables)]
+        pub fn visit_op<V: #runtime::abi::OpVisitor>(module: &str, visitor: V) -> Option<V::Output> {
+            match module {
+                #( #names => Some(visitor.visit::<#entries::Op>()), )*
+                _ => None,
+            }
+        }
     };
     format(tokens, "the packages")
 }

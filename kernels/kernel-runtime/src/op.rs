@@ -204,3 +204,16 @@ pub trait OpHooks: Op {
         Ok(())
     }
 }
+
+/// Something done with an op's type, for tests and tools that reach a generated op's
+/// [`OpHooks`] by its module's name: each generated root module has `visit_op(module,
+/// visitor)`, which calls [`OpVisitor::visit`] with the op of that name. A crate whose ops
+/// are generated only where their packages are found can then offer the same function,
+/// answering `None` without them, and its users need no stand-in modules.
+#[doc(hidden)]
+pub trait OpVisitor {
+    /// What the visit returns.
+    type Output;
+    /// The visit, with the op's type.
+    fn visit<O: OpHooks>(self) -> Self::Output;
+}

@@ -6,7 +6,7 @@
 use kernel_codegen::expr::Value;
 use kernel_codegen::model::{DType, Op};
 use kernel_runtime::support::AttrValue;
-use kernel_runtime::{OpError, OpHooks, Plan};
+use kernel_runtime::{OpError, OpHooks, OpVisitor, Plan};
 
 use super::env::RandomEnv;
 
@@ -143,30 +143,31 @@ pub fn plan_with<O: OpHooks>(call: &Call) -> Result<Plan, OpError> {
     O::attrs(&call.attrs).and_then(|attrs| O::plan(&call.caps, &shapes, &dtypes, &attrs))
 }
 
+/// [`through`] as an [`OpVisitor`], for the modules reached by name.
+struct Through<'a> {
+    op: &'a Op,
+    env: &'a RandomEnv,
+}
+
+impl OpVisitor for Through<'_> {
+    type Output = Option<Generated>;
+
+    fn visit<O: OpHooks>(self) -> Option<Generated> {
+        through::<O>(self.op, self.env)
+    }
+}
+
 /// `run(module, op, env)`: the environment through the generated module named `module` (none
 /// where the device has a feature the typed API cannot be given), and `plan_call(module,
 /// call)`, for every module listed: the seed packages' (`kernels`), the corpus's when the
-/// corpus was found, and the Hub's when the hub crate was built with its manifests. `ops!`
-/// also lists the names, so a test can see that every op has its entry.
-///
-/// The hub crate has its `kernels` only under its own `hub` cfg, which its dependents do not
-/// see: a glob import of the crate inside `run` brings `kernels` where it exists, shadowing
-/// the stand-ins of the module `kernels` here (a seed op's hooks under each Hub op's name,
-/// which only make `run` compile), and `PRESENT`, read through the same glob, keeps `run` from
-/// calling a stand-in.
+/// corpus was found, and the Hub's when the hub crate was built with its manifests (reached
+/// through `hub::visit_op`, which answers `None` without them). `ops!` also lists the names,
+/// so a test can see that every op has its entry.
 macro_rules! ops {
     (seed: $($seed:ident),* ; corpus: $($corpus:ident),* ; hub: $($hub:ident),* $(,)?) => {
         pub const SEED_MODULES: &[&str] = &[$(stringify!($seed)),*];
         pub const CORPUS_MODULES: &[&str] = &[$(stringify!($corpus)),*];
         pub const HUB_MODULES: &[&str] = &[$(stringify!($hub)),*];
-
-        // Unused where the hub crate has its own.
-        #[allow(unused_imports)]
-        mod kernels {
-            $(pub mod $hub {
-                pub use ::kernels::bias_softmax::Op;
-            })*
-        }
 
         pub fn run(module: &str, op: &Op, env: &RandomEnv) -> Option<Generated> {
             if !env.unavailable.is_empty() {
@@ -176,14 +177,7 @@ macro_rules! ops {
                 $(stringify!($seed) => through::<::kernels::$seed::Op>(op, env),)*
                 $(#[cfg(corpus)]
                 stringify!($corpus) => through::<corpus::kernels::$corpus::Op>(op, env),)*
-                $(stringify!($hub) => {
-                    use hub::*;
-                    if PRESENT {
-                        through::<kernels::$hub::Op>(op, env)
-                    } else {
-                        None
-                    }
-                })*
+                $(stringify!($hub) => hub::visit_op(stringify!($hub), Through { op, env }).flatten(),)*
                 _ => None,
             }
         }

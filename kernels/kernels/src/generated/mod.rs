@@ -2,8 +2,8 @@
 // Do not edit: change the package (manifest, templates) or its hints and generate again.
 
 const _: () = assert!(
-    ::kernel_runtime::abi::VERSION == 2u32,
-    "these kernels were generated for version 2 of kernel-runtime's generated-code ABI, which this kernel-runtime does not have: generate them again with the codegen release that matches it"
+    ::kernel_runtime::abi::VERSION == 3u32,
+    "these kernels were generated for version 3 of kernel-runtime's generated-code ABI, which this kernel-runtime does not have: generate them again with the codegen release that matches it"
 );
 /// `com.microsoft.BiasSoftmax` (since version 1).
 ///
@@ -35,3 +35,20 @@ pub static OPS: &[::kernel_runtime::abi::registry::OpEntry] = &[
     gated_relative_position_bias::ENTRY,
     mrotary_embedding::ENTRY,
 ];
+/// `visitor` with the type of the op whose module is named `module` (`None` for
+/// another name), for tests and tools that reach an op's hooks by name.
+#[doc(hidden)]
+#[allow(unused_variables)]
+pub fn visit_op<V: ::kernel_runtime::abi::OpVisitor>(
+    module: &str,
+    visitor: V,
+) -> Option<V::Output> {
+    match module {
+        "bias_softmax" => Some(visitor.visit::<bias_softmax::Op>()),
+        "gated_relative_position_bias" => {
+            Some(visitor.visit::<gated_relative_position_bias::Op>())
+        }
+        "mrotary_embedding" => Some(visitor.visit::<mrotary_embedding::Op>()),
+        _ => None,
+    }
+}
