@@ -177,7 +177,7 @@ macro_rules! ops {
                 $(stringify!($seed) => through::<::kernels::$seed::Op>(op, env),)*
                 $(#[cfg(corpus)]
                 stringify!($corpus) => through::<corpus::kernels::$corpus::Op>(op, env),)*
-                $(stringify!($hub) => hub::visit_op(stringify!($hub), Through { op, env }).flatten(),)*
+                $(stringify!($hub))|* => hub::visit_op(module, Through { op, env }).flatten(),
                 _ => None,
             }
         }
