@@ -2,7 +2,7 @@
 eager and torch.compile for Add, Softmax and MatMul at the same shapes, and PyTorch's own
 device copy rate, on one CUDA GPU in one process. MatMul runs with TF32 off for float32.
 
-Usage: python3 onnx_torch.py [results.json]
+Usage: python3 onnx_torch.py [results.json [op ...]], e.g. `torch.json ai.onnx.Add` for Add only
 Prints one line per case: engine, op, case, dtype, median microseconds, GB/s over the minimal
 bytes (each input read once, the output written once) and, for MatMul, TFLOP/s."""
 import json
@@ -66,7 +66,7 @@ def main():
     y = torch.empty_like(x)
     report("torch", "copy", "1 GiB", "float32", bench(lambda: y.copy_(x)), 2 * x.numel() * 4)
     del x, y
-    for op in ["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"]:
+    for op in sys.argv[2:] or ["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"]:
         with open(os.path.join(CASES, f"{op}.bench.json")) as f:
             spec = json.load(f)
         for case in spec["cases"]:

@@ -128,8 +128,27 @@ fn rank_zero_and_empty_outputs() {
 #[test]
 fn a_launch_folded_past_one_row_gives_every_word_once() {
     // 65536 blocks of 256 words (128 MiB in float16, the most a binding holds on some
-    // adapters): the manifest launches two rows of 65535 workgroups, and the templates move
-    // two blocks a workgroup, spread over every fourth one launched.
+    // adapters): the manifest launches two rows of 65535 workgroups, and the float16
+    // templates move two blocks a workgroup, spread over every fourth one launched.
     check(DType::F16, &[65536, 1024], &[1], "scalar_b_vec4");
     check(DType::F16, &[65536, 1024], &[1024], "broadcast_vec4");
+}
+
+#[test]
+fn a_folded_launch_of_32_bit_words_gives_every_word_once() {
+    // The same launch in float32 (256 MiB an operand): here the templates move half a block
+    // a workgroup, so every workgroup launched has a slot and two of them have two.
+    let ctx = test_support::context();
+    let binding = ctx.caps().limit("maxStorageBufferBindingSize").unwrap_or(0);
+    if binding < 256 << 20 {
+        eprintln!("bindings of at most {binding} bytes on this adapter: the 256 MiB fold skipped");
+        return;
+    }
+    check(
+        DType::F32,
+        &[65536, 1024],
+        &[65536, 1024],
+        "same_shape_vec4",
+    );
+    check(DType::F32, &[65536, 1024], &[1], "scalar_b_vec4");
 }
