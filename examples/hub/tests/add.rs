@@ -151,4 +151,5 @@ fn a_folded_launch_of_32_bit_words_gives_every_word_once() {
         "same_shape_vec4",
     );
     check(DType::F32, &[65536, 1024], &[1], "scalar_b_vec4");
+    check(DType::F32, &[65536, 1024], &[1024], "broadcast_vec4");
 }
