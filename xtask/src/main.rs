@@ -1,7 +1,8 @@
 //! Project automation, the only entry point for generated code, CI and the demo:
 //! `cargo xtask codegen [--check [--tint] [--spirv-val]]`, `cargo xtask corpus`, `cargo xtask ci`, `cargo xtask demo`,
-//! `cargo xtask bench`, `cargo xtask fuzz`, `cargo xtask web [--serve]`.
+//! `cargo xtask bench [--torch]`, `cargo xtask fuzz`, `cargo xtask web [--serve]`.
 
+mod bench;
 mod ci;
 mod codegen;
 mod corpus;
@@ -69,6 +70,11 @@ enum Command {
     Demo,
     /// Benchmarks: every case of benchmarks/cases/*.bench.json against the copy-kernel ceiling.
     Bench {
+        /// Then run the PyTorch peer (`benchmarks/peers/onnx_torch.py`: eager and
+        /// `torch.compile`, CUDA) for the Hub's ai.onnx ops that ran, and print both side by
+        /// side, case by case.
+        #[arg(long)]
+        torch: bool,
         /// Arguments for the harness (`--quick`, `--json PATH`, `--filter TEXT`, ...).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -116,11 +122,7 @@ fn main() -> ExitCode {
                     &["run", "--release", "-p", "examples", "--bin", "demo"],
                 )
             }),
-        Command::Bench { args } => {
-            let mut cargo_args = vec!["run", "--release", "-p", "examples", "--bin", "bench", "--"];
-            cargo_args.extend(args.iter().map(String::as_str));
-            system::cargo(&root, &cargo_args)
-        }
+        Command::Bench { torch, args } => bench::run(&root, torch, &args),
         Command::Fuzz { args } => system::ensure_vulkan_driver().and_then(|()| {
             let mut cargo_args = vec!["run", "--release", "-p", "fuzz", "--"];
             cargo_args.extend(args.iter().map(String::as_str));
