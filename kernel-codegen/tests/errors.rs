@@ -1,12 +1,11 @@
 //! Data-driven codegen error tests, in the mutation format of the fuzz regressions
 //! (`fuzz::mutation`): every `tests/errors/*.test` file starts `from <seed>`, names one of the
 //! small packages under `tests/errors/seeds/` (`scale` in the seed dialect; `row-sum` and
-//! `histogram` in `schemaVersion: 1`; `hub-add` in the Hub's dialect, read but not yet
-//! compiled, so its cases show what reading it reports), then lists the edits that make the
-//! case (JSON edits by pointer, line edits, `create` for a hints file or another template),
-//! then a line `---`, then the exact outcome: the diagnostics `generate` reports, or `ok: …`
-//! with its notes, uniform fields, the finite domains run-time values were pinned to and the
-//! pipeline overrides. `UPDATE_EXPECT=1` rewrites the outcomes.
+//! `histogram` in `schemaVersion: 1`; `hub-add` in the Hub's dialect), then lists the edits
+//! that make the case (JSON edits by pointer, line edits, `create` for a hints file or
+//! another template), then a line `---`, then the exact outcome: the diagnostics `generate`
+//! reports, or `ok: …` with its notes, uniform fields, the finite domains run-time values
+//! were pinned to and the pipeline overrides. `UPDATE_EXPECT=1` rewrites the outcomes.
 //!
 //! A seed's templates under `_shared/` (created by a case) make its include root.
 
