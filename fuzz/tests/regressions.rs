@@ -1,6 +1,6 @@
 //! Regression fixtures of the generator's fuzz target: every `tests/regressions/*.test` file
-//! is a mutation of the seed packages (or of a corpus package, `from <name>`; skipped without
-//! the corpus), then a line `---`, then the exact outcome: the diagnostics, `ok: …`, or
+//! is a mutation of the seed packages (or of a corpus or Hub package, `from <name>`; skipped
+//! without the corpus or that Hub manifest), then a line `---`, then the exact outcome: the diagnostics, `ok: …`, or
 //! `failure: …` where something that must hold did not. `UPDATE_EXPECT=1` rewrites them.
 
 use std::fs;
@@ -41,6 +41,6 @@ fn mutations_give_the_expected_outcome() {
         expect_file![path].assert_eq(&format!("{head}\n---\n{actual}"));
     }
     if skipped > 0 {
-        eprintln!("skipped {skipped} fixtures of corpus packages: no corpus here");
+        eprintln!("skipped {skipped} fixtures of corpus or Hub packages not here");
     }
 }
