@@ -3,8 +3,11 @@
 //!
 //! ```text
 //! fuzz [codegen|run-op|all] [--seconds N] [--cases N] [--seed N] [--jobs N] [--check-sample N]
+//!      [--seeds TEXT]
 //! ```
-//! `--jobs N` runs N workers at once, worker `i` with seed `seed + i` (and `--cases` each).
+//! `--jobs N` runs N workers at once, worker `i` with seed `seed + i` (and `--cases` each);
+//! `--seeds TEXT` mutates only the generator's seeds whose name contains TEXT (`ai.onnx` for
+//! the Hub's packages).
 //! Exit status 0 when no input failed, 1 when one did (the fixture is printed), 2 on bad use.
 
 use std::collections::HashMap;
@@ -49,6 +52,10 @@ struct Args {
     /// tenth accepted input, up to this many) as modules of one crate.
     #[arg(long, default_value_t = 0)]
     check_sample: usize,
+    /// The codegen target mutates only the seeds whose name contains this text (the seed
+    /// packages are `seed packages`; a corpus or Hub package is its op's name).
+    #[arg(long)]
+    seeds: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -67,7 +74,12 @@ fn main() -> ExitCode {
     };
     for target in targets {
         let result = match target {
-            Target::Codegen => codegen(budget, args.jobs.max(1), args.check_sample),
+            Target::Codegen => codegen(
+                budget,
+                args.jobs.max(1),
+                args.check_sample,
+                args.seeds.as_deref(),
+            ),
             _ => run_op(budget),
         };
         match result {
@@ -100,8 +112,14 @@ struct Tally {
     samples: Vec<(String, kernel_codegen::Output)>,
 }
 
-fn codegen(budget: Budget, jobs: u64, check_sample: usize) -> Result<bool> {
-    let seeds = fuzz::seeds::all()?;
+fn codegen(budget: Budget, jobs: u64, check_sample: usize, only: Option<&str>) -> Result<bool> {
+    let mut seeds = fuzz::seeds::all()?;
+    if let Some(only) = only {
+        seeds.retain(|s| s.name.contains(only));
+        if seeds.is_empty() {
+            anyhow::bail!("no seed's name contains `{only}`");
+        }
+    }
     eprintln!(
         "fuzz codegen: {} seeds ({}), {} s, seed {}, {jobs} workers",
         seeds.len(),
