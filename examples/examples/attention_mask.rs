@@ -1,14 +1,14 @@
 //! Attention softmax with a padding mask on the GPU: `softmax(scores + mask)` through
 //! `kernels::bias_softmax`, checked against a host Add + Softmax.
 //!
-//! Scores `(B, N, S, S)` = `(2, 4, 64, 64)` are `Q·Kᵀ / √d` of random queries and keys. The
-//! mask `(B, 1, 1, S)` is the usual BERT padding mask: 0 for the first `valid[b]` keys of
-//! batch `b` (50 and 37), -10000 for the padded ones. BiasSoftmax with `axis = -1` and inner
-//! broadcast reuses mask row `b` for all `N·S` score rows of batch `b`, which is exactly
-//! numpy's broadcast of `(B,1,1,S)` against `(B,N,S,S)` (spec §2.3).
+//! Scores `(B, N, S, S)` = `(2, 4, 64, 64)` are `Q·Kᵀ / √d` of random queries and keys. The mask
+//! `(B, 1, 1, S)` is the usual BERT padding mask: 0 for the first `valid[b]` keys of batch `b` (50
+//! and 37), -10000 for the padded ones. BiasSoftmax with `axis = -1` and inner broadcast reuses
+//! mask row `b` for all `N·S` score rows of batch `b`, which is exactly numpy's broadcast of
+//! `(B,1,1,S)` against `(B,N,S,S)` (SEMANTICS.md §2.3).
 //!
-//! The program runs f32 and (if the device has `shader-f16`) f16, and checks each against
-//! the host in float64 on the same rounded inputs (spec §5 tolerances), that padded keys get
+//! The program runs f32 and (if the device has `shader-f16`) f16, and checks each against the host
+//! in float64 on the same rounded inputs (SEMANTICS.md §5 tolerances), that padded keys get
 //! probability below 1e-6, and that every row sums to 1.
 //!
 //! `cargo run --release -p examples --example attention_mask`

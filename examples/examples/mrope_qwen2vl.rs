@@ -1,17 +1,17 @@
-//! Qwen2-VL multimodal RoPE on the GPU: builds the three position streams of a prompt with
-//! one image, applies `kernels::mrotary_embedding` and checks it against two CPU versions.
+//! Qwen2-VL multimodal RoPE on the GPU: builds the three position streams of a prompt with one
+//! image, applies `kernels::mrotary_embedding` and checks it against two CPU versions.
 //!
-//! The prompt is `prefix` text tokens, one image frame of `grid_h × grid_w` patches, then
-//! `suffix` text tokens, positioned as Qwen2-VL's `get_rope_index` does: text tokens share
-//! one position on all three streams; image patches get temporal = start, height =
-//! start + row, width = start + col; text after the image continues from one past the
-//! largest position so far. Head size 128 with `mrope_section = [16, 24, 24]` (sectioned
-//! layout, rotate_half pairing), caches from `inv_freq[j] = 10000^(-2j/128)`.
+//! The prompt is `prefix` text tokens, one image frame of `grid_h × grid_w` patches, then `suffix`
+//! text tokens, positioned as Qwen2-VL's `get_rope_index` does: text tokens share one position on
+//! all three streams; image patches get temporal = start, height = start + row, width = start +
+//! col; text after the image continues from one past the largest position so far. Head size 128
+//! with `mrope_section = [16, 24, 24]` (sectioned layout, rotate_half pairing), caches from
+//! `inv_freq[j] = 10000^(-2j/128)`.
 //!
-//! The CPU checks are the float64 reference of spec §1.3 and an independent transcription of
-//! transformers' `apply_multimodal_rotary_pos_emb` (full-width cos/sin split into
-//! `mrope_section * 2` chunks, chunk `i` taken from stream `i % 3`, then `rotate_half`),
-//! which also shows that ORT's sectioned layout is exactly what the model computes.
+//! The CPU checks are the float64 reference of SEMANTICS.md §1.3 and an independent transcription
+//! of transformers' `apply_multimodal_rotary_pos_emb` (full-width cos/sin split into
+//! `mrope_section * 2` chunks, chunk `i` taken from stream `i % 3`, then `rotate_half`), which
+//! also shows that ORT's sectioned layout is exactly what the model computes.
 //!
 //! `cargo run --release -p examples --example mrope_qwen2vl [-- --heads 4 --grid-w 8]`
 

@@ -1,13 +1,13 @@
 //! WavLM's gated relative position bias on the GPU: builds a bucketed relative-position bias
 //! the way WavLM does, gates it with `kernels::gated_relative_position_bias` in f32 and f16,
-//! and checks the result against the float64 reference of spec §3.2.
+//! and checks the result against the float64 reference of SEMANTICS.md §3.2.
 //!
 //! WavLM-Large attention has 16 heads of 64 and a gate projection `gru_rel_pos_linear` of
 //! 64 → 8. Its position bias is `rel_attn_embed(bucket(j - i))`, a learned table of 320
 //! buckets × 16 heads looked up by transformers' `_relative_positions_bucket` (bidirectional:
 //! half the buckets per direction, exact below 80, log-spaced up to `max_distance` = 800),
 //! shared by every utterance of the batch: `rel_pos` has shape `(1, N, S, S)`. The layer's
-//! hidden states go straight into the gate linear, so `query_bias` is zero (spec §3.2), and
+//! hidden states go straight into the gate linear, so `query_bias` is zero (SEMANTICS.md §3.2), and
 //! `gru_rel_pos_const` (`eco_a`) starts at 1 per head, where every gate lies in (1, 2).
 //!
 //! The table and the activations are seeded random stand-ins for trained values, with the

@@ -1,8 +1,8 @@
 //! Seeded test data and tolerant comparison for GPU-versus-reference checks.
 //!
-//! Conformance tests follow spec §5: draw random inputs (never zeros, which hide sign and
-//! scale mistakes), round them to the kernel's element type, compute the float64 reference on
-//! the *rounded* values, and compare the GPU result with an absolute + relative tolerance.
+//! Conformance tests draw random inputs (never zeros, which hide sign and scale mistakes), round
+//! them to the kernel's element type, compute the float64 reference on the *rounded* values, and
+//! compare the GPU result with an absolute + relative tolerance (SEMANTICS.md §5).
 //! Everything here is deterministic for a given seed so a failure can be replayed.
 
 use std::fmt;
@@ -94,12 +94,12 @@ pub struct Tolerance {
 }
 
 impl Tolerance {
-    /// Spec §5, MRotaryEmbedding float32: 1e-5 absolute + 1e-5 relative.
+    /// SEMANTICS.md §5, MRotaryEmbedding float32: 1e-5 absolute + 1e-5 relative.
     pub const MROPE_F32: Tolerance = Tolerance {
         abs: 1e-5,
         rel: 1e-5,
     };
-    /// Spec §5, MRotaryEmbedding float16: 1e-2 absolute (ORT's own f16 tolerance).
+    /// SEMANTICS.md §5, MRotaryEmbedding float16: 1e-2 absolute (ORT's own f16 tolerance).
     pub const MROPE_F16: Tolerance = Tolerance {
         abs: 1e-2,
         rel: 0.0,
@@ -113,13 +113,13 @@ impl Tolerance {
         }
     }
 
-    /// Spec §5, GatedRelativePositionBias float32: 1e-5 relative (plus a hair of absolute
+    /// SEMANTICS.md §5, GatedRelativePositionBias float32: 1e-5 relative (plus a hair of absolute
     /// slack for exact zeros).
     pub const GATED_BIAS_F32: Tolerance = Tolerance {
         abs: 1e-7,
         rel: 1e-5,
     };
-    /// Spec §5, GatedRelativePositionBias float16: 1e-2 relative plus 1e-3 absolute near 0.
+    /// SEMANTICS.md §5, GatedRelativePositionBias float16: 1e-2 relative plus 1e-3 absolute near 0.
     pub const GATED_BIAS_F16: Tolerance = Tolerance {
         abs: 1e-3,
         rel: 1e-2,
@@ -133,12 +133,12 @@ impl Tolerance {
         }
     }
 
-    /// Spec §5, BiasSoftmax float32: 1e-6 absolute.
+    /// SEMANTICS.md §5, BiasSoftmax float32: 1e-6 absolute.
     pub const BIAS_SOFTMAX_F32: Tolerance = Tolerance {
         abs: 1e-6,
         rel: 0.0,
     };
-    /// Spec §5, BiasSoftmax float16: 2e-3 absolute (outputs lie in [0, 1]).
+    /// SEMANTICS.md §5, BiasSoftmax float16: 2e-3 absolute (outputs lie in [0, 1]).
     pub const BIAS_SOFTMAX_F16: Tolerance = Tolerance {
         abs: 2e-3,
         rel: 0.0,

@@ -1,8 +1,8 @@
-//! GPU conformance tests of `kernels::bias_softmax` on a real adapter (Mesa lavapipe in CI):
-//! every variant, dtype and broadcast mode against the float64 reference of spec §2.2 (B1–B6)
-//! with the tolerances of spec §5, variant boundaries, attention masks, subgroups, axes,
-//! masking, empty tensors, split dispatches and several ops in one submit. GPU-free planning
-//! and the contract clauses are tested in `bias_softmax_contract.rs`.
+//! GPU conformance tests of `kernels::bias_softmax` on a real adapter (Mesa lavapipe in CI): every
+//! variant, dtype and broadcast mode against the float64 reference of SEMANTICS.md §2.2 (B1–B6)
+//! with the tolerances of SEMANTICS.md §5, variant boundaries, attention masks, subgroups, axes,
+//! masking, empty tensors, split dispatches and several ops in one submit. GPU-free planning and
+//! the contract clauses are tested in `bias_softmax_contract.rs`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -228,8 +228,8 @@ fn attention_masks_outer_equal_add_then_softmax() {
 
 #[test]
 fn mask_b_1_s_s_follows_the_flat_row_rule_not_numpy() {
-    // Spec §2.3: (B,1,S,S) is accepted and computes the flat-row result, which is not numpy's
-    // broadcast for N > 1; the kernel must follow the flat rule in both modes.
+    // SEMANTICS.md §2.3: (B,1,S,S) is accepted and computes the flat-row result, which is not
+    // numpy's broadcast for N > 1; the kernel must follow the flat rule in both modes.
     let (b, n, s) = (2, 3, 8);
     for inner in [true, false] {
         let case = Case::random(30, &[b, n, s, s], &[b, 1, s, s], -1, inner);

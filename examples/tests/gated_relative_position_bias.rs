@@ -1,9 +1,9 @@
 //! GPU conformance tests of `kernels::gated_relative_position_bias` on a real adapter (Mesa
-//! lavapipe in CI: subgroup size 8/8, `subgroups` and `shader-f16`), against the float64
-//! reference of spec §3.2 (G1–G5) with the tolerances of spec §5. Each variant is run in f32
-//! and f16 on vec4-aligned and unaligned rows; the card's selection rule, model shapes,
-//! broadcasts, empty problems and split dispatches too. The contract clauses of spec §3.3 are
-//! tested in `gated_relative_position_bias_contract.rs`.
+//! lavapipe in CI: subgroup size 8/8, `subgroups` and `shader-f16`), against the float64 reference
+//! of SEMANTICS.md §3.2 (G1–G5) with the tolerances of SEMANTICS.md §5. Each variant is run in f32
+//! and f16 on vec4-aligned and unaligned rows; the card's selection rule, model shapes, broadcasts,
+//! empty problems and split dispatches too. The contract clauses of SEMANTICS.md §3.3 are tested in
+//! `gated_relative_position_bias_contract.rs`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -285,7 +285,7 @@ fn wavlm_two_utterances() {
     assert_all(failures);
 }
 
-// ---- Spec §3.4 worked example G1 ---------------------------------------------------------
+// ---- SEMANTICS.md §3.4 worked example G1 --------------------------------------------------------
 
 fn worked_example<T: Float>(ctx: &Context, label: &str, case: &Case) -> Vec<String> {
     let mut failures = Vec::new();
@@ -435,7 +435,7 @@ fn rel_pos_is_shared_by_batches_and_eco_a_is_per_head() {
     assert_all(failures);
 }
 
-/// Absolute tolerance for outputs whose gate may cross 0: the relative budget of spec §5
+/// Absolute tolerance for outputs whose gate may cross 0: the relative budget of SEMANTICS.md §5
 /// applied to the largest output magnitude, `|g| <= 3` times the largest `|rel_pos|`.
 fn signed_eco_tolerance(dtype: DType, rel_pos: &[f64]) -> Tolerance {
     let base = Tolerance::gated_bias(dtype);

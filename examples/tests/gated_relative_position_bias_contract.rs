@@ -1,5 +1,5 @@
 //! Contract tests of `kernels::gated_relative_position_bias`: each test violates one clause of
-//! spec §3.3 (or the device's dispatch limit) and checks the typed error; attribute parsing
+//! SEMANTICS.md §3.3 (or the device's dispatch limit) and checks the typed error; attribute parsing
 //! and the untyped entry point too. The GPU results against the float64 reference are tested
 //! in `gated_relative_position_bias.rs`.
 
@@ -17,7 +17,7 @@ use kernel_runtime::support::AttrValue;
 use kernel_runtime::{AnyTensor, DType, DeviceCaps, OpError};
 use kernels::gated_relative_position_bias::{self as op, Attrs, RequiredAttrs};
 
-// ---- Contract clauses of spec §3.3: each test violates one and checks the typed error ----
+// ---- Contract clauses of SEMANTICS.md §3.3: each test violates one and checks the typed error ---
 
 /// Valid shapes `(B, S, N, H, D) = (2, 3, 2, 4, 4)` to violate one clause at a time.
 const BASE: Sizes = Sizes {

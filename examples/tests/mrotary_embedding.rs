@@ -1,6 +1,6 @@
-//! GPU conformance tests of `kernels::mrotary_embedding` on a real adapter (Mesa lavapipe in
-//! CI), against the float64 reference of spec §1.3 with the tolerances of spec §5: every rank,
-//! pairing and layout, worked examples, model sizes, GPU-free planning, recording, split
+//! GPU conformance tests of `kernels::mrotary_embedding` on a real adapter (Mesa lavapipe in CI),
+//! against the float64 reference of SEMANTICS.md §1.3 with the tolerances of SEMANTICS.md §5: every
+//! rank, pairing and layout, worked examples, model sizes, GPU-free planning, recording, split
 //! dispatches and the shader's position guard. The contract clauses are tested in
 //! `mrotary_embedding_contract.rs`.
 
@@ -97,7 +97,7 @@ fn scale_multiplies_rotated_channels_only() {
 #[test]
 fn sequence_longer_than_the_cache_is_accepted() {
     // S = 9 tokens, M = 4 cache rows: ORT refuses (NOT_IMPLEMENTED), the project accepts as
-    // long as every position is a valid row (spec §1.4).
+    // long as every position is a valid row (SEMANTICS.md §1.4).
     let ctx = ctx();
     let a = attrs(&[1, 2, 1], 2, false, false);
     let r3 = Case::random(4, &[2, 9, 16], a.clone(), 4);

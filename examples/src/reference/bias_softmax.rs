@@ -1,15 +1,15 @@
-//! BiasSoftmax in float64 on the host, straight from spec §2.2 (B1–B6): softmax of
+//! BiasSoftmax in float64 on the host, straight from SEMANTICS.md §2.2 (B1–B6): softmax of
 //! `data + bias` over the flattened dimensions from `axis` on, the bias row of data row `i`
 //! being `i / innerRepeat` (inner broadcast) or `i % biasBlockCount` (outer broadcast).
 
 use anyhow::{Result, ensure};
 
-/// Spec §2.5: data `(2,2,3)`, shared by worked examples B1 and B2.
+/// SEMANTICS.md §2.5: data `(2,2,3)`, shared by worked examples B1 and B2.
 pub const WORKED_DATA: [f64; 12] = [0.0, 1.0, 2.0, 2.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 3.0];
-/// Spec §2.5: the bias values, shaped `(2,1,3)` in B1 and `(2,3)` in B2.
+/// SEMANTICS.md §2.5: the bias values, shaped `(2,1,3)` in B1 and `(2,3)` in B2.
 pub const WORKED_BIAS: [f64; 6] = [0.0, 0.0, -10000.0, 0.0, -1.0, 0.0];
-/// Spec §2.5, B1 (inner broadcast, axis 2): the expected output.
-#[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
+/// SEMANTICS.md §2.5, B1 (inner broadcast, axis 2): the expected output.
+#[allow(clippy::excessive_precision)] // float64 values written with every digit printed
 pub const WORKED_B1_OUTPUT: [f64; 12] = [
     0.2689414213699951,
     0.7310585786300049,
@@ -24,7 +24,7 @@ pub const WORKED_B1_OUTPUT: [f64; 12] = [
     0.0171478255455204,
     0.9362395518765058,
 ];
-/// Spec §2.5, B2 (outer broadcast, axis -1): the expected output.
+/// SEMANTICS.md §2.5, B2 (outer broadcast, axis -1): the expected output.
 #[allow(clippy::excessive_precision)]
 pub const WORKED_B2_OUTPUT: [f64; 12] = [
     0.2689414213699951,
@@ -41,7 +41,7 @@ pub const WORKED_B2_OUTPUT: [f64; 12] = [
     0.9362395518765058,
 ];
 
-/// Row geometry of a BiasSoftmax problem (spec B1–B3).
+/// Row geometry of a BiasSoftmax problem (SEMANTICS.md B1–B3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rows {
     /// Data rows `Rw` (product of the dimensions before the axis).
@@ -89,7 +89,7 @@ impl Rows {
         })
     }
 
-    /// The bias row of data row `row` (spec B4).
+    /// The bias row of data row `row` (SEMANTICS.md B4).
     pub fn bias_row(&self, row: usize, inner: bool) -> usize {
         if inner {
             row / (self.rows / self.bias_rows)

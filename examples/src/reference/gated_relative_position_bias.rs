@@ -1,4 +1,4 @@
-//! GatedRelativePositionBias in float64 on the host, straight from spec §3.2 (G1–G5): per
+//! GatedRelativePositionBias in float64 on the host, straight from SEMANTICS.md §3.2 (G1–G5): per
 //! (batch, head, query position), the biased query head row is projected to `D` values, the
 //! logistic of each half-sum gives `gate_u` and `gate_r`, and the `rel_pos` row (shared by all
 //! batches) is scaled by `gate_u * (gate_r * eco_a[n] - 1) + 2`.
@@ -127,7 +127,7 @@ impl Problem<'_> {
     }
 }
 
-/// Spec §3.4, worked example G1: B = 2, S = 2, N = 2, H = 2, D = 4.
+/// SEMANTICS.md §3.4, worked example G1: B = 2, S = 2, N = 2, H = 2, D = 4.
 pub const G1: Problem<'static> = Problem {
     sizes: Sizes {
         batch: 2,
@@ -146,8 +146,8 @@ pub const G1: Problem<'static> = Problem {
     eco_a: &[1.0, 2.0],
 };
 
-/// Spec §3.4: the output of G1, `(2, 2, 2, 2)`.
-#[allow(clippy::excessive_precision)] // the spec's float64 values, as printed there
+/// SEMANTICS.md §3.4: the output of G1, `(2, 2, 2, 2)`.
+#[allow(clippy::excessive_precision)] // float64 values written with every digit printed
 pub const G1_OUTPUT: [f64; 16] = [
     1.5303504602143496,
     -3.0607009204286992,

@@ -1,15 +1,16 @@
-//! Float64 reference of `com.microsoft.MRotaryEmbedding`, transcribed from spec §1.3 (M1–M7).
+//! Float64 reference of `com.microsoft.MRotaryEmbedding`, transcribed from SEMANTICS.md §1.3
+//! (M1–M7).
 //!
-//! It loops over every element `(b, n, s, c)` exactly as the spec states the math, one output
-//! element at a time, with no knowledge of how the shaders split the work. Positions outside
-//! `[0, M)` are passed through per element, as ONNX Runtime's GPU kernels do (spec §1.4):
-//! the project rejects such ids on the host, but the in-shader guard must still behave this
-//! way, and worked example M4 checks it.
+//! It loops over every element `(b, n, s, c)` exactly as SEMANTICS.md states the math, one
+//! output element at a time, with no knowledge of how the shaders split the work. Positions
+//! outside `[0, M)` are passed through per element, as ONNX Runtime's GPU kernels do
+//! (SEMANTICS.md §1.4): the project rejects such ids on the host, but the in-shader guard must
+//! still behave this way, and worked example M4 checks it.
 
 use anyhow::{Context as _, Result, bail, ensure};
 use kernels::mrotary_embedding::Attrs;
 
-/// The position stream (0 = temporal, 1 = height, 2 = width) of half-index `j` (spec M5).
+/// The position stream (0 = temporal, 1 = height, 2 = width) of half-index `j` (SEMANTICS.md M5).
 ///
 /// `interleaved_layout` is `mrope_layout == 1` (Qwen3-VL); otherwise the layout is sectioned
 /// (Qwen2-VL). `sections` is `[s_t, s_h, s_w]`.
@@ -33,7 +34,7 @@ pub fn stream_of(j: usize, sections: [usize; 3], interleaved_layout: bool) -> us
 }
 
 /// The rotation partner of channel `c < R` and the sign of its term, with the shared
-/// half-index `j` (spec M4): `(j, partner, sign)`.
+/// half-index `j` (SEMANTICS.md M4): `(j, partner, sign)`.
 pub fn pairing(c: usize, rotary_dim: usize, interleaved: bool) -> (usize, usize, f64) {
     let half = rotary_dim / 2;
     if interleaved {
@@ -63,7 +64,7 @@ pub fn rope_caches(max_positions: usize, half: usize, theta: f64) -> (Vec<f64>, 
     (cos, sin)
 }
 
-/// Dimensions derived from the input shape and attributes (spec §1.2).
+/// Dimensions derived from the input shape and attributes (SEMANTICS.md §1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dims {
     /// Batch size `B`.
@@ -81,7 +82,7 @@ pub struct Dims {
 }
 
 impl Dims {
-    /// Derives `B, N, S, H, R` as spec §1.2 does, failing on what the math cannot handle.
+    /// Derives `B, N, S, H, R` as SEMANTICS.md §1.2 does, failing on what the math cannot handle.
     pub fn new(input_shape: &[usize], attrs: &Attrs) -> Result<Self> {
         let (batch, heads, seq, head_size, rank3) = match *input_shape {
             [b, s, hidden] => {
@@ -95,7 +96,7 @@ impl Dims {
                 );
                 (b, n, s, hidden / n, true)
             }
-            // Rank 4 ignores the num_heads attribute (spec §1.4, last row).
+            // Rank 4 ignores the num_heads attribute (SEMANTICS.md §1.2).
             [b, n, s, h] => (b, n, s, h, false),
             _ => bail!("input must be rank 3 or 4, got shape {input_shape:?}"),
         };
@@ -117,7 +118,7 @@ impl Dims {
         })
     }
 
-    /// Flat index of element `(b, n, s, c)` (spec M1).
+    /// Flat index of element `(b, n, s, c)` (SEMANTICS.md M1).
     pub fn index(&self, b: usize, n: usize, s: usize, c: usize) -> usize {
         let (nn, ss, h) = (self.heads, self.seq, self.head_size);
         if self.rank3 {
@@ -133,7 +134,7 @@ impl Dims {
     }
 }
 
-/// MRotaryEmbedding in float64 on the host (spec §1.3, M1–M7).
+/// MRotaryEmbedding in float64 on the host (SEMANTICS.md §1.3, M1–M7).
 ///
 /// `position_ids` is `(3, B, S)` row-major; `cos` and `sin` are `(max_positions, R/2)`.
 /// Positions outside `[0, max_positions)` pass the affected elements through unchanged
@@ -225,7 +226,7 @@ mod tests {
     use super::*;
     use kernels::mrotary_embedding::RequiredAttrs;
 
-    /// The common data of spec §1.5 (M = 4, half = 4).
+    /// The data the worked examples M1–M4 share (SEMANTICS.md §1.5; M = 4, half = 4).
     const COS: [f64; 16] = [
         1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.0, -0.1, -0.2, -0.3,
     ];

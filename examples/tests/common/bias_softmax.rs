@@ -154,7 +154,8 @@ impl Case {
         Ok((variant.variant, data::from_elem(&out.output.to_vec(ctx)?)))
     }
 
-    /// The float64 flat-row reference (spec B1–B6) on the inputs rounded to `T` (spec §5).
+    /// The float64 flat-row reference (SEMANTICS.md B1–B6) on the inputs rounded to `T`
+    /// (SEMANTICS.md §5).
     pub fn reference<T: Float>(&self) -> Vec<f64> {
         // The reference divides by its 0 bias rows when rows have length 0 (e.g. data (3, 0));
         // an empty tensor has nothing to compare anyway.
@@ -183,7 +184,7 @@ impl Case {
         )
     }
 
-    /// Compares `got` with `want` at the spec §5 tolerance of `T`; the error names the case
+    /// Compares `got` with `want` at the SEMANTICS.md §5 tolerance of `T`; the error names the case
     /// and the worst element with its coordinates.
     pub fn compare_with<T: Float>(
         &self,
@@ -291,7 +292,7 @@ pub fn rows_sum_to_one(label: &str, got: &[f64], cols: usize, tol: f64) -> Vec<S
 
 /// `softmax(scores + mask)` over the last axis with numpy broadcasting of `mask` against
 /// `scores` (shapes aligned on the right, mask dims of size 1 repeated). Written
-/// independently of the flat-row reference, so agreement shows the row rule of spec B4
+/// independently of the flat-row reference, so agreement shows the row rule of SEMANTICS.md B4
 /// reproduces what a model's `Add` + `Softmax` computes for the attention mask shapes.
 pub fn add_then_softmax(
     scores: &[f64],

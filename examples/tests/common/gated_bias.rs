@@ -1,7 +1,7 @@
 //! Helpers of the GatedRelativePositionBias GPU tests: the shared contexts (default, and one
 //! without `subgroups` so that `row_head_tree` is selected), a `Case` (shapes, seeded data,
 //! `num_heads`) that can run on the GPU, be planned without one, and be checked against the
-//! float64 reference of spec §3.2, and the expected-variant rule of the kernel card.
+//! float64 reference of SEMANTICS.md §3.2, and the expected-variant rule of the kernel card.
 
 // Each test binary compiles this module on its own and may not use every helper; a panic
 // is the failure report of a test.
@@ -89,7 +89,7 @@ pub struct CaseShapes {
 }
 
 impl CaseShapes {
-    /// The shapes spec §3.1 requires for sizes `s`.
+    /// The shapes SEMANTICS.md §3.1 requires for sizes `s`.
     pub fn valid(s: Sizes) -> CaseShapes {
         let hidden = s.heads * s.head_size;
         CaseShapes {
@@ -210,7 +210,7 @@ impl Case {
         Ok((variant, data::from_elem(&out.output.to_vec(ctx)?)))
     }
 
-    /// The case with every input rounded to `T`: the data the kernel sees (spec §5).
+    /// The case with every input rounded to `T`: the data the kernel sees (SEMANTICS.md §5).
     pub fn rounded<T: Float>(&self) -> Case {
         Case {
             query: data::round_to::<T>(&self.query),
@@ -276,7 +276,7 @@ impl Case {
             .unwrap_or_default()
     }
 
-    /// Compares `got` with the reference under the spec §5 tolerance for `T`.
+    /// Compares `got` with the reference under the SEMANTICS.md §5 tolerance for `T`.
     pub fn compare<T: Float>(&self, label: &str, got: &[f64]) -> Result<(), String> {
         let want = self.reference::<T>();
         self.judge::<T>(label, got, &want, Tolerance::gated_bias(T::DTYPE))
@@ -419,7 +419,7 @@ pub fn assert_all(failures: Vec<String>) {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
-// ---- Spec §3.4 worked example G1 ---------------------------------------------------------
+// ---- SEMANTICS.md §3.4 worked example G1 --------------------------------------------------------
 
 /// G1 exactly as printed: B = 2, S = 2, N = 2, H = 2, D = 4.
 pub fn g1() -> Case {

@@ -61,7 +61,7 @@ impl Case {
     }
 
     /// A valid case: `position_ids` `(3, B, S)` and caches `(max_positions, R/2)` derived
-    /// from the input shape and attributes as spec §1.2 does.
+    /// from the input shape and attributes as SEMANTICS.md §1.2 does.
     pub fn random(seed: u64, input_shape: &[usize], attrs: Attrs, max_positions: usize) -> Case {
         let dims = Dims::new(input_shape, &attrs).expect("a valid case shape");
         let cache = [max_positions, dims.rotary_dim / 2];
@@ -119,7 +119,7 @@ impl Case {
         Ok((variant, data::from_elem(&out.output.to_vec(ctx)?)))
     }
 
-    /// The float64 reference on the inputs rounded to `T` (spec §5).
+    /// The float64 reference on the inputs rounded to `T` (SEMANTICS.md §5).
     pub fn reference<T: Float>(&self) -> Vec<f64> {
         reference(
             &data::round_to::<T>(&self.input),
@@ -226,7 +226,7 @@ pub fn assert_all(failures: Vec<String>) {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
 }
 
-/// Spec §1.5 worked examples M1–M3: name, case, expected variant, expected output.
+/// SEMANTICS.md §1.5 worked examples M1–M3: name, case, expected variant, expected output.
 pub fn worked_examples() -> [(&'static str, Case, &'static str, Vec<f64>); 3] {
     // Common data: cos/sin (M = 4, half = 4), x for s = 0, 1, positions (3, 1, 2).
     let cos = [
@@ -328,7 +328,7 @@ pub fn rank3(hidden: usize, half: usize, a: Attrs) -> Case {
     Case::with_shapes(13, &[1, 2, hidden], &[3, 1, 2], &[4, half], &[4, half], a)
 }
 
-/// Runs a worked example of spec §1.5; returns the failures (variant, values).
+/// Runs a worked example of SEMANTICS.md §1.5; returns the failures (variant, values).
 pub fn worked_example<T: Float>(
     name: &str,
     case: &Case,

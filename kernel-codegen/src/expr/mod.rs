@@ -2,7 +2,7 @@
 //!
 //! Manifests write `derive` entries, variant `when` lists, constants, template inputs, dispatch
 //! sizes, struct field values and intermediate shapes in a subset of Jinja's expression syntax
-//! (DESIGN.md §3.1). The pipeline is:
+//! (DIALECT.md, "Operators" and "Helpers", lists it). The pipeline is:
 //!
 //! ```text
 //! source ─parse─▶ ast::Expr ─check(Scope)─▶ Ir ─eval(Env)──▶ Value      (codegen, tests)

@@ -1,11 +1,11 @@
 //! MRotaryEmbedding: every position id must index a row of the cos/sin caches.
 //!
 //! The manifest narrows int64 ids to u32 (rejecting negatives and values ≥ 2^32) but has no
-//! expression for ids ≥ `max_sequence_length`. Ids uploaded from the host are on the host
-//! already, so they are checked here, naming the stream, batch and token of the first bad
-//! one. Ids made on the GPU (`IndexTensor::from_buffer`, `from_tensor`) have no host values
-//! and are not checked: the shader copies the channels an out-of-range id would rotate
-//! unchanged (spec §1.4, as ONNX Runtime's GPU kernels do), so it never reads past the cache.
+//! expression for ids ≥ `max_sequence_length`. Ids uploaded from the host are on the host already,
+//! so they are checked here, naming the stream, batch and token of the first bad one. Ids made on
+//! the GPU (`IndexTensor::from_buffer`, `from_tensor`) have no host values and are not checked: the
+//! shader copies the channels an out-of-range id would rotate unchanged (SEMANTICS.md §1.4, as ONNX
+//! Runtime's GPU kernels do), so it never reads past the cache.
 
 use kernel_runtime::OpError;
 use kernel_runtime::registry::ArgView;
