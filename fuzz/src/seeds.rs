@@ -91,8 +91,8 @@ fn corpus_packages(collection: &Path) -> Result<Vec<Seed>> {
     Ok(seeds)
 }
 
-/// The folder of the Hub's manifests, when it holds any (`<op>.manifest.json`).
-pub fn hub_dir() -> Option<PathBuf> {
+/// The folder of the Hub's manifests (`<op>.manifest.json`), when it is there.
+fn hub_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("KERNEL_HUB_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("../shared/hub"));

@@ -1,7 +1,8 @@
 //! Regression fixtures of the generator's fuzz target: every `tests/regressions/*.test` file
 //! is a mutation of the seed packages (or of a corpus or Hub package, `from <name>`; skipped
-//! without the corpus or that Hub manifest), then a line `---`, then the exact outcome: the diagnostics, `ok: …`, or
-//! `failure: …` where something that must hold did not. `UPDATE_EXPECT=1` rewrites them.
+//! without the corpus or that Hub manifest), then a line `---`, then the exact outcome: the
+//! diagnostics, `ok: …`, or `failure: …` where something that must hold did not.
+//! `UPDATE_EXPECT=1` rewrites them.
 
 use std::fs;
 use std::path::Path;

@@ -165,17 +165,15 @@ fn comparison(ours: &Value, theirs: &Value) -> String {
             continue;
         }
         let percent = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{:.1}%", v * 100.0));
-        let micros = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
+        let tenths = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.1}"));
         let compile = peer_us(theirs, "compile", op, name, dtype);
         text.push_str(&format!(
             "| {op} | {name} | {dtype} | `{}` | {us:.1} | {} | {} | {} | {} | {} |\n",
             case["variant"].as_str().unwrap_or(""),
             percent(case["fraction_of_copy"].as_f64()),
-            case["tflops"]
-                .as_f64()
-                .map_or_else(String::new, |t| format!("{t:.1}")),
-            micros(peer_us(theirs, "eager", op, name, dtype)),
-            micros(compile),
+            tenths(case["tflops"].as_f64()),
+            tenths(peer_us(theirs, "eager", op, name, dtype)),
+            tenths(compile),
             compile.map_or_else(String::new, |c| format!("{:.2}×", c / us)),
         ));
     }
