@@ -2,7 +2,9 @@
 eager and torch.compile for Add, Softmax and MatMul at the same shapes, and PyTorch's own
 device copy rate, on one CUDA GPU in one process. MatMul runs with TF32 off for float32.
 
-Usage: python3 onnx_torch.py [results.json [op ...]], e.g. `torch.json ai.onnx.Add` for Add only
+Usage: python3 onnx_torch.py [results.json [op ...]], e.g. `torch.json ai.onnx.Add` for Add only;
+an op given as a path ending in `.bench.json` times that file's cases (a sweep), e.g.
+`torch.json benchmarks/sweeps/softmax-attention-waves.bench.json`.
 Prints one line per case: engine, op, case, dtype, median microseconds, GB/s over the minimal
 bytes (each input read once, the output written once) and, for MatMul, TFLOP/s."""
 import json
@@ -67,8 +69,10 @@ def main():
     report("torch", "copy", "1 GiB", "float32", bench(lambda: y.copy_(x)), 2 * x.numel() * 4)
     del x, y
     for op in sys.argv[2:] or ["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"]:
-        with open(os.path.join(CASES, f"{op}.bench.json")) as f:
+        path = op if op.endswith(".bench.json") else os.path.join(CASES, f"{op}.bench.json")
+        with open(path) as f:
             spec = json.load(f)
+        op = spec["op"]
         for case in spec["cases"]:
             for name in case["dtypes"]:
                 dtype = DTYPES[name]

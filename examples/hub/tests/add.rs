@@ -128,16 +128,16 @@ fn rank_zero_and_empty_outputs() {
 #[test]
 fn a_launch_folded_past_one_row_gives_every_word_once() {
     // 65536 blocks of 256 words (128 MiB in float16, the most a binding holds on some
-    // adapters): the manifest launches two rows of 65535 workgroups, and the float16
-    // templates move two blocks a workgroup, spread over every fourth one launched.
+    // adapters): the manifest launches two rows of 65535 workgroups, and the templates move
+    // half a block a workgroup, so every workgroup launched has a slot and the first two
+    // have a second one (slots 131070 and 131071).
     check(DType::F16, &[65536, 1024], &[1], "scalar_b_vec4");
     check(DType::F16, &[65536, 1024], &[1024], "broadcast_vec4");
 }
 
 #[test]
 fn a_folded_launch_of_32_bit_words_gives_every_word_once() {
-    // The same launch in float32 (256 MiB an operand): here the templates move half a block
-    // a workgroup, so every workgroup launched has a slot and two of them have two.
+    // The same launch in float32, 256 MiB an operand, where the adapter's bindings allow it.
     let ctx = test_support::context();
     let binding = ctx.caps().limit("maxStorageBufferBindingSize").unwrap_or(0);
     if binding < 256 << 20 {
