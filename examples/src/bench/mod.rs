@@ -1,6 +1,7 @@
 //! The benchmark harness behind `cargo xtask bench`: cases from `benchmarks/cases/*.bench.json`,
-//! the copy-kernel ceiling of the same run, per-case GPU times from timestamp queries, and
-//! the host-side cost of calls; and the median the programs report times by.
+//! the copy-kernel ceiling of the same run, what launching workgroups costs, per-case GPU times
+//! from timestamp queries, and the host-side cost of calls; and the median the programs report
+//! times by.
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ pub mod churn;
 pub mod compile;
 pub mod copy;
 pub mod host;
+pub mod launch;
 pub mod run;
 pub mod soak;
 pub mod spec;

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
 use examples::bench::run::{CaseResult, RunOptions, run_case};
-use examples::bench::{churn, compile, copy, host, spec};
+use examples::bench::{churn, compile, copy, host, launch, spec};
 use kernel_runtime::{Context, ContextOptions, DType};
 use serde::Serialize;
 
@@ -66,6 +66,7 @@ struct Report {
     copy: copy::CopyResult,
     copy_sweep: Vec<copy::CopyResult>,
     element_copies: Vec<copy::CopyResult>,
+    launches: Vec<launch::LaunchResult>,
     cases: Vec<CaseResult>,
     host: Vec<host::HostResult>,
 }
@@ -186,6 +187,19 @@ fn main() -> Result<()> {
             100.0 * c.gbps / copy.gbps
         );
     }
+    // Workgroups that exit at once: what a case launching as many pays before moving a byte.
+    let launches = launch::measure(
+        &ctx,
+        &launch::Grid::sweep(args.quick),
+        args.repetitions,
+        warm_up,
+    )?;
+    for l in &launches {
+        println!(
+            "launch of {} × {} workgroups of {}: {:.1} µs ({:.2} ns a workgroup)",
+            l.workgroups_x, l.workgroups_y, l.workgroup_size, l.median_us, l.ns_per_workgroup
+        );
+    }
 
     let run_options = RunOptions {
         repetitions: args.repetitions,
@@ -273,6 +287,7 @@ fn main() -> Result<()> {
         copy,
         copy_sweep,
         element_copies,
+        launches,
         cases,
         host,
     };
