@@ -43,7 +43,7 @@ pub struct Grid {
 impl Grid {
     /// The grids Add's manifest launches above 16 MiB with the word templates' workgroup
     /// sizes: 64 × 1024 × 1024 elements fold into two rows of 65535 workgroups, 63 planes fit
-    /// one row of 64512; and half of each, to see whether time follows the count.
+    /// one row of 64512; and 32768, about half a row, to see whether time follows the count.
     pub fn sweep(quick: bool) -> Vec<Grid> {
         if quick {
             return vec![Grid {
