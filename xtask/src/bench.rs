@@ -1,6 +1,7 @@
 //! `cargo xtask bench [--torch]`: the harness (`examples`' `bench`), and with `--torch` the
-//! PyTorch peer (`benchmarks/peers/onnx_torch.py`) run right after it at the same shapes, the
-//! two result files joined case by case.
+//! PyTorch peer (`benchmarks/peers/onnx_torch.py`) run right after it at the same shapes (those
+//! of `benchmarks/cases`, or of the one `--cases` file given, a sweep), the two result files
+//! joined case by case.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,14 +16,12 @@ const PEER_OPS: &[&str] = &["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"];
 
 /// Runs the harness with `args`, then, with `torch`, the peer and the joined table.
 pub fn run(root: &Path, torch: bool, args: &[String]) -> Result<()> {
-    if torch {
-        check_args(args)?;
-    }
+    let sweep = if torch { check_args(args)? } else { None };
     let mut cargo_args = vec!["run", "--release", "-p", "examples", "--bin", "bench", "--"];
     cargo_args.extend(args.iter().map(String::as_str));
     system::cargo(root, &cargo_args)?;
     if torch {
-        run_peer(root, &results_path(root, args))?;
+        run_peer(root, &results_path(root, args), sweep.as_deref())?;
     }
     Ok(())
 }
@@ -43,34 +42,51 @@ fn results_path(root: &Path, args: &[String]) -> PathBuf {
     path
 }
 
-/// Refuses harness arguments the peer cannot match: it times the full shapes of
-/// `benchmarks/cases`, not `--quick`'s small ones nor another `--cases` file's.
-fn check_args(args: &[String]) -> Result<()> {
-    for arg in args {
+/// Refuses harness arguments the peer cannot match (`--quick`'s small shapes, a `--cases`
+/// folder other than `benchmarks/cases`), and returns the `--cases` file given, whose cases the
+/// peer then times instead of `benchmarks/cases`.
+fn check_args(args: &[String]) -> Result<Option<String>> {
+    let mut sweep = None;
+    for (i, arg) in args.iter().enumerate() {
         if arg == "--quick" {
             bail!("--torch compares at the cases' full shapes; `--quick` runs small ones");
         }
-        if arg == "--cases" || arg.starts_with("--cases=") {
-            bail!(
-                "--torch: the PyTorch peer times the cases of benchmarks/cases only, not those of \
-                 another `--cases` file"
-            );
+        let value = if arg == "--cases" {
+            let Some(value) = args.get(i + 1) else {
+                bail!("--cases needs a folder or a `*.bench.json` file");
+            };
+            Some(value.clone())
+        } else {
+            arg.strip_prefix("--cases=").map(str::to_owned)
+        };
+        match value {
+            Some(value) if value.trim_end_matches('/') == "benchmarks/cases" => sweep = None,
+            Some(value) if value.ends_with(".bench.json") => sweep = Some(value),
+            Some(value) => bail!(
+                "--torch: the PyTorch peer times benchmarks/cases or one `*.bench.json` file, \
+                 not {value}"
+            ),
+            None => {}
         }
     }
-    Ok(())
+    Ok(sweep)
 }
 
-/// Runs the peer for the ops of `results` that it times, writing `torch.json` beside them,
-/// and prints the joined table.
-fn run_peer(root: &Path, results: &Path) -> Result<()> {
+/// Runs the peer for the ops of `results` that it times (at the shapes of `sweep`, a cases
+/// file, where given), writing `torch.json` beside them, and prints the joined table.
+fn run_peer(root: &Path, results: &Path, sweep: Option<&str>) -> Result<()> {
     let ours = read_json(results)?;
-    let ops = peer_ops(&ours);
+    let mut ops: Vec<&str> = peer_ops(&ours);
     if ops.is_empty() {
         bail!(
             "--torch: no case of {} ran (the PyTorch peer times only those), so there is nothing \
              to compare; run it with `--filter ai.onnx` or without a filter",
             PEER_OPS.join(", ")
         );
+    }
+    if let Some(sweep) = sweep {
+        // The peer reads the file's op from it, as the harness did.
+        ops = vec![sweep];
     }
     let out = results.with_file_name("torch.json");
     let script = root.join("benchmarks/peers/onnx_torch.py");
@@ -250,11 +266,24 @@ mod tests {
     #[test]
     fn arguments_the_peer_cannot_match_are_refused() {
         let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert!(check_args(&args(&["--filter", "ai.onnx"])).is_ok());
+        assert_eq!(check_args(&args(&["--filter", "ai.onnx"])).ok(), Some(None));
+        assert_eq!(
+            check_args(&args(&["--cases", "benchmarks/sweeps/s.bench.json"])).ok(),
+            Some(Some("benchmarks/sweeps/s.bench.json".to_owned()))
+        );
+        assert_eq!(
+            check_args(&args(&["--cases=s.bench.json", "--filter", "rows"])).ok(),
+            Some(Some("s.bench.json".to_owned()))
+        );
+        assert_eq!(
+            check_args(&args(&["--cases", "benchmarks/cases/"])).ok(),
+            Some(None)
+        );
         for bad in [
             &["--quick"][..],
-            &["--cases", "x.json"],
+            &["--cases", "benchmarks/sweeps"],
             &["--cases=x.json"],
+            &["--cases"],
         ] {
             assert!(check_args(&args(bad)).is_err(), "{bad:?}");
         }

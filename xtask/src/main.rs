@@ -71,8 +71,9 @@ enum Command {
     /// Benchmarks: every case of benchmarks/cases/*.bench.json against the copy-kernel ceiling.
     Bench {
         /// Then run the PyTorch peer (`benchmarks/peers/onnx_torch.py`: eager and
-        /// `torch.compile`, CUDA) for the Hub's ai.onnx ops that ran, and print both side by
-        /// side, case by case.
+        /// `torch.compile`, CUDA) for the Hub's ai.onnx ops that ran, at the shapes of
+        /// benchmarks/cases or of the one `--cases FILE.bench.json` given, and print both side
+        /// by side, case by case.
         #[arg(long)]
         torch: bool,
         /// Arguments for the harness (`--quick`, `--json PATH`, `--filter TEXT`, ...).
