@@ -704,7 +704,9 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
         if op.type_var(name).is_some() {
             return Ok(ElementType::Var(name.to_owned()));
         }
-        return match constants.iter().find(|c| c.name == name) {
+        // The pass's value of a name shadows the variant's (`constants` lists the variant's
+        // first), as the template sees it.
+        return match constants.iter().rev().find(|c| c.name == name) {
             // A dtype, or a string naming an element type (`"vec4<f16>"`), checked per shader.
             Some(c)
                 if c.class == Class::Static && matches!(c.expr.ir.ty, Type::Dtype | Type::Str) =>
