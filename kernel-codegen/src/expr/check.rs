@@ -153,7 +153,11 @@ impl Checker<'_> {
 
     fn index(&mut self, span: Span, base: &Expr, index: &Expr) -> Option<Ir> {
         let (base, index) = (self.expr(base), self.expr(index));
-        let (base, index) = (base?, index?);
+        let (base, mut index) = (base?, index?);
+        if self.dialect.is_jinja() {
+            // A whole Float indexes as the Int it is (a derive `n / 2` reused), as in `list`.
+            index = super::to_int(index);
+        }
         if base.ty != Type::List {
             self.error(
                 base.span,
@@ -359,6 +363,20 @@ impl Checker<'_> {
                 ir(IrKind::Call(Builtin::Ceil, vec![quotient]), Type::Int, span)
             }
             Params::Fixed(types) => {
+                let args: Vec<Ir> = if self.dialect.is_jinja() {
+                    // The engines' numbers are doubles: a whole Float (a derive `n / 2`
+                    // reused) is the Int argument it stands for; one that is not whole fails
+                    // when evaluated, saying so.
+                    args.into_iter()
+                        .zip(types.iter().map(Some).chain(std::iter::repeat(None)))
+                        .map(|(arg, want)| match want {
+                            Some(Type::Int) => super::to_int(arg),
+                            _ => arg,
+                        })
+                        .collect()
+                } else {
+                    args
+                };
                 if args.len() != types.len() {
                     let plural = if types.len() == 1 { "" } else { "s" };
                     self.error(

@@ -49,7 +49,11 @@ impl Combination {
     /// The value of `name`: a pass's value shadows its variant's of the same name, which
     /// `values` lists first.
     pub fn value(&self, name: &str) -> Option<&Value> {
-        self.values.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v)
+        self.values
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
     }
 
     /// The dtype a binding element type resolves to under this combination.

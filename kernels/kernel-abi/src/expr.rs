@@ -215,16 +215,12 @@ pub fn inner(shape: &[i64], axis: i64) -> Result<i64, EvalError> {
     product("inner", &shape[axis + 1..])
 }
 
-/// `list[i]`: negative indices are rejected rather than counted from the end, because a
-/// negative index in a manifest is almost always an arithmetic mistake.
+/// `list[i]`: a negative index counts from the end (`shapes.x[-1]` is the last axis), as in
+/// every Jinja evaluator (Python's list indexing, the JavaScript runtime's `Array.at`).
 pub fn index(list: &[i64], i: i64) -> Result<i64, EvalError> {
-    if i < 0 {
-        return Err(EvalError::new(format!(
-            "negative index {i} is not supported"
-        )));
-    }
-    usize::try_from(i)
-        .ok()
+    let len = i64::try_from(list.len()).unwrap_or(i64::MAX);
+    let at = if i < 0 { i.checked_add(len) } else { Some(i) };
+    at.and_then(|at| usize::try_from(at).ok())
         .and_then(|u| list.get(u).copied())
         .ok_or_else(|| {
             EvalError::new(format!(
