@@ -7,8 +7,9 @@ use super::builtins::{Builtin, features, namespaces};
 use super::check::{Checker, ir};
 use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
 
-/// The Hub runtime's `DISPATCH_FOLD_WIDTH` and its value.
-const DISPATCH_FOLD_WIDTH: (&str, i64) = ("DISPATCH_FOLD_WIDTH", 65535);
+/// The Hub runtime's `DISPATCH_FOLD_WIDTH` and its value: the workgroup count a folded
+/// dispatch axis holds at most, which expressions and templates may name.
+pub const DISPATCH_FOLD_WIDTH: (&str, i64) = ("DISPATCH_FOLD_WIDTH", 65535);
 
 /// How each namespace root continues, for "must be followed by" messages.
 fn namespace_hint(root: &str, dialect: Dialect) -> &'static str {

@@ -401,6 +401,9 @@ pub struct TemplateConvention {
     /// Templates read the manifest's `derive` entries by bare name (and a value of the
     /// template's own named `op`, `variant` or `pass` is the template's, not the generator's).
     pub derives_visible: bool,
+    /// Templates see the runtime's named constant `DISPATCH_FOLD_WIDTH`, as its expressions
+    /// do.
+    pub fold_width_visible: bool,
 }
 
 impl TemplateConvention {
@@ -411,6 +414,7 @@ impl TemplateConvention {
         values_print_as_literals: false,
         unholdable_dtypes_left_out: false,
         derives_visible: false,
+        fold_width_visible: false,
     };
     /// The `schemaVersion: 1` engine's loader.
     pub const LOADER: Self = Self {
@@ -419,11 +423,13 @@ impl TemplateConvention {
         values_print_as_literals: true,
         unholdable_dtypes_left_out: true,
         derives_visible: false,
+        fold_width_visible: false,
     };
-    /// The Hub runtime's: the `schemaVersion: 1` loader's, and the manifest's derives spread
-    /// into every template's context.
+    /// The Hub runtime's: the `schemaVersion: 1` loader's, the manifest's derives spread
+    /// into every template's context, and `DISPATCH_FOLD_WIDTH`.
     pub const HUB: Self = Self {
         derives_visible: true,
+        fold_width_visible: true,
         ..Self::LOADER
     };
 }

@@ -202,6 +202,13 @@ pub fn render(
         .collect();
     context.insert("tunables".to_owned(), JValue::from_object(tunables));
     context.insert("prelude".to_owned(), JValue::from(prelude));
+    if op.templates.fold_width_visible {
+        // A derive of the same name is the template's value, as in expressions.
+        let (name, width) = crate::expr::DISPATCH_FOLD_WIDTH;
+        context
+            .entry(name.to_owned())
+            .or_insert_with(|| JValue::from(width));
+    }
     if op.templates.loader_context {
         v1_context(&mut context, op, variant, pass, combination, prelude);
     }

@@ -19,8 +19,8 @@ use crate::manifest::declaration::{
 };
 use crate::manifest::{Dialect, Problems};
 
-/// The workgroup count a folded axis holds at most (the runtime's `DISPATCH_FOLD_WIDTH`).
-const FOLD_WIDTH: u32 = 65535;
+/// The workgroup count a folded axis holds at most.
+const FOLD_WIDTH: i64 = crate::expr::DISPATCH_FOLD_WIDTH.1;
 
 /// Kinds an `args` entry may have.
 const SCALAR_KINDS: &[&str] = &["bool", "f32", "i32", "string", "u32"];
