@@ -143,6 +143,15 @@ pub enum ExprKind {
         /// The index.
         index: Box<Expr>,
     },
+    /// A slice `base[start:end]` of a list (Jinja dialects), either bound optional.
+    Slice {
+        /// The sliced expression.
+        base: Box<Expr>,
+        /// The first index taken (0 when absent).
+        start: Option<Box<Expr>>,
+        /// The index the slice stops before (the end when absent).
+        end: Option<Box<Expr>>,
+    },
     /// A call `callee(args)`; `device.features.has("x")` is a call on a member.
     Call {
         /// The called expression.
@@ -251,6 +260,10 @@ impl Expr {
             ExprKind::List(items) => items.iter().collect(),
             ExprKind::Member { base, .. } => vec![base],
             ExprKind::Index { base, index } => vec![base, index],
+            ExprKind::Slice { base, start, end } => std::iter::once(base)
+                .chain(start.iter().chain(end))
+                .map(|e| &**e)
+                .collect(),
             ExprKind::Call { callee, args } => std::iter::once(&**callee).chain(args).collect(),
             ExprKind::Filter { value, args, .. } | ExprKind::Test { value, args, .. } => {
                 std::iter::once(&**value).chain(args).collect()
@@ -292,6 +305,12 @@ impl Expr {
             ExprKind::Index { base, index } => {
                 base.collect_refs(roots, refs);
                 index.collect_refs(roots, refs);
+            }
+            ExprKind::Slice { base, start, end } => {
+                base.collect_refs(roots, refs);
+                for bound in start.iter().chain(end) {
+                    bound.collect_refs(roots, refs);
+                }
             }
             ExprKind::Call { callee, args } => {
                 // A bare-name callee is a function, not a derive.
@@ -354,6 +373,17 @@ impl fmt::Display for Expr {
             ExprKind::Name(name) => f.write_str(name),
             ExprKind::Member { base, name, .. } => write!(f, "{base}.{name}"),
             ExprKind::Index { base, index } => write!(f, "{base}[{index}]"),
+            ExprKind::Slice { base, start, end } => {
+                write!(f, "{base}[")?;
+                if let Some(start) = start {
+                    write!(f, "{start}")?;
+                }
+                f.write_str(":")?;
+                if let Some(end) = end {
+                    write!(f, "{end}")?;
+                }
+                f.write_str("]")
+            }
             ExprKind::Call { callee, args } => {
                 write!(f, "{callee}(")?;
                 write_list(f, args)?;

@@ -105,6 +105,18 @@ pub fn dtypes(dialect: Dialect) -> &'static [&'static str] {
 /// Filters (`x | name`). Sorted.
 pub const FILTERS: &[&str] = &["length"];
 
+/// The Jinja dialects' filters (the V1 loader's and the Hub runtime's engines). Sorted.
+pub const FILTERS_JINJA: &[&str] = &["first", "last", "length"];
+
+/// The filters of `dialect`.
+pub fn filters(dialect: Dialect) -> &'static [&'static str] {
+    if dialect.is_jinja() {
+        FILTERS_JINJA
+    } else {
+        FILTERS
+    }
+}
+
 /// Tests (`x is name`); `undefined` is `not defined`, as in Jinja. Sorted.
 pub const TESTS: &[&str] = &["defined", "undefined"];
 
@@ -115,6 +127,11 @@ pub enum Builtin {
     /// front of it). Written by the model, never by a manifest (how a list known per call
     /// reaches a shader, an override per axis), so it has no name to look up.
     AlignedDim,
+    /// `list[start:end]` (Jinja dialects): the checker's form of a slice, never called by
+    /// name; an absent bound is 0 or `i64::MAX`.
+    Slice,
+    /// `a + b` of two lists (Jinja dialects): the checker's form of their concatenation.
+    ListConcat,
     /// `broadcastShape(a, b)` (Hub): the shape ONNX's multidirectional broadcasting gives
     /// `a` and `b`; an error where they do not broadcast.
     BroadcastShape,
@@ -505,14 +522,38 @@ pub const BUILTINS: &[BuiltinSig] = &[
 ];
 
 /// The builtins only the model writes.
-const MODEL_ONLY: &[BuiltinSig] = &[row(
-    Builtin::AlignedDim,
-    "alignedDim",
-    Params::Fixed(&[LIST, INT, INT]),
-    INT,
-    rt("aligned_dim"),
-    HUB,
-)];
+const MODEL_ONLY: &[BuiltinSig] = &[
+    row(
+        Builtin::AlignedDim,
+        "alignedDim",
+        Params::Fixed(&[LIST, INT, INT]),
+        INT,
+        rt("aligned_dim"),
+        HUB,
+    ),
+    row(
+        Builtin::ListConcat,
+        "listConcat",
+        Params::Fixed(&[LIST, LIST]),
+        LIST,
+        Lowering::Runtime {
+            name: "list_concat",
+            fallible: false,
+        },
+        V1,
+    ),
+    row(
+        Builtin::Slice,
+        "slice",
+        Params::Fixed(&[LIST, INT, INT]),
+        LIST,
+        Lowering::Runtime {
+            name: "slice",
+            fallible: false,
+        },
+        V1,
+    ),
+];
 
 /// The builtins a V1 expression's `dim`, `outer` and `inner` become: their names are the
 /// same, so they are not found by name.
@@ -668,6 +709,7 @@ mod tests {
             DTYPES,
             DTYPES_V1,
             FILTERS,
+            FILTERS_JINJA,
             TESTS,
         ] {
             assert!(list.windows(2).all(|w| w[0] < w[1]));

@@ -100,6 +100,9 @@ impl Checker<'_> {
             ExprKind::Name(name) => self.name(span, name),
             ExprKind::Member { .. } => self.member(e),
             ExprKind::Index { base, index } => self.index(span, base, index),
+            ExprKind::Slice { base, start, end } => {
+                self.slice(span, base, start.as_deref(), end.as_deref())
+            }
             ExprKind::Call { callee, args } => self.call(span, callee, args),
             ExprKind::Filter {
                 value,
@@ -128,87 +131,6 @@ impl Checker<'_> {
                 otherwise,
             } => self.cond(span, cond, then, otherwise),
         }
-    }
-
-    fn list(&mut self, span: Span, items: &[Expr]) -> Option<Ir> {
-        let items: Vec<Option<Ir>> = items.iter().map(|i| self.expr(i)).collect();
-        let mut ok = Vec::new();
-        for item in items {
-            let mut item = item?;
-            if self.dialect.is_jinja() {
-                // The engine's numbers are doubles: `[args.n / 2]` is a shape if it is whole.
-                item = super::to_int(item);
-            }
-            if item.ty != Type::Int {
-                self.error(
-                    item.span,
-                    format!("list elements must be Int, found {}", item.ty),
-                );
-                return None;
-            }
-            ok.push(item);
-        }
-        Some(ir(IrKind::List(ok), Type::List, span))
-    }
-
-    fn index(&mut self, span: Span, base: &Expr, index: &Expr) -> Option<Ir> {
-        let (base, index) = (self.expr(base), self.expr(index));
-        let (base, mut index) = (base?, index?);
-        if self.dialect.is_jinja() {
-            // A whole Float indexes as the Int it is (a derive `n / 2` reused), as in `list`.
-            index = super::to_int(index);
-        }
-        if base.ty != Type::List {
-            self.error(
-                base.span,
-                format!("only a List can be indexed, found {}", base.ty),
-            );
-            return None;
-        }
-        if index.ty != Type::Int {
-            self.error(
-                index.span,
-                format!("a list index must be Int, found {}", index.ty),
-            );
-            return None;
-        }
-        Some(ir(
-            IrKind::Index(Box::new(base), Box::new(index)),
-            Type::Int,
-            span,
-        ))
-    }
-
-    fn filter(
-        &mut self,
-        span: Span,
-        value: &Expr,
-        name: &str,
-        name_span: Span,
-        args: &[Expr],
-    ) -> Option<Ir> {
-        let value = self.expr(value);
-        let args: Vec<Option<Ir>> = args.iter().map(|a| self.expr(a)).collect();
-        if name != "length" {
-            self.error(
-                name_span,
-                format!("unknown filter `{name}` (known: length)"),
-            );
-            return None;
-        }
-        if !args.is_empty() {
-            self.error(name_span, "filter `length` takes no arguments");
-            return None;
-        }
-        let value = value?;
-        if value.ty != Type::List {
-            self.error(
-                value.span,
-                format!("filter `length` applies to a List, found {}", value.ty),
-            );
-            return None;
-        }
-        Some(ir(IrKind::Length(Box::new(value)), Type::Int, span))
     }
 
     fn unary(&mut self, span: Span, op: UnaryOp, operand: &Expr) -> Option<Ir> {
@@ -455,6 +377,19 @@ impl Checker<'_> {
         match op {
             BinOp::And | BinOp::Or => self.logical(span, op, lhs, rhs),
             BinOp::Concat => self.concat(span, lhs?, rhs?),
+            // Jinja's `+` of two lists joins them (`prefix(shapes.x, 2) + [1]`).
+            BinOp::Add
+                if self.dialect.is_jinja()
+                    && [&lhs, &rhs]
+                        .iter()
+                        .all(|side| side.as_ref().is_some_and(|s| s.ty == Type::List)) =>
+            {
+                Some(ir(
+                    IrKind::Call(Builtin::ListConcat, vec![lhs?, rhs?]),
+                    Type::List,
+                    span,
+                ))
+            }
             _ => self.typed_binary(span, op, op_span, lhs?, rhs?),
         }
     }

@@ -317,6 +317,15 @@ impl Interp<'_> {
             Builtin::Prefix => {
                 Value::List(rt::prefix(&self.list_value(arg(0)?)?, self.int(arg(1)?)?))
             }
+            Builtin::ListConcat => Value::List(rt::list_concat(
+                &self.list_value(arg(0)?)?,
+                &self.list_value(arg(1)?)?,
+            )),
+            Builtin::Slice => Value::List(rt::slice(
+                &self.list_value(arg(0)?)?,
+                self.int(arg(1)?)?,
+                self.int(arg(2)?)?,
+            )),
             Builtin::Broadcastable => Value::Bool(rt::broadcastable(
                 &self.list_value(arg(0)?)?,
                 &self.list_value(arg(1)?)?,

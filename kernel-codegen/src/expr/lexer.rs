@@ -2,7 +2,7 @@
 //!
 //! Only the token kinds the language needs are recognised; Jinja operators the language leaves
 //! out (`//`, `~`, `=`, braces, …) get a specific error instead of a confusing parse error.
-//! The V1 dialect has `//` and `~` ([`V1_OPERATORS`]).
+//! The V1 dialect has `//`, `~` and the `:` of a slice ([`V1_OPERATORS`]).
 
 use std::fmt;
 
@@ -84,7 +84,7 @@ const LEXEMES: &[(&str, Option<&str>)] = &[
 ];
 
 /// Operators that the seed dialect rejects and the V1 dialect has.
-pub const V1_OPERATORS: &[&str] = &["//", "~"];
+pub const V1_OPERATORS: &[&str] = &["//", ":", "~"];
 
 /// Tokenizes `src`, stopping at the first invalid token.
 pub fn tokenize(src: &str, dialect: Dialect) -> Result<Vec<Token>, ExprError> {

@@ -40,7 +40,12 @@
 //!   `hasAxis`, `has`, `dtypeBytes`, `pick`, `f16Allowed` (see `builtins.rs`), `f16Ok` of a
 //!   tensor dtype string, and negative axes of `dim`, `outer`, `inner`, `rows` and `cols` count
 //!   from the end (an axis still out of range is an error);
-//! - a Float list item (a shape written with `/`) must be a whole number, and becomes an Int.
+//! - a Float list item (a shape written with `/`), list index or Int argument of a helper
+//!   must be a whole number, and becomes an Int (the engines' numbers are doubles);
+//! - lists: slices `s[a:b]` (either bound optional; bounds count from the end when negative
+//!   and are clamped), `a + b` of two lists, and the filters `first` and `last`.
+//!
+//! In every dialect a negative list index counts from the end, as Jinja's does.
 //!
 //! [`Dialect::Hub`] reads as V1 does, and adds the Hub runtime's `derive.<name>` (the bare
 //! name's value), `DISPATCH_FOLD_WIDTH` (65535) and the helpers that build shapes
@@ -54,6 +59,7 @@ mod check;
 mod interp;
 mod ir;
 mod lexer;
+mod lists;
 mod lower;
 mod lower_v1;
 mod names;

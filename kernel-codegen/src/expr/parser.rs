@@ -417,7 +417,32 @@ impl Parser {
                     span,
                 };
             } else if self.eat_punct("[").is_some() {
-                let index = self.expr()?;
+                // `[:end]`, `[start:]`, `[start:end]` or `[:]` (the lexer has `:` only in the
+                // Jinja dialects).
+                let start = if self.peek_is_punct(":") {
+                    None
+                } else {
+                    Some(self.expr()?)
+                };
+                if self.eat_punct(":").is_some() {
+                    let end = if self.peek_is_punct("]") {
+                        None
+                    } else {
+                        Some(self.expr()?)
+                    };
+                    let close = self.expect_punct("]")?;
+                    let span = expr.span.to(close);
+                    expr = Expr {
+                        kind: ExprKind::Slice {
+                            base: boxed(expr),
+                            start: start.map(boxed),
+                            end: end.map(boxed),
+                        },
+                        span,
+                    };
+                    continue;
+                }
+                let index = start.expect("an index is parsed unless `:` follows `[`");
                 let close = self.expect_punct("]")?;
                 let span = expr.span.to(close);
                 expr = Expr {

@@ -222,6 +222,9 @@ fn v1_lowerings_compile_and_agree_with_the_interpreter() {
         [env.is_defined("args.period") && 0i64 < rt::expr::given(env.args.period, "args.period")? && env.is_defined("args.period") && rt::expr::given(env.args.period, "args.period")? < 10i64]
         [<[i64]>::to_vec(&[rt::expr::to_int_exact(rt::expr::quotient(env.args.dim, 4i64)?)?, 2i64])]
         [if env.args.count >= 64i64 { 8i64 } else if env.args.count >= 8i64 { 4i64 } else { 1i64 }]
+        [rt::expr::index(&rt::expr::list_concat(&rt::expr::slice(env.shapes.xT, 0i64, -1i64), &[1i64]), -1i64)?]
+        [rt::expr::index(&rt::expr::slice(env.shapes.xT, 1i64, 9223372036854775807i64), 0i64)?]
+        [rt::expr::add(rt::expr::index(env.shapes.xT, -1i64)?, rt::expr::length(&rt::expr::slice(env.shapes.xT, -2i64, 9223372036854775807i64))?)?]
     ];
     let golden = golden_lowerings();
     let fixture = Fixture::new(Dialect::V1);

@@ -411,6 +411,23 @@ pub fn prefix(shape: &[i64], n: i64) -> Vec<i64> {
     shape[..end].to_vec()
 }
 
+/// `a + b` of two lists: `a`'s items, then `b`'s.
+pub fn list_concat(a: &[i64], b: &[i64]) -> Vec<i64> {
+    [a, b].concat()
+}
+
+/// `list[start:end]`, as Python and Jinja slice: a negative bound counts from the end, and
+/// both are clamped to the list (so `i64::MAX` is its end); empty where `end <= start`.
+pub fn slice(list: &[i64], start: i64, end: i64) -> Vec<i64> {
+    let len = i64::try_from(list.len()).unwrap_or(i64::MAX);
+    let at = |i: i64| {
+        let i = if i < 0 { i.saturating_add(len) } else { i };
+        usize::try_from(i.clamp(0, len)).unwrap_or(0)
+    };
+    let (start, end) = (at(start), at(end));
+    list.get(start..end.max(start)).unwrap_or_default().to_vec()
+}
+
 /// `hasAxis(axes, axis, rank)`: whether the list `axes` names `axis`, both taken modulo `rank`
 /// (so `-1` and `rank - 1` are the same axis). `rank` must be positive.
 pub fn has_axis(axes: &[i64], axis: i64, rank: i64) -> Result<bool, EvalError> {
