@@ -240,8 +240,14 @@ fn apply_variant_hints(
         let variant = &mut manifest.variants[manifest_variant];
         for (name, values) in &hint.specialise {
             let value_path = format!("{path}.specialise.{name}");
+            // An attribute's set is bounded by a `when` clause, which needs the Jinja
+            // dialects' `in`.
+            let attr = (name.strip_prefix("attrs."))
+                .filter(|_| manifest.dialect.is_jinja())
+                .filter(|attr| manifest.attributes.contains_key(*attr));
             let known = match name.strip_prefix("args.") {
                 Some(arg) => manifest.scalars.contains_key(arg),
+                None if attr.is_some() => true,
                 None => {
                     variant.constants.contains_key(name)
                         || variant
@@ -297,7 +303,7 @@ fn apply_variant_hints(
                     )),
                 }
             }
-            if name.starts_with("args.") {
+            if name.starts_with("args.") || attr.is_some() {
                 let listed: Vec<String> = set.iter().map(ToString::to_string).collect();
                 variant
                     .when

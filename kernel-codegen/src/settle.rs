@@ -465,23 +465,29 @@ fn hints_entry(
     unbounded: &domains::Unbounded,
     least: i64,
 ) -> Option<Specialisation> {
+    // The one integer arg or attribute the value reads, with the prefix that names it.
     let arg = match unbounded.names.as_slice() {
-        [only] => only
-            .strip_prefix("args.")
-            .filter(|arg| op.attribute(arg).is_some_and(|a| a.ty == Type::Int)),
+        [only] => ["args.", "attrs."].into_iter().find_map(|prefix| {
+            only.strip_prefix(prefix)
+                .filter(|arg| op.attribute(arg).is_some_and(|a| a.ty == Type::Int))
+                .map(|arg| (prefix, arg))
+        }),
         _ => None,
     };
     if arg.is_none() && !value.expr.ir.ty.is_numeric() {
         return None;
     }
-    let values = domains::suggested_set(op, variant, value, arg, least);
+    let values = domains::suggested_set(op, variant, value, arg.map(|(_, arg)| arg), least);
     if values.is_empty() {
         return None;
     }
     Some(Specialisation {
         op: format!("{}.{}", op.domain, op.name),
         variant: variant.id.clone(),
-        key: arg.map_or_else(|| value.name.clone(), |arg| format!("args.{arg}")),
+        key: arg.map_or_else(
+            || value.name.clone(),
+            |(prefix, arg)| format!("{prefix}{arg}"),
+        ),
         values,
     })
 }

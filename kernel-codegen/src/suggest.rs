@@ -62,8 +62,10 @@ fn builds_with(
     };
     let mut trial = op.clone();
     let variant = &mut trial.variants[v];
-    match suggestion.key.strip_prefix("args.") {
-        // As the hints do it: the arg is bounded (the hints add a `when` clause).
+    let bounded =
+        (suggestion.key.strip_prefix("args.")).or_else(|| suggestion.key.strip_prefix("attrs."));
+    match bounded {
+        // As the hints do it: the arg or attribute is bounded (the hints add a `when` clause).
         Some(arg) => {
             variant
                 .bounds

@@ -528,23 +528,63 @@ fn capped_power_of_two(args: &[Ir]) -> Option<Vec<Value>> {
     Some(values)
 }
 
-/// The names `ir` reads that have no finite domain, as a manifest writes them.
+/// What `ir` reads, through `derive` entries to the values they read.
+fn derived_roots(op: &Op, ir: &Ir) -> Vec<Symbol> {
+    let mut roots = Vec::new();
+    let mut pending: Vec<Symbol> = ir.symbols().into_iter().collect();
+    let mut seen = BTreeSet::new();
+    while let Some(symbol) = pending.pop() {
+        if !seen.insert(symbol.clone()) {
+            continue;
+        }
+        match &symbol {
+            Symbol::Derived(name) if op.derived(name).is_some() => {
+                let derived = op.derived(name).expect("checked just above");
+                pending.extend(derived.expr.ir.symbols());
+            }
+            _ => roots.push(symbol),
+        }
+    }
+    roots.sort();
+    roots
+}
+
+/// The names `ir` reads that have no finite domain, as a manifest writes them: through a
+/// `derive` entry to what it reads (an attribute, a shape), which is what a `when` bound or
+/// a hints set can bound.
 fn unbounded_names(op: &Op, variant: &Variant, ir: &Ir) -> Vec<String> {
     let mut names = Vec::new();
     let ranges = when_ranges(op, variant);
-    for symbol in ir.symbols() {
-        if is_bounded(op, &variant.bounds, &BTreeSet::from([symbol.clone()])) {
-            continue;
-        }
-        // A `derive` entry with finitely many values is not what lacks a domain.
-        if let Symbol::Derived(name) = &symbol
-            && let Some(derived) = op.derived(name)
-            && value_set(op, variant, &ranges, &derived.expr.ir, MAX_EVALUATIONS).is_some()
+    let mut seen = BTreeSet::new();
+    let mut pending: Vec<Symbol> = ir.symbols().into_iter().collect();
+    pending.reverse();
+    while let Some(symbol) = pending.pop() {
+        if !seen.insert(symbol.clone())
+            || is_bounded(op, &variant.bounds, &BTreeSet::from([symbol.clone()]))
         {
             continue;
         }
+        if let Symbol::Derived(name) = &symbol
+            && let Some(derived) = op.derived(name)
+        {
+            // A `derive` entry with finitely many values is not what lacks a domain. One
+            // without that reads only args and attributes (through other entries) is named
+            // by those, which hints can bound; one that reads a shape keeps its own name.
+            if value_set(op, variant, &ranges, &derived.expr.ir, MAX_EVALUATIONS).is_some() {
+                continue;
+            }
+            let roots = derived_roots(op, &derived.expr.ir);
+            if roots
+                .iter()
+                .all(|r| matches!(r, Symbol::Arg(_) | Symbol::Attr(_)))
+            {
+                pending.extend(roots.into_iter().rev());
+                continue;
+            }
+        }
         let name = match &symbol {
-            Symbol::Arg(name) | Symbol::Attr(name) => format!("args.{name}"),
+            Symbol::Arg(name) => format!("args.{name}"),
+            Symbol::Attr(name) => format!("attrs.{name}"),
             Symbol::Shape(name) => format!("shapes.{name}"),
             Symbol::Rank(name) => format!("ranks.{name}"),
             Symbol::Limit(name) => format!("device.limits.{name}"),

@@ -247,7 +247,8 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         specialise: decl
             .specialise
             .iter()
-            .filter(|(k, _)| !k.starts_with("args."))
+            // Sets of args and attributes are `when` clauses of the variant (hints.rs).
+            .filter(|(k, _)| !k.starts_with("args.") && !k.starts_with("attrs."))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         required_features,
