@@ -167,6 +167,23 @@ impl fmt::Display for Diagnostic {
 pub struct Diagnostics(pub Vec<Diagnostic>);
 
 impl Diagnostics {
+    /// Rewrites the JSON paths of the diagnostics about `file` by `paths` (a path, or a
+    /// prefix of it ending before a `.` or `[`, → its replacement; the longest prefix wins),
+    /// so that a declaration's paths read as the manifest file writes them.
+    pub fn rewrite_paths(&mut self, file: &str, paths: &[(String, String)]) {
+        for diagnostic in self.0.iter_mut().filter(|d| d.file == file) {
+            let found = (paths.iter())
+                .filter(|(from, _)| {
+                    (diagnostic.path.strip_prefix(from.as_str()))
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+                })
+                .max_by_key(|(from, _)| from.len());
+            if let Some((from, to)) = found {
+                diagnostic.path = format!("{to}{}", &diagnostic.path[from.len()..]);
+            }
+        }
+    }
+
     pub fn push(&mut self, diagnostic: Diagnostic) {
         self.0.push(diagnostic);
     }

@@ -165,6 +165,8 @@ struct FrontEnd {
     /// Per manifest file, where the expressions its hints added came from, so that errors
     /// found after the model is built point at the hints file too.
     origins: BTreeMap<String, hints::Origins>,
+    /// Per manifest file, where its declaration's paths are written in it.
+    source_paths: BTreeMap<String, Vec<(String, String)>>,
     /// The templates with undefined names an error, and (when an op needs it) with them
     /// falsy in conditions.
     strict_env: minijinja::Environment<'static>,
@@ -176,6 +178,9 @@ impl FrontEnd {
     fn relocate(&self, op: &model::Op, diagnostics: &mut Diagnostics) {
         if let Some(origins) = self.origins.get(&op.file) {
             origins.relocate(&op.file, diagnostics);
+        }
+        if let Some(paths) = self.source_paths.get(&op.file) {
+            diagnostics.rewrite_paths(&op.file, paths);
         }
     }
 
@@ -197,6 +202,7 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     let mut ops = Vec::new();
     let mut unavailable_notes = Vec::new();
     let mut all_origins = BTreeMap::new();
+    let mut all_source_paths = BTreeMap::new();
     for package in &inputs.packages {
         let file = package.manifest_path();
         let mut manifest = match manifest::read(&package.manifest) {
@@ -244,10 +250,12 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
             }
             Err(mut errors) => {
                 origins.relocate(&file, &mut errors);
+                errors.rewrite_paths(&file, &manifest.source_paths);
                 diagnostics.extend(errors);
             }
         }
-        all_origins.insert(file, origins);
+        all_origins.insert(file.clone(), origins);
+        all_source_paths.insert(file, std::mem::take(&mut manifest.source_paths));
     }
     let mut seen = BTreeSet::new();
     for op in &ops {
@@ -274,6 +282,7 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
         notes: unavailable_notes,
         unsettled: BTreeSet::new(),
         origins: all_origins,
+        source_paths: all_source_paths,
         strict_env,
         lenient_env,
     };

@@ -31,6 +31,10 @@ pub struct Manifest {
     pub derive: IndexMap<String, String>,
     pub binding_sets: IndexMap<String, Vec<BindingDecl>>,
     pub variants: Vec<VariantDecl>,
+    /// Where this declaration's JSON paths are written in the manifest file, where the two
+    /// differ (a dialect the front end rewrote): declaration path → the file's path, each a
+    /// prefix of the paths under it (see [`crate::diag::Diagnostics::rewrite_paths`]).
+    pub source_paths: Vec<(String, String)>,
 }
 
 /// An input or output tensor of the op.

@@ -138,6 +138,7 @@ impl v1::Manifest {
             derive: self.derive,
             binding_sets,
             variants,
+            source_paths: Vec::new(),
         };
         if problems.is_empty() {
             Ok(manifest)

@@ -19,6 +19,7 @@ mod de;
 mod desugar;
 mod draft;
 pub mod metadata;
+mod paths;
 
 use indexmap::IndexMap;
 use serde::Deserialize;

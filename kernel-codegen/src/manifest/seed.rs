@@ -140,5 +140,6 @@ pub fn parse(text: &str) -> Result<super::Manifest, (String, String)> {
         derive: m.derive,
         binding_sets: m.binding_sets,
         variants: m.variants.into_iter().map(variant).collect(),
+        source_paths: Vec::new(),
     })
 }

@@ -96,6 +96,7 @@ impl super::Manifest {
                 )
             })
             .collect();
+        let source_paths = self.source_paths(common.len());
         let manifest = Manifest {
             dialect: Dialect::Hub,
             scalars,
@@ -122,6 +123,7 @@ impl super::Manifest {
                 .collect(),
             binding_sets: IndexMap::new(),
             variants,
+            source_paths,
         };
         if problems.is_empty() {
             Ok(manifest)
@@ -268,7 +270,7 @@ fn derive_value(value: &DeriveValue) -> Value {
 }
 
 /// `requires` as `when` clauses, so that a rejection names what the device lacks.
-fn requirement_clauses(requires: &Requires) -> Vec<String> {
+pub(super) fn requirement_clauses(requires: &Requires) -> Vec<String> {
     let mut clauses: Vec<String> = (requires.features.iter())
         .map(|f| format!("device.features.has(\"{f}\")"))
         .collect();
