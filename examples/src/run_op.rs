@@ -255,6 +255,7 @@ fn logical_dtype(dtype: Dtype) -> Option<DType> {
         Dtype::I32 => DType::I32,
         Dtype::I8 => DType::I8,
         Dtype::U8 => DType::U8,
+        Dtype::I16 => DType::I16,
         _ => return None,
     })
 }
@@ -269,6 +270,7 @@ fn file_dtype(dtype: DType) -> Dtype {
         DType::I32 => Dtype::I32,
         DType::I8 => Dtype::I8,
         DType::U8 => Dtype::U8,
+        DType::I16 => Dtype::I16,
     }
 }
 
@@ -346,6 +348,11 @@ fn upload_le(
             &words(data, i8::from_le_bytes),
         )?),
         DType::U8 => AnyTensor::U8(Tensor::from_slice(ctx, shape, data)?),
+        DType::I16 => AnyTensor::I16(Tensor::from_slice(
+            ctx,
+            shape,
+            &words(data, i16::from_le_bytes),
+        )?),
     })
 }
 
@@ -362,6 +369,7 @@ fn read_le(ctx: &Context, tensor: &AnyTensor) -> Result<(Dtype, Vec<u8>), Runtim
         AnyTensor::I32(t) => bytes(t.to_vec(ctx)?, i32::to_le_bytes),
         AnyTensor::I8(t) => bytes(t.to_vec(ctx)?, i8::to_le_bytes),
         AnyTensor::U8(t) => t.to_vec(ctx)?,
+        AnyTensor::I16(t) => bytes(t.to_vec(ctx)?, i16::to_le_bytes),
     };
     Ok((file_dtype(tensor.dtype()), bytes))
 }

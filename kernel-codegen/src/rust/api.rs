@@ -53,6 +53,7 @@ pub fn element_type(dtype: DType) -> TokenStream {
         DType::I32 => quote!(i32),
         DType::I8 => quote!(i8),
         DType::U8 => quote!(u8),
+        DType::I16 => quote!(i16),
     }
 }
 

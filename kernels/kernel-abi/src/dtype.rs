@@ -6,8 +6,8 @@ use std::fmt;
 /// A logical tensor element type, as the manifests name them.
 ///
 /// Some logical types are stored on the GPU in a wider word, as the Hub's runtime stores them:
-/// `I64` (index inputs) as `u32` after a checked narrowing, and the 8-bit integers `I8` / `U8`
-/// as one `i32` / `u32` word per element (WGSL has no 8-bit storage). [`DType::size_bytes`]
+/// `I64` (index inputs) as `u32` after a checked narrowing, and the 8- and 16-bit integers
+/// `I8`, `I16` / `U8` as one `i32` / `u32` word per element (WGSL has no narrower storage). [`DType::size_bytes`]
 /// is the host size of the logical type, [`DType::storage_bytes`] the GPU size of one element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
@@ -25,11 +25,13 @@ pub enum DType {
     I8,
     /// 8-bit unsigned integer, stored zero-extended in one `u32` word per element.
     U8,
+    /// 16-bit signed integer, stored sign-extended in one `i32` word per element.
+    I16,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 7] = [
+    pub const ALL: [DType; 8] = [
         DType::F32,
         DType::F16,
         DType::U32,
@@ -37,6 +39,7 @@ impl DType {
         DType::I32,
         DType::I8,
         DType::U8,
+        DType::I16,
     ];
 
     /// The float dtypes, what most type variables allow.
@@ -52,7 +55,7 @@ impl DType {
             DType::F16 => "f16",
             DType::U32 | DType::U8 => "u32",
             DType::I64 => "i64",
-            DType::I32 | DType::I8 => "i32",
+            DType::I32 | DType::I8 | DType::I16 => "i32",
         }
     }
 
@@ -62,7 +65,7 @@ impl DType {
     /// their own.
     pub const fn unique_name(self) -> &'static str {
         match self {
-            DType::I8 | DType::U8 => self.onnx_name(),
+            DType::I8 | DType::U8 | DType::I16 => self.onnx_name(),
             _ => self.wgsl_name(),
         }
     }
@@ -79,6 +82,7 @@ impl DType {
             DType::I32 => "int32",
             DType::I8 => "int8",
             DType::U8 => "uint8",
+            DType::I16 => "int16",
         }
     }
 
@@ -92,6 +96,7 @@ impl DType {
             DType::I32 => "I32",
             DType::I8 => "I8",
             DType::U8 => "U8",
+            DType::I16 => "I16",
         }
     }
 
@@ -112,22 +117,28 @@ impl DType {
         }
     }
 
-    /// Bytes per element of the logical type on the host (4, 2, 4, 8, 4, 1, 1).
+    /// Bytes per element of the logical type on the host (4, 2, 4, 8, 4, 1, 1, 2).
     pub const fn size_bytes(self) -> usize {
         match self {
             DType::F32 | DType::U32 | DType::I32 => 4,
-            DType::F16 => 2,
+            DType::F16 | DType::I16 => 2,
             DType::I64 => 8,
             DType::I8 | DType::U8 => 1,
         }
     }
 
-    /// Bytes per element on the GPU: 2 for `F16`, else 4 (`I64` is stored as `u32`, `I8` and
-    /// `U8` widened to one 32-bit word each).
+    /// Bytes per element on the GPU: 2 for `F16`, else 4 (`I64` is stored as `u32`, `I8`,
+    /// `U8` and `I16` widened to one 32-bit word each).
     pub const fn storage_bytes(self) -> usize {
         match self {
             DType::F16 => 2,
-            DType::F32 | DType::U32 | DType::I32 | DType::I64 | DType::I8 | DType::U8 => 4,
+            DType::F32
+            | DType::U32
+            | DType::I32
+            | DType::I64
+            | DType::I8
+            | DType::U8
+            | DType::I16 => 4,
         }
     }
 
@@ -143,7 +154,7 @@ impl DType {
 
     /// Whether this is a signed integer type.
     pub const fn is_signed_integer(self) -> bool {
-        matches!(self, DType::I64 | DType::I32 | DType::I8)
+        matches!(self, DType::I64 | DType::I32 | DType::I8 | DType::I16)
     }
 
     /// The range of an integer type's values (`None` for floats): what a value must lie in
@@ -156,6 +167,7 @@ impl DType {
             DType::I32 => Some((i32::MIN as i64, i32::MAX as i64)),
             DType::I8 => Some((i8::MIN as i64, i8::MAX as i64)),
             DType::U8 => Some((0, u8::MAX as i64)),
+            DType::I16 => Some((i16::MIN as i64, i16::MAX as i64)),
         }
     }
 }
@@ -190,6 +202,7 @@ mod tests {
         assert_eq!(DType::U8.wgsl_name(), "u32");
         assert_eq!(DType::parse("i8"), None);
         assert_eq!(DType::parse("u8"), None);
+        assert_eq!(DType::parse("int16"), Some(DType::I16));
         for d in DType::ALL {
             assert_eq!(
                 DType::parse(d.wgsl_name()).map(DType::wgsl_name),
@@ -208,8 +221,13 @@ mod tests {
 
     #[test]
     fn sizes_and_ranges() {
-        assert_eq!(DType::ALL.map(DType::size_bytes), [4, 2, 4, 8, 4, 1, 1]);
-        assert_eq!(DType::ALL.map(DType::storage_bytes), [4, 2, 4, 4, 4, 4, 4]);
+        assert_eq!(DType::ALL.map(DType::size_bytes), [4, 2, 4, 8, 4, 1, 1, 2]);
+        assert_eq!(
+            DType::ALL.map(DType::storage_bytes),
+            [4, 2, 4, 4, 4, 4, 4, 4]
+        );
+        assert_eq!(DType::I16.integer_range(), Some((-32768, 32767)));
+        assert_eq!(DType::I16.wgsl_name(), "i32");
         assert_eq!(DType::I8.integer_range(), Some((-128, 127)));
         assert_eq!(DType::U8.integer_range(), Some((0, 255)));
         assert_eq!(DType::F16.integer_range(), None);

@@ -25,6 +25,8 @@ pub enum AnyTensor {
     I8(Tensor<i8>),
     /// `uint8`, stored as one zero-extended `u32` word per element.
     U8(Tensor<u8>),
+    /// `int16`, stored as one sign-extended `i32` word per element.
+    I16(Tensor<i16>),
 }
 
 /// Calls `$body` with `$t` bound to the typed tensor of whichever variant `$any` is.
@@ -38,6 +40,7 @@ macro_rules! each {
             AnyTensor::I32($t) => $body,
             AnyTensor::I8($t) => $body,
             AnyTensor::U8($t) => $body,
+            AnyTensor::I16($t) => $body,
         }
     };
 }
@@ -130,6 +133,11 @@ impl AnyTensor {
                 shape,
                 &exact_integers::<u8>(data)?,
             )?),
+            DType::I16 => AnyTensor::I16(Tensor::from_slice(
+                ctx,
+                shape,
+                &exact_integers::<i16>(data)?,
+            )?),
         })
     }
 
@@ -143,6 +151,7 @@ impl AnyTensor {
             DType::I32 => AnyTensor::I32(Tensor::zeros(ctx, shape)?),
             DType::I8 => AnyTensor::I8(Tensor::zeros(ctx, shape)?),
             DType::U8 => AnyTensor::U8(Tensor::zeros(ctx, shape)?),
+            DType::I16 => AnyTensor::I16(Tensor::zeros(ctx, shape)?),
         })
     }
 
@@ -158,6 +167,7 @@ impl AnyTensor {
             DType::I32 => AnyTensor::I32(Tensor::zeros_for(ctx, op, spec)?),
             DType::I8 => AnyTensor::I8(Tensor::zeros_for(ctx, op, spec)?),
             DType::U8 => AnyTensor::U8(Tensor::zeros_for(ctx, op, spec)?),
+            DType::I16 => AnyTensor::I16(Tensor::zeros_for(ctx, op, spec)?),
         })
     }
 
@@ -181,6 +191,7 @@ impl AnyTensor {
             AnyTensor::I32(t) => t.dtype(),
             AnyTensor::I8(t) => t.dtype(),
             AnyTensor::U8(t) => t.dtype(),
+            AnyTensor::I16(t) => t.dtype(),
         }
     }
 
@@ -214,6 +225,7 @@ impl AnyTensor {
             AnyTensor::I32(t) => read_f64(t, ctx).await,
             AnyTensor::I8(t) => read_f64(t, ctx).await,
             AnyTensor::U8(t) => read_f64(t, ctx).await,
+            AnyTensor::I16(t) => read_f64(t, ctx).await,
         }
     }
 }
@@ -238,6 +250,7 @@ from_tensor!(
     i32 => I32,
     i8 => I8,
     u8 => U8,
+    i16 => I16,
 );
 
 impl From<IndexTensor> for AnyTensor {

@@ -134,6 +134,26 @@ impl Element for i8 {
     }
 }
 
+impl Element for i16 {
+    const DTYPE: DType = DType::I16;
+    type Word = i32;
+    fn to_word(self) -> i32 {
+        i32::from(self)
+    }
+    fn from_word(word: i32) -> Self {
+        // The low 16 bits, read as two's complement: what `(v << 16) >> 16` in a shader keeps.
+        word as i16
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    /// Rounds (ties to even), then wraps modulo 65536 into `-32768..=32767`, as converting
+    /// an integer to `int16` does in C; NaN becomes 0.
+    fn from_f64(v: f64) -> Self {
+        (v.round_ties_even() as i64) as i16
+    }
+}
+
 impl Element for u8 {
     const DTYPE: DType = DType::U8;
     type Word = u32;
@@ -161,6 +181,7 @@ impl Integer for u32 {}
 impl Integer for i32 {}
 impl Integer for i8 {}
 impl Integer for u8 {}
+impl Integer for i16 {}
 
 /// The bytes uploaded for `data`: its own bytes for a type stored as itself (no copy), else
 /// each element widened to its [`Element::Word`].
@@ -203,12 +224,12 @@ mod tests {
     fn sizes_and_wgsl_names() {
         assert_eq!(
             DType::ALL.map(DType::size_bytes),
-            [4, 2, 4, 8, 4, 1, 1],
+            [4, 2, 4, 8, 4, 1, 1, 2],
             "host sizes"
         );
         assert_eq!(
             DType::ALL.map(DType::wgsl_name),
-            ["f32", "f16", "u32", "i64", "i32", "i32", "u32"]
+            ["f32", "f16", "u32", "i64", "i32", "i32", "u32", "i32"]
         );
         assert!(DType::F16.is_float() && !DType::I64.is_float());
     }
@@ -239,6 +260,23 @@ mod tests {
         check::<i32>();
         check::<i8>();
         check::<u8>();
+        check::<i16>();
+    }
+
+    #[test]
+    fn sixteen_bit_integers_widen_and_narrow() {
+        assert_eq!((-32768i16).to_word(), -32768i32);
+        assert_eq!(i16::from_word(0x1_8000), -32768, "the low 16 bits");
+        assert_eq!(
+            word_bytes(&[-1i16, 2]).as_ref(),
+            [255, 255, 255, 255, 2, 0, 0, 0]
+        );
+        assert_eq!(
+            from_word_bytes::<i16>(&[255, 255, 255, 255, 2, 0, 0, 0]),
+            [-1, 2]
+        );
+        assert_eq!(i16::from_f64(32768.0), -32768, "wraps as C converts");
+        assert_eq!(i16::from_f64(-2.5), -2, "ties to even");
     }
 
     #[test]

@@ -256,6 +256,23 @@ fn u8_is_stored_zero_extended_and_read_back_narrowed() {
     assert_eq!(z.to_vec(&ctx).unwrap(), [0; 3]);
 }
 
+/// `int16` tensors are stored one sign-extended `i32` word per element, as the Hub's runtime
+/// stores them, and read back as the 16-bit values (a word's low 16 bits).
+#[test]
+fn i16_is_stored_sign_extended_and_read_back_narrowed() {
+    let ctx = test_support::context();
+    let data = [-32768i16, -1, 0, 1, 32767];
+    let t = Tensor::from_slice(&ctx, &[5], &data).unwrap();
+    assert_eq!(t.dtype(), DType::I16);
+    assert_eq!(t.binding().size.map(u64::from), Some(20));
+    assert_eq!(t.to_vec(&ctx).unwrap(), data);
+    let words = Tensor::<i32>::from_buffer(&ctx, t.buffer(), 0, &[5]).unwrap();
+    assert_eq!(words.to_vec(&ctx).unwrap(), [-32768, -1, 0, 1, 32767]);
+    let words = Tensor::from_slice(&ctx, &[2], &[0x1_8000i32, -32769]).unwrap();
+    let as_i16 = Tensor::<i16>::from_buffer(&ctx, words.buffer(), 0, &[2]).unwrap();
+    assert_eq!(as_i16.to_vec(&ctx).unwrap(), [-32768, 32767]);
+}
+
 /// Readback keeps a word's low 8 bits (two's complement for `int8`): exact for words a kernel
 /// wrapped to 8 bits, and the C conversion for any other word.
 #[test]
@@ -275,8 +292,9 @@ fn eight_bit_readback_keeps_the_low_byte_of_each_word() {
 #[test]
 fn any_tensor_integers_round_trip_and_reject_what_does_not_fit() {
     let ctx = test_support::context();
-    let cases: [(DType, &[f64]); 4] = [
+    let cases: [(DType, &[f64]); 5] = [
         (DType::I32, &[-2_147_483_648.0, -1.0, 0.0, 2_147_483_647.0]),
+        (DType::I16, &[-32_768.0, -1.0, 0.0, 32_767.0]),
         (DType::I8, &[-128.0, -1.0, 0.0, 127.0]),
         (DType::U8, &[0.0, 1.0, 128.0, 255.0]),
         (DType::U32, &[0.0, 1.0, 4_294_967_295.0, 7.0]),

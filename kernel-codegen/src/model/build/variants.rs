@@ -724,10 +724,11 @@ fn resolve_element(op: &Op, constants: &[TemplateValue], ty: &str) -> Result<Ele
     }
     // A binding's element type is a WGSL scalar, which `parse_element` also reads as an ONNX
     // name; `int64` has no WGSL scalar (such tensors are bound as `u32`), and `int8`/`uint8`
-    // are bound as the `i32`/`u32` words they are stored in, so those are named that way.
+    // /`int16` are bound as the `i32`/`u32` words they are stored in, so those are named that
+    // way.
     match crate::model::parse_element(ty) {
-        Some((DType::I64 | DType::I8 | DType::U8, _)) | None => Err(format!(
-            "unsupported element type `{ty}` (known: f32, f16, u32, i32, vec2<…>, vec4<…> of them, atomic<u32>, atomic<i32>, $<type variable>, $<constant>; int8 and uint8 tensors are bound as i32 and u32)"
+        Some((DType::I64 | DType::I8 | DType::U8 | DType::I16, _)) | None => Err(format!(
+            "unsupported element type `{ty}` (known: f32, f16, u32, i32, vec2<…>, vec4<…> of them, atomic<u32>, atomic<i32>, $<type variable>, $<constant>; int8, int16 and uint8 tensors are bound as i32, i32 and u32)"
         )),
         Some((dtype, lanes)) => Ok(ElementType::Fixed(dtype, lanes)),
     }
