@@ -32,6 +32,7 @@ pub fn shaders(
 ) -> Result<Vec<Shader>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let mut shaders = Vec::new();
+    let mut left_out = 0;
     for (v, variant) in op.variants.iter().enumerate() {
         for (p, pass) in variant.passes.iter().enumerate() {
             let dynamic: BTreeSet<&str> = dynamic_values(variant, pass)
@@ -91,6 +92,7 @@ pub fn shaders(
                     if !notes.contains(&note) {
                         notes.push(note);
                     }
+                    left_out += 1;
                     continue;
                 }
                 match shader(op, env, v, p, combination, translate) {
@@ -120,6 +122,23 @@ pub fn shaders(
                 diagnostics.push(first);
             }
         }
+    }
+    // An op none of whose shaders could be built would fail every call: that is an error of
+    // the package, not a note.
+    if shaders.is_empty() && diagnostics.is_empty() && (left_out > 0 || op.variants.is_empty()) {
+        let why: Vec<&str> = (notes.iter())
+            .filter_map(|n| n.strip_prefix(op.file.as_str())?.strip_prefix(": "))
+            .collect();
+        diagnostics.push(Diagnostic::new(
+            &op.file,
+            "variants",
+            format!(
+                "no shader of `{}.{}` can be built, so every call would fail:\n  {}",
+                op.domain,
+                op.name,
+                why.join("\n  ")
+            ),
+        ));
     }
     // One template error shows up once per combination; report each distinct error once.
     let mut seen = BTreeSet::new();

@@ -76,12 +76,16 @@ impl super::Manifest {
         if let Some(requires) = &self.requires {
             common.extend(requirement_clauses(requires));
         }
+        // A binding's element type defaults from what the port is stored as.
+        let stored = |port_dtype: &String, storage: &Option<String>| {
+            storage.clone().unwrap_or_else(|| port_dtype.clone())
+        };
         let ports = Ports {
             inputs: (self.inputs.iter())
-                .map(|(key, port)| (key.clone(), port.dtype.clone()))
+                .map(|(key, port)| (key.clone(), stored(&port.dtype, &port.storage)))
                 .collect(),
             outputs: (self.outputs.iter())
-                .map(|(key, port)| (key.clone(), port.dtype.clone()))
+                .map(|(key, port)| (key.clone(), stored(&port.dtype, &port.storage)))
                 .collect(),
             handles: &self.bindings,
         };
@@ -299,7 +303,7 @@ pub(super) fn requirement_clauses(requires: &Requires) -> Vec<String> {
 
 /// What a binding can name.
 struct Ports<'a> {
-    /// Bind key → dtype.
+    /// Bind key → the dtype the port is stored as (its `storage`, else its dtype).
     inputs: IndexMap<String, String>,
     outputs: IndexMap<String, String>,
     handles: &'a IndexMap<String, Binding>,
