@@ -163,6 +163,10 @@ pub enum Builtin {
     HasAxis,
     /// `inner(shape, axis)`: product of the dimensions after `axis`.
     Inner,
+    /// `isUniqueIntList(list)` (Hub): no value appears twice.
+    IsUniqueIntList,
+    /// `log2ceil(x)` (Hub): the smallest k >= 0 with 2^k >= x (0 for x <= 1).
+    Log2Ceil,
     /// `inner` where a negative axis counts from the end (V1's `inner`).
     InnerWrapped,
     /// `matmulShape(a, b)` (Hub): the shape of ONNX `MatMul` (NumPy `matmul`) of `a` and
@@ -174,8 +178,13 @@ pub enum Builtin {
     Min,
     /// `numel(shape)`: product of all dimensions.
     Numel,
+    /// `onnxDtypeCode(dtype)` (Hub): ONNX's `TensorProto.DataType` number of a dtype.
+    OnnxDtypeCode,
     /// `outer(shape, axis)`: product of the dimensions before `axis`.
     Outer,
+    /// `permuteShape(shape, perm)` (Hub): `shape[perm[i]]` for each i, negative entries
+    /// counting from the end; `perm` must name every axis once.
+    PermuteShape,
     /// `outer` where a negative axis counts from the end (V1's `outer`).
     OuterWrapped,
     /// `pick([[cond, value], …], default)` (V1): the value of the first pair whose condition
@@ -412,6 +421,25 @@ pub const BUILTINS: &[BuiltinSig] = &[
         SEED,
     ),
     row(
+        Builtin::IsUniqueIntList,
+        "isUniqueIntList",
+        Params::Fixed(&[LIST]),
+        BOOL,
+        Lowering::Runtime {
+            name: "is_unique_int_list",
+            fallible: false,
+        },
+        HUB,
+    ),
+    row(
+        Builtin::Log2Ceil,
+        "log2ceil",
+        Params::Fixed(&[INT]),
+        INT,
+        rt("log2ceil"),
+        HUB,
+    ),
+    row(
         Builtin::MatmulShape,
         "matmulShape",
         Params::Fixed(&[LIST, LIST]),
@@ -444,12 +472,28 @@ pub const BUILTINS: &[BuiltinSig] = &[
         SEED,
     ),
     row(
+        Builtin::OnnxDtypeCode,
+        "onnxDtypeCode",
+        Params::DtypeLike,
+        INT,
+        rt("onnx_dtype_code"),
+        HUB,
+    ),
+    row(
         Builtin::Outer,
         "outer",
         Params::Fixed(&[LIST, INT]),
         INT,
         rt("outer"),
         SEED,
+    ),
+    row(
+        Builtin::PermuteShape,
+        "permuteShape",
+        Params::Fixed(&[LIST, LIST]),
+        LIST,
+        rt("permute_shape"),
+        HUB,
     ),
     row(
         Builtin::Pick,
@@ -661,11 +705,15 @@ mod tests {
             Builtin::Has,
             Builtin::HasAxis,
             Builtin::Inner,
+            Builtin::IsUniqueIntList,
+            Builtin::Log2Ceil,
             Builtin::MatmulShape,
             Builtin::Max,
             Builtin::Min,
             Builtin::Numel,
+            Builtin::OnnxDtypeCode,
             Builtin::Outer,
+            Builtin::PermuteShape,
             Builtin::Pick,
             Builtin::Pow,
             Builtin::Pow2Ceil,

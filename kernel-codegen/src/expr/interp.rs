@@ -350,6 +350,15 @@ impl Interp<'_> {
             }
             Builtin::Pow => Value::Float(rt::pow_float(self.float(arg(0)?)?, self.float(arg(1)?)?)),
             Builtin::DtypeBytes => Value::Int(rt::dtype_bytes(&self.text(arg(0)?)?)?),
+            Builtin::OnnxDtypeCode => Value::Int(rt::onnx_dtype_code(&self.text(arg(0)?)?)?),
+            Builtin::Log2Ceil => Value::Int(rt::log2ceil(self.int(arg(0)?)?)?),
+            Builtin::IsUniqueIntList => {
+                Value::Bool(rt::is_unique_int_list(&self.list_value(arg(0)?)?))
+            }
+            Builtin::PermuteShape => Value::List(rt::permute_shape(
+                &self.list_value(arg(0)?)?,
+                &self.list_value(arg(1)?)?,
+            )?),
             Builtin::F16Allowed => Value::Bool(rt::f16_allowed(
                 &self.text(arg(0)?)?,
                 self.env.has_feature(SHADER_F16),

@@ -48,8 +48,9 @@
 //! In every dialect a negative list index counts from the end, as Jinja's does.
 //!
 //! [`Dialect::Hub`] reads as V1 does, and adds the Hub runtime's `derive.<name>` (the bare
-//! name's value), `DISPATCH_FOLD_WIDTH` (65535) and the helpers that build shapes
-//! (`broadcastShape`, `matmulShape`, `prefix`); it has no `constants` namespace. Its runtime's
+//! name's value), `DISPATCH_FOLD_WIDTH` (65535) and its runtime's helpers for shapes and
+//! dtypes (`broadcastShape`, `matmulShape`, `prefix`, `permuteShape`, `isUniqueIntList`,
+//! `log2ceil`, `onnxDtypeCode`); it has no `constants` namespace. Its runtime's
 //! Jinja compares an undefined value only with `==` and `!=`, so an ordering (`<`, `<=`, `>`,
 //! `>=`) with an undefined operand is an error there, where V1 orders it against nothing.
 

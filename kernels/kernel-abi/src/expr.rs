@@ -653,11 +653,72 @@ pub fn contains_str(haystack: &str, needle: &str) -> bool {
 pub fn dtype_bytes(dtype: &str) -> Result<i64, EvalError> {
     match dtype {
         "f16" | "float16" => Ok(2),
-        "f32" | "float32" | "u32" | "uint32" | "i32" | "int32" | "uint8" | "int8" => Ok(4),
+        "f32" | "float32" | "u32" | "uint32" | "i32" | "int32" | "uint8" | "int8" | "int16" => {
+            Ok(4)
+        }
         _ => Err(EvalError::new(format!(
             "dtypeBytes(): unsupported dtype \"{dtype}\""
         ))),
     }
+}
+
+/// `onnxDtypeCode(dtype)`: the number ONNX's `TensorProto.DataType` gives a dtype, by its ONNX
+/// name (`tensorDtypes.x`) or WGSL scalar (`dtypes.T`, which names the 32-bit types).
+pub fn onnx_dtype_code(dtype: &str) -> Result<i64, EvalError> {
+    Ok(match dtype {
+        "float32" | "f32" => 1,
+        "uint8" => 2,
+        "int8" => 3,
+        "uint16" => 4,
+        "int16" => 5,
+        "int32" | "i32" => 6,
+        "int64" => 7,
+        "string" => 8,
+        "bool" => 9,
+        "float16" | "f16" => 10,
+        "float64" => 11,
+        "uint32" | "u32" => 12,
+        "uint64" => 13,
+        "bfloat16" => 16,
+        _ => {
+            return Err(EvalError::new(format!(
+                "onnxDtypeCode(): unknown dtype \"{dtype}\""
+            )));
+        }
+    })
+}
+
+/// `log2ceil(x)`: the smallest `k >= 0` with `2^k >= x` (0 for `x <= 1`).
+pub fn log2ceil(x: i64) -> Result<i64, EvalError> {
+    pow2ceil(x).map(|p| i64::from(p.trailing_zeros()))
+}
+
+/// `isUniqueIntList(list)`: whether no value appears twice.
+pub fn is_unique_int_list(list: &[i64]) -> bool {
+    let mut seen = std::collections::BTreeSet::new();
+    list.iter().all(|v| seen.insert(*v))
+}
+
+/// `permuteShape(shape, perm)`: `shape[perm[i]]` for each `i`, a negative entry counting from
+/// the end, as ONNX's Transpose permutes; `perm` must name each of the shape's axes once.
+pub fn permute_shape(shape: &[i64], perm: &[i64]) -> Result<Vec<i64>, EvalError> {
+    let rank = i64::try_from(shape.len()).unwrap_or(i64::MAX);
+    let axes: Vec<i64> = perm
+        .iter()
+        .map(|&p| if p < 0 { p + rank } else { p })
+        .collect();
+    let valid = perm.len() == shape.len()
+        && axes.iter().all(|a| (0..rank).contains(a))
+        && is_unique_int_list(&axes);
+    if !valid {
+        return Err(EvalError::new(format!(
+            "permuteShape(): {perm:?} is not a permutation of the {rank} axes of {shape:?}"
+        )));
+    }
+    Ok(axes
+        .iter()
+        .filter_map(|&a| usize::try_from(a).ok().and_then(|a| shape.get(a).copied()))
+        .collect())
 }
 
 #[cfg(test)]
