@@ -6,7 +6,8 @@
 //!                 [--runtime-path PATH] [--host-check OP=PATH]... [--translate] [--check]
 //!                 [--write-suggested-hints DIR]
 //! ```
-//! A `--packages` folder is a package (it holds `manifest.json`) or a folder of packages.
+//! A `--packages` folder is a package (it holds `manifest.json`, or `build/webgpu/manifest.json`
+//! as a Hub repository does) or a folder of packages.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +21,8 @@ use clap::Parser;
     about = "Compile webgpu-kernels packages (manifest.json + Jinja WGSL templates) into a Rust module tree"
 )]
 struct Args {
-    /// A package folder (with `manifest.json`) or a folder of package folders; repeatable.
+    /// A package folder (with `manifest.json`, or a Hub repository with
+    /// `build/webgpu/manifest.json`) or a folder of package folders; repeatable.
     #[arg(long, required = true, num_args = 1..)]
     packages: Vec<PathBuf>,
     /// The folder shared templates are included from.
@@ -69,8 +71,13 @@ fn run(args: Args) -> Result<()> {
             bail!("{}: not a folder", dir.display());
         }
         // Whatever is named manifest.json makes the folder a package, so a manifest that is
-        // a folder or a special file is an error when it is read, not a reason to skip it.
-        if std::fs::symlink_metadata(dir.join("manifest.json")).is_ok() {
+        // a folder or a special file is an error when it is read, not a reason to skip it; so
+        // does one in `build/webgpu/`, a Hub repository's layout.
+        let manifest_at = |sub: &[&str]| {
+            let path = sub.iter().fold(dir.clone(), |p, s| p.join(s));
+            std::fs::symlink_metadata(path.join("manifest.json")).is_ok()
+        };
+        if manifest_at(&[]) || manifest_at(&["build", "webgpu"]) {
             config.package(dir);
         } else {
             config.packages_in(dir);

@@ -91,3 +91,37 @@ fn a_folder_of_packages_and_bad_arguments() {
     );
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// A folder laid out as a Hub repository (`build/webgpu/manifest.json`) is one package, named
+/// directly or inside a folder of packages.
+#[test]
+fn a_hub_repository_folder_is_a_package() {
+    let dir = std::env::temp_dir().join(format!("kernels-codegen-hub-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let repo = dir.join("repos").join("ai.onnx.Add");
+    let build = repo.join("build").join("webgpu");
+    fs::create_dir_all(&build).expect("repository folder");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel-codegen/tests/errors/seeds/hub-add");
+    for file in ["manifest.json", "add.wgsl.jinja"] {
+        fs::copy(fixture.join(file), build.join(file)).expect("copy");
+    }
+    let out = dir.join("out");
+    let out = out.to_str().expect("utf-8");
+    for packages in [repo.clone(), dir.join("repos")] {
+        let generated = command(&[
+            "--packages",
+            packages.to_str().expect("utf-8"),
+            "--out",
+            out,
+        ]);
+        assert!(generated.status.success(), "{}", text(&generated));
+        assert!(
+            text(&generated).contains("1 packages"),
+            "{}",
+            text(&generated)
+        );
+        assert!(Path::new(out).join("add.rs").is_file());
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
