@@ -134,6 +134,9 @@ impl OpScope<'_> {
             None if self.op.poisoned.contains(name) || self.failed.contains(name) => {
                 Err(POISONED.to_owned())
             }
+            None if self.dialect == expr::Dialect::Hub => Err(format!(
+                "undefined name `{name}` (no `derive` entry in scope here has this name)"
+            )),
             None => Err(format!(
                 "undefined name `{name}` (no `derive` entry or variant constant has this name)"
             )),
