@@ -106,7 +106,7 @@ pub fn dtypes(dialect: Dialect) -> &'static [&'static str] {
 pub const FILTERS: &[&str] = &["length"];
 
 /// The Jinja dialects' filters (the V1 loader's and the Hub runtime's engines). Sorted.
-pub const FILTERS_JINJA: &[&str] = &["first", "last", "length"];
+pub const FILTERS_JINJA: &[&str] = &["first", "last", "length", "max", "min", "sum"];
 
 /// The filters of `dialect`.
 pub fn filters(dialect: Dialect) -> &'static [&'static str] {
@@ -132,6 +132,11 @@ pub enum Builtin {
     Slice,
     /// `a + b` of two lists (Jinja dialects): the checker's form of their concatenation.
     ListConcat,
+    /// `list | sum`, `list | min`, `list | max` (Jinja dialects): the checker's forms of the
+    /// filters; `min` and `max` of an empty list are errors.
+    ListSum,
+    ListMin,
+    ListMax,
     /// `broadcastShape(a, b)` (Hub): the shape ONNX's multidirectional broadcasting gives
     /// `a` and `b`; an error where they do not broadcast.
     BroadcastShape,
@@ -584,6 +589,30 @@ const MODEL_ONLY: &[BuiltinSig] = &[
             name: "list_concat",
             fallible: false,
         },
+        V1,
+    ),
+    row(
+        Builtin::ListSum,
+        "listSum",
+        Params::Fixed(&[LIST]),
+        INT,
+        rt("list_sum"),
+        V1,
+    ),
+    row(
+        Builtin::ListMin,
+        "listMin",
+        Params::Fixed(&[LIST]),
+        INT,
+        rt("list_min"),
+        V1,
+    ),
+    row(
+        Builtin::ListMax,
+        "listMax",
+        Params::Fixed(&[LIST]),
+        INT,
+        rt("list_max"),
         V1,
     ),
     row(

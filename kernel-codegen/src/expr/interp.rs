@@ -317,6 +317,9 @@ impl Interp<'_> {
             Builtin::Prefix => {
                 Value::List(rt::prefix(&self.list_value(arg(0)?)?, self.int(arg(1)?)?))
             }
+            Builtin::ListSum => Value::Int(rt::list_sum(&self.list_value(arg(0)?)?)?),
+            Builtin::ListMin => Value::Int(rt::list_min(&self.list_value(arg(0)?)?)?),
+            Builtin::ListMax => Value::Int(rt::list_max(&self.list_value(arg(0)?)?)?),
             Builtin::ListConcat => Value::List(rt::list_concat(
                 &self.list_value(arg(0)?)?,
                 &self.list_value(arg(1)?)?,

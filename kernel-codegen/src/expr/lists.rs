@@ -1,5 +1,5 @@
 //! The checker's lists: list literals, indices, slices and the list filters (`length`, and in
-//! the Jinja dialects `first` and `last`).
+//! the Jinja dialects `first`, `last`, `sum`, `min` and `max`).
 
 use super::Ir;
 use super::ast::Expr;
@@ -134,9 +134,14 @@ impl Checker<'_> {
                 span,
             )
         };
+        let reduce =
+            |builtin: Builtin| ir(IrKind::Call(builtin, vec![value.clone()]), Type::Int, span);
         Some(match name {
             "first" => item(0),
             "last" => item(-1),
+            "sum" => reduce(Builtin::ListSum),
+            "min" => reduce(Builtin::ListMin),
+            "max" => reduce(Builtin::ListMax),
             _ => ir(IrKind::Length(Box::new(value)), Type::Int, span),
         })
     }

@@ -43,7 +43,8 @@
 //! - a Float list item (a shape written with `/`), list index or Int argument of a helper
 //!   must be a whole number, and becomes an Int (the engines' numbers are doubles);
 //! - lists: slices `s[a:b]` (either bound optional; bounds count from the end when negative
-//!   and are clamped), `a + b` of two lists, and the filters `first` and `last`.
+//!   and are clamped), `a + b` of two lists, and the filters `first`, `last`, `sum`, `min`
+//!   and `max`.
 //!
 //! In every dialect a negative list index counts from the end, as Jinja's does.
 //!

@@ -225,6 +225,8 @@ fn v1_lowerings_compile_and_agree_with_the_interpreter() {
         [rt::expr::index(&rt::expr::list_concat(&rt::expr::slice(env.shapes.xT, 0i64, -1i64), &[1i64]), -1i64)?]
         [rt::expr::index(&rt::expr::slice(env.shapes.xT, 1i64, 9223372036854775807i64), 0i64)?]
         [rt::expr::add(rt::expr::index(env.shapes.xT, -1i64)?, rt::expr::length(&rt::expr::slice(env.shapes.xT, -2i64, 9223372036854775807i64))?)?]
+        [rt::expr::list_sum(env.shapes.xT)?]
+        [rt::expr::sub(rt::expr::list_max(env.shapes.xT)?, rt::expr::list_min(&rt::expr::slice(env.shapes.xT, 1i64, 9223372036854775807i64))?)?]
     ];
     let golden = golden_lowerings();
     let fixture = Fixture::new(Dialect::V1);

@@ -411,6 +411,29 @@ pub fn prefix(shape: &[i64], n: i64) -> Vec<i64> {
     shape[..end].to_vec()
 }
 
+/// `list | sum`: the sum of the items (0 for an empty list); overflow is an error.
+pub fn list_sum(list: &[i64]) -> Result<i64, EvalError> {
+    list.iter()
+        .try_fold(0i64, |acc, v| acc.checked_add(*v))
+        .ok_or_else(|| EvalError::new(format!("sum of {list:?} overflows")))
+}
+
+/// `list | min`: the smallest item; an empty list has none.
+pub fn list_min(list: &[i64]) -> Result<i64, EvalError> {
+    list.iter()
+        .copied()
+        .min()
+        .ok_or_else(|| EvalError::new("min of an empty list"))
+}
+
+/// `list | max`: the largest item; an empty list has none.
+pub fn list_max(list: &[i64]) -> Result<i64, EvalError> {
+    list.iter()
+        .copied()
+        .max()
+        .ok_or_else(|| EvalError::new("max of an empty list"))
+}
+
 /// `a + b` of two lists: `a`'s items, then `b`'s.
 pub fn list_concat(a: &[i64], b: &[i64]) -> Vec<i64> {
     [a, b].concat()
