@@ -73,11 +73,10 @@ fn run(args: Args) -> Result<()> {
         // Whatever is named manifest.json makes the folder a package, so a manifest that is
         // a folder or a special file is an error when it is read, not a reason to skip it; so
         // does one in `build/webgpu/`, a Hub repository's layout.
-        let manifest_at = |sub: &[&str]| {
-            let path = sub.iter().fold(dir.clone(), |p, s| p.join(s));
-            std::fs::symlink_metadata(path.join("manifest.json")).is_ok()
-        };
-        if manifest_at(&[]) || manifest_at(&["build", "webgpu"]) {
+        let is_package = ["manifest.json", "build/webgpu/manifest.json"]
+            .iter()
+            .any(|manifest| std::fs::symlink_metadata(dir.join(manifest)).is_ok());
+        if is_package {
             config.package(dir);
         } else {
             config.packages_in(dir);

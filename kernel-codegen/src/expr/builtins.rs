@@ -132,10 +132,11 @@ pub enum Builtin {
     Slice,
     /// `a + b` of two lists (Jinja dialects): the checker's form of their concatenation.
     ListConcat,
-    /// `list | sum`, `list | min`, `list | max` (Jinja dialects): the checker's forms of the
-    /// filters; `min` and `max` of an empty list are errors.
+    /// `list | sum` (Jinja dialects): the checker's form of the filter; 0 for an empty list.
     ListSum,
+    /// `list | min` (Jinja dialects); an error for an empty list.
     ListMin,
+    /// `list | max` (Jinja dialects); an error for an empty list.
     ListMax,
     /// `broadcastShape(a, b)` (Hub): the shape ONNX's multidirectional broadcasting gives
     /// `a` and `b`; an error where they do not broadcast.
@@ -168,12 +169,12 @@ pub enum Builtin {
     HasAxis,
     /// `inner(shape, axis)`: product of the dimensions after `axis`.
     Inner,
+    /// `inner` where a negative axis counts from the end (V1's `inner`).
+    InnerWrapped,
     /// `isUniqueIntList(list)` (Hub): no value appears twice.
     IsUniqueIntList,
     /// `log2ceil(x)` (Hub): the smallest k >= 0 with 2^k >= x (0 for x <= 1).
     Log2Ceil,
-    /// `inner` where a negative axis counts from the end (V1's `inner`).
-    InnerWrapped,
     /// `matmulShape(a, b)` (Hub): the shape of ONNX `MatMul` (NumPy `matmul`) of `a` and
     /// `b`: a 1-D operand promoted and its axis removed again, batch axes broadcast.
     MatmulShape,
@@ -187,11 +188,11 @@ pub enum Builtin {
     OnnxDtypeCode,
     /// `outer(shape, axis)`: product of the dimensions before `axis`.
     Outer,
+    /// `outer` where a negative axis counts from the end (V1's `outer`).
+    OuterWrapped,
     /// `permuteShape(shape, perm)` (Hub): `shape[perm[i]]` for each i, negative entries
     /// counting from the end; `perm` must name every axis once.
     PermuteShape,
-    /// `outer` where a negative axis counts from the end (V1's `outer`).
-    OuterWrapped,
     /// `pick([[cond, value], …], default)` (V1): the value of the first pair whose condition
     /// is truthy, else `default`. Checked into nested `… if … else …`.
     Pick,

@@ -289,9 +289,8 @@ impl Checker<'_> {
                     // The engines' numbers are doubles: a whole Float (a derive `n / 2`
                     // reused) is the Int argument it stands for; one that is not whole fails
                     // when evaluated, saying so.
-                    args.into_iter()
-                        .zip(types.iter().map(Some).chain(std::iter::repeat(None)))
-                        .map(|(arg, want)| match want {
+                    (args.into_iter().enumerate())
+                        .map(|(i, arg)| match types.get(i) {
                             Some(Type::Int) => super::to_int(arg),
                             _ => arg,
                         })

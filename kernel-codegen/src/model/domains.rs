@@ -537,12 +537,12 @@ fn derived_roots(op: &Op, ir: &Ir) -> Vec<Symbol> {
         if !seen.insert(symbol.clone()) {
             continue;
         }
-        match &symbol {
-            Symbol::Derived(name) if op.derived(name).is_some() => {
-                let derived = op.derived(name).expect("checked just above");
-                pending.extend(derived.expr.ir.symbols());
-            }
-            _ => roots.push(symbol),
+        if let Symbol::Derived(name) = &symbol
+            && let Some(derived) = op.derived(name)
+        {
+            pending.extend(derived.expr.ir.symbols());
+        } else {
+            roots.push(symbol);
         }
     }
     roots.sort();
@@ -550,39 +550,16 @@ fn derived_roots(op: &Op, ir: &Ir) -> Vec<Symbol> {
 }
 
 /// The names `ir` reads that have no finite domain, as a manifest writes them: through a
-/// `derive` entry to what it reads (an attribute, a shape), which is what a `when` bound or
-/// a hints set can bound.
+/// `derive` entry to what it reads where that is args and attributes only (which a `when`
+/// bound or a hints set can bound); a `derive` entry that reads a shape keeps its own name.
 fn unbounded_names(op: &Op, variant: &Variant, ir: &Ir) -> Vec<String> {
     let mut names = Vec::new();
     let ranges = when_ranges(op, variant);
-    let mut seen = BTreeSet::new();
-    let mut pending: Vec<Symbol> = ir.symbols().into_iter().collect();
-    pending.reverse();
-    while let Some(symbol) = pending.pop() {
-        if !seen.insert(symbol.clone())
-            || is_bounded(op, &variant.bounds, &BTreeSet::from([symbol.clone()]))
-        {
-            continue;
+    let mut name_unbounded = |symbol: &Symbol| {
+        if is_bounded(op, &variant.bounds, &BTreeSet::from([symbol.clone()])) {
+            return;
         }
-        if let Symbol::Derived(name) = &symbol
-            && let Some(derived) = op.derived(name)
-        {
-            // A `derive` entry with finitely many values is not what lacks a domain. One
-            // without that reads only args and attributes (through other entries) is named
-            // by those, which hints can bound; one that reads a shape keeps its own name.
-            if value_set(op, variant, &ranges, &derived.expr.ir, MAX_EVALUATIONS).is_some() {
-                continue;
-            }
-            let roots = derived_roots(op, &derived.expr.ir);
-            if roots
-                .iter()
-                .all(|r| matches!(r, Symbol::Arg(_) | Symbol::Attr(_)))
-            {
-                pending.extend(roots.into_iter().rev());
-                continue;
-            }
-        }
-        let name = match &symbol {
+        let name = match symbol {
             Symbol::Arg(name) => format!("args.{name}"),
             Symbol::Attr(name) => format!("attrs.{name}"),
             Symbol::Shape(name) => format!("shapes.{name}"),
@@ -596,6 +573,28 @@ fn unbounded_names(op: &Op, variant: &Variant, ir: &Ir) -> Vec<String> {
         if !names.contains(&name) {
             names.push(name);
         }
+    };
+    for symbol in ir.symbols() {
+        if let Symbol::Derived(name) = &symbol
+            && let Some(derived) = op.derived(name)
+        {
+            // A bounded `derive` entry, or one with finitely many values, is not what lacks
+            // a domain.
+            if is_bounded(op, &variant.bounds, &BTreeSet::from([symbol.clone()]))
+                || value_set(op, variant, &ranges, &derived.expr.ir, MAX_EVALUATIONS).is_some()
+            {
+                continue;
+            }
+            let roots = derived_roots(op, &derived.expr.ir);
+            if roots
+                .iter()
+                .all(|r| matches!(r, Symbol::Arg(_) | Symbol::Attr(_)))
+            {
+                roots.iter().for_each(&mut name_unbounded);
+                continue;
+            }
+        }
+        name_unbounded(&symbol);
     }
     names
 }

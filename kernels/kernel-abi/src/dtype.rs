@@ -7,8 +7,9 @@ use std::fmt;
 ///
 /// Some logical types are stored on the GPU in a wider word, as the Hub's runtime stores them:
 /// `I64` (index inputs) as `u32` after a checked narrowing, and the 8- and 16-bit integers
-/// `I8`, `I16` / `U8` as one `i32` / `u32` word per element (WGSL has no narrower storage). [`DType::size_bytes`]
-/// is the host size of the logical type, [`DType::storage_bytes`] the GPU size of one element.
+/// `I8`, `I16` / `U8` as one `i32` / `u32` word per element (WGSL has no narrower storage).
+/// [`DType::size_bytes`] is the host size of the logical type, [`DType::storage_bytes`] the
+/// GPU size of one element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     /// IEEE 754 binary32.

@@ -246,17 +246,20 @@ fn build_tensors(
                 Storage::U32Checked
             }
             _ if logical.contains(&DType::I64) => {
-                diagnostics.push(Diagnostic::new(
-                    file,
-                    &path,
-                    if manifest.dialect == crate::manifest::Dialect::Hub && logical == [DType::I64] {
-                        format!("int64 port `{}` needs `\"storage\": \"uint32\", \"narrowing\": \"checked\"`: WGSL has no 64-bit integers, and the runtime's other form, two `u32` words an element (`vec2<u32>`), is not supported", decl.role)
-                    } else if manifest.dialect == crate::manifest::Dialect::Hub {
-                        format!("port `{}` may be int64 or another dtype: an int64 port is stored as uint32 here (`storage`), which takes int64 alone, so give the int64 form a port of its own", decl.role)
-                    } else {
-                        format!("int64 tensor `{}` needs an arg with `\"dtype\": \"uint32\"` and checked narrowing (WGSL has no 64-bit integers)", decl.role)
-                    },
-                ));
+                let role = &decl.role;
+                let hub = manifest.dialect == crate::manifest::Dialect::Hub;
+                let message = match (hub, logical.as_slice()) {
+                    (true, [DType::I64]) => format!(
+                        "int64 port `{role}` needs `\"storage\": \"uint32\", \"narrowing\": \"checked\"`: WGSL has no 64-bit integers, and the runtime's other form, two `u32` words an element (`vec2<u32>`), is not supported"
+                    ),
+                    (true, _) => format!(
+                        "port `{role}` may be int64 or another dtype: an int64 port is stored as uint32 here (`storage`), which takes int64 alone, so give the int64 form a port of its own"
+                    ),
+                    (false, _) => format!(
+                        "int64 tensor `{role}` needs an arg with `\"dtype\": \"uint32\"` and checked narrowing (WGSL has no 64-bit integers)"
+                    ),
+                };
+                diagnostics.push(Diagnostic::new(file, &path, message));
                 Storage::U32Checked
             }
             _ => Storage::Native,
