@@ -108,12 +108,18 @@ pub const FILTERS: &[&str] = &["length"];
 /// The Jinja dialects' filters (the V1 loader's and the Hub runtime's engines). Sorted.
 pub const FILTERS_JINJA: &[&str] = &["first", "last", "length", "max", "min", "sum"];
 
+/// The Hub runtime's filters: the list filters and the conversions of @huggingface/jinja,
+/// whose `int` floors. Sorted.
+pub const FILTERS_HUB: &[&str] = &[
+    "first", "float", "int", "last", "length", "max", "min", "sum",
+];
+
 /// The filters of `dialect`.
 pub fn filters(dialect: Dialect) -> &'static [&'static str] {
-    if dialect.is_jinja() {
-        FILTERS_JINJA
-    } else {
-        FILTERS
+    match dialect {
+        Dialect::Seed => FILTERS,
+        Dialect::V1 => FILTERS_JINJA,
+        Dialect::Hub => FILTERS_HUB,
     }
 }
 
@@ -788,6 +794,7 @@ mod tests {
             DTYPES_V1,
             FILTERS,
             FILTERS_JINJA,
+            FILTERS_HUB,
             TESTS,
         ] {
             assert!(list.windows(2).all(|w| w[0] < w[1]));

@@ -426,6 +426,20 @@ impl Checker<'_> {
     /// `and` / `or`: both sides must be Bool (in V1 any value, tested for truthiness). Each
     /// non-Bool side is reported, even when the other side failed to check.
     fn logical(&mut self, span: Span, op: BinOp, lhs: Option<Ir>, rhs: Option<Ir>) -> Option<Ir> {
+        if self.dialect == Dialect::Hub
+            && let (Some(l), Some(r)) = (&lhs, &rhs)
+            && (l.ty != Type::Bool || r.ty != Type::Bool)
+        {
+            // The Hub runtime's Jinja returns an operand: `a or b` is `a if a else b` and
+            // `a and b` is `b if a else a` (`args.n or 4` is a number, not a Bool).
+            let (l, r) = (l.clone(), r.clone());
+            let what = format!("the operands of `{}`", op.symbol());
+            return if op == BinOp::Or {
+                self.cond_ir(span, l.clone(), l, r, &what)
+            } else {
+                self.cond_ir(span, l.clone(), r, l, &what)
+            };
+        }
         let (lhs, rhs) = if self.dialect.is_jinja() {
             (lhs.map(|l| self.truthy(l)), rhs.map(|r| self.truthy(r)))
         } else {

@@ -1,5 +1,5 @@
-//! The checker's lists: list literals, indices, slices and the list filters (`length`, and in
-//! the Jinja dialects `first`, `last`, `sum`, `min` and `max`).
+//! The checker's lists: list literals, indices, slices and the filters (`length`, in the
+//! Jinja dialects `first`, `last`, `sum`, `min` and `max`, and the Hub's `int` and `float`).
 
 use super::Ir;
 use super::ast::Expr;
@@ -117,6 +117,9 @@ impl Checker<'_> {
             return None;
         }
         let value = value?;
+        if matches!(name, "int" | "float") {
+            return self.conversion(span, value, name);
+        }
         if value.ty != Type::List {
             self.error(
                 value.span,
@@ -144,5 +147,43 @@ impl Checker<'_> {
             "max" => reduce(Builtin::ListMax),
             _ => ir(IrKind::Length(Box::new(value)), Type::Int, span),
         })
+    }
+
+    /// `x | int` and `x | float`, as @huggingface/jinja converts numbers and Bools: `int`
+    /// floors a Float, and a Bool is 1 or 0.
+    fn conversion(&mut self, span: Span, value: Ir, name: &str) -> Option<Ir> {
+        let to_float = name == "float";
+        match value.ty {
+            Type::Int | Type::Float if to_float => Some(super::check::promote(value)),
+            Type::Int => Some(value),
+            Type::Float => Some(ir(
+                IrKind::Call(Builtin::Floor, vec![value]),
+                Type::Int,
+                span,
+            )),
+            Type::Bool => {
+                let (one, zero) = if to_float {
+                    (IrKind::Float(1.0), IrKind::Float(0.0))
+                } else {
+                    (IrKind::Int(1), IrKind::Int(0))
+                };
+                let ty = if to_float { Type::Float } else { Type::Int };
+                let branches = format!("the results of `{name}`");
+                self.cond_ir(
+                    span,
+                    value,
+                    ir(one, ty, span),
+                    ir(zero, ty, span),
+                    &branches,
+                )
+            }
+            other => {
+                self.error(
+                    value.span,
+                    format!("filter `{name}` applies to a number or a Bool, found {other}"),
+                );
+                None
+            }
+        }
     }
 }

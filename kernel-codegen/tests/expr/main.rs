@@ -24,11 +24,12 @@
 //!
 //! The file also holds unit tests that check every expression of the seed manifests
 //! (`seeds.rs`), parse and check every expression of the V1 corpus (`corpus.rs`, skipped with
-//! a note when the corpus is absent), and compile and run the V1 lowerings (`lowered_v1.rs`).
+//! a note when the corpus is absent), and compile and run the Jinja dialects' lowerings
+//! (`lowered.rs`).
 
 mod corpus;
 mod fixture;
-mod lowered_v1;
+mod lowered;
 mod seeds;
 
 use std::fmt::Write as _;

@@ -1,8 +1,8 @@
-//! The V1 lowering compiles and computes what the interpreter computes: each case is the text
-//! of a `lower =>` line of `v1_lower.test`, written here as Rust against an environment with
-//! the values of `fixture.rs`. The test checks that the golden line is exactly this code
-//! (so the goldens cannot drift from code that compiles) and that running it gives the
-//! interpreter's value.
+//! The lowerings of the Jinja dialects compile and compute what the interpreter computes: each
+//! case is the text of a `lower =>` line of `v1_lower.test` or `hub.test`, written here as
+//! Rust against an environment with the values of `fixture.rs`. The tests check that the
+//! golden line is exactly this code (so the goldens cannot drift from code that compiles) and
+//! that running it gives the interpreter's value.
 
 #![allow(non_snake_case)] // the test paths spell fields as the manifests spell names
 
@@ -228,15 +228,37 @@ fn v1_lowerings_compile_and_agree_with_the_interpreter() {
         [rt::expr::list_sum(env.shapes.xT)?]
         [rt::expr::sub(rt::expr::list_max(env.shapes.xT)?, rt::expr::list_min(&rt::expr::slice(env.shapes.xT, 1i64, 9223372036854775807i64))?)?]
     ];
-    let golden = golden_lowerings();
-    let fixture = Fixture::new(Dialect::V1);
+    agree_with_the_interpreter(Dialect::V1, "v1_lower.test", lowered);
+}
+
+#[test]
+fn hub_lowerings_compile_and_agree_with_the_interpreter() {
+    let lowered: Vec<(String, Result<Value, EvalError>)> = cases![env;
+        [if rt::expr::truthy_int(env.args.dim) { env.args.dim } else { 4i64 }]
+        [if rt::expr::truthy_int(env.args.dim) { 0i64 } else { env.args.dim }]
+        [rt::expr::floor(0f64 - rt::expr::quotient(env.args.dim, 3i64)?)?]
+        [rt::expr::to_float(env.args.dim)]
+        [if env.args.dim > 2i64 { 1i64 } else { 0i64 }]
+    ];
+    agree_with_the_interpreter(Dialect::Hub, "hub.test", lowered);
+}
+
+/// Checks that each lowered case is a `lower =>` line of `file` and computes the value the
+/// interpreter gives its source expression in `dialect`.
+fn agree_with_the_interpreter(
+    dialect: Dialect,
+    file: &str,
+    lowered: Vec<(String, Result<Value, EvalError>)>,
+) {
+    let golden = golden_lowerings(file);
+    let fixture = Fixture::new(dialect);
     let mut unknown = Vec::new();
     for (text, value) in lowered {
         let Some(src) = golden.get(&normalize(&text)) else {
             unknown.push(text);
             continue;
         };
-        let ast = expr::parse_in(src, Dialect::V1).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let ast = expr::parse_in(src, dialect).unwrap_or_else(|e| panic!("{src}: {e}"));
         let ir = expr::check(&ast, &fixture).unwrap_or_else(|e| panic!("{src}: {e:?}"));
         let want = expr::eval(&ir, &fixture);
         assert_eq!(
@@ -246,7 +268,7 @@ fn v1_lowerings_compile_and_agree_with_the_interpreter() {
     }
     assert!(
         unknown.is_empty(),
-        "no `lower =>` line of v1_lower.test is:\n{}",
+        "no `lower =>` line of {file} is:\n{}",
         unknown.join("\n")
     );
 }
@@ -256,10 +278,10 @@ fn normalize(text: &str) -> String {
     text.replace("[ ", "[").replace(", ]", "]")
 }
 
-/// The `lower =>` lines of `v1_lower.test`, by text, with their source expressions.
-fn golden_lowerings() -> BTreeMap<String, String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/expr/v1_lower.test");
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+/// The `lower =>` lines of `file` (in `tests/expr`), by text, with their source expressions.
+fn golden_lowerings(file: &str) -> BTreeMap<String, String> {
+    let path = format!("{}/tests/expr/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut out = BTreeMap::new();
     let mut source = None;
     for line in text.lines() {
