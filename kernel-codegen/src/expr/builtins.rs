@@ -108,10 +108,10 @@ pub const FILTERS: &[&str] = &["length"];
 /// The Jinja dialects' filters (the V1 loader's and the Hub runtime's engines). Sorted.
 pub const FILTERS_JINJA: &[&str] = &["first", "last", "length", "max", "min", "sum"];
 
-/// The Hub runtime's filters: the list filters and the conversions of @huggingface/jinja,
-/// whose `int` floors. Sorted.
+/// The Hub runtime's filters: the list filters, the conversions of @huggingface/jinja (whose
+/// `int` floors) and `default`. Sorted.
 pub const FILTERS_HUB: &[&str] = &[
-    "first", "float", "int", "last", "length", "max", "min", "sum",
+    "default", "first", "float", "int", "last", "length", "max", "min", "sum",
 ];
 
 /// The filters of `dialect`.

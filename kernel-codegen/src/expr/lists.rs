@@ -1,8 +1,9 @@
 //! The checker's lists: list literals, indices, slices and the filters (`length`, in the
-//! Jinja dialects `first`, `last`, `sum`, `min` and `max`, and the Hub's `int` and `float`).
+//! Jinja dialects `first`, `last`, `sum`, `min` and `max`, and the Hub's `int`, `float` and
+//! `default`).
 
 use super::Ir;
-use super::ast::Expr;
+use super::ast::{Expr, ExprKind};
 use super::builtins::{Builtin, filters};
 use super::check::{Checker, ir};
 use super::{IrKind, Span, Type};
@@ -97,12 +98,12 @@ impl Checker<'_> {
     pub(super) fn filter(
         &mut self,
         span: Span,
-        value: &Expr,
+        value_expr: &Expr,
         name: &str,
         name_span: Span,
         args: &[Expr],
     ) -> Option<Ir> {
-        let value = self.expr(value);
+        let value = self.expr(value_expr);
         let args: Vec<Option<Ir>> = args.iter().map(|a| self.expr(a)).collect();
         let known = filters(self.dialect);
         if !known.contains(&name) {
@@ -111,6 +112,9 @@ impl Checker<'_> {
                 format!("unknown filter `{name}` (known: {})", known.join(", ")),
             );
             return None;
+        }
+        if name == "default" {
+            return self.default(span, value_expr, value, name_span, args);
         }
         if !args.is_empty() {
             self.error(name_span, format!("filter `{name}` takes no arguments"));
@@ -185,5 +189,35 @@ impl Checker<'_> {
                 None
             }
         }
+    }
+
+    /// `x | default(d)`: `x` where it is defined, else `d` (@huggingface/jinja's default,
+    /// without its second argument, which would also replace a falsy `x`). Only a name can
+    /// be undefined; any other value is its own result.
+    fn default(
+        &mut self,
+        span: Span,
+        value_expr: &Expr,
+        value: Option<Ir>,
+        name_span: Span,
+        args: Vec<Option<Ir>>,
+    ) -> Option<Ir> {
+        if args.len() != 1 {
+            self.error(
+                name_span,
+                format!(
+                    "filter `default` takes one argument, the value where the operand is undefined (found {})",
+                    args.len()
+                ),
+            );
+            return None;
+        }
+        let fallback = args.into_iter().next().flatten();
+        let (value, fallback) = (value?, fallback?);
+        if !matches!(value_expr.kind, ExprKind::Name(_) | ExprKind::Member { .. }) {
+            return Some(value);
+        }
+        let defined = self.test(span, value_expr, "defined", name_span, false, &[])?;
+        self.cond_ir(span, defined, value, fallback, "a value and its `default`")
     }
 }

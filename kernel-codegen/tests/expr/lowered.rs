@@ -239,6 +239,7 @@ fn hub_lowerings_compile_and_agree_with_the_interpreter() {
         [rt::expr::floor(0f64 - rt::expr::quotient(env.args.dim, 3i64)?)?]
         [rt::expr::to_float(env.args.dim)]
         [if env.args.dim > 2i64 { 1i64 } else { 0i64 }]
+        [if env.is_defined("device.adapterInfo.subgroupSizeHint") { rt::expr::given(env.adapter_info.subgroupSizeHint, "device.adapterInfo.subgroupSizeHint")? } else { 32i64 }]
     ];
     agree_with_the_interpreter(Dialect::Hub, "hub.test", lowered);
 }
