@@ -144,6 +144,8 @@ pub enum Builtin {
     ListMin,
     /// `list | max` (Jinja dialects); an error for an empty list.
     ListMax,
+    /// `a % b` with the sign of the dividend (the Hub dialect's `%`, JavaScript's).
+    Remainder,
     /// `broadcastShape(a, b)` (Hub): the shape ONNX's multidirectional broadcasting gives
     /// `a` and `b`; an error where they do not broadcast.
     BroadcastShape,
@@ -621,6 +623,17 @@ const MODEL_ONLY: &[BuiltinSig] = &[
         INT,
         rt("list_max"),
         V1,
+    ),
+    row(
+        Builtin::Remainder,
+        "remainder",
+        Params::NumericPair,
+        INT,
+        Lowering::ByType {
+            int: Some(("remainder", true)),
+            float: ("remainder_float", true),
+        },
+        HUB,
     ),
     row(
         Builtin::Slice,

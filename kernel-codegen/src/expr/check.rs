@@ -485,6 +485,11 @@ impl Checker<'_> {
                 unify_numeric(lhs, rhs)
             };
             let ty = if op.is_arithmetic() { ty } else { Type::Bool };
+            if op == BinOp::Rem && self.dialect == Dialect::Hub {
+                // The Hub runtime's `%` is JavaScript's: the sign of the dividend.
+                let kind = IrKind::Call(Builtin::Remainder, vec![lhs, rhs]);
+                return Some(ir(kind, ty, span));
+            }
             return Some(ir(self.binary_kind(op, lhs, rhs), ty, span));
         }
         let comparable = matches!(op, BinOp::Eq | BinOp::Ne)

@@ -352,6 +352,13 @@ impl Interp<'_> {
                 Value::Int(rt::pow(self.int(arg(0)?)?, self.int(arg(1)?)?)?)
             }
             Builtin::Pow => Value::Float(rt::pow_float(self.float(arg(0)?)?, self.float(arg(1)?)?)),
+            Builtin::Remainder if ty == Type::Int => {
+                Value::Int(rt::remainder(self.int(arg(0)?)?, self.int(arg(1)?)?)?)
+            }
+            Builtin::Remainder => Value::Float(rt::remainder_float(
+                self.float(arg(0)?)?,
+                self.float(arg(1)?)?,
+            )?),
             Builtin::DtypeBytes => Value::Int(rt::dtype_bytes(&self.text(arg(0)?)?)?),
             Builtin::OnnxDtypeCode => Value::Int(rt::onnx_dtype_code(&self.text(arg(0)?)?)?),
             Builtin::Log2Ceil => Value::Int(rt::log2ceil(self.int(arg(0)?)?)?),

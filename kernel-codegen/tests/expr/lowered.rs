@@ -240,6 +240,8 @@ fn hub_lowerings_compile_and_agree_with_the_interpreter() {
         [rt::expr::to_float(env.args.dim)]
         [if env.args.dim > 2i64 { 1i64 } else { 0i64 }]
         [if env.is_defined("device.adapterInfo.subgroupSizeHint") { rt::expr::given(env.adapter_info.subgroupSizeHint, "device.adapterInfo.subgroupSizeHint")? } else { 32i64 }]
+        [rt::expr::remainder(-7i64, 3i64)?]
+        [rt::expr::remainder_float(-7.5f64, 2f64)?]
     ];
     agree_with_the_interpreter(Dialect::Hub, "hub.test", lowered);
 }

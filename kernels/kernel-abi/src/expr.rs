@@ -116,6 +116,25 @@ pub fn rem(a: i64, b: i64) -> Result<i64, EvalError> {
     }
 }
 
+/// Integer `a % b` with the sign of the dividend, as JavaScript's `%` (the Hub dialect's
+/// remainder: `-7 % 3` is -1). Fails on a zero divisor.
+pub fn remainder(a: i64, b: i64) -> Result<i64, EvalError> {
+    if b == 0 {
+        return Err(zero_divisor(a, "%", b));
+    }
+    // `checked_rem` is `None` only for `i64::MIN % -1`, whose remainder is 0.
+    Ok(a.checked_rem(b).unwrap_or(0))
+}
+
+/// Float `a % b` with the sign of the dividend, as JavaScript's `%` (the Hub dialect's).
+/// Fails on a zero divisor.
+pub fn remainder_float(a: f64, b: f64) -> Result<f64, EvalError> {
+    if b == 0.0 {
+        return Err(zero_divisor(fmt_float(a), "%", fmt_float(b)));
+    }
+    Ok(a % b)
+}
+
 /// Ceiling division `⌈a / b⌉` (the `ceilDiv` builtin). Fails on a zero divisor.
 pub fn ceil_div(a: i64, b: i64) -> Result<i64, EvalError> {
     if b == 0 {
@@ -762,6 +781,18 @@ mod tests {
         assert_eq!(rem(i64::MIN, -1), Ok(0));
         assert!(div(i64::MIN, -1).is_err());
         assert!(div(1, 0).is_err());
+    }
+
+    #[test]
+    fn remainder_follows_javascript() {
+        for (a, b, r) in [(7, 2, 1), (-7, 2, -1), (7, -2, 1), (-7, -2, -1), (6, 3, 0)] {
+            assert_eq!(remainder(a, b), Ok(r), "{a} % {b}");
+        }
+        assert_eq!(remainder(i64::MIN, -1), Ok(0));
+        assert!(remainder(1, 0).is_err());
+        assert_eq!(remainder_float(-7.5, 2.0), Ok(-1.5));
+        assert_eq!(remainder_float(7.5, -2.0), Ok(1.5));
+        assert!(remainder_float(1.0, 0.0).is_err());
     }
 
     #[test]
