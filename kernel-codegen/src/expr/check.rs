@@ -399,6 +399,26 @@ impl Checker<'_> {
     /// inside it is reported once, not once per link; the IR reads it twice, which is the same
     /// value as Jinja's single evaluation since expressions have no side effects.
     fn chain(&mut self, first: &Expr, rest: &[Comparison]) -> Option<Ir> {
+        if self.dialect == Dialect::Hub
+            && let [_, second, ..] = rest
+        {
+            // @huggingface/jinja has no chains: it compares the first link's Bool with the
+            // next operand, which fails for an ordering and is loose equality otherwise.
+            self.error(
+                second.op_span,
+                format!(
+                    "the Hub runtime reads `a {} b {} c` as `(a {} b) {} c`, comparing a Bool \
+                     with the next operand; write `a {} b and b {} c`",
+                    rest[0].op.symbol(),
+                    second.op.symbol(),
+                    rest[0].op.symbol(),
+                    second.op.symbol(),
+                    rest[0].op.symbol(),
+                    second.op.symbol(),
+                ),
+            );
+            return None;
+        }
         let errors_before = self.errors.len();
         let mut lhs = first;
         let mut links = Vec::with_capacity(rest.len());
@@ -491,6 +511,22 @@ impl Checker<'_> {
                 return Some(ir(kind, ty, span));
             }
             return Some(ir(self.binary_kind(op, lhs, rhs), ty, span));
+        }
+        if self.dialect == Dialect::Hub
+            && matches!(op, BinOp::Eq | BinOp::Ne)
+            && lhs.ty == Type::List
+            && rhs.ty == Type::List
+        {
+            // JavaScript's `==` of two arrays compares their identity.
+            self.error(
+                op_span,
+                format!(
+                    "the Hub runtime compares lists with `{}` by identity, not by value; \
+                     write `sameShape(a, b)`",
+                    op.symbol()
+                ),
+            );
+            return None;
         }
         let comparable = matches!(op, BinOp::Eq | BinOp::Ne)
             && (lhs.ty == rhs.ty
