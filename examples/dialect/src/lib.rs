@@ -1,7 +1,7 @@
-//! Packages of the `schemaVersion: 1` dialect written for the tests (none is copied from a
-//! package collection), each using constructs of the dialect as the engine's loader reads them,
-//! generated at build time by `build.rs`; `tests/constructs.rs` runs them against float64
-//! references.
+//! Packages of the `schemaVersion: 1` dialect and of the Hub's written for the tests (none is
+//! copied from a package collection), each using constructs of its dialect as the engine's
+//! loader or the Hub's runtime reads them, generated at build time by `build.rs`;
+//! `tests/constructs.rs` runs them against float64 references.
 //!
 //! - `com.example.ScaleRows`: a uniform binding named by an `arg` that is no arg of the package
 //!   (the loader builds the uniform from its `struct`), uniform fields by arg name and by value
@@ -24,6 +24,11 @@
 //!   `uint8`), the 8-bit ones stored one 32-bit word per element; the template reads
 //!   `tensorDtypes.cT` to wrap 8-bit sums, so `int8` and `int32` (one WGSL scalar) get shaders
 //!   of their own.
+//! - `com.example.HubOperands` (the Hub's dialect): derive entries computed with the Hub
+//!   runtime's Jinja, whose `or` returns an operand (`tunables.WORKGROUP_SIZE or 64`, printed as
+//!   the workgroup size; `attrs.gain or 1.5`, a Float uniform), whose `%` takes the dividend's
+//!   sign, whose `int` filter floors, and `default` for an adapter property the device may not
+//!   report.
 
 /// The generated op modules and their registry `OPS`.
 pub mod kernels {

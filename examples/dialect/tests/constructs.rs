@@ -4,7 +4,7 @@
 // In tests a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use dialect::kernels::{accumulate, add_ints, row_means, row_sums, scale_rows};
+use dialect::kernels::{accumulate, add_ints, hub_operands, row_means, row_sums, scale_rows};
 use dialect::runtime::{AnyTensor, DType, Element, Integer, OpError, Tensor};
 
 /// A `rows × cols` matrix of seeded values in [-4, 4), and its tensor.
@@ -433,5 +433,34 @@ fn integer_dtypes_through_the_untyped_entry() {
             );
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// `HubOperands`: `x · gain + shift % period`, plus 1 in the first half of the elements, where
+/// `gain` is `attrs.gain or 1.5`, `%` takes the dividend's sign and the half is `(count / 2) |
+/// int`, as the Hub runtime computes them; with the attributes' defaults (gain 0, so 1.5;
+/// -7 % 3, so -1) and with others (7 % -3 is 1 there, -2 with the divisor's sign).
+#[test]
+fn hub_operands_follow_the_hub_runtime() {
+    let ctx = test_support::context();
+    let (rows, cols) = (5usize, 13usize);
+    let (x, x_t) = matrix(&ctx, rows, cols, 23);
+    let inputs = hub_operands::Inputs { x: &x_t };
+    let custom = hub_operands::Attrs {
+        gain: 2,
+        period: -3,
+        shift: 7,
+    };
+    for (attrs, gain, phase) in [(hub_operands::Attrs::new(), 1.5, -1.0), (custom, 2.0, 1.0)] {
+        let out = hub_operands::run(&ctx, &inputs, &attrs).unwrap();
+        assert_eq!(out.y.shape(), [rows, cols]);
+        let got = out.y.to_vec(&ctx).unwrap();
+        let half = x.len() / 2;
+        let want: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| f64::from(v) * gain + phase + if i < half { 1.0 } else { 0.0 })
+            .collect();
+        test_support::assert_close(&got, &want, 5e-7, &format!("{attrs:?}"));
     }
 }
