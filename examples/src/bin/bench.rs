@@ -36,6 +36,11 @@ struct Args {
     /// Also check full-size cases against the float64 reference (slow on the host).
     #[arg(long)]
     check: bool,
+    /// Time the cases against the copy ceiling only, leaving out the element-wise copies,
+    /// the launch timings and the host-side table: about half the run, for comparing builds
+    /// of a template.
+    #[arg(long)]
+    cases_only: bool,
     /// A fresh device per case, instead of one device for everything (what applications
     /// have), for comparison.
     #[arg(long)]
@@ -148,13 +153,17 @@ fn main() -> Result<()> {
     );
     // Element-wise copies say what scalar f32 and f16 accesses cost on this adapter.
     let mut element_copies = Vec::new();
-    let mut kinds = vec![
-        copy::CopyKind::Vec4,
-        copy::CopyKind::F32,
-        copy::CopyKind::F32Runs,
-        copy::CopyKind::F16Packed,
-    ];
-    if ctx.caps().shader_f16 {
+    let mut kinds = if args.cases_only {
+        Vec::new()
+    } else {
+        vec![
+            copy::CopyKind::Vec4,
+            copy::CopyKind::F32,
+            copy::CopyKind::F32Runs,
+            copy::CopyKind::F16Packed,
+        ]
+    };
+    if ctx.caps().shader_f16 && !args.cases_only {
         kinds.extend([
             copy::CopyKind::F16,
             copy::CopyKind::F16Runs,
@@ -188,12 +197,12 @@ fn main() -> Result<()> {
         );
     }
     // Workgroups that exit at once: what a case launching as many pays before moving a byte.
-    let launches = launch::measure(
-        &ctx,
-        &launch::Grid::sweep(args.quick),
-        args.repetitions,
-        warm_up,
-    )?;
+    let grids = if args.cases_only {
+        Vec::new()
+    } else {
+        launch::Grid::sweep(args.quick)
+    };
+    let launches = launch::measure(&ctx, &grids, args.repetitions, warm_up)?;
     for l in &launches {
         println!(
             "launch of {} × {} workgroups of {}: {:.1} µs ({:.2} ns a workgroup)",
@@ -272,8 +281,12 @@ fn main() -> Result<()> {
     }
     drop(shared);
 
-    eprintln!("host-side costs…");
-    let host = host::measure(&options, 200, 1000)?;
+    let host = if args.cases_only {
+        Vec::new()
+    } else {
+        eprintln!("host-side costs…");
+        host::measure(&options, 200, 1000)?
+    };
 
     print_tables(&copy, &cases, &host);
     let unix_time = SystemTime::now()
@@ -338,6 +351,9 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
                 .collect();
             println!("{:<26} passes: {}", "", passes.join(", "));
         }
+    }
+    if host.is_empty() {
+        return;
     }
     println!();
     println!(
