@@ -37,8 +37,7 @@ struct Args {
     #[arg(long)]
     check: bool,
     /// Time the cases against the copy ceiling only, leaving out the element-wise copies,
-    /// the launch timings and the host-side table: about half the run, for comparing builds
-    /// of a template.
+    /// the launch timings and the host-side table, for comparing builds of a template.
     #[arg(long)]
     cases_only: bool,
     /// A fresh device per case, instead of one device for everything (what applications
