@@ -1,14 +1,17 @@
-//! `DIALECT.md` (at the repository root) lists the `schemaVersion: 1` dialect construct by
-//! construct in tables whose last column names the fixtures that show what the generator does.
-//! This test keeps that column honest: every row names at least one backticked path that
-//! exists (relative to the repository root), and every `` › `text` `` after a path is a text
-//! that file contains.
+//! `DIALECT.md` and `HUB.md` (at the repository root) list the `schemaVersion: 1` dialect and
+//! the Hub's construct by construct in tables whose last column names the fixtures that show
+//! what the generator does. These tests keep that column honest: every row names at least one
+//! backticked path that exists (relative to the repository root), and every `` › `text` ``
+//! after a path is a text that file contains.
 
 use std::fs;
 use std::path::Path;
 
-/// Fewer rows than this means the table lost part of the dialect.
+/// Fewer rows than this in DIALECT.md means the table lost part of the dialect.
 const MIN_ROWS: usize = 170;
+
+/// Fewer rows than this in HUB.md means the table lost part of the dialect.
+const MIN_HUB_ROWS: usize = 70;
 
 /// One fixture reference of a row: a path and the texts it must contain.
 #[derive(Debug)]
@@ -90,9 +93,20 @@ fn references(cell: &str) -> Result<Vec<Reference>, String> {
 
 #[test]
 fn every_row_of_the_dialect_table_names_fixtures_that_exist() {
+    check_table("DIALECT.md", MIN_ROWS);
+}
+
+#[test]
+fn every_row_of_the_hub_table_names_fixtures_that_exist() {
+    check_table("HUB.md", MIN_HUB_ROWS);
+}
+
+/// Checks every row of the tables of `file` (at the repository root), and that it has at
+/// least `min_rows`.
+fn check_table(file: &str, min_rows: usize) {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let repo = manifest_dir.join("..");
-    let doc = repo.join("DIALECT.md");
+    let doc = repo.join(file);
     let text = fs::read_to_string(&doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
     let rows = rows(&text);
     let mut failures = Vec::new();
@@ -103,7 +117,7 @@ fn every_row_of_the_dialect_table_names_fixtures_that_exist() {
             .next()
             .unwrap_or("")
             .trim();
-        let name = format!("DIALECT.md line {line} ({construct})");
+        let name = format!("{file} line {line} ({construct})");
         let references = match references(last_cell(row)) {
             Ok(references) => references,
             Err(message) => {
@@ -136,8 +150,8 @@ fn every_row_of_the_dialect_table_names_fixtures_that_exist() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        rows.len() >= MIN_ROWS,
-        "DIALECT.md has {} table rows; at least {MIN_ROWS} expected",
+        rows.len() >= min_rows,
+        "{file} has {} table rows; at least {min_rows} expected",
         rows.len()
     );
 }
