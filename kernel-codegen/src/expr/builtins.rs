@@ -146,6 +146,8 @@ pub enum Builtin {
     ListMax,
     /// `a % b` with the sign of the dividend (the Hub dialect's `%`, JavaScript's).
     Remainder,
+    /// A Float as JavaScript writes it, for the Hub dialect's `~`.
+    NumberText,
     /// `broadcastShape(a, b)` (Hub): the shape ONNX's multidirectional broadcasting gives
     /// `a` and `b`; an error where they do not broadcast.
     BroadcastShape,
@@ -326,6 +328,8 @@ const fn row(
 const LIST: Type = Type::List;
 const INT: Type = Type::Int;
 const BOOL: Type = Type::Bool;
+const FLOAT: Type = Type::Float;
+const STR: Type = Type::Str;
 const SEED: Dialect = Dialect::Seed;
 const V1: Dialect = Dialect::V1;
 const HUB: Dialect = Dialect::Hub;
@@ -634,6 +638,17 @@ const MODEL_ONLY: &[BuiltinSig] = &[
         INT,
         rt("list_max"),
         V1,
+    ),
+    row(
+        Builtin::NumberText,
+        "numberText",
+        Params::Fixed(&[FLOAT]),
+        STR,
+        Lowering::Runtime {
+            name: "js_number_to_str",
+            fallible: false,
+        },
+        HUB,
     ),
     row(
         Builtin::Remainder,

@@ -352,6 +352,7 @@ impl Interp<'_> {
                 Value::Int(rt::pow(self.int(arg(0)?)?, self.int(arg(1)?)?)?)
             }
             Builtin::Pow => Value::Float(rt::pow_float(self.float(arg(0)?)?, self.float(arg(1)?)?)),
+            Builtin::NumberText => Value::Str(rt::js_number_to_str(self.float(arg(0)?)?)),
             Builtin::Remainder if ty == Type::Int => {
                 Value::Int(rt::remainder(self.int(arg(0)?)?, self.int(arg(1)?)?)?)
             }

@@ -655,7 +655,7 @@ fn defined_conjuncts(ir: &Ir, out: &mut Vec<Symbol>) {
 pub fn is_owned_str(ir: &Ir) -> bool {
     match &ir.kind {
         _ if ir.ty != Type::Str => false,
-        IrKind::Binary(BinOp::Concat, ..) => true,
+        IrKind::Binary(BinOp::Concat, ..) | IrKind::Call(Builtin::NumberText, _) => true,
         IrKind::Cond(_, then, otherwise) => is_owned_str(then) || is_owned_str(otherwise),
         _ => false,
     }

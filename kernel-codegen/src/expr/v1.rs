@@ -7,7 +7,7 @@
 use super::ast::{BinOp, Expr, ExprKind};
 use super::builtins::{Builtin, Params};
 use super::check::{Checker, ir, unify_numeric};
-use super::{Ir, IrKind, Span, Symbol, Type};
+use super::{Dialect, Ir, IrKind, Span, Symbol, Type};
 
 /// How `has` must be called.
 const HAS_USAGE: &str = "has() takes a namespace and a string literal, e.g. \
@@ -139,9 +139,15 @@ impl Checker<'_> {
         Some(ir(kind, Type::Bool, span))
     }
 
-    /// `a ~ b`: Str, Dtype (its WGSL name) or Int (decimal) operands. Floats are refused: the
-    /// engine and Jinja print them differently (`2` and `2.0`).
+    /// `a ~ b`: Str, Dtype (its WGSL name) or Int (decimal) operands. Floats are refused in V1:
+    /// the engine and Jinja print them differently (`2` and `2.0`). The Hub runtime writes
+    /// each operand as JavaScript does, so there a Float and a Bool are text too.
     pub(super) fn concat(&mut self, span: Span, lhs: Ir, rhs: Ir) -> Option<Ir> {
+        let (lhs, rhs) = if self.dialect == Dialect::Hub {
+            (js_text(lhs), js_text(rhs))
+        } else {
+            (lhs, rhs)
+        };
         let mut ok = true;
         for side in [&lhs, &rhs] {
             if !matches!(side.ty, Type::Str | Type::Dtype | Type::Int) {
@@ -328,5 +334,22 @@ mod tests {
         let list = ir(IrKind::List(Vec::new()), Type::List, Span::default());
         assert_eq!(to_int(list).ty, Type::List);
         assert!(comparable(Type::Int, Type::Float) && !comparable(Type::Int, Type::Str));
+    }
+}
+
+/// A Float or Bool operand of the Hub dialect's `~` as the Str JavaScript writes for it.
+fn js_text(x: Ir) -> Ir {
+    let span = x.span;
+    match x.ty {
+        Type::Float => ir(IrKind::Call(Builtin::NumberText, vec![x]), Type::Str, span),
+        Type::Bool => {
+            let text = |t: &str| Box::new(ir(IrKind::Str(t.to_owned()), Type::Str, span));
+            ir(
+                IrKind::Cond(Box::new(x), text("true"), text("false")),
+                Type::Str,
+                span,
+            )
+        }
+        _ => x,
     }
 }

@@ -242,6 +242,8 @@ fn hub_lowerings_compile_and_agree_with_the_interpreter() {
         [if env.is_defined("device.adapterInfo.subgroupSizeHint") { rt::expr::given(env.adapter_info.subgroupSizeHint, "device.adapterInfo.subgroupSizeHint")? } else { 32i64 }]
         [rt::expr::remainder(-7i64, 3i64)?]
         [rt::expr::remainder_float(-7.5f64, 2f64)?]
+        [rt::expr::concat("w", &rt::expr::js_number_to_str(rt::expr::quotient(env.args.dim, 4i64)?))]
+        [rt::expr::concat("b", if env.args.dim > 2i64 { "true" } else { "false" })]
     ];
     agree_with_the_interpreter(Dialect::Hub, "hub.test", lowered);
 }

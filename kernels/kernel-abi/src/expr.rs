@@ -680,6 +680,31 @@ pub fn int_to_str(v: i64) -> String {
     v.to_string()
 }
 
+/// A number as JavaScript's `String(number)` writes it (the Hub runtime's `~`): a whole
+/// number without a fraction (`4`, not `4.0`), the shortest digits that read back otherwise,
+/// and an exponent below 1e-6 and from 1e21 on (`1e-7`, `1.5e+21`).
+pub fn js_number_to_str(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".to_owned();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.to_owned();
+    }
+    if v == 0.0 {
+        return "0".to_owned();
+    }
+    let magnitude = v.abs();
+    if !(1e-6..1e21).contains(&magnitude) {
+        let text = format!("{v:e}");
+        return match text.split_once('e') {
+            Some((digits, exp)) if !exp.starts_with('-') => format!("{digits}e+{exp}"),
+            _ => text,
+        };
+    }
+    // Rust's `Display` of an f64 is the shortest text that reads back, without an exponent.
+    format!("{v}")
+}
+
 /// `value in list`.
 pub fn contains(list: &[i64], value: i64) -> bool {
     list.contains(&value)
@@ -793,6 +818,24 @@ mod tests {
         assert_eq!(remainder_float(-7.5, 2.0), Ok(-1.5));
         assert_eq!(remainder_float(7.5, -2.0), Ok(1.5));
         assert!(remainder_float(1.0, 0.0).is_err());
+    }
+
+    #[test]
+    fn numbers_are_written_as_javascript_writes_them() {
+        for (v, text) in [
+            (4.0, "4"),
+            (-4.0, "-4"),
+            (12.8, "12.8"),
+            (0.1, "0.1"),
+            (0.0, "0"),
+            (1e-7, "1e-7"),
+            (1.5e21, "1.5e+21"),
+            (123456789012.0, "123456789012"),
+            (f64::NAN, "NaN"),
+            (f64::NEG_INFINITY, "-Infinity"),
+        ] {
+            assert_eq!(js_number_to_str(v), text, "{v}");
+        }
     }
 
     #[test]
