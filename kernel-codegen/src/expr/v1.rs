@@ -323,20 +323,6 @@ fn comparable(a: Type, b: Type) -> bool {
         || matches!((a, b), (Type::Dtype, Type::Str) | (Type::Str, Type::Dtype))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn to_int_wraps_only_floats() {
-        let float = ir(IrKind::Float(2.0), Type::Float, Span::default());
-        assert_eq!(to_int(float).ty, Type::Int);
-        let list = ir(IrKind::List(Vec::new()), Type::List, Span::default());
-        assert_eq!(to_int(list).ty, Type::List);
-        assert!(comparable(Type::Int, Type::Float) && !comparable(Type::Int, Type::Str));
-    }
-}
-
 /// A Float or Bool operand of the Hub dialect's `~` as the Str JavaScript writes for it.
 fn js_text(x: Ir) -> Ir {
     let span = x.span;
@@ -351,5 +337,19 @@ fn js_text(x: Ir) -> Ir {
             )
         }
         _ => x,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn to_int_wraps_only_floats() {
+        let float = ir(IrKind::Float(2.0), Type::Float, Span::default());
+        assert_eq!(to_int(float).ty, Type::Int);
+        let list = ir(IrKind::List(Vec::new()), Type::List, Span::default());
+        assert_eq!(to_int(list).ty, Type::List);
+        assert!(comparable(Type::Int, Type::Float) && !comparable(Type::Int, Type::Str));
     }
 }
