@@ -399,24 +399,7 @@ impl Checker<'_> {
     /// inside it is reported once, not once per link; the IR reads it twice, which is the same
     /// value as Jinja's single evaluation since expressions have no side effects.
     fn chain(&mut self, first: &Expr, rest: &[Comparison]) -> Option<Ir> {
-        if self.dialect == Dialect::Hub
-            && let [_, second, ..] = rest
-        {
-            // @huggingface/jinja has no chains: it compares the first link's Bool with the
-            // next operand, which fails for an ordering and is loose equality otherwise.
-            self.error(
-                second.op_span,
-                format!(
-                    "the Hub runtime reads `a {} b {} c` as `(a {} b) {} c`, comparing a Bool \
-                     with the next operand; write `a {} b and b {} c`",
-                    rest[0].op.symbol(),
-                    second.op.symbol(),
-                    rest[0].op.symbol(),
-                    second.op.symbol(),
-                    rest[0].op.symbol(),
-                    second.op.symbol(),
-                ),
-            );
+        if self.dialect == Dialect::Hub && self.hub_refuses_chain(rest) {
             return None;
         }
         let errors_before = self.errors.len();
@@ -450,15 +433,7 @@ impl Checker<'_> {
             && let (Some(l), Some(r)) = (&lhs, &rhs)
             && (l.ty != Type::Bool || r.ty != Type::Bool)
         {
-            // The Hub runtime's Jinja returns an operand: `a or b` is `a if a else b` and
-            // `a and b` is `b if a else a` (`args.n or 4` is a number, not a Bool).
-            let (l, r) = (l.clone(), r.clone());
-            let what = format!("the operands of `{}`", op.symbol());
-            return if op == BinOp::Or {
-                self.cond_ir(span, l.clone(), l, r, &what)
-            } else {
-                self.cond_ir(span, l.clone(), r, l, &what)
-            };
+            return self.hub_operand_logic(span, op, l.clone(), r.clone());
         }
         let (lhs, rhs) = if self.dialect.is_jinja() {
             (lhs.map(|l| self.truthy(l)), rhs.map(|r| self.truthy(r)))
@@ -506,26 +481,11 @@ impl Checker<'_> {
             };
             let ty = if op.is_arithmetic() { ty } else { Type::Bool };
             if op == BinOp::Rem && self.dialect == Dialect::Hub {
-                // The Hub runtime's `%` is JavaScript's: the sign of the dividend.
-                let kind = IrKind::Call(Builtin::Remainder, vec![lhs, rhs]);
-                return Some(ir(kind, ty, span));
+                return Some(super::hub::remainder(span, lhs, rhs, ty));
             }
             return Some(ir(self.binary_kind(op, lhs, rhs), ty, span));
         }
-        if self.dialect == Dialect::Hub
-            && matches!(op, BinOp::Eq | BinOp::Ne)
-            && lhs.ty == Type::List
-            && rhs.ty == Type::List
-        {
-            // JavaScript's `==` of two arrays compares their identity.
-            self.error(
-                op_span,
-                format!(
-                    "the Hub runtime compares lists with `{}` by identity, not by value; \
-                     write `sameShape(a, b)`",
-                    op.symbol()
-                ),
-            );
+        if self.dialect == Dialect::Hub && self.hub_refuses_list_equality(op, op_span, &lhs, &rhs) {
             return None;
         }
         let comparable = matches!(op, BinOp::Eq | BinOp::Ne)

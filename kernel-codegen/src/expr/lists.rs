@@ -1,9 +1,9 @@
-//! The checker's lists: list literals, indices, slices and the filters (`length`, in the
-//! Jinja dialects `first`, `last`, `sum`, `min` and `max`, and the Hub's `int`, `float` and
-//! `default`).
+//! The checker's lists: list literals, indices, slices and the filters (`length`, and in the
+//! Jinja dialects `first`, `last`, `sum`, `min` and `max`; the Hub's `int`, `float` and
+//! `default` are in `hub.rs`).
 
 use super::Ir;
-use super::ast::{Expr, ExprKind};
+use super::ast::Expr;
 use super::builtins::{Builtin, filters};
 use super::check::{Checker, ir};
 use super::{IrKind, Span, Type};
@@ -151,73 +151,5 @@ impl Checker<'_> {
             "max" => reduce(Builtin::ListMax),
             _ => ir(IrKind::Length(Box::new(value)), Type::Int, span),
         })
-    }
-
-    /// `x | int` and `x | float`, as @huggingface/jinja converts numbers and Bools: `int`
-    /// floors a Float, and a Bool is 1 or 0.
-    fn conversion(&mut self, span: Span, value: Ir, name: &str) -> Option<Ir> {
-        let to_float = name == "float";
-        match value.ty {
-            Type::Int | Type::Float if to_float => Some(super::check::promote(value)),
-            Type::Int => Some(value),
-            Type::Float => Some(ir(
-                IrKind::Call(Builtin::Floor, vec![value]),
-                Type::Int,
-                span,
-            )),
-            Type::Bool => {
-                let (one, zero) = if to_float {
-                    (IrKind::Float(1.0), IrKind::Float(0.0))
-                } else {
-                    (IrKind::Int(1), IrKind::Int(0))
-                };
-                let ty = if to_float { Type::Float } else { Type::Int };
-                let branches = format!("the results of `{name}`");
-                self.cond_ir(
-                    span,
-                    value,
-                    ir(one, ty, span),
-                    ir(zero, ty, span),
-                    &branches,
-                )
-            }
-            other => {
-                self.error(
-                    value.span,
-                    format!("filter `{name}` applies to a number or a Bool, found {other}"),
-                );
-                None
-            }
-        }
-    }
-
-    /// `x | default(d)`: `x` where it is defined, else `d` (@huggingface/jinja's default,
-    /// without its second argument, which would also replace a falsy `x`). Only a name can
-    /// be undefined; any other value is its own result.
-    fn default(
-        &mut self,
-        span: Span,
-        value_expr: &Expr,
-        value: Option<Ir>,
-        name_span: Span,
-        args: Vec<Option<Ir>>,
-    ) -> Option<Ir> {
-        if args.len() != 1 {
-            self.error(
-                name_span,
-                format!(
-                    "filter `default` takes one argument, the value where the operand is undefined (found {})",
-                    args.len()
-                ),
-            );
-            return None;
-        }
-        let fallback = args.into_iter().next().flatten();
-        let (value, fallback) = (value?, fallback?);
-        if !matches!(value_expr.kind, ExprKind::Name(_) | ExprKind::Member { .. }) {
-            return Some(value);
-        }
-        let defined = self.test(span, value_expr, "defined", name_span, false, &[])?;
-        self.cond_ir(span, defined, value, fallback, "a value and its `default`")
     }
 }

@@ -58,6 +58,7 @@
 pub mod ast;
 pub mod builtins;
 mod check;
+mod hub;
 mod interp;
 mod ir;
 mod lexer;

@@ -144,7 +144,7 @@ impl Checker<'_> {
     /// each operand as JavaScript does, so there a Float and a Bool are text too.
     pub(super) fn concat(&mut self, span: Span, lhs: Ir, rhs: Ir) -> Option<Ir> {
         let (lhs, rhs) = if self.dialect == Dialect::Hub {
-            (js_text(lhs), js_text(rhs))
+            (super::hub::js_text(lhs), super::hub::js_text(rhs))
         } else {
             (lhs, rhs)
         };
@@ -321,23 +321,6 @@ fn comparable(a: Type, b: Type) -> bool {
     (a.is_numeric() && b.is_numeric())
         || a == b
         || matches!((a, b), (Type::Dtype, Type::Str) | (Type::Str, Type::Dtype))
-}
-
-/// A Float or Bool operand of the Hub dialect's `~` as the Str JavaScript writes for it.
-fn js_text(x: Ir) -> Ir {
-    let span = x.span;
-    match x.ty {
-        Type::Float => ir(IrKind::Call(Builtin::NumberText, vec![x]), Type::Str, span),
-        Type::Bool => {
-            let text = |t: &str| Box::new(ir(IrKind::Str(t.to_owned()), Type::Str, span));
-            ir(
-                IrKind::Cond(Box::new(x), text("true"), text("false")),
-                Type::Str,
-                span,
-            )
-        }
-        _ => x,
-    }
 }
 
 #[cfg(test)]
