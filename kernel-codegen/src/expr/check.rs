@@ -481,7 +481,7 @@ impl Checker<'_> {
             };
             let ty = if op.is_arithmetic() { ty } else { Type::Bool };
             if op == BinOp::Rem && self.dialect == Dialect::Hub {
-                return Some(super::hub::remainder(span, lhs, rhs, ty));
+                return Some(self.hub_remainder(span, lhs, rhs, ty));
             }
             return Some(ir(self.binary_kind(op, lhs, rhs), ty, span));
         }

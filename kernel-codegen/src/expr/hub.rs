@@ -10,6 +10,11 @@ use super::check::{Checker, ir};
 use super::{Ir, IrKind, Span, Type};
 
 impl Checker<'_> {
+    /// `a % b` with JavaScript's sign, the dividend's, for operands already brought to `ty`.
+    pub(super) fn hub_remainder(&self, span: Span, lhs: Ir, rhs: Ir, ty: Type) -> Ir {
+        ir(IrKind::Call(Builtin::Remainder, vec![lhs, rhs]), ty, span)
+    }
+
     /// `a or b` as `a if a else b` and `a and b` as `b if a else a`, for operands that are
     /// not both Bools (`args.n or 4` is a number): the engine returns an operand.
     pub(super) fn hub_operand_logic(&mut self, span: Span, op: BinOp, l: Ir, r: Ir) -> Option<Ir> {
@@ -128,11 +133,6 @@ impl Checker<'_> {
         let defined = self.test(span, value_expr, "defined", name_span, false, &[])?;
         self.cond_ir(span, defined, value, fallback, "a value and its `default`")
     }
-}
-
-/// `a % b` with JavaScript's sign, the dividend's, for operands already brought to `ty`.
-pub(super) fn remainder(span: Span, lhs: Ir, rhs: Ir, ty: Type) -> Ir {
-    ir(IrKind::Call(Builtin::Remainder, vec![lhs, rhs]), ty, span)
 }
 
 /// A Float or Bool operand of `~` as the Str JavaScript writes for it (`4`, not `4.0`;
