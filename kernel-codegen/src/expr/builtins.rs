@@ -108,10 +108,10 @@ pub const FILTERS: &[&str] = &["length"];
 /// The Jinja dialects' filters (the V1 loader's and the Hub runtime's engines). Sorted.
 pub const FILTERS_JINJA: &[&str] = &["first", "last", "length", "max", "min", "sum"];
 
-/// The Hub runtime's filters: the list filters, the conversions of @huggingface/jinja (whose
-/// `int` floors) and `default`. Sorted.
+/// The Hub runtime's filters: the list filters, the numeric ones of @huggingface/jinja
+/// (`abs`, and `int`, which floors, and `float`) and `default`. Sorted.
 pub const FILTERS_HUB: &[&str] = &[
-    "default", "first", "float", "int", "last", "length", "max", "min", "sum",
+    "abs", "default", "first", "float", "int", "last", "length", "max", "min", "sum",
 ];
 
 /// The filters of `dialect`.
@@ -148,6 +148,8 @@ pub enum Builtin {
     Remainder,
     /// A Float as JavaScript writes it, for the Hub dialect's `~`.
     NumberText,
+    /// `|x|`, the Hub dialect's `abs` filter.
+    Abs,
     /// `broadcastShape(a, b)` (Hub): the shape ONNX's multidirectional broadcasting gives
     /// `a` and `b`; an error where they do not broadcast.
     BroadcastShape,
@@ -638,6 +640,17 @@ const MODEL_ONLY: &[BuiltinSig] = &[
         INT,
         rt("list_max"),
         V1,
+    ),
+    row(
+        Builtin::Abs,
+        "abs",
+        Params::Numeric(1),
+        INT,
+        Lowering::ByType {
+            int: Some(("abs", true)),
+            float: ("abs_float", false),
+        },
+        HUB,
     ),
     row(
         Builtin::NumberText,

@@ -66,6 +66,19 @@ impl Checker<'_> {
         refused
     }
 
+    /// `x | abs`: the magnitude of a number, of its type.
+    pub(super) fn abs(&mut self, span: Span, value: Ir) -> Option<Ir> {
+        if !value.ty.is_numeric() {
+            self.error(
+                value.span,
+                format!("filter `abs` applies to a number, found {}", value.ty),
+            );
+            return None;
+        }
+        let ty = value.ty;
+        Some(ir(IrKind::Call(Builtin::Abs, vec![value]), ty, span))
+    }
+
     /// `x | int` and `x | float`, as @huggingface/jinja converts numbers and Bools: `int`
     /// floors a Float, and a Bool is 1 or 0.
     pub(super) fn conversion(&mut self, span: Span, value: Ir, name: &str) -> Option<Ir> {

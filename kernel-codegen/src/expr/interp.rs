@@ -353,6 +353,8 @@ impl Interp<'_> {
             }
             Builtin::Pow => Value::Float(rt::pow_float(self.float(arg(0)?)?, self.float(arg(1)?)?)),
             Builtin::NumberText => Value::Str(rt::js_number_to_str(self.float(arg(0)?)?)),
+            Builtin::Abs if ty == Type::Int => Value::Int(rt::abs(self.int(arg(0)?)?)?),
+            Builtin::Abs => Value::Float(rt::abs_float(self.float(arg(0)?)?)),
             Builtin::Remainder if ty == Type::Int => {
                 Value::Int(rt::remainder(self.int(arg(0)?)?, self.int(arg(1)?)?)?)
             }

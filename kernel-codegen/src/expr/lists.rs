@@ -124,6 +124,9 @@ impl Checker<'_> {
         if matches!(name, "int" | "float") {
             return self.conversion(span, value, name);
         }
+        if name == "abs" {
+            return self.abs(span, value);
+        }
         if value.ty != Type::List {
             self.error(
                 value.span,

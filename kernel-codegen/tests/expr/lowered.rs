@@ -244,6 +244,8 @@ fn hub_lowerings_compile_and_agree_with_the_interpreter() {
         [rt::expr::remainder_float(-7.5f64, 2f64)?]
         [rt::expr::concat("w", &rt::expr::js_number_to_str(rt::expr::quotient(env.args.dim, 4i64)?))]
         [rt::expr::concat("b", if env.args.dim > 2i64 { "true" } else { "false" })]
+        [rt::expr::abs(rt::expr::sub(env.args.dim, 100i64)?)?]
+        [rt::expr::abs_float(0f64 - rt::expr::quotient(env.args.dim, 5i64)?)]
     ];
     agree_with_the_interpreter(Dialect::Hub, "hub.test", lowered);
 }

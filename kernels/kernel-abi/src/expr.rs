@@ -680,6 +680,18 @@ pub fn int_to_str(v: i64) -> String {
     v.to_string()
 }
 
+/// `|v|` of an Int (the Hub dialect's `abs` filter). Fails for `i64::MIN`, whose magnitude
+/// has no Int.
+pub fn abs(v: i64) -> Result<i64, EvalError> {
+    v.checked_abs()
+        .ok_or_else(|| EvalError::new(format!("integer overflow: abs({v})")))
+}
+
+/// `|v|` of a Float (the Hub dialect's `abs` filter).
+pub fn abs_float(v: f64) -> f64 {
+    v.abs()
+}
+
 /// A number as JavaScript's `String(number)` writes it (the Hub runtime's `~`): a whole
 /// number without a fraction (`4`, not `4.0`), the shortest digits that read back otherwise,
 /// and an exponent below 1e-6 and from 1e21 on (`1e-7`, `1.5e+21`).
@@ -818,6 +830,14 @@ mod tests {
         assert_eq!(remainder_float(-7.5, 2.0), Ok(-1.5));
         assert_eq!(remainder_float(7.5, -2.0), Ok(1.5));
         assert!(remainder_float(1.0, 0.0).is_err());
+    }
+
+    #[test]
+    fn abs_of_ints_and_floats() {
+        assert_eq!(abs(-3), Ok(3));
+        assert_eq!(abs(3), Ok(3));
+        assert!(abs(i64::MIN).is_err());
+        assert_eq!(abs_float(-2.5), 2.5);
     }
 
     #[test]
