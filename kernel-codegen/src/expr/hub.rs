@@ -1,8 +1,8 @@
 //! The Hub dialect's rules where its runtime's engine, `@huggingface/jinja`, departs from the
 //! V1 reading the dialect otherwise shares: `and`/`or` return an operand, `%` takes the
-//! dividend's sign, `~` writes numbers and Bools as JavaScript does, the `int`, `float` and
-//! `default` filters, and chained comparisons and list equality, which that engine evaluates
-//! differently from Jinja, refused.
+//! dividend's sign, `~` writes numbers and Bools as JavaScript does, the `int`, `float`, `abs`
+//! and `default` filters, and chained comparisons and list equality, which that engine
+//! evaluates differently from Jinja, refused.
 
 use super::ast::{BinOp, Comparison, Expr, ExprKind};
 use super::builtins::Builtin;

@@ -1,6 +1,6 @@
 //! The checker's lists: list literals, indices, slices and the filters (`length`, and in the
-//! Jinja dialects `first`, `last`, `sum`, `min` and `max`; the Hub's `int`, `float` and
-//! `default` are in `hub.rs`).
+//! Jinja dialects `first`, `last`, `sum`, `min` and `max`; the Hub's `int`, `float`, `abs`
+//! and `default` are in `hub.rs`).
 
 use super::Ir;
 use super::ast::Expr;

@@ -51,9 +51,12 @@
 //! [`Dialect::Hub`] reads as V1 does, and adds the Hub runtime's `derive.<name>` (the bare
 //! name's value), `DISPATCH_FOLD_WIDTH` (65535) and its runtime's helpers for shapes and
 //! dtypes (`broadcastShape`, `matmulShape`, `prefix`, `permuteShape`, `isUniqueIntList`,
-//! `log2ceil`, `onnxDtypeCode`); it has no `constants` namespace. Its runtime's
-//! Jinja compares an undefined value only with `==` and `!=`, so an ordering (`<`, `<=`, `>`,
-//! `>=`) with an undefined operand is an error there, where V1 orders it against nothing.
+//! `log2ceil`, `onnxDtypeCode`); it has no `constants` namespace, nor V1's `cols`, `rank` and
+//! `f16Allowed`. Its runtime's Jinja compares an undefined value only with `==` and `!=`, so
+//! an ordering (`<`, `<=`, `>`, `>=`) with an undefined operand is an error there, where V1
+//! orders it against nothing. Where that engine departs from V1 otherwise (`and`/`or`
+//! returning an operand, JavaScript's `%` and `~`, the `int`, `float`, `abs` and `default`
+//! filters, no chained comparisons or list equality), `hub.rs` has the rules.
 
 pub mod ast;
 pub mod builtins;
