@@ -375,6 +375,8 @@ fn one_subgroup_per_row() {
             (&[100, 256], -1, RANDOM, "online_subgroup_rows_vec4"),
             (&[70, 512], -1, LARGE, "online_subgroup_rows_vec4"),
             (&[64, 132], -1, EQUAL, "online_subgroup_rows_vec4"),
+            // The most words a lane holds: 8 with 32 lanes.
+            (&[64, 1024], -1, RANDOM, "online_subgroup_rows_vec4"),
         ],
     );
     // Past 65535 workgroups of workgroupSize / subgroupMaxSize rows (8 with 32 lanes), the
