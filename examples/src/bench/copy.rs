@@ -332,7 +332,7 @@ impl CopyKind {
     pub fn sweep() -> Vec<CopyKind> {
         let mut kinds = Vec::new();
         for per in [1, 2, 4, 8] {
-            for wg in [128, 256, 512, 1024] {
+            for wg in [32, 64, 128, 256, 512, 1024] {
                 kinds.push(CopyKind::Spread {
                     half: false,
                     per,
