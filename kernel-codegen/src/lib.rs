@@ -39,6 +39,7 @@ pub mod webgpu;
 pub mod wgsl;
 
 use std::collections::{BTreeMap, BTreeSet};
+use templates::render::Flavour;
 
 pub use config::{Config, ConfigError, Report};
 pub use diag::{Diagnostic, Diagnostics, Specialisation};
@@ -167,10 +168,11 @@ struct FrontEnd {
     origins: BTreeMap<String, hints::Origins>,
     /// Per manifest file, where its declaration's paths are written in it.
     source_paths: BTreeMap<String, Vec<(String, String)>>,
-    /// The templates with undefined names an error, and (when an op needs it) with them
-    /// falsy in conditions.
+    /// The templates with undefined names an error and minijinja's filters, and in each
+    /// other flavour an op needs (undefined names falsy in conditions, the Hub engine's
+    /// filters).
     strict_env: minijinja::Environment<'static>,
-    lenient_env: Option<minijinja::Environment<'static>>,
+    other_envs: Vec<(Flavour, minijinja::Environment<'static>)>,
 }
 
 impl FrontEnd {
@@ -185,10 +187,10 @@ impl FrontEnd {
     }
 
     fn env_of(&self, op: &model::Op) -> &minijinja::Environment<'static> {
-        match &self.lenient_env {
-            Some(env) if op.templates.undefined_names_are_falsy => env,
-            _ => &self.strict_env,
-        }
+        let flavour = Flavour::of(&op.templates);
+        (self.other_envs.iter())
+            .find(|(f, _)| *f == flavour)
+            .map_or(&self.strict_env, |(_, env)| env)
     }
 }
 
@@ -269,14 +271,18 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     }
     let include_root = inputs.include_root.as_deref();
     let (strict_env, template_errors) =
-        templates::render::environment(&inputs.templates, include_root, false);
+        templates::render::environment(&inputs.templates, include_root, Flavour::STRICT);
     diagnostics.0.extend(template_errors);
-    // The same templates, parsed once more only when an op's templates take undefined names
-    // as falsy (their syntax errors are reported once, above).
-    let lenient_env = ops
-        .iter()
-        .any(|op| op.templates.undefined_names_are_falsy)
-        .then(|| templates::render::environment(&inputs.templates, include_root, true).0);
+    // The same templates, parsed once more for each other flavour an op needs (their syntax
+    // errors are reported once, above).
+    let mut other_envs: Vec<(Flavour, minijinja::Environment<'static>)> = Vec::new();
+    for op in &ops {
+        let flavour = Flavour::of(&op.templates);
+        if flavour != Flavour::STRICT && other_envs.iter().all(|(f, _)| *f != flavour) {
+            let env = templates::render::environment(&inputs.templates, include_root, flavour);
+            other_envs.push((flavour, env.0));
+        }
+    }
     let mut front = FrontEnd {
         ops,
         notes: unavailable_notes,
@@ -284,11 +290,12 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
         origins: all_origins,
         source_paths: all_source_paths,
         strict_env,
-        lenient_env,
+        other_envs,
     };
     let mut ops = std::mem::take(&mut front.ops);
     for op in &mut ops {
         let mut problems = namespace_values::add_namespace_values(op, front.env_of(op), &paths);
+        problems.extend(templates::javascript::chained_comparisons(op, &paths));
         problems.extend(settle::settle(op, front.env_of(op), &paths));
         override_types::settle_override_types(op, front.env_of(op));
         suggest::try_suggestions(op, front.env_of(op), &paths, &mut problems);

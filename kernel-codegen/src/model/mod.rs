@@ -404,6 +404,9 @@ pub struct TemplateConvention {
     /// Templates see the runtime's named constant `DISPATCH_FOLD_WIDTH`, as its expressions
     /// do.
     pub fold_width_visible: bool,
+    /// Templates are rendered as the Hub runtime's Jinja (@huggingface/jinja) renders them:
+    /// its `int` filter, and no chains of comparisons (`templates/javascript.rs`).
+    pub javascript_jinja: bool,
 }
 
 impl TemplateConvention {
@@ -415,6 +418,7 @@ impl TemplateConvention {
         unholdable_dtypes_left_out: false,
         derives_visible: false,
         fold_width_visible: false,
+        javascript_jinja: false,
     };
     /// The `schemaVersion: 1` engine's loader.
     pub const LOADER: Self = Self {
@@ -424,12 +428,14 @@ impl TemplateConvention {
         unholdable_dtypes_left_out: true,
         derives_visible: false,
         fold_width_visible: false,
+        javascript_jinja: false,
     };
     /// The Hub runtime's: the `schemaVersion: 1` loader's, the manifest's derives spread
-    /// into every template's context, and `DISPATCH_FOLD_WIDTH`.
+    /// into every template's context, `DISPATCH_FOLD_WIDTH`, and @huggingface/jinja's rules.
     pub const HUB: Self = Self {
         derives_visible: true,
         fold_width_visible: true,
+        javascript_jinja: true,
         ..Self::LOADER
     };
 }

@@ -1,7 +1,8 @@
 //! Templates: where they live and how names resolve (here), how they are read
 //! (`usage.rs`, minijinja's syntax trees) and rendered (`render.rs`, the environment and
 //! context; `prelude.rs`, the declarations written before a template; `pass.rs`, one pass
-//! under one combination; `runtime_values.rs`, values printed as literals). The front end
+//! under one combination; `runtime_values.rs`, values printed as literals; `javascript.rs`,
+//! what differs where the Hub runtime's Jinja renders them). The front end
 //! reads and renders templates to settle an op, and the WGSL emitter to make its shaders;
 //! neither is above the other.
 //!
@@ -15,6 +16,7 @@
 //!   none, as for a Hub package) to the including file too. `..` may not leave the package
 //!   folder or the include root.
 
+pub mod javascript;
 pub mod pass;
 pub mod prelude;
 pub mod render;

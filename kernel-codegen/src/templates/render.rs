@@ -7,7 +7,7 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 
 use crate::diag::Diagnostic;
 use crate::expr::Value;
-use crate::model::{Combination, Op, Pass, TemplateValue, Variant};
+use crate::model::{Combination, Op, Pass, TemplateConvention, TemplateValue, Variant};
 
 /// The most minijinja instructions one render of a pass may take; every shader of the seed
 /// packages and of the corpus renders within it (`cargo xtask codegen`, `cargo xtask corpus`).
@@ -28,16 +28,43 @@ pub fn syntax_config() -> minijinja::syntax::SyntaxConfig {
         .unwrap_or_default()
 }
 
+/// What of a package's [`TemplateConvention`] the environment itself holds: ops of one flavour
+/// share an environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flavour {
+    pub undefined_names_are_falsy: bool,
+    pub javascript_jinja: bool,
+}
+
+impl Flavour {
+    /// Every name defined, minijinja's own filters: the seed packages'.
+    pub const STRICT: Self = Self {
+        undefined_names_are_falsy: false,
+        javascript_jinja: false,
+    };
+
+    pub fn of(convention: &TemplateConvention) -> Self {
+        Self {
+            undefined_names_are_falsy: convention.undefined_names_are_falsy,
+            javascript_jinja: convention.javascript_jinja,
+        }
+    }
+}
+
 /// A minijinja environment holding every template, configured for WGSL: `trim_blocks`/
 /// `lstrip_blocks`, no escaping, WGSL literals, and undefined names an error wherever used or,
-/// with `undefined_names_are_falsy` (see [`crate::model::TemplateConvention`]), falsy in a
-/// condition and an error when printed.
+/// with `undefined_names_are_falsy` (see [`TemplateConvention`]), falsy in a condition and an
+/// error when printed; with `javascript_jinja`, the Hub runtime engine's filters.
 pub fn environment(
     templates: &BTreeMap<String, String>,
     include_root: Option<&str>,
-    undefined_names_are_falsy: bool,
+    flavour: Flavour,
 ) -> (Environment<'static>, Vec<Diagnostic>) {
     let mut env = Environment::new();
+    if flavour.javascript_jinja {
+        super::javascript::add_filters(&mut env);
+    }
+    let undefined_names_are_falsy = flavour.undefined_names_are_falsy;
     let root = include_root.map(str::to_owned);
     env.set_path_join_callback(move |name, parent| {
         crate::templates::join(root.as_deref(), name, parent).into()

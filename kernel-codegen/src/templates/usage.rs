@@ -1,6 +1,7 @@
 //! Where templates use values whose value is unknown when the shader text is fixed (dynamic
 //! template values, which render as the name of their WGSL `override`), read from minijinja's
-//! own syntax tree. It and `source_map.rs` are the only files that touch minijinja's unstable `machinery` API.
+//! own syntax tree. It, `javascript.rs` and `source_map.rs` are the only files that touch
+//! minijinja's unstable `machinery` API.
 //!
 //! Such a value may only be printed as it is (`{{ blockSize }}`). Anything that needs its
 //! value while rendering is reported with the template line and column: a condition (`if`,
@@ -428,7 +429,7 @@ struct Scope {
 }
 
 /// Calls `f` on `expr` and every expression inside it.
-fn visit<'a>(expr: &Expr<'a>, f: &mut dyn FnMut(&Expr<'a>)) {
+pub(crate) fn visit<'a>(expr: &Expr<'a>, f: &mut dyn FnMut(&Expr<'a>)) {
     f(expr);
     let mut each = |e: &Expr<'a>| visit(e, f);
     match expr {
