@@ -295,7 +295,7 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
     let mut ops = std::mem::take(&mut front.ops);
     for op in &mut ops {
         let mut problems = namespace_values::add_namespace_values(op, front.env_of(op), &paths);
-        problems.extend(templates::javascript::chained_comparisons(op, &paths));
+        problems.extend(templates::javascript::unsupported_constructs(op, &paths));
         problems.extend(settle::settle(op, front.env_of(op), &paths));
         override_types::settle_override_types(op, front.env_of(op));
         suggest::try_suggestions(op, front.env_of(op), &paths, &mut problems);

@@ -62,7 +62,7 @@ pub fn environment(
 ) -> (Environment<'static>, Vec<Diagnostic>) {
     let mut env = Environment::new();
     if flavour.javascript_jinja {
-        super::javascript::add_filters(&mut env);
+        super::javascript::install(&mut env);
     }
     let undefined_names_are_falsy = flavour.undefined_names_are_falsy;
     let root = include_root.map(str::to_owned);
