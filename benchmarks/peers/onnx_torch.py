@@ -47,6 +47,7 @@ COMPILED = {
     "ai.onnx.MatMul": torch.compile(matmul),
 }
 EAGER = {"ai.onnx.Add": add, "ai.onnx.Softmax": softmax, "ai.onnx.MatMul": matmul}
+OPS = list(EAGER)
 
 results = []
 
@@ -62,13 +63,10 @@ def report(engine, op, case, dtype, ms, nbytes, flops=None):
     print(line, flush=True)
 
 
-def main():
-    print("torch", torch.__version__, torch.cuda.get_device_name(0), flush=True)
-    x = torch.rand(256 << 20, device=DEVICE)  # 1 GiB of float32
-    y = torch.empty_like(x)
-    report("torch", "copy", "1 GiB", "float32", bench(lambda: y.copy_(x)), 2 * x.numel() * 4)
-    del x, y
-    for op in sys.argv[2:] or ["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"]:
+def cases(ops):
+    """Each case of `ops` (op names or `.bench.json` paths) in each of its dtypes, as
+    (op, case, dtype name, inputs, call arguments), inputs uniform random in [-1, 1]."""
+    for op in ops:
         path = op if op.endswith(".bench.json") else os.path.join(CASES, f"{op}.bench.json")
         with open(path) as f:
             spec = json.load(f)
@@ -81,19 +79,30 @@ def main():
                 args = list(inputs)
                 if op == "ai.onnx.Softmax":
                     args.append(case.get("attrs", {}).get("axis", -1))
-                out = EAGER[op](*args)
-                nbytes = sum(t.numel() * t.element_size() for t in inputs)
-                nbytes += out.numel() * out.element_size()
-                flops = None
-                if op == "ai.onnx.MatMul":
-                    k = inputs[0].shape[-1]
-                    flops = 2 * out.numel() * k
-                for engine, fns in [("eager", EAGER), ("compile", COMPILED)]:
-                    fn = fns[op]
-                    ms = bench(lambda: fn(*args))
-                    report(engine, op, case["name"], name, ms, nbytes, flops)
-                del inputs, args, out
+                yield op, case, name, inputs, args
+                del inputs, args
                 torch.cuda.empty_cache()
+
+
+def main():
+    print("torch", torch.__version__, torch.cuda.get_device_name(0), flush=True)
+    x = torch.rand(256 << 20, device=DEVICE)  # 1 GiB of float32
+    y = torch.empty_like(x)
+    report("torch", "copy", "1 GiB", "float32", bench(lambda: y.copy_(x)), 2 * x.numel() * 4)
+    del x, y
+    for op, case, name, inputs, args in cases(sys.argv[2:] or OPS):
+        out = EAGER[op](*args)
+        nbytes = sum(t.numel() * t.element_size() for t in inputs)
+        nbytes += out.numel() * out.element_size()
+        flops = None
+        if op == "ai.onnx.MatMul":
+            k = inputs[0].shape[-1]
+            flops = 2 * out.numel() * k
+        del out
+        for engine, fns in [("eager", EAGER), ("compile", COMPILED)]:
+            fn = fns[op]
+            ms = bench(lambda: fn(*args))
+            report(engine, op, case["name"], name, ms, nbytes, flops)
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
             json.dump(results, f, indent=1)

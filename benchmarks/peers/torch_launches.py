@@ -12,7 +12,7 @@ import sys
 import tempfile
 
 import torch
-from onnx_torch import CASES, COMPILED, DTYPES, EAGER, DEVICE
+from onnx_torch import COMPILED, EAGER, OPS, cases
 
 
 def launches(fn, args):
@@ -38,31 +38,18 @@ def main():
         only = argv[i + 1]
         del argv[i:i + 2]
     print("torch", torch.__version__, torch.cuda.get_device_name(0), flush=True)
-    for op in argv or ["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"]:
-        path = op if op.endswith(".bench.json") else os.path.join(CASES, f"{op}.bench.json")
-        with open(path) as f:
-            spec = json.load(f)
-        op = spec["op"]
-        for case in spec["cases"]:
-            if only is not None and case["name"] != only:
-                continue
-            for name in case["dtypes"]:
-                dtype = DTYPES[name]
-                args = [torch.rand(i["shape"], device=DEVICE, dtype=dtype) * 2 - 1
-                        for i in case["inputs"].values()]
-                if op == "ai.onnx.Softmax":
-                    args.append(case.get("attrs", {}).get("axis", -1))
-                for engine, fns in [("eager", EAGER), ("compile", COMPILED)]:
-                    for k in launches(fns[op], args):
-                        a = k.get("args", {})
-                        print(f"{engine:8s} {op} / {case['name']} / {name}: {k['name'][:60]}"
-                              f" grid {a.get('grid')} block {a.get('block')}"
-                              f" registers {a.get('registers per thread')}"
-                              f" shared {a.get('shared memory')}"
-                              f" occupancy {a.get('est. achieved occupancy %')}%"
-                              f" {k.get('dur')} us", flush=True)
-                del args
-                torch.cuda.empty_cache()
+    for op, case, name, _, args in cases(argv or OPS):
+        if only is not None and case["name"] != only:
+            continue
+        for engine, fns in [("eager", EAGER), ("compile", COMPILED)]:
+            for k in launches(fns[op], args):
+                a = k.get("args", {})
+                print(f"{engine:8s} {op} / {case['name']} / {name}: {k['name'][:60]}"
+                      f" grid {a.get('grid')} block {a.get('block')}"
+                      f" registers {a.get('registers per thread')}"
+                      f" shared {a.get('shared memory')}"
+                      f" occupancy {a.get('est. achieved occupancy %')}%"
+                      f" {k.get('dur')} us", flush=True)
 
 
 if __name__ == "__main__":

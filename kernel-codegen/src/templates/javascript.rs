@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 
 use minijinja::machinery::Span;
-use minijinja::machinery::ast::{BinOpKind, CallArg, Expr, Stmt};
+use minijinja::machinery::ast::{BinOpKind, Expr, Stmt};
 use minijinja::machinery::parse;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::{Value as JValue, ValueKind};
@@ -21,7 +21,8 @@ use minijinja::{Environment, Error, ErrorKind};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::model::Op;
 use crate::templates::TemplatePaths;
-use crate::templates::usage::{self, visit};
+use crate::templates::syntax::walk;
+use crate::templates::usage;
 
 /// Gives `env` what the runtime gives templates where minijinja has none or another: the
 /// engine's `int` filter, and the runtime's `raise_exception(message)`, which fails the
@@ -226,87 +227,6 @@ pub fn unsupported_constructs(op: &Op, paths: &TemplatePaths<'_>) -> Diagnostics
         }
     }
     diagnostics
-}
-
-/// Calls `on_stmt` on every statement of `stmt` and `on_expr` on every expression, at any
-/// depth.
-fn walk<'a>(
-    stmt: &Stmt<'a>,
-    on_stmt: &mut dyn FnMut(&Stmt<'a>),
-    on_expr: &mut dyn FnMut(&Expr<'a>),
-) {
-    on_stmt(stmt);
-    let mut body = |stmts: &[Stmt<'a>], on_expr: &mut dyn FnMut(&Expr<'a>)| {
-        for s in stmts {
-            walk(s, on_stmt, on_expr);
-        }
-    };
-    let f = on_expr;
-    match stmt {
-        Stmt::Template(t) => body(&t.children, f),
-        Stmt::EmitExpr(e) => visit(&e.expr, f),
-        Stmt::EmitRaw(_) | Stmt::Continue(_) | Stmt::Break(_) => {}
-        Stmt::Block(b) => body(&b.body, f),
-        Stmt::ForLoop(l) => {
-            visit(&l.target, f);
-            visit(&l.iter, f);
-            if let Some(filter) = &l.filter_expr {
-                visit(filter, f);
-            }
-            body(&l.body, f);
-            body(&l.else_body, f);
-        }
-        Stmt::IfCond(i) => {
-            visit(&i.expr, f);
-            body(&i.true_body, f);
-            body(&i.false_body, f);
-        }
-        Stmt::WithBlock(w) => {
-            for (target, value) in &w.assignments {
-                visit(target, f);
-                visit(value, f);
-            }
-            body(&w.body, f);
-        }
-        Stmt::Set(s) => visit(&s.expr, f),
-        Stmt::SetBlock(s) => {
-            if let Some(filter) = &s.filter {
-                visit(filter, f);
-            }
-            body(&s.body, f);
-        }
-        Stmt::AutoEscape(a) => body(&a.body, f),
-        Stmt::FilterBlock(b) => {
-            visit(&b.filter, f);
-            body(&b.body, f);
-        }
-        Stmt::Extends(e) => visit(&e.name, f),
-        Stmt::Include(i) => visit(&i.name, f),
-        Stmt::Import(i) => visit(&i.expr, f),
-        Stmt::FromImport(i) => visit(&i.expr, f),
-        Stmt::Macro(m) => {
-            for default in &m.defaults {
-                visit(default, f);
-            }
-            body(&m.body, f);
-        }
-        Stmt::CallBlock(c) => {
-            call(&c.call.expr, &c.call.args, f);
-            body(&c.macro_decl.body, f);
-        }
-        Stmt::Do(d) => call(&d.call.expr, &d.call.args, f),
-    }
-}
-
-fn call<'a>(callee: &Expr<'a>, args: &[CallArg<'a>], f: &mut dyn FnMut(&Expr<'a>)) {
-    visit(callee, f);
-    for arg in args {
-        let (CallArg::Pos(e)
-        | CallArg::Kwarg(_, e)
-        | CallArg::PosSplat(e)
-        | CallArg::KwargSplat(e)) = arg;
-        visit(e, f);
-    }
 }
 
 #[cfg(test)]

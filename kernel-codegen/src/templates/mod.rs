@@ -2,7 +2,8 @@
 //! (`usage.rs`, minijinja's syntax trees) and rendered (`render.rs`, the environment and
 //! context; `prelude.rs`, the declarations written before a template; `pass.rs`, one pass
 //! under one combination; `runtime_values.rs`, values printed as literals; `javascript.rs`,
-//! what differs where the Hub runtime's Jinja renders them). The front end
+//! what differs where the Hub runtime's Jinja renders them; `syntax.rs`, walks over the
+//! syntax trees). The front end
 //! reads and renders templates to settle an op, and the WGSL emitter to make its shaders;
 //! neither is above the other.
 //!
@@ -21,6 +22,7 @@ pub mod pass;
 pub mod prelude;
 pub mod render;
 mod runtime_values;
+pub mod syntax;
 pub mod usage;
 
 use std::collections::BTreeMap;

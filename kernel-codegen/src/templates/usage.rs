@@ -1,7 +1,7 @@
 //! Where templates use values whose value is unknown when the shader text is fixed (dynamic
 //! template values, which render as the name of their WGSL `override`), read from minijinja's
-//! own syntax tree. It, `javascript.rs` and `source_map.rs` are the only files that touch
-//! minijinja's unstable `machinery` API.
+//! own syntax tree. It, `syntax.rs`, `javascript.rs` and `source_map.rs` are the only files
+//! that touch minijinja's unstable `machinery` API.
 //!
 //! Such a value may only be printed as it is (`{{ blockSize }}`). Anything that needs its
 //! value while rendering is reported with the template line and column: a condition (`if`,
@@ -17,6 +17,7 @@ use minijinja::machinery::ast::{self, CallArg, Expr, Stmt};
 use minijinja::machinery::{Span, parse};
 use minijinja::syntax::SyntaxConfig;
 
+use crate::templates::syntax::{visit, walk};
 use crate::templates::{TemplatePaths, join};
 
 /// How a template needs a value it cannot have.
@@ -428,84 +429,10 @@ struct Scope {
     imports: BTreeMap<String, String>,
 }
 
-/// Calls `f` on `expr` and every expression inside it.
-pub(crate) fn visit<'a>(expr: &Expr<'a>, f: &mut dyn FnMut(&Expr<'a>)) {
-    f(expr);
-    let mut each = |e: &Expr<'a>| visit(e, f);
-    match expr {
-        Expr::Var(_) | Expr::Const(_) => {}
-        Expr::Slice(s) => {
-            each(&s.expr);
-            for part in [&s.start, &s.stop, &s.step].into_iter().flatten() {
-                each(part);
-            }
-        }
-        Expr::UnaryOp(u) => each(&u.expr),
-        Expr::BinOp(b) => {
-            each(&b.left);
-            each(&b.right);
-        }
-        Expr::Compare(c) => {
-            each(&c.expr);
-            for op in &c.ops {
-                each(&op.expr);
-            }
-        }
-        Expr::IfExpr(i) => {
-            each(&i.test_expr);
-            each(&i.true_expr);
-            if let Some(other) = &i.false_expr {
-                each(other);
-            }
-        }
-        Expr::Filter(filter) => {
-            if let Some(e) = &filter.expr {
-                each(e);
-            }
-            call_args(&filter.args, &mut each);
-        }
-        Expr::Test(t) => {
-            each(&t.expr);
-            call_args(&t.args, &mut each);
-        }
-        Expr::GetAttr(g) => each(&g.expr),
-        Expr::GetItem(g) => {
-            each(&g.expr);
-            each(&g.subscript_expr);
-        }
-        Expr::Call(c) => {
-            each(&c.expr);
-            call_args(&c.args, &mut each);
-        }
-        Expr::List(l) => l.items.iter().for_each(&mut each),
-        Expr::Tuple(t) => t.items.iter().for_each(&mut each),
-        Expr::Map(m) => m.keys.iter().chain(&m.values).for_each(&mut each),
-    }
-}
-
-fn call_args<'a>(args: &[CallArg<'a>], each: &mut dyn FnMut(&Expr<'a>)) {
-    for arg in args {
-        match arg {
-            CallArg::Pos(e)
-            | CallArg::Kwarg(_, e)
-            | CallArg::PosSplat(e)
-            | CallArg::KwargSplat(e) => {
-                each(e);
-            }
-        }
-    }
-}
-
 /// Every macro defined in `stmt` (at any depth): name → parameter names.
 fn collect_macros(stmt: &Stmt<'_>, out: &mut BTreeMap<String, Vec<String>>) {
-    let children = |stmts: &[Stmt<'_>], out: &mut BTreeMap<String, Vec<String>>| {
-        for s in stmts {
-            collect_macros(s, out);
-        }
-    };
-    match stmt {
-        Stmt::Template(t) => children(&t.children, out),
-        Stmt::Macro(m) => {
+    let mut on_stmt = |s: &Stmt<'_>| {
+        if let Stmt::Macro(m) = s {
             let params = m
                 .args
                 .iter()
@@ -516,14 +443,8 @@ fn collect_macros(stmt: &Stmt<'_>, out: &mut BTreeMap<String, Vec<String>>) {
                 .collect();
             out.insert(m.name.to_owned(), params);
         }
-        Stmt::IfCond(i) => {
-            children(&i.true_body, out);
-            children(&i.false_body, out);
-        }
-        Stmt::ForLoop(l) => children(&l.body, out),
-        Stmt::WithBlock(w) => children(&w.body, out),
-        _ => {}
-    }
+    };
+    walk(stmt, &mut on_stmt, &mut |_| {});
 }
 
 /// The dynamic value a name reads: a tainted variable, or a member of the loader's `constants`

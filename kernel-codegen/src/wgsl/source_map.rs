@@ -61,47 +61,25 @@ fn mark(source: &str, name: &str, index: usize) -> String {
 
 /// Byte offsets (in `source`) of the newlines that end a line of literal, non-blank text.
 fn raw_line_ends(stmt: &Stmt<'_>, source: &str, out: &mut Vec<usize>) {
-    let each = |stmts: &[Stmt<'_>], out: &mut Vec<usize>| {
-        for s in stmts {
-            raw_line_ends(s, source, out);
+    let mut on_stmt = |s: &Stmt<'_>| {
+        let Stmt::EmitRaw(raw) = s else { return };
+        let text = raw.raw;
+        // The lexer's text is a slice of the source; anything else is left unmarked.
+        let start = (text.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
+        if start > source.len() || source.get(start..start + text.len()) != Some(text) {
+            return;
+        }
+        let mut line_start = 0;
+        for (i, c) in text.char_indices() {
+            if c == '\n' {
+                if !text[line_start..i].trim().is_empty() {
+                    out.push(start + i);
+                }
+                line_start = i + 1;
+            }
         }
     };
-    match stmt {
-        Stmt::EmitRaw(raw) => {
-            let text = raw.raw;
-            // The lexer's text is a slice of the source; anything else is left unmarked.
-            let start = (text.as_ptr() as usize).wrapping_sub(source.as_ptr() as usize);
-            if start > source.len() || source.get(start..start + text.len()) != Some(text) {
-                return;
-            }
-            let mut line_start = 0;
-            for (i, c) in text.char_indices() {
-                if c == '\n' {
-                    if !text[line_start..i].trim().is_empty() {
-                        out.push(start + i);
-                    }
-                    line_start = i + 1;
-                }
-            }
-        }
-        Stmt::Template(t) => each(&t.children, out),
-        Stmt::ForLoop(f) => {
-            each(&f.body, out);
-            each(&f.else_body, out);
-        }
-        Stmt::IfCond(i) => {
-            each(&i.true_body, out);
-            each(&i.false_body, out);
-        }
-        Stmt::WithBlock(w) => each(&w.body, out),
-        Stmt::SetBlock(s) => each(&s.body, out),
-        Stmt::AutoEscape(a) => each(&a.body, out),
-        Stmt::FilterBlock(f) => each(&f.body, out),
-        Stmt::Block(b) => each(&b.body, out),
-        Stmt::Macro(m) => each(&m.body, out),
-        Stmt::CallBlock(c) => each(&c.macro_decl.body, out),
-        _ => {}
-    }
+    crate::templates::syntax::walk(stmt, &mut on_stmt, &mut |_| {});
 }
 
 /// The template line that produced line `line` (1-based) of `marked`, a rendering with the
