@@ -74,6 +74,11 @@ pub struct Inputs {
     /// costs more than the rest of generation, and a build script needs only the validated
     /// WGSL. `cargo xtask codegen` and the repository's CI turn it on.
     pub translate: bool,
+    /// Whether a static combination of a pass that does not render or validate fails
+    /// generation. Off by default: such a combination is left out with one warning per pass
+    /// ([`Output::warnings`]), as a package's loader, which renders per call, fails only the
+    /// calls that select it; a call that selects it gets `kernel_runtime::OpError::NotBuilt`.
+    pub strict: bool,
 }
 
 /// One op package: a folder with `manifest.json` and the templates it names.
@@ -118,6 +123,9 @@ pub struct Output {
     pub files: Vec<GeneratedFile>,
     /// Things worth telling the user that are not errors (ops skipped for lack of templates).
     pub notes: Vec<String>,
+    /// What the package likely got wrong but does not stop generation: per pass, the static
+    /// combinations left out because they do not render or validate ([`Inputs::strict`]).
+    pub warnings: Vec<String>,
     /// Number of shaders rendered and validated.
     pub shader_count: usize,
     /// Every distinct shader written, with what validators beyond naga need (the text a
@@ -387,18 +395,26 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             ));
             continue;
         }
-        let shaders =
-            match wgsl::shaders(op, env_of(op), &paths, inputs.translate, &mut output.notes) {
-                Ok(shaders) => shaders,
-                Err(mut errors) => {
-                    front.relocate(op, &mut errors);
-                    diagnostics.extend(errors);
-                    continue;
-                }
-            };
+        let mode = wgsl::Mode {
+            translate: inputs.translate,
+            strict: inputs.strict,
+        };
+        let mut told = wgsl::Told::default();
+        let built = wgsl::shaders(op, env_of(op), &paths, mode, &mut told);
+        output.notes.append(&mut told.notes);
+        output.warnings.append(&mut told.warnings);
+        let shader::Built { shaders, left_out } = match built {
+            Ok(built) => built,
+            Err(mut errors) => {
+                front.relocate(op, &mut errors);
+                diagnostics.extend(errors);
+                continue;
+            }
+        };
         let input = rust::OpInput {
             op,
             shaders: &shaders,
+            left_out: &left_out,
             host_check: host_checks.get(op.qualified_name().as_str()).cloned(),
             runtime: runtime.clone(),
         };

@@ -69,6 +69,26 @@ impl Shader {
     }
 }
 
+/// A static combination of a pass that is not built: it did not render or validate (the
+/// package's loader would fail the same call when rendering it), or its bindings cannot hold
+/// its dtypes. The op's table lists it, so a call that selects it gets
+/// `kernel_runtime::OpError::NotBuilt` with [`LeftOut::reason`] instead of a shader.
+#[derive(Debug, Clone)]
+pub struct LeftOut {
+    pub variant: usize,
+    pub pass: usize,
+    pub combination: Combination,
+    /// Why, as the generator reported it (file, template line, message).
+    pub reason: String,
+}
+
+/// The shaders of an op, and the combinations left out.
+#[derive(Debug, Clone, Default)]
+pub struct Built {
+    pub shaders: Vec<Shader>,
+    pub left_out: Vec<LeftOut>,
+}
+
 /// A shading language naga translates WGSL into for one of wgpu's native backends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Target {

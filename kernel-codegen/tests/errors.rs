@@ -4,7 +4,7 @@
 //! `histogram` in `schemaVersion: 1`; `hub-add` in the Hub's dialect), then lists the edits
 //! that make the case (JSON edits by pointer, line edits, `create` for a hints file or
 //! another template), then a line `---`, then the exact outcome: the diagnostics `generate`
-//! reports, or `ok: …` with its notes, uniform fields, the finite domains run-time values
+//! reports, or `ok: …` with its notes, warnings, uniform fields, the finite domains run-time values
 //! were pinned to and the pipeline overrides. `UPDATE_EXPECT=1` rewrites the outcomes.
 //!
 //! A seed's templates under `_shared/` (created by a case) make its include root.
@@ -54,6 +54,9 @@ fn outcome(inputs: &kernel_codegen::Inputs) -> String {
             );
             for note in &output.notes {
                 text.push_str(&format!("note: {note}\n"));
+            }
+            for warning in &output.warnings {
+                text.push_str(&format!("warning: {warning}\n"));
             }
             text.push_str(&settled_values(inputs));
             text

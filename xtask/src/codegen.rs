@@ -92,6 +92,9 @@ pub fn run(root: &Path, mode: Mode) -> Result<()> {
     for note in &report.output.notes {
         eprintln!("note: {note}");
     }
+    for warning in &report.output.warnings {
+        eprintln!("warning: {warning}");
+    }
     let output = &report.output;
     let Mode::Check(validators) = mode else {
         eprintln!(

@@ -54,5 +54,8 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     for note in &output.notes {
         println!("  {note}");
     }
+    for warning in &output.warnings {
+        println!("  warning: {warning}");
+    }
     validators::run_requested(root, &output.shaders, tint, spirv_val)
 }

@@ -4,7 +4,9 @@
 // In tests a panic is the failure report.
 #![allow(clippy::unwrap_used)]
 
-use dialect::kernels::{accumulate, add_ints, hub_operands, row_means, row_sums, scale_rows};
+use dialect::kernels::{
+    accumulate, add_ints, hub_operands, partial_corner, row_means, row_sums, scale_rows,
+};
 use dialect::runtime::{AnyTensor, DType, Element, Integer, OpError, Tensor};
 
 /// A `rows × cols` matrix of seeded values in [-4, 4), and its tensor.
@@ -462,5 +464,58 @@ fn hub_operands_follow_the_hub_runtime() {
             .map(|(i, &v)| f64::from(v) * gain + phase + if i < half { 1.0 } else { 0.0 })
             .collect();
         test_support::assert_close(&got, &want, 5e-7, &format!("{attrs:?}"));
+    }
+}
+
+/// `PartialCorner`: the template calls a helper it defines only for `bits == 4` whenever
+/// `floor` is given, so the combination of other widths with a floor does not validate. The
+/// generator leaves that one out with a warning and builds the others, which run and match
+/// the reference; a call that selects the left-out one gets `OpError::NotBuilt`, naming the
+/// combination and the template error, and no shader.
+#[test]
+fn a_combination_that_does_not_validate_is_left_out_and_said() {
+    let ctx = test_support::context();
+    let count = 150usize;
+    let x: Vec<f32> = test_support::data(count, 7)
+        .into_iter()
+        .map(|v| v * 4.0)
+        .collect();
+    let x_t = Tensor::from_slice(&ctx, &[count], &x).unwrap();
+    let inputs = partial_corner::Inputs { x: &x_t };
+    let run = |bits: u32, floor: Option<u32>| {
+        let mut attrs = partial_corner::Attrs::new(partial_corner::RequiredAttrs {
+            count: count as u32,
+            bits,
+        });
+        attrs.floor = floor;
+        partial_corner::run(&ctx, &inputs, &attrs).map(|out| out.y.to_vec(&ctx).unwrap())
+    };
+    for (bits, floor) in [(4, None), (4, Some(1)), (8, None), (2, Some(0))] {
+        let factor = if bits == 4 { 0.25 } else { 0.5 };
+        let want: Vec<f64> = (x.iter())
+            .map(|&v| {
+                let scaled = f64::from(v) * factor;
+                match floor {
+                    Some(f) if f != 0 => scaled.max(f64::from(f)),
+                    _ => scaled,
+                }
+            })
+            .collect();
+        let got = run(bits, floor).unwrap();
+        test_support::assert_close(&got, &want, 1e-7, &format!("bits {bits}, floor {floor:?}"));
+    }
+    for bits in [8, 2] {
+        let error = run(bits, Some(1)).unwrap_err();
+        let OpError::NotBuilt(not_built) = &error else {
+            panic!("bits {bits}: expected NotBuilt, got {error}")
+        };
+        assert_eq!(not_built.op, "com.example.PartialCorner");
+        assert_eq!((not_built.variant, not_built.pass), ("main", "main"));
+        assert!(not_built.combination.contains("HAS_FLOOR = 1"), "{error}");
+        assert!(
+            not_built.reason.contains("partial-corner.wgsl.jinja")
+                && not_built.reason.contains("clamp_low"),
+            "{error}"
+        );
     }
 }

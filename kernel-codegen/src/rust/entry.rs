@@ -361,7 +361,7 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
                 rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
             }
 
-            fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+            fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
                 let variant = VARIANTS.iter().find(|v| v.id == id)?;
                 Some(plan_variant(variant, env))
             }

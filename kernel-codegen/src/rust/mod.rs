@@ -17,12 +17,14 @@ use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 
 use crate::model::Op;
-use crate::shader::Shader;
+use crate::shader::{LeftOut, Shader};
 
 /// What the emitter needs to know about one op besides its model.
 pub struct OpInput<'a> {
     pub op: &'a Op,
     pub shaders: &'a [Shader],
+    /// The combinations not built, which the table lists with the reason.
+    pub left_out: &'a [LeftOut],
     /// The hand-written host-side check registered for the op: `plan` calls it with the
     /// inputs' views and the attributes before dispatch.
     pub host_check: Option<syn::Path>,

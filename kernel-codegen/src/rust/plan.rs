@@ -94,7 +94,7 @@ impl Values {
             }
 
             /// The plan of `variant`, whether or not its `when` holds.
-            fn plan_variant(variant: &Variant<VariantSpec>, env: &Env<'_>) -> Result<rt::Plan, EvalError> {
+            fn plan_variant(variant: &Variant<VariantSpec>, env: &Env<'_>) -> Result<rt::Plan, rt::PlanError> {
                 let values = rt::plan_spec::Values { value, sources: &VALUE_SOURCES };
                 rt::plan_spec::build(OP_NAME, variant.id, &variant.plan, &SHADERS, &values, env, outputs(env)?)
             }
@@ -126,8 +126,8 @@ pub(super) fn variant_spec(
         quote!((#name, #i))
     };
     let passes = variant.passes.iter().enumerate().map(|(p, pass)| {
-        let shaders = super::table::pass_shaders(input.shaders, v, p);
-        let key = super::table::pass_key(op, variant, pass, &shaders).lowered(scope);
+        let combinations = super::table::pass_combinations(input, v, p);
+        let key = super::table::pass_key(op, variant, pass, &combinations).lowered(scope);
         let key = key.into_iter().map(|k| values.index_of(k));
         let table_pass = proc_macro2::Literal::usize_unsuffixed(super::table::pass_index(op, v, p));
         let overrides = model::dynamic_values(variant, pass).map(|d| {

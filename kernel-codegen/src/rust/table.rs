@@ -12,7 +12,7 @@ use quote::{format_ident, quote};
 use super::eval::{EnvScope, lower};
 use super::{OpInput, ident};
 use crate::expr::{Ir, IrKind, Symbol, Value};
-use crate::model::{self, Op, Pass, TemplateValue, Variant};
+use crate::model::{self, Combination, Op, Pass, TemplateValue, Variant};
 use crate::shader::Shader;
 
 /// What a pass's shader key is made of, in order: its static values that are not the same for
@@ -55,12 +55,22 @@ fn reads_device(ir: &Ir) -> bool {
     device
 }
 
+/// A static combination of a pass as its key sees it: the digest of the text it renders, or
+/// empty where it is left out (every left-out combination of a pass alike, none like a built
+/// one, so that a key never selects a shader for a combination that has none).
+pub(super) struct Keyed<'a> {
+    combination: &'a Combination,
+    text: &'a str,
+    /// The index of its shader in the op's shaders, or of its entry in the left-out ones.
+    index: Result<usize, usize>,
+}
+
 /// Whether the combinations of a pass that agree on the `keyed` values and their dtypes
 /// render one text.
-fn selects_by(keyed: &[bool], shaders: &[&Shader]) -> bool {
+fn selects_by(keyed: &[bool], combinations: &[Keyed<'_>]) -> bool {
     let mut texts = std::collections::BTreeMap::new();
-    shaders.iter().all(|s| {
-        let kept: Vec<String> = s
+    combinations.iter().all(|c| {
+        let kept: Vec<String> = c
             .combination
             .values
             .iter()
@@ -68,24 +78,38 @@ fn selects_by(keyed: &[bool], shaders: &[&Shader]) -> bool {
             .filter(|(_, keyed)| **keyed)
             .map(|((_, value), _)| format!("{value:?}"))
             .collect();
-        let key = (kept, format!("{:?}", s.combination.dtypes));
-        texts.entry(key).or_insert(&s.digest) == &&s.digest
+        let key = (kept, format!("{:?}", c.combination.dtypes));
+        *texts.entry(key).or_insert(c.text) == c.text
     })
 }
 
-/// The shaders of pass `p` of variant `v`, every combination (those sharing a text too).
-pub(super) fn pass_shaders(shaders: &[Shader], v: usize, p: usize) -> Vec<&Shader> {
-    shaders
-        .iter()
-        .filter(|s| s.variant == v && s.pass == p)
-        .collect()
+/// Every static combination of pass `p` of variant `v`: the shaders' (those sharing a text
+/// too), then those left out.
+pub(super) fn pass_combinations<'a>(input: &OpInput<'a>, v: usize, p: usize) -> Vec<Keyed<'a>> {
+    let shaders = input.shaders.iter().enumerate();
+    let built = shaders
+        .filter(|(_, s)| s.variant == v && s.pass == p)
+        .map(|(i, s)| Keyed {
+            combination: &s.combination,
+            text: &s.digest,
+            index: Ok(i),
+        });
+    let left_out = input.left_out.iter().enumerate();
+    let left_out = left_out
+        .filter(|(_, l)| l.variant == v && l.pass == p)
+        .map(|(i, l)| Keyed {
+            combination: &l.combination,
+            text: "",
+            index: Err(i),
+        });
+    built.chain(left_out).collect()
 }
 
 pub(super) fn pass_key<'a>(
     op: &Op,
     variant: &'a Variant,
     pass: &'a Pass,
-    shaders: &[&Shader],
+    combinations: &[Keyed<'_>],
 ) -> PassKey<'a> {
     // A value the typed API folds to a literal, directly or through `derive` entries, is the
     // same for every call; one computed from another column's symbol alone (`dtypes.T ==
@@ -124,7 +148,7 @@ pub(super) fn pass_key<'a>(
         .collect();
     // Only where the shaders stay told apart: the combinations that agree on what is left
     // must render the same text.
-    if selects_by(&trimmed, shaders) {
+    if selects_by(&trimmed, combinations) {
         keyed = trimmed;
     }
     let values = statics
@@ -135,18 +159,18 @@ pub(super) fn pass_key<'a>(
         .collect();
     let generic_vars = super::api::generic_type_vars(op);
     let mut dtypes_by_values = std::collections::BTreeMap::new();
-    let ambiguous = shaders.iter().any(|s| {
-        let values = format!("{:?}", s.combination.values);
-        let dtypes = format!("{:?}", s.combination.dtypes);
+    let ambiguous = combinations.iter().any(|c| {
+        let values = format!("{:?}", c.combination.values);
+        let dtypes = format!("{:?}", c.combination.dtypes);
         dtypes_by_values
             .entry(values)
             .or_insert_with(|| dtypes.clone())
             != &dtypes
     });
-    let dtype_vars = shaders
+    let dtype_vars = combinations
         .iter()
         .filter(|_| ambiguous)
-        .flat_map(|s| s.combination.dtypes.keys())
+        .flat_map(|c| c.combination.dtypes.keys())
         .filter(|var| generic_vars.contains(&var.as_str()))
         .cloned()
         .collect::<BTreeSet<_>>()
@@ -176,9 +200,9 @@ impl PassKey<'_> {
     }
 
     /// The values of one combination's key, column by column.
-    fn values(&self, shader: &Shader) -> Result<Vec<KeyValue>, String> {
+    fn values(&self, combination: &Combination) -> Result<Vec<KeyValue>, String> {
         let mut values = Vec::new();
-        for ((name, value), keyed) in shader.combination.values.iter().zip(&self.keyed) {
+        for ((name, value), keyed) in combination.values.iter().zip(&self.keyed) {
             if *keyed {
                 values.push(KeyValue::of(value).ok_or_else(|| {
                     format!("static value `{name}` = {value:?} cannot select a shader (only booleans, numbers, strings and dtypes can)")
@@ -186,11 +210,7 @@ impl PassKey<'_> {
             }
         }
         for var in &self.dtype_vars {
-            let name = shader
-                .combination
-                .dtypes
-                .get(var)
-                .map_or("", |d| d.unique_name());
+            let name = combination.dtypes.get(var).map_or("", |d| d.unique_name());
             values.push(KeyValue::Str(name.to_owned()));
         }
         Ok(values)
@@ -244,21 +264,21 @@ impl KeyValue {
 }
 
 /// A pass's key columns (the values each takes, in first-seen order) and every combination's
-/// key number over them (the first column most significant), by shader index.
+/// key number over them (the first column most significant), by shader index (`Ok`) or
+/// left-out index (`Err`).
 struct PassKeys {
     columns: Vec<Vec<KeyValue>>,
-    numbers: Vec<(usize, u64)>,
+    numbers: Vec<(Result<usize, usize>, u64)>,
 }
 
-fn pass_keys(op: &Op, shaders: &[Shader], v: usize, p: usize) -> Result<PassKeys, String> {
+fn pass_keys(input: &OpInput<'_>, v: usize, p: usize) -> Result<PassKeys, String> {
+    let op = input.op;
     let variant = &op.variants[v];
-    let of_pass = pass_shaders(shaders, v, p);
-    let key = pass_key(op, variant, &variant.passes[p], &of_pass);
+    let combinations = pass_combinations(input, v, p);
+    let key = pass_key(op, variant, &variant.passes[p], &combinations);
     let mut keys = Vec::new();
-    for (i, shader) in shaders.iter().enumerate() {
-        if shader.variant == v && shader.pass == p {
-            keys.push((i, key.values(shader)?));
-        }
+    for c in &combinations {
+        keys.push((c.index, key.values(c.combination)?));
     }
     let mut columns: Vec<Vec<KeyValue>> = Vec::new();
     for (_, values) in &keys {
@@ -374,24 +394,34 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let mut passes = Vec::new();
     // Per distinct shader (the first of those sharing its text), the numbers of its keys.
     let mut numbers: std::collections::BTreeMap<usize, Vec<Literal>> = Default::default();
+    let mut left_out = Vec::new();
     for (v, variant) in op.variants.iter().enumerate() {
         for (p, pass) in variant.passes.iter().enumerate() {
             let overrides: Vec<String> = model::dynamic_values(variant, pass)
                 .map(|d| op.override_name(&d.name))
                 .collect();
-            let keys = pass_keys(op, shaders, v, p)?;
+            let keys = pass_keys(input, v, p)?;
             let columns = keys.columns.iter().map(|column| {
                 named.extend(column.iter().map(KeyValue::constructor));
                 let values = column.iter().map(KeyValue::tokens);
                 quote!(&[#(#values),*])
             });
             let columns: Vec<TokenStream> = columns.collect();
+            let index = Literal::usize_unsuffixed(pass_index(op, v, p));
             for (i, number) in keys.numbers {
-                let first = shaders[i].same_as.unwrap_or(i);
-                numbers
-                    .entry(first)
-                    .or_default()
-                    .push(Literal::u64_unsuffixed(number));
+                let number = Literal::u64_unsuffixed(number);
+                match i {
+                    Ok(i) => {
+                        let first = shaders[i].same_as.unwrap_or(i);
+                        numbers.entry(first).or_default().push(number);
+                    }
+                    Err(i) => {
+                        let entry = &input.left_out[i];
+                        let combination = crate::wgsl::describe(&entry.combination);
+                        let reason = &entry.reason;
+                        left_out.push(quote!((#index, #number, #combination, #reason)));
+                    }
+                }
             }
             let (id, pass_id, label) = (&variant.id, &pass.id, &pass.label);
             passes.push(quote! {
@@ -424,11 +454,40 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
     let key_use = (!constructors.is_empty())
         .then(|| quote!(use super::rt::shaders::Key::{#(#constructors),*};));
     let doc = format!(" The op's pre-rendered shaders; their WGSL is `{file}`.");
+    // Only where there are any, so that the tables of ops built whole stay as they were.
+    let table = quote!(ShaderTable::new(
+        super::OP_NAME,
+        PASSES,
+        include_str!(#file),
+        ROWS
+    ));
+    let (left_out_use, left_out_const, table) = if left_out.is_empty() {
+        (None, None, table)
+    } else {
+        (
+            Some(quote!(
+                use super::rt::shaders::LeftOut;
+            )),
+            Some(quote! {
+                /// The static combinations not built (they did not render or validate): their
+                /// pass, key number, values and why.
+                const LEFT_OUT: &[LeftOut] = &[#(#left_out),*];
+            }),
+            quote!(ShaderTable::with_left_out(
+                super::OP_NAME,
+                PASSES,
+                include_str!(#file),
+                ROWS,
+                LEFT_OUT
+            )),
+        )
+    };
     Ok(quote! {
         #[doc = #doc]
         mod shader_table {
             #key_use
             use super::rt::shaders::{Pass, Row, ShaderTable};
+            #left_out_use
 
             /// The op's passes, variant by variant, as the rows number them, with the values
             /// each column of their keys can take.
@@ -438,9 +497,10 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
             /// features (1: `shader-f16`, 2: `subgroups`) and the numbers of the keys that
             /// select it.
             const ROWS: &[Row] = &[#(#rows),*];
+            #left_out_const
 
             /// Every distinct shader of the op.
-            pub(super) static SHADERS: ShaderTable = ShaderTable::new(super::OP_NAME, PASSES, include_str!(#file), ROWS);
+            pub(super) static SHADERS: ShaderTable = #table;
         }
         use shader_table::SHADERS;
     })

@@ -15,24 +15,47 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Value;
 use crate::model::{self, Combination, Dispatch, Op, dynamic_values};
 use crate::settle;
-use crate::shader::{BindingLayout, OverrideSpec, Shader, Translations, WEB_SUBGROUPS_ENABLE};
+use crate::shader::{
+    BindingLayout, Built, LeftOut, OverrideSpec, Shader, Translations, WEB_SUBGROUPS_ENABLE,
+};
 use crate::templates::pass::{Rendered, pass_path, render_pass};
 use crate::templates::prelude;
 use crate::templates::usage;
 
+/// How [`shaders`] builds an op: whether to translate, and whether a combination that does
+/// not render or validate is an error ([`crate::Inputs::strict`]) or left out with a warning.
+#[derive(Debug, Clone, Copy)]
+pub struct Mode {
+    pub translate: bool,
+    pub strict: bool,
+}
+
+/// What [`shaders`] tells beside the shaders: notes, and warnings (combinations left out
+/// because they failed).
+#[derive(Debug, Default)]
+pub struct Told {
+    pub notes: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
 /// Renders and validates all shaders of an op, settled before (`settle.rs`), and translates them with
 /// naga's back ends when `translate` is set. Template names are display paths
-/// ([`crate::templates`]); combinations left out are said in `notes`.
+/// ([`crate::templates`]). A combination whose bindings cannot hold its dtypes is left out with
+/// a note; one that does not render or validate is left out with one warning per pass, as the
+/// package's loader would fail only the calls that select it, unless `mode.strict`.
 pub fn shaders(
     op: &Op,
     env: &minijinja::Environment<'static>,
     paths: &crate::templates::TemplatePaths<'_>,
-    translate: bool,
-    notes: &mut Vec<String>,
-) -> Result<Vec<Shader>, Diagnostics> {
+    mode: Mode,
+    told: &mut Told,
+) -> Result<Built, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
     let mut shaders = Vec::new();
-    let mut left_out = 0;
+    let mut left_out = Vec::new();
+    // Per pass with combinations that do not render or validate: which, and why.
+    let mut failed = Vec::new();
+    let notes = &mut told.notes;
     for (v, variant) in op.variants.iter().enumerate() {
         for (p, pass) in variant.passes.iter().enumerate() {
             let dynamic: BTreeSet<&str> = dynamic_values(variant, pass)
@@ -92,10 +115,16 @@ pub fn shaders(
                     if !notes.contains(&note) {
                         notes.push(note);
                     }
-                    left_out += 1;
+                    left_out.push(LeftOut {
+                        variant: v,
+                        pass: p,
+                        combination,
+                        reason: mismatch,
+                    });
                     continue;
                 }
-                match shader(op, env, v, p, combination, translate) {
+                let kept = combination.clone();
+                match shader(op, env, v, p, combination, mode.translate) {
                     Ok(mut shader) => {
                         if let Some(first) = shaders.iter().position(|s: &Shader| {
                             s.variant == shader.variant
@@ -108,24 +137,46 @@ pub fn shaders(
                         }
                         shaders.push(shader);
                     }
-                    Err(diagnostic) => failures.push(diagnostic),
+                    Err(diagnostic) => failures.push((kept, diagnostic)),
                 }
             }
-            // The first failing combination says what is wrong; the others only how often.
-            if let Some(mut first) = failures.first().cloned() {
-                if failures.len() > 1 {
-                    first.message.push_str(&format!(
-                        "\n({} of the pass's {total} static combinations fail; the first is shown)",
-                        failures.len()
-                    ));
-                }
-                diagnostics.push(first);
+            if !failures.is_empty() {
+                failed.push((v, p, total, failures));
             }
         }
     }
     // An op none of whose shaders could be built would fail every call: that is an error of
-    // the package, not a note.
-    if shaders.is_empty() && diagnostics.is_empty() && (left_out > 0 || op.variants.is_empty()) {
+    // the package, not a warning or a note. Where combinations failed, their errors say why;
+    // otherwise the notes of those left out do.
+    let built_none = shaders.is_empty()
+        && (!left_out.is_empty() || !failed.is_empty() || op.variants.is_empty());
+    if mode.strict || (built_none && !failed.is_empty()) {
+        for (_, _, total, failures) in failed {
+            // The first failing combination says what is wrong; the others only how often.
+            let count = failures.len();
+            let Some((_, mut first)) = failures.into_iter().next() else {
+                continue;
+            };
+            if count > 1 {
+                first.message.push_str(&format!(
+                    "\n({count} of the pass's {total} static combinations fail; the first is shown)"
+                ));
+            }
+            diagnostics.push(first);
+        }
+    } else {
+        for (v, p, total, failures) in failed {
+            told.warnings.push(left_out_warning(op, v, p, total, &failures));
+            left_out.extend(failures.into_iter().map(|(combination, diagnostic)| LeftOut {
+                variant: v,
+                pass: p,
+                combination,
+                reason: diagnostic.to_string(),
+            }));
+        }
+    }
+    let notes = &told.notes;
+    if built_none && diagnostics.is_empty() {
         let why: Vec<&str> = (notes.iter())
             .filter_map(|n| n.strip_prefix(op.file.as_str())?.strip_prefix(": "))
             .collect();
@@ -143,7 +194,41 @@ pub fn shaders(
     // One template error shows up once per combination; report each distinct error once.
     let mut seen = BTreeSet::new();
     diagnostics.0.retain(|d| seen.insert(d.to_string()));
-    diagnostics.into_result(shaders)
+    diagnostics.into_result(Built { shaders, left_out })
+}
+
+/// The most combinations a warning lists by their values.
+const LISTED: usize = 6;
+
+/// One warning for a pass some of whose combinations are left out: how many, which values,
+/// and the first error at its template line.
+fn left_out_warning(
+    op: &Op,
+    v: usize,
+    p: usize,
+    total: usize,
+    failures: &[(Combination, Diagnostic)],
+) -> String {
+    let mut which: Vec<String> = failures
+        .iter()
+        .take(LISTED)
+        .map(|(c, _)| format!("({})", describe(c)))
+        .collect();
+    if failures.len() > LISTED {
+        which.push(format!("and {} more", failures.len() - LISTED));
+    }
+    let first = failures
+        .first()
+        .map(|(_, d)| d.to_string())
+        .unwrap_or_default();
+    format!(
+        "{}: {}: {} of the pass's {total} static combinations are not built, as they do not render or validate: {}; a call that selects one fails with its error (strict generation makes this an error). The first:\n{}",
+        op.file,
+        pass_path(op, v, p),
+        failures.len(),
+        which.join(", "),
+        first.replace('\n', "\n  "),
+    )
 }
 
 /// A binding whose element type disagrees with its tensor's dtype under `combination`.

@@ -277,6 +277,10 @@ mod tests {
     use super::*;
 
     #[test]
+    /// The inputs select a shader the generator left out, because it did not render or
+    /// validate (the package's loader would fail the same call); it says which and why.
+    #[error(transparent)]
+    NotBuilt(crate::shaders::NotBuilt),
     fn no_variant_lists_each_rejection() {
         let e = OpError::NoVariant {
             op: "MRotaryEmbedding",

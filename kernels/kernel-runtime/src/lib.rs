@@ -118,7 +118,8 @@ pub mod abi {
     pub use crate::untyped::plan_untyped;
     pub use crate::{
         AllocatingOp, AnyTensor, Arg, Context, DType, DeviceCaps, Element, Float, IndexTensor,
-        Integer, Op, OpError, OpHooks, OpVisitor, OutputSpec, Plan, RuntimeError, Tensor,
+        Integer, Op, OpError, OpHooks, OpVisitor, OutputSpec, Plan, PlanError, RuntimeError,
+        Tensor,
     };
     pub use crate::{expr, half, plan_spec, registry, shaders, support, wgpu, when};
     pub use kernel_abi::ABI_VERSION as VERSION;
@@ -151,6 +152,8 @@ pub use index::{IndexTensor, narrow_i64_to_u32};
 pub use op::{AllocatingOp, Op, OpHooks, OpVisitor};
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
 pub use staging::STAGING_CHUNK;
+pub use plan_spec::PlanError;
+pub use shaders::NotBuilt;
 pub use tensor::Tensor;
 pub use timing::PlanTimes;
 

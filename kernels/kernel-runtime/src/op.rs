@@ -23,7 +23,6 @@ use crate::caps::DeviceCaps;
 use crate::context::Context;
 use crate::dtype::DType;
 use crate::error::OpError;
-use crate::expr::EvalError;
 use crate::plan::Plan;
 use crate::registry::{ArgView, OpEntry};
 use crate::support::{AttrValue, Failure};
@@ -197,7 +196,7 @@ pub trait OpHooks: Op {
     /// The `when` check of variant `id`: why it rejects `env`, if it does.
     fn accepts(id: &str, env: &Self::Env<'_>) -> Option<Result<(), Failure>>;
     /// The plan of variant `id` for `env`, whether or not its `when` holds.
-    fn plan_of(id: &str, env: &Self::Env<'_>) -> Option<Result<Plan, EvalError>>;
+    fn plan_of(id: &str, env: &Self::Env<'_>) -> Option<Result<Plan, crate::PlanError>>;
     /// [`Op::check_inputs`] on untyped inputs, seen by role.
     fn check_views(views: &[ArgView<'_>], attrs: &Self::Attrs) -> Result<(), OpError> {
         let _ = (views, attrs);

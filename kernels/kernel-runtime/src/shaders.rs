@@ -89,6 +89,36 @@ pub struct Pass {
 /// one shader).
 pub type Row = (usize, usize, usize, &'static str, u8, &'static [u64]);
 
+/// A static combination of a pass the generator did not build, because it did not render
+/// or validate: its pass, the number of its key, its values and why, as the generator said.
+pub type LeftOut = (usize, u64, &'static str, &'static str);
+
+/// A call selected a combination the generator left out ([`LeftOut`]): the package's own
+/// loader would fail the same call when rendering its shader.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{op}: variant `{variant}`, pass `{pass}`: the shader for ({combination}) was not built: {reason}")]
+pub struct NotBuilt {
+    /// The op name.
+    pub op: &'static str,
+    pub variant: &'static str,
+    pub pass: &'static str,
+    /// The static values that select the shader, as `name = value, …`.
+    pub combination: &'static str,
+    /// The generator's error for it (file, template line, message).
+    pub reason: &'static str,
+}
+
+/// Why a pass has no shader for a key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Missing {
+    /// A combination the generator left out.
+    #[error(transparent)]
+    NotBuilt(NotBuilt),
+    /// A key no combination of the pass has.
+    #[error(transparent)]
+    Unknown(#[from] EvalError),
+}
+
 /// One pre-rendered shader.
 #[derive(Debug)]
 pub struct Shader {
@@ -113,6 +143,7 @@ pub struct ShaderTable {
     passes: &'static [Pass],
     wgsl: &'static str,
     rows: &'static [Row],
+    left_out: &'static [LeftOut],
     built: OnceLock<Built>,
 }
 
@@ -152,6 +183,18 @@ impl ShaderTable {
         wgsl: &'static str,
         rows: &'static [Row],
     ) -> Self {
+        Self::with_left_out(op, passes, wgsl, rows, &[])
+    }
+
+    /// [`ShaderTable::new`] with the combinations the generator left out, so that a call
+    /// selecting one says why it has no shader.
+    pub const fn with_left_out(
+        op: &'static str,
+        passes: &'static [Pass],
+        wgsl: &'static str,
+        rows: &'static [Row],
+        left_out: &'static [LeftOut],
+    ) -> Self {
         let mut i = 0;
         while i < rows.len() {
             let (pass, start, end, ..) = rows[i];
@@ -161,11 +204,20 @@ impl ShaderTable {
             let _ = wgsl.split_at(end).0.split_at(start);
             i += 1;
         }
+        let mut i = 0;
+        while i < left_out.len() {
+            assert!(
+                left_out[i].0 < passes.len(),
+                "a left-out combination's pass is out of range"
+            );
+            i += 1;
+        }
         Self {
             op,
             passes,
             wgsl,
             rows,
+            left_out,
             built: OnceLock::new(),
         }
     }
@@ -228,25 +280,41 @@ impl ShaderTable {
         &'static self,
         pass: usize,
         key: &[Key<'_>],
-    ) -> Result<&'static Kernel, EvalError> {
+    ) -> Result<&'static Kernel, Missing> {
         let built = self.built();
-        let found = self.passes.get(pass).and_then(|info| {
-            let number = key_number(info.key, key)?;
-            built.keys.get(pass)?.get(&number)
+        let number = self
+            .passes
+            .get(pass)
+            .and_then(|info| key_number(info.key, key));
+        let found = number.and_then(|number| built.keys.get(pass)?.get(&number));
+        let left_out = number.and_then(|number| {
+            self.left_out
+                .iter()
+                .find(|&&(p, n, ..)| p == pass && n == number)
         });
-        match found {
-            Some(&i) => Ok(&built.shaders[i].kernel),
-            None => {
+        match (found, left_out) {
+            (Some(&i), _) => Ok(&built.shaders[i].kernel),
+            (None, Some(&(_, _, combination, reason))) => {
+                let info = &self.passes[pass];
+                Err(Missing::NotBuilt(NotBuilt {
+                    op: self.op,
+                    variant: info.variant,
+                    pass: info.pass,
+                    combination,
+                    reason,
+                }))
+            }
+            (None, None) => {
                 let values: Vec<String> = key.iter().map(ToString::to_string).collect();
                 let (variant, pass) = self
                     .passes
                     .get(pass)
                     .map_or(("?", "?"), |p| (p.variant, p.pass));
-                Err(EvalError::new(format!(
+                Err(Missing::Unknown(EvalError::new(format!(
                     "{}: variant `{variant}`, pass `{pass}`: no pre-rendered shader for ({})",
                     self.op,
                     values.join(", ")
-                )))
+                ))))
             }
         }
     }

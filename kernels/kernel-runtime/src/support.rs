@@ -119,9 +119,12 @@ pub fn dtype_allowed(
 pub fn planned(
     op: &'static str,
     variant: &'static str,
-    plan: Result<crate::Plan, EvalError>,
+    plan: Result<crate::Plan, crate::PlanError>,
 ) -> Result<crate::Plan, OpError> {
-    plan.map_err(|error| OpError::Plan { op, variant, error })
+    plan.map_err(|error| match error {
+        crate::PlanError::Eval(error) => OpError::Plan { op, variant, error },
+        crate::PlanError::NotBuilt(not_built) => OpError::NotBuilt(not_built),
+    })
 }
 
 /// `Ok` when input `role` has the rank the manifest declares.

@@ -100,7 +100,7 @@ pub fn through<O: OpHooks>(op: &Op, env: &RandomEnv) -> Option<Generated> {
             let plans = O::VARIANT_IDS
                 .iter()
                 .map(|id| match O::plan_of(id, &generated_env) {
-                    Some(result) => result.map_err(|e| e.message().to_owned()),
+                    Some(result) => result.map_err(|e| e.message()),
                     None => Err("no such variant".to_owned()),
                 })
                 .collect();

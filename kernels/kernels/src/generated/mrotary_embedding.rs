@@ -986,7 +986,7 @@ fn outputs(env: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> 
 fn plan_variant(
     variant: &Variant<VariantSpec>,
     env: &Env<'_>,
-) -> Result<rt::Plan, EvalError> {
+) -> Result<rt::Plan, rt::PlanError> {
     let values = rt::plan_spec::Values {
         value,
         sources: &VALUE_SOURCES,
@@ -1110,7 +1110,7 @@ impl<T: rt::Float> rt::OpHooks for Op<T> {
     fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
         rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
     }
-    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, EvalError>> {
+    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
         let variant = VARIANTS.iter().find(|v| v.id == id)?;
         Some(plan_variant(variant, env))
     }
