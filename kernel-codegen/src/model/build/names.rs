@@ -50,6 +50,24 @@ const RESERVED_VARIANT_IDS: &[&str] = &["dyn"];
 /// systems take 255 bytes.
 const MAX_MODULE_LEN: usize = 200;
 
+/// Why an op module name cannot be the name of its files (`<module>.rs`, `<module>.shaders`)
+/// in the output folder: the root module's own file, or a device name Windows reserves
+/// whatever the extension (a generated tree is committed, and checked out there too).
+fn reserved_module(module: &str) -> Option<String> {
+    if module == "mod" {
+        return Some(
+            "`mod` collides with the root module: the op's file would be `mod.rs`, the root module's; rename the op".to_owned(),
+        );
+    }
+    let device = matches!(module, "con" | "prn" | "aux" | "nul")
+        || (module.len() == 4
+            && (module.starts_with("com") || module.starts_with("lpt"))
+            && module.ends_with(|c: char| ('1'..='9').contains(&c)));
+    device.then(|| {
+        format!("`{module}` is a device name Windows reserves: its files `{module}.rs` and `{module}.shaders` cannot be written or checked out there; rename the op")
+    })
+}
+
 const NOT_A_RUST_IDENTIFIER: &str =
     "is not a Rust identifier (letters, digits and `_`, not starting with a digit)";
 
@@ -269,7 +287,9 @@ pub fn check(file: &str, manifest: &Manifest, op: &Op, out: &mut Diagnostics) {
                 op.module.len()
             ),
         ));
-    } else if let Some(why) = not_an_identifier(&op.module) {
+    } else if let Some(why) =
+        (not_an_identifier(&op.module).map(str::to_owned)).or_else(|| reserved_module(&op.module))
+    {
         out.push(Diagnostic::new(
             file,
             "name",
