@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 pub use crate::config_error::ConfigError;
 use crate::output_dir::{self, Existing};
+pub use crate::output_dir::{HintsFile, suggested_hints_files, write_suggested_hints};
 use crate::{Inputs, Output, Package};
 
 /// What a run read, generated and changed.
@@ -164,7 +165,8 @@ impl Config {
     }
 
     /// Whether to print `cargo:rerun-if-changed` for every input (default: when `OUT_DIR`
-    /// is set, that is, inside a build script).
+    /// is set, that is, inside a build script). They are printed when the run ends, after
+    /// the error of a run that fails, so the error leads the build script's output.
     pub fn emit_rerun_if_changed(&mut self, on: bool) -> &mut Self {
         self.rerun_if_changed = Some(on);
         self
@@ -183,6 +185,17 @@ impl Config {
     /// the folder it was found in.
     pub fn read_inputs(&self) -> Result<(Inputs, Vec<PathBuf>), ConfigError> {
         let mut read = Vec::new();
+        let inputs = self.read_into(&mut read, &mut Vec::new())?;
+        Ok((inputs, read))
+    }
+
+    /// [`Config::read_inputs`], recording each file as it is read (so a failed run can still
+    /// name what it read) and what is worth a note (hints for a package not in this build).
+    fn read_into(
+        &self,
+        read: &mut Vec<PathBuf>,
+        notes: &mut Vec<String>,
+    ) -> Result<Inputs, ConfigError> {
         // (folder, the manifest where it is not the folder's `manifest.json`)
         let mut dirs: Vec<(PathBuf, Option<PathBuf>)> = (self.packages.iter())
             .map(|p| (package_folder(&self.path(p)), None))
@@ -219,7 +232,7 @@ impl Config {
                 let Some(op) = file_name(&path).strip_suffix(".hints.json") else {
                     continue;
                 };
-                let text = read_file(&path, &dir, &mut read)?;
+                let text = read_file(&path, &dir, read)?;
                 hints.insert(op.to_owned(), (self.display(&path), text));
             }
         }
@@ -240,18 +253,18 @@ impl Config {
                 // Read where it is, confined to its own folder.
                 Some(file) => {
                     let folder = file.parent().unwrap_or(Path::new("."));
-                    read_file(file, folder, &mut read)?
+                    read_file(file, folder, read)?
                 }
-                None => read_file(&dir.join("manifest.json"), dir, &mut read)?,
+                None => read_file(&dir.join("manifest.json"), dir, read)?,
             };
             for path in list_files(dir)? {
                 if file_name(&path).ends_with(".jinja") {
-                    let text = read_file(&path, dir, &mut read)?;
+                    let text = read_file(&path, dir, read)?;
                     inputs.templates.insert(self.display(&path), text);
                 }
             }
             if apart.is_none() {
-                self.check_metadata(dir, &manifest, &mut read, &mut metadata_problems);
+                self.check_metadata(dir, &manifest, read, &mut metadata_problems);
             }
             // Hints are matched by folder name (`<domain>.<name>`, the Hub's layout; for a
             // Hub repository, the repository's folder).
@@ -272,23 +285,23 @@ impl Config {
                 diagnostics: metadata_problems,
             });
         }
-        if let Some((op, (path, _))) = hints.iter().find(|(op, _)| !used_hints.contains(*op)) {
-            return Err(ConfigError::Layout {
-                path: PathBuf::from(path),
-                reason: format!("no package folder named `{op}` to apply these hints to"),
-            });
+        // One hints folder may serve several builds, each of some of its packages.
+        for (op, (path, _)) in hints.iter().filter(|(op, _)| !used_hints.contains(*op)) {
+            notes.push(format!(
+                "{path}: not used, no package folder named `{op}` in this build"
+            ));
         }
         if let Some(root) = &self.include_root {
             let root = self.path(root);
             read.push(root.clone());
             for path in list_files(&root)? {
                 if file_name(&path).ends_with(".jinja") {
-                    let text = read_file(&path, &root, &mut read)?;
+                    let text = read_file(&path, &root, read)?;
                     inputs.templates.insert(self.display(&path), text);
                 }
             }
         }
-        Ok((inputs, read))
+        Ok(inputs)
     }
 
     /// Checks the `metadata.json` a package folder laid out as a Hub repository holds beside
@@ -309,7 +322,8 @@ impl Config {
         let text = match read_file(&path, dir, read) {
             Ok(text) => text,
             Err(err) => {
-                problems.push(crate::diag::Diagnostic::new(&shown, "", err.to_string()));
+                // The diagnostic names the file already.
+                problems.push(crate::diag::Diagnostic::new(&shown, "", err.reason()));
                 return;
             }
         };
@@ -317,15 +331,30 @@ impl Config {
         let Ok(hub) = crate::manifest::hub::parse(manifest) else {
             return;
         };
-        let file = |name: &str| -> Option<Vec<u8>> {
+        // Read as templates are (every link on the way confined to the package), so a
+        // digest is never computed for, nor printed of, a file outside it.
+        let file = |name: &str| -> Result<Vec<u8>, String> {
             let relative = Path::new(name);
             let inside = relative
                 .components()
                 .all(|c| matches!(c, std::path::Component::Normal(_)));
-            inside
-                .then(|| output_dir::read_input(&dir.join(relative), dir).ok())
-                .flatten()
-                .map(String::into_bytes)
+            let absent = format!("the package has no file `{name}`");
+            if !inside {
+                return Err(absent);
+            }
+            let path = dir.join(relative);
+            match output_dir::read_input(&path, dir) {
+                Ok(text) => Ok(text.into_bytes()),
+                Err(ConfigError::Io { error, .. })
+                    if error.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    Err(absent)
+                }
+                Err(ConfigError::Layout { path: at, reason }) if at == path => {
+                    Err(format!("`{name}`: {reason}"))
+                }
+                Err(err) => Err(format!("`{name}`: {err}")),
+            }
         };
         for (at, message) in crate::manifest::hub::metadata::check(&text, &hub, &file) {
             problems.push(crate::diag::Diagnostic::new(&shown, at, message));
@@ -341,114 +370,123 @@ impl Config {
     /// left alone and listed in [`Report::foreign`]. An output folder holding an input is
     /// refused.
     pub fn generate(&self) -> Result<Report, ConfigError> {
-        let (report, out_dir, in_the_way) = self.run()?;
-        if let Some(path) = in_the_way.into_iter().next() {
-            return Err(ConfigError::NotGenerated { path });
-        }
-        let stale: BTreeSet<&str> = report.written.iter().map(String::as_str).collect();
-        // All files or none: each is written beside its place first, and only when every
-        // one is written are they renamed into place (a full disk leaves the old tree).
-        let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-        let mut failed = None;
-        for file in report
-            .output
-            .files
-            .iter()
-            .filter(|f| stale.contains(f.path.as_str()))
-        {
-            let target = out_dir.join(&file.path);
-            let name = target.file_name().map(|n| n.to_string_lossy().into_owned());
-            let temp = target.with_file_name(format!(".{}.partial", name.unwrap_or_default()));
-            let parent = target.parent().map(Path::to_path_buf).unwrap_or_default();
-            let written = fs::create_dir_all(&parent)
-                .map_err(|error| output_dir::io(&parent, error))
-                .and_then(|()| {
-                    if fs::symlink_metadata(&temp).is_ok_and(|m| !m.is_file()) {
-                        return Err(ConfigError::Layout {
-                            path: temp.clone(),
-                            reason: "in the way of a file being written, and not a regular file"
-                                .to_owned(),
-                        });
+        self.telling_cargo(|read| {
+            let out_dir = self.output_folder()?;
+            let (report, in_the_way) = self.run(Some(&out_dir), read)?;
+            if let Some(path) = in_the_way.into_iter().next() {
+                return Err(ConfigError::NotGenerated { path });
+            }
+            let stale: BTreeSet<&str> = report.written.iter().map(String::as_str).collect();
+            let files: Vec<(&str, &str)> = (report.output.files.iter())
+                .filter(|f| stale.contains(f.path.as_str()))
+                .map(|f| (f.path.as_str(), f.contents.as_str()))
+                .collect();
+            output_dir::write_all(&out_dir, &files)?;
+            for path in &report.removed {
+                let target = out_dir.join(path);
+                fs::remove_file(&target).map_err(|error| output_dir::io(&target, error))?;
+                // Folders the removal emptied go too; this fails while one still holds files.
+                let mut folder = target.parent();
+                while let Some(dir) = folder.filter(|d| d.starts_with(&out_dir) && *d != out_dir) {
+                    if fs::remove_dir(dir).is_err() {
+                        break;
                     }
-                    fs::write(&temp, &file.contents).map_err(|error| output_dir::io(&temp, error))
-                });
-            match written {
-                Ok(()) => staged.push((temp, target)),
-                Err(err) => {
-                    let _ = fs::remove_file(&temp);
-                    failed = Some(err);
-                    break;
+                    folder = dir.parent();
                 }
             }
-        }
-        if let Some(err) = failed {
-            for (temp, _) in &staged {
-                let _ = fs::remove_file(temp);
-            }
-            return Err(err);
-        }
-        for (temp, target) in &staged {
-            fs::rename(temp, target).map_err(|error| output_dir::io(target, error))?;
-        }
-        for path in &report.removed {
-            let target = out_dir.join(path);
-            fs::remove_file(&target).map_err(|error| output_dir::io(&target, error))?;
-            // Folders the removal emptied go too; this fails while one still holds files.
-            let mut folder = target.parent();
-            while let Some(dir) = folder.filter(|d| d.starts_with(&out_dir) && *d != out_dir) {
-                if fs::remove_dir(dir).is_err() {
-                    break;
-                }
-                folder = dir.parent();
-            }
-        }
-        Ok(report)
+            Ok(report)
+        })
     }
 
     /// Generates in memory and compares with the output folder: `Err(Stale)` naming every
     /// file that differs, and every file the generator wrote that it no longer generates.
     pub fn check(&self) -> Result<Report, ConfigError> {
-        let (report, _, _) = self.run()?;
-        if !report.written.is_empty() || !report.removed.is_empty() {
-            return Err(ConfigError::Stale {
-                stale: report.written,
-                orphaned: report.removed,
-            });
-        }
-        Ok(report)
+        self.telling_cargo(|read| {
+            let out_dir = self.output_folder()?;
+            let (report, _) = self.run(Some(&out_dir), read)?;
+            if !report.written.is_empty() || !report.removed.is_empty() {
+                return Err(ConfigError::Stale {
+                    stale: report.written,
+                    orphaned: report.removed,
+                });
+            }
+            Ok(report)
+        })
     }
 
-    /// Reads, generates and diffs against the output folder: the report (with the paths
-    /// whose contents differ as `written`), the folder, and the files not written by the
-    /// generator that are where a generated file goes.
-    fn run(&self) -> Result<(Report, PathBuf, Vec<PathBuf>), ConfigError> {
-        let out_dir = match &self.out_dir {
+    /// Reads and generates without an output folder, writing nothing and comparing with
+    /// nothing: whether the packages build, and if not, the errors (with the hints files
+    /// they suggest). The report lists no written, removed or foreign files.
+    pub fn generate_in_memory(&self) -> Result<Report, ConfigError> {
+        self.telling_cargo(|read| Ok(self.run(None, read)?.0))
+    }
+
+    fn output_folder(&self) -> Result<PathBuf, ConfigError> {
+        Ok(match &self.out_dir {
             Some(dir) => self.path(dir),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(ConfigError::NoOutDir)?)
                 .join("kernels"),
-        };
-        let (inputs, read) = self.read_inputs()?;
-        output_dir::check_holds_no_input(&out_dir, &read)?;
-        if self
-            .rerun_if_changed
-            .unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some())
-        {
+        })
+    }
+
+    /// Runs `body` with the list of files it reads, then prints `cargo:rerun-if-changed` for
+    /// each when asked. Cargo shows a failed build script's output as one block, where a
+    /// hundred rerun lines would bury the error: the error is printed first.
+    fn telling_cargo<T>(
+        &self,
+        body: impl FnOnce(&mut Vec<PathBuf>) -> Result<T, ConfigError>,
+    ) -> Result<T, ConfigError> {
+        let mut read = Vec::new();
+        let result = body(&mut read);
+        let emit = (self.rerun_if_changed).unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some());
+        if emit {
+            if let Err(err) = &result {
+                println!("error: {err}\n");
+            }
             for path in &read {
                 println!("cargo:rerun-if-changed={}", path.display());
             }
         }
-        let output =
+        result
+    }
+
+    /// Reads, generates and diffs against the output folder when there is one: the report
+    /// (with the paths whose contents differ as `written`) and the files not written by the
+    /// generator that are where a generated file goes.
+    fn run(
+        &self,
+        out_dir: Option<&Path>,
+        read: &mut Vec<PathBuf>,
+    ) -> Result<(Report, Vec<PathBuf>), ConfigError> {
+        let mut notes = Vec::new();
+        let inputs = self.read_into(read, &mut notes)?;
+        if let Some(out_dir) = out_dir {
+            output_dir::check_holds_no_input(out_dir, read)?;
+        }
+        let mut output =
             crate::generate(&inputs).map_err(|diagnostics| ConfigError::Codegen { diagnostics })?;
-        let wanted: BTreeSet<&str> = output.files.iter().map(|f| f.path.as_str()).collect();
+        output.notes.extend(notes);
+        let mut report = Report {
+            packages: inputs.packages.len(),
+            output,
+            written: Vec::new(),
+            removed: Vec::new(),
+            foreign: Vec::new(),
+            inputs: read.clone(),
+        };
+        let Some(out_dir) = out_dir else {
+            return Ok((report, Vec::new()));
+        };
+        let wanted: BTreeSet<&str> = (report.output.files.iter())
+            .map(|f| f.path.as_str())
+            .collect();
         let on_disk = if out_dir.exists() {
-            list_files(&out_dir)?
+            list_files(out_dir)?
         } else {
             Vec::new()
         };
-        let mut removed = Vec::new();
-        let mut foreign = Vec::new();
         for path in &on_disk {
-            let Ok(relative) = path.strip_prefix(&out_dir) else {
+            let Ok(relative) = path.strip_prefix(out_dir) else {
                 continue;
             };
             let relative = relative.to_string_lossy().replace('\\', "/");
@@ -456,31 +494,22 @@ impl Config {
                 continue;
             }
             match output_dir::existing(path)? {
-                Existing::Generated => removed.push(relative),
-                Existing::Foreign => foreign.push(relative),
+                Existing::Generated => report.removed.push(relative),
+                Existing::Foreign => report.foreign.push(relative),
                 Existing::Nothing => {}
             }
         }
-        let mut stale = Vec::new();
         let mut in_the_way = Vec::new();
-        for file in &output.files {
+        for file in &report.output.files {
             let target = out_dir.join(&file.path);
             match output_dir::existing(&target)? {
                 Existing::Generated if output_dir::holds(&target, &file.contents)? => continue,
                 Existing::Foreign => in_the_way.push(target),
                 _ => {}
             }
-            stale.push(file.path.clone());
+            report.written.push(file.path.clone());
         }
-        let report = Report {
-            packages: inputs.packages.len(),
-            output,
-            written: stale,
-            removed,
-            foreign,
-            inputs: read,
-        };
-        Ok((report, out_dir, in_the_way))
+        Ok((report, in_the_way))
     }
 }
 

@@ -33,11 +33,33 @@ pub enum ConfigError {
         "{path}: not written by the generator (it does not start with the `@generated` header), so it is left as it is; move it away or choose another output folder"
     )]
     NotGenerated { path: PathBuf },
+    #[error(
+        "op `{}`: its suggested hints file would be named `{}`, which {reason}; hints files are written only directly inside their folder, named `<domain>.<name>.hints.json`",
+        .op.escape_debug(),
+        .name.escape_debug()
+    )]
+    HintsFileName {
+        op: String,
+        name: String,
+        reason: &'static str,
+    },
     #[error("{}", stale_message(.stale, .orphaned))]
     Stale {
         stale: Vec<String>,
         orphaned: Vec<String>,
     },
+}
+
+impl ConfigError {
+    /// The message without the path it starts with, for a report that names the file itself
+    /// (a diagnostic at `metadata.json`).
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            ConfigError::Io { error, .. } => error.to_string(),
+            ConfigError::Layout { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        }
+    }
 }
 
 fn stale_message(stale: &[String], orphaned: &[String]) -> String {

@@ -124,3 +124,110 @@ fn a_manifest_kept_apart_is_read_with_the_templates_written_for_it() {
         "the generated header names the manifest where it is"
     );
 }
+
+/// Adds `entries` (name → digest) to the metadata's `digest.files`.
+fn list_digests(build: &Path, entries: &[(&str, &str)]) {
+    let path = build.join("metadata.json");
+    let mut metadata: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).expect("read")).expect("parses");
+    for (name, digest) in entries {
+        metadata["digest"]["files"][*name] = serde_json::json!(digest);
+    }
+    fs::write(
+        &path,
+        serde_json::to_string_pretty(&metadata).expect("prints"),
+    )
+    .expect("write");
+}
+
+/// The diagnostics of a run that must fail at the metadata.
+fn metadata_errors(root: &Path) -> kernel_codegen::Diagnostics {
+    match config(root).generate() {
+        Err(ConfigError::Codegen { diagnostics }) => diagnostics,
+        other => panic!("expected metadata errors, got {other:?}"),
+    }
+}
+
+/// FUZZ F-9: a digest entry reached through a link to a folder outside the package is
+/// refused at the link, and the outside file's digest is never computed or printed.
+#[cfg(unix)]
+#[test]
+fn a_digest_through_a_folder_link_out_of_the_package_is_refused() {
+    let (root, build) = repository("folder-link");
+    fs::create_dir_all(root.join("elsewhere")).expect("folder");
+    fs::write(root.join("elsewhere/secret"), "outside text").expect("write");
+    std::os::unix::fs::symlink("../../../../elsewhere", build.join("etc")).expect("link");
+    list_digests(&build, &[("etc/secret", "AAAA")]);
+    let diagnostics = metadata_errors(&root);
+    let shown = diagnostics.to_string();
+    let [diagnostic] = &diagnostics.0[..] else {
+        panic!("one error: {shown}");
+    };
+    assert_eq!(diagnostic.path, "digest.files.etc/secret");
+    assert!(
+        diagnostic.message.contains("webgpu/etc: a link to")
+            && diagnostic.message.contains("outside"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(&digest("outside text")),
+        "no outside digest: {shown}"
+    );
+}
+
+/// FUZZ F-14: a digest entry naming a folder, a FIFO or a file over the input bound gets the
+/// reason the template reader gives, not "no file"; a name that is not there still does.
+#[cfg(unix)]
+#[test]
+fn a_digest_of_a_file_that_cannot_be_read_says_why() {
+    let (root, build) = repository("unreadable");
+    fs::create_dir_all(build.join("folder")).expect("folder");
+    let status = std::process::Command::new("mkfifo")
+        .arg(build.join("fifo"))
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    let large = fs::File::create(build.join("large")).expect("create");
+    large.set_len((16 << 20) + 1).expect("grow");
+    list_digests(
+        &build,
+        &[
+            ("folder", "A"),
+            ("fifo", "A"),
+            ("large", "A"),
+            ("absent", "A"),
+        ],
+    );
+    let diagnostics = metadata_errors(&root);
+    let mut messages: Vec<(&str, &str)> = (diagnostics.0.iter())
+        .map(|d| (d.path.as_str(), d.message.as_str()))
+        .collect();
+    messages.sort();
+    assert_eq!(
+        messages,
+        [
+            ("digest.files.absent", "the package has no file `absent`"),
+            ("digest.files.fifo", "`fifo`: not a regular file (a FIFO)"),
+            (
+                "digest.files.folder",
+                "`folder`: not a regular file (a folder)"
+            ),
+            (
+                "digest.files.large",
+                "`large`: larger than 16 MiB, the most an input may have"
+            ),
+        ]
+    );
+}
+
+/// FUZZ F-10: an error reading `metadata.json` names the file once.
+#[test]
+fn a_metadata_read_error_names_the_file_once() {
+    let (root, build) = repository("metadata-once");
+    let path = build.join("metadata.json");
+    fs::remove_file(&path).expect("remove");
+    fs::create_dir(&path).expect("a folder named metadata.json");
+    let shown = metadata_errors(&root).to_string();
+    assert_eq!(shown.matches("metadata.json").count(), 1, "{shown}");
+    assert!(shown.contains("not a regular file (a folder)"), "{shown}");
+}

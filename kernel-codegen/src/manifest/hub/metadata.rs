@@ -44,12 +44,13 @@ struct Webgpu {
 }
 
 /// The problems of `metadata` (the text of `metadata.json`) for `manifest`, as (JSON path,
-/// message) pairs; `file` gives the bytes of a file of the package by its name, `None` when
-/// there is no such file.
+/// message) pairs; `file` gives the bytes of a file of the package by its name, or why it
+/// cannot (no such file, not a regular file, a link out of the package: the message shown at
+/// the file's digest).
 pub fn check(
     metadata: &str,
     manifest: &Manifest,
-    file: &dyn Fn(&str) -> Option<Vec<u8>>,
+    file: &dyn Fn(&str) -> Result<Vec<u8>, String>,
 ) -> Vec<(String, String)> {
     let metadata: Metadata = match crate::manifest::parse_strict(metadata) {
         Ok(metadata) => metadata,
@@ -91,8 +92,8 @@ pub fn check(
         for (name, digest) in &metadata.digest.files {
             let path = format!("digest.files.{name}");
             match file(name) {
-                None => problem(&path, format!("the package has no file `{name}`")),
-                Some(bytes) => {
+                Err(why) => problem(&path, why),
+                Ok(bytes) => {
                     let actual =
                         base64::engine::general_purpose::STANDARD.encode(Sha256::digest(&bytes));
                     if &actual != digest {
@@ -178,9 +179,9 @@ mod tests {
         let manifest = super::super::parse(MANIFEST).unwrap();
         let template = b"template text";
         let files = |name: &str| match name {
-            "manifest.json" => Some(MANIFEST.as_bytes().to_vec()),
-            "copy.wgsl.jinja" => Some(template.to_vec()),
-            _ => None,
+            "manifest.json" => Ok(MANIFEST.as_bytes().to_vec()),
+            "copy.wgsl.jinja" => Ok(template.to_vec()),
+            _ => Err(format!("the package has no file `{name}`")),
         };
         let good = metadata("2.1", &digest(MANIFEST.as_bytes()), &digest(template));
         assert_eq!(check(&good, &manifest, &files), vec![]);
@@ -204,7 +205,7 @@ mod tests {
         let unlisted = r#"{"name": "com.example.Other", "backend": {"type": "webgpu"},
             "digest": {"algorithm": "sha256", "files": {}},
             "webgpu": {"manifestSpec": "2.1", "variants": {}}}"#;
-        let problems = check(unlisted, &manifest, &|_| None);
+        let problems = check(unlisted, &manifest, &|_| Err("no file".to_owned()));
         let paths: Vec<&str> = problems.iter().map(|(p, _)| p.as_str()).collect();
         assert_eq!(paths, ["name", "digest.files", "webgpu.variants.main"]);
     }
