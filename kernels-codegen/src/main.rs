@@ -6,14 +6,17 @@
 //!                 [--runtime-path PATH] [--host-check OP=PATH]... [--translate] [--check]
 //!                 [--write-suggested-hints DIR]
 //! ```
+//! With `--write-suggested-hints` and no `--out`, the packages are generated in memory only:
+//! the hints files do not depend on an output folder.
 //! A `--packages` folder is a package (it holds `manifest.json`, or `build/webgpu/manifest.json`
 //! as a Hub repository does) or a folder of packages.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
 use clap::Parser;
+use kernel_codegen::config::{self, HintsFile};
 
 #[derive(Parser)]
 #[command(
@@ -31,9 +34,10 @@ struct Args {
     /// A folder of `<domain>.<name>.hints.json` files; repeatable.
     #[arg(long)]
     hints: Vec<PathBuf>,
-    /// Where `mod.rs`, the op modules and their shaders go.
-    #[arg(long)]
-    out: PathBuf,
+    /// Where `mod.rs`, the op modules and their shaders go (without it, with
+    /// `--write-suggested-hints`, nothing but the hints files is written).
+    #[arg(long, required_unless_present = "write_suggested_hints")]
+    out: Option<PathBuf>,
     /// The runtime crate's path in the generated code.
     #[arg(long, default_value = "::kernel_runtime")]
     runtime_path: String,
@@ -45,11 +49,12 @@ struct Args {
     #[arg(long)]
     translate: bool,
     /// Write nothing; fail when a file in `--out` is stale or should not be there.
-    #[arg(long)]
+    #[arg(long, requires = "out")]
     check: bool,
     /// When values the shader text depends on have no finite domain, write the hints files
     /// the errors suggest (starting sets of values, to edit) into this folder; a file that
-    /// is already there is left alone.
+    /// is already there is left alone, a link there is refused. With `--check`, only says
+    /// what it would write.
     #[arg(long, value_name = "DIR")]
     write_suggested_hints: Option<PathBuf>,
 }
@@ -97,18 +102,31 @@ fn run(args: Args) -> Result<()> {
     }
     config
         .runtime_path(&args.runtime_path)
-        .out_dir(&args.out)
         .emit_rerun_if_changed(false);
-    let result = if args.check {
-        config.check()
-    } else {
-        config.generate()
+    if let Some(out) = &args.out {
+        config.out_dir(out);
+    }
+    let result = match (&args.out, args.check) {
+        (None, _) => config.generate_in_memory(),
+        (Some(_), true) => config.check(),
+        (Some(_), false) => config.generate(),
     };
     let report = match result {
         Ok(report) => report,
         Err(err) => {
-            if let kernel_codegen::ConfigError::Codegen { diagnostics } = &err {
-                suggest_hints(diagnostics, args.write_suggested_hints.as_deref())?;
+            let hints = match &err {
+                kernel_codegen::ConfigError::Codegen { diagnostics } => suggest_hints(
+                    diagnostics,
+                    args.write_suggested_hints.as_deref(),
+                    args.check,
+                ),
+                _ => Ok(()),
+            };
+            // The generator's errors are why there are suggestions: they are printed even when
+            // writing those fails, and that failure after them.
+            if let Err(write) = hints {
+                eprintln!("error: {err}");
+                return Err(write);
             }
             return Err(err.into());
         }
@@ -116,6 +134,13 @@ fn run(args: Args) -> Result<()> {
     for note in &report.output.notes {
         eprintln!("note: {note}");
     }
+    let Some(out) = &args.out else {
+        eprintln!(
+            "kernels-codegen: {} packages, {} shaders validated; nothing written (no --out)",
+            report.packages, report.output.shader_count
+        );
+        return Ok(());
+    };
     if args.check {
         eprintln!(
             "kernels-codegen: {} packages, {} shaders validated; {} files are fresh",
@@ -131,51 +156,59 @@ fn run(args: Args) -> Result<()> {
             report.written.len(),
             report.removed.len(),
             report.output.files.len() - report.written.len(),
-            args.out.display()
+            out.display()
         );
     }
     if !report.foreign.is_empty() {
         eprintln!(
             "kernels-codegen: left alone in {} (not written by the generator): {}",
-            args.out.display(),
+            out.display(),
             report.foreign.join(", ")
         );
     }
     Ok(())
 }
 
-/// Writes the hints files the errors suggest into `dir`, or says how to.
+/// Writes the hints files the errors suggest into `dir` (with `check`, says which it would
+/// write), or says how to.
 fn suggest_hints(
     diagnostics: &kernel_codegen::Diagnostics,
-    dir: Option<&std::path::Path>,
+    dir: Option<&Path>,
+    check: bool,
 ) -> Result<()> {
-    let files = diagnostics.suggested_hints();
-    if files.is_empty() {
+    let count = diagnostics.suggested_hints().len();
+    if count == 0 {
         return Ok(());
     }
     let Some(dir) = dir else {
         eprintln!(
-            "kernels-codegen: {} hints file(s) would make the value errors below go away; write them with --write-suggested-hints DIR",
-            files.len()
+            "kernels-codegen: {count} hints file(s) would make the value errors below go away; write them with --write-suggested-hints DIR",
         );
         return Ok(());
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
-    for (name, text) in files {
-        let path = dir.join(&name);
-        if path.exists() {
-            eprintln!(
+    if check {
+        let files = config::suggested_hints_files(diagnostics, dir)?;
+        let paths: Vec<String> = (files.iter())
+            .map(|(path, _)| path.display().to_string())
+            .collect();
+        eprintln!(
+            "kernels-codegen: --check writes nothing; --write-suggested-hints would write {}",
+            paths.join(", ")
+        );
+        return Ok(());
+    }
+    for file in config::write_suggested_hints(diagnostics, dir)? {
+        match file {
+            HintsFile::Written(path) => eprintln!(
+                "kernels-codegen: wrote {} (a starting set of values: edit it to those your models use, then pass --hints {})",
+                path.display(),
+                dir.display()
+            ),
+            HintsFile::LeftAlone(path) => eprintln!(
                 "kernels-codegen: {} exists; left alone (merge the suggestion from the error by hand)",
                 path.display()
-            );
-            continue;
+            ),
         }
-        std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?;
-        eprintln!(
-            "kernels-codegen: wrote {} (a starting set of values: edit it to those your models use, then pass --hints {})",
-            path.display(),
-            dir.display()
-        );
     }
     Ok(())
 }

@@ -1,4 +1,7 @@
-//! The command on a package folder: generate, check fresh, check stale, and bad arguments.
+//! The command on a package folder: generate, check fresh, check stale, and bad arguments;
+//! `--write-suggested-hints` on a package whose template needs a value's domain (written
+//! without an output folder, nothing written by `--check`, a failure to write them printed
+//! after the generator's own errors).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -123,5 +126,130 @@ fn a_hub_repository_folder_is_a_package() {
         );
         assert!(Path::new(out).join("add.rs").is_file());
     }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// The error fixtures' `row-sum` seed (its template sizes an array by `args.cols`, which has
+/// no finite domain) as `com.example.RowSum`, with `domain` replaced by `domain`.
+fn row_sum(name: &str, domain: &str) -> (PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "kernels-codegen-hints-{name}-{}",
+        std::process::id()
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    let package = dir.join("packages/com.example.RowSum");
+    fs::create_dir_all(&package).expect("package folder");
+    let seed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel-codegen/tests/errors/seeds/row-sum");
+    let manifest = fs::read_to_string(seed.join("manifest.json")).expect("read");
+    let manifest = manifest.replace("\"com.example\"", &format!("\"{domain}\""));
+    fs::write(package.join("manifest.json"), manifest).expect("write");
+    fs::copy(
+        seed.join("row-sum.wgsl.jinja"),
+        package.join("row-sum.wgsl.jinja"),
+    )
+    .expect("copy");
+    let package = package.to_str().expect("utf-8").to_owned();
+    (dir, package)
+}
+
+#[test]
+fn suggested_hints_need_no_output_folder_and_make_the_package_generate() {
+    let (dir, package) = row_sum("no-out", "com.example");
+    let hints = dir.join("hints");
+    let hints = hints.to_str().expect("utf-8");
+    let first = command(&["--packages", &package, "--write-suggested-hints", hints]);
+    assert!(!first.status.success());
+    assert!(text(&first).contains("wrote"), "{}", text(&first));
+    assert!(
+        Path::new(hints)
+            .join("com.example.RowSum.hints.json")
+            .is_file()
+    );
+    let again = command(&[
+        "--packages",
+        &package,
+        "--hints",
+        hints,
+        "--write-suggested-hints",
+        hints,
+    ]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        text(&again).contains("nothing written (no --out)"),
+        "{}",
+        text(&again)
+    );
+    let no_out = command(&["--packages", &package]);
+    assert!(!no_out.status.success());
+    assert!(text(&no_out).contains("--out"), "{}", text(&no_out));
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// FUZZ F-8: `--check` writes nothing, and says in one line what it would have written.
+#[test]
+fn check_writes_no_hints_and_says_which() {
+    let (dir, package) = row_sum("check", "com.example");
+    let (hints, out) = (dir.join("hints"), dir.join("out"));
+    let (hints, out) = (hints.to_str().expect("utf-8"), out.to_str().expect("utf-8"));
+    let checked = command(&[
+        "--packages",
+        &package,
+        "--out",
+        out,
+        "--check",
+        "--write-suggested-hints",
+        hints,
+    ]);
+    assert!(!checked.status.success());
+    assert!(!Path::new(hints).exists(), "nothing written");
+    let said = (text(&checked).lines())
+        .filter(|l| l.contains("would write"))
+        .count();
+    assert_eq!(said, 1, "{}", text(&checked));
+    assert!(
+        text(&checked).contains(&format!(
+            "would write {hints}/com.example.RowSum.hints.json"
+        )),
+        "{}",
+        text(&checked)
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// FUZZ F-7: a hints folder that is a file: the generator's errors (why there are
+/// suggestions) are printed, then the failure, naming the folder.
+#[test]
+fn a_write_failure_comes_after_the_errors() {
+    let (dir, package) = row_sum("file", "com.example");
+    let hints = dir.join("hints");
+    fs::write(&hints, "a file").expect("write");
+    let hints = hints.to_str().expect("utf-8");
+    let failed = command(&["--packages", &package, "--write-suggested-hints", hints]);
+    assert!(!failed.status.success());
+    let shown = text(&failed);
+    let diagnostic = shown
+        .find("row-sum.wgsl.jinja")
+        .unwrap_or_else(|| panic!("{shown}"));
+    let failure = shown
+        .find(&format!("error: {hints}: not a folder"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(diagnostic < failure, "{shown}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// FUZZ F-5: a `domain` that would put the hints file outside the folder is refused, naming
+/// the op, and nothing is written.
+#[test]
+fn a_domain_that_leaves_the_hints_folder_is_refused() {
+    let (dir, package) = row_sum("escape", "../../escape");
+    let hints = dir.join("a/b/hints");
+    let hints = hints.to_str().expect("utf-8");
+    let refused = command(&["--packages", &package, "--write-suggested-hints", hints]);
+    assert!(!refused.status.success());
+    let shown = text(&refused);
+    assert!(shown.contains("op `../../escape.RowSum`"), "{shown}");
+    assert!(!dir.join("a").exists(), "{shown}");
+    assert!(!dir.join("escape.RowSum.hints.json").exists(), "{shown}");
     let _ = fs::remove_dir_all(&dir);
 }
