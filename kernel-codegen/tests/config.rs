@@ -1,8 +1,12 @@
 //! The build-script API on real folders: reading a package tree, writing only what changed,
-//! checking, and the errors a misplaced file gets.
+//! checking, the errors a misplaced file gets, and what a build script prints (in a child
+//! process whose standard output is read as cargo reads it: a failed run's error before the
+//! `cargo:rerun-if-changed` lines, since cargo shows a failed build script's output as one
+//! block and a hundred rerun lines before the error would bury it).
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use kernel_codegen::{Config, ConfigError};
 
@@ -336,7 +340,7 @@ fn special_files_and_links_out_of_the_package_are_refused() {
 
     // A FIFO where a template is: refused without opening it (opening would wait forever).
     fs::remove_file(&template).expect("remove");
-    let status = std::process::Command::new("mkfifo")
+    let status = Command::new("mkfifo")
         .arg(&template)
         .status()
         .expect("mkfifo");
@@ -417,4 +421,69 @@ fn an_op_named_mod_is_refused_and_the_output_is_left_as_it_was() {
         );
     }
     let _ = fs::remove_dir_all(&root);
+}
+
+/// Set in the child: the folder of the package it generates.
+const CHILD: &str = "CODEGEN_BUILD_SCRIPT_CHILD";
+
+/// The scratch package with a template that does not parse, and enough shared templates to
+/// make many rerun lines.
+fn broken_package(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    let template = dir.join("packages/test.Scale/scale.wgsl.jinja");
+    let text = fs::read_to_string(&template).expect("read");
+    fs::write(&template, text + "{% if %}\n").expect("break it");
+    for i in 0..120 {
+        let shared = dir.join(format!("packages/_shared/unused{i:03}.wgsl.jinja"));
+        fs::write(shared, "// unused\n").expect("write");
+    }
+    dir
+}
+
+/// The child's side: generates as a build script does (rerun lines on), and fails.
+#[test]
+fn child_generates_as_a_build_script() {
+    let Some(dir) = std::env::var_os(CHILD) else {
+        return;
+    };
+    let result = config(Path::new(&dir))
+        .emit_rerun_if_changed(true)
+        .generate();
+    assert!(result.is_err(), "the package is broken");
+}
+
+/// A failed build script's error comes first, then every rerun line.
+#[test]
+fn a_failed_run_prints_its_error_before_the_rerun_lines() {
+    let dir = broken_package("order");
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "--exact",
+            "child_generates_as_a_build_script",
+            "--nocapture",
+        ])
+        .args(["--test-threads", "1"])
+        .env(CHILD, &dir)
+        .output()
+        .expect("the child runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let error = (lines.iter())
+        .position(|l| l.contains("error: codegen found"))
+        .unwrap_or_else(|| panic!("no error printed:\n{stdout}"));
+    let reruns: Vec<usize> = (lines.iter().enumerate())
+        .filter(|(_, l)| l.starts_with("cargo:rerun-if-changed="))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(reruns.len() > 120, "every file read: {}", reruns.len());
+    assert!(
+        reruns.iter().all(|&i| i > error),
+        "the error first:\n{stdout}"
+    );
+    assert!(
+        (lines[error..reruns[0]].iter()).any(|l| l.contains("scale.wgsl.jinja")),
+        "the error names the template before the rerun lines:\n{stdout}"
+    );
+    let _ = fs::remove_dir_all(&dir);
 }
