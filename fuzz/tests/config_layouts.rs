@@ -1,6 +1,8 @@
 //! The generator's file-handling target on the unmutated seed packages, one package at a
 //! time: every layout (absolute paths, paths relative to a root, the output folder set to
-//! the package, a FIFO template) holds, so the checks the fuzzer runs on mutants are live.
+//! the package, a FIFO template, the op named `Mod`, suggested hints beside a link and for a
+//! hostile `domain`, metadata digests through a folder link) holds, so the checks the fuzzer
+//! runs on mutants are live.
 
 use std::time::Duration;
 
