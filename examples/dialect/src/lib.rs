@@ -24,6 +24,10 @@
 //!   `uint8`), the 8-bit ones stored one 32-bit word per element; the template reads
 //!   `tensorDtypes.cT` to wrap 8-bit sums, so `int8` and `int32` (one WGSL scalar) get shaders
 //!   of their own.
+//! - `com.example.PartialCorner`: a template that calls a helper it defines only for one
+//!   value of a constant, so one corner of its combinations does not validate: the generator
+//!   builds the others and leaves that one out with a warning, and a call selecting it gets
+//!   `OpError::NotBuilt` with the template error, as the loader would fail only that call.
 //! - `com.example.HubOperands` (the Hub's dialect): derive entries computed with the Hub
 //!   runtime's Jinja, whose `or` returns an operand (`tunables.WORKGROUP_SIZE or 64`, printed as
 //!   the workgroup size; `attrs.gain or 1.5`, a Float uniform), whose `%` takes the dividend's

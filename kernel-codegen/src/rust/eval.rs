@@ -258,7 +258,7 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
     let output_error = if op.outputs.iter().any(model::Tensor::is_computed_output) {
         quote! {
             fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
-                rt::OpError::Input { op: OP_NAME, input: role.into(), rule: format!("shape `{source}` could not be computed: {error}") }
+                rt::OpError::Output { op: OP_NAME, output: role.into(), rule: format!("shape `{source}` could not be computed: {error}") }
             }
         }
     } else {
@@ -310,9 +310,9 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
             quote! {
                 let rank = #rank_fn(&env).map_err(|e| output_error(#role_text, #rank_source, &e))?;
                 if rank != rt::support::rank(&env.shapes.#role) {
-                    return Err(rt::OpError::Input {
+                    return Err(rt::OpError::Output {
                         op: OP_NAME,
-                        input: #role_text.into(),
+                        output: #role_text.into(),
                         rule: format!("rank expression `{}` gives {rank} but shape expression `{}` gives {} dimensions", #rank_source, #shape_source, env.shapes.#role.len()),
                     });
                 }

@@ -18,7 +18,7 @@ use std::fmt;
 /// or an undefined value. The message is meant for the end user and names the operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvalError {
-    /// The human-readable message, e.g. `dim(): axis 2 is out of range for a rank-2 shape`.
+    /// The human-readable message, e.g. `dim(): axis 2 is out of range for a tensor of rank 2`.
     pub message: String,
 }
 
@@ -196,7 +196,7 @@ fn check_axis(name: &str, shape: &[i64], axis: i64, inclusive: bool) -> Result<u
         .filter(|&a| a < rank || (inclusive && a == rank));
     ok.ok_or_else(|| {
         EvalError::new(format!(
-            "{name}(): axis {axis} is out of range for a rank-{rank} shape"
+            "{name}(): axis {axis} is out of range for a tensor of rank {rank}"
         ))
     })
 }
@@ -300,12 +300,12 @@ fn wrap_axis(name: &str, shape: &[i64], axis: i64, inclusive: bool) -> Result<us
     };
     if wrapped < 0 {
         return Err(EvalError::new(format!(
-            "{name}(): axis {axis} is out of range for a rank-{rank} shape"
+            "{name}(): axis {axis} is out of range for a tensor of rank {rank}"
         )));
     }
     check_axis(name, shape, wrapped, inclusive).map_err(|_| {
         EvalError::new(format!(
-            "{name}(): axis {axis} is out of range for a rank-{rank} shape"
+            "{name}(): axis {axis} is out of range for a tensor of rank {rank}"
         ))
     })
 }
@@ -881,7 +881,7 @@ mod tests {
         assert_eq!(inner(&s, 0), Ok(12));
         assert_eq!(
             dim(&s, 3).map_err(|e| e.message().to_owned()),
-            Err("dim(): axis 3 is out of range for a rank-3 shape".to_owned())
+            Err("dim(): axis 3 is out of range for a tensor of rank 3".to_owned())
         );
         assert!(inner(&s, 3).is_err());
         assert!(outer(&s, -1).is_err());

@@ -183,25 +183,28 @@ pub struct Rejection {
     pub values: Vec<(String, String)>,
 }
 
-impl fmt::Display for Rejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.error {
-            None => write!(f, "  {}: `{}` is false", self.variant, self.condition)?,
-            Some(e) => write!(
-                f,
-                "  {}: `{}` could not be evaluated: {e}",
-                self.variant, self.condition
-            )?,
-        }
+impl Rejection {
+    /// Why, without the variant: "`cond` is false (x = 1)".
+    fn reason(&self) -> String {
+        let mut text = match &self.error {
+            None => format!("`{}` is false", self.condition),
+            Some(e) => format!("`{}` could not be evaluated: {e}", self.condition),
+        };
         if !self.values.is_empty() {
             let values: Vec<String> = self
                 .values
                 .iter()
                 .map(|(text, value)| format!("{text} = {value}"))
                 .collect();
-            write!(f, " ({})", values.join(", "))?;
+            text.push_str(&format!(" ({})", values.join(", ")));
         }
-        Ok(())
+        text
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "  {}: {}", self.variant, self.reason())
     }
 }
 
@@ -264,10 +267,34 @@ pub enum OpError {
 }
 
 fn no_variant_message(op: &str, rejections: &[Rejection]) -> String {
-    let mut s = format!("{op}: no variant accepts these inputs");
+    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
     for r in rejections {
-        s.push('\n');
-        s.push_str(&r.to_string());
+        let reason = r.reason();
+        match groups.iter_mut().find(|(why, _)| *why == reason) {
+            Some((_, variants)) => variants.push(r.variant),
+            None => groups.push((reason, vec![r.variant])),
+        }
+    }
+    // Stable: groups of one size keep the manifest's order.
+    groups.sort_by_key(|(_, variants)| std::cmp::Reverse(variants.len()));
+    let mut s = format!("{op}: no variant accepts these inputs");
+    let mut lines = 0;
+    for (i, (why, variants)) in groups.iter().enumerate() {
+        let entry = match variants.len() {
+            1 => format!("{}: {why}", variants[0]),
+            n => format!("{n} variants ({}): {why}", variants.join(", ")),
+        };
+        let wrapped = wrap(&entry, WRAP_AT);
+        if lines + wrapped.len() > MOST_LINES && i > 0 {
+            let rest: usize = groups[i..].iter().map(|(_, v)| v.len()).sum();
+            s.push_str(&format!("\n  … and {rest} more variants"));
+            break;
+        }
+        for (j, line) in wrapped.iter().enumerate() {
+            s.push_str(if j == 0 { "\n  " } else { "\n      " });
+            s.push_str(line);
+        }
+        lines += wrapped.len();
     }
     s
 }
@@ -282,6 +309,14 @@ mod tests {
     #[error(transparent)]
     NotBuilt(crate::shaders::NotBuilt),
     fn no_variant_lists_each_rejection() {
+/// Columns a line of the "no variant accepts" message wraps at.
+const WRAP_AT: usize = 120;
+/// Lines of reasons it shows at most; the variants beyond are counted.
+const MOST_LINES: usize = 18;
+
+/// "No variant accepts", grouped: the variants that failed on the same clause with the same
+/// values share one entry, the largest group first (then manifest order), each wrapped, and no
+/// more than about 20 lines in all however many variants the op has.
         let e = OpError::NoVariant {
             op: "MRotaryEmbedding",
             rejections: vec![
@@ -291,6 +326,23 @@ mod tests {
                     error: None,
                     values: vec![("attrs.mrope_section[0]".into(), "-1".into())],
                 },
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word stays whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
+}
+
                 Rejection {
                     variant: "rank4",
                     condition: "attrs.mrope_section[3] > 0".into(),
@@ -328,6 +380,61 @@ mod tests {
         assert_eq!(
             i.to_string(),
             "BiasSoftmax: input `bias`: numel must divide numel(data)"
+    /// Many variants failing on one clause share an entry; the message wraps and stays short.
+    #[test]
+    fn no_variant_groups_variants_by_clause_and_stays_short() {
+        let wide = Rejection {
+            variant: "v",
+            condition: "K % 4 == 0".into(),
+            error: None,
+            values: vec![("K".into(), "3".into())],
+        };
+        let mut rejections: Vec<Rejection> = ["tiled_vec4", "rowvec4", "vec4_split"]
+            .into_iter()
+            .map(|variant| Rejection {
+                variant,
+                ..wide.clone()
+            })
+            .collect();
+        rejections.insert(
+            1,
+            Rejection {
+                variant: "naive",
+                condition: "rank(shapes.a) >= 1 and rank(shapes.b) >= 1 and dim(shapes.a, -1) == dim(shapes.b, -2) and broadcastable".into(),
+                error: None,
+                values: vec![("dim(shapes.a, -1)".into(), "3".into()), ("dim(shapes.b, -2)".into(), "4".into())],
+            },
+        );
+        let e = OpError::NoVariant {
+            op: "ai.onnx.MatMul",
+            rejections: rejections.clone(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "ai.onnx.MatMul: no variant accepts these inputs\n  \
+             3 variants (tiled_vec4, rowvec4, vec4_split): `K % 4 == 0` is false (K = 3)\n  \
+             naive: `rank(shapes.a) >= 1 and rank(shapes.b) >= 1 and dim(shapes.a, -1) == \
+             dim(shapes.b, -2) and broadcastable` is\n      \
+             false (dim(shapes.a, -1) = 3, dim(shapes.b, -2) = 4)"
+        );
+        // Sixty variants with as many reasons: about 20 lines, the rest counted.
+        let many: Vec<Rejection> = (0..60)
+            .map(|i| Rejection {
+                variant: "w",
+                values: vec![("K".into(), i.to_string())],
+                ..wide.clone()
+            })
+            .collect();
+        let e = OpError::NoVariant {
+            op: "Op",
+            rejections: many,
+        };
+        let text = e.to_string();
+        assert!(text.lines().count() <= 20, "{text}");
+        assert!(text.ends_with("… and 42 more variants"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 130), "{text}");
+    }
+
         );
         let r: OpError = RuntimeError::MissingFeature("shader-f16").into();
         assert_eq!(r.to_string(), "the device lacks the `shader-f16` feature");

@@ -239,9 +239,9 @@ pub struct Env<'a> {
     pub derived: EnvDerived,
 }
 fn output_error(role: &str, source: &str, error: &EvalError) -> rt::OpError {
-    rt::OpError::Input {
+    rt::OpError::Output {
         op: OP_NAME,
-        input: role.into(),
+        output: role.into(),
         rule: format!("shape `{source}` could not be computed: {error}"),
     }
 }
@@ -277,9 +277,9 @@ impl<'a> Env<'a> {
         let rank = output_rank_output(&env)
             .map_err(|e| output_error("output", "4", &e))?;
         if rank != rt::support::rank(&env.shapes.output) {
-            return Err(rt::OpError::Input {
+            return Err(rt::OpError::Output {
                 op: OP_NAME,
-                input: "output".into(),
+                output: "output".into(),
                 rule: format!(
                     "rank expression `{}` gives {rank} but shape expression `{}` gives {} dimensions",
                     "4",
