@@ -261,11 +261,23 @@ pub enum OpError {
         /// What failed.
         error: EvalError,
     },
+    /// The inputs select a shader the generator left out, because it did not render or
+    /// validate (the package's loader would fail the same call); it says which and why.
+    #[error(transparent)]
+    NotBuilt(crate::shaders::NotBuilt),
     /// The GPU runtime failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
 
+/// Columns a line of the "no variant accepts" message wraps at.
+const WRAP_AT: usize = 120;
+/// Lines of reasons it shows at most; the variants beyond are counted.
+const MOST_LINES: usize = 18;
+
+/// "No variant accepts", grouped: the variants that failed on the same clause with the same
+/// values share one entry, the largest group first (then manifest order), each wrapped, and no
+/// more than about 20 lines in all however many variants the op has.
 fn no_variant_message(op: &str, rejections: &[Rejection]) -> String {
     let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
     for r in rejections {
@@ -299,33 +311,6 @@ fn no_variant_message(op: &str, rejections: &[Rejection]) -> String {
     s
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    /// The inputs select a shader the generator left out, because it did not render or
-    /// validate (the package's loader would fail the same call); it says which and why.
-    #[error(transparent)]
-    NotBuilt(crate::shaders::NotBuilt),
-    fn no_variant_lists_each_rejection() {
-/// Columns a line of the "no variant accepts" message wraps at.
-const WRAP_AT: usize = 120;
-/// Lines of reasons it shows at most; the variants beyond are counted.
-const MOST_LINES: usize = 18;
-
-/// "No variant accepts", grouped: the variants that failed on the same clause with the same
-/// values share one entry, the largest group first (then manifest order), each wrapped, and no
-/// more than about 20 lines in all however many variants the op has.
-        let e = OpError::NoVariant {
-            op: "MRotaryEmbedding",
-            rejections: vec![
-                Rejection {
-                    variant: "rank3",
-                    condition: "rank3Contract › sectionsValid › attrs.mrope_section[0] >= 0".into(),
-                    error: None,
-                    values: vec![("attrs.mrope_section[0]".into(), "-1".into())],
-                },
 /// `text` in lines of at most `width` characters, broken at spaces (a longer word stays whole).
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
@@ -343,6 +328,21 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_variant_lists_each_rejection() {
+        let e = OpError::NoVariant {
+            op: "MRotaryEmbedding",
+            rejections: vec![
+                Rejection {
+                    variant: "rank3",
+                    condition: "rank3Contract › sectionsValid › attrs.mrope_section[0] >= 0".into(),
+                    error: None,
+                    values: vec![("attrs.mrope_section[0]".into(), "-1".into())],
+                },
                 Rejection {
                     variant: "rank4",
                     condition: "attrs.mrope_section[3] > 0".into(),
@@ -361,25 +361,6 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
         );
     }
 
-    #[test]
-    fn attribute_input_and_runtime_messages() {
-        let a = OpError::Attribute {
-            op: "BiasSoftmax",
-            attribute: "axis".into(),
-            rule: "must be -1 or rank-1".into(),
-        };
-        assert_eq!(
-            a.to_string(),
-            "BiasSoftmax: attribute `axis`: must be -1 or rank-1"
-        );
-        let i = OpError::Input {
-            op: "BiasSoftmax",
-            input: "bias".into(),
-            rule: "numel must divide numel(data)".into(),
-        };
-        assert_eq!(
-            i.to_string(),
-            "BiasSoftmax: input `bias`: numel must divide numel(data)"
     /// Many variants failing on one clause share an entry; the message wraps and stays short.
     #[test]
     fn no_variant_groups_variants_by_clause_and_stays_short() {
@@ -435,6 +416,25 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
         assert!(text.lines().all(|l| l.chars().count() <= 130), "{text}");
     }
 
+    #[test]
+    fn attribute_input_and_runtime_messages() {
+        let a = OpError::Attribute {
+            op: "BiasSoftmax",
+            attribute: "axis".into(),
+            rule: "must be -1 or rank-1".into(),
+        };
+        assert_eq!(
+            a.to_string(),
+            "BiasSoftmax: attribute `axis`: must be -1 or rank-1"
+        );
+        let i = OpError::Input {
+            op: "BiasSoftmax",
+            input: "bias".into(),
+            rule: "numel must divide numel(data)".into(),
+        };
+        assert_eq!(
+            i.to_string(),
+            "BiasSoftmax: input `bias`: numel must divide numel(data)"
         );
         let r: OpError = RuntimeError::MissingFeature("shader-f16").into();
         assert_eq!(r.to_string(), "the device lacks the `shader-f16` feature");
