@@ -151,9 +151,9 @@ pub use expr::EvalError;
 pub use index::{IndexTensor, narrow_i64_to_u32};
 pub use op::{AllocatingOp, Op, OpHooks, OpVisitor};
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
-pub use staging::STAGING_CHUNK;
 pub use plan_spec::PlanError;
 pub use shaders::NotBuilt;
+pub use staging::STAGING_CHUNK;
 pub use tensor::Tensor;
 pub use timing::PlanTimes;
 
