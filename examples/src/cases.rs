@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use kernel_runtime::registry::OpEntry;
-use kernel_runtime::support::AttrValue;
+use kernel_runtime::AttrValue;
 use kernel_runtime::{AnyTensor, Context, DType, DeviceCaps, IndexTensor, RuntimeError};
 
 use crate::data::{DataRng, Tolerance, round_to};

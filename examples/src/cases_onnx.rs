@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use kernel_runtime::DType;
-use kernel_runtime::support::AttrValue;
+use kernel_runtime::AttrValue;
 
 use crate::cases::{Case, HostTensor, round_dtype};
 use crate::data::{DataRng, Tolerance};

@@ -8,7 +8,7 @@ pub mod mrotary_embedding;
 pub mod onnx;
 
 use anyhow::{Context as _, Result, bail};
-use kernel_runtime::support::AttrValue;
+use kernel_runtime::AttrValue;
 
 /// The float64 reference of op `op` on untyped inputs `(role, shape, values)` in manifest
 /// order, with attributes by name (for harnesses that pick ops by name).

@@ -138,6 +138,7 @@ pub mod abi {
 }
 
 pub use any::AnyTensor;
+pub use attrs::AttrValue;
 pub use args::{Access, Arg};
 pub use caches::ContextCounts;
 pub use caps::DeviceCaps;

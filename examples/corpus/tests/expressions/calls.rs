@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use kernel_runtime::support::AttrValue;
+use kernel_runtime::AttrValue;
 use kernel_runtime::{DType, DeviceCaps, Dispatch};
 
 use super::generated::{self, Call};

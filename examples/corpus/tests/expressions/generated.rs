@@ -5,7 +5,7 @@
 
 use kernel_codegen::expr::Value;
 use kernel_codegen::model::{DType, Op};
-use kernel_runtime::support::AttrValue;
+use kernel_runtime::AttrValue;
 use kernel_runtime::{OpError, OpHooks, OpVisitor, Plan};
 
 use super::env::RandomEnv;
