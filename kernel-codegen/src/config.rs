@@ -58,6 +58,7 @@ pub struct Config {
     out_dir: Option<PathBuf>,
     rerun_if_changed: Option<bool>,
     translate: bool,
+    strict: bool,
 }
 
 impl Config {
@@ -179,6 +180,14 @@ impl Config {
         self
     }
 
+    /// Whether a static combination of a pass that does not render or validate fails the run
+    /// (default: off; it is left out with a warning, see [`Inputs::strict`]). Inside a build
+    /// script the warnings are printed as `cargo:warning`.
+    pub fn strict(&mut self, on: bool) -> &mut Self {
+        self.strict = on;
+        self
+    }
+
     /// Reads every input into the pure generator's [`Inputs`]; also returns the files read.
     ///
     /// Only regular files of at most 16 MiB are read; a link is followed only to a file inside
@@ -244,6 +253,7 @@ impl Config {
             host_checks: self.host_checks.clone(),
             runtime_path: self.runtime_path.clone().unwrap_or_default(),
             translate: self.translate,
+            strict: self.strict,
             ..Inputs::default()
         };
         let mut used_hints = BTreeSet::new();
@@ -430,18 +440,26 @@ impl Config {
     }
 
     /// Runs `body` with the list of files it reads, then prints `cargo:rerun-if-changed` for
-    /// each when asked. Cargo shows a failed build script's output as one block, where a
-    /// hundred rerun lines would bury the error: the error is printed first.
-    fn telling_cargo<T>(
+    /// each when asked, after the run's warnings (`cargo:warning`, which cargo shows for a
+    /// build script that succeeds). Cargo shows a failed build script's output as one block,
+    /// where a hundred rerun lines would bury the error: the error is printed first.
+    fn telling_cargo(
         &self,
-        body: impl FnOnce(&mut Vec<PathBuf>) -> Result<T, ConfigError>,
-    ) -> Result<T, ConfigError> {
+        body: impl FnOnce(&mut Vec<PathBuf>) -> Result<Report, ConfigError>,
+    ) -> Result<Report, ConfigError> {
         let mut read = Vec::new();
         let result = body(&mut read);
         let emit = (self.rerun_if_changed).unwrap_or_else(|| std::env::var_os("OUT_DIR").is_some());
         if emit {
-            if let Err(err) = &result {
-                println!("error: {err}\n");
+            match &result {
+                Err(err) => println!("error: {err}\n"),
+                Ok(report) => {
+                    for warning in &report.output.warnings {
+                        for line in warning.lines() {
+                            println!("cargo:warning={line}");
+                        }
+                    }
+                }
             }
             for path in &read {
                 println!("cargo:rerun-if-changed={}", path.display());

@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! kernels-codegen --packages DIR... [--include-root DIR] [--hints DIR] --out DIR
-//!                 [--runtime-path PATH] [--host-check OP=PATH]... [--translate] [--check]
-//!                 [--write-suggested-hints DIR]
+//!                 [--runtime-path PATH] [--host-check OP=PATH]... [--translate] [--strict]
+//!                 [--check] [--write-suggested-hints DIR]
 //! ```
 //! With `--write-suggested-hints` and no `--out`, the packages are generated in memory only:
 //! the hints files do not depend on an output folder.
@@ -48,6 +48,10 @@ struct Args {
     /// shader one of wgpu's native backends cannot take fails here rather than on a device.
     #[arg(long)]
     translate: bool,
+    /// Fail when a static combination of a pass does not render or validate, instead of
+    /// leaving it out with a warning (a call that selects it would get `OpError::NotBuilt`).
+    #[arg(long)]
+    strict: bool,
     /// Write nothing; fail when a file in `--out` is stale or should not be there.
     #[arg(long, requires = "out")]
     check: bool,
@@ -93,7 +97,7 @@ fn run(args: Args) -> Result<()> {
     for dir in &args.hints {
         config.hints_dir(dir);
     }
-    config.translations(args.translate);
+    config.translations(args.translate).strict(args.strict);
     for entry in &args.host_checks {
         let (op, path) = entry
             .split_once('=')
@@ -133,6 +137,9 @@ fn run(args: Args) -> Result<()> {
     };
     for note in &report.output.notes {
         eprintln!("note: {note}");
+    }
+    for warning in &report.output.warnings {
+        eprintln!("warning: {warning}");
     }
     let Some(out) = &args.out else {
         eprintln!(

@@ -1,7 +1,8 @@
 //! The command on a package folder: generate, check fresh, check stale, and bad arguments;
 //! `--write-suggested-hints` on a package whose template needs a value's domain (written
 //! without an output folder, nothing written by `--check`, a failure to write them printed
-//! after the generator's own errors).
+//! after the generator's own errors); a package with a corner that does not validate (a
+//! warning, or with `--strict` an error).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -251,5 +252,37 @@ fn a_domain_that_leaves_the_hints_folder_is_refused() {
     assert!(shown.contains("op `../../escape.RowSum`"), "{shown}");
     assert!(!dir.join("a").exists(), "{shown}");
     assert!(!dir.join("escape.RowSum.hints.json").exists(), "{shown}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// A package one corner of whose combinations does not validate builds with one warning,
+/// and `--strict` makes it an error at the template line.
+#[test]
+fn a_corner_that_does_not_validate_warns_and_strict_refuses_it() {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/dialect/packages/com.example.PartialCorner");
+    let package = package.to_str().expect("utf-8");
+    let (dir, out) = scratch("corner");
+    let out = out.to_str().expect("utf-8");
+    let built = command(&["--packages", package, "--out", out]);
+    assert!(built.status.success(), "{}", text(&built));
+    let printed = text(&built);
+    let warnings: Vec<&str> = (printed.lines())
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    let [warning] = warnings[..] else {
+        panic!("one warning: {}", text(&built))
+    };
+    assert!(
+        warning.contains("2 of the pass's 6 static combinations are not built"),
+        "{warning}"
+    );
+    let strict = command(&["--packages", package, "--out", out, "--check", "--strict"]);
+    assert!(!strict.status.success());
+    assert!(
+        text(&strict).contains("partial-corner.wgsl.jinja: line 22, column 3"),
+        "{}",
+        text(&strict)
+    );
     let _ = fs::remove_dir_all(&dir);
 }

@@ -29,6 +29,8 @@ pub fn config(root: &Path) -> kernel_codegen::Config {
         .runtime_path("::kernel_runtime")
         .out_dir(GENERATED_DIR)
         .translations(true)
+        // This repository's own packages build whole: a combination that fails is an error.
+        .strict(true)
         .emit_rerun_if_changed(false);
     for (op, check) in HOST_CHECKS {
         config.host_check(*op, *check);
