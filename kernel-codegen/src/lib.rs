@@ -126,11 +126,29 @@ pub struct Output {
     /// What the package likely got wrong but does not stop generation: per pass, the static
     /// combinations left out because they do not render or validate ([`Inputs::strict`]).
     pub warnings: Vec<String>,
+    /// Every static combination not built, op by op: those that do not render or validate
+    /// (said in [`Output::warnings`]) and those whose bindings cannot hold their dtypes
+    /// (said in [`Output::notes`]). A call that selects one gets
+    /// `kernel_runtime::OpError::NotBuilt`.
+    pub left_out: Vec<LeftOutCombination>,
     /// Number of shaders rendered and validated.
     pub shader_count: usize,
     /// Every distinct shader written, with what validators beyond naga need (the text a
     /// browser compiles, features, overrides, bind group) and naga's translations.
     pub shaders: Vec<GeneratedShader>,
+}
+
+/// A static combination of an op's pass that was not built, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOutCombination {
+    /// The op's qualified name.
+    pub op: String,
+    pub variant: String,
+    pub pass: String,
+    /// Its static values, as `name = value, …`.
+    pub values: String,
+    /// The generator's error for it.
+    pub reason: String,
 }
 
 /// One shader of an op's table (the `<op>.shaders` file of [`Output::files`]) and how it was
@@ -411,6 +429,16 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                 continue;
             }
         };
+        output.left_out.extend(left_out.iter().map(|l| {
+            let variant = &op.variants[l.variant];
+            LeftOutCombination {
+                op: op.qualified_name(),
+                variant: variant.id.clone(),
+                pass: variant.passes[l.pass].id.clone(),
+                values: wgsl::describe(&l.combination),
+                reason: l.reason.clone(),
+            }
+        }));
         let input = rust::OpInput {
             op,
             shaders: &shaders,

@@ -61,7 +61,17 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     for package in &packages {
         let (inputs, _) = config(&collection, std::slice::from_ref(package), None).read_inputs()?;
         match kernel_codegen::generate(&inputs) {
-            Ok(_) => unhinted += 1,
+            Ok(output) => {
+                unhinted += 1;
+                if !output.left_out.is_empty() {
+                    eprintln!(
+                        "left out: {}: {} static combinations not built ({} passes with a warning)",
+                        package.file_name().unwrap_or_default().to_string_lossy(),
+                        output.left_out.len(),
+                        output.warnings.len()
+                    );
+                }
+            }
             Err(diagnostics) => {
                 let first = diagnostics
                     .0
