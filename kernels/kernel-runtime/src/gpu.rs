@@ -8,15 +8,26 @@ use crate::caps::DeviceCaps;
 use crate::error::RuntimeError;
 use crate::sync::lock;
 
-/// Smallest buffer the runtime creates (empty tensors still need a bindable buffer). Buffers
+/// Smallest range the runtime binds for a tensor (an empty tensor still needs one). Ranges
 /// are otherwise exactly the tensor's bytes rounded up to 4, so `arrayLength` in a shader is
 /// the element count (plus one padding element for an odd count of f16).
 pub(crate) const MIN_BUFFER_BYTES: u64 = 4;
 
-/// Byte size of a storage buffer holding `bytes`: a multiple of 4 (copy and binding
+/// Smallest buffer the runtime creates: one element of the widest array a generated prelude
+/// declares (`array<vec4<f32>>`; `vec3<f32>` has the same stride), so that a small or empty
+/// tensor's range can be widened to what any shader reads it as.
+pub(crate) const MIN_ALLOCATION_BYTES: u64 = 16;
+
+/// Byte size of a storage range holding `bytes`: a multiple of 4 (copy and binding
 /// alignment) and at least [`MIN_BUFFER_BYTES`].
 pub(crate) fn storage_size(bytes: u64) -> u64 {
     bytes.next_multiple_of(4).max(MIN_BUFFER_BYTES)
+}
+
+/// Byte size of a buffer the runtime creates to hold `bytes`: [`storage_size`], and at least
+/// [`MIN_ALLOCATION_BYTES`].
+pub(crate) fn allocation_size(bytes: u64) -> u64 {
+    storage_size(bytes).max(MIN_ALLOCATION_BYTES)
 }
 
 /// Errors wgpu raised outside any error scope on one device, and whether it was lost.
@@ -295,6 +306,8 @@ mod tests {
         assert_eq!(storage_size(2), 4);
         assert_eq!(storage_size(18), 20);
         assert_eq!(storage_size(1024), 1024);
+        assert_eq!(allocation_size(0), 16);
+        assert_eq!(allocation_size(18), 20);
     }
 
     #[test]

@@ -79,6 +79,7 @@ mod bind_cache;
 mod caches;
 pub mod caps;
 mod context;
+mod declared;
 mod devices;
 #[cfg(not(target_arch = "wasm32"))]
 mod disk_cache;

@@ -212,6 +212,17 @@ pub fn build<'e, E, V>(
 where
     V: Fn(usize, &'e E) -> Result<Value<'e>, EvalError>,
 {
+    if writes_nothing(spec, shaders, &outputs) {
+        // Nothing to compute: dispatch sizes may divide by the empty axis (a softmax's rows of
+        // no element), so none is evaluated.
+        return Ok(Plan {
+            op,
+            variant: id,
+            passes: Vec::new(),
+            intermediates: Vec::new(),
+            outputs,
+        });
+    }
     let passes = spec
         .passes
         .iter()
@@ -244,6 +255,42 @@ where
         intermediates,
         outputs,
     })
+}
+
+/// Whether a call of the variant `spec` writes nothing: it has outputs, each of them empty,
+/// and its passes write no other argument (a tensor written in place is an input, not among
+/// `outputs`: a variant binding more arguments `read_write` than it has outputs writes one).
+/// A pass without a shader to read its bindings from counts as writing.
+fn writes_nothing(
+    spec: &VariantSpec,
+    shaders: &'static ShaderTable,
+    outputs: &[OutputSpec],
+) -> bool {
+    if outputs.is_empty() || outputs.iter().any(|o| !o.shape.contains(&0)) {
+        return false;
+    }
+    let mut written = std::collections::BTreeSet::new();
+    for pass in spec.passes {
+        let shader = shaders.shaders().iter().find(|s| s.pass == pass.table_pass);
+        let Some(shader) = shader else {
+            return false;
+        };
+        let declared = crate::declared::declarations(shader.kernel.source);
+        for (i, binding) in pass.bindings.iter().enumerate() {
+            let Binding::Arg(arg) = *binding else {
+                continue;
+            };
+            let at = u32::try_from(i).ok();
+            match at.and_then(|i| declared.get(&i)) {
+                Some(d) if !d.writable => {}
+                Some(_) => {
+                    written.insert(arg);
+                }
+                None => return false,
+            }
+        }
+    }
+    written.len() <= outputs.len()
 }
 
 /// How an error names a slot: "`rows` (from the shape of `data`)".

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::error::RuntimeError;
-use crate::gpu::{Gpu, storage_size};
+use crate::gpu::{Gpu, allocation_size};
 use crate::plan::{Plan, PlannedPass};
 use crate::staging::Staging;
 use crate::sync::lock;
@@ -51,7 +51,8 @@ impl IntermediatePool {
                 bytes: u64::MAX,
                 limit: gpu.storage_limit(),
             })?;
-            let size = storage_size(bytes);
+            // Bound whole: padded so that a small one holds an element of any declared type.
+            let size = allocation_size(bytes);
             gpu.check_storage_size(&what, size)?;
             let pooled = lock(&self.free).take(size);
             let intermediate = match pooled {

@@ -4,6 +4,7 @@
 use crate::args::{Arg, check_aliasing};
 use crate::bind_cache::BindKey;
 use crate::caches::Caches;
+use crate::declared::declarations;
 use crate::error::RuntimeError;
 use crate::gpu::Gpu;
 use crate::plan::{Binding, Plan, PlannedPass};
@@ -54,6 +55,12 @@ impl Recorder<'_> {
         for (pass, _) in &active {
             check_bindings(plan, pass, args)?;
             check_aliasing(plan, pass, args)?;
+            // A range too small for the shader's element is refused here, before any wgpu call.
+            for (i, binding) in pass.bindings.iter().enumerate() {
+                if let Binding::Arg(a) = *binding {
+                    arg_range(plan, pass, i, &args[a])?;
+                }
+            }
         }
         if active.is_empty() {
             return Ok(false);
@@ -76,7 +83,7 @@ impl Recorder<'_> {
         for i in intermediates.iter().filter(|i| i.reused) {
             encoder.clear_buffer(&i.buffer, 0, None);
         }
-        let steps = self.bind_all(&active, &pipelines, args, &intermediates, reuse);
+        let steps = self.bind_all(plan, &active, &pipelines, args, &intermediates, reuse);
         self.caches.intermediates.give_back(intermediates);
         let steps = steps?;
         let label = plan.label();
@@ -99,6 +106,7 @@ impl Recorder<'_> {
     /// The bind group of every active pass, in order.
     fn bind_all<'p>(
         &self,
+        plan: &Plan,
         active: &[(&'p PlannedPass, [u32; 3])],
         pipelines: &'p [wgpu::ComputePipeline],
         args: &[Arg<'_>],
@@ -109,7 +117,8 @@ impl Recorder<'_> {
             .iter()
             .zip(pipelines)
             .map(|(&(pass, workgroups), pipeline)| {
-                let bind_group = self.bind_group(pass, pipeline, args, intermediates, reuse)?;
+                let bind_group =
+                    self.bind_group(plan, pass, pipeline, args, intermediates, reuse)?;
                 Ok(Step {
                     pass,
                     workgroups,
@@ -124,6 +133,7 @@ impl Recorder<'_> {
     /// kept one when the pass binds the same ranges as before.
     fn bind_group(
         &self,
+        plan: &Plan,
         pass: &PlannedPass,
         pipeline: &wgpu::ComputePipeline,
         args: &[Arg<'_>],
@@ -151,7 +161,10 @@ impl Recorder<'_> {
                 reason: format!("binding {i} ({binding:?}) has no buffer"),
             };
             let range = match *binding {
-                Binding::Arg(a) => args.get(a).and_then(|arg| arg.binding.clone()),
+                Binding::Arg(a) => match args.get(a) {
+                    Some(arg) => Some(arg_range(plan, pass, i, arg)?),
+                    None => None,
+                },
                 Binding::Intermediate(t) => intermediates
                     .get(t)
                     .map(|i| i.buffer.as_entire_buffer_binding()),
@@ -230,6 +243,51 @@ fn encode_pass(
         cpass.dispatch_workgroups(x, y, z);
         cpass.pop_debug_group();
     }
+}
+
+/// The range binding `index` of `pass` binds for `arg`: the argument's own, widened to one
+/// element of the type the shader declares there when it is smaller (an empty or one-element
+/// tensor read as `vec4`), as far as the buffer has room; else
+/// [`RuntimeError::BindingTooSmall`]. An argument not given is `InvalidPlan`.
+fn arg_range<'a>(
+    plan: &Plan,
+    pass: &PlannedPass,
+    index: usize,
+    arg: &Arg<'a>,
+) -> Result<wgpu::BufferBinding<'a>, RuntimeError> {
+    let Some(binding) = arg.binding.clone() else {
+        return Err(RuntimeError::InvalidPlan {
+            label: pass.id.to_owned(),
+            reason: format!("binding {index} (`{}`) was not given", arg.role),
+        });
+    };
+    let declared = declarations(pass.kernel.source);
+    let Some((declared, needed)) = u32::try_from(index)
+        .ok()
+        .and_then(|i| declared.get(&i))
+        .and_then(|d| Some((d, d.min_bytes?)))
+    else {
+        return Ok(binding);
+    };
+    let available = binding.buffer.size().saturating_sub(binding.offset);
+    let bound = binding.size.map_or(available, std::num::NonZeroU64::get);
+    if bound >= needed {
+        return Ok(binding);
+    }
+    if available < needed {
+        return Err(RuntimeError::BindingTooSmall {
+            label: plan.label(),
+            pass: pass.id,
+            role: arg.role,
+            declared: declared.ty.clone(),
+            needed,
+            available,
+        });
+    }
+    Ok(wgpu::BufferBinding {
+        size: std::num::NonZeroU64::new(needed),
+        ..binding
+    })
 }
 
 /// Checks that every binding of `pass` refers to something the plan and `args` provide.

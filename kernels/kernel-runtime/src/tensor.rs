@@ -8,7 +8,7 @@ use std::num::NonZeroU64;
 use crate::context::Context;
 use crate::dtype::{DType, Element, from_word_bytes, word_bytes};
 use crate::error::RuntimeError;
-use crate::gpu::storage_size;
+use crate::gpu::{allocation_size, storage_size};
 use crate::plan::OutputSpec;
 
 /// Usage of every tensor buffer the runtime creates: bindable as storage, uploadable,
@@ -88,10 +88,13 @@ pub(crate) fn check_view(
 /// element, [`Tensor::from_slice`] widens and [`Tensor::to_vec`] narrows.
 ///
 /// A tensor made by the runtime ([`Tensor::from_slice`], [`Tensor::zeros`]) owns a buffer
-/// with `STORAGE | COPY_SRC | COPY_DST` usage, padded to a multiple of 4 bytes; a
-/// zero-element tensor still gets a small buffer so it can be bound. [`Tensor::from_buffer`]
+/// with `STORAGE | COPY_SRC | COPY_DST` usage, padded to a multiple of 4 bytes and to at
+/// least 16; a zero-element tensor still gets a buffer so it can be bound. [`Tensor::from_buffer`]
 /// views a range of a buffer the application made instead. Either way the tensor keeps the
-/// buffer alive, and ops bind exactly the tensor's range of it.
+/// buffer alive, and ops bind the tensor's range of it, widened only where the shader reads it
+/// as an element larger than the range (a `vec4` of an empty or one-element tensor): into the
+/// padding of a buffer of the runtime's, or, for a view, into the buffer after the view when it
+/// has room (else the op refuses the call with [`RuntimeError::BindingTooSmall`]).
 pub struct Tensor<T: Element> {
     buffer: wgpu::Buffer,
     offset: u64,
@@ -115,7 +118,7 @@ impl<T: Element> Tensor<T> {
             ctx.gpu(),
             "tensor",
             &word_bytes(data),
-            size,
+            allocation_size(size),
             TENSOR_USAGE,
         )?;
         Ok(Self::wrap(buffer, 0, size, shape, numel))
@@ -134,7 +137,9 @@ impl<T: Element> Tensor<T> {
 
     fn zeros_labelled(ctx: &Context, what: &str, shape: &[usize]) -> Result<Self, RuntimeError> {
         let (numel, size) = sized(ctx, what, shape, T::DTYPE.storage_bytes() as u64)?;
-        let buffer = ctx.gpu().create_buffer(what, size, TENSOR_USAGE)?;
+        let buffer = ctx
+            .gpu()
+            .create_buffer(what, allocation_size(size), TENSOR_USAGE)?;
         Ok(Self::wrap(buffer, 0, size, shape, numel))
     }
 
