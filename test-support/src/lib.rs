@@ -10,6 +10,8 @@
 //! browser page running suites) there are no contexts: the page makes its own without blocking.
 
 mod bound;
+#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+pub mod boundary;
 mod close;
 pub mod conformance;
 #[cfg(feature = "gpu")]
