@@ -151,15 +151,40 @@ impl fmt::Display for Diagnostic {
             )?;
         }
         if let (Some(excerpt), Some(column)) = (&self.excerpt, self.column) {
-            write!(
-                f,
-                "\n    {excerpt}\n    {:>width$}",
-                "^",
-                width = column as usize
-            )?;
+            let (shown, caret) = clipped(excerpt, column as usize);
+            // Padding written out: a formatting width past 65,535 panics.
+            write!(f, "\n    {shown}\n    {}^", " ".repeat(caret))?;
         }
         Ok(())
     }
+}
+
+/// The longest excerpt shown whole; a longer one (a generated chain, a template line of
+/// megabytes) is shown clipped to the characters before and after the column it points at.
+const EXCERPT_WHOLE: usize = 200;
+const EXCERPT_BEFORE: usize = 80;
+const EXCERPT_AFTER: usize = 80;
+
+/// `excerpt` clipped around the 1-based character `column` (`…` where text was cut), and
+/// how many characters of it come before the caret.
+fn clipped(excerpt: &str, column: usize) -> (String, usize) {
+    let chars: Vec<char> = excerpt.chars().collect();
+    // A column one past the end points after the text; further ones are clamped there.
+    let at = column.saturating_sub(1).min(chars.len());
+    if chars.len() <= EXCERPT_WHOLE {
+        return (excerpt.to_owned(), at);
+    }
+    let start = at.saturating_sub(EXCERPT_BEFORE);
+    let end = (at + EXCERPT_AFTER).min(chars.len());
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(&chars[start..end]);
+    if end < chars.len() {
+        shown.push('…');
+    }
+    (shown, at - start + usize::from(start > 0))
 }
 
 /// All diagnostics of one codegen run; codegen reports as many as it can find, not just the first.
@@ -246,5 +271,54 @@ impl fmt::Display for Diagnostics {
             write!(f, "error: {diagnostic}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(excerpt: &str, column: usize) -> String {
+        Diagnostic::new("f.json", "derive.x", "bad")
+            .at(excerpt, column)
+            .to_string()
+    }
+
+    #[test]
+    fn a_short_excerpt_is_shown_whole_with_the_caret_under_its_column() {
+        assert_eq!(
+            shown("a + é + c", 7),
+            "f.json: derive.x, column 7: bad\n    a + é + c\n          ^"
+        );
+    }
+
+    /// The character of the second line under the caret of the third.
+    fn under_caret(text: &str) -> Option<char> {
+        let lines: Vec<&str> = text.lines().collect();
+        let caret = lines[2].find('^').expect("a caret");
+        lines[1].chars().nth(caret)
+    }
+
+    /// FUZZ F-3: a column past 65,535 panicked (a formatting width is at most `u16::MAX`).
+    #[test]
+    fn a_column_past_65535_is_shown_clipped_around_it() {
+        let mut excerpt = "1 + ".repeat(20_000);
+        excerpt.push('x');
+        let column = excerpt.chars().count();
+        let text = shown(&excerpt, column);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("f.json: derive.x, column {column}: bad"));
+        assert_eq!(
+            lines[1],
+            format!("    …{}x", &excerpt[column - 81..column - 1])
+        );
+        assert_eq!(under_caret(&text), Some('x'));
+        // In the middle of the line, and past its end.
+        let middle = shown(&excerpt, 40_001);
+        assert!(middle.lines().nth(1).is_some_and(|l| l.ends_with('…')));
+        assert_eq!(under_caret(&middle), Some('1'));
+        let past = shown(&excerpt, 1_000_000);
+        assert_eq!(under_caret(&past), None);
+        assert!(past.ends_with(&format!("{}^", " ".repeat(81 + 4))));
     }
 }
