@@ -378,6 +378,7 @@ fn build_derives(
             dialect: manifest.dialect,
             locals: HashMap::new(),
             tunables: HashMap::new(),
+            substituted: Default::default(),
             failed: Default::default(),
         };
         match check_expr(file, &format!("derive.{name}"), source, &scope, diagnostics) {
@@ -452,6 +453,7 @@ fn check_output_exprs(
             dialect: manifest.dialect,
             locals: HashMap::new(),
             tunables: HashMap::new(),
+            substituted: Default::default(),
             failed: Default::default(),
         };
         let shape = decl.shape.as_deref().and_then(|source| {
@@ -514,6 +516,7 @@ pub fn namespace_value(op: &Op, name: &str) -> Option<crate::model::TemplateValu
         },
         locals: HashMap::new(),
         tunables: HashMap::new(),
+        substituted: Default::default(),
         failed: Default::default(),
     };
     let mut ignored = Diagnostics::default();

@@ -1,6 +1,7 @@
 //! Checking an op's expressions: the scope that resolves their names against the op being
 //! built, and the helpers that parse, check and type them with diagnostics at their column.
 
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
@@ -29,6 +30,9 @@ pub struct OpScope<'a> {
     /// The variant's own values of tunables (the Hub dialect's variant `tunables`), which its
     /// expressions after `when` read instead of the op's.
     pub tunables: HashMap<String, i64>,
+    /// The terms writing out constants has copied into the op's expressions so far (bounded
+    /// by [`MAX_SUBSTITUTED_TERMS`]).
+    pub substituted: Cell<usize>,
     /// Template values whose expressions failed (already reported): what names one is not
     /// reported again.
     pub failed: BTreeSet<String>,
@@ -169,6 +173,35 @@ fn inline_locals(ir: expr::Ir, scope: &OpScope<'_>) -> expr::Ir {
     })
 }
 
+/// The most terms (IR nodes) writing out variant constants may copy into one op's
+/// expressions. Each reference is replaced by the constant's whole expression, so a chain of
+/// constants each reading the one before twice doubles at each step; the bound keeps the
+/// checker, the interpreter and the generated code linear in the manifest's size. The
+/// packages known copy at most a few hundred.
+const MAX_SUBSTITUTED_TERMS: usize = 50_000;
+
+/// The terms writing out the constants of `locals` that `ir` reads copies into it, counted
+/// up to one past `limit` (each constant is held written out already).
+fn substituted_terms(ir: &expr::Ir, locals: &HashMap<String, expr::Ir>, limit: usize) -> usize {
+    let mut pending = Vec::new();
+    ir.walk(&mut |node| {
+        if let expr::IrKind::Sym(Symbol::Derived(name)) = &node.kind
+            && let Some(value) = locals.get(name)
+        {
+            pending.push(value);
+        }
+    });
+    let mut count = 0;
+    while let Some(node) = pending.pop() {
+        if count > limit {
+            break;
+        }
+        count += 1;
+        pending.extend(node.children());
+    }
+    count
+}
+
 /// Parses and checks one expression, reporting errors with their column.
 pub fn check_expr(
     file: &str,
@@ -185,11 +218,34 @@ pub fn check_expr(
         }
     };
     match expr::check(&parsed, scope) {
-        Ok(ir) => Some(Expr {
-            ir: inline_locals(ir, scope),
-            source: source.to_owned(),
-            path: path.to_owned(),
-        }),
+        Ok(ir) => {
+            let copied = scope.substituted.get();
+            let limit = MAX_SUBSTITUTED_TERMS.saturating_sub(copied);
+            let copying = substituted_terms(&ir, &scope.locals, limit);
+            scope.substituted.set(copied + copying);
+            if copying > limit {
+                let diagnostic = Diagnostic::new(
+                    file,
+                    path,
+                    format!(
+                        "writing out the variant's and pass's values this expression reads (each copied whole in place of its name) takes the op past {MAX_SUBSTITUTED_TERMS} copied terms: does a chain of values each read the one before more than once?"
+                    ),
+                )
+                .at(source, 1);
+                // Past the bound every expression reading a constant fails; the first is the error.
+                diagnostics.push(if copied > MAX_SUBSTITUTED_TERMS {
+                    diagnostic.as_follow_on()
+                } else {
+                    diagnostic
+                });
+                return None;
+            }
+            Some(Expr {
+                ir: inline_locals(ir, scope),
+                source: source.to_owned(),
+                path: path.to_owned(),
+            })
+        }
         Err(errors) => {
             for err in errors.iter().filter(|e| e.message != POISONED) {
                 diagnostics.push(expr_diagnostic(file, path, source, err));

@@ -59,6 +59,7 @@ pub fn build_variants(
             dialect: manifest.dialect,
             locals: HashMap::new(),
             tunables: HashMap::new(),
+            substituted: Default::default(),
             failed: BTreeSet::new(),
         },
         diagnostics,
