@@ -16,6 +16,9 @@ pub const WEB_SUBGROUPS_ENABLE: &str = "enable subgroups;\n";
 pub struct BindingLayout {
     pub index: u32,
     pub access: Access,
+    /// The least bytes a buffer bound here must hold: one element of the runtime-sized array
+    /// the shader declares, or the size of the type (0 where `main` does not use it).
+    pub least_size: u32,
     /// The uniform struct's size, for the uniform binding.
     pub uniform_size: Option<u32>,
 }

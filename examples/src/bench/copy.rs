@@ -29,6 +29,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-vec4-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// The same copy one f16 element per invocation: how fast the adapter moves 16-bit storage
@@ -55,6 +56,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-f16-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// The same copy one f32 element per invocation.
@@ -78,6 +80,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-f32-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// The same copy, four adjacent f32 elements per invocation through a scalar array: whether
@@ -109,6 +112,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-f32-runs-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// Eight adjacent f16 elements per invocation through a scalar array.
@@ -140,6 +144,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-f16-runs-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// `vec4<f16>` words (8 bytes), one per invocation: what an f16 tensor bound as `vec4` words
@@ -166,6 +171,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-f16-vec4-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// Two adjacent `vec4<f16>` words (16 bytes) per invocation.
@@ -194,6 +200,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-f16-vec4-pairs-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// Eight f16 values as one `vec4<u32>` word per invocation, unpacked to f32 and packed back:
@@ -223,6 +230,7 @@ fn main(
     entry_point: "main",
     digest: "bench-copy-f16-packed-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// The spread copy of `per` words of `word` (`vec4<f32>` or `vec4<f16>`) per invocation, a
@@ -291,6 +299,7 @@ fn spread_kernel(half: bool, per: u32) -> &'static Kernel {
         entry_point: "main",
         digest: leak(format!("bench-copy-{name}spread{per}-v1")),
         web_enables: "",
+        least_sizes: &[],
     }));
     made.push((half, per, kernel));
     kernel

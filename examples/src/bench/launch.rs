@@ -30,6 +30,7 @@ fn main(
     entry_point: "main",
     digest: "bench-launch-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// A grid to launch: `x` × `y` workgroups of `workgroup_size` invocations.

@@ -178,7 +178,13 @@ pub(super) fn variant_spec(
         let shape = values.index(&i.shape, scope, String::new());
         quote!(ScratchSpec { id: #id, dtype: rt::DType::#dtype, shape: #shape })
     });
-    quote!(VariantSpec { passes: &[#(#passes),*], intermediates: &[#(#intermediates),*] })
+    // An input bound `read_write` is written in place: a call whose outputs are all empty still
+    // has something to compute.
+    let writes_in_place = (variant.passes.iter().flat_map(|p| &p.bindings)).any(|b| {
+        b.access == model::Access::ReadWrite
+            && matches!(b.target, BindingTarget::Tensor(t) if t < op.inputs.len())
+    });
+    quote!(VariantSpec { passes: &[#(#passes),*], intermediates: &[#(#intermediates),*], writes_in_place: #writes_in_place })
 }
 
 /// The runtime dtype of a tensor, read from the environment for type variables.

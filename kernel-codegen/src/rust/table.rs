@@ -444,7 +444,14 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
             }
         }
         let features = Literal::u8_unsuffixed(bits);
-        rows.push(quote!((#index, #start, #end, #digest, #features, &[#(#keys),*])));
+        // By binding index: the least bytes each binding must hold (0 where none is bound).
+        let slots = (shader.bindings.iter()).map(|b| b.index as usize + 1).max();
+        let mut least = vec![0u32; slots.unwrap_or_default()];
+        for binding in &shader.bindings {
+            least[binding.index as usize] = binding.least_size;
+        }
+        let least = least.into_iter().map(Literal::u32_unsuffixed);
+        rows.push(quote!((#index, #start, #end, #digest, #features, &[#(#keys),*], &[#(#least),*])));
     }
     let constructors: Vec<_> = ["Bool", "Float", "Int", "Str"]
         .into_iter()
@@ -494,8 +501,8 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
             const PASSES: &[Pass] = &[#(#passes),*];
 
             /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-            /// features (1: `shader-f16`, 2: `subgroups`) and the numbers of the keys that
-            /// select it.
+            /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+            /// select it, and per binding the least bytes it must hold.
             const ROWS: &[Row] = &[#(#rows),*];
             #left_out_const
 

@@ -1,6 +1,7 @@
 //! WGSL emitter: renders every variant × pass × static combination, validates it with naga and
 //! cross-checks naga's reflection against the manifest.
 
+mod binding_sizes;
 mod source_map;
 mod targets;
 mod validate;
@@ -351,11 +352,16 @@ fn shader(
     } else {
         Translations::default()
     };
+    let least_sizes = binding_sizes::least_sizes(&module, &info, reflection.entry_index);
     let binding_layouts = bindings
         .iter()
         .map(|b| BindingLayout {
             index: b.index,
             access: b.binding.access,
+            least_size: least_sizes
+                .iter()
+                .find(|(index, _)| *index == b.index)
+                .map_or(0, |(_, size)| *size),
             uniform_size: reflection
                 .uniform_sizes
                 .iter()

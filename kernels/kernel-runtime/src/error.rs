@@ -157,7 +157,7 @@ pub enum RuntimeError {
     /// A pass reads an argument as an element larger than the argument's range (a `vec4` of
     /// an empty tensor), and the buffer has no room after the range to widen it.
     #[error(
-        "{label}: pass `{pass}` binds `{role}` as `{declared}`, which needs at least {needed} bytes, but its buffer has {available} from the tensor's offset on; give `{role}` a buffer with {needed} bytes from its offset (the runtime's own tensors have them)"
+        "{label}: pass `{pass}` reads `{role}` in elements of {needed} bytes, but its buffer has {available} from the tensor's offset on; give `{role}` a buffer with {needed} bytes from its offset (the runtime's own tensors have them)"
     )]
     BindingTooSmall {
         /// The plan (`op/variant`).
@@ -166,9 +166,7 @@ pub enum RuntimeError {
         pass: &'static str,
         /// The argument's role.
         role: &'static str,
-        /// The type the shader declares at that binding.
-        declared: String,
-        /// Bytes one element of that type takes.
+        /// Bytes one element of the type the shader declares there takes.
         needed: u64,
         /// Bytes of the buffer from the argument's offset on.
         available: u64,

@@ -37,6 +37,7 @@
 //!     entry_point: "main",
 //!     digest: "double-v1",
 //!     web_enables: "",
+//!     least_sizes: &[],
 //! };
 //!
 //! # fn main() -> Result<(), kernel_runtime::RuntimeError> {
@@ -79,7 +80,6 @@ mod bind_cache;
 mod caches;
 pub mod caps;
 mod context;
-mod declared;
 mod devices;
 #[cfg(not(target_arch = "wasm32"))]
 mod disk_cache;

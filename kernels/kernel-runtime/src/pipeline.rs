@@ -173,6 +173,7 @@ mod tests {
         entry_point: "main",
         digest: "abc",
         web_enables: "",
+        least_sizes: &[],
     };
 
     #[test]

@@ -20,6 +20,11 @@ pub struct Kernel {
     /// `enable` directives a browser needs in front of `source` and naga refuses
     /// (`enable subgroups;`); the runtime prepends them on the web backend only.
     pub web_enables: &'static str,
+    /// Per `@group(0) @binding(i)`, the least bytes a buffer bound there must hold (one
+    /// element of the runtime-sized array the shader declares); 0, or past the end, where the
+    /// generator gives none. The recorder widens a smaller argument range to it, into the
+    /// buffer's room, or refuses the call, before wgpu sees the binding.
+    pub least_sizes: &'static [u32],
 }
 
 /// What one `@group(0) @binding(i)` of a pass is bound to; `i` is the position in
@@ -384,6 +389,7 @@ mod tests {
             entry_point: "main",
             digest: "0",
             web_enables: "",
+            least_sizes: &[],
         };
         let pass = |dispatch| PlannedPass {
             id: "softmax",

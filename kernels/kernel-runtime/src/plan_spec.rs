@@ -188,6 +188,9 @@ pub struct ScratchSpec {
 pub struct VariantSpec {
     pub passes: &'static [PassSpec],
     pub intermediates: &'static [ScratchSpec],
+    /// Whether a pass writes an input in place (then a call whose outputs are all empty still
+    /// runs).
+    pub writes_in_place: bool,
 }
 
 /// An op's compiled plan values: `value(i, env)` evaluates expression `i`; `sources[i]` says
@@ -212,7 +215,7 @@ pub fn build<'e, E, V>(
 where
     V: Fn(usize, &'e E) -> Result<Value<'e>, EvalError>,
 {
-    if writes_nothing(spec, shaders, &outputs) {
+    if writes_nothing(spec, &outputs) {
         // Nothing to compute: dispatch sizes may divide by the empty axis (a softmax's rows of
         // no element), so none is evaluated.
         return Ok(Plan {
@@ -258,39 +261,11 @@ where
 }
 
 /// Whether a call of the variant `spec` writes nothing: it has outputs, each of them empty,
-/// and its passes write no other argument (a tensor written in place is an input, not among
-/// `outputs`: a variant binding more arguments `read_write` than it has outputs writes one).
-/// A pass without a shader to read its bindings from counts as writing.
-fn writes_nothing(
-    spec: &VariantSpec,
-    shaders: &'static ShaderTable,
-    outputs: &[OutputSpec],
-) -> bool {
-    if outputs.is_empty() || outputs.iter().any(|o| !o.shape.contains(&0)) {
-        return false;
-    }
-    let mut written = std::collections::BTreeSet::new();
-    for pass in spec.passes {
-        let shader = shaders.shaders().iter().find(|s| s.pass == pass.table_pass);
-        let Some(shader) = shader else {
-            return false;
-        };
-        let declared = crate::declared::declarations(shader.kernel.source);
-        for (i, binding) in pass.bindings.iter().enumerate() {
-            let Binding::Arg(arg) = *binding else {
-                continue;
-            };
-            let at = u32::try_from(i).ok();
-            match at.and_then(|i| declared.get(&i)) {
-                Some(d) if !d.writable => {}
-                Some(_) => {
-                    written.insert(arg);
-                }
-                None => return false,
-            }
-        }
-    }
-    written.len() <= outputs.len()
+/// and no pass writes a tensor in place.
+fn writes_nothing(spec: &VariantSpec, outputs: &[OutputSpec]) -> bool {
+    !spec.writes_in_place
+        && !outputs.is_empty()
+        && outputs.iter().all(|o| o.shape.contains(&0))
 }
 
 /// How an error names a slot: "`rows` (from the shape of `data`)".
@@ -426,7 +401,7 @@ mod tests {
             key: &[&[Bool(false), Bool(true)], &[Int(4)]],
         }],
         "// s\nfn main() {}\n",
-        &[(0, 5, 18, "d0", 0, &[0, 1])],
+        &[(0, 5, 18, "d0", 0, &[0, 1], &[])],
     );
 
     /// `n` from the environment: 0 `n`, 1 `n > 2`, 2 the constant 4, 3 `n / 0`, 4 `[n, 2]`,
@@ -468,6 +443,7 @@ mod tests {
                 dtype: DType::F32,
                 shape: 4,
             }],
+            writes_in_place: false,
         }
     }
 

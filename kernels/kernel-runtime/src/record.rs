@@ -4,7 +4,6 @@
 use crate::args::{Arg, check_aliasing};
 use crate::bind_cache::BindKey;
 use crate::caches::Caches;
-use crate::declared::declarations;
 use crate::error::RuntimeError;
 use crate::gpu::Gpu;
 use crate::plan::{Binding, Plan, PlannedPass};
@@ -261,14 +260,7 @@ fn arg_range<'a>(
             reason: format!("binding {index} (`{}`) was not given", arg.role),
         });
     };
-    let declared = declarations(pass.kernel.source);
-    let Some((declared, needed)) = u32::try_from(index)
-        .ok()
-        .and_then(|i| declared.get(&i))
-        .and_then(|d| Some((d, d.min_bytes?)))
-    else {
-        return Ok(binding);
-    };
+    let needed = (pass.kernel.least_sizes.get(index)).map_or(0, |&n| u64::from(n));
     let available = binding.buffer.size().saturating_sub(binding.offset);
     let bound = binding.size.map_or(available, std::num::NonZeroU64::get);
     if bound >= needed {
@@ -279,7 +271,6 @@ fn arg_range<'a>(
             label: plan.label(),
             pass: pass.id,
             role: arg.role,
-            declared: declared.ty.clone(),
             needed,
             available,
         });

@@ -84,10 +84,18 @@ pub struct Pass {
 }
 
 /// A shader as the generated table lists it: its pass; the byte range of its WGSL in the op's
-/// `.shaders` file; its content digest; its features ([`SHADER_F16`], [`SUBGROUPS`]); and the
+/// `.shaders` file; its content digest; its features ([`SHADER_F16`], [`SUBGROUPS`]); the
 /// numbers of the keys that select it (a pass's combinations that render the same text share
-/// one shader).
-pub type Row = (usize, usize, usize, &'static str, u8, &'static [u64]);
+/// one shader); and per binding, the least bytes it must hold ([`Kernel::least_sizes`]).
+pub type Row = (
+    usize,
+    usize,
+    usize,
+    &'static str,
+    u8,
+    &'static [u64],
+    &'static [u32],
+);
 
 /// A static combination of a pass the generator did not build, because it did not render
 /// or validate: its pass, the number of its key, its values and why, as the generator said.
@@ -237,7 +245,8 @@ impl ShaderTable {
             let mut keys: Vec<HashMap<u64, usize>> =
                 self.passes.iter().map(|_| HashMap::new()).collect();
             let mut shaders = Vec::with_capacity(self.rows.len());
-            for (i, &(pass, start, end, digest, features, numbers)) in self.rows.iter().enumerate()
+            for (i, &(pass, start, end, digest, features, numbers, least_sizes)) in
+                self.rows.iter().enumerate()
             {
                 let info = &self.passes[pass];
                 for &number in numbers {
@@ -254,6 +263,7 @@ impl ShaderTable {
                         } else {
                             ""
                         },
+                        least_sizes,
                     },
                     pass,
                     features: match features & (SHADER_F16 | SUBGROUPS) {
@@ -354,9 +364,9 @@ mod tests {
         PASSES,
         FILE,
         &[
-            (0, 5, 15, "d0", 0, &[0, 1]),
-            (0, 24, 46, "d1", SHADER_F16, &[3]),
-            (1, 51, 61, "d2", SUBGROUPS, &[0]),
+            (0, 5, 15, "d0", 0, &[0, 1], &[16, 4]),
+            (0, 24, 46, "d1", SHADER_F16, &[3], &[]),
+            (1, 51, 61, "d2", SUBGROUPS, &[0], &[]),
         ],
     );
 
@@ -366,6 +376,7 @@ mod tests {
             .kernel(0, &["f32".into(), false.into(), 3i64.into()])
             .unwrap();
         assert_eq!((k.digest, k.source, k.label), ("d0", "fn a() {}\n", "Op.A"));
+        assert_eq!(k.least_sizes, [16, 4]);
         let k = TABLE
             .kernel(0, &["f32".into(), true.into(), 3i64.into()])
             .unwrap();

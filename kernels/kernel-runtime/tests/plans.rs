@@ -252,6 +252,7 @@ fn zero_work_plans_dispatch_nothing() {
         entry_point: "main",
         digest: "test-never-compiled",
         web_enables: "",
+        least_sizes: &[],
     };
     let x = Tensor::<f32>::from_slice(&ctx, &[0], &[]).unwrap();
     let y = Tensor::<f32>::zeros(&ctx, &[0]).unwrap();
@@ -308,6 +309,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
         entry_point: "main",
         digest: "test-halve-f16",
         web_enables: "",
+        least_sizes: &[],
     };
     let host: Vec<half::f16> = [1.0, 2.0, -4.0, 8.0, 3.0, 0.25]
         .map(half::f16::from_f32)

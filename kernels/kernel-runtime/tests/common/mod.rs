@@ -50,6 +50,7 @@ fn main(
     entry_point: "main",
     digest: "test-scale-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// `y[r * cols + c] = x[r * cols + c] + f32(r)`: one workgroup per (column block, row), never
@@ -80,6 +81,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
     entry_point: "main",
     digest: "test-grid-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// `y[i] = x[i] - 1` with a grid-stride loop over `params.n` items.
@@ -105,6 +107,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     entry_point: "main",
     digest: "test-stride-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// Declares binding 1 as a uniform while plans bind a storage tensor there.
@@ -122,6 +125,7 @@ fn main() {
     entry_point: "main",
     digest: "test-mismatch-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// Not WGSL at all.
@@ -131,6 +135,7 @@ pub static BROKEN: Kernel = Kernel {
     entry_point: "main",
     digest: "test-broken-v1",
     web_enables: "",
+    least_sizes: &[],
 };
 
 /// A one-pass plan `Test/variant`: `y = x * scale + offset` over `n` elements with
