@@ -2,7 +2,8 @@
 //! `kernel_codegen::generate`, and what must hold for every one of them.
 //!
 //! Must hold: no panic, no hang; an error names only files that were given (and so never an
-//! output path); a success writes only file names an OS accepts.
+//! output path); a success writes only file names an OS accepts, and Rust without a carriage
+//! return (rustc refuses one in a doc comment).
 
 use std::time::Duration;
 
@@ -96,6 +97,14 @@ pub fn check_inputs(inputs: Inputs, hang: Duration) -> Result<Outcome, String> {
                 if let Some(part) = bad {
                     return Err(format!(
                         "generated a file name no OS accepts: `{part}` in `{}`",
+                        file.path
+                    ));
+                }
+                // rustc refuses a carriage return in a comment or a literal: manifest text
+                // with one must reach Rust escaped or as line breaks.
+                if file.path.ends_with(".rs") && file.contents.contains('\r') {
+                    return Err(format!(
+                        "generated Rust with a carriage return, which rustc refuses: `{}`",
                         file.path
                     ));
                 }

@@ -120,9 +120,12 @@ fn format(tokens: TokenStream, source: &str) -> Result<String, String> {
 }
 
 /// Rustdoc text as one `#[doc]` line each, so prettyplease prints `///` comments. Every
-/// line starts with a space, as `///` comments do.
+/// line starts with a space, as `///` comments do. A carriage return of the manifest's text
+/// ends a line too: rustc refuses one inside a doc comment.
 pub fn doc_lines(text: &str) -> Vec<String> {
-    text.trim_end()
+    text.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .trim_end()
         .lines()
         .map(|line| format!(" {}", line.trim_start()))
         .collect()

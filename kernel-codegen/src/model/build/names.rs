@@ -72,6 +72,17 @@ const NOT_A_RUST_IDENTIFIER: &str =
     "is not a Rust identifier (letters, digits and `_`, not starting with a digit)";
 
 /// Why `name` cannot be a Rust identifier (a keyword that has a raw form is fine).
+/// Why `domain` is not a domain: names of ASCII letters, digits, `_` and `-` joined by `.`
+/// (`com.microsoft`, `ai.onnx`).
+fn not_a_domain(domain: &str) -> Option<&'static str> {
+    let fine = |part: &str| {
+        !part.is_empty()
+            && (part.chars()).all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    (!domain.split('.').all(fine))
+        .then_some("is not names of ASCII letters, digits, `_` and `-` joined by `.`")
+}
+
 fn not_an_identifier(name: &str) -> Option<&'static str> {
     if name.is_empty() {
         return Some("is empty");
@@ -294,6 +305,25 @@ pub fn check(file: &str, manifest: &Manifest, op: &Op, out: &mut Diagnostics) {
             file,
             "name",
             format!("the op's module name {why}"),
+        ));
+    } else if !op.module.is_ascii() {
+        out.push(Diagnostic::new(
+            file,
+            "name",
+            format!(
+                "the op's module name `{}` is not ASCII: it names the op's module and files, and rustc warns of a non-ASCII module name (file systems may also store it differently from how `include!` spells it); spell the op with ASCII letters and digits",
+                op.module
+            ),
+        ));
+    }
+    if let Some(why) = not_a_domain(&op.domain) {
+        out.push(Diagnostic::new(
+            file,
+            "domain",
+            format!(
+                "the domain {} {why}: with the name it makes the op's qualified name, which names its hints file and is written in the generated docs and registry",
+                serde_json::Value::from(op.domain.as_str())
+            ),
         ));
     }
 
