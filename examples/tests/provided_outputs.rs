@@ -70,7 +70,8 @@ fn the_op_traits_run_an_op_as_its_module_functions_do() {
     let direct = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
     assert_eq!(plan, direct);
     assert_eq!(<op::Op as Op>::NAME, op::OP_NAME);
-    let allocated = <op::Op<f32> as AllocatingOp>::run(&ctx, &inputs, &attrs).unwrap();
+    // An op that writes nothing in place takes `()` for its in-place tensors.
+    let allocated = <op::Op<f32> as AllocatingOp>::run(&ctx, &inputs, (), &attrs).unwrap();
     let got = from_elem(&provided.to_vec(&ctx).unwrap());
     assert_eq!(got, from_elem(&allocated.output.to_vec(&ctx).unwrap()));
     let want = bias_softmax(

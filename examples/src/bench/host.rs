@@ -52,9 +52,10 @@ trait Problem {
     ) -> Result<()>;
 }
 
-/// A problem of any op, through the `Op` traits: the input tensors `I` and output tensor `W`
-/// it owns, and how the op's typed structs view them.
-struct OpProblem<O: AllocatingOp, I, W> {
+/// A problem of any op that writes nothing in place (its `InPlace` is `()`), through the `Op`
+/// traits: the input tensors `I` and output tensor `W` it owns, and how the op's typed structs
+/// view them.
+struct OpProblem<O: for<'a> AllocatingOp<InPlace<'a> = ()>, I, W> {
     inputs: I,
     output: W,
     attrs: O::Attrs,
@@ -62,7 +63,7 @@ struct OpProblem<O: AllocatingOp, I, W> {
     view_mut: for<'a> fn(&'a mut W) -> O::OutputsMut<'a>,
 }
 
-impl<O: AllocatingOp, I, W> Problem for OpProblem<O, I, W> {
+impl<O: for<'a> AllocatingOp<InPlace<'a> = ()>, I, W> Problem for OpProblem<O, I, W> {
     fn op(&self) -> &'static str {
         O::NAME
     }
@@ -70,11 +71,11 @@ impl<O: AllocatingOp, I, W> Problem for OpProblem<O, I, W> {
         Ok(O::precompile(ctx)?)
     }
     fn run(&self, ctx: &Context) -> Result<()> {
-        O::run(ctx, &(self.view)(&self.inputs), &self.attrs)?;
+        O::run(ctx, &(self.view)(&self.inputs), (), &self.attrs)?;
         Ok(())
     }
     fn record(&self, ctx: &Context, encoder: &mut wgpu::CommandEncoder) -> Result<()> {
-        O::record(ctx, encoder, &(self.view)(&self.inputs), &self.attrs)?;
+        O::record(ctx, encoder, &(self.view)(&self.inputs), (), &self.attrs)?;
         Ok(())
     }
     fn record_into(

@@ -57,12 +57,12 @@ pub fn element_type(dtype: DType) -> TokenStream {
     }
 }
 
-fn generic_ident(var: &str) -> proc_macro2::Ident {
+pub fn generic_ident(var: &str) -> proc_macro2::Ident {
     format_ident!("{}", var)
 }
 
 /// The Rust type of a tensor in `Inputs`/`Outputs`.
-fn tensor_type(tensor: &Tensor) -> TokenStream {
+pub fn tensor_type(tensor: &Tensor) -> TokenStream {
     match (&tensor.storage, &tensor.dtype) {
         (Storage::U32Checked, _) => quote!(rt::IndexTensor),
         (_, DTypeRef::Var(var)) => {
@@ -165,7 +165,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let qualified = format!("{}.{}", op.domain, op.name);
     let attrs = attrs_struct(op);
     let dtypes = dtypes_struct(op);
-    let io = io_structs(op);
+    let io = super::call::io_structs(op);
     let entry = entry(op, &qualified);
     quote! {
         /// The op's qualified name.
@@ -341,12 +341,40 @@ fn dtypes_struct(op: &Op) -> TokenStream {
         quote!(#name: get(#v),)
     });
     let unused = vars.is_empty().then(|| quote!(let _ = get;));
+    // From the type parameters, for a plan made before any tensor exists; an op without type
+    // variables has only `DTypes {}`.
+    let of = (!vars.is_empty()).then(|| {
+        let params = generic_params(op, &vars);
+        let names: Vec<String> = vars.iter().map(|v| format!("`{v}`")).collect();
+        let which = if names.len() == 1 {
+            format!("parameter {}", names[0])
+        } else {
+            format!("parameters {}", names.join(", "))
+        };
+        let doc = super::doc_lines(&format!(
+            " The element types of the type {which}: `plan`'s argument before any\n \
+             tensor exists (the free `dtypes` reads the same from a call's tensors)."
+        ));
+        let inits = vars.iter().map(|v| {
+            let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
+            let g = generic_ident(v);
+            quote!(#name: <#g as rt::Element>::DTYPE,)
+        });
+        quote! {
+            #(#[doc = #doc])*
+            pub fn of<#params>() -> Self {
+                DTypes { #(#inits)* }
+            }
+        }
+    });
     quote! {
         /// The element types bound to the op's type variables.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct DTypes { #(#fields)* }
 
         impl DTypes {
+            #of
+
             /// The element types by type variable name (`OpHooks::dtypes_from`).
             fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
                 #unused
@@ -399,39 +427,100 @@ pub fn generic_args(vars: &[&str]) -> TokenStream {
 pub struct Layout<'a> {
     /// Tensors only read: `Inputs`.
     pub read: Vec<&'a Tensor>,
+    /// Inputs written in place: `InPlace` where the op allocates its outputs.
+    pub in_place: Vec<&'a Tensor>,
     /// Tensors written: in-place inputs, then outputs (`OutputsMut`).
     pub written: Vec<&'a Tensor>,
-    /// Whether the op can allocate its outputs (`record`, `run`): nothing is written in
-    /// place, and every output has a shape expression and is always produced.
+    /// Whether the op can allocate its outputs (`record`, `run`): it has outputs, and every
+    /// one has a shape expression and is always produced.
     pub allocates: bool,
 }
 
 impl<'a> Layout<'a> {
     pub fn of(op: &'a Op) -> Self {
         let read = op.inputs.iter().filter(|t| !t.in_place).collect();
-        let written: Vec<&Tensor> = op
-            .inputs
-            .iter()
-            .filter(|t| t.in_place)
-            .chain(&op.outputs)
-            .collect();
-        let allocates = op.inputs.iter().all(|t| !t.in_place)
-            && op.outputs.iter().all(|t| !t.provided && !t.optional);
+        let in_place: Vec<&Tensor> = op.inputs.iter().filter(|t| t.in_place).collect();
+        let written = in_place.iter().copied().chain(&op.outputs).collect();
+        let allocates =
+            !op.outputs.is_empty() && op.outputs.iter().all(|t| !t.provided && !t.optional);
         Layout {
             read,
+            in_place,
             written,
             allocates,
         }
     }
 
+    /// Whether `Inputs` alone gives every shape `plan` takes (`Inputs::shapes`): the op
+    /// allocates its outputs and writes nothing in place.
+    pub fn inputs_give_shapes(&self) -> bool {
+        self.allocates && self.in_place.is_empty()
+    }
+
     /// Whether `Inputs` alone gives every shape and type variable `plan` needs.
     pub fn inputs_suffice(&self, op: &Op) -> bool {
-        self.allocates && vars_of(op, &self.read).len() == generic_type_vars(op).len()
+        self.inputs_give_shapes() && vars_of(op, &self.read).len() == generic_type_vars(op).len()
+    }
+
+    /// Why the op has no allocating `record`/`run`, as the end of a sentence (`None` when it
+    /// has them): no output to allocate, or outputs whose shapes the inputs do not give.
+    pub fn why_no_allocation(&self, op: &Op) -> Option<String> {
+        if self.allocates {
+            return None;
+        }
+        let roles = |tensors: &[&Tensor]| {
+            let named: Vec<String> = tensors.iter().map(|t| format!("`{}`", t.role)).collect();
+            match named.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                None => String::new(),
+            }
+        };
+        if op.outputs.is_empty() {
+            return Some(if self.in_place.is_empty() {
+                "the op has no output to allocate".to_owned()
+            } else {
+                format!(
+                    "the op has no output to allocate: it writes only {}, in place",
+                    roles(&self.in_place)
+                )
+            });
+        }
+        let provided: Vec<&Tensor> = op.outputs.iter().filter(|t| t.provided).collect();
+        let optional: Vec<&Tensor> = op
+            .outputs
+            .iter()
+            .filter(|t| t.optional && !t.provided)
+            .collect();
+        let mut reasons = Vec::new();
+        if !provided.is_empty() {
+            let (what, have, whose) = if provided.len() == 1 {
+                ("output", "has", "its shape is")
+            } else {
+                ("outputs", "have", "their shapes are")
+            };
+            reasons.push(format!(
+                "{what} {} {have} no shape expression ({whose} the caller's choice)",
+                roles(&provided)
+            ));
+        }
+        if !optional.is_empty() {
+            let (what, are) = if optional.len() == 1 {
+                ("output", "is")
+            } else {
+                ("outputs", "are")
+            };
+            reasons.push(format!(
+                "{what} {} {are} optional (the caller provides or leaves out each)",
+                roles(&optional)
+            ));
+        }
+        Some(reasons.join("; "))
     }
 }
 
 /// The shape of a tensor whose shape `plan` takes: `&[usize]`, or an `Option` when optional.
-fn shape_type(t: &Tensor) -> TokenStream {
+pub fn shape_type(t: &Tensor) -> TokenStream {
     if t.optional {
         quote!(::core::option::Option<&'a [usize]>)
     } else {
@@ -446,202 +535,6 @@ pub fn shaped_tensors(op: &Op) -> Vec<&Tensor> {
         .iter()
         .chain(op.outputs.iter().filter(|t| t.provided || t.optional))
         .collect()
-}
-
-fn io_structs(op: &Op) -> TokenStream {
-    let layout = Layout::of(op);
-    let read_vars = vars_of(op, &layout.read);
-    let written_vars = vars_of(op, &layout.written);
-    let all_vars = generic_type_vars(op);
-    let shape_fields = shaped_tensors(op).into_iter().map(|t| {
-        let name = super::tensor_field(t);
-        let ty = shape_type(t);
-        let doc = super::doc_lines(&format!(" Shape of `{}`.", t.role));
-        quote!(#(#[doc = #doc])* pub #name: #ty,)
-    });
-    let shape_lookups = shaped_tensors(op).into_iter().map(|t| {
-        let name = super::tensor_field(t);
-        let role = &t.role;
-        if t.optional {
-            quote!(#name: get(#role),)
-        } else {
-            quote!(#name: get(#role).unwrap_or_default(),)
-        }
-    });
-    let unused_lookup = shaped_tensors(op).is_empty().then(|| quote!(let _ = get;));
-    let input_fields = layout.read.iter().map(|t| {
-        let name = super::tensor_field(t);
-        let ty = tensor_type(t);
-        let doc = super::doc_lines(&format!(" {}", t.description));
-        if t.optional {
-            quote!(#(#[doc = #doc])* pub #name: ::core::option::Option<&'a #ty>,)
-        } else {
-            quote!(#(#[doc = #doc])* pub #name: &'a #ty,)
-        }
-    });
-    let output_fields = op.outputs.iter().map(|t| {
-        let name = super::tensor_field(t);
-        let ty = tensor_type(t);
-        let doc = super::doc_lines(&format!(" {}", t.description));
-        quote!(#(#[doc = #doc])* pub #name: #ty,)
-    });
-    let output_mut_fields = layout.written.iter().map(|t| {
-        let name = super::tensor_field(t);
-        let ty = tensor_type(t);
-        let what = if t.in_place {
-            " Read and written in place."
-        } else if t.provided {
-            " Its shape is the caller's choice."
-        } else {
-            ""
-        };
-        let doc = super::doc_lines(&format!(" {}{what}", t.description));
-        if t.optional {
-            quote!(#(#[doc = #doc])* pub #name: ::core::option::Option<&'a mut #ty>,)
-        } else {
-            quote!(#(#[doc = #doc])* pub #name: &'a mut #ty,)
-        }
-    });
-    let dtype_inits = all_vars.iter().map(|v| {
-        let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
-        let g = generic_ident(v);
-        quote!(#name: <#g as rt::Element>::DTYPE,)
-    });
-    let shape_of = |t: &Tensor, from: TokenStream| {
-        let name = super::tensor_field(t);
-        if t.optional {
-            quote!(#name: #from.#name.as_ref().map(|t| t.shape()),)
-        } else {
-            quote!(#name: #from.#name.shape(),)
-        }
-    };
-    let read_params = generic_params(op, &read_vars);
-    let read_args = generic_args(&read_vars);
-    let written_params = generic_params(op, &written_vars);
-    let written_args = generic_args(&written_vars);
-    let all_params = generic_params(op, &all_vars);
-    let all_args = generic_args(&all_vars);
-    let inputs_struct = if layout.read.is_empty() {
-        quote! {
-            /// Input tensors: this op reads none that it does not also write.
-            #[derive(Clone, Copy, Debug)]
-            pub struct Inputs;
-        }
-    } else {
-        quote! {
-            /// Input tensors.
-            #[derive(Clone, Copy, Debug)]
-            pub struct Inputs<'a, #read_params> { #(#input_fields)* }
-        }
-    };
-    let inputs_type = if layout.read.is_empty() {
-        quote!(Inputs)
-    } else {
-        quote!(Inputs<'a, #read_args>)
-    };
-    let outputs_struct = if layout.allocates {
-        let params = generic_params(op, &vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
-        quote! {
-            /// Output tensors, allocated and shaped by the op.
-            #[derive(Debug)]
-            pub struct Outputs<#params> { #(#output_fields)* }
-        }
-    } else {
-        quote!()
-    };
-    let shape_methods = if layout.allocates {
-        let shape_inits = layout.read.iter().map(|t| shape_of(t, quote!(self)));
-        quote! {
-            /// The shapes of these inputs.
-            pub fn shapes(&self) -> Shapes<'a> {
-                Shapes { #(#shape_inits)* }
-            }
-        }
-    } else {
-        quote!()
-    };
-    let dtype_method = if layout.inputs_suffice(op) {
-        quote! {
-            /// The element types of these inputs.
-            pub fn dtypes(&self) -> DTypes {
-                DTypes { #(#dtype_inits)* }
-            }
-        }
-    } else {
-        quote!()
-    };
-    let mut inputs_methods =
-        if layout.read.is_empty() || (shape_methods.is_empty() && dtype_method.is_empty()) {
-            quote!()
-        } else {
-            quote! {
-                impl<'a, #read_params> Inputs<'a, #read_args> {
-                    #shape_methods
-                    #dtype_method
-                }
-            }
-        };
-    if !layout.allocates {
-        let shape_inits = shaped_tensors(op).into_iter().enumerate().map(|(i, t)| {
-            // Written tensors (in place, then outputs) are the caller's `OutputsMut`.
-            if t.in_place || i >= op.inputs.len() {
-                shape_of(t, quote!(outputs))
-            } else {
-                shape_of(t, quote!(inputs))
-            }
-        });
-        let inputs_param = if layout.read.is_empty() {
-            quote!(_inputs: &Inputs)
-        } else {
-            quote!(inputs: &#inputs_type)
-        };
-        inputs_methods.extend(quote! {
-            /// The shapes `plan` takes, from the tensors of a call.
-            pub fn shapes<'a, #all_params>(#inputs_param, outputs: &'a OutputsMut<'_, #written_args>) -> Shapes<'a> {
-                Shapes { #(#shape_inits)* }
-            }
-        });
-    }
-    if !layout.inputs_suffice(op) {
-        let dtype_inits = all_vars.iter().map(|v| {
-            let name = ident(&crate::model::snake_ident(v).to_ascii_lowercase());
-            let g = generic_ident(v);
-            quote!(#name: <#g as rt::Element>::DTYPE,)
-        });
-        inputs_methods.extend(quote! {
-            /// The element types of a call's type parameters.
-            pub fn dtypes<#all_params>() -> DTypes {
-                DTypes { #(#dtype_inits)* }
-            }
-        });
-    }
-    let _ = all_args;
-    quote! {
-        /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
-        /// provides.
-        #[derive(Clone, Copy, Debug)]
-        pub struct Shapes<'a> { #(#shape_fields)* }
-
-        impl<'a> Shapes<'a> {
-            /// The shapes by tensor role, an absent required one empty (`OpHooks::shapes_from`).
-            fn from_lookup(get: &dyn Fn(&str) -> ::core::option::Option<&'a [usize]>) -> Self {
-                #unused_lookup
-                Shapes { #(#shape_lookups)* }
-            }
-        }
-
-        #inputs_struct
-
-        #outputs_struct
-
-        /// Tensors the op writes that the caller provides (`record_into`, `run_into`): each
-        /// must have the shape the op produces, and none may share bytes with another
-        /// argument.
-        #[derive(Debug)]
-        pub struct OutputsMut<'a, #written_params> { #(#output_mut_fields)* }
-
-        #inputs_methods
-    }
 }
 
 fn entry(op: &Op, qualified: &str) -> TokenStream {

@@ -61,17 +61,30 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     } = &signatures;
     let allocating = layout.allocates.then(|| {
         let outputs_ty = &signatures.outputs_ty;
+        // The trait takes the in-place tensors of every op; one that writes none takes `()`,
+        // which its free functions leave out.
+        let (param, arg, written) = match &signatures.in_place_ty {
+            Some(in_place_ty) => (
+                quote!(in_place: #in_place_ty,),
+                quote!(in_place),
+                "The outputs, and the tensors written in place,",
+            ),
+            None => (quote!(), quote!(()), "The outputs"),
+        };
+        let record_doc = super::doc_lines(&format!(
+            " Records the op into `encoder` with new outputs, so several ops can share one\n \
+             submission ([`rt::AllocatingOp::record`]). {written} are valid once the\n \
+             encoder has been submitted."
+        ));
         quote! {
-            /// Records the op into `encoder` with new outputs, so several ops can share one
-            /// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the encoder
-            /// has been submitted.
-            pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, attrs: &Attrs) -> Result<#outputs_ty, rt::OpError> {
-                <#self_ty as rt::AllocatingOp>::record(ctx, encoder, inputs, attrs)
+            #(#[doc = #record_doc])*
+            pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, #param attrs: &Attrs) -> Result<#outputs_ty, rt::OpError> {
+                <#self_ty as rt::AllocatingOp>::record(ctx, encoder, inputs, #arg, attrs)
             }
 
             /// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
-            pub fn run<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, attrs: &Attrs) -> Result<#outputs_ty, rt::OpError> {
-                <#self_ty as rt::AllocatingOp>::run(ctx, inputs, attrs)
+            pub fn run<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, #param attrs: &Attrs) -> Result<#outputs_ty, rt::OpError> {
+                <#self_ty as rt::AllocatingOp>::run(ctx, inputs, #arg, attrs)
             }
         }
     });
@@ -137,9 +150,12 @@ struct Signatures {
     outputs_mut_ty: TokenStream,
     /// `Outputs<…>`, for ops that allocate.
     outputs_ty: TokenStream,
+    /// `InPlace<'_, …>`, for ops that allocate and write tensors in place.
+    in_place_ty: Option<TokenStream>,
     /// The same with the lifetime `'a`, for the associated types.
     inputs_ty_a: TokenStream,
     outputs_mut_ty_a: TokenStream,
+    in_place_ty_a: TokenStream,
 }
 
 impl Signatures {
@@ -156,6 +172,11 @@ impl Signatures {
         };
         let args = generic_args(&vars);
         let outputs_args = generic_args(&vars_of(op, &op.outputs.iter().collect::<Vec<_>>()));
+        let in_place_args = generic_args(&vars_of(op, &layout.in_place));
+        let in_place_of = |lifetime: TokenStream| {
+            (layout.allocates && !layout.in_place.is_empty())
+                .then(|| quote!(InPlace<#lifetime, #in_place_args>))
+        };
         Signatures {
             bounds: generic_params(op, &vars),
             self_ty: if vars.is_empty() {
@@ -170,8 +191,10 @@ impl Signatures {
             } else {
                 quote!(Outputs<#outputs_args>)
             },
+            in_place_ty: in_place_of(quote!('_)),
             inputs_ty_a: inputs_of(quote!('a)),
             outputs_mut_ty_a: quote!(OutputsMut<'a, #written_args>),
+            in_place_ty_a: in_place_of(quote!('a)).unwrap_or_else(|| quote!(())),
         }
     }
 }
@@ -188,6 +211,7 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
         inputs_ty_a,
         outputs_mut_ty_a,
         outputs_ty,
+        in_place_ty_a,
         ..
     } = signatures;
     let idents: Vec<Ident> = vars.iter().map(|v| format_ident!("{}", v)).collect();
@@ -199,17 +223,7 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
         let params = generic_params_with_defaults(op, &vars);
         quote!(pub struct Op<#params>(::core::marker::PhantomData<(#(#idents,)*)>);)
     };
-    let shapes_call = if layout.allocates {
-        quote!(inputs.shapes())
-    } else {
-        quote!(shapes(inputs, outputs))
-    };
-    let dtypes_call = if layout.inputs_suffice(op) {
-        quote!(inputs.dtypes())
-    } else {
-        let args = generic_args(&vars);
-        quote!(dtypes::<#args>())
-    };
+    let dtypes_of = super::call::dtypes_of(op);
     let arg = |t: &Tensor, from: TokenStream, access: TokenStream| {
         let role = super::tensor_field(t);
         let text = &t.role;
@@ -276,24 +290,46 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
             let tensor = allocate_output(t, i);
             quote!(#role: #tensor)
         });
+        let in_place = layout.in_place.iter().map(|t| {
+            let role = super::tensor_field(t);
+            // Reborrowed: the caller's tensors stay its own after the call.
+            if t.optional {
+                quote!(#role: in_place.#role.as_deref_mut())
+            } else {
+                quote!(#role: &mut *in_place.#role)
+            }
+        });
         let borrows = op.outputs.iter().map(|t| {
             let role = super::tensor_field(t);
             quote!(#role: &mut outputs.#role)
         });
+        let shapes = if layout.in_place.is_empty() {
+            quote!(inputs.shapes())
+        } else {
+            let inits = super::call::shape_inits(op, &quote!(inputs), &quote!(in_place));
+            quote!(Shapes { #(#inits)* })
+        };
+        // An op that writes nothing in place takes `()`.
+        let in_place_param = if layout.in_place.is_empty() {
+            quote!(_in_place)
+        } else {
+            quote!(in_place)
+        };
         quote! {
             impl<#params> rt::AllocatingOp for #self_ty {
                 type Outputs = #outputs_ty;
+                type InPlace<'a> = #in_place_ty_a;
 
-                fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>) -> (Shapes<'a>, DTypes) {
-                    (inputs.shapes(), #dtypes_call)
+                fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>, #in_place_param: &'a Self::InPlace<'_>) -> (Shapes<'a>, DTypes) {
+                    (#shapes, #dtypes_of)
                 }
 
                 fn allocate(ctx: &rt::Context, plan: &rt::Plan) -> Result<Self::Outputs, rt::OpError> {
                     Ok(Outputs { #(#allocations),* })
                 }
 
-                fn outputs_mut(outputs: &mut Self::Outputs) -> Self::OutputsMut<'_> {
-                    OutputsMut { #(#borrows),* }
+                fn outputs_mut<'a>(#in_place_param: &'a mut Self::InPlace<'_>, outputs: &'a mut Self::Outputs) -> Self::OutputsMut<'a> {
+                    OutputsMut { #(#in_place,)* #(#borrows),* }
                 }
             }
         }
@@ -322,8 +358,7 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
             }
 
             fn call_shapes<'a>(inputs: &'a Self::Inputs<'_>, outputs: &'a Self::OutputsMut<'_>) -> (Shapes<'a>, DTypes) {
-                let _ = outputs;
-                (#shapes_call, #dtypes_call)
+                (shapes(inputs, outputs), dtypes(inputs, outputs))
             }
 
             fn args<'t>(inputs: &'t Self::Inputs<'_>, outputs: &'t Self::OutputsMut<'_>) -> ::std::vec::Vec<rt::Arg<'t>> {

@@ -2,6 +2,7 @@
 //! root module listing them, built with `quote` and formatted with prettyplease.
 
 mod api;
+mod call;
 mod compiled;
 mod entry;
 mod eval;
@@ -61,16 +62,7 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
     let modules = ops.iter().map(|op| {
         let module = ident(&op.module);
         let file = format!("{}.rs", op.module);
-        let surface = if api::Layout::of(op).allocates {
-            "`plan` (without a GPU), `record_into` and `run_into` (into outputs you provide), \
-             `record` and `run` (allocating the outputs, whose shapes follow from the inputs) \
-             and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them."
-        } else {
-            "`plan` (without a GPU), `record_into` and `run_into` (into outputs you provide) \
-             and `precompile`; no allocating `record`/`run`, since the op writes a tensor in \
-             place or has an output whose shape its inputs do not give. `Op` implements \
-             `kernel_runtime::Op` with them."
-        };
+        let surface = surface(op);
         let doc = doc_lines(&format!(
             " `{}` (since version {}).\n\n {}\n\n {surface}",
             op.qualified_name(),
@@ -107,6 +99,53 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
         }
     };
     format(tokens, "the packages")
+}
+
+/// The root module's line on an op's entry points: how `plan` gets its arguments, and whether
+/// the op allocates its outputs (`record`, `run`) or why not.
+fn surface(op: &Op) -> String {
+    let layout = api::Layout::of(op);
+    let mut sources = vec!["`shapes` and `dtypes` from a call's tensors"];
+    if layout.inputs_suffice(op) {
+        sources.push("`inputs.shapes()` and `inputs.dtypes()` from the inputs alone");
+    } else if layout.inputs_give_shapes() {
+        sources.push("`inputs.shapes()` from the inputs alone");
+    }
+    if !api::generic_type_vars(op).is_empty() {
+        sources.push("`DTypes::of` from the type parameters");
+    }
+    let plan = format!(
+        "`plan` (without a GPU; its arguments: {})",
+        sources.join(", ")
+    );
+    match layout.why_no_allocation(op) {
+        None => {
+            let in_place = if layout.in_place.is_empty() {
+                String::new()
+            } else {
+                let roles: Vec<String> = layout
+                    .in_place
+                    .iter()
+                    .map(|t| format!("`{}`", t.role))
+                    .collect();
+                format!(
+                    "; the tensors it writes in place, {}, passed as `InPlace`",
+                    roles.join(", ")
+                )
+            };
+            format!(
+                "{plan}, `record_into` and `run_into` (into outputs you provide), `record` and \
+                 `run` (allocating the outputs, whose shapes follow from the inputs{in_place}) \
+                 and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with \
+                 them."
+            )
+        }
+        Some(reason) => format!(
+            "{plan}, `record_into` and `run_into` (into outputs you provide) and `precompile`; \
+             no allocating `record`/`run`, since {reason}. `Op` implements `kernel_runtime::Op` \
+             with them."
+        ),
+    }
 }
 
 fn format(tokens: TokenStream, source: &str) -> Result<String, String> {

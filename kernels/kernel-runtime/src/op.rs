@@ -1,8 +1,9 @@
 //! The traits every generated op implements: [`Op`] ties an op's typed attributes, shapes,
 //! inputs and provided outputs to its entry points, and [`AllocatingOp`] adds the forms that
-//! allocate the outputs, for ops whose output shapes follow from their inputs. Code that drives
-//! any op alike (a benchmark, a test, a layer of an inference engine) is written once against
-//! them; each op's module also has the same functions free-standing.
+//! allocate the outputs, for ops whose output shapes follow from their inputs (and from the
+//! tensors they write in place, which the caller still passes). Code that drives any op alike
+//! (a benchmark, a test, a layer of an inference engine) is written once against them; each
+//! op's module also has the same functions free-standing.
 //!
 //! ```no_run
 //! use kernel_runtime::{Context, Op, OpError, Plan};
@@ -126,37 +127,49 @@ pub trait Op {
     }
 }
 
-/// An op whose output shapes follow from its inputs, and which writes nothing in place: it
-/// can allocate its outputs.
+/// An op whose outputs all have shapes that follow from its inputs and are always produced:
+/// it can allocate them. An op that also writes tensors in place takes them as
+/// [`AllocatingOp::InPlace`] (`()` for an op that writes none), since the caller owns them.
 pub trait AllocatingOp: Op {
     /// The outputs it allocates.
     type Outputs;
+    /// The tensors it writes in place, which the caller passes beside the inputs: the op's
+    /// `InPlace` struct, or `()` when it writes none.
+    type InPlace<'a>;
 
-    /// The shapes and element types of a call, from its inputs alone.
+    /// The shapes and element types of a call, from its inputs and in-place tensors alone.
     #[doc(hidden)]
-    fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>) -> (Self::Shapes<'a>, Self::DTypes);
+    fn input_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        in_place: &'a Self::InPlace<'_>,
+    ) -> (Self::Shapes<'a>, Self::DTypes);
 
     /// New outputs of the shapes `plan` produces.
     #[doc(hidden)]
     fn allocate(ctx: &Context, plan: &Plan) -> Result<Self::Outputs, OpError>;
 
-    /// The outputs, as a call that writes into them takes them.
+    /// The in-place tensors and the outputs, as a call that writes into them takes them.
     #[doc(hidden)]
-    fn outputs_mut(outputs: &mut Self::Outputs) -> Self::OutputsMut<'_>;
+    fn outputs_mut<'a>(
+        in_place: &'a mut Self::InPlace<'_>,
+        outputs: &'a mut Self::Outputs,
+    ) -> Self::OutputsMut<'a>;
 
     /// Records the op into `encoder` with new outputs, so several ops can share one
-    /// submission. The outputs are valid once the encoder has been submitted.
+    /// submission. The outputs, and what it writes in place, are valid once the encoder has
+    /// been submitted.
     fn record(
         ctx: &Context,
         encoder: &mut wgpu::CommandEncoder,
         inputs: &Self::Inputs<'_>,
+        mut in_place: Self::InPlace<'_>,
         attrs: &Self::Attrs,
     ) -> Result<Self::Outputs, OpError> {
-        let (shapes, dtypes) = Self::input_shapes(inputs);
+        let (shapes, dtypes) = Self::input_shapes(inputs, &in_place);
         let plan = Self::plan(ctx.caps(), &shapes, &dtypes, attrs)?;
         Self::check_inputs(inputs, attrs)?;
         let mut outputs = Self::allocate(ctx, &plan)?;
-        let written = Self::outputs_mut(&mut outputs);
+        let written = Self::outputs_mut(&mut in_place, &mut outputs);
         ctx.record_plan(encoder, &plan, &Self::args(inputs, &written))?;
         drop(written);
         Ok(outputs)
@@ -166,9 +179,10 @@ pub trait AllocatingOp: Op {
     fn run(
         ctx: &Context,
         inputs: &Self::Inputs<'_>,
+        in_place: Self::InPlace<'_>,
         attrs: &Self::Attrs,
     ) -> Result<Self::Outputs, OpError> {
-        ctx.record_and_submit(|encoder| Self::record(ctx, encoder, inputs, attrs))
+        ctx.record_and_submit(|encoder| Self::record(ctx, encoder, inputs, in_place, attrs))
     }
 }
 

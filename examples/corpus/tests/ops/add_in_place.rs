@@ -32,7 +32,7 @@ mod gpu {
                     y: &[len],
                     x: &[len],
                 },
-                &op::dtypes::<f32, f32>(),
+                &op::DTypes::of::<f32, f32>(),
                 &attrs,
             )
             .unwrap();

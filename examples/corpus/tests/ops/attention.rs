@@ -148,7 +148,13 @@ mod gpu {
             k: &k_t,
             v: &v_t,
         };
-        let plan = op::plan(ctx.caps(), &inputs.shapes(), &op::dtypes::<T, U>(), &attrs).unwrap();
+        let plan = op::plan(
+            ctx.caps(),
+            &inputs.shapes(),
+            &op::DTypes::of::<T, U>(),
+            &attrs,
+        )
+        .unwrap();
         assert_eq!(plan.variant, variant, "{c:?}: variant");
         op::run_into(ctx, &inputs, op::OutputsMut { out: &mut out }, &attrs).unwrap();
         let got = out.to_vec(ctx).unwrap();

@@ -178,7 +178,7 @@ mod gpu {
             let plan = op::plan(
                 ctx.caps(),
                 &op::shapes(&inputs, &outputs),
-                &op::dtypes::<T, U>(),
+                &op::DTypes::of::<T, U>(),
                 &attrs,
             )
             .unwrap();
@@ -294,13 +294,13 @@ mod gpu {
             v: &shape,
             out: &[1, 2 * d],
         };
-        let err = op::plan(ctx.caps(), &shapes, &op::dtypes::<f16, f32>(), &attrs).unwrap_err();
+        let err = op::plan(ctx.caps(), &shapes, &op::DTypes::of::<f16, f32>(), &attrs).unwrap_err();
         let message = err.to_string();
         assert!(
             message.contains("split8_fused") && message.contains("(dtypes.T, dtypes.U) is one of"),
             "{message}"
         );
         // The same call in f32 is accepted.
-        op::plan(ctx.caps(), &shapes, &op::dtypes::<f32, f32>(), &attrs).unwrap();
+        op::plan(ctx.caps(), &shapes, &op::DTypes::of::<f32, f32>(), &attrs).unwrap();
     }
 }

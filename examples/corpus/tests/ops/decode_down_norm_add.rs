@@ -145,7 +145,7 @@ mod gpu {
             let plan = op::plan(
                 ctx.caps(),
                 &op::shapes(&inputs, &outputs),
-                &op::dtypes::<T, H>(),
+                &op::DTypes::of::<T, H>(),
                 &attrs,
             )
             .unwrap();

@@ -198,7 +198,13 @@ mod gpu {
         attrs.gate_out_scale = c.gate_out_scale;
         attrs.out_quant_scale = c.out_quant_scale;
         attrs.emit_codes = c.emit_codes.then_some(1);
-        let plan = op::plan(ctx.caps(), &inputs.shapes(), &op::dtypes::<T, O>(), &attrs).unwrap();
+        let plan = op::plan(
+            ctx.caps(),
+            &inputs.shapes(),
+            &op::DTypes::of::<T, O>(),
+            &attrs,
+        )
+        .unwrap();
         assert_eq!(plan.variant, variant, "{what}: variant");
         let run = || {
             let mut out =
@@ -367,7 +373,7 @@ mod gpu {
         let plan = op::plan(
             ctx.caps(),
             &inputs.shapes(),
-            &op::dtypes::<f32, f32>(),
+            &op::DTypes::of::<f32, f32>(),
             &attrs,
         )
         .unwrap();

@@ -88,7 +88,7 @@ mod gpu {
             w: &[dim],
             scale: &[1],
         };
-        let plan = op::plan(ctx.caps(), &shapes, &op::dtypes::<T, W>(), &attrs).unwrap();
+        let plan = op::plan(ctx.caps(), &shapes, &op::DTypes::of::<T, W>(), &attrs).unwrap();
         assert_eq!(plan.variant, "scalar", "{what}: variant");
 
         let run = || {

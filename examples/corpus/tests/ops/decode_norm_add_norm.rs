@@ -106,7 +106,7 @@ mod gpu {
             y2: &[n + TAIL],
             sum2: &[rows + TAIL],
         };
-        let plan = op::plan(ctx.caps(), &shapes, &op::dtypes::<T, Y>(), &attrs).unwrap();
+        let plan = op::plan(ctx.caps(), &shapes, &op::DTypes::of::<T, Y>(), &attrs).unwrap();
         assert_eq!(plan.variant, "main", "{what}: variant");
 
         let run = || {
@@ -309,7 +309,7 @@ mod gpu {
         let err = op::plan(
             ctx.caps(),
             &shapes,
-            &op::dtypes::<f32, f32>(),
+            &op::DTypes::of::<f32, f32>(),
             &op::Attrs::new(op::RequiredAttrs {
                 rows: 1,
                 dim: dim as u32,

@@ -200,7 +200,7 @@ mod gpu {
                 let plan = op::plan(
                     ctx.caps(),
                     &op::shapes(&inputs, &outputs),
-                    &op::dtypes::<f32, H, Y>(),
+                    &op::DTypes::of::<f32, H, Y>(),
                     &attrs,
                 )
                 .unwrap();
@@ -364,7 +364,8 @@ mod gpu {
                 y2: &[c.n],
                 sum2: &[1],
             };
-            let plan = op::plan(caps, &shapes, &op::dtypes::<f32, f32, f32>(), &attrs(c)).unwrap();
+            let plan =
+                op::plan(caps, &shapes, &op::DTypes::of::<f32, f32, f32>(), &attrs(c)).unwrap();
             assert_eq!(plan.variant, "fused_rows");
             eprintln!(
                 "row_cooperative_variant_needs_wide_subgroups: fused_rows selected; its run is not covered here"

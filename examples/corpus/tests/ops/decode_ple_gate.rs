@@ -89,7 +89,8 @@ mod gpu {
             {
                 let outputs = op::OutputsMut { out: &mut out };
                 let shapes = op::shapes(inputs, &outputs);
-                let plan = op::plan(ctx.caps(), &shapes, &op::dtypes::<T, Wt>(), attrs).unwrap();
+                let plan =
+                    op::plan(ctx.caps(), &shapes, &op::DTypes::of::<T, Wt>(), attrs).unwrap();
                 assert_eq!(plan.variant, variant);
             }
             op::run_into(ctx, inputs, op::OutputsMut { out: &mut out }, attrs).unwrap();

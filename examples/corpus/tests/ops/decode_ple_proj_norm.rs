@@ -215,7 +215,7 @@ mod gpu {
                 let plan = op::plan(
                     ctx.caps(),
                     &op::shapes(&inputs, &outputs),
-                    &op::dtypes::<T, Wt, H, Y>(),
+                    &op::DTypes::of::<T, Wt, H, Y>(),
                     &attrs,
                 )
                 .unwrap();

@@ -118,7 +118,7 @@ mod gpu {
                 let plan = op::plan(
                     ctx.caps(),
                     &op::shapes(&inputs, &outputs),
-                    &op::dtypes::<T>(),
+                    &op::DTypes::of::<T>(),
                     &attrs,
                 )
                 .unwrap();

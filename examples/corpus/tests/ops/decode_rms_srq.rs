@@ -59,7 +59,13 @@ mod gpu {
         attrs.eps = case.eps;
         attrs.in_scale = case.in_scale;
         let inputs = op::Inputs { x: &x_t, w: &w_t };
-        let plan = op::plan(ctx.caps(), &inputs.shapes(), &op::dtypes::<X, Y>(), &attrs).unwrap();
+        let plan = op::plan(
+            ctx.caps(),
+            &inputs.shapes(),
+            &op::DTypes::of::<X, Y>(),
+            &attrs,
+        )
+        .unwrap();
         assert_eq!(plan.variant, "main", "{what}: variant");
 
         let run = || {

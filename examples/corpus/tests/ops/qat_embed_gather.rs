@@ -159,7 +159,7 @@ mod gpu {
             let plan = op::plan(
                 ctx.caps(),
                 &op::shapes(&inputs, &outputs),
-                &op::dtypes::<T>(),
+                &op::DTypes::of::<T>(),
                 &attrs,
             )
             .unwrap();
@@ -231,7 +231,7 @@ mod gpu {
                 let plan = op::plan(
                     ctx.caps(),
                     &op::shapes(&inputs, &outputs),
-                    &op::dtypes::<f32>(),
+                    &op::DTypes::of::<f32>(),
                     &attrs,
                 )
                 .unwrap();

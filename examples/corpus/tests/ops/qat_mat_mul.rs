@@ -183,7 +183,7 @@ mod gpu {
             let plan = op::plan(
                 ctx.caps(),
                 &op::shapes(&inputs, &outputs),
-                &op::dtypes::<T, O>(),
+                &op::DTypes::of::<T, O>(),
                 &attrs,
             )
             .unwrap();
@@ -336,7 +336,7 @@ mod gpu {
         let plan = op::plan(
             ctx.caps(),
             &op::shapes(&inputs, &outputs),
-            &op::dtypes::<f32, f32>(),
+            &op::DTypes::of::<f32, f32>(),
             &attrs,
         )
         .unwrap();

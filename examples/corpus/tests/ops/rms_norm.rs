@@ -65,7 +65,7 @@ mod gpu {
                 x: &x_t,
                 w: weighted.then_some(&w_t),
             };
-            let dtypes = op::dtypes::<f32, f32, f32>();
+            let dtypes = op::DTypes::of::<f32, f32, f32>();
             let plan = op::plan(ctx.caps(), &inputs.shapes(), &dtypes, &attrs).unwrap();
             assert_eq!(plan.variant, variant);
             let poison = vec![f32::NAN; rows * dim];

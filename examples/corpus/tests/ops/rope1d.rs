@@ -58,7 +58,7 @@ mod gpu {
             let plan = op::plan(
                 ctx.caps(),
                 &op::shapes(&inputs, &outputs),
-                &op::dtypes::<f32>(),
+                &op::DTypes::of::<f32>(),
                 &attrs,
             )
             .unwrap();

@@ -90,7 +90,7 @@ mod gpu {
         let inputs = op::Inputs { src: &src_t };
         let outputs = op::OutputsMut { dst: &mut dst_t };
         let shapes = op::shapes(&inputs, &outputs);
-        let plan = op::plan(ctx.caps(), &shapes, &op::dtypes::<S, D>(), &attrs).unwrap();
+        let plan = op::plan(ctx.caps(), &shapes, &op::DTypes::of::<S, D>(), &attrs).unwrap();
         assert_eq!(plan.variant, variant, "{case:?}: variant");
         op::run_into(ctx, &inputs, outputs, &attrs).unwrap();
         let got = dst_t.to_vec(ctx).unwrap();

@@ -74,6 +74,13 @@ pub struct DTypes {
     pub t: rt::DType,
 }
 impl DTypes {
+    /// The element types of the type parameter `T`: `plan`'s argument before any
+    /// tensor exists (the free `dtypes` reads the same from a call's tensors).
+    pub fn of<T: rt::Float>() -> Self {
+        DTypes {
+            t: <T as rt::Element>::DTYPE,
+        }
+    }
     /// The element types by type variable name (`OpHooks::dtypes_from`).
     fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
         DTypes { t: get("T") }
@@ -120,19 +127,38 @@ pub struct OutputsMut<'a, T: rt::Float> {
     pub output: &'a mut rt::Tensor<T>,
 }
 impl<'a, T: rt::Float> Inputs<'a, T> {
-    /// The shapes of these inputs.
+    /// The shapes `plan` takes, from the inputs alone: the outputs' shapes follow
+    /// from them, so a plan can be made before the outputs exist ([`shapes`] gives
+    /// the same from a call's tensors).
     pub fn shapes(&self) -> Shapes<'a> {
         Shapes {
             data: self.data.shape(),
             bias: self.bias.shape(),
         }
     }
-    /// The element types of these inputs.
+    /// The element types `plan` takes, from the inputs alone: with
+    /// [`Inputs::shapes`], a plan before the outputs exist.
     pub fn dtypes(&self) -> DTypes {
-        DTypes {
-            t: <T as rt::Element>::DTYPE,
-        }
+        DTypes::of::<T>()
     }
+}
+/// The shapes `plan` takes, from a call's tensors: the form every op module has, for
+/// code that plans any op alike and for calls into outputs the caller provides.
+pub fn shapes<'a, T: rt::Float>(
+    inputs: &'a Inputs<'_, T>,
+    outputs: &'a OutputsMut<'_, T>,
+) -> Shapes<'a> {
+    let _ = outputs;
+    inputs.shapes()
+}
+/// The element types `plan` takes, read from a call's tensors (their element types),
+/// as [`shapes`] reads their shapes.
+pub fn dtypes<T: rt::Float>(
+    inputs: &Inputs<'_, T>,
+    outputs: &OutputsMut<'_, T>,
+) -> DTypes {
+    let _ = (inputs, outputs);
+    DTypes::of::<T>()
 }
 /// This op in the registry of untyped entry points.
 pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
@@ -458,6 +484,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                     shape: 13,
                 },
             ],
+            writes_in_place: false,
         },
     },
     Variant {
@@ -489,6 +516,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 },
             ],
             intermediates: &[],
+            writes_in_place: false,
         },
     },
     Variant {
@@ -515,6 +543,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 },
             ],
             intermediates: &[],
+            writes_in_place: false,
         },
     },
 ];
@@ -875,8 +904,7 @@ impl<T: rt::Float> rt::Op for Op<T> {
         inputs: &'a Self::Inputs<'_>,
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Shapes<'a>, DTypes) {
-        let _ = outputs;
-        (inputs.shapes(), inputs.dtypes())
+        (shapes(inputs, outputs), dtypes(inputs, outputs))
     }
     fn args<'t>(
         inputs: &'t Self::Inputs<'_>,
@@ -896,8 +924,12 @@ impl<T: rt::Float> rt::Op for Op<T> {
 }
 impl<T: rt::Float> rt::AllocatingOp for Op<T> {
     type Outputs = Outputs<T>;
-    fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>) -> (Shapes<'a>, DTypes) {
-        (inputs.shapes(), inputs.dtypes())
+    type InPlace<'a> = ();
+    fn input_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        _in_place: &'a Self::InPlace<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (inputs.shapes(), DTypes::of::<T>())
     }
     fn allocate(
         ctx: &rt::Context,
@@ -907,7 +939,10 @@ impl<T: rt::Float> rt::AllocatingOp for Op<T> {
             output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
         })
     }
-    fn outputs_mut(outputs: &mut Self::Outputs) -> Self::OutputsMut<'_> {
+    fn outputs_mut<'a>(
+        _in_place: &'a mut Self::InPlace<'_>,
+        outputs: &'a mut Self::Outputs,
+    ) -> Self::OutputsMut<'a> {
         OutputsMut {
             output: &mut outputs.output,
         }
@@ -962,15 +997,15 @@ pub fn plan(
     rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
-/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the encoder
-/// has been submitted.
+/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
+/// encoder has been submitted.
 pub fn record<T: rt::Float>(
     ctx: &rt::Context,
     encoder: &mut rt::wgpu::CommandEncoder,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, attrs)
+    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
 }
 /// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
 pub fn run<T: rt::Float>(
@@ -978,7 +1013,7 @@ pub fn run<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, attrs)
+    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
 }
 /// Records the op into `encoder`, writing into tensors the caller provides, so a loop
 /// allocates nothing per step and an output can be the next op's input
@@ -1074,65 +1109,329 @@ mod shader_table {
         },
     ];
     /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-    /// features (1: `shader-f16`, 2: `subgroups`) and the numbers of the keys that
-    /// select it.
+    /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+    /// select it, and per binding the least bytes it must hold.
     const ROWS: &[Row] = &[
-        (0, 404, 3861, "c0a31bedd43f8357b6e3573f68f7e307", 0, &[0, 1, 2, 3]),
-        (0, 4008, 7478, "688921a36042e3f2c921c7e529be6d5a", 1, &[16, 17, 18, 19]),
-        (0, 7625, 11025, "f0a05db50c3e6f1310e510a0aed9944b", 0, &[8, 9, 10, 11]),
-        (0, 11172, 14585, "f78f65e9ed816ed8541f5af44923dd0d", 1, &[24, 25, 26, 27]),
-        (0, 14732, 18837, "41a356e0e03ada17df047333414aa3ce", 0, &[4, 5, 6]),
-        (0, 18984, 23102, "3aa2ff031d501fbf4340bffcbef9ea32", 1, &[20, 21, 22]),
-        (0, 23249, 27297, "352535cc2ebe3eced9102e588ae9b62f", 0, &[12, 13, 14]),
-        (0, 27444, 31505, "e68d7ad4f1a2d7d9279aa170817e83b4", 1, &[28, 29, 30]),
-        (0, 31662, 36517, "9b60ca6bb28b057a1263d8a00608e48f", 2, &[7]),
-        (0, 36674, 41542, "ab26d2b597fc1c81543ea892bad1f4e8", 3, &[23]),
-        (0, 41699, 46497, "c5b06729b146a48ad3ea85d2539f9c4d", 2, &[15]),
-        (0, 46654, 51465, "c36a17a00d23c0a3be2a4e23982a2c5c", 3, &[31]),
-        (1, 51542, 53879, "69522fc91bddaa6f4ea8a1589005e376", 0, &[0]),
-        (1, 53956, 56306, "efaa727495694a1674e6a38e513ef140", 1, &[1]),
-        (2, 56416, 58262, "f0d033f20ac01d29293d7b7f46a758f9", 0, &[0]),
-        (2, 58372, 60231, "3b0806ef2bc8f259c710541f6e767a44", 1, &[4]),
-        (2, 60341, 62130, "db8b198b80dddaf525d332f667388be9", 0, &[2]),
-        (2, 62240, 64042, "6ed161f9da626bf3ed77527bd7e8b9bb", 1, &[6]),
-        (2, 64152, 67275, "17e3aefe45a7f59ac741bd8d44733be5", 0, &[1]),
-        (2, 67385, 70521, "1d90d468c4e17d72243d199fa4999546", 1, &[5]),
-        (2, 70631, 73697, "1ced36c878fe66f6888b1acc4d433a4c", 0, &[3]),
-        (2, 73807, 76886, "9949c0d5ba62bbc3c3eea87aa39518fb", 1, &[7]),
-        (3, 77001, 79186, "ba261a51f01448cb6bbb53ef2f190cf9", 0, &[0, 1]),
-        (3, 79301, 81499, "d2368a4c21b45178afa8e6edd287e96e", 1, &[8]),
-        (3, 81614, 83742, "ccb970016eb3ce67a50747534075ae28", 0, &[4, 5]),
-        (3, 83857, 85998, "79e00ef32da47e7fc4b1baa87fdde5e4", 1, &[12]),
-        (3, 86113, 88383, "e7e9e8bf9eb10d11cd4559a6f00e46de", 0, &[2]),
-        (3, 88498, 90781, "4d6950e95e153532692b2ffaf029c12f", 1, &[10]),
-        (3, 90896, 93109, "6aafa7c84cc6634df8fe206ca1b150a1", 0, &[6]),
-        (3, 93224, 95450, "abf928a8444703f904c075270887e7f2", 1, &[14]),
-        (3, 95575, 98182, "c1974c19b718d2bbcb4c796d53b61113", 2, &[3]),
-        (3, 98307, 100857, "0ab0490a74827f33a8feeba0e1489db0", 2, &[7]),
-        (4, 100990, 105562, "8210f51619ac139fda0c9928ad35d277", 0, &[0, 1]),
-        (4, 105695, 110280, "535b0b6d4d9db0ae19bde47317a62662", 1, &[32, 33]),
-        (4, 110413, 114928, "fa73aeb7e0e959b730a1714790034c34", 0, &[8, 9]),
-        (4, 115061, 119589, "4483187e131374074763c8afb4b42daa", 1, &[40, 41]),
-        (4, 119732, 124300, "21332f1565d889c66525064296cb8207", 2, &[18]),
-        (4, 124443, 129024, "97875c7f6241c85409737669a05b6622", 3, &[48]),
-        (4, 129167, 133678, "c0eca4330fadcf6125931d8dc9b8ebf3", 2, &[26]),
-        (4, 133821, 138345, "d1de35982f1a3f22673236c30891483c", 3, &[56]),
-        (4, 138488, 141823, "b1c07b1245d7306f94d3d694406ff6e4", 2, &[19]),
-        (4, 141966, 145314, "0dc3890f79c80ffd35a3bc598d610912", 3, &[49]),
-        (4, 145457, 148735, "9e0f4be005a93530c7f1de076c01cc6c", 2, &[27]),
-        (4, 148878, 152169, "01c9b9dfec9524faf4df2473a57eb4ae", 3, &[57]),
-        (4, 152302, 157087, "b052e7bdddda1ac02ee7253e6f988b2d", 0, &[4, 5]),
-        (4, 157220, 162018, "dc8bf2e5bac7234de54832b06fcf18db", 1, &[36, 37]),
-        (4, 162151, 166879, "697d9e25838b4d33cd97f4adb0d232a3", 0, &[12, 13]),
-        (4, 167012, 171753, "a9edb9e6dde44565397057e20d981439", 1, &[44, 45]),
-        (4, 171896, 176677, "b77232fc879929cfbe95e9244e8faa82", 2, &[22]),
-        (4, 176820, 181614, "267b2a71e177f0b2f45d4aea47d821bf", 3, &[52]),
-        (4, 181757, 186481, "addc34be94a4e4a585e00c57f7ecef53", 2, &[30]),
-        (4, 186624, 191361, "43c07978c487518aca8dcadc4c1229fd", 3, &[60]),
-        (4, 191504, 197554, "1f90e6438e3b34e4d05cfb949c2da7a8", 2, &[23]),
-        (4, 197697, 203760, "11d216f248010a3c7970857fac0434d2", 3, &[53]),
-        (4, 203903, 209896, "849acfebcaf652749dad596e238af2b3", 2, &[31]),
-        (4, 210039, 216045, "ee5460b7e558a1eab5b3cefa4ab0d239", 3, &[61]),
+        (
+            0,
+            404,
+            3861,
+            "c0a31bedd43f8357b6e3573f68f7e307",
+            0,
+            &[0, 1, 2, 3],
+            &[4, 4, 4, 4, 8],
+        ),
+        (
+            0,
+            4008,
+            7478,
+            "688921a36042e3f2c921c7e529be6d5a",
+            1,
+            &[16, 17, 18, 19],
+            &[2, 2, 4, 4, 8],
+        ),
+        (
+            0,
+            7625,
+            11025,
+            "f0a05db50c3e6f1310e510a0aed9944b",
+            0,
+            &[8, 9, 10, 11],
+            &[4, 4, 4, 4, 8],
+        ),
+        (
+            0,
+            11172,
+            14585,
+            "f78f65e9ed816ed8541f5af44923dd0d",
+            1,
+            &[24, 25, 26, 27],
+            &[2, 2, 4, 4, 8],
+        ),
+        (
+            0,
+            14732,
+            18837,
+            "41a356e0e03ada17df047333414aa3ce",
+            0,
+            &[4, 5, 6],
+            &[16, 16, 4, 4, 8],
+        ),
+        (
+            0,
+            18984,
+            23102,
+            "3aa2ff031d501fbf4340bffcbef9ea32",
+            1,
+            &[20, 21, 22],
+            &[8, 8, 4, 4, 8],
+        ),
+        (
+            0,
+            23249,
+            27297,
+            "352535cc2ebe3eced9102e588ae9b62f",
+            0,
+            &[12, 13, 14],
+            &[16, 16, 4, 4, 8],
+        ),
+        (
+            0,
+            27444,
+            31505,
+            "e68d7ad4f1a2d7d9279aa170817e83b4",
+            1,
+            &[28, 29, 30],
+            &[8, 8, 4, 4, 8],
+        ),
+        (
+            0,
+            31662,
+            36517,
+            "9b60ca6bb28b057a1263d8a00608e48f",
+            2,
+            &[7],
+            &[16, 16, 4, 4, 8],
+        ),
+        (
+            0,
+            36674,
+            41542,
+            "ab26d2b597fc1c81543ea892bad1f4e8",
+            3,
+            &[23],
+            &[8, 8, 4, 4, 8],
+        ),
+        (
+            0,
+            41699,
+            46497,
+            "c5b06729b146a48ad3ea85d2539f9c4d",
+            2,
+            &[15],
+            &[16, 16, 4, 4, 8],
+        ),
+        (
+            0,
+            46654,
+            51465,
+            "c36a17a00d23c0a3be2a4e23982a2c5c",
+            3,
+            &[31],
+            &[8, 8, 4, 4, 8],
+        ),
+        (1, 51542, 53879, "69522fc91bddaa6f4ea8a1589005e376", 0, &[0], &[4, 4, 4, 4, 4]),
+        (1, 53956, 56306, "efaa727495694a1674e6a38e513ef140", 1, &[1], &[4, 4, 4, 4, 4]),
+        (
+            2,
+            56416,
+            58262,
+            "f0d033f20ac01d29293d7b7f46a758f9",
+            0,
+            &[0],
+            &[4, 4, 4, 4, 4, 4],
+        ),
+        (
+            2,
+            58372,
+            60231,
+            "3b0806ef2bc8f259c710541f6e767a44",
+            1,
+            &[4],
+            &[2, 2, 4, 4, 2, 4],
+        ),
+        (
+            2,
+            60341,
+            62130,
+            "db8b198b80dddaf525d332f667388be9",
+            0,
+            &[2],
+            &[4, 4, 4, 4, 4, 4],
+        ),
+        (
+            2,
+            62240,
+            64042,
+            "6ed161f9da626bf3ed77527bd7e8b9bb",
+            1,
+            &[6],
+            &[2, 2, 4, 4, 2, 4],
+        ),
+        (
+            2,
+            64152,
+            67275,
+            "17e3aefe45a7f59ac741bd8d44733be5",
+            0,
+            &[1],
+            &[16, 16, 4, 4, 16, 4],
+        ),
+        (
+            2,
+            67385,
+            70521,
+            "1d90d468c4e17d72243d199fa4999546",
+            1,
+            &[5],
+            &[8, 8, 4, 4, 8, 4],
+        ),
+        (
+            2,
+            70631,
+            73697,
+            "1ced36c878fe66f6888b1acc4d433a4c",
+            0,
+            &[3],
+            &[16, 16, 4, 4, 16, 4],
+        ),
+        (
+            2,
+            73807,
+            76886,
+            "9949c0d5ba62bbc3c3eea87aa39518fb",
+            1,
+            &[7],
+            &[8, 8, 4, 4, 8, 4],
+        ),
+        (3, 77001, 79186, "ba261a51f01448cb6bbb53ef2f190cf9", 0, &[0, 1], &[4, 4, 4, 8]),
+        (3, 79301, 81499, "d2368a4c21b45178afa8e6edd287e96e", 1, &[8], &[2, 2, 2, 8]),
+        (3, 81614, 83742, "ccb970016eb3ce67a50747534075ae28", 0, &[4, 5], &[4, 4, 4, 8]),
+        (3, 83857, 85998, "79e00ef32da47e7fc4b1baa87fdde5e4", 1, &[12], &[2, 2, 2, 8]),
+        (3, 86113, 88383, "e7e9e8bf9eb10d11cd4559a6f00e46de", 0, &[2], &[16, 16, 16, 8]),
+        (3, 88498, 90781, "4d6950e95e153532692b2ffaf029c12f", 1, &[10], &[8, 8, 8, 8]),
+        (3, 90896, 93109, "6aafa7c84cc6634df8fe206ca1b150a1", 0, &[6], &[16, 16, 16, 8]),
+        (3, 93224, 95450, "abf928a8444703f904c075270887e7f2", 1, &[14], &[8, 8, 8, 8]),
+        (3, 95575, 98182, "c1974c19b718d2bbcb4c796d53b61113", 2, &[3], &[16, 16, 16, 8]),
+        (
+            3,
+            98307,
+            100857,
+            "0ab0490a74827f33a8feeba0e1489db0",
+            2,
+            &[7],
+            &[16, 16, 16, 8],
+        ),
+        (
+            4,
+            100990,
+            105562,
+            "8210f51619ac139fda0c9928ad35d277",
+            0,
+            &[0, 1],
+            &[4, 4, 4, 8],
+        ),
+        (
+            4,
+            105695,
+            110280,
+            "535b0b6d4d9db0ae19bde47317a62662",
+            1,
+            &[32, 33],
+            &[2, 2, 2, 8],
+        ),
+        (
+            4,
+            110413,
+            114928,
+            "fa73aeb7e0e959b730a1714790034c34",
+            0,
+            &[8, 9],
+            &[4, 4, 4, 8],
+        ),
+        (
+            4,
+            115061,
+            119589,
+            "4483187e131374074763c8afb4b42daa",
+            1,
+            &[40, 41],
+            &[2, 2, 2, 8],
+        ),
+        (4, 119732, 124300, "21332f1565d889c66525064296cb8207", 2, &[18], &[4, 4, 4, 8]),
+        (4, 124443, 129024, "97875c7f6241c85409737669a05b6622", 3, &[48], &[2, 2, 2, 8]),
+        (4, 129167, 133678, "c0eca4330fadcf6125931d8dc9b8ebf3", 2, &[26], &[4, 4, 4, 8]),
+        (4, 133821, 138345, "d1de35982f1a3f22673236c30891483c", 3, &[56], &[2, 2, 2, 8]),
+        (4, 138488, 141823, "b1c07b1245d7306f94d3d694406ff6e4", 2, &[19], &[4, 4, 4, 8]),
+        (4, 141966, 145314, "0dc3890f79c80ffd35a3bc598d610912", 3, &[49], &[2, 2, 2, 8]),
+        (4, 145457, 148735, "9e0f4be005a93530c7f1de076c01cc6c", 2, &[27], &[4, 4, 4, 8]),
+        (4, 148878, 152169, "01c9b9dfec9524faf4df2473a57eb4ae", 3, &[57], &[2, 2, 2, 8]),
+        (
+            4,
+            152302,
+            157087,
+            "b052e7bdddda1ac02ee7253e6f988b2d",
+            0,
+            &[4, 5],
+            &[16, 16, 16, 8],
+        ),
+        (
+            4,
+            157220,
+            162018,
+            "dc8bf2e5bac7234de54832b06fcf18db",
+            1,
+            &[36, 37],
+            &[8, 8, 8, 8],
+        ),
+        (
+            4,
+            162151,
+            166879,
+            "697d9e25838b4d33cd97f4adb0d232a3",
+            0,
+            &[12, 13],
+            &[16, 16, 16, 8],
+        ),
+        (
+            4,
+            167012,
+            171753,
+            "a9edb9e6dde44565397057e20d981439",
+            1,
+            &[44, 45],
+            &[8, 8, 8, 8],
+        ),
+        (
+            4,
+            171896,
+            176677,
+            "b77232fc879929cfbe95e9244e8faa82",
+            2,
+            &[22],
+            &[16, 16, 16, 8],
+        ),
+        (4, 176820, 181614, "267b2a71e177f0b2f45d4aea47d821bf", 3, &[52], &[8, 8, 8, 8]),
+        (
+            4,
+            181757,
+            186481,
+            "addc34be94a4e4a585e00c57f7ecef53",
+            2,
+            &[30],
+            &[16, 16, 16, 8],
+        ),
+        (4, 186624, 191361, "43c07978c487518aca8dcadc4c1229fd", 3, &[60], &[8, 8, 8, 8]),
+        (
+            4,
+            191504,
+            197554,
+            "1f90e6438e3b34e4d05cfb949c2da7a8",
+            2,
+            &[23],
+            &[16, 16, 16, 8],
+        ),
+        (4, 197697, 203760, "11d216f248010a3c7970857fac0434d2", 3, &[53], &[8, 8, 8, 8]),
+        (
+            4,
+            203903,
+            209896,
+            "849acfebcaf652749dad596e238af2b3",
+            2,
+            &[31],
+            &[16, 16, 16, 8],
+        ),
+        (4, 210039, 216045, "ee5460b7e558a1eab5b3cefa4ab0d239", 3, &[61], &[8, 8, 8, 8]),
     ];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(

@@ -52,6 +52,13 @@ pub struct DTypes {
     pub t: rt::DType,
 }
 impl DTypes {
+    /// The element types of the type parameter `T`: `plan`'s argument before any
+    /// tensor exists (the free `dtypes` reads the same from a call's tensors).
+    pub fn of<T: rt::Float>() -> Self {
+        DTypes {
+            t: <T as rt::Element>::DTYPE,
+        }
+    }
     /// The element types by type variable name (`OpHooks::dtypes_from`).
     fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
         DTypes { t: get("T") }
@@ -118,7 +125,9 @@ pub struct OutputsMut<'a, T: rt::Float> {
     pub output: &'a mut rt::Tensor<T>,
 }
 impl<'a, T: rt::Float> Inputs<'a, T> {
-    /// The shapes of these inputs.
+    /// The shapes `plan` takes, from the inputs alone: the outputs' shapes follow
+    /// from them, so a plan can be made before the outputs exist ([`shapes`] gives
+    /// the same from a call's tensors).
     pub fn shapes(&self) -> Shapes<'a> {
         Shapes {
             query_layer: self.query_layer.shape(),
@@ -129,12 +138,29 @@ impl<'a, T: rt::Float> Inputs<'a, T> {
             eco_a: self.eco_a.shape(),
         }
     }
-    /// The element types of these inputs.
+    /// The element types `plan` takes, from the inputs alone: with
+    /// [`Inputs::shapes`], a plan before the outputs exist.
     pub fn dtypes(&self) -> DTypes {
-        DTypes {
-            t: <T as rt::Element>::DTYPE,
-        }
+        DTypes::of::<T>()
     }
+}
+/// The shapes `plan` takes, from a call's tensors: the form every op module has, for
+/// code that plans any op alike and for calls into outputs the caller provides.
+pub fn shapes<'a, T: rt::Float>(
+    inputs: &'a Inputs<'_, T>,
+    outputs: &'a OutputsMut<'_, T>,
+) -> Shapes<'a> {
+    let _ = outputs;
+    inputs.shapes()
+}
+/// The element types `plan` takes, read from a call's tensors (their element types),
+/// as [`shapes`] reads their shapes.
+pub fn dtypes<T: rt::Float>(
+    inputs: &Inputs<'_, T>,
+    outputs: &OutputsMut<'_, T>,
+) -> DTypes {
+    let _ = (inputs, outputs);
+    DTypes::of::<T>()
 }
 /// This op in the registry of untyped entry points.
 pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
@@ -562,6 +588,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 },
             ],
             intermediates: &[],
+            writes_in_place: false,
         },
     },
     Variant {
@@ -605,6 +632,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 },
             ],
             intermediates: &[],
+            writes_in_place: false,
         },
     },
     Variant {
@@ -647,6 +675,7 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                 },
             ],
             intermediates: &[],
+            writes_in_place: false,
         },
     },
 ];
@@ -862,8 +891,7 @@ impl<T: rt::Float> rt::Op for Op<T> {
         inputs: &'a Self::Inputs<'_>,
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Shapes<'a>, DTypes) {
-        let _ = outputs;
-        (inputs.shapes(), inputs.dtypes())
+        (shapes(inputs, outputs), dtypes(inputs, outputs))
     }
     fn args<'t>(
         inputs: &'t Self::Inputs<'_>,
@@ -887,8 +915,12 @@ impl<T: rt::Float> rt::Op for Op<T> {
 }
 impl<T: rt::Float> rt::AllocatingOp for Op<T> {
     type Outputs = Outputs<T>;
-    fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>) -> (Shapes<'a>, DTypes) {
-        (inputs.shapes(), inputs.dtypes())
+    type InPlace<'a> = ();
+    fn input_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        _in_place: &'a Self::InPlace<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (inputs.shapes(), DTypes::of::<T>())
     }
     fn allocate(
         ctx: &rt::Context,
@@ -898,7 +930,10 @@ impl<T: rt::Float> rt::AllocatingOp for Op<T> {
             output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
         })
     }
-    fn outputs_mut(outputs: &mut Self::Outputs) -> Self::OutputsMut<'_> {
+    fn outputs_mut<'a>(
+        _in_place: &'a mut Self::InPlace<'_>,
+        outputs: &'a mut Self::Outputs,
+    ) -> Self::OutputsMut<'a> {
         OutputsMut {
             output: &mut outputs.output,
         }
@@ -965,15 +1000,15 @@ pub fn plan(
     rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
-/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the encoder
-/// has been submitted.
+/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
+/// encoder has been submitted.
 pub fn record<T: rt::Float>(
     ctx: &rt::Context,
     encoder: &mut rt::wgpu::CommandEncoder,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, attrs)
+    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
 }
 /// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
 pub fn run<T: rt::Float>(
@@ -981,7 +1016,7 @@ pub fn run<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, attrs)
+    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
 }
 /// Records the op into `encoder`, writing into tensors the caller provides, so a loop
 /// allocates nothing per step and an output can be the next op's input
@@ -1051,21 +1086,117 @@ mod shader_table {
         },
     ];
     /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-    /// features (1: `shader-f16`, 2: `subgroups`) and the numbers of the keys that
-    /// select it.
+    /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+    /// select it, and per binding the least bytes it must hold.
     const ROWS: &[Row] = &[
-        (0, 407, 7362, "da65bd7287b92c03fbb851e360431d62", 2, &[0]),
-        (0, 7484, 14452, "058b9c7b36f71e9117a03ae606e8aadc", 3, &[5]),
-        (0, 14574, 21672, "df83f18223922306c2a98ae9469962ed", 2, &[2]),
-        (0, 21794, 28905, "dc370810b030ca763eb063046933fd43", 3, &[7]),
-        (1, 29012, 35595, "c7226f2efd7c8c80bb041b29eae6b10b", 0, &[0]),
-        (1, 35702, 42298, "48fa601fe4f3e1b05b7c0f5c5e2cf085", 1, &[5]),
-        (1, 42405, 49131, "f0a60b72b349c1e6ae7c82ff7101aaba", 0, &[2]),
-        (1, 49238, 55977, "acf3d66f72bb6783e66080f3a4097598", 1, &[7]),
-        (2, 56074, 61126, "36237319dcfecfede7daa87dc654fc70", 0, &[0]),
-        (2, 61223, 66288, "8bebd7ffb0ce59194eb4ef2d1131fe98", 1, &[5]),
-        (2, 66385, 71580, "a967301bd77d9f5fe0bfc09112471714", 0, &[2]),
-        (2, 71677, 76885, "7248341cccf6d8e824ef58724c718c1d", 1, &[7]),
+        (
+            0,
+            407,
+            7362,
+            "da65bd7287b92c03fbb851e360431d62",
+            2,
+            &[0],
+            &[4, 4, 4, 4, 4, 4, 4, 24],
+        ),
+        (
+            0,
+            7484,
+            14452,
+            "058b9c7b36f71e9117a03ae606e8aadc",
+            3,
+            &[5],
+            &[2, 2, 2, 2, 2, 2, 2, 24],
+        ),
+        (
+            0,
+            14574,
+            21672,
+            "df83f18223922306c2a98ae9469962ed",
+            2,
+            &[2],
+            &[4, 4, 16, 4, 4, 4, 16, 24],
+        ),
+        (
+            0,
+            21794,
+            28905,
+            "dc370810b030ca763eb063046933fd43",
+            3,
+            &[7],
+            &[2, 2, 8, 2, 2, 2, 8, 24],
+        ),
+        (
+            1,
+            29012,
+            35595,
+            "c7226f2efd7c8c80bb041b29eae6b10b",
+            0,
+            &[0],
+            &[4, 4, 4, 4, 4, 4, 4, 24],
+        ),
+        (
+            1,
+            35702,
+            42298,
+            "48fa601fe4f3e1b05b7c0f5c5e2cf085",
+            1,
+            &[5],
+            &[2, 2, 2, 2, 2, 2, 2, 24],
+        ),
+        (
+            1,
+            42405,
+            49131,
+            "f0a60b72b349c1e6ae7c82ff7101aaba",
+            0,
+            &[2],
+            &[4, 4, 16, 4, 4, 4, 16, 24],
+        ),
+        (
+            1,
+            49238,
+            55977,
+            "acf3d66f72bb6783e66080f3a4097598",
+            1,
+            &[7],
+            &[2, 2, 8, 2, 2, 2, 8, 24],
+        ),
+        (
+            2,
+            56074,
+            61126,
+            "36237319dcfecfede7daa87dc654fc70",
+            0,
+            &[0],
+            &[4, 4, 4, 4, 4, 4, 4, 24],
+        ),
+        (
+            2,
+            61223,
+            66288,
+            "8bebd7ffb0ce59194eb4ef2d1131fe98",
+            1,
+            &[5],
+            &[2, 2, 2, 2, 2, 2, 2, 24],
+        ),
+        (
+            2,
+            66385,
+            71580,
+            "a967301bd77d9f5fe0bfc09112471714",
+            0,
+            &[2],
+            &[4, 4, 16, 4, 4, 4, 16, 24],
+        ),
+        (
+            2,
+            71677,
+            76885,
+            "7248341cccf6d8e824ef58724c718c1d",
+            1,
+            &[7],
+            &[2, 2, 8, 2, 2, 2, 8, 24],
+        ),
     ];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(

@@ -9,7 +9,7 @@ const _: () = assert!(
 ///
 /// Computes `softmax(data + bias)` over the flattened suffix beginning at `axis`. The required `is_inner_broadcast` attribute selects how bias rows are reused: consecutive groups for inner broadcast or cyclic groups for outer broadcast. This specializes the `softmax(scores + additive_mask)` pattern used by transformer attention. Float16 and float32 are supported; the schema's double type is not.
 ///
-/// `plan` (without a GPU), `record_into` and `run_into` (into outputs you provide), `record` and `run` (allocating the outputs, whose shapes follow from the inputs) and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them.
+/// `plan` (without a GPU; its arguments: `shapes` and `dtypes` from a call's tensors, `inputs.shapes()` and `inputs.dtypes()` from the inputs alone, `DTypes::of` from the type parameters), `record_into` and `run_into` (into outputs you provide), `record` and `run` (allocating the outputs, whose shapes follow from the inputs) and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them.
 pub mod bias_softmax {
     include!("bias_softmax.rs");
 }
@@ -17,7 +17,7 @@ pub mod bias_softmax {
 ///
 /// Scales a precomputed relative-position bias by a per-query gate (WavLM's gated relative position bias). For each batch, head and query position, the biased query row of that head is projected through `weight` and `bias` to `D` values; the first `D/2` sum to one gate and the last `D/2` to another, each through a logistic, and the row of `rel_pos` is multiplied by `gate_u * (gate_r * eco_a - 1) + 2`. `rel_pos` has a single batch that is shared by every batch of the output. `D` must be even and at most 32. All gate arithmetic is float32 whatever the tensor type; only the store narrows. The padding-removed form of ONNX Runtime (a `token_offset` input with a rank-2 query) is not supported.
 ///
-/// `plan` (without a GPU), `record_into` and `run_into` (into outputs you provide), `record` and `run` (allocating the outputs, whose shapes follow from the inputs) and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them.
+/// `plan` (without a GPU; its arguments: `shapes` and `dtypes` from a call's tensors, `inputs.shapes()` and `inputs.dtypes()` from the inputs alone, `DTypes::of` from the type parameters), `record_into` and `run_into` (into outputs you provide), `record` and `run` (allocating the outputs, whose shapes follow from the inputs) and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them.
 pub mod gated_relative_position_bias {
     include!("gated_relative_position_bias.rs");
 }
@@ -25,7 +25,7 @@ pub mod gated_relative_position_bias {
 ///
 /// Multimodal rotary position embedding (M-RoPE) for Qwen models. Each token has temporal, height, and width position streams; `mrope_section` partitions the half-rotary axis and `mrope_layout` assigns them. Text-only tokens set all streams equal, reducing the op to `RotaryEmbedding`. The effective rotary dimension must be positive and even; an odd head size is supported with a smaller even `rotary_embedding_dim`. This package supports float16/float32 and non-packed mode; bfloat16 and packed batching are not implemented. Position ids must be valid non-negative cache-row indices.
 ///
-/// `plan` (without a GPU), `record_into` and `run_into` (into outputs you provide), `record` and `run` (allocating the outputs, whose shapes follow from the inputs) and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them.
+/// `plan` (without a GPU; its arguments: `shapes` and `dtypes` from a call's tensors, `inputs.shapes()` and `inputs.dtypes()` from the inputs alone, `DTypes::of` from the type parameters), `record_into` and `run_into` (into outputs you provide), `record` and `run` (allocating the outputs, whose shapes follow from the inputs) and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them.
 pub mod mrotary_embedding {
     include!("mrotary_embedding.rs");
 }

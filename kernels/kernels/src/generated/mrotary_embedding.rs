@@ -134,6 +134,13 @@ pub struct DTypes {
     pub t: rt::DType,
 }
 impl DTypes {
+    /// The element types of the type parameter `T`: `plan`'s argument before any
+    /// tensor exists (the free `dtypes` reads the same from a call's tensors).
+    pub fn of<T: rt::Float>() -> Self {
+        DTypes {
+            t: <T as rt::Element>::DTYPE,
+        }
+    }
     /// The element types by type variable name (`OpHooks::dtypes_from`).
     fn from_lookup(get: &dyn Fn(&str) -> rt::DType) -> Self {
         DTypes { t: get("T") }
@@ -190,7 +197,9 @@ pub struct OutputsMut<'a, T: rt::Float> {
     pub output: &'a mut rt::Tensor<T>,
 }
 impl<'a, T: rt::Float> Inputs<'a, T> {
-    /// The shapes of these inputs.
+    /// The shapes `plan` takes, from the inputs alone: the outputs' shapes follow
+    /// from them, so a plan can be made before the outputs exist ([`shapes`] gives
+    /// the same from a call's tensors).
     pub fn shapes(&self) -> Shapes<'a> {
         Shapes {
             input: self.input.shape(),
@@ -199,12 +208,29 @@ impl<'a, T: rt::Float> Inputs<'a, T> {
             sin_cache: self.sin_cache.shape(),
         }
     }
-    /// The element types of these inputs.
+    /// The element types `plan` takes, from the inputs alone: with
+    /// [`Inputs::shapes`], a plan before the outputs exist.
     pub fn dtypes(&self) -> DTypes {
-        DTypes {
-            t: <T as rt::Element>::DTYPE,
-        }
+        DTypes::of::<T>()
     }
+}
+/// The shapes `plan` takes, from a call's tensors: the form every op module has, for
+/// code that plans any op alike and for calls into outputs the caller provides.
+pub fn shapes<'a, T: rt::Float>(
+    inputs: &'a Inputs<'_, T>,
+    outputs: &'a OutputsMut<'_, T>,
+) -> Shapes<'a> {
+    let _ = outputs;
+    inputs.shapes()
+}
+/// The element types `plan` takes, read from a call's tensors (their element types),
+/// as [`shapes`] reads their shapes.
+pub fn dtypes<T: rt::Float>(
+    inputs: &Inputs<'_, T>,
+    outputs: &OutputsMut<'_, T>,
+) -> DTypes {
+    let _ = (inputs, outputs);
+    DTypes::of::<T>()
 }
 /// This op in the registry of untyped entry points.
 pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
@@ -638,6 +664,7 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
                 },
             ],
             intermediates: &[],
+            writes_in_place: false,
         },
     },
     Variant {
@@ -679,6 +706,7 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
                 },
             ],
             intermediates: &[],
+            writes_in_place: false,
         },
     },
 ];
@@ -1032,8 +1060,7 @@ impl<T: rt::Float> rt::Op for Op<T> {
         inputs: &'a Self::Inputs<'_>,
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Shapes<'a>, DTypes) {
-        let _ = outputs;
-        (inputs.shapes(), inputs.dtypes())
+        (shapes(inputs, outputs), dtypes(inputs, outputs))
     }
     fn args<'t>(
         inputs: &'t Self::Inputs<'_>,
@@ -1073,8 +1100,12 @@ impl<T: rt::Float> rt::Op for Op<T> {
 }
 impl<T: rt::Float> rt::AllocatingOp for Op<T> {
     type Outputs = Outputs<T>;
-    fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>) -> (Shapes<'a>, DTypes) {
-        (inputs.shapes(), inputs.dtypes())
+    type InPlace<'a> = ();
+    fn input_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        _in_place: &'a Self::InPlace<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (inputs.shapes(), DTypes::of::<T>())
     }
     fn allocate(
         ctx: &rt::Context,
@@ -1084,7 +1115,10 @@ impl<T: rt::Float> rt::AllocatingOp for Op<T> {
             output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
         })
     }
-    fn outputs_mut(outputs: &mut Self::Outputs) -> Self::OutputsMut<'_> {
+    fn outputs_mut<'a>(
+        _in_place: &'a mut Self::InPlace<'_>,
+        outputs: &'a mut Self::Outputs,
+    ) -> Self::OutputsMut<'a> {
         OutputsMut {
             output: &mut outputs.output,
         }
@@ -1154,15 +1188,15 @@ pub fn plan(
     rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
-/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the encoder
-/// has been submitted.
+/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
+/// encoder has been submitted.
 pub fn record<T: rt::Float>(
     ctx: &rt::Context,
     encoder: &mut rt::wgpu::CommandEncoder,
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, attrs)
+    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
 }
 /// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
 pub fn run<T: rt::Float>(
@@ -1170,7 +1204,7 @@ pub fn run<T: rt::Float>(
     inputs: &Inputs<'_, T>,
     attrs: &Attrs,
 ) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, attrs)
+    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
 }
 /// Records the op into `encoder`, writing into tensors the caller provides, so a loop
 /// allocates nothing per step and an output can be the next op's input
@@ -1230,41 +1264,297 @@ mod shader_table {
         },
     ];
     /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-    /// features (1: `shader-f16`, 2: `subgroups`) and the numbers of the keys that
-    /// select it.
+    /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+    /// select it, and per binding the least bytes it must hold.
     const ROWS: &[Row] = &[
-        (0, 363, 3348, "948c63aa5478d5c637949296cdf85b12", 0, &[0]),
-        (0, 3444, 6442, "340716a5f69fc50cd620701e462c11cb", 1, &[2]),
-        (0, 6538, 9526, "adf9252a3c083d4cc66c2d23ee3ca6c9", 0, &[8]),
-        (0, 9622, 12623, "a45c371bb2ac8834ef14585132a8ee94", 1, &[10]),
-        (0, 12719, 15747, "4716187b8d7463f1aca0e34b505a6a06", 0, &[4]),
-        (0, 15843, 18884, "9446a06fbd464f6532254df11f6e3b6c", 1, &[6]),
-        (0, 18980, 22011, "aa7a3228b9d70b536dfc32a854aa9c36", 0, &[12]),
-        (0, 22107, 25151, "ca714fd09f919a9c61e2d94a394fe9bb", 1, &[14]),
-        (0, 25247, 31318, "940e483c5db74a7a03733f9e2e386a22", 0, &[1]),
-        (0, 31414, 37498, "52cc7d8db39a4d8358a5bf61d30a3d30", 1, &[3]),
-        (0, 37594, 44157, "c2e2878e5425dcf2509a28f5b2b0a381", 0, &[9]),
-        (0, 44253, 50829, "47de3324db1128effb5677824c2efabf", 1, &[11]),
-        (0, 50925, 57039, "3cc8035289b0071a6f0496b06473a0a5", 0, &[5]),
-        (0, 57135, 63262, "60a60862c067697cdfbc79ab2897f767", 1, &[7]),
-        (0, 63358, 69964, "7626a1daf6a3ef41caac7e32925934df", 0, &[13]),
-        (0, 70060, 76679, "18cde5182e6157f70a9b061bb2c830ad", 1, &[15]),
-        (1, 76775, 79777, "473aab372468fd374e8802abab3f24a7", 0, &[0]),
-        (1, 79873, 82888, "c7da8b5234e262a171df5565324d343b", 1, &[2]),
-        (1, 82984, 85989, "6be655c51cfa8929b136d417516121c1", 0, &[8]),
-        (1, 86085, 89103, "dab92401d98ab775424be0b5e88b1c24", 1, &[10]),
-        (1, 89199, 92244, "d13c56563620bb4fde9b172f7b7b43ab", 0, &[4]),
-        (1, 92340, 95398, "bca7e314ba7bcf3bf0eb1a4f459cf47d", 1, &[6]),
-        (1, 95494, 98542, "74b80f1d20a2872b47a4b31a492c2016", 0, &[12]),
-        (1, 98638, 101699, "f2413ca3a34d6ed9cd7ff3cd56f64c87", 1, &[14]),
-        (1, 101795, 107986, "a6e9f0ec15141634d5c62aef986e8a51", 0, &[1]),
-        (1, 108082, 114286, "b08f1854b47810d3a0752b50914fb2af", 1, &[3]),
-        (1, 114382, 121065, "2f1d6fc0148fdb7e2c8c2fea8479ff7c", 0, &[9]),
-        (1, 121161, 127857, "c20db8e82c6dd8ddd7d849100f79f7dc", 1, &[11]),
-        (1, 127953, 134187, "90e66f12fe3c0b1d674ea2759e9e70d1", 0, &[5]),
-        (1, 134283, 140530, "69819b5c08068ee6db7832460d6071a2", 1, &[7]),
-        (1, 140626, 147352, "d3ab14a16c756e2de3b58f03f54192af", 0, &[13]),
-        (1, 147448, 154187, "a01d8ea216bb27e138755de96a13e526", 1, &[15]),
+        (
+            0,
+            363,
+            3348,
+            "948c63aa5478d5c637949296cdf85b12",
+            0,
+            &[0],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            0,
+            3444,
+            6442,
+            "340716a5f69fc50cd620701e462c11cb",
+            1,
+            &[2],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            0,
+            6538,
+            9526,
+            "adf9252a3c083d4cc66c2d23ee3ca6c9",
+            0,
+            &[8],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            0,
+            9622,
+            12623,
+            "a45c371bb2ac8834ef14585132a8ee94",
+            1,
+            &[10],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            0,
+            12719,
+            15747,
+            "4716187b8d7463f1aca0e34b505a6a06",
+            0,
+            &[4],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            0,
+            15843,
+            18884,
+            "9446a06fbd464f6532254df11f6e3b6c",
+            1,
+            &[6],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            0,
+            18980,
+            22011,
+            "aa7a3228b9d70b536dfc32a854aa9c36",
+            0,
+            &[12],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            0,
+            22107,
+            25151,
+            "ca714fd09f919a9c61e2d94a394fe9bb",
+            1,
+            &[14],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            0,
+            25247,
+            31318,
+            "940e483c5db74a7a03733f9e2e386a22",
+            0,
+            &[1],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            0,
+            31414,
+            37498,
+            "52cc7d8db39a4d8358a5bf61d30a3d30",
+            1,
+            &[3],
+            &[8, 4, 8, 8, 8, 44],
+        ),
+        (
+            0,
+            37594,
+            44157,
+            "c2e2878e5425dcf2509a28f5b2b0a381",
+            0,
+            &[9],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            0,
+            44253,
+            50829,
+            "47de3324db1128effb5677824c2efabf",
+            1,
+            &[11],
+            &[8, 4, 8, 8, 8, 44],
+        ),
+        (
+            0,
+            50925,
+            57039,
+            "3cc8035289b0071a6f0496b06473a0a5",
+            0,
+            &[5],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            0,
+            57135,
+            63262,
+            "60a60862c067697cdfbc79ab2897f767",
+            1,
+            &[7],
+            &[8, 4, 8, 8, 8, 44],
+        ),
+        (
+            0,
+            63358,
+            69964,
+            "7626a1daf6a3ef41caac7e32925934df",
+            0,
+            &[13],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            0,
+            70060,
+            76679,
+            "18cde5182e6157f70a9b061bb2c830ad",
+            1,
+            &[15],
+            &[8, 4, 8, 8, 8, 44],
+        ),
+        (
+            1,
+            76775,
+            79777,
+            "473aab372468fd374e8802abab3f24a7",
+            0,
+            &[0],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            1,
+            79873,
+            82888,
+            "c7da8b5234e262a171df5565324d343b",
+            1,
+            &[2],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            1,
+            82984,
+            85989,
+            "6be655c51cfa8929b136d417516121c1",
+            0,
+            &[8],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            1,
+            86085,
+            89103,
+            "dab92401d98ab775424be0b5e88b1c24",
+            1,
+            &[10],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            1,
+            89199,
+            92244,
+            "d13c56563620bb4fde9b172f7b7b43ab",
+            0,
+            &[4],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            1,
+            92340,
+            95398,
+            "bca7e314ba7bcf3bf0eb1a4f459cf47d",
+            1,
+            &[6],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            1,
+            95494,
+            98542,
+            "74b80f1d20a2872b47a4b31a492c2016",
+            0,
+            &[12],
+            &[4, 4, 4, 4, 4, 44],
+        ),
+        (
+            1,
+            98638,
+            101699,
+            "f2413ca3a34d6ed9cd7ff3cd56f64c87",
+            1,
+            &[14],
+            &[2, 4, 2, 2, 2, 44],
+        ),
+        (
+            1,
+            101795,
+            107986,
+            "a6e9f0ec15141634d5c62aef986e8a51",
+            0,
+            &[1],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            1,
+            108082,
+            114286,
+            "b08f1854b47810d3a0752b50914fb2af",
+            1,
+            &[3],
+            &[8, 4, 8, 8, 8, 44],
+        ),
+        (
+            1,
+            114382,
+            121065,
+            "2f1d6fc0148fdb7e2c8c2fea8479ff7c",
+            0,
+            &[9],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            1,
+            121161,
+            127857,
+            "c20db8e82c6dd8ddd7d849100f79f7dc",
+            1,
+            &[11],
+            &[8, 4, 8, 8, 8, 44],
+        ),
+        (
+            1,
+            127953,
+            134187,
+            "90e66f12fe3c0b1d674ea2759e9e70d1",
+            0,
+            &[5],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            1,
+            134283,
+            140530,
+            "69819b5c08068ee6db7832460d6071a2",
+            1,
+            &[7],
+            &[8, 4, 8, 8, 8, 44],
+        ),
+        (
+            1,
+            140626,
+            147352,
+            "d3ab14a16c756e2de3b58f03f54192af",
+            0,
+            &[13],
+            &[16, 4, 16, 16, 16, 44],
+        ),
+        (
+            1,
+            147448,
+            154187,
+            "a01d8ea216bb27e138755de96a13e526",
+            1,
+            &[15],
+            &[8, 4, 8, 8, 8, 44],
+        ),
     ];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(
