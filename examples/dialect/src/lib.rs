@@ -17,6 +17,9 @@
 //!   `when` and a pass input), a `oneOf` string read by the template as `args.mode`, tunables
 //!   (one a float), `bindingSets`, an intermediate between two passes, `"$ELEM"` element
 //!   types, a binding by semantic alone, `default: true`, a chained comparison and `**`.
+//! - `com.example.AddRowNorms`: a tensor written in place (`Hidden`, an `inout` arg) beside an
+//!   output with a shape expression, so the op allocates that output and its `run` takes the
+//!   in-place tensor as `InPlace`, and a type variable of one dtype.
 //! - `com.example.RowSums`: a function-scope array sized by an arg, which no build-time
 //!   analysis can bound: it builds with `hints/com.example.RowSums.hints.json`, the file its
 //!   error prints (`kernels-codegen --write-suggested-hints`), unedited.

@@ -5,9 +5,10 @@
 #![allow(clippy::unwrap_used)]
 
 use dialect::kernels::{
-    accumulate, add_ints, hub_operands, partial_corner, row_means, row_sums, scale_rows,
+    accumulate, add_ints, add_row_norms, hub_operands, partial_corner, row_means, row_sums,
+    scale_rows,
 };
-use dialect::runtime::{AnyTensor, DType, Element, Integer, OpError, Tensor};
+use dialect::runtime::{AllocatingOp, AnyTensor, DType, Element, Integer, OpError, Tensor};
 
 /// A `rows × cols` matrix of seeded values in [-4, 4), and its tensor.
 fn matrix(
@@ -253,6 +254,61 @@ fn accumulates_rows_in_place() {
             test_support::assert_close(&got, &want, 5e-6, &format!("{mode}, bias {with_bias}"));
         }
     }
+}
+
+/// `AddRowNorms`, an op that writes `Hidden` in place and allocates `MeanSq`: its allocating
+/// `run` takes the in-place tensor as `InPlace` beside the inputs, and matches the float64
+/// reference, the trait's `run` and `run_into` into a provided output; a wrong in-place shape
+/// is refused before anything is allocated or written.
+#[test]
+fn run_allocates_beside_a_tensor_written_in_place() {
+    let ctx = test_support::context();
+    let (rows, cols) = (130usize, 37usize);
+    let (h0, _) = matrix(&ctx, rows, cols, 24);
+    let (x, x_t) = matrix(&ctx, rows, cols, 25);
+    let sums: Vec<f64> = h0.iter().zip(&x).map(|(h, v)| f64::from(*h + *v)).collect();
+    let mean_sq: Vec<f64> = sums
+        .chunks(cols)
+        .map(|row| row.iter().map(|v| v * v).sum::<f64>() / cols as f64)
+        .collect();
+    let inputs = add_row_norms::Inputs { x: &x_t };
+    let attrs = add_row_norms::Attrs::new(add_row_norms::RequiredAttrs {
+        rows: rows as u32,
+        cols: cols as u32,
+    });
+    let mut hidden = Tensor::from_slice(&ctx, &[rows, cols], &h0).unwrap();
+    let in_place = add_row_norms::InPlace {
+        hidden: &mut hidden,
+    };
+    let outputs = add_row_norms::run(&ctx, &inputs, in_place, &attrs).unwrap();
+    assert_eq!(outputs.mean_sq.shape(), [rows]);
+    let got = outputs.mean_sq.to_vec(&ctx).unwrap();
+    test_support::assert_close(&hidden.to_vec(&ctx).unwrap(), &sums, 1e-6, "Hidden");
+    test_support::assert_close(&got, &mean_sq, 1e-5, "MeanSq");
+
+    let mut again = Tensor::from_slice(&ctx, &[rows, cols], &h0).unwrap();
+    let in_place = add_row_norms::InPlace { hidden: &mut again };
+    let through_trait =
+        <add_row_norms::Op as AllocatingOp>::run(&ctx, &inputs, in_place, &attrs).unwrap();
+    assert_eq!(through_trait.mean_sq.to_vec(&ctx).unwrap(), got);
+    let mut provided_hidden = Tensor::from_slice(&ctx, &[rows, cols], &h0).unwrap();
+    let mut provided = Tensor::<f32>::zeros(&ctx, &[rows]).unwrap();
+    let outputs = add_row_norms::OutputsMut {
+        hidden: &mut provided_hidden,
+        mean_sq: &mut provided,
+    };
+    add_row_norms::run_into(&ctx, &inputs, outputs, &attrs).unwrap();
+    assert_eq!(provided.to_vec(&ctx).unwrap(), got);
+    assert_eq!(
+        provided_hidden.to_vec(&ctx).unwrap(),
+        again.to_vec(&ctx).unwrap()
+    );
+
+    let mut wrong = Tensor::from_slice(&ctx, &[rows, cols - 1], &h0[..rows * (cols - 1)]).unwrap();
+    let in_place = add_row_norms::InPlace { hidden: &mut wrong };
+    let err = add_row_norms::run(&ctx, &inputs, in_place, &attrs).unwrap_err();
+    assert!(matches!(err, OpError::NoVariant { .. }), "{err}");
+    assert_eq!(wrong.to_vec(&ctx).unwrap(), h0[..rows * (cols - 1)]);
 }
 
 /// `count` seeded integers in `min..=max`, 46 random bits each (two draws of the sequence),
