@@ -451,7 +451,9 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
             least[binding.index as usize] = binding.least_size;
         }
         let least = least.into_iter().map(Literal::u32_unsuffixed);
-        rows.push(quote!((#index, #start, #end, #digest, #features, &[#(#keys),*], &[#(#least),*])));
+        rows.push(
+            quote!((#index, #start, #end, #digest, #features, &[#(#keys),*], &[#(#least),*])),
+        );
     }
     let constructors: Vec<_> = ["Bool", "Float", "Int", "Str"]
         .into_iter()
