@@ -430,6 +430,7 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
         }
     }
     let mut rows = Vec::new();
+    let mut sizes: Vec<Vec<u32>> = Vec::new();
     for section in sections(op, shaders) {
         let shader = &shaders[section.shader];
         let keys = numbers.remove(&section.shader).unwrap_or_default();
@@ -450,11 +451,20 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
         for binding in &shader.bindings {
             least[binding.index as usize] = binding.least_size;
         }
-        let least = least.into_iter().map(Literal::u32_unsuffixed);
-        rows.push(
-            quote!((#index, #start, #end, #digest, #features, &[#(#keys),*], &[#(#least),*])),
-        );
+        let at = match sizes.iter().position(|s| *s == least) {
+            Some(at) => at,
+            None => {
+                sizes.push(least);
+                sizes.len() - 1
+            }
+        };
+        let at = Literal::usize_unsuffixed(at);
+        rows.push(quote!((#index, #start, #end, #digest, #features, &[#(#keys),*], #at)));
     }
+    let sizes = sizes.iter().map(|list| {
+        let list = list.iter().copied().map(Literal::u32_unsuffixed);
+        quote!(&[#(#list),*])
+    });
     let constructors: Vec<_> = ["Bool", "Float", "Int", "Str"]
         .into_iter()
         .filter(|k| named.contains(k))
@@ -468,7 +478,8 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
         super::OP_NAME,
         PASSES,
         include_str!(#file),
-        ROWS
+        ROWS,
+        SIZES
     ));
     let (left_out_use, left_out_const, table) = if left_out.is_empty() {
         (None, None, table)
@@ -487,6 +498,7 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
                 PASSES,
                 include_str!(#file),
                 ROWS,
+                SIZES,
                 LEFT_OUT
             )),
         )
@@ -504,8 +516,12 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
 
             /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
             /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
-            /// select it, and per binding the least bytes it must hold.
+            /// select it, and which list of `SIZES` is its.
             const ROWS: &[Row] = &[#(#rows),*];
+
+            /// Per binding index, the least bytes a buffer bound there must hold: one list per
+            /// set of shaders that agree.
+            const SIZES: &[&[u32]] = &[#(#sizes),*];
             #left_out_const
 
             /// Every distinct shader of the op.

@@ -401,7 +401,8 @@ mod tests {
             key: &[&[Bool(false), Bool(true)], &[Int(4)]],
         }],
         "// s\nfn main() {}\n",
-        &[(0, 5, 18, "d0", 0, &[0, 1], &[])],
+        &[(0, 5, 18, "d0", 0, &[0, 1], 0)],
+        &[&[]],
     );
 
     /// `n` from the environment: 0 `n`, 1 `n > 2`, 2 the constant 4, 3 `n / 0`, 4 `[n, 2]`,

@@ -86,16 +86,9 @@ pub struct Pass {
 /// A shader as the generated table lists it: its pass; the byte range of its WGSL in the op's
 /// `.shaders` file; its content digest; its features ([`SHADER_F16`], [`SUBGROUPS`]); the
 /// numbers of the keys that select it (a pass's combinations that render the same text share
-/// one shader); and per binding, the least bytes it must hold ([`Kernel::least_sizes`]).
-pub type Row = (
-    usize,
-    usize,
-    usize,
-    &'static str,
-    u8,
-    &'static [u64],
-    &'static [u32],
-);
+/// one shader); and which of the table's lists of least sizes per binding is its
+/// ([`Kernel::least_sizes`]; shaders of one pass mostly share one).
+pub type Row = (usize, usize, usize, &'static str, u8, &'static [u64], usize);
 
 /// A static combination of a pass the generator did not build, because it did not render
 /// or validate: its pass, the number of its key, its values and why, as the generator said.
@@ -151,6 +144,7 @@ pub struct ShaderTable {
     passes: &'static [Pass],
     wgsl: &'static str,
     rows: &'static [Row],
+    sizes: &'static [&'static [u32]],
     left_out: &'static [LeftOut],
     built: OnceLock<Built>,
 }
@@ -182,16 +176,18 @@ fn key_number(columns: &[&[Key<'static>]], key: &[Key<'_>]) -> Option<u64> {
 }
 
 impl ShaderTable {
-    /// The table of `op` over its `passes`, the text of its `.shaders` file and one [`Row`] per
-    /// shader. Evaluated in a `static`, so a pass index out of range or a byte range outside
-    /// the file or off a character boundary fails the build.
+    /// The table of `op` over its `passes`, the text of its `.shaders` file, one [`Row`] per
+    /// shader and the lists of least binding sizes the rows name. Evaluated in a `static`, so a
+    /// pass or list index out of range or a byte range outside the file or off a character
+    /// boundary fails the build.
     pub const fn new(
         op: &'static str,
         passes: &'static [Pass],
         wgsl: &'static str,
         rows: &'static [Row],
+        sizes: &'static [&'static [u32]],
     ) -> Self {
-        Self::with_left_out(op, passes, wgsl, rows, &[])
+        Self::with_left_out(op, passes, wgsl, rows, sizes, &[])
     }
 
     /// [`ShaderTable::new`] with the combinations the generator left out, so that a call
@@ -201,12 +197,14 @@ impl ShaderTable {
         passes: &'static [Pass],
         wgsl: &'static str,
         rows: &'static [Row],
+        sizes: &'static [&'static [u32]],
         left_out: &'static [LeftOut],
     ) -> Self {
         let mut i = 0;
         while i < rows.len() {
-            let (pass, start, end, ..) = rows[i];
+            let (pass, start, end, .., least_sizes) = rows[i];
             assert!(pass < passes.len(), "a shader's pass is out of range");
+            assert!(least_sizes < sizes.len(), "a shader's sizes are out of range");
             assert!(start <= end, "a shader's byte range is reversed");
             // Panics, failing the build, unless both ends lie on character boundaries.
             let _ = wgsl.split_at(end).0.split_at(start);
@@ -225,6 +223,7 @@ impl ShaderTable {
             passes,
             wgsl,
             rows,
+            sizes,
             left_out,
             built: OnceLock::new(),
         }
@@ -263,7 +262,7 @@ impl ShaderTable {
                         } else {
                             ""
                         },
-                        least_sizes,
+                        least_sizes: self.sizes[least_sizes],
                     },
                     pass,
                     features: match features & (SHADER_F16 | SUBGROUPS) {
@@ -364,10 +363,11 @@ mod tests {
         PASSES,
         FILE,
         &[
-            (0, 5, 15, "d0", 0, &[0, 1], &[16, 4]),
-            (0, 24, 46, "d1", SHADER_F16, &[3], &[]),
-            (1, 51, 61, "d2", SUBGROUPS, &[0], &[]),
+            (0, 5, 15, "d0", 0, &[0, 1], 1),
+            (0, 24, 46, "d1", SHADER_F16, &[3], 0),
+            (1, 51, 61, "d2", SUBGROUPS, &[0], 0),
         ],
+        &[&[], &[16, 4]],
     );
 
     #[test]

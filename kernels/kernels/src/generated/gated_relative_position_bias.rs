@@ -1087,116 +1087,28 @@ mod shader_table {
     ];
     /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
     /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
-    /// select it, and per binding the least bytes it must hold.
+    /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (
-            0,
-            407,
-            7362,
-            "da65bd7287b92c03fbb851e360431d62",
-            2,
-            &[0],
-            &[4, 4, 4, 4, 4, 4, 4, 24],
-        ),
-        (
-            0,
-            7484,
-            14452,
-            "058b9c7b36f71e9117a03ae606e8aadc",
-            3,
-            &[5],
-            &[2, 2, 2, 2, 2, 2, 2, 24],
-        ),
-        (
-            0,
-            14574,
-            21672,
-            "df83f18223922306c2a98ae9469962ed",
-            2,
-            &[2],
-            &[4, 4, 16, 4, 4, 4, 16, 24],
-        ),
-        (
-            0,
-            21794,
-            28905,
-            "dc370810b030ca763eb063046933fd43",
-            3,
-            &[7],
-            &[2, 2, 8, 2, 2, 2, 8, 24],
-        ),
-        (
-            1,
-            29012,
-            35595,
-            "c7226f2efd7c8c80bb041b29eae6b10b",
-            0,
-            &[0],
-            &[4, 4, 4, 4, 4, 4, 4, 24],
-        ),
-        (
-            1,
-            35702,
-            42298,
-            "48fa601fe4f3e1b05b7c0f5c5e2cf085",
-            1,
-            &[5],
-            &[2, 2, 2, 2, 2, 2, 2, 24],
-        ),
-        (
-            1,
-            42405,
-            49131,
-            "f0a60b72b349c1e6ae7c82ff7101aaba",
-            0,
-            &[2],
-            &[4, 4, 16, 4, 4, 4, 16, 24],
-        ),
-        (
-            1,
-            49238,
-            55977,
-            "acf3d66f72bb6783e66080f3a4097598",
-            1,
-            &[7],
-            &[2, 2, 8, 2, 2, 2, 8, 24],
-        ),
-        (
-            2,
-            56074,
-            61126,
-            "36237319dcfecfede7daa87dc654fc70",
-            0,
-            &[0],
-            &[4, 4, 4, 4, 4, 4, 4, 24],
-        ),
-        (
-            2,
-            61223,
-            66288,
-            "8bebd7ffb0ce59194eb4ef2d1131fe98",
-            1,
-            &[5],
-            &[2, 2, 2, 2, 2, 2, 2, 24],
-        ),
-        (
-            2,
-            66385,
-            71580,
-            "a967301bd77d9f5fe0bfc09112471714",
-            0,
-            &[2],
-            &[4, 4, 16, 4, 4, 4, 16, 24],
-        ),
-        (
-            2,
-            71677,
-            76885,
-            "7248341cccf6d8e824ef58724c718c1d",
-            1,
-            &[7],
-            &[2, 2, 8, 2, 2, 2, 8, 24],
-        ),
+        (0, 407, 7362, "da65bd7287b92c03fbb851e360431d62", 2, &[0], 0),
+        (0, 7484, 14452, "058b9c7b36f71e9117a03ae606e8aadc", 3, &[5], 1),
+        (0, 14574, 21672, "df83f18223922306c2a98ae9469962ed", 2, &[2], 2),
+        (0, 21794, 28905, "dc370810b030ca763eb063046933fd43", 3, &[7], 3),
+        (1, 29012, 35595, "c7226f2efd7c8c80bb041b29eae6b10b", 0, &[0], 0),
+        (1, 35702, 42298, "48fa601fe4f3e1b05b7c0f5c5e2cf085", 1, &[5], 1),
+        (1, 42405, 49131, "f0a60b72b349c1e6ae7c82ff7101aaba", 0, &[2], 2),
+        (1, 49238, 55977, "acf3d66f72bb6783e66080f3a4097598", 1, &[7], 3),
+        (2, 56074, 61126, "36237319dcfecfede7daa87dc654fc70", 0, &[0], 0),
+        (2, 61223, 66288, "8bebd7ffb0ce59194eb4ef2d1131fe98", 1, &[5], 1),
+        (2, 66385, 71580, "a967301bd77d9f5fe0bfc09112471714", 0, &[2], 2),
+        (2, 71677, 76885, "7248341cccf6d8e824ef58724c718c1d", 1, &[7], 3),
+    ];
+    /// Per binding index, the least bytes a buffer bound there must hold: one list per
+    /// set of shaders that agree.
+    const SIZES: &[&[u32]] = &[
+        &[4, 4, 4, 4, 4, 4, 4, 24],
+        &[2, 2, 2, 2, 2, 2, 2, 24],
+        &[4, 4, 16, 4, 4, 4, 16, 24],
+        &[2, 2, 8, 2, 2, 2, 8, 24],
     ];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(
@@ -1204,6 +1116,7 @@ mod shader_table {
         PASSES,
         include_str!("gated_relative_position_bias.shaders"),
         ROWS,
+        SIZES,
     );
 }
 use shader_table::SHADERS;
