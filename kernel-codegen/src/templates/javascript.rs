@@ -166,8 +166,10 @@ pub fn unsupported_constructs(op: &Op, paths: &TemplatePaths<'_>) -> Diagnostics
             let Some((file, source)) = paths.templates.get_key_value(&name) else {
                 continue;
             };
-            // A template that does not parse is reported when it is loaded.
-            if let Ok(tree) = parse(source, file, SyntaxConfig::default()) {
+            // A template that does not parse is reported when it is loaded, as is one too deep.
+            if super::nesting::tags_are_shallow(source)
+                && let Ok(tree) = parse(source, file, SyntaxConfig::default())
+            {
                 trees.push((file, source, tree));
             }
         }

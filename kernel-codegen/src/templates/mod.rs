@@ -1,7 +1,8 @@
 //! Templates: where they live and how names resolve (here), how they are read
 //! (`usage.rs`, minijinja's syntax trees) and rendered (`render.rs`, the environment and
 //! context; `prelude.rs`, the declarations written before a template; `pass.rs`, one pass
-//! under one combination; `runtime_values.rs`, values printed as literals; `javascript.rs`,
+//! under one combination; `nesting.rs`, how deep its WGSL nests, refused past a bound
+//! before naga sees it; `runtime_values.rs`, values printed as literals; `javascript.rs`,
 //! what differs where the Hub runtime's Jinja renders them; `syntax.rs`, walks over the
 //! syntax trees). The front end
 //! reads and renders templates to settle an op, and the WGSL emitter to make its shaders;
@@ -18,6 +19,7 @@
 //!   folder or the include root.
 
 pub mod javascript;
+pub mod nesting;
 pub mod pass;
 pub mod prelude;
 pub mod render;

@@ -46,6 +46,8 @@ pub fn render_pass(
             return Err(diagnostic);
         }
     };
+    let context = || super::render::context(op, variant, pass, combination, &prelude_text);
+    super::nesting::check(env, &pass.template, context, &text, &pass_path(op, v, p))?;
     // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
     // native text goes without and the web text gets it back (`web_enables`).
     if text.len() > super::render::MAX_SHADER_BYTES {

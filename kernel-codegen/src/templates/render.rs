@@ -9,9 +9,14 @@ use crate::diag::Diagnostic;
 use crate::expr::Value;
 use crate::model::{Combination, Op, Pass, TemplateConvention, TemplateValue, Variant};
 
-/// The most minijinja instructions one render of a pass may take; every shader of the seed
-/// packages and of the corpus renders within it (`cargo xtask codegen`, `cargo xtask corpus`).
-pub const RENDER_FUEL: u64 = 20_000_000;
+/// The fuel of one render of a pass: minijinja charges one for each instruction and one for
+/// each 64 bytes of text it makes (`~`, `*`, filters, output, captured output), so this bounds
+/// both the time and the memory of a render (64 MB of text made). The shaders of the seed
+/// packages, the corpus and the Hub's packages take at most 14,000.
+pub const RENDER_FUEL: u64 = 1_000_000;
+
+/// What one fuel of [`RENDER_FUEL`] pays for in bytes of text made (minijinja's own rate).
+const BYTES_PER_FUEL: u64 = 64;
 
 /// The largest rendered shader accepted: far beyond any real kernel, well below what makes
 /// validation and translation take minutes.
@@ -75,8 +80,8 @@ pub fn environment(
         UndefinedBehavior::Strict
     });
     env.set_syntax(syntax_config());
-    // A template that loops over a huge value would render for minutes: rendering stops
-    // after this many instructions, with an error at the template line.
+    // A template that loops over a huge value or doubles a string would render for minutes
+    // into gigabytes: rendering stops when the fuel runs out, with an error at the line.
     env.set_fuel(Some(RENDER_FUEL));
     env.set_auto_escape_callback(|_| AutoEscape::None);
     env.set_formatter(|out, _state, value| {
@@ -93,6 +98,12 @@ pub fn environment(
     let mut diagnostics = Vec::new();
     let mut broken = BTreeSet::new();
     for (name, source) in templates {
+        // Refused before minijinja compiles it, which recurses once per level.
+        if let Some(diagnostic) = super::nesting::check_tags(name, source) {
+            diagnostics.push(diagnostic);
+            broken.insert(name.clone());
+            continue;
+        }
         if let Err(err) = env.add_template_owned(name.clone(), source.clone()) {
             diagnostics.push(template_diagnostic(name, source, &err));
             broken.insert(name.clone());
@@ -135,10 +146,14 @@ pub fn is_broken_template(err: &minijinja::Error) -> bool {
 /// Turns a minijinja error into a diagnostic pointing at the template line.
 pub fn template_diagnostic(name: &str, source: &str, err: &minijinja::Error) -> Diagnostic {
     let file = err.name().unwrap_or(name).to_owned();
-    let mut message = err.detail().map_or_else(
-        || err.kind().to_string(),
-        |d| format!("{}: {d}", err.kind()),
-    );
+    let mut message = match err.detail() {
+        _ if err.kind() == minijinja::ErrorKind::OutOfFuel => format!(
+            "rendering stopped: it took more than {RENDER_FUEL} instructions or made more than {} MB of text (does a loop run over a large value, or a value keep doubling?)",
+            RENDER_FUEL * BYTES_PER_FUEL / 1_000_000
+        ),
+        Some(detail) => format!("{}: {detail}", err.kind()),
+        None => err.kind().to_string(),
+    };
     let mut cause = std::error::Error::source(err);
     while let Some(inner) = cause {
         message.push_str(&format!(" ({inner})"));
@@ -188,6 +203,17 @@ pub fn render(
     prelude: &str,
 ) -> Result<String, minijinja::Error> {
     let template = env.get_template(&pass.template)?;
+    template.render(context(op, variant, pass, combination, prelude))
+}
+
+/// What a pass's template sees under one combination.
+pub(super) fn context(
+    op: &Op,
+    variant: &Variant,
+    pass: &Pass,
+    combination: &Combination,
+    prelude: &str,
+) -> JValue {
     let mut context: BTreeMap<String, JValue> = BTreeMap::new();
     let literals = op.templates.values_print_as_literals;
     for (name, value) in &combination.values {
@@ -255,7 +281,7 @@ pub fn render(
             context.insert(key.to_owned(), JValue::from(value.clone()));
         }
     }
-    template.render(JValue::from_object(context))
+    JValue::from_object(context)
 }
 
 /// A static value for the template. Where templates print values as literals, they come from

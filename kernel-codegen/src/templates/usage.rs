@@ -127,6 +127,7 @@ impl<'a> Walker<'a> {
             return tree.clone();
         }
         let tree = (self.paths.templates.get_key_value(name))
+            .filter(|(_, source)| super::nesting::tags_are_shallow(source))
             .and_then(|(file, source)| parse(source, file, self.syntax.clone()).ok())
             .map(Rc::new);
         self.trees

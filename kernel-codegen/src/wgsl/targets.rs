@@ -50,6 +50,17 @@ pub fn translate(
     f16: bool,
     subgroups: bool,
 ) -> Result<Translations, String> {
+    // naga's writers recurse once per level of an expression, as its front end does.
+    super::validate::on_large_stack(|| translate_here(module, info, overrides, f16, subgroups))
+}
+
+fn translate_here(
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    overrides: &[OverrideSpec],
+    f16: bool,
+    subgroups: bool,
+) -> Result<Translations, String> {
     let mut constants = naga::back::PipelineConstants::default();
     for o in overrides {
         constants.insert(o.name.clone(), o.representative);

@@ -37,8 +37,46 @@ impl From<&str> for Invalid {
     }
 }
 
+/// The stack naga's validation and translation run on. Its front end and back ends recurse
+/// once per level of an expression, about 32 KB a level in a debug build, so a shader as
+/// deep as rendering accepts (`templates/nesting.rs`) would not fit a test thread's 2 MiB;
+/// this fits it several times over, and a shallow shader only reserves it.
+const NAGA_STACK_BYTES: usize = 64 << 20;
+
+/// `f` run on a thread of its own with [`NAGA_STACK_BYTES`] of stack (on this thread where
+/// none can be had); a panic in it is resumed here.
+pub fn on_large_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let work = std::sync::Mutex::new(Some(f));
+    let take = || work.lock().ok().and_then(|mut f| f.take());
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .stack_size(NAGA_STACK_BYTES)
+            .spawn_scoped(scope, || take().map(|f| f()));
+        let done = match spawned {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => None,
+        };
+        match done {
+            Some(value) => value,
+            None => take()
+                .map(|f| f())
+                .expect("the work runs on one of the two threads"),
+        }
+    })
+}
+
 /// Validates `source`; errors are messages with a WGSL line where naga gives one.
 pub fn validate(
+    source: &str,
+    f16: bool,
+    features: &BTreeSet<String>,
+) -> Result<(naga::Module, naga::valid::ModuleInfo, Reflection), Invalid> {
+    on_large_stack(|| validate_here(source, f16, features))
+}
+
+fn validate_here(
     source: &str,
     f16: bool,
     features: &BTreeSet<String>,
@@ -219,5 +257,28 @@ fn scalar_name(inner: &TypeInner) -> Option<&'static str> {
             _ => return None,
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::templates::nesting::{MAX_NESTING, deepest};
+
+    /// FUZZ F-11: naga overflowed the stack on a long sum. Rendering refuses a shader nested
+    /// deeper than the bound; one at the bound validates and translates, here on a test
+    /// thread's 2 MiB, where a debug build of naga's writers overflowed at 60 levels.
+    #[test]
+    fn a_shader_as_deep_as_accepted_validates_and_translates() {
+        let sum = format!("x{}", " + x".repeat(MAX_NESTING - 3));
+        let source = format!(
+            "@group(0) @binding(0) var<storage, read_write> o: array<f32>;\n\
+             @compute @workgroup_size(1) fn main() {{ let x = o[1]; o[0] = {sum}; }}\n"
+        );
+        assert_eq!(deepest(&source).0, MAX_NESTING);
+        let (module, info, _) =
+            super::validate(&source, false, &Default::default()).expect("validates");
+        let translated = super::super::targets::translate(&module, &info, &[], false, false)
+            .expect("translates");
+        assert!(!translated.spirv.is_empty());
     }
 }
