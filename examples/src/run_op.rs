@@ -120,6 +120,7 @@ pub fn run(args: &Args, ctx: &OnceLock<Context>) -> Result<Done, Failure> {
             args.inputs.display()
         ))
     })?;
+    input_named_twice(entry, &file, &args.inputs)?;
 
     let ctx = match ctx.get() {
         Some(ctx) => ctx,
@@ -191,6 +192,30 @@ fn ignored_tensors(entry: &OpEntry, file: &SafeTensors<'_>, path: &std::path::Pa
             )
         })
         .collect()
+}
+
+/// Refuses a file holding one input under both of its names, its role (the Hub's bind key)
+/// and its ONNX name: which of the two the op would read is not the user's to guess.
+fn input_named_twice(
+    entry: &OpEntry,
+    file: &SafeTensors<'_>,
+    path: &std::path::Path,
+) -> Result<(), Failure> {
+    let names = file.names();
+    let has = |name: &str| names.contains(&name);
+    let twice = (entry.inputs.iter())
+        .find(|r| !r.onnx.is_empty() && r.onnx != r.role && has(r.role) && has(r.onnx));
+    match twice {
+        Some(role) => Err(Failure::Usage(format!(
+            "{} holds input `{}` of {} twice, as `{}` (its bind key) and as `{}` (its ONNX name): keep one",
+            path.display(),
+            role.role,
+            entry.name,
+            role.role,
+            role.onnx
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn upload_inputs(

@@ -848,3 +848,43 @@ fn stderr_lines(output: &Output) -> Vec<&str> {
         .filter(|l| !l.trim().is_empty())
         .collect()
 }
+
+/// FUZZ F-15: a file holding one input under both its bind key and its ONNX name was run
+/// with one of them, saying nothing of the other.
+#[test]
+fn an_input_under_both_of_its_names_is_refused() {
+    let named_twice = examples::ops().find_map(|entry| {
+        let role = entry
+            .inputs
+            .iter()
+            .find(|r| !r.onnx.is_empty() && r.onnx != r.role)?;
+        Some((entry.qualified_name, role.role, role.onnx))
+    });
+    let Some((op, role, onnx)) = named_twice else {
+        eprintln!("skipped: no op here names an input differently in ONNX (the Hub's ops)");
+        return;
+    };
+    let dir = scratch("named_twice");
+    let inputs = dir.join("in.safetensors");
+    let values = f32_bytes(&[1.0, 2.0, 3.0, 4.0]);
+    write_file(
+        &inputs,
+        &[
+            (role, Dtype::F32, vec![4], values.clone()),
+            (onnx, Dtype::F32, vec![4], values),
+        ],
+    );
+    let out = dir.join("out.safetensors");
+    let args = [
+        op,
+        "--inputs",
+        inputs.to_str().expect("utf-8"),
+        "--output",
+        out.to_str().expect("utf-8"),
+    ];
+    expect_usage_error(
+        &args,
+        &format!("as `{role}` (its bind key) and as `{onnx}` (its ONNX name)"),
+    );
+    assert_eq!(stderr_lines(&run_op(&args)).len(), 1);
+}
