@@ -1,5 +1,6 @@
-//! The public half of a generated op module: attribute, dtype, shape, input and output types,
-//! `plan`, `record`, `run`, and the untyped registry entry.
+//! The public half of a generated op module: attribute and dtype types, the registry entry,
+//! and `Layout`, how an op's tensors split into the structs of a call (`call.rs` emits them)
+//! and whether it allocates its outputs.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -165,14 +166,12 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     let qualified = format!("{}.{}", op.domain, op.name);
     let attrs = attrs_struct(op);
     let dtypes = dtypes_struct(op);
-    let io = super::call::io_structs(op);
     let entry = entry(op, &qualified);
     quote! {
         /// The op's qualified name.
         pub const OP_NAME: &str = #qualified;
         #attrs
         #dtypes
-        #io
         #entry
     }
 }

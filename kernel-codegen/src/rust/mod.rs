@@ -37,6 +37,7 @@ pub struct OpInput<'a> {
 pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let op = input.op;
     let api = api::emit(input);
+    let call = call::io_structs(op);
     let eval = compiled::emit(input);
     let entry = entry::emit(input);
     let table = table::table_static(input)?;
@@ -48,6 +49,7 @@ pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
         use rt::expr::EvalError;
         use rt::tables::*;
         #api
+        #call
         #eval
         #entry
         #table

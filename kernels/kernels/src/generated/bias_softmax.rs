@@ -86,6 +86,44 @@ impl DTypes {
         DTypes { t: get("T") }
     }
 }
+/// This op in the registry of untyped entry points.
+pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
+    qualified_name: "com.microsoft.BiasSoftmax",
+    name: "BiasSoftmax",
+    description: "Computes `softmax(data + bias)` over the flattened suffix beginning at `axis`. The required `is_inner_broadcast` attribute selects how bias rows are reused: consecutive groups for inner broadcast or cyclic groups for outer broadcast. This specializes the `softmax(scores + additive_mask)` pattern used by transformer attention. Float16 and float32 are supported; the schema's double type is not.",
+    inputs: &[
+        rt::registry::RoleInfo::float("data", "T", "The input data tensor."),
+        rt::registry::RoleInfo::float(
+            "bias",
+            "T",
+            "The bias (or additive mask) tensor. Its element count must be an integral number of flattened softmax rows and that row count must divide the data row count.",
+        ),
+    ],
+    outputs: &[
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "The output tensor; same shape as data.",
+        ),
+    ],
+    attributes: &[
+        rt::registry::AttrInfo::new(
+            "axis",
+            "i64",
+            Some("1"),
+            "The axis from which softmax is applied; dimensions from `axis` onward are included in the softmax reduction.",
+        ),
+        rt::registry::AttrInfo::new(
+            "is_inner_broadcast",
+            "bool",
+            None,
+            "When 1, bias is broadcast across dimensions from `broadcast_axis` to `axis-1`; when 0, bias is broadcast across dimensions 0 to `broadcast_axis-1`.",
+        ),
+    ],
+    variants: VARIANT_IDS,
+    shaders: &SHADERS,
+    untyped: UNTYPED,
+};
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -160,44 +198,6 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
-/// This op in the registry of untyped entry points.
-pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
-    qualified_name: "com.microsoft.BiasSoftmax",
-    name: "BiasSoftmax",
-    description: "Computes `softmax(data + bias)` over the flattened suffix beginning at `axis`. The required `is_inner_broadcast` attribute selects how bias rows are reused: consecutive groups for inner broadcast or cyclic groups for outer broadcast. This specializes the `softmax(scores + additive_mask)` pattern used by transformer attention. Float16 and float32 are supported; the schema's double type is not.",
-    inputs: &[
-        rt::registry::RoleInfo::float("data", "T", "The input data tensor."),
-        rt::registry::RoleInfo::float(
-            "bias",
-            "T",
-            "The bias (or additive mask) tensor. Its element count must be an integral number of flattened softmax rows and that row count must divide the data row count.",
-        ),
-    ],
-    outputs: &[
-        rt::registry::RoleInfo::float(
-            "output",
-            "T",
-            "The output tensor; same shape as data.",
-        ),
-    ],
-    attributes: &[
-        rt::registry::AttrInfo::new(
-            "axis",
-            "i64",
-            Some("1"),
-            "The axis from which softmax is applied; dimensions from `axis` onward are included in the softmax reduction.",
-        ),
-        rt::registry::AttrInfo::new(
-            "is_inner_broadcast",
-            "bool",
-            None,
-            "When 1, bias is broadcast across dimensions from `broadcast_axis` to `axis-1`; when 0, bias is broadcast across dimensions 0 to `broadcast_axis-1`.",
-        ),
-    ],
-    variants: VARIANT_IDS,
-    shaders: &SHADERS,
-    untyped: UNTYPED,
-};
 /// Tensor shapes as expression integers, inputs and outputs.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]

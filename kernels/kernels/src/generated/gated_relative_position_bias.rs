@@ -64,6 +64,62 @@ impl DTypes {
         DTypes { t: get("T") }
     }
 }
+/// This op in the registry of untyped entry points.
+pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
+    qualified_name: "com.microsoft.GatedRelativePositionBias",
+    name: "GatedRelativePositionBias",
+    description: "Scales a precomputed relative-position bias by a per-query gate (WavLM's gated relative position bias). For each batch, head and query position, the biased query row of that head is projected through `weight` and `bias` to `D` values; the first `D/2` sum to one gate and the last `D/2` to another, each through a logistic, and the row of `rel_pos` is multiplied by `gate_u * (gate_r * eco_a - 1) + 2`. `rel_pos` has a single batch that is shared by every batch of the output. `D` must be even and at most 32. All gate arithmetic is float32 whatever the tensor type; only the store narrows. The padding-removed form of ONNX Runtime (a `token_offset` input with a rank-2 query) is not supported.",
+    inputs: &[
+        rt::registry::RoleInfo::float(
+            "query_layer",
+            "T",
+            "Query activations of shape `(batch_size, seq_len, num_heads * head_size)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "query_bias",
+            "T",
+            "Bias added to `query_layer` before the projection, of shape `(num_heads * head_size)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "rel_pos",
+            "T",
+            "Relative position bias of shape `(1, num_heads, seq_len, seq_len)`; its single batch is broadcast over the output's batches.",
+        ),
+        rt::registry::RoleInfo::float(
+            "weight",
+            "T",
+            "Gate projection weight of shape `(head_size, D)`, row-major, with `D` even and at most 32.",
+        ),
+        rt::registry::RoleInfo::float(
+            "bias",
+            "T",
+            "Gate projection bias of shape `(D)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "eco_a",
+            "T",
+            "Per-head coefficient of shape `(1, num_heads, 1, 1)` (WavLM's `gru_rel_pos_const`).",
+        ),
+    ],
+    outputs: &[
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.",
+        ),
+    ],
+    attributes: &[
+        rt::registry::AttrInfo::new(
+            "num_heads",
+            "i64",
+            None,
+            "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
+        ),
+    ],
+    variants: VARIANT_IDS,
+    shaders: &SHADERS,
+    untyped: UNTYPED,
+};
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -162,62 +218,6 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
-/// This op in the registry of untyped entry points.
-pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
-    qualified_name: "com.microsoft.GatedRelativePositionBias",
-    name: "GatedRelativePositionBias",
-    description: "Scales a precomputed relative-position bias by a per-query gate (WavLM's gated relative position bias). For each batch, head and query position, the biased query row of that head is projected through `weight` and `bias` to `D` values; the first `D/2` sum to one gate and the last `D/2` to another, each through a logistic, and the row of `rel_pos` is multiplied by `gate_u * (gate_r * eco_a - 1) + 2`. `rel_pos` has a single batch that is shared by every batch of the output. `D` must be even and at most 32. All gate arithmetic is float32 whatever the tensor type; only the store narrows. The padding-removed form of ONNX Runtime (a `token_offset` input with a rank-2 query) is not supported.",
-    inputs: &[
-        rt::registry::RoleInfo::float(
-            "query_layer",
-            "T",
-            "Query activations of shape `(batch_size, seq_len, num_heads * head_size)`.",
-        ),
-        rt::registry::RoleInfo::float(
-            "query_bias",
-            "T",
-            "Bias added to `query_layer` before the projection, of shape `(num_heads * head_size)`.",
-        ),
-        rt::registry::RoleInfo::float(
-            "rel_pos",
-            "T",
-            "Relative position bias of shape `(1, num_heads, seq_len, seq_len)`; its single batch is broadcast over the output's batches.",
-        ),
-        rt::registry::RoleInfo::float(
-            "weight",
-            "T",
-            "Gate projection weight of shape `(head_size, D)`, row-major, with `D` even and at most 32.",
-        ),
-        rt::registry::RoleInfo::float(
-            "bias",
-            "T",
-            "Gate projection bias of shape `(D)`.",
-        ),
-        rt::registry::RoleInfo::float(
-            "eco_a",
-            "T",
-            "Per-head coefficient of shape `(1, num_heads, 1, 1)` (WavLM's `gru_rel_pos_const`).",
-        ),
-    ],
-    outputs: &[
-        rt::registry::RoleInfo::float(
-            "output",
-            "T",
-            "Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.",
-        ),
-    ],
-    attributes: &[
-        rt::registry::AttrInfo::new(
-            "num_heads",
-            "i64",
-            None,
-            "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
-        ),
-    ],
-    variants: VARIANT_IDS,
-    shaders: &SHADERS,
-    untyped: UNTYPED,
-};
 /// Tensor shapes as expression integers, inputs and outputs.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]

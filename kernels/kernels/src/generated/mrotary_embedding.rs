@@ -146,6 +146,87 @@ impl DTypes {
         DTypes { t: get("T") }
     }
 }
+/// This op in the registry of untyped entry points.
+pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
+    qualified_name: "com.microsoft.MRotaryEmbedding",
+    name: "MRotaryEmbedding",
+    description: "Multimodal rotary position embedding (M-RoPE) for Qwen models. Each token has temporal, height, and width position streams; `mrope_section` partitions the half-rotary axis and `mrope_layout` assigns them. Text-only tokens set all streams equal, reducing the op to `RotaryEmbedding`. The effective rotary dimension must be positive and even; an odd head size is supported with a smaller even `rotary_embedding_dim`. This package supports float16/float32 and non-packed mode; bfloat16 and packed batching are not implemented. Position ids must be valid non-negative cache-row indices.",
+    inputs: &[
+        rt::registry::RoleInfo::float(
+            "input",
+            "T",
+            "Input token embeddings. Shape is `(batch_size, sequence_length, hidden_size)` for rank 3 or `(batch_size, num_heads, sequence_length, head_size)` for rank 4. The effective rotary dimension must be even, and `num_heads` is required for rank-3 input.",
+        ),
+        rt::registry::RoleInfo::index(
+            "position_ids",
+            "Logical int64 position indices of shape `(3, batch_size, sequence_length)`, holding the temporal, height and width streams in that order along the first axis. Valid positions are non-negative cache-row indices and use uint32 WebGPU storage.",
+        ),
+        rt::registry::RoleInfo::float(
+            "cos_cache",
+            "T",
+            "Precomputed cosine values of shape `(max_sequence_length, rotary_dim/2)`, shared by all three position streams.",
+        ),
+        rt::registry::RoleInfo::float(
+            "sin_cache",
+            "T",
+            "Precomputed sine values with the same shape and type as `cos_cache`.",
+        ),
+    ],
+    outputs: &[
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "Rotary-position-encoded tensor with the same shape and type as `input`.",
+        ),
+    ],
+    attributes: &[
+        rt::registry::AttrInfo::new(
+            "interleaved",
+            "bool",
+            Some("false"),
+            "Set to 1 to rotate using an interleaved pattern (even/odd elements), or 0 to split the head dimension into two contiguous halves. Default is 0. This is the rotation pairing and is independent of `mrope_layout`.",
+        ),
+        rt::registry::AttrInfo::new(
+            "is_packed_batching",
+            "bool",
+            Some("false"),
+            "Whether `position_ids` uses packed-batch metadata. The default and only supported value is 0; packed batching (1) is not implemented.",
+        ),
+        rt::registry::AttrInfo::new(
+            "mrope_layout",
+            "bool",
+            Some("false"),
+            "How the three sections are combined into one per-token cos/sin vector: `0` for the sectioned/chunked layout (Qwen2-VL, Qwen2.5-VL) or `1` for the interleaved layout (Qwen3-VL, Qwen3.5). Default is 0.",
+        ),
+        rt::registry::AttrInfo::new(
+            "mrope_section",
+            "Vec<i64>",
+            None,
+            "Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.",
+        ),
+        rt::registry::AttrInfo::new(
+            "num_heads",
+            "i64",
+            Some("0"),
+            "Number of attention heads. The schema default is 0. A positive value is required for rank-3 `input` and whenever `rotary_embedding_dim` is nonzero; rank-4 execution otherwise infers the head count from `input`.",
+        ),
+        rt::registry::AttrInfo::new(
+            "rotary_embedding_dim",
+            "i64",
+            Some("0"),
+            "Positive even number of head-dimension elements to rotate; `0` means the full head dimension, which must then be even. A smaller even value permits an odd head size and copies the remaining tail unchanged.",
+        ),
+        rt::registry::AttrInfo::new(
+            "scale",
+            "f32",
+            Some("1"),
+            "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
+        ),
+    ],
+    variants: VARIANT_IDS,
+    shaders: &SHADERS,
+    untyped: UNTYPED,
+};
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -232,87 +313,6 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
-/// This op in the registry of untyped entry points.
-pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
-    qualified_name: "com.microsoft.MRotaryEmbedding",
-    name: "MRotaryEmbedding",
-    description: "Multimodal rotary position embedding (M-RoPE) for Qwen models. Each token has temporal, height, and width position streams; `mrope_section` partitions the half-rotary axis and `mrope_layout` assigns them. Text-only tokens set all streams equal, reducing the op to `RotaryEmbedding`. The effective rotary dimension must be positive and even; an odd head size is supported with a smaller even `rotary_embedding_dim`. This package supports float16/float32 and non-packed mode; bfloat16 and packed batching are not implemented. Position ids must be valid non-negative cache-row indices.",
-    inputs: &[
-        rt::registry::RoleInfo::float(
-            "input",
-            "T",
-            "Input token embeddings. Shape is `(batch_size, sequence_length, hidden_size)` for rank 3 or `(batch_size, num_heads, sequence_length, head_size)` for rank 4. The effective rotary dimension must be even, and `num_heads` is required for rank-3 input.",
-        ),
-        rt::registry::RoleInfo::index(
-            "position_ids",
-            "Logical int64 position indices of shape `(3, batch_size, sequence_length)`, holding the temporal, height and width streams in that order along the first axis. Valid positions are non-negative cache-row indices and use uint32 WebGPU storage.",
-        ),
-        rt::registry::RoleInfo::float(
-            "cos_cache",
-            "T",
-            "Precomputed cosine values of shape `(max_sequence_length, rotary_dim/2)`, shared by all three position streams.",
-        ),
-        rt::registry::RoleInfo::float(
-            "sin_cache",
-            "T",
-            "Precomputed sine values with the same shape and type as `cos_cache`.",
-        ),
-    ],
-    outputs: &[
-        rt::registry::RoleInfo::float(
-            "output",
-            "T",
-            "Rotary-position-encoded tensor with the same shape and type as `input`.",
-        ),
-    ],
-    attributes: &[
-        rt::registry::AttrInfo::new(
-            "interleaved",
-            "bool",
-            Some("false"),
-            "Set to 1 to rotate using an interleaved pattern (even/odd elements), or 0 to split the head dimension into two contiguous halves. Default is 0. This is the rotation pairing and is independent of `mrope_layout`.",
-        ),
-        rt::registry::AttrInfo::new(
-            "is_packed_batching",
-            "bool",
-            Some("false"),
-            "Whether `position_ids` uses packed-batch metadata. The default and only supported value is 0; packed batching (1) is not implemented.",
-        ),
-        rt::registry::AttrInfo::new(
-            "mrope_layout",
-            "bool",
-            Some("false"),
-            "How the three sections are combined into one per-token cos/sin vector: `0` for the sectioned/chunked layout (Qwen2-VL, Qwen2.5-VL) or `1` for the interleaved layout (Qwen3-VL, Qwen3.5). Default is 0.",
-        ),
-        rt::registry::AttrInfo::new(
-            "mrope_section",
-            "Vec<i64>",
-            None,
-            "Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.",
-        ),
-        rt::registry::AttrInfo::new(
-            "num_heads",
-            "i64",
-            Some("0"),
-            "Number of attention heads. The schema default is 0. A positive value is required for rank-3 `input` and whenever `rotary_embedding_dim` is nonzero; rank-4 execution otherwise infers the head count from `input`.",
-        ),
-        rt::registry::AttrInfo::new(
-            "rotary_embedding_dim",
-            "i64",
-            Some("0"),
-            "Positive even number of head-dimension elements to rotate; `0` means the full head dimension, which must then be even. A smaller even value permits an odd head size and copies the remaining tail unchanged.",
-        ),
-        rt::registry::AttrInfo::new(
-            "scale",
-            "f32",
-            Some("1"),
-            "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
-        ),
-    ],
-    variants: VARIANT_IDS,
-    shaders: &SHADERS,
-    untyped: UNTYPED,
-};
 /// Tensor shapes as expression integers, inputs and outputs.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
