@@ -321,6 +321,7 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
                 type InPlace<'a> = #in_place_ty_a;
 
                 fn input_shapes<'a>(inputs: &'a Self::Inputs<'_>, #in_place_param: &'a Self::InPlace<'_>) -> (Shapes<'a>, DTypes) {
+                    #inputs_unused
                     (#shapes, #dtypes_of)
                 }
 
