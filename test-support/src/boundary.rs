@@ -96,7 +96,7 @@ fn refusal(error: &OpError) -> Option<&'static str> {
 
 /// The value an output is filled with before the run: a NaN for floats, a value no cell's
 /// integer result takes otherwise.
-fn poison(dtype: DType) -> f64 {
+pub fn poison(dtype: DType) -> f64 {
     match dtype {
         DType::F32 | DType::F16 => f64::NAN,
         DType::U8 => 255.0,
@@ -163,55 +163,113 @@ pub fn run(
         if let Err(error) = ctx.run_plan(&plan, &args) {
             return by_op(error.into());
         }
+        let folded = Ran::folded(ctx, &plan);
+        let mut got = Vec::with_capacity(outputs.len());
+        for (output, spec) in outputs.iter().zip(&plan.outputs) {
+            match output.to_f64_vec(ctx) {
+                Ok(values) => got.push((spec.role.to_owned(), values)),
+                Err(error) => return failed("readback", &error),
+            }
+        }
+        compare(
+            Ran {
+                variant: plan.variant,
+                folded,
+                outputs: got,
+            },
+            || reference(inputs),
+            tolerance,
+        )
+    };
+    caught(cell)
+}
+
+/// What a cell run through an op's typed API gave: the variant, the most workgroups one
+/// dispatch launched along y, and each output's role and values (read back after the run).
+#[derive(Debug, Clone)]
+pub struct Ran {
+    pub variant: &'static str,
+    pub folded: u32,
+    pub outputs: Vec<(String, Vec<f64>)>,
+}
+
+impl Ran {
+    /// The most workgroups along y of `plan`'s passes on `ctx`'s device (0 when none runs).
+    pub fn folded(ctx: &Context, plan: &kernel_runtime::Plan) -> u32 {
         let max = ctx.caps().limits.max_compute_workgroups_per_dimension;
-        let folded = plan
-            .active_passes(max)
+        plan.active_passes(max)
             .map(|active| active.iter().map(|(_, [_, y, _])| *y).max().unwrap_or(0))
-            .unwrap_or(0);
-        let wanted = match reference(inputs) {
-            Ok(wanted) => wanted,
-            Err(error) => return failed("reference", &error),
-        };
-        if wanted.len() != outputs.len() {
+            .unwrap_or(0)
+    }
+}
+
+/// A cell of an op the registry cannot run (a tensor written in place, an optional input, an
+/// output the caller provides): `cell` uploads, poisons its outputs with [`poison`], runs the
+/// typed API and reads back; its error is sorted as [`run`] sorts the registry's, a panic is a
+/// failure, and the outputs are held against `reference` as [`run`] holds them.
+pub fn check(
+    cell: impl FnOnce() -> Result<Ran, OpError>,
+    reference: impl FnOnce() -> Result<Vec<Vec<f64>>, String>,
+    tolerance: f64,
+) -> Outcome {
+    caught(move || match cell() {
+        Ok(ran) => compare(ran, reference, tolerance),
+        Err(error) => match refusal(&error) {
+            Some(kind) => Outcome::Refused {
+                kind,
+                message: error.to_string(),
+            },
+            None => Outcome::Failed(format!("untyped error: {error}")),
+        },
+    })
+}
+
+/// The outputs of `ran` against `reference`, each element within `tolerance` relative to
+/// `1 + |want|`.
+fn compare(
+    ran: Ran,
+    reference: impl FnOnce() -> Result<Vec<Vec<f64>>, String>,
+    tolerance: f64,
+) -> Outcome {
+    let wanted = match reference() {
+        Ok(wanted) => wanted,
+        Err(error) => return Outcome::Failed(format!("reference: {error}")),
+    };
+    if wanted.len() != ran.outputs.len() {
+        return Outcome::Failed(format!(
+            "the reference gives {} outputs, the op {}",
+            wanted.len(),
+            ran.outputs.len()
+        ));
+    }
+    for ((role, got), want) in ran.outputs.iter().zip(&wanted) {
+        if got.len() != want.len() {
             return Outcome::Failed(format!(
-                "the reference gives {} outputs, the op {}",
-                wanted.len(),
-                outputs.len()
+                "`{role}` has {} elements, the reference {}",
+                got.len(),
+                want.len()
             ));
         }
-        for ((output, want), spec) in outputs.iter().zip(&wanted).zip(&plan.outputs) {
-            let got = match output.to_f64_vec(ctx) {
-                Ok(got) => got,
-                Err(error) => return failed("readback", &error),
-            };
-            if got.len() != want.len() {
-                return Outcome::Failed(format!(
-                    "`{}` has {} elements, the reference {}",
-                    spec.role,
-                    got.len(),
-                    want.len()
-                ));
-            }
-            let bad = got
-                .iter()
-                .zip(want)
-                // A NaN (an element left poisoned) is never within tolerance.
-                .position(|(g, w)| {
-                    let within = (g - w).abs() <= tolerance * (1.0 + w.abs());
-                    !within
-                });
-            if let Some(i) = bad {
-                return Outcome::Failed(format!(
-                    "`{}`[{i}] is {}, want {} (tolerance {tolerance})",
-                    spec.role, got[i], want[i]
-                ));
-            }
+        // A NaN (an element left poisoned) is never within tolerance.
+        let bad = got.iter().zip(want).position(|(g, w)| {
+            let within = (g - w).abs() <= tolerance * (1.0 + w.abs());
+            !within
+        });
+        if let Some(i) = bad {
+            return Outcome::Failed(format!(
+                "`{role}`[{i}] is {}, want {} (tolerance {tolerance})",
+                got[i], want[i]
+            ));
         }
-        Outcome::Right {
-            variant: plan.variant,
-            folded,
-        }
-    };
+    }
+    Outcome::Right {
+        variant: ran.variant,
+        folded: ran.folded,
+    }
+}
+
+/// `cell`'s outcome, or a failure naming the panic it raised.
+fn caught(cell: impl FnOnce() -> Outcome) -> Outcome {
     match catch_unwind(AssertUnwindSafe(cell)) {
         Ok(outcome) => outcome,
         Err(panic) => {
