@@ -15,7 +15,7 @@ fn adds_the_normalized_source_in_place() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::decode_norm_add as op;
     use corpus::runtime::half::f16;
@@ -29,7 +29,7 @@ mod gpu {
     }
 
     /// Inputs as the GPU sees them (already rounded to their element types).
-    fn reference(
+    pub(crate) fn reference(
         hidden: &[f64],
         src: &[f64],
         w: &[f64],

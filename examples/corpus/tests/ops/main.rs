@@ -4,6 +4,7 @@
 mod add_in_place;
 mod arg_max;
 mod attention;
+mod boundary;
 mod decode_attention;
 mod decode_down_norm_add;
 mod decode_gate_up_norm;

@@ -16,7 +16,7 @@ fn gates_by_the_gelu_of_a() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::ple_gate as op;
     use corpus::runtime::half::f16;
@@ -25,14 +25,14 @@ mod gpu {
     /// `A` (and so `Y`) is longer than `count` by this much; the shader must leave it.
     const TAIL: usize = 9;
 
-    fn gelu_tanh(v: f64) -> f64 {
+    pub(crate) fn gelu_tanh(v: f64) -> f64 {
         let t = 0.797_884_560_802_865_4 * (v + 0.044715 * v * v * v);
         // The shader clamps tanh to ±1 past ±10, where f32 tanh already is ±1.
         0.5 * v * (1.0 + t.clamp(-10.0, 10.0).tanh())
     }
 
     /// The table index of `g` on the grid of step `s`.
-    fn grid_index(g: f64, s: f64) -> usize {
+    pub(crate) fn grid_index(g: f64, s: f64) -> usize {
         ((g / s).round_ties_even().clamp(-128.0, 127.0) + 128.0) as usize
     }
 

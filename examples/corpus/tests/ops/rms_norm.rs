@@ -15,11 +15,17 @@ fn normalizes_rows_in_every_variant() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::kernels::rmsnorm as op;
     use corpus::runtime::Tensor;
 
-    fn reference(x: &[f32], w: Option<&[f32]>, rows: usize, dim: usize, eps: f64) -> Vec<f64> {
+    pub(crate) fn reference(
+        x: &[f32],
+        w: Option<&[f32]>,
+        rows: usize,
+        dim: usize,
+        eps: f64,
+    ) -> Vec<f64> {
         let mut out = Vec::with_capacity(rows * dim);
         for r in 0..rows {
             let row = &x[r * dim..(r + 1) * dim];
