@@ -1,5 +1,6 @@
-//! The typed structs of a call (`Shapes`, `Inputs`, `InPlace`, `Outputs`, `OutputsMut`) and
-//! the functions that give `plan` its arguments from them. Every module has the free
+//! How an op's tensors split into the typed structs of a call (`Layout`: `Shapes`, `Inputs`,
+//! `InPlace`, `Outputs`, `OutputsMut`), whether the op allocates its outputs or why not, and
+//! the functions that give `plan` its arguments from those structs. Every module has the free
 //! `shapes(inputs, outputs)` and `dtypes(inputs, outputs)`, so generic code and docs name one
 //! form for every op; where the inputs alone give the shapes (the op allocates its outputs and
 //! writes nothing in place), `Inputs::shapes` and `Inputs::dtypes` plan before the outputs
@@ -9,10 +10,106 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::api::{
-    Layout, generic_args, generic_params, generic_type_vars, shape_type, shaped_tensors,
-    tensor_type, vars_of,
+    generic_args, generic_params, generic_type_vars, shape_type, shaped_tensors, tensor_type,
+    vars_of,
 };
 use crate::model::{Op, Tensor};
+
+/// How the typed structs split an op's tensors.
+pub struct Layout<'a> {
+    /// Tensors only read: `Inputs`.
+    pub read: Vec<&'a Tensor>,
+    /// Inputs written in place: `InPlace` where the op allocates its outputs.
+    pub in_place: Vec<&'a Tensor>,
+    /// Tensors written: in-place inputs, then outputs (`OutputsMut`).
+    pub written: Vec<&'a Tensor>,
+    /// Whether the op can allocate its outputs (`record`, `run`): it has outputs, and every
+    /// one has a shape expression and is always produced.
+    pub allocates: bool,
+}
+
+impl<'a> Layout<'a> {
+    pub fn of(op: &'a Op) -> Self {
+        let read = op.inputs.iter().filter(|t| !t.in_place).collect();
+        let in_place: Vec<&Tensor> = op.inputs.iter().filter(|t| t.in_place).collect();
+        let written = in_place.iter().copied().chain(&op.outputs).collect();
+        let allocates =
+            !op.outputs.is_empty() && op.outputs.iter().all(|t| !t.provided && !t.optional);
+        Layout {
+            read,
+            in_place,
+            written,
+            allocates,
+        }
+    }
+
+    /// Whether `Inputs` alone gives every shape `plan` takes (`Inputs::shapes`): the op
+    /// allocates its outputs and writes nothing in place.
+    pub fn inputs_give_shapes(&self) -> bool {
+        self.allocates && self.in_place.is_empty()
+    }
+
+    /// Whether `Inputs` alone gives every shape and type variable `plan` needs.
+    pub fn inputs_suffice(&self, op: &Op) -> bool {
+        self.inputs_give_shapes() && vars_of(op, &self.read).len() == generic_type_vars(op).len()
+    }
+
+    /// Why the op has no allocating `record`/`run`, as the end of a sentence (`None` when it
+    /// has them): no output to allocate, or outputs whose shapes the inputs do not give.
+    pub fn why_no_allocation(&self, op: &Op) -> Option<String> {
+        if self.allocates {
+            return None;
+        }
+        let roles = |tensors: &[&Tensor]| {
+            let named: Vec<String> = tensors.iter().map(|t| format!("`{}`", t.role)).collect();
+            match named.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                None => String::new(),
+            }
+        };
+        if op.outputs.is_empty() {
+            return Some(if self.in_place.is_empty() {
+                "the op has no output to allocate".to_owned()
+            } else {
+                format!(
+                    "the op has no output to allocate: it writes only {}, in place",
+                    roles(&self.in_place)
+                )
+            });
+        }
+        let provided: Vec<&Tensor> = op.outputs.iter().filter(|t| t.provided).collect();
+        let optional: Vec<&Tensor> = op
+            .outputs
+            .iter()
+            .filter(|t| t.optional && !t.provided)
+            .collect();
+        let mut reasons = Vec::new();
+        if !provided.is_empty() {
+            let (what, have, whose) = if provided.len() == 1 {
+                ("output", "has", "its shape is")
+            } else {
+                ("outputs", "have", "their shapes are")
+            };
+            reasons.push(format!(
+                "{what} {} {have} no shape expression ({whose} the caller's choice)",
+                roles(&provided)
+            ));
+        }
+        if !optional.is_empty() {
+            let (what, are) = if optional.len() == 1 {
+                ("output", "is")
+            } else {
+                ("outputs", "are")
+            };
+            reasons.push(format!(
+                "{what} {} {are} optional (the caller provides or leaves out each)",
+                roles(&optional)
+            ));
+        }
+        Some(reasons.join("; "))
+    }
+}
 
 pub fn io_structs(op: &Op) -> TokenStream {
     let layout = Layout::of(op);

@@ -6,9 +6,10 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use super::api::{
-    Layout, element_type, generic_args, generic_params, generic_params_with_defaults,
-    generic_type_vars, vars_of,
+    element_type, generic_args, generic_params, generic_params_with_defaults, generic_type_vars,
+    vars_of,
 };
+use super::call::Layout;
 use super::{OpInput, ident};
 use crate::model::{self, DTypeRef, Storage, Tensor};
 

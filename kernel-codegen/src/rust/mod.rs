@@ -106,7 +106,7 @@ pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
 /// The root module's line on an op's entry points: how `plan` gets its arguments, and whether
 /// the op allocates its outputs (`record`, `run`) or why not.
 fn surface(op: &Op) -> String {
-    let layout = api::Layout::of(op);
+    let layout = call::Layout::of(op);
     let mut sources = vec!["`shapes` and `dtypes` from a call's tensors"];
     if layout.inputs_suffice(op) {
         sources.push("`inputs.shapes()` and `inputs.dtypes()` from the inputs alone");
