@@ -175,7 +175,7 @@ fn walk(file: &str, pointer: &str, value: &Value, out: &mut Vec<(String, String,
 }
 
 /// How many of [`VALUES`] are names (the ones a renamed key takes).
-const NAME_COUNT: usize = 19;
+const NAME_COUNT: usize = 21;
 
 /// Values that have broken generators: names that are not identifiers, numbers at the edges
 /// of every integer and float type, wrong types (empty lists among them), and broken
@@ -201,6 +201,9 @@ const VALUES: &[&str] = &[
     r#""a\u00a0""#,
     r#""\u3000""#,
     r#""a/*c*/""#,
+    // A name rustc warns of as a module, and a carriage return a doc comment may not hold.
+    r#""ÄÖ""#,
+    r#""a\rb""#,
     "0",
     "1",
     "-1",
@@ -270,27 +273,61 @@ fn pick<'a>(list: &'a [&'a str], i: &Index) -> String {
     list[i.index(list.len())].to_owned()
 }
 
-/// A string at a location, slightly broken: cut, extended or wrapped.
+/// How many ways [`twist`] has.
+const TWISTS: usize = 9;
+
+/// A string at a location, slightly broken: cut, extended or wrapped, a carriage return in
+/// it, or a chain of 20,000 terms after it (deep, its errors past column 65,535).
 fn twist(value: &Value, how: usize) -> Option<String> {
     let Value::String(text) = value else {
         return None;
     };
-    let changed = match how % 7 {
+    let changed = match how % TWISTS {
         0 => text.chars().take(text.chars().count() / 2).collect(),
         1 => format!("{text} +"),
         2 => format!("({text}"),
         3 => format!("{text}{text}"),
         4 => format!("{text} "),
         5 => format!("\t{text}"),
+        6 => format!("{text}\r{text}"),
+        7 => format!("{text}{}", " + 1".repeat(20_000)),
         _ => format!("not {text}"),
     };
     serde_json::to_string(&changed).ok()
 }
 
+/// `object` with a chain of entries each reading the one before twice (`c0 = 1`,
+/// `c1 = c0 + c0`, …): written out in place of their names, they double at each step.
+fn with_chain(object: &Value, length: usize) -> Option<String> {
+    let Value::Object(entries) = object else {
+        return None;
+    };
+    let mut entries = entries.clone();
+    for i in 0..length {
+        let value = if i == 0 {
+            "1".to_owned()
+        } else {
+            format!("fuzzChain{0} + fuzzChain{0}", i - 1)
+        };
+        entries.insert(format!("fuzzChain{i}"), Value::String(value));
+    }
+    serde_json::to_string(&Value::Object(entries)).ok()
+}
+
+/// Template lines that make much from little: a macro doubling a string, a loop writing a
+/// sum of 20,000 terms, a tag of 20,000 `~`.
+fn amplifying_line(which: usize) -> String {
+    match which % 3 {
+        0 => "{% macro g(s, n) %}{% if n == 0 %}{{ s }}{% else %}{{ g(s ~ s, n - 1) }}{% endif %}{% endmacro %}// {{ g('abcdefgh', 40) }}".to_owned(),
+        1 => "let fuzz_deep = 1.0{% for i in range(20000) %} + 1.0{% endfor %};".to_owned(),
+        _ => format!("let fuzz_deep = 1.0{{{{ ' + 1.0'{} }}}};", " ~ ' + 1.0'".repeat(20_000)),
+    }
+}
+
 /// One edit of the surface.
 fn edit(surface: Surface) -> impl Strategy<Value = Edit> {
     let s = surface;
-    (0usize..12, any::<Index>(), any::<Index>(), any::<Index>()).prop_filter_map(
+    (0usize..14, any::<Index>(), any::<Index>(), any::<Index>()).prop_filter_map(
         "the seed has no place for this edit",
         move |(kind, place, what, extra)| {
             let json = |i: &Index| s.json.get(i.index(s.json.len().max(1))).cloned();
@@ -310,7 +347,7 @@ fn edit(surface: Surface) -> impl Strategy<Value = Edit> {
                     Edit::Set {
                         file,
                         pointer,
-                        raw: twist(&value, what.index(7))?,
+                        raw: twist(&value, what.index(TWISTS))?,
                     }
                 }
                 4 => {
@@ -369,6 +406,22 @@ fn edit(surface: Surface) -> impl Strategy<Value = Edit> {
                         file,
                         line: what.index(lines.len() + 1) + 1,
                         text: pick(LINES, &extra),
+                    }
+                }
+                12 => {
+                    let (file, pointer, value) = json(&place)?;
+                    Edit::Set {
+                        file,
+                        pointer,
+                        raw: with_chain(&value, 16 + what.index(16))?,
+                    }
+                }
+                13 => {
+                    let (file, lines) = template(&place)?;
+                    Edit::InsertLine {
+                        file,
+                        line: what.index(lines.len() + 1) + 1,
+                        text: amplifying_line(extra.index(3)),
                     }
                 }
                 _ => {

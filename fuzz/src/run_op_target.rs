@@ -1,9 +1,10 @@
-//! `run-op`'s fuzz target: small valid calls of each seed op (a safetensors file and
-//! arguments), mutated in the file's header, its data and its arguments, run in process on
-//! one device.
+//! `run-op`'s fuzz target: small valid calls of each seed op (and of the Hub's Add, where
+//! it was built), a safetensors file and arguments, mutated in the file's header, its data
+//! and its arguments, run in process on one device.
 //!
 //! Must hold: no panic, no hang; success writes a safetensors file with every output and
-//! nothing beside it; a failure is one line, a usage error (status 2), and leaves no output.
+//! nothing beside it, and never follows a file holding one input under two names; a failure
+//! is one line, a usage error (status 2), and leaves no output.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -101,7 +102,52 @@ fn build_calls() -> Vec<Call> {
             ],
         });
     }
+    // An op whose inputs have ONNX names besides their bind keys (`a` and `A`), where the
+    // Hub's ops were built.
+    if examples::ops().any(|e| e.qualified_name == "ai.onnx.Add") {
+        out.push(Call {
+            op: "ai.onnx.Add",
+            attrs: Vec::new(),
+            tensors: vec![
+                tensor("a", "F32", &[2, 4], floats(8, 1.0)),
+                tensor("b", "F32", &[2, 4], floats(8, 2.0)),
+            ],
+        });
+    }
     out
+}
+
+/// The other spelling of input `name` of op `op`: its ONNX name where `name` is its bind key
+/// and the other way round; `name` upper-cased where the op has no such input.
+fn other_spelling(op: &str, name: &str) -> String {
+    let inputs = examples::ops()
+        .find(|e| e.matches(op))
+        .map(|e| e.inputs)
+        .unwrap_or_default();
+    inputs
+        .iter()
+        .filter(|r| !r.onnx.is_empty())
+        .find_map(|r| {
+            (r.role == name)
+                .then_some(r.onnx)
+                .or((r.onnx == name).then_some(r.role))
+        })
+        .map_or_else(|| name.to_uppercase(), str::to_owned)
+}
+
+/// An input of `op` that the safetensors `file` holds under both its names, where one is.
+fn named_twice(op: &str, file: &[u8]) -> Option<String> {
+    let file = safetensors::SafeTensors::deserialize(file).ok()?;
+    let names = file.names();
+    let entry = examples::ops().find(|e| e.matches(op))?;
+    (entry.inputs.iter())
+        .find(|r| {
+            !r.onnx.is_empty()
+                && r.onnx != r.role
+                && names.contains(&r.role)
+                && names.contains(&r.onnx)
+        })
+        .map(|r| format!("`{}` and `{}`", r.role, r.onnx))
 }
 
 /// One change to a call.
@@ -133,6 +179,11 @@ pub enum Change {
         name: &'static str,
     },
     Remove {
+        tensor: usize,
+    },
+    /// A copy of the tensor under the other spelling of its input's name (bind key and ONNX
+    /// name), so the file holds one input twice.
+    OtherSpelling {
         tensor: usize,
     },
     /// An int64 (index tensors) or float element set to an edge value.
@@ -279,7 +330,7 @@ fn pick<T: Copy>(list: &[T], i: &Index) -> T {
 }
 
 fn change() -> impl Strategy<Value = Change> {
-    (0usize..17, any::<Index>(), any::<Index>(), any::<Index>()).prop_map(|(kind, a, b, c)| {
+    (0usize..18, any::<Index>(), any::<Index>(), any::<Index>()).prop_map(|(kind, a, b, c)| {
         let tensor = a.index(6);
         match kind {
             0 => Change::Dtype {
@@ -332,6 +383,7 @@ fn change() -> impl Strategy<Value = Change> {
             15 => Change::OpName {
                 text: pick(OPS, &b),
             },
+            16 => Change::OtherSpelling { tensor },
             _ => Change::OutputInMissingFolder,
         }
     })
@@ -421,6 +473,17 @@ pub fn materialise(input: &Input) -> Materialised {
             Change::Remove { tensor } => {
                 if !tensors.is_empty() {
                     tensors.remove(tensor % n);
+                }
+            }
+            Change::OtherSpelling { tensor } => {
+                if let Some(t) = tensors.get(tensor % n) {
+                    let copy = (
+                        other_spelling(call.op, &t.0),
+                        t.1.clone(),
+                        t.2.clone(),
+                        t.3.clone(),
+                    );
+                    tensors.push(copy);
                 }
             }
             Change::Element { tensor, at, bits } => {
@@ -567,6 +630,11 @@ pub fn check(
     }
     match result {
         Ok(_) => {
+            if let Some(names) = named_twice(&made.argv[1], &made.file) {
+                return Err(format!(
+                    "ran with one input given twice, as {names}, saying nothing"
+                ));
+            }
             let bytes = std::fs::read(&output)
                 .map_err(|e| format!("exit 0 without an output file: {e}"))?;
             let file = safetensors::SafeTensors::deserialize(&bytes)
@@ -600,7 +668,7 @@ pub fn fuzz(budget: Budget) -> Result<Option<(String, String)>> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let ctx = Arc::new(OnceLock::new());
     eprintln!(
-        "fuzz run-op: {} calls of 3 ops, {} s, seed {}",
+        "fuzz run-op: {} calls, {} s, seed {}",
         calls().len(),
         budget.time.as_secs(),
         budget.seed
