@@ -38,7 +38,7 @@ fn half_precision_input_finds_the_first_maximum() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::kernels::arg_max as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -47,7 +47,7 @@ mod gpu {
     const POISON: u32 = u32::MAX;
 
     /// The index of the first maximum of `x[..count]`, as `a[i] > a[best]` scans find it.
-    fn first_max(x: &[f64], count: usize) -> u32 {
+    pub(crate) fn first_max(x: &[f64], count: usize) -> u32 {
         let mut best = 0;
         for i in 1..count {
             if x[i] > x[best] {

@@ -43,21 +43,21 @@ fn half_precision_inputs_and_outputs() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::kernels::attention as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
 
     #[derive(Clone, Copy, Debug)]
-    struct Case {
-        seq_q: usize,
-        key_len: usize,
-        q_offset: usize,
-        q_heads: usize,
-        kv_heads: usize,
-        head_dim: usize,
-        scale: Option<f32>,
-        window: Option<u32>,
+    pub(crate) struct Case {
+        pub(crate) seq_q: usize,
+        pub(crate) key_len: usize,
+        pub(crate) q_offset: usize,
+        pub(crate) q_heads: usize,
+        pub(crate) kv_heads: usize,
+        pub(crate) head_dim: usize,
+        pub(crate) scale: Option<f32>,
+        pub(crate) window: Option<u32>,
     }
 
     fn context() -> Context {
@@ -77,7 +77,7 @@ mod gpu {
     /// `h / (qHeads / kvHeads)`), the softmax over keys `minKj..min(keyLen, qPos + 1)` of
     /// `scale * q . k`, with `minKj = qPos + 1 - window` when the window is shorter, weighting
     /// the value rows.
-    fn reference(c: &Case, q: &[f64], k: &[f64], v: &[f64]) -> Vec<f64> {
+    pub(crate) fn reference(c: &Case, q: &[f64], k: &[f64], v: &[f64]) -> Vec<f64> {
         let d = c.head_dim;
         let scale = f64::from(c.scale.unwrap_or(1.0));
         let window = c.window.unwrap_or(0) as usize;

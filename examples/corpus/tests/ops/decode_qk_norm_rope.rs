@@ -24,7 +24,7 @@ fn half_precision_rows() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::decode_qk_norm_rope as op;
     use corpus::runtime::half::f16;
@@ -35,14 +35,21 @@ mod gpu {
     }
 
     #[derive(Clone, Copy, Debug)]
-    struct Case {
-        seq: usize,
-        heads: usize,
-        head_dim: usize,
-        dst_offset: Option<usize>,
+    pub(crate) struct Case {
+        pub(crate) seq: usize,
+        pub(crate) heads: usize,
+        pub(crate) head_dim: usize,
+        pub(crate) dst_offset: Option<usize>,
     }
 
-    fn reference(case: Case, x: &[f64], w: &[f32], cos: &[f32], sin: &[f32], eps: f64) -> Vec<f64> {
+    pub(crate) fn reference(
+        case: Case,
+        x: &[f64],
+        w: &[f32],
+        cos: &[f32],
+        sin: &[f32],
+        eps: f64,
+    ) -> Vec<f64> {
         let Case {
             seq,
             heads,
