@@ -435,7 +435,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                 op: op.qualified_name(),
                 variant: variant.id.clone(),
                 pass: variant.passes[l.pass].id.clone(),
-                values: wgsl::describe(&l.combination),
+                values: l.combination.describe(),
                 reason: l.reason.clone(),
             }
         }));

@@ -12,9 +12,8 @@ fn inputs(strict: bool) -> kernel_codegen::Inputs {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples/dialect/packages")
         .join(PACKAGE);
-    let read = |file: &str| {
-        fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
-    };
+    let read =
+        |file: &str| fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
     let mut inputs = kernel_codegen::Inputs {
         strict,
         ..kernel_codegen::Inputs::default()
@@ -43,10 +42,14 @@ fn failing_combinations_are_left_out_with_one_warning_per_pass() {
         )),
         "{warning}"
     );
-    assert!(warning.contains("(BITS = 3, HAS_FLOOR = 1), (BITS = 5, HAS_FLOOR = 1)"), "{warning}");
     assert!(
-        warning.contains(&format!("{PACKAGE}/partial-corner.wgsl.jinja: line 22, column 3"))
-            && warning.contains("`clamp_low`"),
+        warning.contains("(BITS = 3, HAS_FLOOR = 1), (BITS = 5, HAS_FLOOR = 1)"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(&format!(
+            "{PACKAGE}/partial-corner.wgsl.jinja: line 22, column 3"
+        )) && warning.contains("`clamp_low`"),
         "{warning}"
     );
     assert_eq!(output.shader_count, 3);
@@ -84,5 +87,10 @@ fn a_package_built_whole_has_no_left_out_table() {
     let output = kernel_codegen::generate(&inputs).unwrap_or_else(|e| panic!("{e}"));
     assert!(output.warnings.is_empty(), "{:?}", output.warnings);
     let module = output.files.iter().find(|f| f.path == "partial_corner.rs");
-    assert!(!module.expect("the op's module").contents.contains("LEFT_OUT"));
+    assert!(
+        !module
+            .expect("the op's module")
+            .contents
+            .contains("LEFT_OUT")
+    );
 }

@@ -12,7 +12,7 @@ mod statics;
 pub use build::{build_op, namespace_value};
 pub use statics::{
     Bounds, Combination, StaticValueError, StaticVar, dynamic_values, enumerate_combinations,
-    static_values,
+    static_values, value_text,
 };
 
 use crate::expr::{Ir, Type};

@@ -45,7 +45,31 @@ pub struct Combination {
     pub values: Vec<(String, Value)>,
 }
 
+/// A value as file names and messages spell it: booleans as 0 or 1, lists joined by `_`.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::Bool(b) => u8::from(*b).to_string(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::Str(s) | Value::Dtype(s) => s.clone(),
+        Value::List(items) => items
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join("_"),
+    }
+}
+
 impl Combination {
+    /// `interleaved = 1, scalar = f32` for messages.
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = (self.values.iter())
+            .map(|(k, v)| format!("{k} = {}", value_text(v)))
+            .collect();
+        parts.extend(self.features.iter().map(|f| format!("feature {f}")));
+        parts.join(", ")
+    }
+
     /// The value of `name`: a pass's value shadows its variant's of the same name, which
     /// `values` lists first.
     pub fn value(&self, name: &str) -> Option<&Value> {

@@ -417,7 +417,7 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
                     }
                     Err(i) => {
                         let entry = &input.left_out[i];
-                        let combination = crate::wgsl::describe(&entry.combination);
+                        let combination = entry.combination.describe();
                         let reason = &entry.reason;
                         left_out.push(quote!((#index, #number, #combination, #reason)));
                     }

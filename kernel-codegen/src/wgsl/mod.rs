@@ -111,7 +111,7 @@ pub fn shaders(
                         "{}: {} ({}) is not built: {mismatch}",
                         op.file,
                         pass_path(op, v, p),
-                        describe(&combination)
+                        combination.describe()
                     );
                     if !notes.contains(&note) {
                         notes.push(note);
@@ -167,13 +167,18 @@ pub fn shaders(
         }
     } else {
         for (v, p, total, failures) in failed {
-            told.warnings.push(left_out_warning(op, v, p, total, &failures));
-            left_out.extend(failures.into_iter().map(|(combination, diagnostic)| LeftOut {
-                variant: v,
-                pass: p,
-                combination,
-                reason: diagnostic.to_string(),
-            }));
+            told.warnings
+                .push(left_out_warning(op, v, p, total, &failures));
+            left_out.extend(
+                failures
+                    .into_iter()
+                    .map(|(combination, diagnostic)| LeftOut {
+                        variant: v,
+                        pass: p,
+                        combination,
+                        reason: diagnostic.to_string(),
+                    }),
+            );
         }
     }
     let notes = &told.notes;
@@ -213,7 +218,7 @@ fn left_out_warning(
     let mut which: Vec<String> = failures
         .iter()
         .take(LISTED)
-        .map(|(c, _)| format!("({})", describe(c)))
+        .map(|(c, _)| format!("({})", c.describe()))
         .collect();
     if failures.len() > LISTED {
         which.push(format!("and {} more", failures.len() - LISTED));
@@ -275,7 +280,7 @@ fn shader(
     let variant = &op.variants[v];
     let pass = &variant.passes[p];
     let file_name = file_name(&variant.id, &pass.id, &combination);
-    let where_ = || format!("{} ({})", pass_path(op, v, p), describe(&combination));
+    let where_ = || format!("{} ({})", pass_path(op, v, p), combination.describe());
     let bindings = prelude::resolve_bindings(pass, &combination)
         .map_err(|m| Diagnostic::new(&op.file, where_(), m))?;
     if let Some(mismatch) = element_mismatch(op, &bindings, &combination) {
@@ -446,7 +451,7 @@ impl crate::expr::Env for TunableEnv<'_> {
 fn file_name(variant: &str, pass: &str, combination: &Combination) -> String {
     let mut name = format!("{variant}.{pass}");
     for (key, value) in &combination.values {
-        name.push_str(&format!(".{key}-{}", value_text(value)));
+        name.push_str(&format!(".{key}-{}", model::value_text(value)));
     }
     // A value equal to the dtype's WGSL name already spells it, unless another dtype shares
     // that name (`int8`'s `i32` is also `int32`'s): then the dtype's own name tells them apart.
@@ -465,29 +470,4 @@ fn file_name(variant: &str, pass: &str, combination: &Combination) -> String {
     }
     name.push_str(".wgsl");
     name
-}
-
-fn value_text(value: &Value) -> String {
-    match value {
-        Value::Bool(b) => u8::from(*b).to_string(),
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::Str(s) | Value::Dtype(s) => s.clone(),
-        Value::List(items) => items
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join("_"),
-    }
-}
-
-/// `interleaved = true, scalar = f32` for messages.
-pub fn describe(combination: &Combination) -> String {
-    let mut parts: Vec<String> = combination
-        .values
-        .iter()
-        .map(|(k, v)| format!("{k} = {}", value_text(v)))
-        .collect();
-    parts.extend(combination.features.iter().map(|f| format!("feature {f}")));
-    parts.join(", ")
 }

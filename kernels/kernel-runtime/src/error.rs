@@ -225,6 +225,23 @@ impl fmt::Display for Rejection {
     }
 }
 
+/// A call selected a combination the generator left out (`shaders::LeftOut`): the package's own
+/// loader would fail the same call when rendering its shader.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{op}: variant `{variant}`, pass `{pass}`: the shader for ({combination}) was not built: {reason}"
+)]
+pub struct NotBuilt {
+    /// The op name.
+    pub op: &'static str,
+    pub variant: &'static str,
+    pub pass: &'static str,
+    /// The static values that select the shader, as `name = value, …`.
+    pub combination: &'static str,
+    /// The generator's error for it (file, template line, message).
+    pub reason: &'static str,
+}
+
 /// The error of a generated op: a contract violation, or a runtime failure.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -281,7 +298,7 @@ pub enum OpError {
     /// The inputs select a shader the generator left out, because it did not render or
     /// validate (the package's loader would fail the same call); it says which and why.
     #[error(transparent)]
-    NotBuilt(crate::shaders::NotBuilt),
+    NotBuilt(NotBuilt),
     /// The GPU runtime failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),

@@ -8,9 +8,10 @@
 //! op.
 
 use crate::dtype::DType;
+use crate::error::NotBuilt;
 use crate::expr::EvalError;
 use crate::plan::{Binding, Dispatch, IntermediateSpec, OutputSpec, Plan, PlannedPass};
-use crate::shaders::{Key, Missing, NotBuilt, ShaderTable};
+use crate::shaders::{Key, Missing, ShaderTable};
 use crate::uniform::Words;
 
 /// Why a variant's plan could not be made.
@@ -263,9 +264,7 @@ where
 /// Whether a call of the variant `spec` writes nothing: it has outputs, each of them empty,
 /// and no pass writes a tensor in place.
 fn writes_nothing(spec: &VariantSpec, outputs: &[OutputSpec]) -> bool {
-    !spec.writes_in_place
-        && !outputs.is_empty()
-        && outputs.iter().all(|o| o.shape.contains(&0))
+    !spec.writes_in_place && !outputs.is_empty() && outputs.iter().all(|o| o.shape.contains(&0))
 }
 
 /// How an error names a slot: "`rows` (from the shape of `data`)".

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::error::NotBuilt;
 use crate::expr::EvalError;
 use crate::plan::Kernel;
 
@@ -93,21 +94,6 @@ pub type Row = (usize, usize, usize, &'static str, u8, &'static [u64], usize);
 /// A static combination of a pass the generator did not build, because it did not render
 /// or validate: its pass, the number of its key, its values and why, as the generator said.
 pub type LeftOut = (usize, u64, &'static str, &'static str);
-
-/// A call selected a combination the generator left out ([`LeftOut`]): the package's own
-/// loader would fail the same call when rendering its shader.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{op}: variant `{variant}`, pass `{pass}`: the shader for ({combination}) was not built: {reason}")]
-pub struct NotBuilt {
-    /// The op name.
-    pub op: &'static str,
-    pub variant: &'static str,
-    pub pass: &'static str,
-    /// The static values that select the shader, as `name = value, …`.
-    pub combination: &'static str,
-    /// The generator's error for it (file, template line, message).
-    pub reason: &'static str,
-}
 
 /// Why a pass has no shader for a key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -204,7 +190,10 @@ impl ShaderTable {
         while i < rows.len() {
             let (pass, start, end, .., least_sizes) = rows[i];
             assert!(pass < passes.len(), "a shader's pass is out of range");
-            assert!(least_sizes < sizes.len(), "a shader's sizes are out of range");
+            assert!(
+                least_sizes < sizes.len(),
+                "a shader's sizes are out of range"
+            );
             assert!(start <= end, "a shader's byte range is reversed");
             // Panics, failing the build, unless both ends lie on character boundaries.
             let _ = wgsl.split_at(end).0.split_at(start);
@@ -285,11 +274,7 @@ impl ShaderTable {
 
     /// The shader of pass `pass` for `key`, the values its text depends on in the order
     /// codegen wrote them.
-    pub fn kernel(
-        &'static self,
-        pass: usize,
-        key: &[Key<'_>],
-    ) -> Result<&'static Kernel, Missing> {
+    pub fn kernel(&'static self, pass: usize, key: &[Key<'_>]) -> Result<&'static Kernel, Missing> {
         let built = self.built();
         let number = self
             .passes
