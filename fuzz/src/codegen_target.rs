@@ -24,7 +24,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The text fixtures expect: the diagnostics, or `ok:` with counts and notes.
+    /// The text fixtures expect: the diagnostics, or `ok:` with counts, notes and warnings.
     pub fn render(&self) -> String {
         match self {
             Outcome::Generated(output) => {
@@ -35,6 +35,9 @@ impl Outcome {
                 );
                 for note in &output.notes {
                     text.push_str(&format!("note: {note}\n"));
+                }
+                for warning in &output.warnings {
+                    text.push_str(&format!("warning: {warning}\n"));
                 }
                 text
             }
