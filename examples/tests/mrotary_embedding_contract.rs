@@ -296,7 +296,7 @@ fn rejects_input_of_rank_2_or_5() {
                     .as_ref()
                     .map(ToString::to_string)
                     .unwrap_or_default();
-                assert!(why.contains("rank-2"), "{err}");
+                assert!(why.contains("tensor of rank 2"), "{err}");
             }
         }
     }

@@ -203,9 +203,10 @@ pub struct Rejection {
 impl Rejection {
     /// Why, without the variant: "`cond` is false (x = 1)".
     fn reason(&self) -> String {
+        let condition = self.condition_shown();
         let mut text = match &self.error {
-            None => format!("`{}` is false", self.condition),
-            Some(e) => format!("`{}` could not be evaluated: {e}", self.condition),
+            None => format!("`{condition}` is false"),
+            Some(e) => format!("`{condition}` could not be evaluated: {e}"),
         };
         if !self.values.is_empty() {
             let values: Vec<String> = self
@@ -216,6 +217,28 @@ impl Rejection {
             text.push_str(&format!(" ({})", values.join(", ")));
         }
         text
+    }
+}
+
+/// The longest step of a condition's path shown in messages: a named predicate fits, a whole
+/// `when` expression above the failing clause is left out (the clause says what failed).
+const LONGEST_STEP: usize = 40;
+
+impl Rejection {
+    /// The condition's path as messages show it: the failing clause, after the named
+    /// predicates that led to it; an enclosing expression longer than [`LONGEST_STEP`] is `…`.
+    fn condition_shown(&self) -> String {
+        let steps: Vec<&str> = self.condition.split(" › ").collect();
+        let Some((clause, path)) = steps.split_last() else {
+            return self.condition.clone();
+        };
+        let mut shown: Vec<&str> = path
+            .iter()
+            .map(|step| if step.chars().count() > LONGEST_STEP { "…" } else { step })
+            .collect();
+        shown.dedup_by(|a, b| *a == "…" && *b == "…");
+        shown.push(clause);
+        shown.join(" › ")
     }
 }
 
@@ -392,6 +415,23 @@ mod tests {
              (attrs.mrope_section[0] = -1)\n  \
              rank4: `attrs.mrope_section[3] > 0` could not be evaluated: \
              index 3 out of range for a list of 3"
+        );
+    }
+
+    /// A whole `when` expression above the failing clause is left out; named predicates stay.
+    #[test]
+    fn a_long_enclosing_expression_is_elided() {
+        let r = Rejection {
+            variant: "main",
+            condition: "(not args.normSrq) and ((args.bits == 2 or args.bits == 4) and args.seq > 0) \
+                        › contract › (not args.normSrq)"
+                .into(),
+            error: None,
+            values: vec![("args.normSrq".into(), "1".into())],
+        };
+        assert_eq!(
+            r.to_string(),
+            "  main: `… › contract › (not args.normSrq)` is false (args.normSrq = 1)"
         );
     }
 
