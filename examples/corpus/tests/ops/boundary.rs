@@ -26,6 +26,8 @@ macro_rules! plan_and_run {
 
 mod decode;
 mod elementwise;
+mod matmul;
+mod mlp;
 mod rows;
 
 use corpus::runtime::{Context, DType, Float, OpError, Plan, Tensor};
@@ -133,6 +135,8 @@ fn every_corpus_op_answers_every_boundary_shape() {
     elementwise::cells(&mut cells);
     rows::cells(&mut cells);
     decode::cells(&mut cells);
+    matmul::cells(&mut cells);
+    mlp::cells(&mut cells);
     println!("{}", cells.matrix);
     assert!(cells.wrong.is_empty(), "\n{}", cells.wrong.join("\n"));
     assert!(cells.matrix.failures().is_empty());

@@ -41,7 +41,7 @@ fn subgroup_matrix_variant_is_not_planned() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::decode_gate_up_norm as op;
     use corpus::runtime::half::f16;
@@ -92,7 +92,7 @@ mod gpu {
         if bits == 4 { 8 } else { 2 }
     }
 
-    fn gelu(v: f64) -> f64 {
+    pub(crate) fn gelu(v: f64) -> f64 {
         0.5 * v * (1.0 + (0.797_884_560_802_865_4 * (v + 0.044_715 * v * v * v)).tanh())
     }
 
@@ -112,7 +112,7 @@ mod gpu {
     }
 
     /// The host table the package expects: `gelu(k * s)` for `k` in `-128..=127`.
-    fn gelu_table(s: f64) -> Vec<f32> {
+    pub(crate) fn gelu_table(s: f64) -> Vec<f32> {
         (-128..128).map(|k| gelu(f64::from(k) * s) as f32).collect()
     }
 

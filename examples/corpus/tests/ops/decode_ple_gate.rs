@@ -31,7 +31,7 @@ fn packed_codes_gate_the_ple() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::decode_ple_gate as op;
     use corpus::runtime::half::f16;
@@ -52,22 +52,22 @@ mod gpu {
 
     /// The host table the shader reads when an output scale puts the gelu input on a grid;
     /// unused (but required) without one.
-    fn gelu_lut(scale: f64) -> Vec<f32> {
+    pub(crate) fn gelu_lut(scale: f64) -> Vec<f32> {
         (-128..128)
             .map(|k| gelu(f64::from(k) * scale) as f32)
             .collect()
     }
 
     /// One call: `a` is `[m, k]`, the weight `[n, k]` (dense or packed four codes a word).
-    struct Case {
-        m: usize,
-        k: usize,
-        n: usize,
-        ple_offset: usize,
+    pub(crate) struct Case {
+        pub(crate) m: usize,
+        pub(crate) k: usize,
+        pub(crate) n: usize,
+        pub(crate) ple_offset: usize,
     }
 
     impl Case {
-        fn ple_len(&self) -> usize {
+        pub(crate) fn ple_len(&self) -> usize {
             // A tail past the last element read, so a wrong offset reads other data.
             self.ple_offset + self.m * self.n + 3
         }
@@ -114,7 +114,7 @@ mod gpu {
     }
 
     /// `weight(o, j)` is the effective weight in f64.
-    fn reference(
+    pub(crate) fn reference(
         case: &Case,
         a: &[f64],
         ple: &[f32],

@@ -47,7 +47,7 @@ fn exact_reference_order_has_no_variant() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::kernels::dense_gemv as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -138,8 +138,9 @@ mod gpu {
                 .iter()
                 .map(|&v| f64::from(srq32(v.to_f64() as f32, in_scale)))
                 .collect();
-            for o in 0..n {
-                let acc: f64 = (0..k).map(|j| w[o * k + j].to_f64() * row[j]).sum();
+            let w: Vec<f64> = w.iter().map(|v| v.to_f64()).collect();
+            let sums = products(&row, &w, k, n);
+            for (o, &acc) in sums.iter().enumerate() {
                 // Near a rounding boundary of the output grid the f32 sum may land on either
                 // side: accept both neighbours.
                 let slack = 1e-4 * (1.0 + acc.abs());
@@ -162,6 +163,13 @@ mod gpu {
             at % n,
             got[at]
         );
+    }
+
+    /// `sum_j w[o, j] * row[j]` for each output `o` of one row, in float64.
+    pub(crate) fn products(row: &[f64], w: &[f64], k: usize, n: usize) -> Vec<f64> {
+        (0..n)
+            .map(|o| (0..k).map(|j| w[o * k + j] * row[j]).sum())
+            .collect()
     }
 
     pub fn gemv_variant_matches_the_reference() {

@@ -24,7 +24,7 @@ fn norm_srq_variant_gathers_and_normalizes() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::qat_embed_gather as op;
     use corpus::runtime::half::f16;
@@ -59,19 +59,19 @@ mod gpu {
     }
 
     /// The model's packed table: `vocab` rows of `hidden` codes of `bits` bits, LSB first.
-    struct Table {
-        hidden: usize,
-        vocab: usize,
-        bits: usize,
-        group: usize,
+    pub(crate) struct Table {
+        pub(crate) hidden: usize,
+        pub(crate) vocab: usize,
+        pub(crate) bits: usize,
+        pub(crate) group: usize,
         zero_point: u32,
         embed_scale: f32,
-        packed: Vec<u32>,
-        scale: Vec<f32>,
+        pub(crate) packed: Vec<u32>,
+        pub(crate) scale: Vec<f32>,
     }
 
     impl Table {
-        fn new(hidden: usize, vocab: usize, bits: usize, group: usize) -> Self {
+        pub(crate) fn new(hidden: usize, vocab: usize, bits: usize, group: usize) -> Self {
             let words_per_row = hidden * bits / 32;
             Table {
                 hidden,
@@ -85,7 +85,7 @@ mod gpu {
             }
         }
 
-        fn attrs(&self, seq: usize) -> op::Attrs {
+        pub(crate) fn attrs(&self, seq: usize) -> op::Attrs {
             op::Attrs::new(op::RequiredAttrs {
                 seq: seq as u32,
                 hidden: self.hidden as u32,
@@ -98,7 +98,7 @@ mod gpu {
         }
 
         /// Row `id` dequantized, in float64.
-        fn row(&self, id: usize) -> Vec<f64> {
+        pub(crate) fn row(&self, id: usize) -> Vec<f64> {
             let words_per_row = self.hidden * self.bits / 32;
             let per_word = 32 / self.bits;
             let mask = (1u32 << self.bits) - 1;

@@ -33,7 +33,7 @@ fn subgroup_matrix_variant_is_not_planned() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::qat_mat_mul as op;
     use corpus::runtime::half::f16;
@@ -43,20 +43,20 @@ mod gpu {
     const POISON_U32: u32 = 0xDEAD_BEEF;
 
     #[derive(Clone, Copy, Debug)]
-    struct Case {
-        m: usize,
-        k: usize,
-        n: usize,
-        bits: usize,
+    pub(crate) struct Case {
+        pub(crate) m: usize,
+        pub(crate) k: usize,
+        pub(crate) n: usize,
+        pub(crate) bits: usize,
         /// The `fast` family's repacked layout.
-        block_major: bool,
+        pub(crate) block_major: bool,
         /// Gives `SumA`, the activation row sums (the `presrq` contract).
-        presrq: bool,
+        pub(crate) presrq: bool,
         /// Asks for the per-128-column argmax candidates.
-        argmax: bool,
+        pub(crate) argmax: bool,
     }
 
-    const fn case(m: usize, k: usize, n: usize, bits: usize) -> Case {
+    pub(crate) const fn case(m: usize, k: usize, n: usize, bits: usize) -> Case {
         Case {
             m,
             k,
@@ -74,7 +74,7 @@ mod gpu {
 
     /// Packs `q[o, k]` LSB first: row-major words, or block-major, where the 4-word block `b`
     /// of every output row is contiguous (`[block][row][4]`).
-    fn pack(q: &[u32], c: &Case) -> Vec<u32> {
+    pub(crate) fn pack(q: &[u32], c: &Case) -> Vec<u32> {
         let per_word = 32 / c.bits;
         let words_per_row = c.k / per_word;
         let mut packed = vec![0u32; c.n * words_per_row];
@@ -92,7 +92,7 @@ mod gpu {
         packed
     }
 
-    fn zero_point(bits: usize) -> u32 {
+    pub(crate) fn zero_point(bits: usize) -> u32 {
         if bits == 4 { 8 } else { 2 }
     }
 
@@ -198,16 +198,8 @@ mod gpu {
         let first = run();
         assert_written(&first.out, &what);
 
-        let zp = f64::from(zero_point(bits));
-        let want: Vec<f64> = (0..m * n)
-            .map(|i| {
-                let (mi, o) = (i / n, i % n);
-                let dot: f64 = (0..k)
-                    .map(|kk| (f64::from(q[o * k + kk]) - zp) * a[mi * k + kk].to_f64())
-                    .sum();
-                f64::from(scale[o]) * dot
-            })
-            .collect();
+        let a64: Vec<f64> = a.iter().map(|v| v.to_f64()).collect();
+        let want = reference(&c, &q, &a64, &scale);
         let got: Vec<f32> = first.out.iter().map(|v| v.to_f64() as f32).collect();
         corpus::assert_close(&got, &want, tol, &what);
 
@@ -241,6 +233,21 @@ mod gpu {
             );
             assert_eq!(first.cand_idx, again.cand_idx, "{what}: CandIdx differs");
         }
+    }
+
+    /// `out[m, o] = scale[o] * sum_k (q[o, k] - zeroPoint) * a[m, k]` in float64.
+    pub(crate) fn reference(c: &Case, q: &[u32], a: &[f64], scale: &[f32]) -> Vec<f64> {
+        let Case { m, k, n, bits, .. } = *c;
+        let zp = f64::from(zero_point(bits));
+        (0..m * n)
+            .map(|i| {
+                let (mi, o) = (i / n, i % n);
+                let dot: f64 = (0..k)
+                    .map(|kk| (f64::from(q[o * k + kk]) - zp) * a[mi * k + kk])
+                    .sum();
+                f64::from(scale[o]) * dot
+            })
+            .collect()
     }
 
     pub fn every_reachable_variant_matches_the_reference() {
