@@ -1,9 +1,9 @@
-//! Boundary cells of the corpus's row-wise ops: RMSNorm, Rope1d, DecodeNormAdd and
-//! DecodeRmsSrq. The norms launch one workgroup a row, at most 65,535 along x and the rest
+//! Boundary cells of the corpus's row-wise ops: RMSNorm, Rope1d, DecodeNormAdd,
+//! DecodeRmsSrq and DecodeNormAddNorm. The norms launch one workgroup a row, at most 65,535 along x and the rest
 //! along y, so 65,537 rows of 4 take y to 2; Rope1d launches one workgroup per position along
 //! x, unfolded, so 65,536 positions need 65,536 workgroups there.
 
-use corpus::kernels::{decode_norm_add, decode_rms_srq, rmsnorm, rope1d};
+use corpus::kernels::{decode_norm_add, decode_norm_add_norm, decode_rms_srq, rmsnorm, rope1d};
 use corpus::runtime::DType;
 
 use super::{Cells, Want, poisoned, ran, read, upload, values};
@@ -13,6 +13,7 @@ pub(crate) fn cells(c: &mut Cells<'_>) {
     rope(c);
     decode_norm_add(c);
     decode_rms_srq(c);
+    decode_norm_add_norm(c);
 }
 
 /// (rows, dim) of the row-wise norms: the ordinary case, a zero in each (which every norm's
@@ -222,6 +223,65 @@ fn decode_rms_srq(c: &mut Cells<'_>) {
                     .map(|r| w[r * dim..(r + 1) * dim].iter().sum())
                     .collect();
                 vec![w, sums]
+            },
+        );
+    }
+}
+
+fn decode_norm_add_norm(c: &mut Cells<'_>) {
+    use decode_norm_add_norm as op;
+    for (rows, dim, want) in NORM_CASES {
+        let n = rows * dim;
+        let (hidden0, src) = (values::<f32>(n, 111, 1.0), values::<f32>(n, 112, 1.0));
+        let (w1, w2) = (values::<f32>(dim, 113, 1.0), values::<f32>(dim, 114, 1.0));
+        let scale = 0.75;
+        c.cell(
+            "DecodeNormAddNorm",
+            &norm_label(rows, dim),
+            DType::F32,
+            want,
+            |ctx| {
+                let mut hidden = upload::<f32>(ctx, &[n], &hidden0)?;
+                let src_t = upload::<f32>(ctx, &[rows, dim], &src)?;
+                let w1_t = upload::<f32>(ctx, &[dim], &w1)?;
+                let w2_t = upload::<f32>(ctx, &[dim], &w2)?;
+                let scale_t = upload::<f32>(ctx, &[1], &[scale])?;
+                // No grid (`inScale` absent): `y2` is the plain norm.
+                let attrs = op::Attrs::new(op::RequiredAttrs {
+                    rows: rows as u32,
+                    dim: dim as u32,
+                });
+                let inputs = op::Inputs {
+                    src: &src_t,
+                    w1: &w1_t,
+                    scale: &scale_t,
+                    w2: &w2_t,
+                };
+                let mut y2 = poisoned::<f32>(ctx, &[n])?;
+                let mut sum2 = poisoned::<f32>(ctx, &[rows])?;
+                let outputs = op::OutputsMut {
+                    hidden: &mut hidden,
+                    y2: &mut y2,
+                    sum2: &mut sum2,
+                };
+                let plan = plan_and_run!(op, ctx, inputs, outputs, attrs);
+                let got = vec![
+                    ("Hidden", read(ctx, &hidden)?),
+                    ("Y2", read(ctx, &y2)?),
+                    ("Sum2", read(ctx, &sum2)?),
+                ];
+                Ok(ran(ctx, &plan, got))
+            },
+            || {
+                // DecodeNormAdd's update, then RMSNorm of the updated rows.
+                let add = crate::decode_norm_add::gpu::reference;
+                let hidden = add(&hidden0, &src, &w1, scale, rows, dim, 1e-6);
+                let norm = crate::rms_norm::gpu::reference;
+                let y2 = norm(&f32s(&hidden), Some(&f32s(&w2)), rows, dim, 1e-6);
+                let sums = (0..rows)
+                    .map(|r| y2[r * dim..(r + 1) * dim].iter().sum())
+                    .collect();
+                vec![hidden, y2, sums]
             },
         );
     }
