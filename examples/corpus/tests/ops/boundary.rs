@@ -26,6 +26,7 @@ macro_rules! plan_and_run {
 
 mod decode;
 mod elementwise;
+mod fused;
 mod matmul;
 mod mlp;
 mod rows;
@@ -137,6 +138,7 @@ fn every_corpus_op_answers_every_boundary_shape() {
     decode::cells(&mut cells);
     matmul::cells(&mut cells);
     mlp::cells(&mut cells);
+    fused::cells(&mut cells);
     println!("{}", cells.matrix);
     assert!(cells.wrong.is_empty(), "\n{}", cells.wrong.join("\n"));
     assert!(cells.matrix.failures().is_empty());

@@ -36,14 +36,14 @@ fn half_precision_inputs_are_rejected_by_name() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::decode_attention as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
 
     #[derive(Clone, Copy, Debug)]
-    struct Case {
+    pub(crate) struct Case {
         key_len: usize,
         q_offset: usize,
         q_heads: usize,
@@ -54,7 +54,12 @@ mod gpu {
         out_quant_scale: Option<f32>,
     }
 
-    fn case(key_len: usize, q_offset: usize, heads: (usize, usize), head_dim: usize) -> Case {
+    pub(crate) fn case(
+        key_len: usize,
+        q_offset: usize,
+        heads: (usize, usize),
+        head_dim: usize,
+    ) -> Case {
         Case {
             key_len,
             q_offset,
@@ -81,7 +86,7 @@ mod gpu {
     /// What the shader computes, in float64, for head `h`: the query row normalized
     /// (`eps` 1e-6 after the mean) and weighted, its halves rotated, then the softmax over keys
     /// `minKj..min(keyLen, qOffset + 1)` of `scale * q . k` weighting the value rows.
-    fn reference(
+    pub(crate) fn reference(
         c: &Case,
         q: &[f64],
         w: &[f32],

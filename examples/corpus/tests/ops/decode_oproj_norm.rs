@@ -41,7 +41,7 @@ fn row_cooperative_variant_needs_wide_subgroups() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::decode_oproj_norm as op;
     use corpus::runtime::half::f16;
@@ -54,7 +54,7 @@ mod gpu {
     }
 
     #[derive(Clone, Copy, Debug)]
-    struct Case {
+    pub(crate) struct Case {
         k: usize,
         n: usize,
         bits: u32,
@@ -63,7 +63,7 @@ mod gpu {
         rows: Option<u32>,
     }
 
-    const fn case(k: usize, n: usize, bits: u32) -> Case {
+    pub(crate) const fn case(k: usize, n: usize, bits: u32) -> Case {
         Case {
             k,
             n,
@@ -84,15 +84,15 @@ mod gpu {
         (x / s).round_ties_even().clamp(-128.0, 127.0) * s
     }
 
-    struct Data {
-        a: Vec<f32>,
-        codes: Vec<u32>,
-        scale: Vec<f32>,
-        hidden: Vec<f32>,
-        w12: Vec<f32>,
+    pub(crate) struct Data {
+        pub(crate) a: Vec<f32>,
+        pub(crate) codes: Vec<u32>,
+        pub(crate) scale: Vec<f32>,
+        pub(crate) hidden: Vec<f32>,
+        pub(crate) w12: Vec<f32>,
     }
 
-    fn data(case: Case) -> Data {
+    pub(crate) fn data(case: Case) -> Data {
         let Case { k, n, bits, .. } = case;
         Data {
             a: corpus::data(k, 51),
@@ -114,7 +114,7 @@ mod gpu {
     }
 
     /// `(hidden, y2, sum2)` in f64, rounding where the shader stores to `H` and `Y`.
-    fn reference<H: Float, Y: Float>(case: Case, d: &Data) -> (Vec<f64>, Vec<f64>, f64) {
+    pub(crate) fn reference<H: Float, Y: Float>(case: Case, d: &Data) -> (Vec<f64>, Vec<f64>, f64) {
         let Case { k, n, bits, .. } = case;
         let wpr = k * bits as usize / 32;
         let per_word = 32 / bits as usize;

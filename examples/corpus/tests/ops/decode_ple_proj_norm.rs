@@ -42,7 +42,7 @@ fn activation_scales_round_to_the_grid() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::Poison;
     use corpus::kernels::decode_ple_proj_norm as op;
     use corpus::runtime::half::f16;
@@ -58,7 +58,7 @@ mod gpu {
     }
 
     #[derive(Clone, Copy, Debug)]
-    struct Case {
+    pub(crate) struct Case {
         k: usize,
         n: usize,
         codes: bool,
@@ -67,7 +67,7 @@ mod gpu {
         in_scale: Option<f32>,
     }
 
-    const fn case(k: usize, n: usize, codes: bool) -> Case {
+    pub(crate) const fn case(k: usize, n: usize, codes: bool) -> Case {
         Case {
             k,
             n,
@@ -85,16 +85,16 @@ mod gpu {
         (x / s).round_ties_even().clamp(-128.0, 127.0) * s
     }
 
-    struct Data<T, Wt> {
-        a: Vec<T>,
-        w: Vec<Wt>,
-        codes: Vec<u32>,
-        row_scale: Vec<f32>,
-        hidden: Vec<f32>,
-        w12s: Vec<f32>,
+    pub(crate) struct Data<T, Wt> {
+        pub(crate) a: Vec<T>,
+        pub(crate) w: Vec<Wt>,
+        pub(crate) codes: Vec<u32>,
+        pub(crate) row_scale: Vec<f32>,
+        pub(crate) hidden: Vec<f32>,
+        pub(crate) w12s: Vec<f32>,
     }
 
-    fn data<T: Float, Wt: Float>(case: Case) -> Data<T, Wt> {
+    pub(crate) fn data<T: Float, Wt: Float>(case: Case) -> Data<T, Wt> {
         let Case { k, n, .. } = case;
         let mut w12s: Vec<f32> = corpus::data(2 * n, 65)
             .iter()
@@ -126,7 +126,7 @@ mod gpu {
     }
 
     /// `(hidden, y2, sum2)` in f64, rounding where the shader stores to `H` and `Y`.
-    fn reference<T: Float, Wt: Float, H: Float, Y: Float>(
+    pub(crate) fn reference<T: Float, Wt: Float, H: Float, Y: Float>(
         case: Case,
         d: &Data<T, Wt>,
     ) -> (Vec<f64>, Vec<f64>, f64) {

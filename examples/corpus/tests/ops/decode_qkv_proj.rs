@@ -24,7 +24,7 @@ fn output_scales_round_to_the_grid() {
 }
 
 #[cfg(corpus)]
-mod gpu {
+pub(crate) mod gpu {
     use corpus::kernels::decode_qkv_proj as op;
     use corpus::runtime::{Context, Tensor};
 
@@ -44,7 +44,7 @@ mod gpu {
     }
 
     /// Seeded packed words: every bit pattern is a valid run of codes.
-    fn words(len: usize, seed: u64) -> Vec<u32> {
+    pub(crate) fn words(len: usize, seed: u64) -> Vec<u32> {
         corpus::data(len, seed)
             .iter()
             .map(|v| v.to_bits().wrapping_mul(2_654_435_761))
@@ -139,11 +139,28 @@ mod gpu {
             "{case:?}: a second run differs"
         );
 
-        // The unscaled products; the caller applies the output grid.
+        let want = reference(k, bits, &a, &weights, [q_out, kv_out, kv_out], &scales);
+        let got = runs.swap_remove(0);
+        (got.try_into().unwrap(), want.try_into().unwrap())
+    }
+
+    /// `[q, k, v]` in f64 from the `[rows]` rows of `weights`' packed codes, `scales` running
+    /// over all three: the unscaled products; the caller applies the output grid.
+    pub(crate) fn reference(
+        k: usize,
+        bits: u32,
+        a: &[f32],
+        weights: &[Vec<u32>],
+        rows: [usize; 3],
+        scales: &[f32],
+    ) -> Vec<Vec<f64>> {
+        let wpr = k * bits as usize / 32;
+        let zero_point = 1u32 << (bits - 1);
+        let sum_a: f32 = a.iter().sum();
         let mut offset = 0;
-        let want: Vec<Vec<f64>> = weights
+        weights
             .iter()
-            .zip([q_out, kv_out, kv_out])
+            .zip(rows)
             .map(|(w, n)| {
                 let rows = (0..n)
                     .map(|o| {
@@ -156,9 +173,7 @@ mod gpu {
                 offset += n;
                 rows
             })
-            .collect();
-        let got = runs.swap_remove(0);
-        (got.try_into().unwrap(), want.try_into().unwrap())
+            .collect()
     }
 
     pub fn projects_packed_codes() {

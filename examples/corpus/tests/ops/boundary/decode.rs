@@ -1,9 +1,10 @@
-//! Boundary cells of the corpus's reductions and attention: ArgMax, Attention and
-//! DecodeQkNormRope. Attention's scalar variant and DecodeQkNormRope launch one workgroup per
-//! query position along x, unfolded: 65,536 positions (each seeing one key, so the cell stays
-//! small) need 65,536 workgroups there.
+//! Boundary cells of the corpus's reductions and attention: ArgMax, Attention,
+//! DecodeQkNormRope and DecodeAttention. Attention's scalar variant and DecodeQkNormRope launch
+//! one workgroup per query position along x, unfolded: 65,536 positions (each seeing one key,
+//! so the cell stays small) need 65,536 workgroups there. DecodeAttention launches one per
+//! query head along x and its 32 key chunks along y, so 65,536 heads pass x's limit.
 
-use corpus::kernels::{arg_max, attention, decode_qk_norm_rope};
+use corpus::kernels::{arg_max, attention, decode_attention, decode_qk_norm_rope};
 use corpus::runtime::{DType, Tensor};
 
 use super::{Cells, Want, poisoned, ran, read, upload, values};
@@ -12,6 +13,7 @@ pub(crate) fn cells(c: &mut Cells<'_>) {
     arg_max(c);
     attention(c);
     qk_norm_rope(c);
+    decode_attention(c);
 }
 
 /// The label of a cell whose launch needs 65,536 workgroups along x.
@@ -205,6 +207,136 @@ fn qk_norm_rope(c: &mut Cells<'_>) {
                 let reference = crate::decode_qk_norm_rope::gpu::reference;
                 vec![reference(k, &x, &w, &cos, &sin, f64::from(eps))]
             },
+        );
+    }
+}
+
+fn decode_attention(c: &mut Cells<'_>) {
+    use crate::decode_attention::gpu::{case, reference};
+    use decode_attention as op;
+    // (seqQ, keyLen, qOffset, (qHeads, kvHeads), headDim): one query row; the keys it sees
+    // end at qOffset.
+    let cases = [
+        (1, 5, 4, (2, 1), 8, Want::Right),
+        (
+            0,
+            5,
+            4,
+            (2, 1),
+            8,
+            Want::Refused("args.seqQ == 1` is false"),
+        ),
+        (
+            2,
+            5,
+            4,
+            (2, 1),
+            8,
+            Want::Refused("args.seqQ == 1` is false"),
+        ),
+        (
+            1,
+            0,
+            4,
+            (2, 1),
+            8,
+            Want::Refused("args.keyLen > 0` is false"),
+        ),
+        (
+            1,
+            5,
+            4,
+            (0, 1),
+            8,
+            Want::Refused("args.qHeads > 0` is false"),
+        ),
+        (
+            1,
+            5,
+            4,
+            (2, 0),
+            8,
+            Want::Refused("args.kvHeads > 0` is false"),
+        ),
+        (
+            1,
+            5,
+            4,
+            (2, 1),
+            0,
+            Want::Refused("args.headDim > 0` is false"),
+        ),
+        (
+            1,
+            5,
+            4,
+            (2, 1),
+            2,
+            Want::Refused("args.headDim % 4 == 0` is false"),
+        ),
+        (
+            1,
+            5,
+            4,
+            (3, 2),
+            8,
+            Want::Refused("args.qHeads % args.kvHeads == 0` is false"),
+        ),
+        (1, 1, 0, (1, 1), 4, Want::Right),
+        (1, 7, 6, (3, 1), 12, Want::Right),
+        (1, 33, 20, (5, 5), 20, Want::Right),
+        (1, 1, 0, (65_536, 1), 4, Want::Refused("65536 workgroups")),
+    ];
+    for (seq_q, key_len, q_offset, (q_heads, kv_heads), d, want) in cases {
+        let k = case(key_len, q_offset, (q_heads, kv_heads), d);
+        let q = values::<f32>(seq_q * q_heads * d, 121, 1.0);
+        let kv_len = key_len * kv_heads * d;
+        let (keys, vals) = (
+            values::<f32>(kv_len, 122, 1.0),
+            values::<f32>(kv_len, 123, 1.0),
+        );
+        let w: Vec<f32> = corpus::data(d, 124).iter().map(|x| 1.0 + 0.5 * x).collect();
+        let angles = corpus::data(d / 2, 125);
+        let cos: Vec<f32> = angles.iter().map(|a| (a * 3.0).cos()).collect();
+        let sin: Vec<f32> = angles.iter().map(|a| (a * 3.0).sin()).collect();
+        let fold = if q_heads > 65_535 { PAST_X } else { "" };
+        let label =
+            format!("q {seq_q}×{q_heads}, k {key_len}×{kv_heads}, d {d}, offset {q_offset}{fold}");
+        c.cell(
+            "DecodeAttention",
+            &label,
+            DType::F32,
+            want,
+            |ctx| {
+                let q_t = upload::<f32>(ctx, &[seq_q, q_heads, d], &q)?;
+                let k_t = upload::<f32>(ctx, &[key_len, kv_heads, d], &keys)?;
+                let v_t = upload::<f32>(ctx, &[key_len, kv_heads, d], &vals)?;
+                let w_t = Tensor::from_slice(ctx, &[d], &w)?;
+                let cos_t = Tensor::from_slice(ctx, &[d / 2], &cos)?;
+                let sin_t = Tensor::from_slice(ctx, &[d / 2], &sin)?;
+                let inputs = op::Inputs {
+                    q: &q_t,
+                    w: &w_t,
+                    cos: &cos_t,
+                    sin: &sin_t,
+                    k: &k_t,
+                    v: &v_t,
+                };
+                let mut attrs = op::Attrs::new(op::RequiredAttrs {
+                    seq_q: seq_q as u32,
+                    key_len: key_len as u32,
+                    q_offset: q_offset as u32,
+                    q_heads: q_heads as u32,
+                    kv_heads: kv_heads as u32,
+                    head_dim: d as u32,
+                });
+                attrs.scale = Some(1.0 / (d as f32).sqrt());
+                let mut out = poisoned::<f32>(ctx, &[seq_q, q_heads * d])?;
+                let outputs = op::OutputsMut { out: &mut out };
+                let plan = plan_and_run!(op, ctx, inputs, outputs, attrs);
+                Ok(ran(ctx, &plan, vec![("Out", read(ctx, &out)?)]))
+            },
+            || vec![reference(&k, &q, &w, (&cos, &sin), (&keys, &vals))],
         );
     }
 }
