@@ -2,8 +2,8 @@
 //! reference, held on the host so the native demo and the browser page run the same cases.
 
 use anyhow::Result;
-use kernel_runtime::registry::OpEntry;
 use kernel_runtime::AttrValue;
+use kernel_runtime::registry::OpEntry;
 use kernel_runtime::{AnyTensor, Context, DType, DeviceCaps, IndexTensor, RuntimeError};
 
 use crate::data::{DataRng, Tolerance, round_to};

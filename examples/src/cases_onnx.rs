@@ -3,8 +3,8 @@
 //! [`crate::reference::onnx`]. Present only when the `hub` crate found its manifests.
 
 use anyhow::Result;
-use kernel_runtime::DType;
 use kernel_runtime::AttrValue;
+use kernel_runtime::DType;
 
 use crate::cases::{Case, HostTensor, round_dtype};
 use crate::data::{DataRng, Tolerance};

@@ -377,7 +377,8 @@ fn an_empty_view_read_as_vec4_is_widened_or_refused() {
         "{err}"
     );
     assert!(
-        err.to_string().contains("reads `b` in elements of 16 bytes, but its buffer has 4"),
+        err.to_string()
+            .contains("reads `b` in elements of 16 bytes, but its buffer has 4"),
         "{err}"
     );
     let run = matmul.run(&ctx, &[&a, &view(16)], &[]).expect("widened");

@@ -234,7 +234,13 @@ impl Rejection {
         };
         let mut shown: Vec<&str> = path
             .iter()
-            .map(|step| if step.chars().count() > LONGEST_STEP { "…" } else { step })
+            .map(|step| {
+                if step.chars().count() > LONGEST_STEP {
+                    "…"
+                } else {
+                    step
+                }
+            })
             .collect();
         shown.dedup_by(|a, b| *a == "…" && *b == "…");
         shown.push(clause);
@@ -423,9 +429,10 @@ mod tests {
     fn a_long_enclosing_expression_is_elided() {
         let r = Rejection {
             variant: "main",
-            condition: "(not args.normSrq) and ((args.bits == 2 or args.bits == 4) and args.seq > 0) \
+            condition:
+                "(not args.normSrq) and ((args.bits == 2 or args.bits == 4) and args.seq > 0) \
                         › contract › (not args.normSrq)"
-                .into(),
+                    .into(),
             error: None,
             values: vec![("args.normSrq".into(), "1".into())],
         };
