@@ -271,6 +271,27 @@ pub struct NotBuilt {
     pub reason: &'static str,
 }
 
+/// Why a variant's plan could not be made: a value of it, or the shader it selects.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    /// A value of the plan could not be computed, or is out of its range.
+    #[error(transparent)]
+    Eval(#[from] EvalError),
+    /// The call selects a shader the generator left out.
+    #[error(transparent)]
+    NotBuilt(NotBuilt),
+}
+
+impl PlanError {
+    /// The message, as [`EvalError::message`] gives it for a value.
+    pub fn message(&self) -> String {
+        match self {
+            PlanError::Eval(error) => error.message().to_owned(),
+            PlanError::NotBuilt(not_built) => not_built.to_string(),
+        }
+    }
+}
+
 /// The error of a generated op: a contract violation, or a runtime failure.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]

@@ -148,12 +148,11 @@ pub use devices::ContextOptions;
 #[cfg(not(target_arch = "wasm32"))]
 pub use disk_cache::PipelineCacheLoad;
 pub use dtype::{DType, Element, Float, Integer};
-pub use error::{NotBuilt, OpError, Rejection, RuntimeError};
+pub use error::{NotBuilt, OpError, PlanError, Rejection, RuntimeError};
 pub use expr::EvalError;
 pub use index::{IndexTensor, narrow_i64_to_u32};
 pub use op::{AllocatingOp, Op, OpHooks, OpVisitor};
 pub use plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
-pub use plan_spec::PlanError;
 pub use staging::STAGING_CHUNK;
 pub use tensor::Tensor;
 pub use timing::PlanTimes;

@@ -8,41 +8,11 @@
 //! op.
 
 use crate::dtype::DType;
-use crate::error::NotBuilt;
+use crate::error::PlanError;
 use crate::expr::EvalError;
 use crate::plan::{Binding, Dispatch, IntermediateSpec, OutputSpec, Plan, PlannedPass};
-use crate::shaders::{Key, Missing, ShaderTable};
+use crate::shaders::{Key, ShaderTable};
 use crate::uniform::Words;
-
-/// Why a variant's plan could not be made.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PlanError {
-    /// A value of the plan could not be computed, or is out of its range.
-    #[error(transparent)]
-    Eval(#[from] EvalError),
-    /// The call selects a shader the generator left out.
-    #[error(transparent)]
-    NotBuilt(NotBuilt),
-}
-
-impl From<Missing> for PlanError {
-    fn from(missing: Missing) -> Self {
-        match missing {
-            Missing::NotBuilt(not_built) => PlanError::NotBuilt(not_built),
-            Missing::Unknown(error) => PlanError::Eval(error),
-        }
-    }
-}
-
-impl PlanError {
-    /// The message, as [`EvalError::message`] gives it for a value.
-    pub fn message(&self) -> String {
-        match self {
-            PlanError::Eval(error) => error.message().to_owned(),
-            PlanError::NotBuilt(not_built) => not_built.to_string(),
-        }
-    }
-}
 
 /// A value a plan expression computes.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::error::NotBuilt;
+use crate::error::{NotBuilt, PlanError};
 use crate::expr::EvalError;
 use crate::plan::Kernel;
 
@@ -94,17 +94,6 @@ pub type Row = (usize, usize, usize, &'static str, u8, &'static [u64], usize);
 /// A static combination of a pass the generator did not build, because it did not render
 /// or validate: its pass, the number of its key, its values and why, as the generator said.
 pub type LeftOut = (usize, u64, &'static str, &'static str);
-
-/// Why a pass has no shader for a key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Missing {
-    /// A combination the generator left out.
-    #[error(transparent)]
-    NotBuilt(NotBuilt),
-    /// A key no combination of the pass has.
-    #[error(transparent)]
-    Unknown(#[from] EvalError),
-}
 
 /// One pre-rendered shader.
 #[derive(Debug)]
@@ -274,7 +263,11 @@ impl ShaderTable {
 
     /// The shader of pass `pass` for `key`, the values its text depends on in the order
     /// codegen wrote them.
-    pub fn kernel(&'static self, pass: usize, key: &[Key<'_>]) -> Result<&'static Kernel, Missing> {
+    pub fn kernel(
+        &'static self,
+        pass: usize,
+        key: &[Key<'_>],
+    ) -> Result<&'static Kernel, PlanError> {
         let built = self.built();
         let number = self
             .passes
@@ -290,7 +283,7 @@ impl ShaderTable {
             (Some(&i), _) => Ok(&built.shaders[i].kernel),
             (None, Some(&(_, _, combination, reason))) => {
                 let info = &self.passes[pass];
-                Err(Missing::NotBuilt(NotBuilt {
+                Err(PlanError::NotBuilt(NotBuilt {
                     op: self.op,
                     variant: info.variant,
                     pass: info.pass,
@@ -304,7 +297,7 @@ impl ShaderTable {
                     .passes
                     .get(pass)
                     .map_or(("?", "?"), |p| (p.variant, p.pass));
-                Err(Missing::Unknown(EvalError::new(format!(
+                Err(PlanError::Eval(EvalError::new(format!(
                     "{}: variant `{variant}`, pass `{pass}`: no pre-rendered shader for ({})",
                     self.op,
                     values.join(", ")
