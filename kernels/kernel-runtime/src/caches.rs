@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use crate::bind_cache::BindGroupCache;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::disk_cache::DiskCache;
+use crate::gpu::Tally;
 use crate::pipeline::PipelineCache;
 use crate::pools::{IntermediatePool, ParamsCache};
 use crate::staging::Staging;
@@ -26,6 +27,16 @@ pub struct ContextCounts {
     /// Intermediate buffers kept for reuse, and their bytes.
     pub pooled_intermediates: usize,
     pub pooled_intermediate_bytes: u64,
+    /// Buffers created on the device through the context since it was made: tensors,
+    /// intermediates, uniform and staging buffers.
+    pub buffers_created: u64,
+    /// Bind groups created since the context was made (kept ones are not created again).
+    pub bind_groups_created: u64,
+    /// Compute pipelines created since the context was made.
+    pub pipelines_created: u64,
+    /// Compute passes and dispatches recorded since the context was made.
+    pub compute_passes_recorded: u64,
+    pub dispatches_recorded: u64,
 }
 
 /// A context's caches and pools.
@@ -63,9 +74,14 @@ impl Caches {
         lock(&self.disk).clone()
     }
 
-    pub(crate) fn counts(&self) -> ContextCounts {
+    pub(crate) fn counts(&self, tally: &Tally) -> ContextCounts {
         let (pooled_intermediates, pooled_intermediate_bytes) = self.intermediates.held();
         ContextCounts {
+            buffers_created: Tally::read(&tally.buffers),
+            bind_groups_created: Tally::read(&tally.bind_groups),
+            pipelines_created: Tally::read(&tally.pipelines),
+            compute_passes_recorded: Tally::read(&tally.compute_passes),
+            dispatches_recorded: Tally::read(&tally.dispatches),
             pipelines: self.pipelines.len(),
             bind_groups: self.bind_groups.len(),
             uniform_buffers: self.params.len(),

@@ -327,7 +327,7 @@ impl Context {
 
     /// What the context holds now: for watching a long-running process for growth.
     pub fn counts(&self) -> ContextCounts {
-        self.caches.counts()
+        self.caches.counts(&self.gpu.tally)
     }
 
     /// Number of bind groups kept for reuse (see [`Context::record_plan_reusing`]).

@@ -2,6 +2,7 @@
 //! into [`RuntimeError`]s, and the waits. Everything above (staging, caches, recording, the
 //! [`crate::Context`] façade) works through a [`Gpu`]; it knows nothing of them.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::caps::DeviceCaps;
@@ -60,6 +61,30 @@ pub(crate) struct Gpu {
     pending: Mutex<Vec<PendingCheck>>,
     /// Test hook: pretend the device allows fewer workgroups per dimension.
     dispatch_limit: Option<u32>,
+    /// What was created and recorded through this core.
+    pub(crate) tally: Tally,
+}
+
+/// Objects created and commands recorded since the context was made: a loop that creates
+/// nothing after its first step shows flat counts ([`crate::ContextCounts`]).
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub(crate) buffers: AtomicU64,
+    pub(crate) bind_groups: AtomicU64,
+    pub(crate) pipelines: AtomicU64,
+    pub(crate) compute_passes: AtomicU64,
+    pub(crate) dispatches: AtomicU64,
+}
+
+impl Tally {
+    /// Adds one to `counter`; a relaxed count, read only for reports.
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn read(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
 }
 
 impl Gpu {
@@ -79,6 +104,7 @@ impl Gpu {
             #[cfg(target_arch = "wasm32")]
             pending: Mutex::new(Vec::new()),
             dispatch_limit: None,
+            tally: Tally::default(),
         }
     }
 
@@ -238,6 +264,7 @@ impl Gpu {
         size: u64,
         usage: wgpu::BufferUsages,
     ) -> Result<wgpu::Buffer, RuntimeError> {
+        Tally::add(&self.tally.buffers, 1);
         self.scoped(label, || {
             self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),

@@ -73,6 +73,7 @@ impl PipelineCache {
             return Ok(p.clone());
         }
         let module = self.module(gpu, kernel)?;
+        crate::gpu::Tally::add(&gpu.tally.pipelines, 1);
         let created = gpu.scoped(kernel.label, || {
             gpu.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {

@@ -5,7 +5,7 @@ use crate::args::{Arg, check_aliasing};
 use crate::bind_cache::BindKey;
 use crate::caches::Caches;
 use crate::error::RuntimeError;
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Tally};
 use crate::plan::{Binding, Plan, PlannedPass};
 use crate::pools::Intermediate;
 
@@ -86,6 +86,15 @@ impl Recorder<'_> {
         self.caches.intermediates.give_back(intermediates);
         let steps = steps?;
         let label = plan.label();
+        let tally = &self.gpu.tally;
+        Tally::add(&tally.dispatches, steps.len() as u64);
+        Tally::add(
+            &tally.compute_passes,
+            match timestamps {
+                Timestamps::PerPass(..) => steps.len() as u64,
+                _ => 1,
+            },
+        );
         match timestamps {
             Timestamps::None => encode_pass(encoder, &label, &steps, None),
             Timestamps::Whole(query_set, first) => {
@@ -189,6 +198,7 @@ impl Recorder<'_> {
         if let Some(group) = key.as_ref().and_then(|k| self.caches.bind_groups.get(k)) {
             return Ok(Some(group));
         }
+        Tally::add(&self.gpu.tally.bind_groups, 1);
         let bind_group = self.gpu.scoped(pass.id, || {
             let layout = pipeline.get_bind_group_layout(0);
             self.gpu

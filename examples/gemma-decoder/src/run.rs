@@ -1,0 +1,148 @@
+//! The decode loop: a [`Decoder`] owns the model on the device and steps it one token per
+//! submission, the next token chosen on the device; [`Decoder::generate`] runs N tokens and
+//! reports their cost.
+
+use std::time::Instant;
+
+use kernel_runtime::{Context, ContextCounts, wgpu};
+
+use crate::config::Config;
+use crate::model::Model;
+use crate::step::{DecodeError, NoProbe, Probe, StepAttrs};
+use crate::weights::Weights;
+
+/// A decoder on one device.
+pub struct Decoder {
+    pub model: Model,
+    attrs: StepAttrs,
+    /// The position of the next token step.
+    pos: usize,
+}
+
+/// What a run of [`Decoder::generate`] cost.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The tokens decoded, in order (the first is the one after the prompt token).
+    pub tokens: Vec<u32>,
+    /// Wall time of the whole run, from the first record to the last token read back.
+    pub wall_s: f64,
+    /// Host time recording each token's encoder and submitting it, in µs.
+    pub host_us: Vec<f64>,
+    /// The runtime's counts after the first token and after the last.
+    pub after_first: ContextCounts,
+    pub after_last: ContextCounts,
+}
+
+impl Report {
+    /// Tokens per second over the whole run.
+    pub fn tokens_per_s(&self) -> f64 {
+        self.tokens.len() as f64 / self.wall_s
+    }
+
+    /// The median host time per token, after the first (which creates what later ones
+    /// reuse).
+    pub fn host_us_median(&self) -> f64 {
+        let mut later: Vec<f64> = self.host_us.iter().skip(1).copied().collect();
+        if later.is_empty() {
+            later = self.host_us.clone();
+        }
+        later.sort_by(f64::total_cmp);
+        later.get(later.len() / 2).copied().unwrap_or(0.0)
+    }
+
+    /// Dispatches recorded per token after the first.
+    pub fn dispatches_per_token(&self) -> f64 {
+        let later = self.tokens.len().saturating_sub(1).max(1) as f64;
+        (self.after_last.dispatches_recorded - self.after_first.dispatches_recorded) as f64 / later
+    }
+}
+
+impl Decoder {
+    /// Checks `config`, uploads `weights` and allocates everything a step uses.
+    pub fn new(ctx: &Context, config: &Config, weights: &Weights) -> Result<Self, DecodeError> {
+        config.check().map_err(DecodeError::Config)?;
+        Ok(Decoder {
+            model: Model::upload(ctx, config, weights)?,
+            attrs: StepAttrs::new(config),
+            pos: 0,
+        })
+    }
+
+    /// Starts a sequence at position 0 from `token`.
+    pub fn start(&mut self, ctx: &Context, token: u32) {
+        self.pos = 0;
+        ctx.queue()
+            .write_buffer(self.model.act.ids.buffer(), 0, &token.to_le_bytes());
+    }
+
+    /// The position the next step decodes at.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Records the next token's step into `encoder` (see [`Model::record_token`]).
+    pub fn record_next(
+        &mut self,
+        ctx: &Context,
+        encoder: &mut wgpu::CommandEncoder,
+        probe: &mut dyn Probe,
+    ) -> Result<(), DecodeError> {
+        self.model
+            .record_token(ctx, encoder, &mut self.attrs, self.pos, probe)?;
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// Records the next token's step in an encoder of its own and submits it, without
+    /// waiting for the device.
+    pub fn step(&mut self, ctx: &Context, probe: &mut dyn Probe) -> Result<(), DecodeError> {
+        let mut encoder = ctx
+            .device()
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("decode step"),
+            });
+        self.record_next(ctx, &mut encoder, probe)?;
+        ctx.queue().submit(Some(encoder.finish()));
+        Ok(())
+    }
+
+    /// The tokens decoded so far, read back (waits for the device).
+    pub fn tokens(&self, ctx: &Context) -> Result<Vec<u32>, DecodeError> {
+        let bytes = ctx.read_buffer(self.model.act.tokens.buffer(), 4 * self.pos as u64)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect())
+    }
+
+    /// Decodes `count` tokens greedily after `token`, one submission each, and reports the
+    /// cost.
+    pub fn generate(
+        &mut self,
+        ctx: &Context,
+        token: u32,
+        count: usize,
+    ) -> Result<Report, DecodeError> {
+        self.start(ctx, token);
+        let mut host_us = Vec::with_capacity(count);
+        let start = Instant::now();
+        let mut after_first = ctx.counts();
+        for i in 0..count {
+            let t = Instant::now();
+            self.step(ctx, &mut NoProbe)?;
+            host_us.push(t.elapsed().as_secs_f64() * 1e6);
+            if i == 0 {
+                after_first = ctx.counts();
+            }
+        }
+        let tokens = self.tokens(ctx)?;
+        let wall_s = start.elapsed().as_secs_f64();
+        Ok(Report {
+            tokens,
+            wall_s,
+            host_us,
+            after_first,
+            after_last: ctx.counts(),
+        })
+    }
+}

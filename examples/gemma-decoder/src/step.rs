@@ -1,0 +1,513 @@
+//! One token of the decoder, recorded into the caller's command encoder through the generated
+//! typed API of the Gemma 4 packages: the embedding gather with the first input norm, the
+//! per-layer embeddings, per layer the QKV projection, the K and V rows into the cache with
+//! their norms and rotation, attention, the output projection with its norms, the MLP's
+//! gate/up and down halves with theirs, the per-layer-embedding gate and projection (which
+//! also normalizes the next layer's input), then the LM head and the argmax, whose token is
+//! the next step's input. Nothing is read back: the token stays on the device.
+
+use std::fmt;
+
+use corpus::kernels::{
+    add_in_place, arg_max, decode_attention, decode_down_norm_add, decode_gate_up_norm,
+    decode_oproj_norm, decode_ple_gate, decode_ple_proj_norm, decode_qk_norm_rope, decode_qkv_proj,
+    dense_gemv, mul_broadcast, qat_embed_gather, qat_mat_mul, rmsnorm,
+};
+use kernel_runtime::{Context, OpError, RuntimeError, wgpu};
+
+use crate::config::{Config, Precision};
+use crate::model::{Activations, Constants, LinearGpu, Model, WeightsGpu};
+
+/// A stage of the step: one op call (two for the per-layer embeddings' combination).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// The token's embedding row, and layer 0's normalized input and its sum.
+    Embed,
+    /// Every layer's per-layer embedding row of the token.
+    PleGather,
+    /// The embedding projected to every layer's per-layer input.
+    PleProject,
+    /// That projection normalized per layer.
+    PleNorm,
+    /// The normalized projection plus the gathered rows, times `1/√2`.
+    PleCombine,
+    Qkv,
+    /// The key row normalized, rotated and written into the cache.
+    KeyCache,
+    /// The value row normalized and written into the cache.
+    ValueCache,
+    Attention,
+    /// The output projection, its norm added to the residual, and the MLP's normalized input.
+    OutProjection,
+    GateUp,
+    /// The down projection, its norm added to the residual.
+    Down,
+    PleGate,
+    /// The per-layer projection, its norm added to the residual, the layer scalar, and the
+    /// next layer's (or the final) normalized input.
+    PleProjection,
+    LmHead,
+    ArgMax,
+}
+
+impl Stage {
+    /// The stages before the first layer, of each layer, and after the last, in order.
+    pub const BEFORE: &'static [Stage] = &[
+        Stage::Embed,
+        Stage::PleGather,
+        Stage::PleProject,
+        Stage::PleNorm,
+        Stage::PleCombine,
+    ];
+    pub const LAYER: &'static [Stage] = &[
+        Stage::Qkv,
+        Stage::KeyCache,
+        Stage::ValueCache,
+        Stage::Attention,
+        Stage::OutProjection,
+        Stage::GateUp,
+        Stage::Down,
+        Stage::PleGate,
+        Stage::PleProjection,
+    ];
+    pub const AFTER: &'static [Stage] = &[Stage::LmHead, Stage::ArgMax];
+}
+
+/// Where in the step: a stage, of a layer or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct At {
+    pub layer: Option<usize>,
+    pub stage: Stage,
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.layer {
+            Some(l) => write!(f, "layer {l}, {:?}", self.stage),
+            None => write!(f, "{:?}", self.stage),
+        }
+    }
+}
+
+/// Why a step could not be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("{at}: {source}")]
+    Op {
+        at: At,
+        #[source]
+        source: OpError,
+    },
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error("position {pos} is past the KV cache's {max} positions")]
+    PastCache { pos: usize, max: usize },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Sees each stage's outputs as the step records them: a test copies them out to compare
+/// with its reference. [`NoProbe`] records nothing.
+pub trait Probe {
+    /// After the stage `at` was recorded; `outputs` are the buffers it wrote, by name.
+    fn after(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        at: At,
+        outputs: &[(&'static str, &wgpu::Buffer)],
+    );
+}
+
+/// A probe that looks at nothing.
+pub struct NoProbe;
+
+impl Probe for NoProbe {
+    fn after(&mut self, _: &mut wgpu::CommandEncoder, _: At, _: &[(&'static str, &wgpu::Buffer)]) {}
+}
+
+/// Every stage's attributes, made once; a step changes only the position's fields.
+pub struct StepAttrs {
+    pub(crate) embed: qat_embed_gather::Attrs,
+    pub(crate) ple_gather: qat_embed_gather::Attrs,
+    pub(crate) ple_project_quant: qat_mat_mul::Attrs,
+    pub(crate) ple_project_dense: dense_gemv::Attrs,
+    pub(crate) ple_norm: rmsnorm::Attrs,
+    pub(crate) ple_add: add_in_place::Attrs,
+    pub(crate) ple_scale: mul_broadcast::Attrs,
+    pub(crate) qkv: decode_qkv_proj::Attrs,
+    pub(crate) key_rope: decode_qk_norm_rope::Attrs,
+    pub(crate) value_norm: decode_qk_norm_rope::Attrs,
+    pub(crate) attention: decode_attention::Attrs,
+    pub(crate) out_projection: decode_oproj_norm::Attrs,
+    pub(crate) gate_up: decode_gate_up_norm::Attrs,
+    pub(crate) down: decode_down_norm_add::Attrs,
+    pub(crate) ple_gate: decode_ple_gate::Attrs,
+    pub(crate) ple_projection: decode_ple_proj_norm::Attrs,
+    pub(crate) lm_head_quant: qat_mat_mul::Attrs,
+    pub(crate) lm_head_dense: dense_gemv::Attrs,
+    pub(crate) arg_max: arg_max::Attrs,
+}
+
+impl StepAttrs {
+    pub fn new(c: &Config) -> Self {
+        let u = |n: usize| n as u32;
+        let (bits, zero_point, mask) = (c.bits, c.zero_point(), (1u32 << c.bits) - 1);
+        let eps = Some(c.eps);
+        let quant = c.precision == Precision::Quantized;
+        let gather = |hidden: usize| {
+            qat_embed_gather::Attrs::new(qat_embed_gather::RequiredAttrs {
+                seq: 1,
+                hidden: u(hidden),
+                vocab: u(c.vocab),
+                bits,
+                group_size: u(c.embed_group),
+                zero_point,
+                embed_scale: (hidden as f32).sqrt(),
+            })
+        };
+        let matmul = |in_features: usize, out_features: usize| {
+            qat_mat_mul::Attrs::new(qat_mat_mul::RequiredAttrs {
+                m: 1,
+                in_features: u(in_features),
+                out_features: u(out_features),
+                bits,
+                zero_point,
+                mask,
+            })
+        };
+        let gemv = |in_features: usize, out_features: usize| {
+            dense_gemv::Attrs::new(dense_gemv::RequiredAttrs {
+                m: 1,
+                in_features: u(in_features),
+                out_features: u(out_features),
+            })
+        };
+        let norm_rope = |w_eps: f32| {
+            decode_qk_norm_rope::Attrs::new(decode_qk_norm_rope::RequiredAttrs {
+                seq: 1,
+                heads: u(c.kv_heads),
+                head_dim: u(c.head_dim),
+                eps: w_eps,
+            })
+        };
+        let mut embed = gather(c.hidden);
+        embed.norm_srq = Some(1);
+        embed.eps = eps;
+        let mut ple_norm = rmsnorm::Attrs::new(rmsnorm::RequiredAttrs {
+            rows: u(c.layers),
+            dim: u(c.ple_dim),
+        });
+        ple_norm.eps = eps;
+        let mut ple_scale = mul_broadcast::Attrs::new(mul_broadcast::RequiredAttrs {
+            count: u(c.ple_total()),
+        });
+        ple_scale.period = Some(1);
+        let mut attention = decode_attention::Attrs::new(decode_attention::RequiredAttrs {
+            seq_q: 1,
+            key_len: 1,
+            q_offset: 0,
+            q_heads: u(c.q_heads),
+            kv_heads: u(c.kv_heads),
+            head_dim: u(c.head_dim),
+        });
+        attention.eps = eps;
+        attention.scale = Some(1.0);
+        let mut out_projection = decode_oproj_norm::Attrs::new(decode_oproj_norm::RequiredAttrs {
+            in_features: u(c.q_out()),
+            out_features: u(c.hidden),
+            bits,
+            zero_point,
+            mask,
+        });
+        out_projection.eps = eps;
+        let gate_up = decode_gate_up_norm::Attrs::new(decode_gate_up_norm::RequiredAttrs {
+            m: 1,
+            in_features: u(c.hidden),
+            out_features: u(c.intermediate),
+            bits,
+            zero_point,
+            mask,
+        });
+        let mut down = decode_down_norm_add::Attrs::new(decode_down_norm_add::RequiredAttrs {
+            m: 1,
+            in_features: u(c.intermediate),
+            out_features: u(c.hidden),
+            bits,
+            zero_point,
+            mask,
+        });
+        down.eps = eps;
+        let mut ple_gate = decode_ple_gate::Attrs::new(decode_ple_gate::RequiredAttrs {
+            m: 1,
+            in_features: u(c.hidden),
+            out_features: u(c.ple_dim),
+            ple_offset: 0,
+        });
+        ple_gate.codes = quant.then_some(1);
+        let mut ple_projection =
+            decode_ple_proj_norm::Attrs::new(decode_ple_proj_norm::RequiredAttrs {
+                in_features: u(c.ple_dim),
+                out_features: u(c.hidden),
+            });
+        ple_projection.codes = quant.then_some(1);
+        ple_projection.eps = eps;
+        let mut lm_head_quant = matmul(c.hidden, c.vocab);
+        lm_head_quant.block_major = Some(1);
+        lm_head_quant.emit_argmax = Some(1);
+        StepAttrs {
+            embed,
+            ple_gather: gather(c.ple_total()),
+            ple_project_quant: matmul(c.hidden, c.ple_total()),
+            ple_project_dense: gemv(c.hidden, c.ple_total()),
+            ple_norm,
+            ple_add: add_in_place::Attrs::new(add_in_place::RequiredAttrs {
+                count: u(c.ple_total()),
+            }),
+            ple_scale,
+            qkv: decode_qkv_proj::Attrs::new(decode_qkv_proj::RequiredAttrs {
+                in_features: u(c.hidden),
+                q_out: u(c.q_out()),
+                kv_out: u(c.kv_out()),
+                bits,
+                zero_point,
+                mask,
+            }),
+            key_rope: norm_rope(c.eps),
+            value_norm: norm_rope(c.eps),
+            attention,
+            out_projection,
+            gate_up,
+            down,
+            ple_gate,
+            ple_projection,
+            lm_head_quant,
+            lm_head_dense: gemv(c.hidden, c.vocab),
+            arg_max: if quant {
+                let mut a = arg_max::Attrs::new(arg_max::RequiredAttrs {
+                    count: u(c.vocab.div_ceil(128)),
+                });
+                a.finalize = Some(1);
+                a
+            } else {
+                arg_max::Attrs::new(arg_max::RequiredAttrs { count: u(c.vocab) })
+            },
+        }
+    }
+}
+
+/// Wraps an op's error with where it happened.
+pub(crate) fn at(layer: Option<usize>, stage: Stage) -> impl Fn(OpError) -> DecodeError {
+    move |source| DecodeError::Op {
+        at: At { layer, stage },
+        source,
+    }
+}
+
+/// What a stage reads and writes: the model's parts, borrowed apart so that a stage can
+/// read some activations while it writes others.
+pub(crate) struct Parts<'m> {
+    pub(crate) c: &'m Config,
+    pub(crate) w: &'m WeightsGpu,
+    pub(crate) k: &'m Constants,
+    pub(crate) a: &'m mut Activations,
+}
+
+impl Model {
+    /// Records the step that decodes the token in `ids` at position `pos` and writes the next
+    /// token into `ids` (and into `tokens[pos]`).
+    pub fn record_token(
+        &mut self,
+        ctx: &Context,
+        encoder: &mut wgpu::CommandEncoder,
+        attrs: &mut StepAttrs,
+        pos: usize,
+        probe: &mut dyn Probe,
+    ) -> Result<(), DecodeError> {
+        let Model {
+            config,
+            weights,
+            constants,
+            act,
+        } = self;
+        let c = &*config;
+        if pos >= c.max_positions {
+            return Err(DecodeError::PastCache {
+                pos,
+                max: c.max_positions,
+            });
+        }
+        // The position's rotation, for each kind of layer.
+        let half_bytes = (c.head_dim / 2 * 4) as u64;
+        for rotary in [&constants.local, &constants.global] {
+            for (table, row) in [
+                (&rotary.cos_table, &rotary.cos),
+                (&rotary.sin_table, &rotary.sin),
+            ] {
+                encoder.copy_buffer_to_buffer(
+                    table.buffer(),
+                    pos as u64 * half_bytes,
+                    row.buffer(),
+                    0,
+                    half_bytes,
+                );
+            }
+        }
+        let mut parts = Parts {
+            c,
+            w: weights,
+            k: constants,
+            a: act,
+        };
+        parts.embeddings(ctx, encoder, attrs, probe)?;
+        for layer in 0..c.layers {
+            parts.layer(ctx, encoder, attrs, layer, pos, probe)?;
+        }
+        parts.head(ctx, encoder, attrs, probe)?;
+        let a = &parts.a;
+        encoder.copy_buffer_to_buffer(a.ids.buffer(), 0, a.tokens.buffer(), 4 * pos as u64, 4);
+        Ok(())
+    }
+}
+
+impl Parts<'_> {
+    fn embeddings(
+        &mut self,
+        ctx: &Context,
+        encoder: &mut wgpu::CommandEncoder,
+        attrs: &StepAttrs,
+        probe: &mut dyn Probe,
+    ) -> Result<(), DecodeError> {
+        let Parts { c, w, k, a } = self;
+        let stage = Stage::Embed;
+        qat_embed_gather::record_into(
+            ctx,
+            encoder,
+            &qat_embed_gather::Inputs {
+                ids: &a.ids,
+                bits: &w.embed.words,
+                scale: &w.embed.scale,
+                w: Some(&w.embed_norm),
+            },
+            qat_embed_gather::OutputsMut {
+                out: &mut a.hidden,
+                y2: Some(&mut a.x),
+                sum_a: Some(&mut a.x_sum),
+            },
+            &attrs.embed,
+        )
+        .map_err(at(None, stage))?;
+        probe.after(
+            encoder,
+            At { layer: None, stage },
+            &[
+                ("hidden", a.hidden.buffer()),
+                ("x", a.x.buffer()),
+                ("x_sum", a.x_sum.buffer()),
+            ],
+        );
+
+        let stage = Stage::PleGather;
+        qat_embed_gather::record_into(
+            ctx,
+            encoder,
+            &qat_embed_gather::Inputs {
+                ids: &a.ids,
+                bits: &w.ple_embed.words,
+                scale: &w.ple_embed.scale,
+                w: None,
+            },
+            qat_embed_gather::OutputsMut {
+                out: &mut a.ple_gathered,
+                y2: None,
+                sum_a: None,
+            },
+            &attrs.ple_gather,
+        )
+        .map_err(at(None, stage))?;
+        probe.after(
+            encoder,
+            At { layer: None, stage },
+            &[("ple_gathered", a.ple_gathered.buffer())],
+        );
+
+        let stage = Stage::PleProject;
+        match &w.ple_model_projection {
+            LinearGpu::Quant(m) => qat_mat_mul::record_into(
+                ctx,
+                encoder,
+                &qat_mat_mul::Inputs {
+                    a: &a.hidden,
+                    bits: &m.words,
+                    scale: &m.scale,
+                    sum_a: None,
+                },
+                qat_mat_mul::OutputsMut {
+                    out: &mut a.ple_projected,
+                    cand_val: None,
+                    cand_idx: None,
+                },
+                &attrs.ple_project_quant,
+            ),
+            LinearGpu::Dense(m) => dense_gemv::record_into(
+                ctx,
+                encoder,
+                &dense_gemv::Inputs { a: &a.hidden, w: m },
+                dense_gemv::OutputsMut {
+                    out: &mut a.ple_projected,
+                },
+                &attrs.ple_project_dense,
+            ),
+        }
+        .map_err(at(None, stage))?;
+        probe.after(
+            encoder,
+            At { layer: None, stage },
+            &[("ple_projected", a.ple_projected.buffer())],
+        );
+
+        let stage = Stage::PleNorm;
+        rmsnorm::record_into(
+            ctx,
+            encoder,
+            &rmsnorm::Inputs {
+                x: &a.ple_projected,
+                w: Some(&w.ple_projection_norm),
+            },
+            rmsnorm::OutputsMut { y: &mut a.ple },
+            &attrs.ple_norm,
+        )
+        .map_err(at(None, stage))?;
+        probe.after(
+            encoder,
+            At { layer: None, stage },
+            &[("ple", a.ple.buffer())],
+        );
+
+        let stage = Stage::PleCombine;
+        add_in_place::record_into(
+            ctx,
+            encoder,
+            &add_in_place::Inputs { x: &a.ple_gathered },
+            add_in_place::OutputsMut { y: &mut a.ple },
+            &attrs.ple_add,
+        )
+        .map_err(at(None, stage))?;
+        mul_broadcast::record_into(
+            ctx,
+            encoder,
+            &mul_broadcast::Inputs {
+                factor: &k.ple_factor,
+            },
+            mul_broadcast::OutputsMut { x: &mut a.ple },
+            &attrs.ple_scale,
+        )
+        .map_err(at(None, stage))?;
+        probe.after(
+            encoder,
+            At { layer: None, stage },
+            &[("ple", a.ple.buffer())],
+        );
+        let _ = c;
+        Ok(())
+    }
+}
