@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use kernel_runtime::{AllocatingOp, Context, ContextOptions, IndexTensor, Tensor, wgpu};
+use kernel_runtime::{AllocatingOp, Context, ContextOptions, IndexTensor, OpHooks, Tensor, wgpu};
 use kernels::{bias_softmax, gated_relative_position_bias as grpb, mrotary_embedding as mrope};
 use serde::Serialize;
 
@@ -36,6 +36,45 @@ pub struct HostResult {
     /// The same with `record_into` and one provided output: what an inference loop pays.
     pub record_into_us_per_op: f64,
     pub recorded_ops: usize,
+    /// Heap allocations per `record_into` in that loop (`None` unless the program counts
+    /// allocations: the bench binary does, through [`allocations`]).
+    pub record_into_allocs_per_op: Option<f64>,
+    /// Where a warm `record_into`'s time and allocations go, part by part.
+    pub record_into_parts: Vec<Part>,
+}
+
+/// One part of a warm `record_into`, measured on its own over many calls: mean wall time and
+/// heap allocations per call.
+#[derive(Debug, Clone, Serialize)]
+pub struct Part {
+    pub part: &'static str,
+    pub us: f64,
+    pub allocs: Option<f64>,
+}
+
+/// Heap allocations made so far by this process, when its global allocator is
+/// `stats_alloc`'s instrumented one (the bench binary installs it); `None` otherwise.
+pub fn allocations() -> Option<u64> {
+    let stats = || stats_alloc::INSTRUMENTED_SYSTEM.stats().allocations as u64;
+    let before = stats();
+    let probe = std::hint::black_box(Box::new(0u64));
+    let counted = stats() > before;
+    drop(probe);
+    counted.then(stats)
+}
+
+/// Mean wall time (µs) and allocations per call of `f` over `calls` calls.
+fn per_call(calls: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, Option<f64>)> {
+    let before = allocations();
+    let started = Instant::now();
+    for _ in 0..calls {
+        f()?;
+    }
+    let elapsed = started.elapsed();
+    let after = allocations();
+    let n = calls.max(1) as f64;
+    let allocs = before.zip(after).map(|(b, a)| (a - b) as f64 / n);
+    Ok((elapsed.as_secs_f64() * 1e6 / n, allocs))
 }
 
 /// The same small problem of one op, to run and record repeatedly.
@@ -50,12 +89,14 @@ trait Problem {
         ctx: &Context,
         encoder: Option<&mut wgpu::CommandEncoder>,
     ) -> Result<()>;
+    /// The parts of a warm `record_into`, each measured over `calls` calls.
+    fn parts(&mut self, ctx: &Context, calls: usize) -> Result<Vec<Part>>;
 }
 
 /// A problem of any op that writes nothing in place (its `InPlace` is `()`), through the `Op`
 /// traits: the input tensors `I` and output tensor `W` it owns, and how the op's typed structs
 /// view them.
-struct OpProblem<O: for<'a> AllocatingOp<InPlace<'a> = ()>, I, W> {
+struct OpProblem<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> {
     inputs: I,
     output: W,
     attrs: O::Attrs,
@@ -63,7 +104,7 @@ struct OpProblem<O: for<'a> AllocatingOp<InPlace<'a> = ()>, I, W> {
     view_mut: for<'a> fn(&'a mut W) -> O::OutputsMut<'a>,
 }
 
-impl<O: for<'a> AllocatingOp<InPlace<'a> = ()>, I, W> Problem for OpProblem<O, I, W> {
+impl<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> Problem for OpProblem<O, I, W> {
     fn op(&self) -> &'static str {
         O::NAME
     }
@@ -91,6 +132,133 @@ impl<O: for<'a> AllocatingOp<InPlace<'a> = ()>, I, W> Problem for OpProblem<O, I
         }
         Ok(())
     }
+    fn parts(&mut self, ctx: &Context, calls: usize) -> Result<Vec<Part>> {
+        let inputs = (self.view)(&self.inputs);
+        let outputs = (self.view_mut)(&mut self.output);
+        let attrs = &self.attrs;
+        let mut parts = Vec::new();
+        let mut part = |part: &'static str, (us, allocs): (f64, Option<f64>)| {
+            parts.push(Part { part, us, allocs });
+        };
+        let (shapes, dtypes) = O::call_shapes(&inputs, &outputs);
+        part(
+            "plan (Env, select, plan)",
+            per_call(calls, || {
+                std::hint::black_box(O::plan(ctx.caps(), &shapes, &dtypes, attrs)?);
+                Ok(())
+            })?,
+        );
+        part(
+            "  of which Env::new",
+            per_call(calls, || {
+                std::hint::black_box(O::env(&shapes, dtypes, attrs, ctx.caps())?);
+                Ok(())
+            })?,
+        );
+        part(
+            "args and output shapes",
+            per_call(calls, || {
+                std::hint::black_box(O::args(&inputs, &outputs));
+                std::hint::black_box(O::provided_shapes(&outputs));
+                Ok(())
+            })?,
+        );
+        let plan = O::plan(ctx.caps(), &shapes, &dtypes, attrs)?;
+        part(
+            "plan.label()",
+            per_call(calls, || {
+                std::hint::black_box(plan.label());
+                Ok(())
+            })?,
+        );
+        part(
+            "  of which pipeline lookups",
+            per_call(calls, || {
+                for pass in &plan.passes {
+                    ctx.precompile(pass.kernel, &pass.overrides)?;
+                }
+                Ok(())
+            })?,
+        );
+        let (pipeline, bind_group) = trivial_pipeline(ctx);
+        let mut encoder = ctx.create_encoder();
+        part(
+            "  of which wgpu: a pass, a dispatch",
+            per_call(calls, || {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("op/variant"),
+                    timestamp_writes: None,
+                });
+                pass.push_debug_group("main");
+                pass.set_pipeline(&pipeline);
+                pass.set_bind_group(0, &bind_group, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+                pass.pop_debug_group();
+                Ok(())
+            })?,
+        );
+        ctx.submit(encoder)?;
+        let args = O::args(&inputs, &outputs);
+        let mut encoder = ctx.create_encoder();
+        ctx.record_plan_reusing(&mut encoder, &plan, &args)?;
+        part(
+            "record_plan_reusing (runtime)",
+            per_call(calls, || {
+                Ok(ctx.record_plan_reusing(&mut encoder, &plan, &args)?)
+            })?,
+        );
+        ctx.submit(encoder)?;
+        drop(args);
+        drop(outputs);
+        let mut encoder = ctx.create_encoder();
+        let view_mut = self.view_mut;
+        let output = &mut self.output;
+        part(
+            "record_into (all)",
+            per_call(calls, || {
+                let outputs = view_mut(output);
+                Ok(O::record_into(ctx, &mut encoder, &inputs, outputs, attrs)?)
+            })?,
+        );
+        ctx.submit(encoder)?;
+        Ok(parts)
+    }
+}
+
+/// A pipeline writing one word, with its bind group: what wgpu alone costs per pass.
+fn trivial_pipeline(ctx: &Context) -> (wgpu::ComputePipeline, wgpu::BindGroup) {
+    let device = ctx.device();
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("trivial"),
+        source: wgpu::ShaderSource::Wgsl(
+            "@group(0) @binding(0) var<storage, read_write> y: array<u32>;\n\
+             @compute @workgroup_size(1) fn main() { y[0] = 1u; }"
+                .into(),
+        ),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("trivial"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("trivial"),
+        size: 16,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("trivial"),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[wgpu::BindGroupEntry {
+            binding: 0,
+            resource: buffer.as_entire_binding(),
+        }],
+    });
+    (pipeline, bind_group)
 }
 
 fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
@@ -241,9 +409,15 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
         }
 
         let recording = record_rounds(&ctx, recorded, |encoder| problem.record(&ctx, encoder))?;
+        let before = allocations();
         let recording_into = record_rounds(&ctx, recorded, |encoder| {
             problem.record_into(&ctx, Some(encoder))
         })?;
+        // Every round's calls, the warm-up's among them: encoders and submissions included.
+        let into_allocs = before
+            .zip(allocations())
+            .map(|(b, a)| (a - b) as f64 / (RECORD_ROUNDS * recorded.max(1)) as f64);
+        let record_into_parts = problem.parts(&ctx, recorded)?;
         let per_op = |d: Duration| d.as_secs_f64() * 1e6 / recorded.max(1) as f64;
 
         results.push(HostResult {
@@ -259,6 +433,8 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             record_us_per_op: per_op(recording),
             record_into_us_per_op: per_op(recording_into),
             recorded_ops: recorded,
+            record_into_allocs_per_op: into_allocs,
+            record_into_parts,
         });
     }
     let _ = std::fs::remove_dir_all(&scratch);

@@ -60,7 +60,15 @@ struct Args {
     /// counts in the first and last minute (or tenth of the run).
     #[arg(long, value_name = "SECONDS")]
     soak: Option<u64>,
+    /// Run only the host-side measurements (cold and warm calls, recording cost per op and
+    /// where a `record_into` spends its time and allocations).
+    #[arg(long)]
+    host: bool,
 }
+
+// Counts heap allocations, for the host-side table's allocations per call.
+#[global_allocator]
+static ALLOCATOR: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
 
 #[derive(Serialize)]
 struct Report {
@@ -107,6 +115,11 @@ fn main() -> Result<()> {
             );
         }
         return Ok(());
+    }
+    if args.host {
+        let host = host::measure(&options, 200, 1000)?;
+        print_host(&host);
+        return write_json(&args.json, &host);
     }
     if args.compile_times {
         let times = compile::measure(&options)?;
@@ -351,6 +364,10 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
             println!("{:<26} passes: {}", "", passes.join(", "));
         }
     }
+    print_host(host);
+}
+
+fn print_host(host: &[host::HostResult]) {
     if host.is_empty() {
         return;
     }
@@ -386,5 +403,24 @@ fn print_tables(copy: &copy::CopyResult, cases: &[CaseResult], host: &[host::Hos
             h.record_us_per_op,
             h.record_into_us_per_op
         );
+    }
+    let allocs = |a: Option<f64>| a.map_or_else(|| "n/a".to_owned(), |a| format!("{a:.1}"));
+    for h in host {
+        println!();
+        println!(
+            "{} record_into, warm: {:.2} µs and {} allocations per op in an encoder of {}",
+            h.op.trim_start_matches("com.microsoft."),
+            h.record_into_us_per_op,
+            allocs(h.record_into_allocs_per_op),
+            h.recorded_ops
+        );
+        for p in &h.record_into_parts {
+            println!(
+                "  {:<34} {:>8.2} µs {:>8} allocations",
+                p.part,
+                p.us,
+                allocs(p.allocs)
+            );
+        }
     }
 }
