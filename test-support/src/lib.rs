@@ -3,7 +3,7 @@
 //! with a float64 reference (`close.rs`), the poison values outputs are filled with before a
 //! run (`poison.rs`), conformance suites in the `test.json` format of the Hub's packages
 //! (`conformance.rs`), and their cases run through an op's registry entry
-//! (`conformance_run.rs`).
+//! (`conformance_run.rs`), and a float64 reference of a Gemma-4-style decode step (`decode`).
 //!
 //! Without the default `gpu` feature the crate has no GPU half (contexts, poison values,
 //! running cases), so a build script can read suites without building wgpu. On wasm32 (a
@@ -17,6 +17,7 @@ pub mod conformance;
 #[cfg(feature = "gpu")]
 pub mod conformance_run;
 mod data;
+pub mod decode;
 #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 mod devices;
 #[cfg(feature = "gpu")]

@@ -128,7 +128,7 @@ impl Config {
 
     /// Whether `layer` attends over every cached key (else through the sliding window).
     pub fn is_global(&self, layer: usize) -> bool {
-        (layer + 1) % self.global_every == 0
+        (layer + 1).is_multiple_of(self.global_every)
     }
 
     /// Query features: heads times head size.
@@ -157,19 +157,19 @@ impl Config {
         if self.bits != 2 && self.bits != 4 {
             wrong.push(format!("bits is {}, the packages pack 2 or 4", self.bits));
         }
-        if self.head_dim % 2 != 0 {
+        if !self.head_dim.is_multiple_of(2) {
             wrong.push(format!(
                 "head_dim {} is odd: RoPE rotates halves",
                 self.head_dim
             ));
         }
-        if self.kv_heads == 0 || self.q_heads % self.kv_heads != 0 {
+        if self.kv_heads == 0 || !self.q_heads.is_multiple_of(self.kv_heads) {
             wrong.push(format!(
                 "{} query heads do not share {} KV heads evenly",
                 self.q_heads, self.kv_heads
             ));
         }
-        if self.hidden % self.embed_group != 0 {
+        if !self.hidden.is_multiple_of(self.embed_group) {
             wrong.push(format!(
                 "hidden {} is not a multiple of the embedding group {}",
                 self.hidden, self.embed_group

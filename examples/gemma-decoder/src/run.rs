@@ -63,7 +63,7 @@ impl Decoder {
         config.check().map_err(DecodeError::Config)?;
         Ok(Decoder {
             model: Model::upload(ctx, config, weights)?,
-            attrs: StepAttrs::new(config),
+            attrs: StepAttrs::new(config, weights),
             pos: 0,
         })
     }

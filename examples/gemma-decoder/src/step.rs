@@ -17,6 +17,7 @@ use kernel_runtime::{Context, OpError, RuntimeError, wgpu};
 
 use crate::config::{Config, Precision};
 use crate::model::{Activations, Constants, LinearGpu, Model, WeightsGpu};
+use crate::weights::Weights;
 
 /// A stage of the step: one op call (two for the per-layer embeddings' combination).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -149,12 +150,13 @@ pub struct StepAttrs {
 }
 
 impl StepAttrs {
-    pub fn new(c: &Config) -> Self {
+    /// The attributes of `c`'s stages, with the embedding scales of `weights`.
+    pub fn new(c: &Config, weights: &Weights) -> Self {
         let u = |n: usize| n as u32;
         let (bits, zero_point, mask) = (c.bits, c.zero_point(), (1u32 << c.bits) - 1);
         let eps = Some(c.eps);
         let quant = c.precision == Precision::Quantized;
-        let gather = |hidden: usize| {
+        let gather = |hidden: usize, embed_scale: f32| {
             qat_embed_gather::Attrs::new(qat_embed_gather::RequiredAttrs {
                 seq: 1,
                 hidden: u(hidden),
@@ -162,7 +164,7 @@ impl StepAttrs {
                 bits,
                 group_size: u(c.embed_group),
                 zero_point,
-                embed_scale: (hidden as f32).sqrt(),
+                embed_scale,
             })
         };
         let matmul = |in_features: usize, out_features: usize| {
@@ -190,7 +192,7 @@ impl StepAttrs {
                 eps: w_eps,
             })
         };
-        let mut embed = gather(c.hidden);
+        let mut embed = gather(c.hidden, weights.embed.embed_scale);
         embed.norm_srq = Some(1);
         embed.eps = eps;
         let mut ple_norm = rmsnorm::Attrs::new(rmsnorm::RequiredAttrs {
@@ -256,7 +258,7 @@ impl StepAttrs {
         lm_head_quant.emit_argmax = Some(1);
         StepAttrs {
             embed,
-            ple_gather: gather(c.ple_total()),
+            ple_gather: gather(c.ple_total(), weights.ple_embed.embed_scale),
             ple_project_quant: matmul(c.hidden, c.ple_total()),
             ple_project_dense: gemv(c.hidden, c.ple_total()),
             ple_norm,

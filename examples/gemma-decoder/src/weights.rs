@@ -96,11 +96,17 @@ pub struct EmbedTable {
 }
 
 impl EmbedTable {
-    fn seeded(rows: usize, cols: usize, bits: u32, group: usize, seeds: &mut Seeds) -> Self {
+    /// A table scaled by `embed_scale` (Gemma's `√width`), entries of about unit variance.
+    fn seeded(
+        (rows, cols): (usize, usize),
+        bits: u32,
+        group: usize,
+        embed_scale: f64,
+        seeds: &mut Seeds,
+    ) -> Self {
         let words = seeds.next().words(rows * cols * bits as usize / 32);
         let levels = f64::from(1u32 << bits);
         let code_sd = ((levels * levels - 1.0) / 12.0).sqrt();
-        let embed_scale = (cols as f64).sqrt();
         // Entries of about unit variance after the embedding scale.
         let step = 1.0 / (code_sd * embed_scale);
         let scale = seeds
@@ -255,9 +261,21 @@ impl Weights {
             }
             Precision::Dense => Linear::Dense(DenseMatrix::seeded(rows, cols, seeds)),
         };
-        let embed = EmbedTable::seeded(c.vocab, c.hidden, c.bits, c.embed_group, &mut seeds);
-        let ple_embed =
-            EmbedTable::seeded(c.vocab, c.ple_total(), c.bits, c.embed_group, &mut seeds);
+        let embed = EmbedTable::seeded(
+            (c.vocab, c.hidden),
+            c.bits,
+            c.embed_group,
+            (c.hidden as f64).sqrt(),
+            &mut seeds,
+        );
+        // Each layer's slice is scaled by the square root of its own width.
+        let ple_embed = EmbedTable::seeded(
+            (c.vocab, c.ple_total()),
+            c.bits,
+            c.embed_group,
+            (c.ple_dim as f64).sqrt(),
+            &mut seeds,
+        );
         let ple_model_projection = match c.precision {
             Precision::Quantized => Linear::Quant(quant(c.ple_total(), c.hidden, &mut seeds)),
             Precision::Dense => {
