@@ -66,7 +66,8 @@ enum Command {
     /// Everything CI runs: Vulkan driver setup, formatting, codegen freshness, clippy, tests.
     Ci,
     /// The main job: generate, then run every op on the best adapter against a CPU reference
-    /// (installing Mesa's Vulkan driver first when no Vulkan driver is present and it may).
+    /// (installing Mesa's Vulkan driver first when no Vulkan driver is present and it may), then
+    /// decode 32 tokens with the corpus's Gemma 4 decoder (small) where the corpus is present.
     Demo,
     /// Benchmarks: every case of benchmarks/cases/*.bench.json against the copy-kernel ceiling.
     Bench {
@@ -121,6 +122,24 @@ fn main() -> ExitCode {
                 system::cargo(
                     &root,
                     &["run", "--release", "-p", "examples", "--bin", "demo"],
+                )
+            })
+            .and_then(|()| {
+                // The corpus's Gemma 4 decoder, small; it says so in one line where the corpus
+                // is not beside the repository.
+                system::cargo(
+                    &root,
+                    &[
+                        "run",
+                        "--release",
+                        "-p",
+                        "gemma-decoder",
+                        "--bin",
+                        "gemma-decode",
+                        "--",
+                        "--config",
+                        "small",
+                    ],
                 )
             }),
         Command::Bench { torch, args } => bench::run(&root, torch, &args),
