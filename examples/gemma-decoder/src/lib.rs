@@ -18,6 +18,8 @@ pub mod model;
 pub mod run;
 #[cfg(corpus)]
 pub mod step;
+#[cfg(corpus)]
+pub mod timing;
 
 pub use config::{Config, Precision};
 pub use weights::Weights;

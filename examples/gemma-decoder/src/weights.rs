@@ -326,6 +326,31 @@ impl Weights {
         }
     }
 
+    /// Bytes a token must read at least over a run of `tokens` tokens from position 0: every
+    /// weight but the embedding tables, one row of each table, and the cached keys and values
+    /// each layer attends to, averaged over the run.
+    pub fn bytes_read_per_token(&self, c: &Config, tokens: usize) -> f64 {
+        let table = |t: &EmbedTable| 4 * (t.words.len() + t.scale.len()) as u64;
+        let row = |t: &EmbedTable| table(t) / t.rows as u64;
+        let weights = self.bytes() - table(&self.embed) - table(&self.ple_embed)
+            + row(&self.embed)
+            + row(&self.ple_embed);
+        let kv_row = (2 * c.kv_out() * 4) as u64;
+        let cache: u64 = (0..tokens)
+            .flat_map(|pos| {
+                (0..c.layers).map(move |l| {
+                    let keys = if c.is_global(l) {
+                        pos + 1
+                    } else {
+                        (pos + 1).min(c.sliding_window)
+                    };
+                    keys as u64 * kv_row
+                })
+            })
+            .sum();
+        weights as f64 + cache as f64 / tokens.max(1) as f64
+    }
+
     /// Bytes of every weight as stored on the GPU.
     pub fn bytes(&self) -> u64 {
         let quant = |m: &QuantMatrix| 4 * (m.words.len() + m.scale.len()) as u64;

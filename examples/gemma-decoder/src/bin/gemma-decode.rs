@@ -3,6 +3,7 @@
 //!
 //! `cargo run --release -p gemma-decoder --bin gemma-decode -- --config small --tokens 32`
 
+#[cfg(corpus)]
 use std::time::Instant;
 
 use anyhow::{Context as _, bail};
@@ -31,6 +32,9 @@ struct Args {
     /// float16 weights where the packages offer a dense form (else packed codes).
     #[arg(long)]
     dense: bool,
+    /// Decode the tokens once untimed first (pipelines, the GPU's clocks).
+    #[arg(long)]
+    warm_up: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -71,58 +75,15 @@ fn run(_: &Config, _: &Args) -> anyhow::Result<()> {
 
 #[cfg(corpus)]
 fn run(config: &Config, args: &Args) -> anyhow::Result<()> {
-    use gemma_decoder::{Decoder, Weights};
-    use kernel_runtime::Context;
+    use gemma_decoder::timing;
 
-    let ctx = Context::new().context("opening the best adapter")?;
-    println!("adapter: {}", ctx.adapter_summary());
-    println!("config {}", config.summary());
+    let ctx = timing::own_context().map_err(anyhow::Error::msg)?;
     let t = Instant::now();
-    let weights = Weights::seeded(config, args.seed);
+    let timing = timing::time(&ctx, config, args.seed, args.tokens, args.warm_up)?;
+    timing::print(&timing, None);
     println!(
-        "weights: {:.1} MB drawn from seed {} in {:.2} s",
-        weights.bytes() as f64 / 1e6,
-        args.seed,
+        "  ({:.1} s in all, weights drawn and uploaded included)",
         t.elapsed().as_secs_f64()
-    );
-    let t = Instant::now();
-    let mut decoder = Decoder::new(&ctx, config, &weights)?;
-    drop(weights);
-    println!("uploaded in {:.2} s", t.elapsed().as_secs_f64());
-    let report = decoder.generate(&ctx, args.token, args.tokens)?;
-    let created = |c: &kernel_runtime::ContextCounts| {
-        (
-            c.buffers_created,
-            c.bind_groups_created,
-            c.pipelines_created,
-        )
-    };
-    let (b0, g0, p0) = created(&report.after_first);
-    let (b1, g1, p1) = created(&report.after_last);
-    println!(
-        "{} tokens in {:.3} s: {:.1} tokens/s, {:.0} µs per token",
-        report.tokens.len(),
-        report.wall_s,
-        report.tokens_per_s(),
-        1e6 / report.tokens_per_s()
-    );
-    println!(
-        "host: {:.0} µs per token to record and submit (median after the first; the first {:.0} µs)",
-        report.host_us_median(),
-        report.host_us.first().copied().unwrap_or(0.0)
-    );
-    println!(
-        "dispatches: {:.0} per token; created after the first token: {} buffers, {} bind groups, {} pipelines",
-        report.dispatches_per_token(),
-        b1 - b0,
-        g1 - g0,
-        p1 - p0
-    );
-    let shown: Vec<String> = report.tokens.iter().take(16).map(u32::to_string).collect();
-    println!(
-        "tokens: {}{}",
-        shown.join(" "),
-        if report.tokens.len() > 16 { " …" } else { "" }
     );
     Ok(())
 }
