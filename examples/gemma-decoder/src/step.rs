@@ -20,7 +20,7 @@ use crate::model::{Activations, Constants, LinearGpu, Model, WeightsGpu};
 use crate::weights::Weights;
 
 /// A stage of the step: one op call (two for the per-layer embeddings' combination).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Stage {
     /// The token's embedding row, and layer 0's normalized input and its sum.
     Embed,

@@ -4,7 +4,6 @@
 //! at every stage boundary for the GPU's time per token and per stage.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use kernel_runtime::{Context, ContextCounts, wgpu};
 
@@ -54,7 +53,7 @@ pub fn own_context() -> Result<Context, String> {
 }
 
 /// What decoding `tokens` tokens cost on one device.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Timing {
     pub adapter: String,
     pub config: String,

@@ -35,6 +35,13 @@ struct Args {
     /// Decode the tokens once untimed first (pipelines, the GPU's clocks).
     #[arg(long)]
     warm_up: bool,
+    /// Measure the copy ceiling on the same device first (the harness's copy kernels, 1 GiB),
+    /// and compare the GPU time per token with reading every byte a token needs at that rate.
+    #[arg(long)]
+    copy: bool,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -75,15 +82,55 @@ fn run(_: &Config, _: &Args) -> anyhow::Result<()> {
 
 #[cfg(corpus)]
 fn run(config: &Config, args: &Args) -> anyhow::Result<()> {
+    use examples::bench::copy;
     use gemma_decoder::timing;
 
     let ctx = timing::own_context().map_err(anyhow::Error::msg)?;
     let t = Instant::now();
+    let ceiling = if args.copy {
+        let bytes = if config.name == "small" {
+            16 << 20
+        } else {
+            1 << 30
+        };
+        let (best, _) = copy::measure_best(
+            &ctx,
+            &copy::CopyKind::sweep(),
+            bytes,
+            50,
+            if args.warm_up {
+                examples::bench::WARM_UP
+            } else {
+                std::time::Duration::ZERO
+            },
+        )?;
+        println!(
+            "copy ceiling: {} ({} MiB), {:.0} GB/s",
+            best.kernel,
+            best.bytes >> 20,
+            best.gbps
+        );
+        Some(best)
+    } else {
+        None
+    };
     let timing = timing::time(&ctx, config, args.seed, args.tokens, args.warm_up)?;
-    timing::print(&timing, None);
+    timing::print(&timing, ceiling.as_ref().map(|c| c.gbps));
     println!(
         "  ({:.1} s in all, weights drawn and uploaded included)",
         t.elapsed().as_secs_f64()
     );
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({
+            "timing": timing,
+            "copy": ceiling,
+        });
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&json)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
     Ok(())
 }
