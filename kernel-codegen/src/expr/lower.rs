@@ -104,6 +104,22 @@ pub fn lower_result(ir: &Ir, scope: &dyn LowerScope) -> TokenStream {
     }
 }
 
+/// A List expression that names a list or writes its items (`shapes.x`, `[a, b]`) as a
+/// `&[i64]` (or `&[i64; N]`) borrow, which builds no `Vec`; `None` for one that computes a
+/// list (a builtin, a conditional), which [`lower`] lowers owned.
+pub fn lower_list_slice(ir: &Ir, scope: &dyn LowerScope) -> Option<TokenStream> {
+    if !matches!(ir.kind, IrKind::Sym(_) | IrKind::List(_)) || ir.ty != Type::List {
+        return None;
+    }
+    let runtime = scope.runtime();
+    let lowerer = Lowerer {
+        known_defined: std::cell::RefCell::default(),
+        scope,
+        rt: quote!(#runtime::expr),
+    };
+    Some(lowerer.list_slice(ir).tokens)
+}
+
 /// Rust precedence levels, loosest first (only those the emitter produces).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Prec {

@@ -83,7 +83,7 @@ pub use check::{Scope, check};
 pub use interp::{Env, EvalTrace, Value, eval, eval_traced};
 pub use ir::{Ir, IrKind};
 pub use lower::is_owned_str;
-pub use lower::{LowerScope, lower, lower_result};
+pub use lower::{LowerScope, lower, lower_list_slice, lower_result};
 pub use names::DISPATCH_FOLD_WIDTH;
 pub use parser::{parse, parse_in};
 pub use runtime::EvalError;

@@ -113,12 +113,20 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         /// Chooses the variant and computes everything about the dispatch, without a GPU:
         /// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
         pub fn plan(caps: &rt::DeviceCaps, shapes: &Shapes<'_>, dtypes: &DTypes, attrs: &Attrs) -> Result<rt::Plan, rt::OpError> {
+            let mut plan = rt::Plan::default();
+            plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
+            Ok(plan)
+        }
+
+        /// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
+        /// again allocates nothing once its shapes have been seen.
+        pub fn plan_into(caps: &rt::DeviceCaps, shapes: &Shapes<'_>, dtypes: &DTypes, attrs: &Attrs, plan: &mut rt::Plan) -> Result<(), rt::OpError> {
             attrs.validate()?;
             #(#dtype_checks)*
             #(#rank_checks)*
             let env = Env::new(shapes, *dtypes, attrs, caps)?;
             let variant = #select?;
-            rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
+            rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
         }
 
         #allocating
@@ -135,6 +143,13 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
         /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
         pub fn run_into<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
             <#self_ty as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+        }
+
+        /// Binds a call to these tensors, for a call site recorded step after step
+        /// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+        /// with nothing created or looked up while its plan keeps its shape.
+        pub fn bind<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<rt::Bound<#self_ty>, rt::OpError> {
+            rt::Bound::new(ctx, inputs, outputs, attrs)
         }
     }
 }
@@ -250,15 +265,28 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
                 .map(|t| arg(t, quote!(outputs), quote!(write))),
         );
     let inputs_unused = layout.read.is_empty().then(|| quote!(let _ = inputs;));
-    let provided = op.outputs.iter().map(|t| {
+    let shape = |t: &Tensor, from: TokenStream| {
         let role = super::tensor_field(t);
         if t.optional {
-            quote!(outputs.#role.as_ref().map(|t| t.shape()))
+            quote!(match &#from.#role { Some(t) => Some(t.shape()), None => None })
         } else {
-            quote!(Some(outputs.#role.shape()))
+            quote!(Some(#from.#role.shape()))
         }
-    });
-    let outputs_unused = op.outputs.is_empty().then(|| quote!(let _ = outputs;));
+    };
+    let arg_shapes = op
+        .inputs
+        .iter()
+        .map(|t| {
+            if t.in_place {
+                shape(t, quote!(outputs))
+            } else {
+                shape(t, quote!(inputs))
+            }
+        })
+        .chain(op.outputs.iter().map(|t| shape(t, quote!(outputs))));
+    let arg_count = op.inputs.len() + op.outputs.len();
+    let outputs_unused = (op.outputs.is_empty() && op.inputs.iter().all(|t| !t.in_place))
+        .then(|| quote!(let _ = outputs;));
     // Hand-written checks of input values see the required inputs the op only reads.
     let host_checks = input.host_check.as_ref().map(|check| {
         let views = layout.read.iter().filter(|t| !t.optional).map(|t| {
@@ -359,18 +387,31 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
                 plan(caps, shapes, dtypes, attrs)
             }
 
+            fn plan_into(caps: &rt::DeviceCaps, shapes: &Shapes<'_>, dtypes: &DTypes, attrs: &Attrs, plan: &mut rt::Plan) -> Result<(), rt::OpError> {
+                plan_into(caps, shapes, dtypes, attrs, plan)
+            }
+
             fn call_shapes<'a>(inputs: &'a Self::Inputs<'_>, outputs: &'a Self::OutputsMut<'_>) -> (Shapes<'a>, DTypes) {
                 (shapes(inputs, outputs), dtypes(inputs, outputs))
             }
 
-            fn args<'t>(inputs: &'t Self::Inputs<'_>, outputs: &'t Self::OutputsMut<'_>) -> ::std::vec::Vec<rt::Arg<'t>> {
+            type Args<'t> = [rt::Arg<'t>; #arg_count];
+            type ArgShapes<'t> = [Option<&'t [usize]>; #arg_count];
+
+            fn args<'t>(inputs: &'t Self::Inputs<'_>, outputs: &'t Self::OutputsMut<'_>) -> Self::Args<'t> {
                 #inputs_unused
-                ::std::vec::Vec::from([#(#args),*])
+                #outputs_unused
+                [#(#args),*]
             }
 
-            fn provided_shapes<'t>(outputs: &'t Self::OutputsMut<'_>) -> ::std::vec::Vec<Option<&'t [usize]>> {
+            fn arg_shapes<'t>(inputs: &'t Self::Inputs<'_>, outputs: &'t Self::OutputsMut<'_>) -> Self::ArgShapes<'t> {
+                #inputs_unused
                 #outputs_unused
-                ::std::vec::Vec::from([#(#provided),*])
+                [#(#arg_shapes),*]
+            }
+
+            fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+                Shapes::from_lookup(get)
             }
 
             #check_inputs
@@ -381,10 +422,6 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
         impl<#params> rt::OpHooks for #self_ty {
             type Env<'a> = Env<'a>;
             const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
-
-            fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
-                Shapes::from_lookup(get)
-            }
 
             fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
                 DTypes::from_lookup(get)

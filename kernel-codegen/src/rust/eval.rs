@@ -236,9 +236,9 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
     let input_inits = given.iter().filter(|t| !t.is_computed_output()).map(|t| {
         let role = super::tensor_field(t);
         if t.optional {
-            quote!(#role: shapes.#role.map(rt::support::shape_i64).unwrap_or_default(),)
+            quote!(#role: shapes.#role.map(rt::support::Dims::of).unwrap_or_default(),)
         } else {
-            quote!(#role: rt::support::shape_i64(shapes.#role),)
+            quote!(#role: rt::support::Dims::of(shapes.#role),)
         }
     });
     let output_inits = op
@@ -247,7 +247,7 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         .filter(|t| t.is_computed_output())
         .map(|t| {
             let role = super::tensor_field(t);
-            quote!(#role: ::std::vec::Vec::new(),)
+            quote!(#role: rt::support::Dims::default(),)
         });
     let optional: Vec<&model::Tensor> = given.iter().copied().filter(|t| t.optional).collect();
     let present_fields = optional.iter().map(|t| super::tensor_field(t));
@@ -289,13 +289,27 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         let role = super::tensor_field(t);
         let role_text = &t.role;
         let shape_fn = format_ident!("output_shape_{}", model::snake_ident(&t.role));
-        let shape = t.shape.as_ref().map(|s| lower_result(&s.ir, scope)).unwrap_or(quote!(Ok(::std::vec::Vec::new())));
+        // Held in place: a shape that names a list or writes its items is copied from a borrow,
+        // and only a computed one is built as a `Vec` first.
+        let shape = match t.shape.as_ref() {
+            Some(s) => {
+                let folded = super::fold::fold(&s.ir);
+                match expr::lower_list_slice(&folded, scope) {
+                    Some(slice) => quote!(Ok(rt::support::Dims::from_slice(#slice))),
+                    None => {
+                        let owned = lower_result(&s.ir, scope);
+                        quote!(#owned.map(rt::support::Dims::from_vec))
+                    }
+                }
+            }
+            None => quote!(Ok(rt::support::Dims::default())),
+        };
         let param = env_param(&shape);
         let shape_source = t.shape.as_ref().map_or("", |s| s.source.as_str());
         let shape_doc = super::doc_lines(&format!(" Shape of output `{role_text}`: `{shape_source}`."));
         output_fns.push(quote! {
             #(#[doc = #shape_doc])*
-            fn #shape_fn(#param: &Env<'_>) -> Result<::std::vec::Vec<i64>, EvalError> { #shape }
+            fn #shape_fn(#param: &Env<'_>) -> Result<rt::support::Dims, EvalError> { #shape }
         });
         let rank_check = t.rank_expr.as_ref().map(|r| {
             let rank_fn = format_ident!("output_rank_{}", model::snake_ident(&t.role));
@@ -339,10 +353,10 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         }
     };
     quote! {
-        /// Tensor shapes as expression integers, inputs and outputs.
+        /// Tensor shapes as expression integers, inputs and outputs, held in place.
         #[doc(hidden)]
         #[derive(Clone, Debug, Default)]
-        pub struct EnvShapes { #( pub #roles: ::std::vec::Vec<i64>, )* }
+        pub struct EnvShapes { #( pub #roles: rt::support::Dims, )* }
 
         #present_struct
 

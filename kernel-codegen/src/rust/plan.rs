@@ -68,7 +68,7 @@ impl Values {
             let role = &t.role;
             let field = super::tensor_field(t);
             let dtype = tensor_dtype(op, t);
-            quote!(rt::OutputSpec { role: #role, dtype: #dtype, shape: rt::support::to_shape(#role, &env.shapes.#field)? })
+            quote!((#role, #dtype, env.shapes.#field.as_slice()))
         });
         let outputs_param = if op.outputs.is_empty() {
             format_ident!("_env")
@@ -88,15 +88,23 @@ impl Values {
             /// What each value of the plans is computed from, as errors name it.
             const VALUE_SOURCES: [&str; #count] = [#(#sources),*];
 
-            /// The op's outputs, which every variant shares.
-            fn outputs(#outputs_param: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
-                Ok(::std::vec::Vec::from([#(#outputs),*]))
+            /// The op's outputs, which every variant shares, written into `specs`.
+            fn outputs(#outputs_param: &Env<'_>, specs: &mut ::std::vec::Vec<rt::OutputSpec>) -> Result<(), EvalError> {
+                rt::support::set_outputs(specs, &[#(#outputs),*])
             }
 
             /// The plan of `variant`, whether or not its `when` holds.
             fn plan_variant(variant: &Variant<VariantSpec>, env: &Env<'_>) -> Result<rt::Plan, rt::PlanError> {
+                let mut plan = rt::Plan::default();
+                plan_variant_into(variant, env, &mut plan)?;
+                Ok(plan)
+            }
+
+            /// [`plan_variant`] into `plan`, reusing its storage.
+            fn plan_variant_into(variant: &Variant<VariantSpec>, env: &Env<'_>, plan: &mut rt::Plan) -> Result<(), rt::PlanError> {
+                outputs(env, &mut plan.outputs)?;
                 let values = rt::plan_spec::Values { value, sources: &VALUE_SOURCES };
-                rt::plan_spec::build(OP_NAME, variant.id, &variant.plan, &SHADERS, &values, env, outputs(env)?)
+                rt::plan_spec::build_into(OP_NAME, variant.id, &variant.plan, &SHADERS, &values, env, plan)
             }
         }
     }

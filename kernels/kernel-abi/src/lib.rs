@@ -18,4 +18,4 @@ pub use dtype::DType;
 /// it was built with into the generated root module, which checks it against the runtime's at
 /// compile time; the two move together, so a generated crate and a runtime that disagree fail
 /// to build with a message instead of with type errors deep in generated code.
-pub const ABI_VERSION: u32 = 4;
+pub const ABI_VERSION: u32 = 5;

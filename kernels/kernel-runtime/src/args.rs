@@ -76,22 +76,22 @@ pub(crate) fn check_aliasing(
     pass: &PlannedPass,
     args: &[Arg<'_>],
 ) -> Result<(), RuntimeError> {
-    let bound: Vec<&Arg<'_>> = pass
-        .bindings
-        .iter()
-        .filter_map(|b| match *b {
+    // The arguments the pass binds, in binding order; iterated, not collected, so the check
+    // allocates nothing.
+    let bound = || {
+        pass.bindings.iter().filter_map(|b| match *b {
             Binding::Arg(a) => args.get(a),
             _ => None,
         })
-        .collect();
-    for (i, written) in bound.iter().enumerate() {
+    };
+    for (i, written) in bound().enumerate() {
         let Some(buffer) = written.binding.as_ref().map(|b| b.buffer) else {
             continue;
         };
         if !written.access.writes() {
             continue;
         }
-        for (j, other) in bound.iter().enumerate() {
+        for (j, other) in bound().enumerate() {
             if i != j && other.binding.as_ref().is_some_and(|b| b.buffer == buffer) {
                 return Err(RuntimeError::Alias {
                     label: plan.label(),

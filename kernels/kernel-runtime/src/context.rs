@@ -113,7 +113,7 @@ impl Context {
         &self.caches.staging
     }
 
-    fn recorder(&self) -> Recorder<'_> {
+    pub(crate) fn recorder(&self) -> Recorder<'_> {
         Recorder {
             gpu: &self.gpu,
             caches: &self.caches,
@@ -218,10 +218,10 @@ impl Context {
         kernel: &'static Kernel,
         overrides: &[(&'static str, f64)],
     ) -> Result<(), RuntimeError> {
-        let disk = self.caches.driver_cache();
+        let disk = || self.caches.driver_cache();
         let pipelines = &self.caches.pipelines;
         pipelines
-            .pipeline(&self.gpu, disk.as_ref(), kernel, overrides)
+            .pipeline(&self.gpu, &disk, kernel, overrides)
             .map(drop)
     }
 

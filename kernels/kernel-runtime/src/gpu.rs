@@ -61,8 +61,9 @@ pub(crate) struct Gpu {
     pending: Mutex<Vec<PendingCheck>>,
     /// Test hook: pretend the device allows fewer workgroups per dimension.
     dispatch_limit: Option<u32>,
-    /// What was created and recorded through this core.
-    pub(crate) tally: Tally,
+    /// What was created and recorded through this core (shared with the bound calls that
+    /// record without the context).
+    pub(crate) tally: Arc<Tally>,
 }
 
 /// Objects created and commands recorded since the context was made: a loop that creates
@@ -104,7 +105,7 @@ impl Gpu {
             #[cfg(target_arch = "wasm32")]
             pending: Mutex::new(Vec::new()),
             dispatch_limit: None,
-            tally: Tally::default(),
+            tally: Arc::default(),
         }
     }
 

@@ -77,6 +77,7 @@ mod any;
 mod args;
 mod attrs;
 mod bind_cache;
+mod bound;
 mod caches;
 pub mod caps;
 mod context;
@@ -118,9 +119,9 @@ pub mod when;
 pub mod abi {
     pub use crate::untyped::plan_untyped;
     pub use crate::{
-        AllocatingOp, AnyTensor, Arg, Context, DType, DeviceCaps, Element, Float, IndexTensor,
-        Integer, Op, OpError, OpHooks, OpVisitor, OutputSpec, Plan, PlanError, RuntimeError,
-        Tensor,
+        AllocatingOp, AnyTensor, Arg, Bound, Context, DType, DeviceCaps, Element, Float,
+        IndexTensor, Integer, Op, OpError, OpHooks, OpVisitor, OutputSpec, Plan, PlanError,
+        RuntimeError, Tensor,
     };
     pub use crate::{expr, half, plan_spec, registry, shaders, support, wgpu, when};
     pub use kernel_abi::ABI_VERSION as VERSION;
@@ -141,6 +142,7 @@ pub mod abi {
 pub use any::AnyTensor;
 pub use args::{Access, Arg};
 pub use attrs::AttrValue;
+pub use bound::Bound;
 pub use caches::ContextCounts;
 pub use caps::DeviceCaps;
 pub use context::Context;

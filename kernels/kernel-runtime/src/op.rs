@@ -60,21 +60,47 @@ pub trait Op {
         attrs: &Self::Attrs,
     ) -> Result<Plan, OpError>;
 
+    /// [`Op::plan`] into `plan`, reusing its storage: planning again for the same op
+    /// allocates nothing once its shapes have been seen. On an error `plan` holds part of a
+    /// plan, to be planned again before it is used.
+    fn plan_into(
+        caps: &DeviceCaps,
+        shapes: &Self::Shapes<'_>,
+        dtypes: &Self::DTypes,
+        attrs: &Self::Attrs,
+        plan: &mut Plan,
+    ) -> Result<(), OpError>;
+
     /// The shapes and element types of a call.
     fn call_shapes<'a>(
         inputs: &'a Self::Inputs<'_>,
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Self::Shapes<'a>, Self::DTypes);
 
+    /// A call's arguments: an array of one [`Arg`] per tensor.
+    #[doc(hidden)]
+    type Args<'t>: AsRef<[Arg<'t>]>;
+    /// A call's tensor shapes: an array of one per tensor, in the order of [`Op::Args`].
+    #[doc(hidden)]
+    type ArgShapes<'t>: AsRef<[Option<&'t [usize]>]>;
+
     /// A call's tensors as its plan binds them: the inputs in manifest order (those written
     /// in place among them), then the outputs.
     #[doc(hidden)]
-    fn args<'t>(inputs: &'t Self::Inputs<'_>, outputs: &'t Self::OutputsMut<'_>) -> Vec<Arg<'t>>;
+    fn args<'t>(inputs: &'t Self::Inputs<'_>, outputs: &'t Self::OutputsMut<'_>) -> Self::Args<'t>;
 
-    /// The shape of each output a call provides, in manifest order (`None` for an optional
-    /// output left out), which must be the shape the plan produces.
+    /// The shape of each tensor of a call, in the order of [`Op::args`] (`None` for an
+    /// optional tensor left out); the outputs, last, must have the shapes the plan produces.
     #[doc(hidden)]
-    fn provided_shapes<'t>(outputs: &'t Self::OutputsMut<'_>) -> Vec<Option<&'t [usize]>>;
+    fn arg_shapes<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> Self::ArgShapes<'t>;
+
+    /// The shapes `plan` takes, by tensor role (an absent required one is empty): how a
+    /// bound call plans again from the shapes it kept.
+    #[doc(hidden)]
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Self::Shapes<'a>;
 
     /// The op's hand-written checks of a call's input values, beyond what its manifest says
     /// (index ranges, say); none by default.
@@ -90,6 +116,10 @@ pub trait Op {
     /// tensors ([`Context::record_plan_reusing`]). A provided output of the wrong shape is
     /// [`OpError::Output`]; one that shares bytes with another argument is
     /// [`crate::RuntimeError::Alias`].
+    ///
+    /// It plans into a plan kept per thread, so a warm call allocates nothing in the runtime
+    /// or the generated code; a call site recorded every step does better still bound once
+    /// ([`crate::Bound`]), which looks nothing up per call.
     fn record_into(
         ctx: &Context,
         encoder: &mut wgpu::CommandEncoder,
@@ -98,15 +128,17 @@ pub trait Op {
         attrs: &Self::Attrs,
     ) -> Result<(), OpError> {
         let (shapes, dtypes) = Self::call_shapes(inputs, &outputs);
-        let plan = Self::plan(ctx.caps(), &shapes, &dtypes, attrs)?;
-        Self::check_inputs(inputs, attrs)?;
-        for (spec, shape) in plan.outputs.iter().zip(Self::provided_shapes(&outputs)) {
-            if let Some(shape) = shape {
-                crate::support::check_output(Self::NAME, spec, shape)?;
-            }
-        }
-        ctx.record_plan_reusing(encoder, &plan, &Self::args(inputs, &outputs))?;
-        Ok(())
+        with_scratch_plan(|plan| {
+            Self::plan_into(ctx.caps(), &shapes, &dtypes, attrs, plan)?;
+            Self::check_inputs(inputs, attrs)?;
+            check_outputs(
+                Self::NAME,
+                plan,
+                Self::arg_shapes(inputs, &outputs).as_ref(),
+            )?;
+            ctx.record_plan_reusing(encoder, plan, Self::args(inputs, &outputs).as_ref())?;
+            Ok(())
+        })
     }
 
     /// [`Op::record_into`] in an encoder of its own, submitted; waits for the GPU natively.
@@ -170,7 +202,7 @@ pub trait AllocatingOp: Op {
         Self::check_inputs(inputs, attrs)?;
         let mut outputs = Self::allocate(ctx, &plan)?;
         let written = Self::outputs_mut(&mut in_place, &mut outputs);
-        ctx.record_plan(encoder, &plan, &Self::args(inputs, &written))?;
+        ctx.record_plan(encoder, &plan, Self::args(inputs, &written).as_ref())?;
         drop(written);
         Ok(outputs)
     }
@@ -196,8 +228,6 @@ pub trait OpHooks: Op {
     /// The variant ids, in selection order.
     const VARIANT_IDS: &'static [&'static str];
 
-    /// The shapes by tensor role (an absent required one is empty).
-    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Self::Shapes<'a>;
     /// The element types by type variable name.
     fn dtypes_from(get: &dyn Fn(&str) -> DType) -> Self::DTypes;
     /// The environment of a call: input shapes as given, output shapes computed.
@@ -229,4 +259,47 @@ pub trait OpVisitor {
     type Output;
     /// The visit, with the op's type.
     fn visit<O: OpHooks>(self) -> Self::Output;
+}
+
+/// Checks the outputs a call provides, the last of its tensors' shapes `shapes` (in
+/// [`Op::args`] order), against those `plan` produces.
+pub(crate) fn check_outputs(
+    op: &'static str,
+    plan: &Plan,
+    shapes: &[Option<&[usize]>],
+) -> Result<(), OpError> {
+    check_outputs_by(op, plan, shapes.len(), &|i| {
+        shapes.get(i).copied().flatten()
+    })
+}
+
+/// [`check_outputs`] over `len` tensors whose shapes `shape(i)` gives.
+pub(crate) fn check_outputs_by<'s>(
+    op: &'static str,
+    plan: &Plan,
+    len: usize,
+    shape: &dyn Fn(usize) -> Option<&'s [usize]>,
+) -> Result<(), OpError> {
+    let first = len.saturating_sub(plan.outputs.len());
+    for (i, spec) in (first..len).zip(&plan.outputs) {
+        if let Some(shape) = shape(i) {
+            crate::support::check_output(op, spec, shape)?;
+        }
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The plan `Op::record_into` plans into on this thread, kept between calls for its
+    /// storage.
+    static SCRATCH: std::cell::Cell<Plan> = std::cell::Cell::new(Plan::default());
+}
+
+/// Runs `f` with this thread's kept plan (an empty one if `f` is already running on the
+/// thread), which `f` plans into; the plan's storage is kept for the next call.
+pub(crate) fn with_scratch_plan<R>(f: impl FnOnce(&mut Plan) -> R) -> R {
+    let mut plan = SCRATCH.take();
+    let result = f(&mut plan);
+    SCRATCH.set(plan);
+    result
 }

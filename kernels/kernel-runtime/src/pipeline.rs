@@ -2,6 +2,7 @@
 //! (digest, entry point, override values).
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use crate::error::RuntimeError;
@@ -22,6 +23,16 @@ pub(crate) struct PipelineKey {
 }
 
 impl PipelineKey {
+    /// Whether this is the key of `kernel` with `overrides` (in any order), compared without
+    /// building that key.
+    fn matches(&self, kernel: &Kernel, overrides: &[(&'static str, f64)]) -> bool {
+        self.digest == kernel.digest
+            && self.entry_point == kernel.entry_point
+            && self.overrides.len() == overrides.len()
+            && (overrides.iter())
+                .all(|&(n, v)| self.overrides.binary_search(&(n, v.to_bits())).is_ok())
+    }
+
     pub(crate) fn new(kernel: &Kernel, overrides: &[(&'static str, f64)]) -> Self {
         let mut overrides: Vec<_> = overrides.iter().map(|&(n, v)| (n, v.to_bits())).collect();
         overrides.sort_unstable();
@@ -49,12 +60,29 @@ type Slot<T> = Arc<Mutex<Option<T>>>;
 #[derive(Default)]
 struct CacheMaps {
     modules: HashMap<&'static str, Slot<wgpu::ShaderModule>>,
-    pipelines: HashMap<PipelineKey, Slot<wgpu::ComputePipeline>>,
+    /// By [`key_hash`], so that a lookup builds no key.
+    pipelines: HashMap<u64, Vec<(PipelineKey, Slot<wgpu::ComputePipeline>)>>,
+}
+
+/// The hash of a pipeline's key, whatever the order of its overrides.
+fn key_hash(kernel: &Kernel, overrides: &[(&'static str, f64)]) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    kernel.digest.hash(&mut hasher);
+    kernel.entry_point.hash(&mut hasher);
+    let mut sum = 0u64;
+    for &(name, value) in overrides {
+        let mut one = DefaultHasher::new();
+        (name, value.to_bits()).hash(&mut one);
+        sum = sum.wrapping_add(one.finish());
+    }
+    (overrides.len(), sum).hash(&mut hasher);
+    hasher.finish()
 }
 
 impl PipelineCache {
     /// The pipeline for `kernel` with these override values, created on first use (through
-    /// wgpu's pipeline cache `disk`, the one [`crate::Context::use_pipeline_cache`] loaded).
+    /// wgpu's pipeline cache `disk()`, the one [`crate::Context::use_pipeline_cache`] loaded,
+    /// asked for only then). A pipeline already created is found without building its key.
     ///
     /// Shader compilation and pipeline creation errors (invalid WGSL, a missing override, an
     /// unknown entry point) come back as [`RuntimeError::Validation`] labelled with the
@@ -62,16 +90,29 @@ impl PipelineCache {
     pub(crate) fn pipeline(
         &self,
         gpu: &Gpu,
-        disk: Option<&wgpu::PipelineCache>,
+        disk: &dyn Fn() -> Option<wgpu::PipelineCache>,
         kernel: &'static Kernel,
         overrides: &[(&'static str, f64)],
     ) -> Result<wgpu::ComputePipeline, RuntimeError> {
-        let key = PipelineKey::new(kernel, overrides);
-        let slot = Arc::clone(lock(&self.inner).pipelines.entry(key).or_default());
+        let hash = key_hash(kernel, overrides);
+        let slot = {
+            let mut maps = lock(&self.inner);
+            let slots = maps.pipelines.entry(hash).or_default();
+            match slots.iter().find(|(key, _)| key.matches(kernel, overrides)) {
+                Some((_, slot)) => Arc::clone(slot),
+                None => {
+                    let slot = Slot::default();
+                    slots.push((PipelineKey::new(kernel, overrides), Arc::clone(&slot)));
+                    slot
+                }
+            }
+        };
         let mut pipeline = lock(&slot);
         if let Some(p) = &*pipeline {
             return Ok(p.clone());
         }
+        let disk = disk();
+        let disk = disk.as_ref();
         let module = self.module(gpu, kernel)?;
         crate::gpu::Tally::add(&gpu.tally.pipelines, 1);
         let created = gpu.scoped(kernel.label, || {
@@ -140,8 +181,9 @@ impl PipelineCache {
                 wanted.push((pass.kernel, &pass.overrides));
             }
         }
+        let disk = || disk.cloned();
         on_threads(&wanted, |&(kernel, overrides)| {
-            self.pipeline(gpu, disk, kernel, overrides).map(drop)
+            self.pipeline(gpu, &disk, kernel, overrides).map(drop)
         })?;
         Ok(wanted.len())
     }
@@ -151,8 +193,10 @@ impl PipelineCache {
         // The slots are read after the maps' lock is released: a thread creating a pipeline
         // holds its slot and then takes the maps' lock (for the module), so taking a slot
         // under the maps' lock would invert that order.
-        let slots: Vec<Slot<wgpu::ComputePipeline>> =
-            lock(&self.inner).pipelines.values().cloned().collect();
+        let slots: Vec<Slot<wgpu::ComputePipeline>> = (lock(&self.inner).pipelines.values())
+            .flatten()
+            .map(|(_, slot)| Arc::clone(slot))
+            .collect();
         slots.iter().filter(|slot| lock(slot).is_some()).count()
     }
 
@@ -195,5 +239,18 @@ mod tests {
             PipelineKey::new(&K, &[]),
             PipelineKey::new(&other_entry, &[])
         );
+    }
+
+    #[test]
+    fn a_key_matches_its_overrides_in_any_order_and_hashes_alike() {
+        let key = PipelineKey::new(&K, &[("a", 1.0), ("b", 2.0)]);
+        assert!(key.matches(&K, &[("b", 2.0), ("a", 1.0)]));
+        assert!(!key.matches(&K, &[("a", 1.0), ("b", 3.0)]));
+        assert!(!key.matches(&K, &[("a", 1.0)]));
+        assert_eq!(
+            key_hash(&K, &[("a", 1.0), ("b", 2.0)]),
+            key_hash(&K, &[("b", 2.0), ("a", 1.0)])
+        );
+        assert_ne!(key_hash(&K, &[("a", 0.0)]), key_hash(&K, &[("a", -0.0)]));
     }
 }

@@ -227,7 +227,10 @@ pub struct OutputSpec {
 }
 
 /// Everything needed to run one op on one set of shapes, decided without a GPU.
-#[derive(Debug, Clone, PartialEq)]
+///
+/// The default is an empty plan, to plan into (`plan_into` of a generated op module reuses a
+/// plan's storage).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Plan {
     /// The op name.
     pub op: &'static str,

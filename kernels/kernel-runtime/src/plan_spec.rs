@@ -10,7 +10,7 @@
 use crate::dtype::DType;
 use crate::error::PlanError;
 use crate::expr::EvalError;
-use crate::plan::{Binding, Dispatch, IntermediateSpec, OutputSpec, Plan, PlannedPass};
+use crate::plan::{Binding, Dispatch, IntermediateSpec, Kernel, OutputSpec, Plan, PlannedPass};
 use crate::shaders::{Key, ShaderTable};
 use crate::uniform::Words;
 
@@ -24,6 +24,9 @@ pub enum Value<'a> {
     /// A string the expression built (`~`).
     String(String),
     List(Vec<i64>),
+    /// A list held in place (a shape of rank 8 or less, or a list literal), which planning
+    /// reads without a heap allocation.
+    Dims(crate::support::Dims),
 }
 
 impl From<i64> for Value<'_> {
@@ -56,6 +59,12 @@ impl From<String> for Value<'_> {
     }
 }
 
+impl From<crate::support::Dims> for Value<'_> {
+    fn from(value: crate::support::Dims) -> Self {
+        Value::Dims(value)
+    }
+}
+
 impl From<Vec<i64>> for Value<'_> {
     fn from(value: Vec<i64>) -> Self {
         Value::List(value)
@@ -71,7 +80,7 @@ impl Value<'_> {
             Value::Str(s) => Key::Str(s),
             Value::String(s) => Key::Str(s),
             // Lists never select a shader: codegen keys only scalars.
-            Value::List(_) => Key::Int(0),
+            Value::List(_) | Value::Dims(_) => Key::Int(0),
         }
     }
 
@@ -186,50 +195,87 @@ pub fn build<'e, E, V>(
 where
     V: Fn(usize, &'e E) -> Result<Value<'e>, EvalError>,
 {
-    if writes_nothing(spec, &outputs) {
+    let mut plan = Plan {
+        outputs,
+        ..Plan::default()
+    };
+    build_into(op, id, spec, shaders, values, env, &mut plan)?;
+    Ok(plan)
+}
+
+/// [`build`] into `plan`, whose `outputs` the caller has set: its passes, their overrides,
+/// bindings and uniform bytes, and its intermediates are written over the storage the plan
+/// already has, so planning the same op again allocates nothing. On an error `plan` holds
+/// part of a plan and must be planned again before it is recorded.
+pub fn build_into<'e, E, V>(
+    op: &'static str,
+    id: &'static str,
+    spec: &VariantSpec,
+    shaders: &'static ShaderTable,
+    values: &Values<V>,
+    env: &'e E,
+    plan: &mut Plan,
+) -> Result<(), PlanError>
+where
+    V: Fn(usize, &'e E) -> Result<Value<'e>, EvalError>,
+{
+    plan.op = op;
+    plan.variant = id;
+    plan.intermediates.clear();
+    if writes_nothing(spec, &plan.outputs) {
         // Nothing to compute: dispatch sizes may divide by the empty axis (a softmax's rows of
         // no element), so none is evaluated.
-        return Ok(Plan {
-            op,
-            variant: id,
-            passes: Vec::new(),
-            intermediates: Vec::new(),
-            outputs,
+        plan.passes.clear();
+        return Ok(());
+    }
+    plan.passes.truncate(spec.passes.len());
+    for (i, pass) in spec.passes.iter().enumerate() {
+        match plan.passes.get_mut(i) {
+            Some(planned) => planned_pass(pass, shaders, values, env, planned)?,
+            None => {
+                let mut planned = PlannedPass {
+                    id: pass.id,
+                    kernel: &EMPTY,
+                    overrides: Vec::new(),
+                    bindings: Vec::new(),
+                    params: Vec::new(),
+                    dispatch: Dispatch::Workgroups(0),
+                };
+                planned_pass(pass, shaders, values, env, &mut planned)?;
+                plan.passes.push(planned);
+            }
+        }
+    }
+    for scratch in spec.intermediates {
+        let shape = (values.value)(scratch.shape, env)
+            .map_err(|error| EvalError::new(format!("intermediate `{}`: {error}", scratch.id)))?;
+        let dims = match &shape {
+            Value::List(dims) => dims.as_slice(),
+            Value::Dims(dims) => dims.as_slice(),
+            _ => {
+                return Err(
+                    EvalError::new(format!("intermediate `{}` has no shape", scratch.id)).into(),
+                );
+            }
+        };
+        plan.intermediates.push(IntermediateSpec {
+            id: scratch.id,
+            dtype: scratch.dtype,
+            len: crate::support::element_count(scratch.id, dims)?,
         });
     }
-    let passes = spec
-        .passes
-        .iter()
-        .map(|pass| planned_pass(pass, shaders, values, env))
-        .collect::<Result<_, _>>()?;
-    let intermediates = spec
-        .intermediates
-        .iter()
-        .map(|scratch| {
-            let shape = (values.value)(scratch.shape, env).map_err(|error| {
-                EvalError::new(format!("intermediate `{}`: {error}", scratch.id))
-            })?;
-            let Value::List(dims) = shape else {
-                return Err(EvalError::new(format!(
-                    "intermediate `{}` has no shape",
-                    scratch.id
-                )));
-            };
-            Ok(IntermediateSpec {
-                id: scratch.id,
-                dtype: scratch.dtype,
-                len: crate::support::element_count(scratch.id, &dims)?,
-            })
-        })
-        .collect::<Result<_, EvalError>>()?;
-    Ok(Plan {
-        op,
-        variant: id,
-        passes,
-        intermediates,
-        outputs,
-    })
+    Ok(())
 }
+
+/// A placeholder shader for a pass being planned, replaced before the plan is returned.
+static EMPTY: Kernel = Kernel {
+    label: "",
+    source: "",
+    entry_point: "",
+    digest: "",
+    web_enables: "",
+    least_sizes: &[],
+};
 
 /// Whether a call of the variant `spec` writes nothing: it has outputs, each of them empty,
 /// and no pass writes a tensor in place.
@@ -249,7 +295,8 @@ fn planned_pass<'e, E, V>(
     shaders: &'static ShaderTable,
     values: &Values<V>,
     env: &'e E,
-) -> Result<PlannedPass, PlanError>
+    planned: &mut PlannedPass,
+) -> Result<(), PlanError>
 where
     V: Fn(usize, &'e E) -> Result<Value<'e>, EvalError>,
 {
@@ -290,30 +337,48 @@ where
         in_range(slot, value, fits.is_ok(), "does not fit an i32")?;
         Ok::<i32, EvalError>(fits.unwrap_or_default())
     };
-    let key = pass
-        .key
-        .iter()
-        .map(|&value| {
-            (values.value)(value, env).map_err(|error| {
-                EvalError::new(format!("pass `{}`, its shader's key: {error}", pass.id))
-            })
+    // The shader: its key numbered column by column as the values are computed, with no list
+    // of them kept (a value the columns lack is explained by the table's own lookup).
+    let key_value = |value: usize| {
+        (values.value)(value, env).map_err(|error| {
+            EvalError::new(format!("pass `{}`, its shader's key: {error}", pass.id))
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let key: Vec<Key<'_>> = key.iter().map(Value::key).collect();
-    let kernel = shaders.kernel(pass.table_pass, &key)?;
-    let overrides = pass
-        .overrides
-        .iter()
-        .map(|&(pipeline_name, field)| {
-            let value = match field {
-                Field::U32(slot) => f64::from(size(slot)?),
-                Field::I32(slot) => f64::from(signed(slot)?),
-                Field::F32(slot) => eval(slot)?.float(name(slot))?,
-            };
-            Ok((pipeline_name, value))
-        })
-        .collect::<Result<_, EvalError>>()?;
-    let mut words = Words::with_fields(pass.params.len());
+    };
+    let mut number = shaders
+        .key_columns(pass.table_pass, pass.key.len())
+        .map(|c| (c, 0));
+    for (column, &value) in pass.key.iter().enumerate() {
+        let value = key_value(value)?;
+        number = number.and_then(|(columns, n)| {
+            let n = crate::shaders::next_key_number(columns, column, n, value.key())?;
+            Some((columns, n))
+        });
+    }
+    planned.kernel = match number {
+        Some((_, n)) => shaders.kernel_numbered(pass.table_pass, n),
+        None => None,
+    }
+    .map_or_else(
+        || {
+            let key = (pass.key.iter())
+                .map(|&value| key_value(value))
+                .collect::<Result<Vec<_>, _>>()?;
+            let key: Vec<Key<'_>> = key.iter().map(Value::key).collect();
+            shaders.kernel(pass.table_pass, &key)
+        },
+        Ok,
+    )?;
+    planned.id = pass.id;
+    planned.overrides.clear();
+    for &(pipeline_name, field) in pass.overrides {
+        let value = match field {
+            Field::U32(slot) => f64::from(size(slot)?),
+            Field::I32(slot) => f64::from(signed(slot)?),
+            Field::F32(slot) => eval(slot)?.float(name(slot))?,
+        };
+        planned.overrides.push((pipeline_name, value));
+    }
+    let mut words = Words::reusing(std::mem::take(&mut planned.params));
     for field in pass.params {
         words = match *field {
             Field::U32(slot) => words.u32(size(slot)?),
@@ -321,6 +386,9 @@ where
             Field::F32(slot) => words.f32(eval(slot)?.float(name(slot))? as f32),
         };
     }
+    planned.params = words.into_bytes();
+    planned.bindings.clear();
+    planned.bindings.extend_from_slice(pass.bindings);
     let dispatch = match pass.dispatch {
         DispatchSpec::Threads {
             threads,
@@ -343,14 +411,8 @@ where
             workgroup_size: size(workgroup_size)?,
         },
     };
-    Ok(PlannedPass {
-        id: pass.id,
-        kernel,
-        overrides,
-        bindings: pass.bindings.to_vec(),
-        params: words.into_bytes(),
-        dispatch,
-    })
+    planned.dispatch = dispatch;
+    Ok(())
 }
 
 #[cfg(test)]

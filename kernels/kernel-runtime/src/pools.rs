@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use crate::error::RuntimeError;
 use crate::gpu::{Gpu, allocation_size};
-use crate::plan::{Plan, PlannedPass};
+use crate::plan::{IntermediateSpec, Plan, PlannedPass};
 use crate::staging::Staging;
 use crate::sync::lock;
 
@@ -45,34 +45,33 @@ impl IntermediatePool {
     pub(crate) fn take(&self, gpu: &Gpu, plan: &Plan) -> Result<Vec<Intermediate>, RuntimeError> {
         let mut out = Vec::with_capacity(plan.intermediates.len());
         for spec in &plan.intermediates {
-            let what = format!("intermediate `{}` of {}", spec.id, plan.label());
-            let bytes = spec.byte_len().ok_or_else(|| RuntimeError::TooLarge {
-                what: what.clone(),
-                bytes: u64::MAX,
-                limit: gpu.storage_limit(),
-            })?;
-            // Bound whole: padded so that a small one holds an element of any declared type.
-            let size = allocation_size(bytes);
-            gpu.check_storage_size(&what, size)?;
+            let size = intermediate_size(gpu, plan, spec)?;
             let pooled = lock(&self.free).take(size);
             let intermediate = match pooled {
                 Some(buffer) => Intermediate {
                     buffer,
                     reused: true,
                 },
-                None => {
-                    let usage = wgpu::BufferUsages::STORAGE
-                        | wgpu::BufferUsages::COPY_DST
-                        | wgpu::BufferUsages::COPY_SRC;
-                    Intermediate {
-                        buffer: gpu.create_buffer(&what, size, usage)?,
-                        reused: false,
-                    }
-                }
+                None => Intermediate {
+                    buffer: new_intermediate(gpu, plan, spec, size)?,
+                    reused: false,
+                },
             };
             out.push(intermediate);
         }
         Ok(out)
+    }
+
+    /// A new intermediate buffer for `spec` of `plan`, of the caller's own (a bound call's),
+    /// never pooled.
+    pub(crate) fn create(
+        &self,
+        gpu: &Gpu,
+        plan: &Plan,
+        spec: &IntermediateSpec,
+    ) -> Result<wgpu::Buffer, RuntimeError> {
+        let size = intermediate_size(gpu, plan, spec)?;
+        new_intermediate(gpu, plan, spec, size)
     }
 
     /// Returns buffers to the pool, as far as it has room.
@@ -92,6 +91,58 @@ impl IntermediatePool {
     pub(crate) fn clear(&self) {
         *lock(&self.free) = FreeBuffers::default();
     }
+}
+
+/// The size of the uniform buffer of `pass`'s parameter bytes (padded as WGSL lays out a
+/// uniform struct), within the device's uniform binding limit.
+fn params_size(gpu: &Gpu, pass: &PlannedPass) -> Result<u64, RuntimeError> {
+    if pass.params.is_empty() {
+        return Err(RuntimeError::InvalidPlan {
+            label: pass.id.to_owned(),
+            reason: "a Params binding but no parameter bytes".to_owned(),
+        });
+    }
+    let limit = gpu.caps.limits.max_uniform_buffer_binding_size;
+    let size = crate::uniform::padded_len(pass.params.len()) as u64;
+    if size > limit {
+        return Err(RuntimeError::TooLarge {
+            what: format!("{} params", pass.id),
+            bytes: size,
+            limit,
+        });
+    }
+    Ok(size)
+}
+
+/// How intermediate `spec` of `plan` is named in labels and errors.
+fn intermediate_label(plan: &Plan, spec: &IntermediateSpec) -> String {
+    format!("intermediate `{}` of {}", spec.id, plan.label())
+}
+
+/// The bytes of the buffer intermediate `spec` of `plan` needs, bound whole: padded so that
+/// a small one holds an element of any declared type; refused past the storage limit.
+fn intermediate_size(gpu: &Gpu, plan: &Plan, spec: &IntermediateSpec) -> Result<u64, RuntimeError> {
+    let bytes = spec.byte_len().ok_or_else(|| RuntimeError::TooLarge {
+        what: intermediate_label(plan, spec),
+        bytes: u64::MAX,
+        limit: gpu.storage_limit(),
+    })?;
+    let size = allocation_size(bytes);
+    if size > gpu.storage_limit() {
+        gpu.check_storage_size(&intermediate_label(plan, spec), size)?;
+    }
+    Ok(size)
+}
+
+fn new_intermediate(
+    gpu: &Gpu,
+    plan: &Plan,
+    spec: &IntermediateSpec,
+    size: u64,
+) -> Result<wgpu::Buffer, RuntimeError> {
+    let usage =
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+    gpu.create_buffer(&intermediate_label(plan, spec), size, usage)
 }
 
 impl FreeBuffers {
@@ -127,21 +178,7 @@ impl ParamsCache {
         staging: &Staging,
         pass: &PlannedPass,
     ) -> Result<wgpu::Buffer, RuntimeError> {
-        if pass.params.is_empty() {
-            return Err(RuntimeError::InvalidPlan {
-                label: pass.id.to_owned(),
-                reason: "a Params binding but no parameter bytes".to_owned(),
-            });
-        }
-        let limit = gpu.caps.limits.max_uniform_buffer_binding_size;
-        let size = crate::uniform::padded_len(pass.params.len()) as u64;
-        if size > limit {
-            return Err(RuntimeError::TooLarge {
-                what: format!("{} params", pass.id),
-                bytes: size,
-                limit,
-            });
-        }
+        let size = params_size(gpu, pass)?;
         if let Some(b) = lock(&self.buffers).get(&pass.params) {
             return Ok(b.clone());
         }
@@ -160,6 +197,24 @@ impl ParamsCache {
         }
         buffers.insert(pass.params.clone(), buffer.clone());
         Ok(buffer)
+    }
+
+    /// A uniform buffer of `pass`'s parameter bytes that no other pass shares, which its
+    /// owner (a bound call) writes again with `queue.write_buffer` when its bytes change.
+    pub(crate) fn own_buffer(
+        &self,
+        gpu: &Gpu,
+        staging: &Staging,
+        pass: &PlannedPass,
+    ) -> Result<wgpu::Buffer, RuntimeError> {
+        let size = params_size(gpu, pass)?;
+        staging.create_initialized(
+            gpu,
+            pass.id,
+            &pass.params,
+            size,
+            wgpu::BufferUsages::UNIFORM,
+        )
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -42,6 +42,10 @@ impl Recorder<'_> {
     /// Records `plan` into `encoder` (see [`crate::Context::record_plan`]) with optional
     /// timestamp writes (see [`Timestamps`]), keeping bind groups when `reuse`; returns
     /// whether anything was recorded.
+    ///
+    /// Everything is checked and every pipeline and bind group found before the first command
+    /// is recorded, so an error records nothing. A warm call allocates nothing of its own: the
+    /// dispatches wait in a list kept per thread, and the lookups borrow their keys.
     pub(crate) fn record(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -50,42 +54,61 @@ impl Recorder<'_> {
         timestamps: Timestamps<'_>,
         reuse: bool,
     ) -> Result<bool, RuntimeError> {
-        let active = plan.active_passes(self.gpu.max_workgroups_per_dimension())?;
-        for (pass, _) in &active {
-            check_bindings(plan, pass, args)?;
-            check_aliasing(plan, pass, args)?;
-            // A range too small for the shader's element is refused here, before any wgpu call.
-            for (i, binding) in pass.bindings.iter().enumerate() {
-                if let Binding::Arg(a) = *binding {
-                    arg_range(plan, pass, i, &args[a])?;
-                }
-            }
-        }
-        if active.is_empty() {
+        if !check_plan(self.gpu, plan, args)? {
             return Ok(false);
         }
-
-        let disk = self.caches.driver_cache();
-        let pipelines = active
-            .iter()
-            .map(|(pass, _)| {
-                self.caches.pipelines.pipeline(
-                    self.gpu,
-                    disk.as_ref(),
-                    pass.kernel,
-                    &pass.overrides,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-
         let intermediates = self.caches.intermediates.take(self.gpu, plan)?;
         for i in intermediates.iter().filter(|i| i.reused) {
             encoder.clear_buffer(&i.buffer, 0, None);
         }
-        let steps = self.bind_all(plan, &active, &pipelines, args, &intermediates, reuse);
+        let steps = with_steps(|steps| {
+            let found = self.steps(plan, args, &intermediates, reuse, steps);
+            if found.is_ok() {
+                self.encode(encoder, plan, steps, timestamps);
+            }
+            found
+        });
         self.caches.intermediates.give_back(intermediates);
-        let steps = steps?;
-        let label = plan.label();
+        steps.map(|()| true)
+    }
+
+    /// The pipeline and bind group of every active pass of `plan`, into `steps`.
+    fn steps(
+        &self,
+        plan: &Plan,
+        args: &[Arg<'_>],
+        intermediates: &[Intermediate],
+        reuse: bool,
+        steps: &mut Vec<Step>,
+    ) -> Result<(), RuntimeError> {
+        let max = self.gpu.max_workgroups_per_dimension();
+        let disk = || self.caches.driver_cache();
+        for (index, pass) in plan.passes.iter().enumerate() {
+            let workgroups = pass.workgroups(max)?;
+            if !dispatches(workgroups) {
+                continue;
+            }
+            let pipeline =
+                (self.caches.pipelines).pipeline(self.gpu, &disk, pass.kernel, &pass.overrides)?;
+            let bind_group = self.bind_group(plan, pass, &pipeline, args, intermediates, reuse)?;
+            steps.push(Step {
+                pass: index,
+                workgroups,
+                pipeline,
+                bind_group,
+            });
+        }
+        Ok(())
+    }
+
+    /// Encodes `steps` of `plan` into `encoder`, in one compute pass or one per step.
+    fn encode(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        plan: &Plan,
+        steps: &[Step],
+        timestamps: Timestamps<'_>,
+    ) {
         let tally = &self.gpu.tally;
         Tally::add(&tally.dispatches, steps.len() as u64);
         Tally::add(
@@ -95,46 +118,21 @@ impl Recorder<'_> {
                 _ => 1,
             },
         );
+        // The op's name labels the pass (a `&'static str`: nothing is formatted per call); each
+        // dispatch is in a debug group named by its pass.
         match timestamps {
-            Timestamps::None => encode_pass(encoder, &label, &steps, None),
+            Timestamps::None => encode_pass(encoder, plan, steps, None),
             Timestamps::Whole(query_set, first) => {
-                encode_pass(encoder, &label, &steps, Some((query_set, first, first + 1)));
+                encode_pass(encoder, plan, steps, Some((query_set, first, first + 1)));
             }
             Timestamps::PerPass(query_set, first) => {
                 for (i, step) in steps.iter().enumerate() {
                     let begin = first + 2 * i as u32;
                     let writes = Some((query_set, begin, begin + 1));
-                    encode_pass(encoder, &label, std::slice::from_ref(step), writes);
+                    encode_pass(encoder, plan, std::slice::from_ref(step), writes);
                 }
             }
         }
-        Ok(true)
-    }
-
-    /// The bind group of every active pass, in order.
-    fn bind_all<'p>(
-        &self,
-        plan: &Plan,
-        active: &[(&'p PlannedPass, [u32; 3])],
-        pipelines: &'p [wgpu::ComputePipeline],
-        args: &[Arg<'_>],
-        intermediates: &[Intermediate],
-        reuse: bool,
-    ) -> Result<Vec<Step<'p>>, RuntimeError> {
-        active
-            .iter()
-            .zip(pipelines)
-            .map(|(&(pass, workgroups), pipeline)| {
-                let bind_group =
-                    self.bind_group(plan, pass, pipeline, args, intermediates, reuse)?;
-                Ok(Step {
-                    pass,
-                    workgroups,
-                    pipeline,
-                    bind_group,
-                })
-            })
-            .collect()
     }
 
     /// The bind group of one pass, or `None` for a pass without bindings; with `reuse`, a
@@ -160,46 +158,39 @@ impl Recorder<'_> {
         } else {
             None
         };
-        let mut ranges = Vec::with_capacity(pass.bindings.len());
-        for (i, binding) in pass.bindings.iter().enumerate() {
-            // Indices were checked by `check_bindings`; `invalid` only guards against a plan
-            // changed between the check and here, which cannot happen, without a panic.
-            let invalid = || RuntimeError::InvalidPlan {
-                label: pass.id.to_owned(),
-                reason: format!("binding {i} ({binding:?}) has no buffer"),
-            };
-            let range = match *binding {
-                Binding::Arg(a) => match args.get(a) {
-                    Some(arg) => Some(arg_range(plan, pass, i, arg)?),
-                    None => None,
-                },
-                Binding::Intermediate(t) => intermediates
-                    .get(t)
-                    .map(|i| i.buffer.as_entire_buffer_binding()),
-                Binding::Params => params.as_ref().map(wgpu::Buffer::as_entire_buffer_binding),
-            };
-            ranges.push(range.ok_or_else(invalid)?);
+        let intermediate = |t: usize| intermediates.get(t).map(|i| &i.buffer);
+        let range = |i: usize| binding_range(plan, pass, i, args, &intermediate, params.as_ref());
+        if reuse {
+            let found = (self.caches.bind_groups).get(pipeline, pass.bindings.len(), &range)?;
+            if let Some(group) = found {
+                return Ok(Some(group));
+            }
         }
-        let entries: Vec<wgpu::BindGroupEntry<'_>> = ranges
-            .iter()
-            .enumerate()
-            .map(|(i, range)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource: wgpu::BindingResource::Buffer(range.clone()),
+        let bind_group = self.create_bind_group(pass, pipeline, &range)?;
+        if reuse {
+            let key = BindKey::new(pipeline, pass.bindings.len(), &range)?;
+            self.caches.bind_groups.insert(key, bind_group.clone());
+        }
+        Ok(Some(bind_group))
+    }
+
+    /// A new bind group of `pass` for `pipeline`, binding `range(i)` at each binding `i`.
+    fn create_bind_group<'b>(
+        &self,
+        pass: &PlannedPass,
+        pipeline: &wgpu::ComputePipeline,
+        range: &dyn Fn(usize) -> Result<wgpu::BufferBinding<'b>, RuntimeError>,
+    ) -> Result<wgpu::BindGroup, RuntimeError> {
+        let entries = (0..pass.bindings.len())
+            .map(|i| {
+                Ok(wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource: wgpu::BindingResource::Buffer(range(i)?),
+                })
             })
-            .collect();
-        let key = reuse.then(|| BindKey {
-            pipeline: pipeline.clone(),
-            entries: ranges
-                .iter()
-                .map(|r| (r.buffer.clone(), r.offset, r.size.map(|s| s.get())))
-                .collect(),
-        });
-        if let Some(group) = key.as_ref().and_then(|k| self.caches.bind_groups.get(k)) {
-            return Ok(Some(group));
-        }
+            .collect::<Result<Vec<_>, RuntimeError>>()?;
         Tally::add(&self.gpu.tally.bind_groups, 1);
-        let bind_group = self.gpu.scoped(pass.id, || {
+        self.gpu.scoped(pass.id, || {
             let layout = pipeline.get_bind_group_layout(0);
             self.gpu
                 .device
@@ -208,28 +199,169 @@ impl Recorder<'_> {
                     layout: &layout,
                     entries: &entries,
                 })
-        })?;
-        if let Some(key) = key {
-            self.caches.bind_groups.insert(key, bind_group.clone());
+        })
+    }
+
+    /// Pipelines, uniform buffers, intermediates and bind groups of `plan`'s own, for a call
+    /// bound once and recorded many times ([`crate::Bound`]): nothing is shared with other
+    /// calls or kept by the context, so later uniform writes into its buffers change only it.
+    /// A pass with no workgroups gets no objects ([`BoundStep::pipeline`] is `None`).
+    pub(crate) fn bind(&self, plan: &Plan, args: &[Arg<'_>]) -> Result<BoundPlan, RuntimeError> {
+        check_plan(self.gpu, plan, args)?;
+        let intermediates = (plan.intermediates.iter())
+            .map(|spec| self.caches.intermediates.create(self.gpu, plan, spec))
+            .collect::<Result<Vec<_>, _>>()?;
+        let max = self.gpu.max_workgroups_per_dimension();
+        let disk = || self.caches.driver_cache();
+        let mut steps = Vec::with_capacity(plan.passes.len());
+        for pass in &plan.passes {
+            let workgroups = pass.workgroups(max)?;
+            if !dispatches(workgroups) {
+                steps.push(BoundStep {
+                    workgroups,
+                    pipeline: None,
+                    bind_group: None,
+                    params: None,
+                });
+                continue;
+            }
+            let pipeline =
+                (self.caches.pipelines).pipeline(self.gpu, &disk, pass.kernel, &pass.overrides)?;
+            let params = if pass.bindings.contains(&Binding::Params) {
+                Some(
+                    self.caches
+                        .params
+                        .own_buffer(self.gpu, &self.caches.staging, pass)?,
+                )
+            } else {
+                None
+            };
+            let bind_group = if pass.bindings.is_empty() {
+                None
+            } else {
+                let intermediate = |t: usize| intermediates.get(t);
+                let range =
+                    |i: usize| binding_range(plan, pass, i, args, &intermediate, params.as_ref());
+                Some(self.create_bind_group(pass, &pipeline, &range)?)
+            };
+            steps.push(BoundStep {
+                workgroups,
+                pipeline: Some(pipeline),
+                bind_group,
+                params,
+            });
         }
-        Ok(Some(bind_group))
+        Ok(BoundPlan {
+            steps,
+            intermediates,
+        })
     }
 }
 
-/// One dispatch, ready to encode.
-struct Step<'p> {
-    pass: &'p PlannedPass,
+/// What [`Recorder::bind`] made for a plan: one step per pass, in order, and the plan's
+/// intermediates.
+pub(crate) struct BoundPlan {
+    pub(crate) steps: Vec<BoundStep>,
+    pub(crate) intermediates: Vec<wgpu::Buffer>,
+}
+
+/// One pass of a bound plan: its workgroups, and its pipeline, bind group and uniform buffer
+/// where it dispatches.
+pub(crate) struct BoundStep {
+    pub(crate) workgroups: [u32; 3],
+    pub(crate) pipeline: Option<wgpu::ComputePipeline>,
+    pub(crate) bind_group: Option<wgpu::BindGroup>,
+    pub(crate) params: Option<wgpu::Buffer>,
+}
+
+/// Whether a dispatch of `workgroups` runs anything (an empty tensor's pass does not).
+pub(crate) fn dispatches(workgroups: [u32; 3]) -> bool {
+    workgroups.iter().all(|&n| n != 0)
+}
+
+/// Checks every active pass of `plan` against `args` (bindings given, no aliasing, ranges
+/// large enough) and its workgroups against the device; returns whether any pass dispatches.
+pub(crate) fn check_plan(gpu: &Gpu, plan: &Plan, args: &[Arg<'_>]) -> Result<bool, RuntimeError> {
+    let max = gpu.max_workgroups_per_dimension();
+    let mut any = false;
+    for pass in &plan.passes {
+        if !dispatches(pass.workgroups(max)?) {
+            continue;
+        }
+        any = true;
+        check_bindings(plan, pass, args)?;
+        check_aliasing(plan, pass, args)?;
+        // A range too small for the shader's element is refused here, before any wgpu call.
+        for (i, binding) in pass.bindings.iter().enumerate() {
+            if let Binding::Arg(a) = *binding {
+                arg_range(plan, pass, i, &args[a])?;
+            }
+        }
+    }
+    Ok(any)
+}
+
+/// The range binding `i` of `pass` binds: an argument's (see [`arg_range`]), a whole
+/// intermediate, or the pass's uniform buffer.
+fn binding_range<'a>(
+    plan: &Plan,
+    pass: &PlannedPass,
+    i: usize,
+    args: &[Arg<'a>],
+    intermediate: &dyn Fn(usize) -> Option<&'a wgpu::Buffer>,
+    params: Option<&'a wgpu::Buffer>,
+) -> Result<wgpu::BufferBinding<'a>, RuntimeError> {
+    // Indices were checked by `check_bindings`; `invalid` only guards against a plan changed
+    // between the check and here, which cannot happen, without a panic.
+    let invalid = || RuntimeError::InvalidPlan {
+        label: pass.id.to_owned(),
+        reason: format!("binding {i} has no buffer"),
+    };
+    let range = match pass.bindings.get(i).copied() {
+        Some(Binding::Arg(a)) => match args.get(a) {
+            Some(arg) => Some(arg_range(plan, pass, i, arg)?),
+            None => None,
+        },
+        Some(Binding::Intermediate(t)) => {
+            intermediate(t).map(wgpu::Buffer::as_entire_buffer_binding)
+        }
+        Some(Binding::Params) => params.map(wgpu::Buffer::as_entire_buffer_binding),
+        None => None,
+    };
+    range.ok_or_else(invalid)
+}
+
+/// One dispatch, ready to encode: the index of its pass in the plan.
+struct Step {
+    pass: usize,
     workgroups: [u32; 3],
-    pipeline: &'p wgpu::ComputePipeline,
+    pipeline: wgpu::ComputePipeline,
     bind_group: Option<wgpu::BindGroup>,
 }
 
-/// Encodes `steps` as one compute pass labelled `label`. Dispatches in one pass are still
-/// ordered: each is its own usage scope, and wgpu inserts the barriers between them.
+thread_local! {
+    /// The steps of the plan being recorded on this thread, kept empty between calls so that
+    /// recording reuses the list's storage.
+    static STEPS: std::cell::Cell<Vec<Step>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's empty list of steps, which it fills; the steps are dropped
+/// after and the list kept for the next call.
+fn with_steps<R>(f: impl FnOnce(&mut Vec<Step>) -> R) -> R {
+    let mut steps = STEPS.take();
+    let result = f(&mut steps);
+    steps.clear();
+    STEPS.set(steps);
+    result
+}
+
+/// Encodes `steps` of `plan` as one compute pass labelled with the op's name. Dispatches in
+/// one pass are still ordered: each is its own usage scope, and wgpu inserts the barriers
+/// between them.
 fn encode_pass(
     encoder: &mut wgpu::CommandEncoder,
-    label: &str,
-    steps: &[Step<'_>],
+    plan: &Plan,
+    steps: &[Step],
     timestamps: Option<(&wgpu::QuerySet, u32, u32)>,
 ) {
     let timestamp_writes =
@@ -239,13 +371,14 @@ fn encode_pass(
             end_of_pass_write_index: Some(end),
         });
     let mut cpass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-        label: Some(label),
+        label: Some(plan.op),
         timestamp_writes,
     });
     for step in steps {
         let [x, y, z] = step.workgroups;
-        cpass.push_debug_group(step.pass.id);
-        cpass.set_pipeline(step.pipeline);
+        let id = plan.passes.get(step.pass).map_or("", |p| p.id);
+        cpass.push_debug_group(id);
+        cpass.set_pipeline(&step.pipeline);
         if let Some(bg) = &step.bind_group {
             cpass.set_bind_group(0, bg, &[]);
         }

@@ -141,13 +141,25 @@ fn key_number(columns: &[&[Key<'static>]], key: &[Key<'_>]) -> Option<u64> {
         return None;
     }
     let mut number: u64 = 0;
-    for (values, value) in columns.iter().zip(key) {
-        let position = values.iter().position(|v| v == value)?;
-        number = number
-            .checked_mul(u64::try_from(values.len()).ok()?)?
-            .checked_add(u64::try_from(position).ok()?)?;
+    for (column, value) in key.iter().enumerate() {
+        number = next_key_number(columns, column, number, *value)?;
     }
     Some(number)
+}
+
+/// The number of a key so far, `number` over the columns before `column`, extended by the
+/// value of `column`: how a plan numbers its key as it computes it, without keeping it.
+pub fn next_key_number(
+    columns: &[&[Key<'static>]],
+    column: usize,
+    number: u64,
+    value: Key<'_>,
+) -> Option<u64> {
+    let values = columns.get(column)?;
+    let position = values.iter().position(|v| *v == value)?;
+    number
+        .checked_mul(u64::try_from(values.len()).ok()?)?
+        .checked_add(u64::try_from(position).ok()?)
 }
 
 impl ShaderTable {
@@ -259,6 +271,24 @@ impl ShaderTable {
     /// Every shader, in table order (tools time or inspect them one by one).
     pub fn shaders(&'static self) -> &'static [Shader] {
         &self.built().shaders
+    }
+
+    /// The key columns of pass `pass`, when it has `len` of them.
+    pub fn key_columns(
+        &self,
+        pass: usize,
+        len: usize,
+    ) -> Option<&'static [&'static [Key<'static>]]> {
+        let columns = self.passes.get(pass)?.key;
+        (columns.len() == len).then_some(columns)
+    }
+
+    /// The shader of pass `pass` whose key has the number `number` ([`next_key_number`]), if
+    /// the table has one; [`ShaderTable::kernel`] explains a missing one.
+    pub fn kernel_numbered(&'static self, pass: usize, number: u64) -> Option<&'static Kernel> {
+        let built = self.built();
+        let &i = built.keys.get(pass)?.get(&number)?;
+        Some(&built.shaders[i].kernel)
     }
 
     /// The shader of pass `pass` for `key`, the values its text depends on in the order

@@ -116,11 +116,11 @@ pub fn dtype_allowed(
 }
 
 /// The chosen variant's plan, or why it could not be computed.
-pub fn planned(
+pub fn planned<T>(
     op: &'static str,
     variant: &'static str,
-    plan: Result<crate::Plan, crate::PlanError>,
-) -> Result<crate::Plan, OpError> {
+    plan: Result<T, crate::PlanError>,
+) -> Result<T, OpError> {
     plan.map_err(|error| match error {
         crate::PlanError::Eval(error) => OpError::Plan { op, variant, error },
         crate::PlanError::NotBuilt(not_built) => OpError::NotBuilt(not_built),
@@ -220,10 +220,124 @@ pub fn to_shape(name: &str, dims: &[i64]) -> Result<Vec<usize>, EvalError> {
 /// The element count of an expression-computed shape.
 pub fn element_count(name: &str, dims: &[i64]) -> Result<u64, EvalError> {
     dims.iter().try_fold(1u64, |acc, &d| {
-        let d = to_u64(&format!("a dimension of `{name}`"), d)?;
+        let d = u64::try_from(d)
+            .map_err(|_| EvalError::new(format!("a dimension of `{name}` = {d} is negative")))?;
         acc.checked_mul(d)
             .ok_or_else(|| EvalError::new(format!("`{name}` has more than 2^64 elements")))
     })
+}
+
+/// Dimensions held in place up to this rank; a longer shape spills to the heap.
+const INLINE_RANK: usize = 8;
+
+/// A shape as expression integers, held in place up to rank 8 (the runtime's list axes), so
+/// an op's expression environment is made without a heap allocation; a longer shape still
+/// works, on the heap. Reads as a `&[i64]`.
+#[derive(Clone)]
+pub struct Dims(DimsRepr);
+
+#[derive(Clone)]
+enum DimsRepr {
+    Inline(u8, [i64; INLINE_RANK]),
+    Heap(Vec<i64>),
+}
+
+impl Default for Dims {
+    fn default() -> Self {
+        Dims(DimsRepr::Inline(0, [0; INLINE_RANK]))
+    }
+}
+
+impl Dims {
+    /// The dimensions `dims`.
+    pub fn from_slice(dims: &[i64]) -> Self {
+        if dims.len() <= INLINE_RANK {
+            let mut inline = [0; INLINE_RANK];
+            inline[..dims.len()].copy_from_slice(dims);
+            Dims(DimsRepr::Inline(dims.len() as u8, inline))
+        } else {
+            Dims(DimsRepr::Heap(dims.to_vec()))
+        }
+    }
+
+    /// The dimensions of a list an expression computed.
+    pub fn from_vec(dims: Vec<i64>) -> Self {
+        if dims.len() <= INLINE_RANK {
+            Self::from_slice(&dims)
+        } else {
+            Dims(DimsRepr::Heap(dims))
+        }
+    }
+
+    /// A shape of host `usize` dimensions as expression integers.
+    pub fn of(shape: &[usize]) -> Self {
+        let int = |d: usize| i64::try_from(d).unwrap_or(i64::MAX);
+        if shape.len() <= INLINE_RANK {
+            let mut inline = [0; INLINE_RANK];
+            for (to, &from) in inline.iter_mut().zip(shape) {
+                *to = int(from);
+            }
+            Dims(DimsRepr::Inline(shape.len() as u8, inline))
+        } else {
+            Dims(DimsRepr::Heap(shape.iter().map(|&d| int(d)).collect()))
+        }
+    }
+
+    /// The dimensions as a slice.
+    pub fn as_slice(&self) -> &[i64] {
+        match &self.0 {
+            DimsRepr::Inline(len, dims) => &dims[..usize::from(*len)],
+            DimsRepr::Heap(dims) => dims,
+        }
+    }
+}
+
+impl std::ops::Deref for Dims {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        self.as_slice()
+    }
+}
+
+impl std::fmt::Debug for Dims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+impl PartialEq for Dims {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+/// Writes an op's outputs (role, element type, shape) into `specs`, reusing its entries and
+/// their shapes' storage, so planning into a kept [`crate::Plan`] allocates nothing once the
+/// shapes have been seen.
+pub fn set_outputs(
+    specs: &mut Vec<OutputSpec>,
+    outputs: &[(&'static str, DType, &[i64])],
+) -> Result<(), EvalError> {
+    specs.truncate(outputs.len());
+    for (i, &(role, dtype, dims)) in outputs.iter().enumerate() {
+        if i == specs.len() {
+            specs.push(OutputSpec {
+                role,
+                dtype,
+                shape: Vec::with_capacity(dims.len()),
+            });
+        }
+        let spec = &mut specs[i];
+        spec.role = role;
+        spec.dtype = dtype;
+        spec.shape.clear();
+        for &d in dims {
+            let d = usize::try_from(d)
+                .map_err(|_| EvalError::new(format!("`{role}` has a negative dimension {d}")))?;
+            spec.shape.push(d);
+        }
+    }
+    Ok(())
 }
 
 /// A shape of host `usize` dimensions as expression integers.
@@ -303,5 +417,37 @@ mod tests {
         );
         // Operands are computed only for a rejection.
         assert!(require(Ok(true), "x > 0", || unreachable!()).is_ok());
+    }
+
+    #[test]
+    fn dims_hold_any_rank_and_read_as_slices() {
+        let short = Dims::of(&[2, 3]);
+        assert_eq!(short.as_slice(), [2, 3]);
+        assert_eq!(short.len(), 2);
+        let long: Vec<usize> = (1..=10).collect();
+        let long = Dims::of(&long);
+        assert_eq!(long.len(), 10);
+        assert_eq!(long[9], 10);
+        assert_eq!(Dims::from_vec(vec![4; 9]), Dims::from_slice(&[4; 9]));
+        assert_eq!(Dims::default().as_slice(), [0i64; 0]);
+        assert_eq!(format!("{short:?}"), "[2, 3]");
+    }
+
+    #[test]
+    fn outputs_are_written_in_place() {
+        let mut specs = Vec::new();
+        set_outputs(&mut specs, &[("y", DType::F32, &[2, 3])]).unwrap();
+        assert_eq!(specs[0].shape, [2, 3]);
+        set_outputs(
+            &mut specs,
+            &[("y", DType::F16, &[4]), ("z", DType::F32, &[])],
+        )
+        .unwrap();
+        assert_eq!(
+            (specs.len(), specs[0].dtype, &specs[0].shape[..]),
+            (2, DType::F16, &[4][..])
+        );
+        let error = set_outputs(&mut specs, &[("y", DType::F32, &[-1])]).unwrap_err();
+        assert_eq!(error.to_string(), "`y` has a negative dimension -1");
     }
 }

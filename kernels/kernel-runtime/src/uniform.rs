@@ -22,6 +22,13 @@ impl Words {
         Self(Vec::with_capacity(4 * fields))
     }
 
+    /// An empty struct written over `bytes`'s storage (its contents are dropped, its
+    /// capacity kept).
+    pub fn reusing(mut bytes: Vec<u8>) -> Self {
+        bytes.clear();
+        Self(bytes)
+    }
+
     /// Appends a `u32` field.
     #[must_use]
     pub fn u32(mut self, value: u32) -> Self {

@@ -168,6 +168,15 @@ where
     }
 }
 
+/// Whether every clause holds (a clause that fails to evaluate does not): what
+/// [`first_failure`] finds `Ok`, without building a failure.
+fn holds<E, T, O>(clauses: &[Clause], conditions: &Conditions<T, O>, env: &E) -> bool
+where
+    T: Fn(usize, &E) -> Result<bool, EvalError>,
+{
+    matches!(all_hold(clauses, conditions, env), Ok(true))
+}
+
 fn all_hold<E, T, O>(
     clauses: &[Clause],
     conditions: &Conditions<T, O>,
@@ -203,11 +212,12 @@ where
     T: Fn(usize, &E) -> Result<bool, EvalError>,
     O: Fn(usize, &E) -> Operand,
 {
-    // Rejections of variants before the chosen one are dropped, so their operands are computed
-    // only when no variant accepts.
+    // Rejections of variants before the chosen one are dropped, so they are explained (and
+    // their operands computed) only when no variant accepts; until then a variant's clauses
+    // are only tested, which allocates nothing.
     if let Some(chosen) = variants
         .iter()
-        .find(|variant| failure(variant.when, conditions, env, false).is_ok())
+        .find(|variant| holds(variant.when, conditions, env))
     {
         return Ok(chosen);
     }
@@ -259,7 +269,7 @@ where
     let superseding = ranking.superseded_by.get(v).copied().unwrap_or_default();
     for &s in superseding {
         if let Some(other) = variants.get(s)
-            && failure(other.when, conditions, env, false).is_ok()
+            && holds(other.when, conditions, env)
         {
             return Standing::Out(Failure {
                 path: vec!["supersededBy", other.id],
@@ -298,7 +308,7 @@ where
 {
     let mut demoted = None;
     for (v, variant) in variants.iter().enumerate() {
-        if failure(variant.when, conditions, env, false).is_err() {
+        if !holds(variant.when, conditions, env) {
             continue;
         }
         match standing(variants, ranking, v, conditions, env, false) {
@@ -447,6 +457,20 @@ mod tests {
                 value(&conjunction, &CONDITIONS, &env).unwrap(),
                 n % 2 == 0 && n < 100
             );
+        }
+    }
+
+    #[test]
+    fn a_variant_holds_where_its_first_failure_is_none() {
+        for n in [-99, -3, 0, 2, 7, 40, 75, 101, 102] {
+            for variant in VARIANTS.iter().chain(&RANKED) {
+                assert_eq!(
+                    holds(variant.when, &CONDITIONS, &Env { n }),
+                    first_failure(variant.when, &CONDITIONS, &Env { n }).is_ok(),
+                    "{} at {n}",
+                    variant.id
+                );
+            }
         }
     }
 

@@ -198,13 +198,13 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
-/// Tensor shapes as expression integers, inputs and outputs.
+/// Tensor shapes as expression integers, inputs and outputs, held in place.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct EnvShapes {
-    pub data: ::std::vec::Vec<i64>,
-    pub bias: ::std::vec::Vec<i64>,
-    pub output: ::std::vec::Vec<i64>,
+    pub data: rt::support::Dims,
+    pub bias: rt::support::Dims,
+    pub output: rt::support::Dims,
 }
 /// The `derive` entries' values, each computed on first use.
 #[doc(hidden)]
@@ -248,9 +248,9 @@ impl<'a> Env<'a> {
     ) -> Result<Self, rt::OpError> {
         let mut env = Env {
             shapes: EnvShapes {
-                data: rt::support::shape_i64(shapes.data),
-                bias: rt::support::shape_i64(shapes.bias),
-                output: ::std::vec::Vec::new(),
+                data: rt::support::Dims::of(shapes.data),
+                bias: rt::support::Dims::of(shapes.bias),
+                output: rt::support::Dims::default(),
             },
             dtypes,
             attrs,
@@ -275,8 +275,8 @@ impl<'a> Env<'a> {
     }
 }
 /// Shape of output `output`: `shapes.data`.
-fn output_shape_output(env: &Env<'_>) -> Result<::std::vec::Vec<i64>, EvalError> {
-    Ok(<[i64]>::to_vec(env.shapes.data.as_slice()))
+fn output_shape_output(env: &Env<'_>) -> Result<rt::support::Dims, EvalError> {
+    Ok(rt::support::Dims::from_slice(env.shapes.data.as_slice()))
 }
 /// Rank of output `output`: `ranks.data`.
 fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
@@ -842,16 +842,14 @@ const VALUE_SOURCES: [&str; 20usize] = [
     "",
     "",
 ];
-/// The op's outputs, which every variant shares.
-fn outputs(env: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
-    Ok(
-        ::std::vec::Vec::from([
-            rt::OutputSpec {
-                role: "output",
-                dtype: env.dtypes.t,
-                shape: rt::support::to_shape("output", &env.shapes.output)?,
-            },
-        ]),
+/// The op's outputs, which every variant shares, written into `specs`.
+fn outputs(
+    env: &Env<'_>,
+    specs: &mut ::std::vec::Vec<rt::OutputSpec>,
+) -> Result<(), EvalError> {
+    rt::support::set_outputs(
+        specs,
+        &[("output", env.dtypes.t, env.shapes.output.as_slice())],
     )
 }
 /// The plan of `variant`, whether or not its `when` holds.
@@ -859,18 +857,29 @@ fn plan_variant(
     variant: &Variant<VariantSpec>,
     env: &Env<'_>,
 ) -> Result<rt::Plan, rt::PlanError> {
+    let mut plan = rt::Plan::default();
+    plan_variant_into(variant, env, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan_variant`] into `plan`, reusing its storage.
+fn plan_variant_into(
+    variant: &Variant<VariantSpec>,
+    env: &Env<'_>,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::PlanError> {
+    outputs(env, &mut plan.outputs)?;
     let values = rt::plan_spec::Values {
         value,
         sources: &VALUE_SOURCES,
     };
-    rt::plan_spec::build(
+    rt::plan_spec::build_into(
         OP_NAME,
         variant.id,
         &variant.plan,
         &SHADERS,
         &values,
         env,
-        outputs(env)?,
+        plan,
     )
 }
 /// The variant ids, in selection order.
@@ -900,26 +909,45 @@ impl<T: rt::Float> rt::Op for Op<T> {
     ) -> Result<rt::Plan, rt::OpError> {
         plan(caps, shapes, dtypes, attrs)
     }
+    fn plan_into(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+        plan: &mut rt::Plan,
+    ) -> Result<(), rt::OpError> {
+        plan_into(caps, shapes, dtypes, attrs, plan)
+    }
     fn call_shapes<'a>(
         inputs: &'a Self::Inputs<'_>,
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Shapes<'a>, DTypes) {
         (shapes(inputs, outputs), dtypes(inputs, outputs))
     }
+    type Args<'t> = [rt::Arg<'t>; 3usize];
+    type ArgShapes<'t> = [Option<&'t [usize]>; 3usize];
     fn args<'t>(
         inputs: &'t Self::Inputs<'_>,
         outputs: &'t Self::OutputsMut<'_>,
-    ) -> ::std::vec::Vec<rt::Arg<'t>> {
-        ::std::vec::Vec::from([
+    ) -> Self::Args<'t> {
+        [
             rt::Arg::read("data", inputs.data.binding()),
             rt::Arg::read("bias", inputs.bias.binding()),
             rt::Arg::write("output", outputs.output.binding()),
-        ])
+        ]
     }
-    fn provided_shapes<'t>(
+    fn arg_shapes<'t>(
+        inputs: &'t Self::Inputs<'_>,
         outputs: &'t Self::OutputsMut<'_>,
-    ) -> ::std::vec::Vec<Option<&'t [usize]>> {
-        ::std::vec::Vec::from([Some(outputs.output.shape())])
+    ) -> Self::ArgShapes<'t> {
+        [
+            Some(inputs.data.shape()),
+            Some(inputs.bias.shape()),
+            Some(outputs.output.shape()),
+        ]
+    }
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+        Shapes::from_lookup(get)
     }
 }
 impl<T: rt::Float> rt::AllocatingOp for Op<T> {
@@ -951,9 +979,6 @@ impl<T: rt::Float> rt::AllocatingOp for Op<T> {
 impl<T: rt::Float> rt::OpHooks for Op<T> {
     type Env<'a> = Env<'a>;
     const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
-    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
-        Shapes::from_lookup(get)
-    }
     fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
         DTypes::from_lookup(get)
     }
@@ -990,11 +1015,24 @@ pub fn plan(
     dtypes: &DTypes,
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
+    let mut plan = rt::Plan::default();
+    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
+/// again allocates nothing once its shapes have been seen.
+pub fn plan_into(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::OpError> {
     attrs.validate()?;
     rt::support::dtype_allowed(OP_NAME, "data, bias", "T", dtypes.t, rt::DType::FLOATS)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
     let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
-    rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
+    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
 /// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
@@ -1037,6 +1075,17 @@ pub fn run_into<T: rt::Float>(
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
     <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+}
+/// Binds a call to these tensors, for a call site recorded step after step
+/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+/// with nothing created or looked up while its plan keeps its shape.
+pub fn bind<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<rt::Bound<Op<T>>, rt::OpError> {
+    rt::Bound::new(ctx, inputs, outputs, attrs)
 }
 /// The op's pre-rendered shaders; their WGSL is `bias_softmax.shaders`.
 mod shader_table {

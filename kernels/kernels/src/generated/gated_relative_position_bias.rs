@@ -218,17 +218,17 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
-/// Tensor shapes as expression integers, inputs and outputs.
+/// Tensor shapes as expression integers, inputs and outputs, held in place.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct EnvShapes {
-    pub query_layer: ::std::vec::Vec<i64>,
-    pub query_bias: ::std::vec::Vec<i64>,
-    pub rel_pos: ::std::vec::Vec<i64>,
-    pub weight: ::std::vec::Vec<i64>,
-    pub bias: ::std::vec::Vec<i64>,
-    pub eco_a: ::std::vec::Vec<i64>,
-    pub output: ::std::vec::Vec<i64>,
+    pub query_layer: rt::support::Dims,
+    pub query_bias: rt::support::Dims,
+    pub rel_pos: rt::support::Dims,
+    pub weight: rt::support::Dims,
+    pub bias: rt::support::Dims,
+    pub eco_a: rt::support::Dims,
+    pub output: rt::support::Dims,
 }
 /// The `derive` entries' values, each computed on first use.
 #[doc(hidden)]
@@ -281,13 +281,13 @@ impl<'a> Env<'a> {
     ) -> Result<Self, rt::OpError> {
         let mut env = Env {
             shapes: EnvShapes {
-                query_layer: rt::support::shape_i64(shapes.query_layer),
-                query_bias: rt::support::shape_i64(shapes.query_bias),
-                rel_pos: rt::support::shape_i64(shapes.rel_pos),
-                weight: rt::support::shape_i64(shapes.weight),
-                bias: rt::support::shape_i64(shapes.bias),
-                eco_a: rt::support::shape_i64(shapes.eco_a),
-                output: ::std::vec::Vec::new(),
+                query_layer: rt::support::Dims::of(shapes.query_layer),
+                query_bias: rt::support::Dims::of(shapes.query_bias),
+                rel_pos: rt::support::Dims::of(shapes.rel_pos),
+                weight: rt::support::Dims::of(shapes.weight),
+                bias: rt::support::Dims::of(shapes.bias),
+                eco_a: rt::support::Dims::of(shapes.eco_a),
+                output: rt::support::Dims::default(),
             },
             dtypes,
             attrs,
@@ -318,9 +318,9 @@ impl<'a> Env<'a> {
     }
 }
 /// Shape of output `output`: `[dim(shapes.query_layer, 0), attrs.num_heads, dim(shapes.query_layer, 1), dim(shapes.query_layer, 1)]`.
-fn output_shape_output(env: &Env<'_>) -> Result<::std::vec::Vec<i64>, EvalError> {
+fn output_shape_output(env: &Env<'_>) -> Result<rt::support::Dims, EvalError> {
     Ok(
-        <[i64]>::to_vec(
+        rt::support::Dims::from_slice(
             &[
                 rt::expr::dim(env.shapes.query_layer.as_slice(), 0i64)?,
                 env.attrs.num_heads,
@@ -829,16 +829,14 @@ const VALUE_SOURCES: [&str; 10usize] = [
     "",
     "",
 ];
-/// The op's outputs, which every variant shares.
-fn outputs(env: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
-    Ok(
-        ::std::vec::Vec::from([
-            rt::OutputSpec {
-                role: "output",
-                dtype: env.dtypes.t,
-                shape: rt::support::to_shape("output", &env.shapes.output)?,
-            },
-        ]),
+/// The op's outputs, which every variant shares, written into `specs`.
+fn outputs(
+    env: &Env<'_>,
+    specs: &mut ::std::vec::Vec<rt::OutputSpec>,
+) -> Result<(), EvalError> {
+    rt::support::set_outputs(
+        specs,
+        &[("output", env.dtypes.t, env.shapes.output.as_slice())],
     )
 }
 /// The plan of `variant`, whether or not its `when` holds.
@@ -846,18 +844,29 @@ fn plan_variant(
     variant: &Variant<VariantSpec>,
     env: &Env<'_>,
 ) -> Result<rt::Plan, rt::PlanError> {
+    let mut plan = rt::Plan::default();
+    plan_variant_into(variant, env, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan_variant`] into `plan`, reusing its storage.
+fn plan_variant_into(
+    variant: &Variant<VariantSpec>,
+    env: &Env<'_>,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::PlanError> {
+    outputs(env, &mut plan.outputs)?;
     let values = rt::plan_spec::Values {
         value,
         sources: &VALUE_SOURCES,
     };
-    rt::plan_spec::build(
+    rt::plan_spec::build_into(
         OP_NAME,
         variant.id,
         &variant.plan,
         &SHADERS,
         &values,
         env,
-        outputs(env)?,
+        plan,
     )
 }
 /// The variant ids, in selection order.
@@ -887,17 +896,28 @@ impl<T: rt::Float> rt::Op for Op<T> {
     ) -> Result<rt::Plan, rt::OpError> {
         plan(caps, shapes, dtypes, attrs)
     }
+    fn plan_into(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+        plan: &mut rt::Plan,
+    ) -> Result<(), rt::OpError> {
+        plan_into(caps, shapes, dtypes, attrs, plan)
+    }
     fn call_shapes<'a>(
         inputs: &'a Self::Inputs<'_>,
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Shapes<'a>, DTypes) {
         (shapes(inputs, outputs), dtypes(inputs, outputs))
     }
+    type Args<'t> = [rt::Arg<'t>; 7usize];
+    type ArgShapes<'t> = [Option<&'t [usize]>; 7usize];
     fn args<'t>(
         inputs: &'t Self::Inputs<'_>,
         outputs: &'t Self::OutputsMut<'_>,
-    ) -> ::std::vec::Vec<rt::Arg<'t>> {
-        ::std::vec::Vec::from([
+    ) -> Self::Args<'t> {
+        [
             rt::Arg::read("query_layer", inputs.query_layer.binding()),
             rt::Arg::read("query_bias", inputs.query_bias.binding()),
             rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
@@ -905,12 +925,24 @@ impl<T: rt::Float> rt::Op for Op<T> {
             rt::Arg::read("bias", inputs.bias.binding()),
             rt::Arg::read("eco_a", inputs.eco_a.binding()),
             rt::Arg::write("output", outputs.output.binding()),
-        ])
+        ]
     }
-    fn provided_shapes<'t>(
+    fn arg_shapes<'t>(
+        inputs: &'t Self::Inputs<'_>,
         outputs: &'t Self::OutputsMut<'_>,
-    ) -> ::std::vec::Vec<Option<&'t [usize]>> {
-        ::std::vec::Vec::from([Some(outputs.output.shape())])
+    ) -> Self::ArgShapes<'t> {
+        [
+            Some(inputs.query_layer.shape()),
+            Some(inputs.query_bias.shape()),
+            Some(inputs.rel_pos.shape()),
+            Some(inputs.weight.shape()),
+            Some(inputs.bias.shape()),
+            Some(inputs.eco_a.shape()),
+            Some(outputs.output.shape()),
+        ]
+    }
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+        Shapes::from_lookup(get)
     }
 }
 impl<T: rt::Float> rt::AllocatingOp for Op<T> {
@@ -942,9 +974,6 @@ impl<T: rt::Float> rt::AllocatingOp for Op<T> {
 impl<T: rt::Float> rt::OpHooks for Op<T> {
     type Env<'a> = Env<'a>;
     const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
-    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
-        Shapes::from_lookup(get)
-    }
     fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
         DTypes::from_lookup(get)
     }
@@ -981,6 +1010,19 @@ pub fn plan(
     dtypes: &DTypes,
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
+    let mut plan = rt::Plan::default();
+    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
+/// again allocates nothing once its shapes have been seen.
+pub fn plan_into(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::OpError> {
     attrs.validate()?;
     rt::support::dtype_allowed(
         OP_NAME,
@@ -997,7 +1039,7 @@ pub fn plan(
     rt::support::rank_is(OP_NAME, "eco_a", shapes.eco_a, 4usize)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
     let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
-    rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
+    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
 /// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
@@ -1040,6 +1082,17 @@ pub fn run_into<T: rt::Float>(
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
     <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+}
+/// Binds a call to these tensors, for a call site recorded step after step
+/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+/// with nothing created or looked up while its plan keeps its shape.
+pub fn bind<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<rt::Bound<Op<T>>, rt::OpError> {
+    rt::Bound::new(ctx, inputs, outputs, attrs)
 }
 /// The op's pre-rendered shaders; their WGSL is `gated_relative_position_bias.shaders`.
 mod shader_table {

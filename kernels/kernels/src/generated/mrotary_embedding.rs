@@ -313,15 +313,15 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
-/// Tensor shapes as expression integers, inputs and outputs.
+/// Tensor shapes as expression integers, inputs and outputs, held in place.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
 pub struct EnvShapes {
-    pub input: ::std::vec::Vec<i64>,
-    pub position_ids: ::std::vec::Vec<i64>,
-    pub cos_cache: ::std::vec::Vec<i64>,
-    pub sin_cache: ::std::vec::Vec<i64>,
-    pub output: ::std::vec::Vec<i64>,
+    pub input: rt::support::Dims,
+    pub position_ids: rt::support::Dims,
+    pub cos_cache: rt::support::Dims,
+    pub sin_cache: rt::support::Dims,
+    pub output: rt::support::Dims,
 }
 /// The `derive` entries' values, each computed on first use.
 #[doc(hidden)]
@@ -370,11 +370,11 @@ impl<'a> Env<'a> {
     ) -> Result<Self, rt::OpError> {
         let mut env = Env {
             shapes: EnvShapes {
-                input: rt::support::shape_i64(shapes.input),
-                position_ids: rt::support::shape_i64(shapes.position_ids),
-                cos_cache: rt::support::shape_i64(shapes.cos_cache),
-                sin_cache: rt::support::shape_i64(shapes.sin_cache),
-                output: ::std::vec::Vec::new(),
+                input: rt::support::Dims::of(shapes.input),
+                position_ids: rt::support::Dims::of(shapes.position_ids),
+                cos_cache: rt::support::Dims::of(shapes.cos_cache),
+                sin_cache: rt::support::Dims::of(shapes.sin_cache),
+                output: rt::support::Dims::default(),
             },
             dtypes,
             attrs,
@@ -399,8 +399,8 @@ impl<'a> Env<'a> {
     }
 }
 /// Shape of output `output`: `shapes.input`.
-fn output_shape_output(env: &Env<'_>) -> Result<::std::vec::Vec<i64>, EvalError> {
-    Ok(<[i64]>::to_vec(env.shapes.input.as_slice()))
+fn output_shape_output(env: &Env<'_>) -> Result<rt::support::Dims, EvalError> {
+    Ok(rt::support::Dims::from_slice(env.shapes.input.as_slice()))
 }
 /// Rank of output `output`: `ranks.input`.
 fn output_rank_output(env: &Env<'_>) -> Result<i64, EvalError> {
@@ -998,16 +998,14 @@ const VALUE_SOURCES: [&str; 19usize] = [
     " (from the shape of `input`)",
     " (from the shape of `input`)",
 ];
-/// The op's outputs, which every variant shares.
-fn outputs(env: &Env<'_>) -> Result<::std::vec::Vec<rt::OutputSpec>, EvalError> {
-    Ok(
-        ::std::vec::Vec::from([
-            rt::OutputSpec {
-                role: "output",
-                dtype: env.dtypes.t,
-                shape: rt::support::to_shape("output", &env.shapes.output)?,
-            },
-        ]),
+/// The op's outputs, which every variant shares, written into `specs`.
+fn outputs(
+    env: &Env<'_>,
+    specs: &mut ::std::vec::Vec<rt::OutputSpec>,
+) -> Result<(), EvalError> {
+    rt::support::set_outputs(
+        specs,
+        &[("output", env.dtypes.t, env.shapes.output.as_slice())],
     )
 }
 /// The plan of `variant`, whether or not its `when` holds.
@@ -1015,18 +1013,29 @@ fn plan_variant(
     variant: &Variant<VariantSpec>,
     env: &Env<'_>,
 ) -> Result<rt::Plan, rt::PlanError> {
+    let mut plan = rt::Plan::default();
+    plan_variant_into(variant, env, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan_variant`] into `plan`, reusing its storage.
+fn plan_variant_into(
+    variant: &Variant<VariantSpec>,
+    env: &Env<'_>,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::PlanError> {
+    outputs(env, &mut plan.outputs)?;
     let values = rt::plan_spec::Values {
         value,
         sources: &VALUE_SOURCES,
     };
-    rt::plan_spec::build(
+    rt::plan_spec::build_into(
         OP_NAME,
         variant.id,
         &variant.plan,
         &SHADERS,
         &values,
         env,
-        outputs(env)?,
+        plan,
     )
 }
 /// The variant ids, in selection order.
@@ -1056,28 +1065,49 @@ impl<T: rt::Float> rt::Op for Op<T> {
     ) -> Result<rt::Plan, rt::OpError> {
         plan(caps, shapes, dtypes, attrs)
     }
+    fn plan_into(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+        plan: &mut rt::Plan,
+    ) -> Result<(), rt::OpError> {
+        plan_into(caps, shapes, dtypes, attrs, plan)
+    }
     fn call_shapes<'a>(
         inputs: &'a Self::Inputs<'_>,
         outputs: &'a Self::OutputsMut<'_>,
     ) -> (Shapes<'a>, DTypes) {
         (shapes(inputs, outputs), dtypes(inputs, outputs))
     }
+    type Args<'t> = [rt::Arg<'t>; 5usize];
+    type ArgShapes<'t> = [Option<&'t [usize]>; 5usize];
     fn args<'t>(
         inputs: &'t Self::Inputs<'_>,
         outputs: &'t Self::OutputsMut<'_>,
-    ) -> ::std::vec::Vec<rt::Arg<'t>> {
-        ::std::vec::Vec::from([
+    ) -> Self::Args<'t> {
+        [
             rt::Arg::read("input", inputs.input.binding()),
             rt::Arg::read("position_ids", inputs.position_ids.binding()),
             rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
             rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
             rt::Arg::write("output", outputs.output.binding()),
-        ])
+        ]
     }
-    fn provided_shapes<'t>(
+    fn arg_shapes<'t>(
+        inputs: &'t Self::Inputs<'_>,
         outputs: &'t Self::OutputsMut<'_>,
-    ) -> ::std::vec::Vec<Option<&'t [usize]>> {
-        ::std::vec::Vec::from([Some(outputs.output.shape())])
+    ) -> Self::ArgShapes<'t> {
+        [
+            Some(inputs.input.shape()),
+            Some(inputs.position_ids.shape()),
+            Some(inputs.cos_cache.shape()),
+            Some(inputs.sin_cache.shape()),
+            Some(outputs.output.shape()),
+        ]
+    }
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+        Shapes::from_lookup(get)
     }
     fn check_inputs(
         inputs: &Self::Inputs<'_>,
@@ -1127,9 +1157,6 @@ impl<T: rt::Float> rt::AllocatingOp for Op<T> {
 impl<T: rt::Float> rt::OpHooks for Op<T> {
     type Env<'a> = Env<'a>;
     const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
-    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
-        Shapes::from_lookup(get)
-    }
     fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
         DTypes::from_lookup(get)
     }
@@ -1172,6 +1199,19 @@ pub fn plan(
     dtypes: &DTypes,
     attrs: &Attrs,
 ) -> Result<rt::Plan, rt::OpError> {
+    let mut plan = rt::Plan::default();
+    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
+/// again allocates nothing once its shapes have been seen.
+pub fn plan_into(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::OpError> {
     attrs.validate()?;
     rt::support::dtype_allowed(
         OP_NAME,
@@ -1185,7 +1225,7 @@ pub fn plan(
     rt::support::rank_is(OP_NAME, "sin_cache", shapes.sin_cache, 2usize)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
     let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
-    rt::support::planned(OP_NAME, variant.id, plan_variant(variant, &env))
+    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
 }
 /// Records the op into `encoder` with new outputs, so several ops can share one
 /// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
@@ -1228,6 +1268,17 @@ pub fn run_into<T: rt::Float>(
     attrs: &Attrs,
 ) -> Result<(), rt::OpError> {
     <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+}
+/// Binds a call to these tensors, for a call site recorded step after step
+/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+/// with nothing created or looked up while its plan keeps its shape.
+pub fn bind<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<rt::Bound<Op<T>>, rt::OpError> {
+    rt::Bound::new(ctx, inputs, outputs, attrs)
 }
 /// The op's pre-rendered shaders; their WGSL is `mrotary_embedding.shaders`.
 mod shader_table {
