@@ -1,0 +1,240 @@
+//! Bound calls (`op::bind`, `kernel_runtime::Bound`): the same results as `run_into` and the
+//! float64 references across updates that change a uniform between submissions, flat
+//! object counts once bound, and a rebuild when an update changes the variant.
+
+// In tests a panic is the failure report.
+#![allow(clippy::unwrap_used)]
+
+use examples::data::{DataRng, Tolerance, compare, from_elem, to_elem};
+use examples::reference::bias_softmax::bias_softmax;
+use examples::reference::mrotary_embedding::{mrotary_embedding, rope_caches};
+use kernel_runtime::{Context, DType, IndexTensor, Tensor, wgpu};
+use kernels::{bias_softmax as softmax, mrotary_embedding as mrope};
+
+const MAX_POSITIONS: usize = 64;
+const HIDDEN: [usize; 3] = [1, 16, 128];
+
+/// MRotaryEmbedding's inputs on the device, with their host values for the reference.
+struct Rope {
+    query: Vec<f64>,
+    ids: Vec<i64>,
+    cos: Vec<f64>,
+    sin: Vec<f64>,
+    tensors: (Tensor<f32>, IndexTensor, Tensor<f32>, Tensor<f32>),
+}
+
+fn round(v: Vec<f64>) -> Vec<f64> {
+    from_elem(&to_elem::<f32>(&v))
+}
+
+fn rope(ctx: &Context) -> Rope {
+    let mut rng = DataRng::new(5);
+    let query = round(rng.uniform(HIDDEN.iter().product(), -2.0, 2.0));
+    let ids: Vec<i64> = (0..48).map(|i| 3 + (i % 16) as i64).collect();
+    let (cos, sin) = rope_caches(MAX_POSITIONS, 16, 10000.0);
+    let (cos, sin) = (round(cos), round(sin));
+    let upload = |shape: &[usize], v: &[f64]| Tensor::from_slice(ctx, shape, &to_elem::<f32>(v));
+    let tensors = (
+        upload(&HIDDEN, &query).unwrap(),
+        IndexTensor::from_i64(ctx, &[3, 1, 16], &ids).unwrap(),
+        upload(&[MAX_POSITIONS, 16], &cos).unwrap(),
+        upload(&[MAX_POSITIONS, 16], &sin).unwrap(),
+    );
+    Rope {
+        query,
+        ids,
+        cos,
+        sin,
+        tensors,
+    }
+}
+
+fn rope_attrs(scale: f32) -> mrope::Attrs {
+    mrope::Attrs {
+        num_heads: 4,
+        scale,
+        ..mrope::Attrs::new(mrope::RequiredAttrs {
+            mrope_section: vec![4, 6, 6],
+        })
+    }
+}
+
+impl Rope {
+    fn inputs(&self) -> mrope::Inputs<'_, f32> {
+        let (input, position_ids, cos_cache, sin_cache) = &self.tensors;
+        mrope::Inputs {
+            input,
+            position_ids,
+            cos_cache,
+            sin_cache,
+        }
+    }
+
+    fn reference(&self, attrs: &mrope::Attrs) -> Vec<f64> {
+        let (q, ids, cos, sin) = (&self.query, &self.ids, &self.cos, &self.sin);
+        mrotary_embedding(q, &HIDDEN, ids, cos, sin, MAX_POSITIONS, attrs).unwrap()
+    }
+}
+
+#[test]
+fn a_bound_call_matches_run_into_and_the_reference_as_a_uniform_changes() {
+    let ctx = test_support::context();
+    let rope = rope(&ctx);
+    let mut bound_out = Tensor::<f32>::zeros(&ctx, &HIDDEN).unwrap();
+    let mut run_out = Tensor::<f32>::zeros(&ctx, &HIDDEN).unwrap();
+    let out = mrope::OutputsMut {
+        output: &mut bound_out,
+    };
+    let mut call = mrope::bind(&ctx, &rope.inputs(), out, &rope_attrs(1.0)).unwrap();
+    for (step, scale) in [1.0, 0.5, 2.0, -0.25].into_iter().enumerate() {
+        let attrs = rope_attrs(scale);
+        call.update(&ctx, &attrs).unwrap();
+        // In a compute pass of the caller's on even steps, of its own on odd ones.
+        let mut encoder = ctx.create_encoder();
+        if step % 2 == 0 {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            call.record(&mut pass).unwrap();
+        } else {
+            call.record_into(&mut encoder);
+        }
+        ctx.submit(encoder).unwrap();
+        let out = mrope::OutputsMut {
+            output: &mut run_out,
+        };
+        mrope::run_into(&ctx, &rope.inputs(), out, &attrs).unwrap();
+        let got = from_elem(&bound_out.to_vec(&ctx).unwrap());
+        assert_eq!(
+            got,
+            from_elem(&run_out.to_vec(&ctx).unwrap()),
+            "scale {scale}"
+        );
+        let comparison = compare(&got, &rope.reference(&attrs), Tolerance::mrope(DType::F32));
+        assert!(comparison.passed(), "scale {scale}: {comparison}");
+    }
+}
+
+#[test]
+fn updates_that_keep_the_plan_create_nothing() {
+    let ctx = test_support::context();
+    let rope = rope(&ctx);
+    let mut output = Tensor::<f32>::zeros(&ctx, &HIDDEN).unwrap();
+    let out = mrope::OutputsMut {
+        output: &mut output,
+    };
+    let mut call = mrope::bind(&ctx, &rope.inputs(), out, &rope_attrs(1.0)).unwrap();
+    let step = |call: &mut kernel_runtime::Bound<mrope::Op<f32>>, scale: f32| {
+        call.update(&ctx, &rope_attrs(scale)).unwrap();
+        let mut encoder = ctx.create_encoder();
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            call.record(&mut pass).unwrap();
+        }
+        ctx.submit(encoder).unwrap();
+    };
+    step(&mut call, 0.5);
+    let first = ctx.counts();
+    for i in 0..8 {
+        step(&mut call, 1.0 + i as f32 / 8.0);
+    }
+    let last = ctx.counts();
+    assert_eq!(
+        (
+            last.buffers_created,
+            last.bind_groups_created,
+            last.pipelines_created
+        ),
+        (
+            first.buffers_created,
+            first.bind_groups_created,
+            first.pipelines_created
+        ),
+        "{first:?} then {last:?}"
+    );
+    assert_eq!(last.dispatches_recorded, first.dispatches_recorded + 8);
+    // The last update's scale is what ran.
+    let got = from_elem(&output.to_vec(&ctx).unwrap());
+    let comparison = compare(
+        &got,
+        &rope.reference(&rope_attrs(1.875)),
+        Tolerance::mrope(DType::F32),
+    );
+    assert!(comparison.passed(), "{comparison}");
+}
+
+#[test]
+fn an_update_that_changes_the_variant_rebuilds_the_call() {
+    let ctx = test_support::context();
+    let shape = [64, 8];
+    let mut rng = DataRng::new(9);
+    let data = round(rng.uniform(512, -3.0, 3.0));
+    let bias = round(rng.uniform(512, -1.0, 1.0));
+    let x = Tensor::from_slice(&ctx, &shape, &to_elem::<f32>(&data)).unwrap();
+    let b = Tensor::from_slice(&ctx, &shape, &to_elem::<f32>(&bias)).unwrap();
+    let mut output = Tensor::<f32>::zeros(&ctx, &shape).unwrap();
+    let attrs = |axis| softmax::Attrs {
+        axis,
+        ..softmax::Attrs::new(softmax::RequiredAttrs {
+            is_inner_broadcast: true,
+        })
+    };
+    let inputs = softmax::Inputs { data: &x, bias: &b };
+    let out = softmax::OutputsMut {
+        output: &mut output,
+    };
+    let mut call = softmax::bind(&ctx, &inputs, out, &attrs(1)).unwrap();
+    let mut variants = Vec::new();
+    for axis in [1, 0, 1] {
+        call.update(&ctx, &attrs(axis)).unwrap();
+        variants.push(call.plan().variant);
+        let mut encoder = ctx.create_encoder();
+        call.record_into(&mut encoder);
+        ctx.submit(encoder).unwrap();
+        let got = from_elem(&output.to_vec(&ctx).unwrap());
+        let want = bias_softmax(&data, &shape, &bias, axis, true).unwrap();
+        let comparison = compare(&got, &want, Tolerance::bias_softmax(DType::F32));
+        assert!(comparison.passed(), "axis {axis}: {comparison}");
+    }
+    assert_ne!(variants[0], variants[1], "{variants:?}");
+    assert_eq!(variants[0], variants[2]);
+}
+
+#[test]
+fn a_bound_call_refuses_what_record_into_refuses() {
+    let ctx = test_support::context();
+    let rope = rope(&ctx);
+    // An output of the wrong shape, when bound.
+    let mut wrong = Tensor::<f32>::zeros(&ctx, &[1, 16, 64]).unwrap();
+    let out = mrope::OutputsMut { output: &mut wrong };
+    let err = mrope::bind(&ctx, &rope.inputs(), out, &rope_attrs(1.0)).unwrap_err();
+    assert!(
+        matches!(err, kernel_runtime::OpError::Output { .. }),
+        "{err}"
+    );
+    // An update whose attributes no variant accepts leaves the call as it was.
+    let mut output = Tensor::<f32>::zeros(&ctx, &HIDDEN).unwrap();
+    let out = mrope::OutputsMut {
+        output: &mut output,
+    };
+    let mut call = mrope::bind(&ctx, &rope.inputs(), out, &rope_attrs(1.0)).unwrap();
+    let variant = call.plan().variant;
+    let bad = mrope::Attrs {
+        num_heads: 5,
+        ..rope_attrs(1.0)
+    };
+    let err = call.update(&ctx, &bad).unwrap_err();
+    assert!(
+        matches!(err, kernel_runtime::OpError::NoVariant { .. }),
+        "{err}"
+    );
+    assert_eq!(call.plan().variant, variant);
+    let mut encoder = ctx.create_encoder();
+    call.record_into(&mut encoder);
+    ctx.submit(encoder).unwrap();
+    let got = from_elem(&output.to_vec(&ctx).unwrap());
+    let comparison = compare(
+        &got,
+        &rope.reference(&rope_attrs(1.0)),
+        Tolerance::mrope(DType::F32),
+    );
+    assert!(comparison.passed(), "{comparison}");
+}
