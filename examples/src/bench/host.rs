@@ -41,6 +41,16 @@ pub struct HostResult {
     pub record_into_allocs_per_op: Option<f64>,
     /// Where a warm `record_into`'s time and allocations go, part by part.
     pub record_into_parts: Vec<Part>,
+    /// A bound call (`Bound`, bound once): recording it into one compute pass shared by
+    /// `recorded_ops` calls, per call.
+    pub bound_record_us_per_dispatch: f64,
+    pub bound_record_allocs: Option<f64>,
+    /// `Bound::update` with the same attributes, and with an attribute that changes a uniform
+    /// every call (the op's `vary`; `None` for an op without one), per call.
+    pub bound_update_us: f64,
+    pub bound_update_allocs: Option<f64>,
+    pub bound_update_changing_us: Option<f64>,
+    pub bound_update_changing_allocs: Option<f64>,
 }
 
 /// One part of a warm `record_into`, measured on its own over many calls: mean wall time and
@@ -91,6 +101,16 @@ trait Problem {
     ) -> Result<()>;
     /// The parts of a warm `record_into`, each measured over `calls` calls.
     fn parts(&mut self, ctx: &Context, calls: usize) -> Result<Vec<Part>>;
+    /// A bound call's costs over `calls` calls: record into one shared pass, update with the
+    /// same attributes, update with a changing uniform.
+    fn bound(&mut self, ctx: &Context, calls: usize) -> Result<BoundCosts>;
+}
+
+/// What [`Problem::bound`] measures, each mean µs and allocations per call.
+struct BoundCosts {
+    record: (f64, Option<f64>),
+    update: (f64, Option<f64>),
+    update_changing: Option<(f64, Option<f64>)>,
 }
 
 /// A problem of any op that writes nothing in place (its `InPlace` is `()`), through the `Op`
@@ -102,6 +122,9 @@ struct OpProblem<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> {
     attrs: O::Attrs,
     view: for<'a> fn(&'a I) -> O::Inputs<'a>,
     view_mut: for<'a> fn(&'a mut W) -> O::OutputsMut<'a>,
+    /// Changes an attribute that only a uniform reads, by call number (`None`: the op has
+    /// none to change).
+    vary: Option<fn(&mut O::Attrs, usize)>,
 }
 
 impl<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> Problem for OpProblem<O, I, W> {
@@ -159,7 +182,7 @@ impl<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> Problem for OpPr
             "args and output shapes",
             per_call(calls, || {
                 std::hint::black_box(O::args(&inputs, &outputs));
-                std::hint::black_box(O::provided_shapes(&outputs));
+                std::hint::black_box(O::arg_shapes(&inputs, &outputs));
                 Ok(())
             })?,
         );
@@ -200,11 +223,11 @@ impl<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> Problem for OpPr
         ctx.submit(encoder)?;
         let args = O::args(&inputs, &outputs);
         let mut encoder = ctx.create_encoder();
-        ctx.record_plan_reusing(&mut encoder, &plan, &args)?;
+        ctx.record_plan_reusing(&mut encoder, &plan, args.as_ref())?;
         part(
             "record_plan_reusing (runtime)",
             per_call(calls, || {
-                Ok(ctx.record_plan_reusing(&mut encoder, &plan, &args)?)
+                Ok(ctx.record_plan_reusing(&mut encoder, &plan, args.as_ref())?)
             })?,
         );
         ctx.submit(encoder)?;
@@ -222,6 +245,46 @@ impl<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> Problem for OpPr
         );
         ctx.submit(encoder)?;
         Ok(parts)
+    }
+    fn bound(&mut self, ctx: &Context, calls: usize) -> Result<BoundCosts> {
+        let inputs = (self.view)(&self.inputs);
+        let outputs = (self.view_mut)(&mut self.output);
+        let mut call = kernel_runtime::Bound::<O>::new(ctx, &inputs, outputs, &self.attrs)?;
+        // Warm: one submission of the call first, and recording into a pass that has grown.
+        let mut encoder = ctx.create_encoder();
+        call.record_into(&mut encoder);
+        ctx.submit(encoder)?;
+        let mut encoder = ctx.create_encoder();
+        let record = {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            for _ in 0..calls {
+                call.record(&mut pass)?;
+            }
+            per_call(calls, || Ok(call.record(&mut pass)?))?
+        };
+        ctx.submit(encoder)?;
+        let update = per_call(calls, || Ok(call.update(ctx, &self.attrs)?))?;
+        let update_changing = match self.vary {
+            Some(vary) => {
+                let mut attrs = self.attrs.clone();
+                let mut i = 0;
+                let cost = per_call(calls, || {
+                    i += 1;
+                    vary(&mut attrs, i);
+                    Ok(call.update(ctx, &attrs)?)
+                })?;
+                call.update(ctx, &self.attrs)?;
+                Some(cost)
+            }
+            None => None,
+        };
+        // The writes reach the GPU with a submission.
+        ctx.submit(ctx.create_encoder())?;
+        Ok(BoundCosts {
+            record,
+            update,
+            update_changing,
+        })
     }
 }
 
@@ -286,6 +349,7 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
             sin_cache,
         },
         view_mut: |output| mrope::OutputsMut { output },
+        vary: Some(|attrs, i| attrs.scale = 1.0 + (i % 2) as f32),
     };
     let softmax = OpProblem::<bias_softmax::Op, _, _> {
         inputs: (t(&[4, 64], 0.5)?, t(&[1, 64], -0.5)?),
@@ -298,6 +362,7 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
         },
         view: |(data, bias)| bias_softmax::Inputs { data, bias },
         view_mut: |output| bias_softmax::OutputsMut { output },
+        vary: None,
     };
     let gated = OpProblem::<grpb::Op, _, _> {
         inputs: [
@@ -319,6 +384,7 @@ fn problems(ctx: &Context) -> Result<Vec<Box<dyn Problem>>> {
             eco_a,
         },
         view_mut: |output| grpb::OutputsMut { output },
+        vary: None,
     };
     Ok(vec![Box::new(mrope), Box::new(softmax), Box::new(gated)])
 }
@@ -418,6 +484,7 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             .zip(allocations())
             .map(|(b, a)| (a - b) as f64 / (RECORD_ROUNDS * recorded.max(1)) as f64);
         let record_into_parts = problem.parts(&ctx, recorded)?;
+        let bound = problem.bound(&ctx, recorded)?;
         let per_op = |d: Duration| d.as_secs_f64() * 1e6 / recorded.max(1) as f64;
 
         results.push(HostResult {
@@ -435,6 +502,12 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             recorded_ops: recorded,
             record_into_allocs_per_op: into_allocs,
             record_into_parts,
+            bound_record_us_per_dispatch: bound.record.0,
+            bound_record_allocs: bound.record.1,
+            bound_update_us: bound.update.0,
+            bound_update_allocs: bound.update.1,
+            bound_update_changing_us: bound.update_changing.map(|c| c.0),
+            bound_update_changing_allocs: bound.update_changing.and_then(|c| c.1),
         });
     }
     let _ = std::fs::remove_dir_all(&scratch);

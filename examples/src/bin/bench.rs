@@ -414,12 +414,27 @@ fn print_host(host: &[host::HostResult]) {
             allocs(h.record_into_allocs_per_op),
             h.recorded_ops
         );
+        let line = |part: &str, us: f64, a: Option<f64>| {
+            println!("  {part:<34} {us:>8.2} µs {:>8} allocations", allocs(a));
+        };
         for p in &h.record_into_parts {
-            println!(
-                "  {:<34} {:>8.2} µs {:>8} allocations",
-                p.part,
-                p.us,
-                allocs(p.allocs)
+            line(p.part, p.us, p.allocs);
+        }
+        line(
+            "bound: record into a shared pass",
+            h.bound_record_us_per_dispatch,
+            h.bound_record_allocs,
+        );
+        line(
+            "bound: update, same attributes",
+            h.bound_update_us,
+            h.bound_update_allocs,
+        );
+        if let Some(us) = h.bound_update_changing_us {
+            line(
+                "bound: update, a uniform changes",
+                us,
+                h.bound_update_changing_allocs,
             );
         }
     }
