@@ -238,3 +238,93 @@ fn a_bound_call_refuses_what_record_into_refuses() {
     );
     assert!(comparison.passed(), "{comparison}");
 }
+
+#[test]
+fn calls_with_intermediates_record_into_one_pass_after_clearing() {
+    let ctx = test_support::context();
+    // Rows of 65,536 take BiasSoftmax's split variant, whose four intermediates hold block
+    // and row statistics.
+    let shape = [2, 65_536];
+    let mut rng = DataRng::new(11);
+    let data = round(rng.uniform(2 * 65_536, -3.0, 3.0));
+    let bias = round(rng.uniform(2 * 65_536, -1.0, 1.0));
+    let x = Tensor::from_slice(&ctx, &shape, &to_elem::<f32>(&data)).unwrap();
+    let b = Tensor::from_slice(&ctx, &shape, &to_elem::<f32>(&bias)).unwrap();
+    let attrs = softmax::Attrs {
+        axis: 1,
+        ..softmax::Attrs::new(softmax::RequiredAttrs {
+            is_inner_broadcast: true,
+        })
+    };
+    // Two calls, the second reading the first's output: softmax(softmax(x + b) + b).
+    let mut first_out = Tensor::<f32>::zeros(&ctx, &shape).unwrap();
+    let mut second_out = Tensor::<f32>::zeros(&ctx, &shape).unwrap();
+    let inputs = softmax::Inputs { data: &x, bias: &b };
+    let out = softmax::OutputsMut {
+        output: &mut first_out,
+    };
+    let first = softmax::bind(&ctx, &inputs, out, &attrs).unwrap();
+    assert!(
+        !first.plan().intermediates.is_empty(),
+        "variant {} has no intermediates",
+        first.plan().variant
+    );
+    let inputs = softmax::Inputs {
+        data: &first_out,
+        bias: &b,
+    };
+    let out = softmax::OutputsMut {
+        output: &mut second_out,
+    };
+    let second = softmax::bind(&ctx, &inputs, out, &attrs).unwrap();
+
+    // What `run_into` gives, and the float64 reference.
+    let mut run_first = Tensor::<f32>::zeros(&ctx, &shape).unwrap();
+    let mut run_second = Tensor::<f32>::zeros(&ctx, &shape).unwrap();
+    let inputs = softmax::Inputs { data: &x, bias: &b };
+    let out = softmax::OutputsMut {
+        output: &mut run_first,
+    };
+    softmax::run_into(&ctx, &inputs, out, &attrs).unwrap();
+    let inputs = softmax::Inputs {
+        data: &run_first,
+        bias: &b,
+    };
+    let out = softmax::OutputsMut {
+        output: &mut run_second,
+    };
+    softmax::run_into(&ctx, &inputs, out, &attrs).unwrap();
+    let want_first = from_elem(&run_first.to_vec(&ctx).unwrap());
+    let want_second = from_elem(&run_second.to_vec(&ctx).unwrap());
+    let reference = bias_softmax(&data, &shape, &bias, 1, true).unwrap();
+    let reference = bias_softmax(&reference, &shape, &bias, 1, true).unwrap();
+
+    // `record` refuses the plan; cleared first, both calls go into one pass, step after step
+    // (the second step's intermediates hold the first's values until cleared).
+    let mut encoder = ctx.create_encoder();
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+        assert!(first.record(&mut pass).is_err());
+    }
+    drop(encoder);
+    for step in 0..2 {
+        let passes = ctx.counts().compute_passes_recorded;
+        let mut encoder = ctx.create_encoder();
+        first.clear_intermediates(&mut encoder);
+        second.clear_intermediates(&mut encoder);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            first.record_cleared(&mut pass);
+            second.record_cleared(&mut pass);
+        }
+        ctx.submit(encoder).unwrap();
+        // The caller's pass is not the runtime's to count.
+        assert_eq!(ctx.counts().compute_passes_recorded, passes);
+        let got_first = from_elem(&first_out.to_vec(&ctx).unwrap());
+        let got_second = from_elem(&second_out.to_vec(&ctx).unwrap());
+        assert_eq!(got_first, want_first, "step {step}: the first call");
+        assert_eq!(got_second, want_second, "step {step}: the second call");
+        let comparison = compare(&got_second, &reference, Tolerance::bias_softmax(DType::F32));
+        assert!(comparison.passed(), "step {step}: {comparison}");
+    }
+}

@@ -54,8 +54,10 @@ use crate::record::{BoundPlan, dispatches};
 ///   hand-written checks of input values (index ranges) run when it is bound, not on `update`.
 /// - **Errors are `record_into`'s.** A failed `update` leaves the call as it was before it.
 /// - **A plan with intermediates** (zeroed before each use) is recorded with
-///   [`Bound::record_into`], which clears them; [`Bound::record`] into a compute pass the
-///   caller opened refuses it. Passes with no workgroups are skipped, as everywhere.
+///   [`Bound::record_into`], which clears them, or with [`Bound::clear_intermediates`] into
+///   the encoder and then [`Bound::record_cleared`] into a compute pass the caller opened
+///   after it (several calls in one pass: clear them all, then record them all);
+///   [`Bound::record`] refuses it. Passes with no workgroups are skipped, as everywhere.
 pub struct Bound<O: Op> {
     tensors: Vec<BoundTensor>,
     dtypes: O::DTypes,
@@ -213,18 +215,40 @@ impl<O: Op> Bound<O> {
     /// Records the call into a compute pass the caller opened (with other calls): per pass
     /// that dispatches, its pipeline, its bind group and the dispatch, nothing looked up. A
     /// plan with intermediates is refused ([`RuntimeError::InvalidPlan`]): they are zeroed
-    /// before each use, which [`Bound::record_into`] does outside a pass.
+    /// before each use, outside a pass; [`Bound::record_cleared`] records such a call after
+    /// [`Bound::clear_intermediates`], [`Bound::record_into`] in a pass of its own.
     pub fn record(&self, pass: &mut wgpu::ComputePass<'_>) -> Result<(), RuntimeError> {
         if !self.objects.intermediates.is_empty() {
             return Err(RuntimeError::InvalidPlan {
                 label: self.plan.label(),
-                reason: "the plan has intermediates, zeroed before each use: record it with \
-                         `Bound::record_into`"
+                reason: "the plan has intermediates, zeroed before each use: clear them with \
+                         `Bound::clear_intermediates` before the pass and record it with \
+                         `Bound::record_cleared`, or record it with `Bound::record_into`"
                     .to_owned(),
             });
         }
         self.encode(pass);
         Ok(())
+    }
+
+    /// Zeroes the call's intermediates (a no-op for a plan without any): recorded into the
+    /// encoder before the compute pass that [`Bound::record_cleared`] records the call into.
+    pub fn clear_intermediates(&self, encoder: &mut wgpu::CommandEncoder) {
+        for buffer in &self.objects.intermediates {
+            encoder.clear_buffer(buffer, 0, None);
+        }
+    }
+
+    /// Records the call into a compute pass the caller opened, as [`Bound::record`] does,
+    /// for a call with or without intermediates: its [`Bound::clear_intermediates`] must
+    /// have been recorded into the same encoder before that pass, once per recording (a plan
+    /// that accumulates into an intermediate would otherwise add to the last run's values).
+    ///
+    /// Each bound call owns its intermediates, so a step may clear those of all its calls
+    /// first and then record every call in one compute pass: that runs as recording each
+    /// call with [`Bound::record_into`] in a pass of its own.
+    pub fn record_cleared(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.encode(pass);
     }
 
     /// Records the call into `encoder` in a compute pass of its own (labelled with the op's
@@ -233,9 +257,7 @@ impl<O: Op> Bound<O> {
         if !self.objects.steps.iter().any(|s| dispatches(s.workgroups)) {
             return;
         }
-        for buffer in &self.objects.intermediates {
-            encoder.clear_buffer(buffer, 0, None);
-        }
+        self.clear_intermediates(encoder);
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some(O::NAME),
             timestamp_writes: None,
