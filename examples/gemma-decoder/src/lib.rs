@@ -11,7 +11,7 @@ pub mod config;
 pub mod weights;
 
 #[cfg(corpus)]
-mod layer;
+mod calls;
 #[cfg(corpus)]
 pub mod model;
 #[cfg(corpus)]
@@ -27,7 +27,7 @@ pub use weights::Weights;
 #[cfg(corpus)]
 pub use run::{Decoder, Report};
 #[cfg(corpus)]
-pub use step::{At, DecodeError, NoProbe, Probe, Stage};
+pub use step::{At, DecodeError, Probe, Recording, Stage};
 
 /// Whether the corpus's packages were found when the crate was built.
 pub const PRESENT: bool = cfg!(corpus);

@@ -6,15 +6,17 @@ use std::time::Instant;
 
 use kernel_runtime::{Context, ContextCounts, wgpu};
 
+use crate::calls::Calls;
 use crate::config::Config;
 use crate::model::Model;
-use crate::step::{DecodeError, NoProbe, Probe, StepAttrs};
+use crate::step::{DecodeError, Recording, StepAttrs};
 use crate::weights::Weights;
 
-/// A decoder on one device.
+/// A decoder on one device: the model, and every call of a step bound to its tensors.
 pub struct Decoder {
     pub model: Model,
     attrs: StepAttrs,
+    calls: Calls,
     /// The position of the next token step.
     pos: usize,
 }
@@ -61,9 +63,13 @@ impl Decoder {
     /// Checks `config`, uploads `weights` and allocates everything a step uses.
     pub fn new(ctx: &Context, config: &Config, weights: &Weights) -> Result<Self, DecodeError> {
         config.check().map_err(DecodeError::Config)?;
+        let mut model = Model::upload(ctx, config, weights)?;
+        let mut attrs = StepAttrs::new(config, weights);
+        let calls = Calls::bind(ctx, &mut model, &mut attrs)?;
         Ok(Decoder {
-            model: Model::upload(ctx, config, weights)?,
-            attrs: StepAttrs::new(config, weights),
+            model,
+            attrs,
+            calls,
             pos: 0,
         })
     }
@@ -80,28 +86,111 @@ impl Decoder {
         self.pos
     }
 
-    /// Records the next token's step into `encoder` (see [`Model::record_token`]).
+    /// The stages a step records, in order (the per-layer-embedding combination counts
+    /// twice: an add and a scale).
+    pub fn stages(&self) -> impl Iterator<Item = crate::step::At> + '_ {
+        self.calls.entries.iter().map(|e| e.at)
+    }
+
+    /// Sets the attributes that follow the position for the next token's step. Part of
+    /// [`Decoder::record_next`]; on its own for measuring it.
+    pub fn update(&mut self, ctx: &Context) -> Result<(), DecodeError> {
+        if self.pos >= self.model.config.max_positions {
+            return Err(DecodeError::PastCache {
+                pos: self.pos,
+                max: self.model.config.max_positions,
+            });
+        }
+        self.calls
+            .update(ctx, &mut self.attrs, &self.model, self.pos)
+    }
+
+    /// Records the next token's step into `encoder`: the position's updates, the rotation
+    /// rows copied in, every call, and the token copied into the history.
     pub fn record_next(
         &mut self,
         ctx: &Context,
         encoder: &mut wgpu::CommandEncoder,
-        probe: &mut dyn Probe,
+        recording: Recording<'_>,
     ) -> Result<(), DecodeError> {
-        self.model
-            .record_token(ctx, encoder, &mut self.attrs, self.pos, probe)?;
-        self.pos += 1;
+        self.update(ctx)?;
+        self.record_updated(encoder, recording);
         Ok(())
     }
 
-    /// Records the next token's step in an encoder of its own and submits it, without
-    /// waiting for the device.
-    pub fn step(&mut self, ctx: &Context, probe: &mut dyn Probe) -> Result<(), DecodeError> {
+    /// [`Decoder::record_next`] after [`Decoder::update`].
+    pub fn record_updated(&mut self, encoder: &mut wgpu::CommandEncoder, recording: Recording<'_>) {
+        self.begin_token(encoder);
+        match recording {
+            Recording::OnePass(timestamp_writes) => {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("decode step"),
+                    timestamp_writes,
+                });
+                self.record_pass(&mut pass);
+            }
+            Recording::PerStage(probe) => {
+                let calls = &self.calls;
+                for entry in &calls.entries {
+                    {
+                        let timestamp_writes = probe.pass_timestamps(entry.at);
+                        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                            label: Some("decode stage"),
+                            timestamp_writes,
+                        });
+                        calls.call(entry).record(&mut pass);
+                    }
+                    probe.after(encoder, entry.at, &entry.outputs);
+                }
+            }
+        }
+        self.finish_token(encoder);
+    }
+
+    /// The commands of a step before its compute passes: the position's rotation rows copied
+    /// in, every call's intermediates cleared.
+    pub fn begin_token(&self, encoder: &mut wgpu::CommandEncoder) {
+        let (c, k) = (&self.model.config, &self.model.constants);
+        let half_bytes = (c.head_dim / 2 * 4) as u64;
+        for rotary in [&k.local, &k.global] {
+            for (table, row) in [
+                (&rotary.cos_table, &rotary.cos),
+                (&rotary.sin_table, &rotary.sin),
+            ] {
+                let from = self.pos as u64 * half_bytes;
+                encoder.copy_buffer_to_buffer(table.buffer(), from, row.buffer(), 0, half_bytes);
+            }
+        }
+        for entry in &self.calls.entries {
+            self.calls.call(entry).clear(encoder);
+        }
+    }
+
+    /// Every call of the step, in order, into a compute pass the caller opened after
+    /// [`Decoder::begin_token`].
+    pub fn record_pass(&self, pass: &mut wgpu::ComputePass<'_>) {
+        for entry in &self.calls.entries {
+            self.calls.call(entry).record(pass);
+        }
+    }
+
+    /// The commands of a step after its passes: the token copied into the history; the next
+    /// step is at the next position.
+    pub fn finish_token(&mut self, encoder: &mut wgpu::CommandEncoder) {
+        let a = &self.model.act;
+        encoder.copy_buffer_to_buffer(a.ids.buffer(), 0, a.tokens.buffer(), 4 * self.pos as u64, 4);
+        self.pos += 1;
+    }
+
+    /// Records the next token's step in an encoder of its own, one compute pass, and submits
+    /// it without waiting for the device.
+    pub fn step(&mut self, ctx: &Context) -> Result<(), DecodeError> {
         let mut encoder = ctx
             .device()
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("decode step"),
             });
-        self.record_next(ctx, &mut encoder, probe)?;
+        self.record_next(ctx, &mut encoder, Recording::OnePass(None))?;
         ctx.queue().submit(Some(encoder.finish()));
         Ok(())
     }
@@ -129,7 +218,7 @@ impl Decoder {
         let mut after_first = ctx.counts();
         for i in 0..count {
             let t = Instant::now();
-            self.step(ctx, &mut NoProbe)?;
+            self.step(ctx)?;
             host_us.push(t.elapsed().as_secs_f64() * 1e6);
             if i == 0 {
                 after_first = ctx.counts();

@@ -1,10 +1,9 @@
-//! One token of the decoder, recorded into the caller's command encoder through the generated
-//! typed API of the Gemma 4 packages: the embedding gather with the first input norm, the
-//! per-layer embeddings, per layer the QKV projection, the K and V rows into the cache with
-//! their norms and rotation, attention, the output projection with its norms, the MLP's
-//! gate/up and down halves with theirs, the per-layer-embedding gate and projection (which
-//! also normalizes the next layer's input), then the LM head and the argmax, whose token is
-//! the next step's input. Nothing is read back: the token stays on the device.
+//! The stages of a token step and their attributes: the embedding gather with the first input
+//! norm, the per-layer embeddings, per layer the QKV projection, the K and V rows into the
+//! cache with their norms and rotation, attention, the output projection with its norms, the
+//! MLP's gate/up and down halves with theirs, the per-layer-embedding gate and projection
+//! (which also normalizes the next layer's input), then the LM head and the argmax, whose
+//! token is the next step's input. `calls.rs` binds them, `run.rs` records them.
 
 use std::fmt;
 
@@ -13,10 +12,9 @@ use corpus::kernels::{
     decode_oproj_norm, decode_ple_gate, decode_ple_proj_norm, decode_qk_norm_rope, decode_qkv_proj,
     dense_gemv, mul_broadcast, qat_embed_gather, qat_mat_mul, rmsnorm,
 };
-use kernel_runtime::{Context, OpError, RuntimeError, wgpu};
+use kernel_runtime::{OpError, RuntimeError, wgpu};
 
 use crate::config::{Config, Precision};
-use crate::model::{Activations, Constants, LinearGpu, Model, WeightsGpu};
 use crate::weights::Weights;
 
 /// A stage of the step: one op call (two for the per-layer embeddings' combination).
@@ -107,23 +105,32 @@ pub enum DecodeError {
     Config(String),
 }
 
-/// Sees each stage's outputs as the step records them: a test copies them out to compare
-/// with its reference. [`NoProbe`] records nothing.
+/// Looks at the step stage by stage: a step recorded for a probe gives each stage a compute
+/// pass of its own, with the probe's timestamp writes, and calls the probe after each (a test
+/// copies the stage's outputs out, a timing run writes timestamps).
 pub trait Probe {
+    /// Timestamp writes for the compute pass of stage `at`, if any.
+    fn pass_timestamps(&mut self, at: At) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        let _ = at;
+        None
+    }
+
     /// After the stage `at` was recorded; `outputs` are the buffers it wrote, by name.
     fn after(
         &mut self,
         encoder: &mut wgpu::CommandEncoder,
         at: At,
-        outputs: &[(&'static str, &wgpu::Buffer)],
+        outputs: &[(&'static str, wgpu::Buffer)],
     );
 }
 
-/// A probe that looks at nothing.
-pub struct NoProbe;
-
-impl Probe for NoProbe {
-    fn after(&mut self, _: &mut wgpu::CommandEncoder, _: At, _: &[(&'static str, &wgpu::Buffer)]) {}
+/// How a step is recorded.
+pub enum Recording<'p> {
+    /// Every dispatch of the token in one compute pass, as an application runs it, with
+    /// timestamp writes at its beginning and end where given.
+    OnePass(Option<wgpu::ComputePassTimestampWrites<'p>>),
+    /// A compute pass per stage, shown to a probe.
+    PerStage(&'p mut dyn Probe),
 }
 
 /// Every stage's attributes, made once; a step changes only the position's fields.
@@ -302,214 +309,5 @@ pub(crate) fn at(layer: Option<usize>, stage: Stage) -> impl Fn(OpError) -> Deco
     move |source| DecodeError::Op {
         at: At { layer, stage },
         source,
-    }
-}
-
-/// What a stage reads and writes: the model's parts, borrowed apart so that a stage can
-/// read some activations while it writes others.
-pub(crate) struct Parts<'m> {
-    pub(crate) c: &'m Config,
-    pub(crate) w: &'m WeightsGpu,
-    pub(crate) k: &'m Constants,
-    pub(crate) a: &'m mut Activations,
-}
-
-impl Model {
-    /// Records the step that decodes the token in `ids` at position `pos` and writes the next
-    /// token into `ids` (and into `tokens[pos]`).
-    pub fn record_token(
-        &mut self,
-        ctx: &Context,
-        encoder: &mut wgpu::CommandEncoder,
-        attrs: &mut StepAttrs,
-        pos: usize,
-        probe: &mut dyn Probe,
-    ) -> Result<(), DecodeError> {
-        let Model {
-            config,
-            weights,
-            constants,
-            act,
-        } = self;
-        let c = &*config;
-        if pos >= c.max_positions {
-            return Err(DecodeError::PastCache {
-                pos,
-                max: c.max_positions,
-            });
-        }
-        // The position's rotation, for each kind of layer.
-        let half_bytes = (c.head_dim / 2 * 4) as u64;
-        for rotary in [&constants.local, &constants.global] {
-            for (table, row) in [
-                (&rotary.cos_table, &rotary.cos),
-                (&rotary.sin_table, &rotary.sin),
-            ] {
-                encoder.copy_buffer_to_buffer(
-                    table.buffer(),
-                    pos as u64 * half_bytes,
-                    row.buffer(),
-                    0,
-                    half_bytes,
-                );
-            }
-        }
-        let mut parts = Parts {
-            c,
-            w: weights,
-            k: constants,
-            a: act,
-        };
-        parts.embeddings(ctx, encoder, attrs, probe)?;
-        for layer in 0..c.layers {
-            parts.layer(ctx, encoder, attrs, layer, pos, probe)?;
-        }
-        parts.head(ctx, encoder, attrs, probe)?;
-        let a = &parts.a;
-        encoder.copy_buffer_to_buffer(a.ids.buffer(), 0, a.tokens.buffer(), 4 * pos as u64, 4);
-        Ok(())
-    }
-}
-
-impl Parts<'_> {
-    fn embeddings(
-        &mut self,
-        ctx: &Context,
-        encoder: &mut wgpu::CommandEncoder,
-        attrs: &StepAttrs,
-        probe: &mut dyn Probe,
-    ) -> Result<(), DecodeError> {
-        let Parts { c, w, k, a } = self;
-        let stage = Stage::Embed;
-        qat_embed_gather::record_into(
-            ctx,
-            encoder,
-            &qat_embed_gather::Inputs {
-                ids: &a.ids,
-                bits: &w.embed.words,
-                scale: &w.embed.scale,
-                w: Some(&w.embed_norm),
-            },
-            qat_embed_gather::OutputsMut {
-                out: &mut a.hidden,
-                y2: Some(&mut a.x),
-                sum_a: Some(&mut a.x_sum),
-            },
-            &attrs.embed,
-        )
-        .map_err(at(None, stage))?;
-        probe.after(
-            encoder,
-            At { layer: None, stage },
-            &[
-                ("hidden", a.hidden.buffer()),
-                ("x", a.x.buffer()),
-                ("x_sum", a.x_sum.buffer()),
-            ],
-        );
-
-        let stage = Stage::PleGather;
-        qat_embed_gather::record_into(
-            ctx,
-            encoder,
-            &qat_embed_gather::Inputs {
-                ids: &a.ids,
-                bits: &w.ple_embed.words,
-                scale: &w.ple_embed.scale,
-                w: None,
-            },
-            qat_embed_gather::OutputsMut {
-                out: &mut a.ple_gathered,
-                y2: None,
-                sum_a: None,
-            },
-            &attrs.ple_gather,
-        )
-        .map_err(at(None, stage))?;
-        probe.after(
-            encoder,
-            At { layer: None, stage },
-            &[("ple_gathered", a.ple_gathered.buffer())],
-        );
-
-        let stage = Stage::PleProject;
-        match &w.ple_model_projection {
-            LinearGpu::Quant(m) => qat_mat_mul::record_into(
-                ctx,
-                encoder,
-                &qat_mat_mul::Inputs {
-                    a: &a.hidden,
-                    bits: &m.words,
-                    scale: &m.scale,
-                    sum_a: None,
-                },
-                qat_mat_mul::OutputsMut {
-                    out: &mut a.ple_projected,
-                    cand_val: None,
-                    cand_idx: None,
-                },
-                &attrs.ple_project_quant,
-            ),
-            LinearGpu::Dense(m) => dense_gemv::record_into(
-                ctx,
-                encoder,
-                &dense_gemv::Inputs { a: &a.hidden, w: m },
-                dense_gemv::OutputsMut {
-                    out: &mut a.ple_projected,
-                },
-                &attrs.ple_project_dense,
-            ),
-        }
-        .map_err(at(None, stage))?;
-        probe.after(
-            encoder,
-            At { layer: None, stage },
-            &[("ple_projected", a.ple_projected.buffer())],
-        );
-
-        let stage = Stage::PleNorm;
-        rmsnorm::record_into(
-            ctx,
-            encoder,
-            &rmsnorm::Inputs {
-                x: &a.ple_projected,
-                w: Some(&w.ple_projection_norm),
-            },
-            rmsnorm::OutputsMut { y: &mut a.ple },
-            &attrs.ple_norm,
-        )
-        .map_err(at(None, stage))?;
-        probe.after(
-            encoder,
-            At { layer: None, stage },
-            &[("ple", a.ple.buffer())],
-        );
-
-        let stage = Stage::PleCombine;
-        add_in_place::record_into(
-            ctx,
-            encoder,
-            &add_in_place::Inputs { x: &a.ple_gathered },
-            add_in_place::OutputsMut { y: &mut a.ple },
-            &attrs.ple_add,
-        )
-        .map_err(at(None, stage))?;
-        mul_broadcast::record_into(
-            ctx,
-            encoder,
-            &mul_broadcast::Inputs {
-                factor: &k.ple_factor,
-            },
-            mul_broadcast::OutputsMut { x: &mut a.ple },
-            &attrs.ple_scale,
-        )
-        .map_err(at(None, stage))?;
-        probe.after(
-            encoder,
-            At { layer: None, stage },
-            &[("ple", a.ple.buffer())],
-        );
-        let _ = c;
-        Ok(())
     }
 }

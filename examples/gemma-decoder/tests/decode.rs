@@ -32,7 +32,7 @@ mod gpu {
     use std::collections::HashMap;
 
     use gemma_decoder::weights::{Linear, QuantMatrix};
-    use gemma_decoder::{At, Config, Decoder, Precision, Probe, Stage, Weights};
+    use gemma_decoder::{At, Config, Decoder, Precision, Probe, Recording, Stage, Weights};
     use kernel_runtime::{Context, wgpu};
     use test_support::decode::{self as reference, Dims, Layer, Model, Normed, Weight, ops};
 
@@ -123,9 +123,9 @@ mod gpu {
             &mut self,
             encoder: &mut wgpu::CommandEncoder,
             at: At,
-            outputs: &[(&'static str, &wgpu::Buffer)],
+            outputs: &[(&'static str, wgpu::Buffer)],
         ) {
-            for &(name, buffer) in outputs {
+            for (name, buffer) in outputs {
                 let copy = self.ctx.device().create_buffer(&wgpu::BufferDescriptor {
                     label: Some(name),
                     size: buffer.size(),
@@ -133,7 +133,7 @@ mod gpu {
                     mapped_at_creation: false,
                 });
                 encoder.copy_buffer_to_buffer(buffer, 0, &copy, 0, buffer.size());
-                self.taken.push((at, name, copy));
+                self.taken.push((at, *name, copy));
             }
         }
     }
@@ -392,13 +392,19 @@ mod gpu {
             };
             let mut encoder = ctx.create_encoder();
             decoder
-                .record_next(&ctx, &mut encoder, &mut capture)
+                .record_next(&ctx, &mut encoder, Recording::PerStage(&mut capture))
                 .unwrap();
             ctx.submit(encoder).unwrap();
             token = check_token(&config, &m, &Captured::read(capture), token, pos, &worst);
             decoded.push(token as u32);
         }
         assert_eq!(decoder.tokens(&ctx).unwrap(), decoded, "the token history");
+        // As an application runs it: every call of a token in one compute pass.
+        let one_pass = decoder.generate(&ctx, first, tokens).unwrap().tokens;
+        assert_eq!(
+            one_pass, decoded,
+            "one compute pass per token against a pass per stage"
+        );
 
         // The reference decoding on its own, from the same first token.
         let mut cache = reference::Cache::new(&m.dims);
