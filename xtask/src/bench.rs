@@ -1,7 +1,7 @@
 //! `cargo xtask bench [--torch]`: the harness (`examples`' `bench`), and with `--torch` the
 //! PyTorch peer (`benchmarks/peers/onnx_torch.py`) run right after it at the same shapes (those
 //! of `benchmarks/cases`, or of the one `--cases` file given, a sweep), the two result files
-//! joined case by case.
+//! joined case by case; then the decode section (`bench_decode.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,14 +14,39 @@ use crate::system;
 /// The ops the peer script times, each at the shapes of `benchmarks/cases/<op>.bench.json`.
 const PEER_OPS: &[&str] = &["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"];
 
-/// Runs the harness with `args`, then, with `torch`, the peer and the joined table.
+/// Harness arguments that run one part of it, after which the decode section is left out.
+const PARTS: &[&str] = &[
+    "--host",
+    "--soak",
+    "--churn",
+    "--compile-times",
+    "--cases-only",
+    "--filter",
+    "--cases",
+];
+
+/// Runs the harness with `args`, then, with `torch`, the peer and the joined table; then the
+/// decode section (and its peer with `torch`) unless `args` ask for one part of the harness.
+/// `--decode` runs the decode section alone.
 pub fn run(root: &Path, torch: bool, args: &[String]) -> Result<()> {
+    let quick = args.iter().any(|a| a == "--quick");
+    if args.iter().any(|a| a == "--decode") {
+        return crate::bench_decode::run(root, quick, torch);
+    }
     let sweep = if torch { check_args(args)? } else { None };
     let mut cargo_args = vec!["run", "--release", "-p", "examples", "--bin", "bench", "--"];
     cargo_args.extend(args.iter().map(String::as_str));
     system::cargo(root, &cargo_args)?;
     if torch {
         run_peer(root, &results_path(root, args), sweep.as_deref())?;
+    }
+    let part = args.iter().any(|a| {
+        PARTS
+            .iter()
+            .any(|p| a == p || a.starts_with(&format!("{p}=")))
+    });
+    if !part {
+        crate::bench_decode::run(root, quick, torch)?;
     }
     Ok(())
 }

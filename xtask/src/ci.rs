@@ -118,6 +118,27 @@ pub fn run(root: &Path) -> Result<()> {
             ],
         )
     })?;
+    // The decode section of the harness on the small decoder, so that it cannot rot either
+    // (one line saying it left the decoder out where the corpus is absent).
+    step("decode timing (small)", || {
+        cargo(
+            root,
+            &[
+                "run",
+                "--locked",
+                "-p",
+                "gemma-decoder",
+                "--bin",
+                "gemma-decode",
+                "--",
+                "--config",
+                "small",
+                "--tokens",
+                "16",
+                "--copy",
+            ],
+        )
+    })?;
     // The runtime and the generated crate on the web target: lint-clean there too (its code
     // differs by `cfg`), then the page in headless Chromium on SwiftShader's WebGPU adapter.
     step("wasm32: clippy", || {

@@ -3,6 +3,7 @@
 //! `cargo xtask bench [--torch]`, `cargo xtask fuzz`, `cargo xtask web [--serve]`.
 
 mod bench;
+mod bench_decode;
 mod ci;
 mod codegen;
 mod corpus;
