@@ -328,3 +328,88 @@ fn calls_with_intermediates_record_into_one_pass_after_clearing() {
         assert!(comparison.passed(), "step {step}: {comparison}");
     }
 }
+
+#[test]
+fn calls_updated_together_each_run_with_their_own_uniforms() {
+    let ctx = test_support::context();
+    let rope = rope(&ctx);
+    let mut outputs: Vec<_> = (0..4)
+        .map(|_| Tensor::<f32>::zeros(&ctx, &HIDDEN).unwrap())
+        .collect();
+    let mut calls: Vec<_> = (outputs.iter_mut())
+        .map(|output| {
+            let out = mrope::OutputsMut { output };
+            mrope::bind(&ctx, &rope.inputs(), out, &rope_attrs(1.0)).unwrap()
+        })
+        .collect();
+    let scale = |step: usize, call: usize| 0.25 * (1 + call) as f32 - 0.5 * step as f32;
+    let check = |outputs: &[Tensor<f32>], step: usize| {
+        for (i, output) in outputs.iter().enumerate() {
+            let got = from_elem(&output.to_vec(&ctx).unwrap());
+            let want = rope.reference(&rope_attrs(scale(step, i)));
+            let comparison = compare(&got, &want, Tolerance::mrope(DType::F32));
+            assert!(comparison.passed(), "step {step}, call {i}: {comparison}");
+        }
+    };
+    // Every call updated, then all recorded into one pass: one upload for them all.
+    for step in 0..3 {
+        for (i, call) in calls.iter_mut().enumerate() {
+            call.update(&ctx, &rope_attrs(scale(step, i))).unwrap();
+        }
+        let mut encoder = ctx.create_encoder();
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            for call in &calls {
+                call.record(&mut pass).unwrap();
+            }
+        }
+        ctx.submit(encoder).unwrap();
+        check(&outputs, step);
+    }
+    // Updated after being recorded: the update takes effect once uploaded, here by
+    // `flush_uniforms` before a submission through the queue.
+    let mut encoder = ctx.create_encoder();
+    {
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+        for call in &calls {
+            call.record(&mut pass).unwrap();
+        }
+    }
+    for (i, call) in calls.iter_mut().enumerate() {
+        call.update(&ctx, &rope_attrs(scale(3, i))).unwrap();
+    }
+    ctx.flush_uniforms();
+    ctx.queue().submit([encoder.finish()]);
+    drop(calls);
+    check(&outputs, 3);
+}
+
+#[test]
+fn binding_again_and_again_reuses_uniform_ranges() {
+    let ctx = test_support::context();
+    let rope = rope(&ctx);
+    let mut output = Tensor::<f32>::zeros(&ctx, &HIDDEN).unwrap();
+    let mut bind_and_run = |scale: f32| {
+        let out = mrope::OutputsMut {
+            output: &mut output,
+        };
+        let call = mrope::bind(&ctx, &rope.inputs(), out, &rope_attrs(scale)).unwrap();
+        let mut encoder = ctx.create_encoder();
+        call.record_into(&mut encoder);
+        ctx.submit(encoder).unwrap();
+    };
+    bind_and_run(1.0);
+    let first = ctx.counts();
+    for i in 0..100 {
+        bind_and_run(i as f32 / 100.0);
+    }
+    let last = ctx.counts();
+    // A call dropped gives its range back, and the next one takes it: no new buffer.
+    assert_eq!(last.buffers_created, first.buffers_created);
+    assert_eq!(last.bound_uniform_bytes, first.bound_uniform_bytes);
+    assert!(first.bound_uniform_bytes > 0, "{first:?}");
+    let got = from_elem(&output.to_vec(&ctx).unwrap());
+    let want = rope.reference(&rope_attrs(0.99));
+    let comparison = compare(&got, &want, Tolerance::mrope(DType::F32));
+    assert!(comparison.passed(), "{comparison}");
+}

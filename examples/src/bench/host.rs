@@ -46,11 +46,16 @@ pub struct HostResult {
     pub bound_record_us_per_dispatch: f64,
     pub bound_record_allocs: Option<f64>,
     /// `Bound::update` with the same attributes, and with an attribute that changes a uniform
-    /// every call (the op's `vary`; `None` for an op without one), per call.
+    /// every call (the op's `vary`; `None` for an op without one), per call. A changed uniform
+    /// is written into the context's host copy; the next recording uploads it.
     pub bound_update_us: f64,
     pub bound_update_allocs: Option<f64>,
     pub bound_update_changing_us: Option<f64>,
     pub bound_update_changing_allocs: Option<f64>,
+    /// The recording after `recorded_ops` such updates, which uploads them (one
+    /// `queue.write_buffer`): median µs and mean allocations over a few rounds.
+    pub bound_upload_us: Option<f64>,
+    pub bound_upload_allocs: Option<f64>,
 }
 
 /// One part of a warm `record_into`, measured on its own over many calls: mean wall time and
@@ -71,6 +76,18 @@ pub fn allocations() -> Option<u64> {
     let counted = stats() > before;
     drop(probe);
     counted.then(stats)
+}
+
+/// Wall time and allocations of one call of `f` (less the allocation counting's own).
+fn once(f: impl FnOnce() -> Result<()>) -> Result<(Duration, Option<u64>)> {
+    let probe = allocations().zip(allocations()).map(|(a, b)| b - a);
+    let before = allocations();
+    let started = Instant::now();
+    f()?;
+    let elapsed = started.elapsed();
+    let after = allocations();
+    let allocs = (before.zip(after).zip(probe)).map(|((b, a), p)| (a - b).saturating_sub(p));
+    Ok((elapsed, allocs))
 }
 
 /// Mean wall time (µs) and allocations per call of `f` over `calls` calls.
@@ -111,6 +128,8 @@ struct BoundCosts {
     record: (f64, Option<f64>),
     update: (f64, Option<f64>),
     update_changing: Option<(f64, Option<f64>)>,
+    /// The recording that uploads `calls` changing updates (median µs).
+    upload: Option<(f64, Option<f64>)>,
 }
 
 /// A problem of any op that writes nothing in place (its `InPlace` is `()`), through the `Op`
@@ -278,12 +297,43 @@ impl<O: for<'a> AllocatingOp<InPlace<'a> = ()> + OpHooks, I, W> Problem for OpPr
             }
             None => None,
         };
+        // A step's upload: `calls` changing updates, then the recording that uploads them.
+        let upload = match self.vary {
+            Some(vary) => {
+                const ROUNDS: u32 = 20;
+                let mut attrs = self.attrs.clone();
+                let (mut times, mut allocs) = (Vec::new(), Some(0));
+                let mut encoder = ctx.create_encoder();
+                {
+                    let mut pass =
+                        encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+                    call.record(&mut pass)?;
+                    let mut i = 0;
+                    for _ in 0..ROUNDS {
+                        for _ in 0..calls {
+                            i += 1;
+                            vary(&mut attrs, i);
+                            call.update(ctx, &attrs)?;
+                        }
+                        let (t, a) = once(|| Ok(call.record(&mut pass)?))?;
+                        times.push(t);
+                        allocs = allocs.zip(a).map(|(s, a)| s + a);
+                    }
+                }
+                ctx.submit(encoder)?;
+                call.update(ctx, &self.attrs)?;
+                let n = f64::from(ROUNDS);
+                Some((super::median_us(&times), allocs.map(|a| a as f64 / n)))
+            }
+            None => None,
+        };
         // The writes reach the GPU with a submission.
         ctx.submit(ctx.create_encoder())?;
         Ok(BoundCosts {
             record,
             update,
             update_changing,
+            upload,
         })
     }
 }
@@ -508,6 +558,8 @@ pub fn measure(options: &ContextOptions, calls: usize, recorded: usize) -> Resul
             bound_update_allocs: bound.update.1,
             bound_update_changing_us: bound.update_changing.map(|c| c.0),
             bound_update_changing_allocs: bound.update_changing.and_then(|c| c.1),
+            bound_upload_us: bound.upload.map(|c| c.0),
+            bound_upload_allocs: bound.upload.and_then(|c| c.1),
         });
     }
     let _ = std::fs::remove_dir_all(&scratch);

@@ -437,5 +437,9 @@ fn print_host(host: &[host::HostResult]) {
                 h.bound_update_changing_allocs,
             );
         }
+        if let Some(us) = h.bound_upload_us {
+            let part = format!("bound: record after {} of those", h.recorded_ops);
+            line(&part, us, h.bound_upload_allocs);
+        }
     }
 }

@@ -3,12 +3,14 @@
 //! with attributes that may change (a cache's write offset, a key length).
 //!
 //! Binding plans the call, checks it as `record_into` does, and makes the call's own objects:
-//! pipelines (from the context's cache), a uniform buffer per pass and the bind groups, with
-//! clones of its tensors' buffers and their shapes kept. [`Bound::update`] plans again with
-//! the kept shapes and new attributes: while the variant, shaders, overrides and bindings stay
-//! the same it only writes the uniform bytes that changed into the call's own buffers and
-//! takes the new workgroup counts, creating nothing and allocating nothing. Recording looks
-//! nothing up: a pipeline, a bind group and a dispatch per pass.
+//! pipelines (from the context's cache), a uniform range per pass (in the context's uniform
+//! arena, `uniform_arena.rs`) and the bind groups, with clones of its tensors' buffers and
+//! their shapes kept. [`Bound::update`] plans again with the kept shapes and new attributes:
+//! while the variant, shaders, overrides and bindings stay the same it only writes the uniform
+//! bytes that changed into the arena's host copy and takes the new workgroup counts, creating
+//! nothing and allocating nothing. Recording uploads what the context's bound calls changed
+//! since the last upload (one `queue.write_buffer` per chunk of the arena), then looks nothing
+//! up: a pipeline, a bind group and a dispatch per pass.
 
 use std::marker::PhantomData;
 use std::num::NonZeroU64;
@@ -21,6 +23,7 @@ use crate::gpu::Tally;
 use crate::op::{Op, check_outputs, check_outputs_by};
 use crate::plan::Plan;
 use crate::record::{BoundPlan, dispatches};
+use crate::uniform_arena::UniformArena;
 
 /// A call of the op `O` bound to its tensors: plan once, then [`Bound::update`] with new
 /// attributes and [`Bound::record`] into a compute pass, step after step.
@@ -43,12 +46,22 @@ use crate::record::{BoundPlan, dispatches};
 ///
 /// The contract:
 ///
-/// - **Uniforms are written through the queue.** [`Bound::update`] writes changed uniform
-///   bytes with `queue.write_buffer`, which takes effect at the next submission, before its
-///   command buffers run. A bound call recorded into a submission therefore runs with the
-///   attributes of its last `update` before that submission; recording one bound call twice
-///   in one submission with different attributes in between is an error of the caller's (both
-///   dispatches see the last ones). Keep one bound call per use site.
+/// - **Uniforms are written through the queue, at the next recording.** [`Bound::update`]
+///   writes changed uniform bytes into the context's host copy of its uniforms; recording any
+///   bound call of the context ([`Bound::record`], [`Bound::record_cleared`],
+///   [`Bound::record_into`]), [`Context::flush_uniforms`] and [`Context::submit`] upload
+///   everything changed since the last upload, with one `queue.write_buffer` per chunk of
+///   uniforms (64 KiB), which takes effect at the next submission, before its command buffers
+///   run. A bound call recorded into a submission therefore runs with the attributes of its
+///   last `update` before the last upload before that submission: in a step that updates,
+///   records and submits, those of its `update` in that step. An `update` after the step's
+///   last recording, submitted with `queue.submit` directly, takes effect only once uploaded
+///   (call [`Context::flush_uniforms`]). Recording one bound call twice in one submission with
+///   different attributes in between is an error of the caller's (both dispatches see the
+///   last ones). Keep one bound call per use site.
+/// - **Its uniform ranges are its own while it lives.** Dropped (or rebuilt by an `update`
+///   that changes the variant), a call gives its ranges back to the context, and the next call
+///   bound takes them: drop a call only once what it recorded has been submitted.
 /// - **Its tensors are the ones it was bound with.** It keeps their buffers alive and writes
 ///   into its outputs whenever it is recorded; the caller's tensors may be dropped. An op's
 ///   hand-written checks of input values (index ranges) run when it is bound, not on `update`.
@@ -65,6 +78,9 @@ pub struct Bound<O: Op> {
     plan: Plan,
     next: Plan,
     objects: BoundPlan,
+    /// The context's uniforms, uploaded when the call is recorded, and its queue.
+    uniforms: Arc<UniformArena>,
+    queue: wgpu::Queue,
     tally: Arc<Tally>,
     op: PhantomData<fn() -> O>,
 }
@@ -119,6 +135,8 @@ impl<O: Op> Bound<O> {
             next: plan.clone(),
             plan,
             objects,
+            uniforms: Arc::clone(ctx.uniforms()),
+            queue: ctx.queue().clone(),
             tally: Arc::clone(&ctx.gpu().tally),
             op: PhantomData,
         })
@@ -126,8 +144,8 @@ impl<O: Op> Bound<O> {
 
     /// Plans the call again with new attributes, on the tensors it was bound with. While the
     /// plan keeps its variant, shaders, overrides, bindings and intermediates, only the uniform
-    /// bytes that changed are written (`queue.write_buffer`, seen by the next submission) and
-    /// the workgroup counts taken: nothing is created and nothing allocated. Otherwise the
+    /// bytes that changed are written, into the host copy the next recording uploads, and the
+    /// workgroup counts taken: nothing is created, allocated or handed to wgpu. Otherwise the
     /// call's objects are made again, as when it was bound.
     pub fn update(&mut self, ctx: &Context, attrs: &O::Attrs) -> Result<(), OpError> {
         let Self {
@@ -146,16 +164,15 @@ impl<O: Op> Bound<O> {
         let provided = |i: usize| tensors.get(i).and_then(|t| t.shape.as_deref());
         check_outputs_by(O::NAME, next, tensors.len(), &provided)?;
         if self.keeps_objects(ctx)? {
-            let queue = ctx.queue();
             let max = ctx.gpu().max_workgroups_per_dimension();
             let passes = self.plan.passes.iter().zip(&self.next.passes);
             for ((old, new), step) in passes.zip(&mut self.objects.steps) {
                 // Checked by `keeps_objects`, so this cannot fail halfway.
                 step.workgroups = new.workgroups(max).unwrap_or([0; 3]);
-                if let Some(buffer) = &step.params
+                if let Some(uniforms) = &step.params
                     && old.params != new.params
                 {
-                    queue.write_buffer(buffer, 0, &new.params);
+                    uniforms.write(&new.params);
                 }
             }
         } else {
@@ -163,6 +180,9 @@ impl<O: Op> Bound<O> {
             let objects = ctx.recorder().bind(&self.next, &args)?;
             drop(args);
             self.objects = objects;
+            // Its uniforms are now `ctx`'s, whose recordings upload them.
+            self.uniforms = Arc::clone(ctx.uniforms());
+            self.queue = ctx.queue().clone();
         }
         std::mem::swap(&mut self.plan, &mut self.next);
         Ok(())
@@ -255,6 +275,7 @@ impl<O: Op> Bound<O> {
     /// name), its intermediates cleared first; a plan with no work records nothing.
     pub fn record_into(&self, encoder: &mut wgpu::CommandEncoder) {
         if !self.objects.steps.iter().any(|s| dispatches(s.workgroups)) {
+            self.uniforms.flush(&self.queue);
             return;
         }
         self.clear_intermediates(encoder);
@@ -266,7 +287,9 @@ impl<O: Op> Bound<O> {
         self.encode(&mut pass);
     }
 
+    /// Uploads the context's changed uniforms, then records the call's passes into `pass`.
     fn encode(&self, pass: &mut wgpu::ComputePass<'_>) {
+        self.uniforms.flush(&self.queue);
         let mut recorded = 0;
         for step in &self.objects.steps {
             let Some(pipeline) = &step.pipeline else {

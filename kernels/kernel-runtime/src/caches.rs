@@ -2,6 +2,7 @@
 //! uniform buffers, bind groups, staging buffers and the pipeline-cache file. Each part owns
 //! its lock; this file only groups them and answers for them together.
 
+use std::sync::Arc;
 #[cfg(not(target_arch = "wasm32"))]
 use std::sync::Mutex;
 
@@ -14,6 +15,7 @@ use crate::pools::{IntermediatePool, ParamsCache};
 use crate::staging::Staging;
 #[cfg(not(target_arch = "wasm32"))]
 use crate::sync::lock;
+use crate::uniform_arena::UniformArena;
 
 /// What a context holds at one moment ([`crate::Context::counts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -24,6 +26,9 @@ pub struct ContextCounts {
     pub bind_groups: usize,
     /// Uniform buffers kept by content.
     pub uniform_buffers: usize,
+    /// Bytes of the uniform buffers bound calls take their ranges from (it grows only while
+    /// more bound calls are alive at once than before).
+    pub bound_uniform_bytes: u64,
     /// Intermediate buffers kept for reuse, and their bytes.
     pub pooled_intermediates: usize,
     pub pooled_intermediate_bytes: u64,
@@ -47,6 +52,8 @@ pub(crate) struct Caches {
     pub(crate) params: ParamsCache,
     pub(crate) bind_groups: BindGroupCache,
     pub(crate) staging: Staging,
+    /// The uniform ranges of bound calls, which hold it.
+    pub(crate) uniforms: Arc<UniformArena>,
     /// wgpu's pipeline cache and its file, once `Context::use_pipeline_cache` is called.
     #[cfg(not(target_arch = "wasm32"))]
     disk: Mutex<Option<DiskCache>>,
@@ -85,13 +92,15 @@ impl Caches {
             pipelines: self.pipelines.len(),
             bind_groups: self.bind_groups.len(),
             uniform_buffers: self.params.len(),
+            bound_uniform_bytes: self.uniforms.bytes(),
             pooled_intermediates,
             pooled_intermediate_bytes,
         }
     }
 
     /// Drops every kept buffer: pooled intermediates, uniform buffers, bind groups (and the
-    /// buffers they bind) and the staging buffers.
+    /// buffers they bind) and the staging buffers. Bound calls' uniforms stay (live calls use
+    /// them).
     pub(crate) fn trim(&self) {
         self.intermediates.clear();
         self.bind_groups.clear();

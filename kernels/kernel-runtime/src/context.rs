@@ -21,6 +21,7 @@ use crate::plan::{Kernel, Plan};
 use crate::record::{Recorder, Timestamps};
 use crate::staging::Staging;
 use crate::timing::{PlanTimes, Timer};
+use crate::uniform_arena::UniformArena;
 
 /// A device and queue with the state the runtime keeps for them: pipeline cache,
 /// intermediate pool, uniform cache.
@@ -113,6 +114,11 @@ impl Context {
         &self.caches.staging
     }
 
+    /// The uniform ranges of bound calls, which each call holds.
+    pub(crate) fn uniforms(&self) -> &Arc<UniformArena> {
+        &self.caches.uniforms
+    }
+
     pub(crate) fn recorder(&self) -> Recorder<'_> {
         Recorder {
             gpu: &self.gpu,
@@ -156,11 +162,23 @@ impl Context {
 
     /// Finishes and submits `encoder`, waits for the GPU, and reports any error wgpu raised
     /// while validating the recorded commands (with wgpu's message, which names the pass).
+    /// Bound calls' uniform updates not uploaded yet are uploaded first
+    /// ([`Context::flush_uniforms`]).
     ///
     /// In a browser it returns at once: the browser orders later work after this one, and
     /// errors are reported by [`Context::finish_async`] or the next readback.
     pub fn submit(&self, encoder: wgpu::CommandEncoder) -> Result<(), RuntimeError> {
+        self.flush_uniforms();
         self.gpu.submit(encoder, "submit")
+    }
+
+    /// Uploads the uniform bytes that [`crate::Bound::update`] changed since the last upload,
+    /// one `queue.write_buffer` per 64 KiB chunk of bound calls' uniforms that has any; they
+    /// take effect at the next submission. Recording a bound call and [`Context::submit`] do
+    /// this already: call it before submitting through the queue directly after an `update`
+    /// that no recording followed. Nothing to upload costs an atomic load.
+    pub fn flush_uniforms(&self) {
+        self.caches.uniforms.flush(&self.gpu.queue);
     }
 
     /// Records with `record` into a new encoder and submits it (see [`Context::submit`]): the

@@ -108,6 +108,7 @@ mod tensor;
 mod threads;
 mod timing;
 pub mod uniform;
+mod uniform_arena;
 mod untyped;
 #[doc(hidden)]
 pub mod when;

@@ -95,7 +95,7 @@ impl IntermediatePool {
 
 /// The size of the uniform buffer of `pass`'s parameter bytes (padded as WGSL lays out a
 /// uniform struct), within the device's uniform binding limit.
-fn params_size(gpu: &Gpu, pass: &PlannedPass) -> Result<u64, RuntimeError> {
+pub(crate) fn params_size(gpu: &Gpu, pass: &PlannedPass) -> Result<u64, RuntimeError> {
     if pass.params.is_empty() {
         return Err(RuntimeError::InvalidPlan {
             label: pass.id.to_owned(),
@@ -197,24 +197,6 @@ impl ParamsCache {
         }
         buffers.insert(pass.params.clone(), buffer.clone());
         Ok(buffer)
-    }
-
-    /// A uniform buffer of `pass`'s parameter bytes that no other pass shares, which its
-    /// owner (a bound call) writes again with `queue.write_buffer` when its bytes change.
-    pub(crate) fn own_buffer(
-        &self,
-        gpu: &Gpu,
-        staging: &Staging,
-        pass: &PlannedPass,
-    ) -> Result<wgpu::Buffer, RuntimeError> {
-        let size = params_size(gpu, pass)?;
-        staging.create_initialized(
-            gpu,
-            pass.id,
-            &pass.params,
-            size,
-            wgpu::BufferUsages::UNIFORM,
-        )
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -7,7 +7,8 @@ use crate::caches::Caches;
 use crate::error::RuntimeError;
 use crate::gpu::{Gpu, Tally};
 use crate::plan::{Binding, Plan, PlannedPass};
-use crate::pools::Intermediate;
+use crate::pools::{Intermediate, params_size};
+use crate::uniform_arena::UniformSlot;
 
 /// Where a recorded plan writes timestamps, into a query set from index `first` on.
 #[derive(Clone, Copy)]
@@ -159,6 +160,7 @@ impl Recorder<'_> {
             None
         };
         let intermediate = |t: usize| intermediates.get(t).map(|i| &i.buffer);
+        let params = params.as_ref().map(wgpu::Buffer::as_entire_buffer_binding);
         let range = |i: usize| binding_range(plan, pass, i, args, &intermediate, params.as_ref());
         if reuse {
             let found = (self.caches.bind_groups).get(pipeline, pass.bindings.len(), &range)?;
@@ -202,10 +204,11 @@ impl Recorder<'_> {
         })
     }
 
-    /// Pipelines, uniform buffers, intermediates and bind groups of `plan`'s own, for a call
-    /// bound once and recorded many times ([`crate::Bound`]): nothing is shared with other
-    /// calls or kept by the context, so later uniform writes into its buffers change only it.
-    /// A pass with no workgroups gets no objects ([`BoundStep::pipeline`] is `None`).
+    /// Pipelines, uniform ranges, intermediates and bind groups of `plan`'s own, for a call
+    /// bound once and recorded many times ([`crate::Bound`]): its uniforms are ranges of the
+    /// context's uniform arena that no other call shares, so later writes into them change
+    /// only it; nothing else is kept by the context. A pass with no workgroups gets no
+    /// objects ([`BoundStep::pipeline`] is `None`).
     pub(crate) fn bind(&self, plan: &Plan, args: &[Arg<'_>]) -> Result<BoundPlan, RuntimeError> {
         check_plan(self.gpu, plan, args)?;
         let intermediates = (plan.intermediates.iter())
@@ -228,11 +231,8 @@ impl Recorder<'_> {
             let pipeline =
                 (self.caches.pipelines).pipeline(self.gpu, &disk, pass.kernel, &pass.overrides)?;
             let params = if pass.bindings.contains(&Binding::Params) {
-                Some(
-                    self.caches
-                        .params
-                        .own_buffer(self.gpu, &self.caches.staging, pass)?,
-                )
+                let size = params_size(self.gpu, pass)?;
+                Some((self.caches.uniforms).take(self.gpu, &pass.params, size)?)
             } else {
                 None
             };
@@ -240,8 +240,9 @@ impl Recorder<'_> {
                 None
             } else {
                 let intermediate = |t: usize| intermediates.get(t);
+                let uniforms = params.as_ref().map(UniformSlot::binding);
                 let range =
-                    |i: usize| binding_range(plan, pass, i, args, &intermediate, params.as_ref());
+                    |i: usize| binding_range(plan, pass, i, args, &intermediate, uniforms.as_ref());
                 Some(self.create_bind_group(pass, &pipeline, &range)?)
             };
             steps.push(BoundStep {
@@ -265,13 +266,13 @@ pub(crate) struct BoundPlan {
     pub(crate) intermediates: Vec<wgpu::Buffer>,
 }
 
-/// One pass of a bound plan: its workgroups, and its pipeline, bind group and uniform buffer
+/// One pass of a bound plan: its workgroups, and its pipeline, bind group and uniform range
 /// where it dispatches.
 pub(crate) struct BoundStep {
     pub(crate) workgroups: [u32; 3],
     pub(crate) pipeline: Option<wgpu::ComputePipeline>,
     pub(crate) bind_group: Option<wgpu::BindGroup>,
-    pub(crate) params: Option<wgpu::Buffer>,
+    pub(crate) params: Option<UniformSlot>,
 }
 
 /// Whether a dispatch of `workgroups` runs anything (an empty tensor's pass does not).
@@ -302,14 +303,14 @@ pub(crate) fn check_plan(gpu: &Gpu, plan: &Plan, args: &[Arg<'_>]) -> Result<boo
 }
 
 /// The range binding `i` of `pass` binds: an argument's (see [`arg_range`]), a whole
-/// intermediate, or the pass's uniform buffer.
+/// intermediate, or the pass's uniforms.
 fn binding_range<'a>(
     plan: &Plan,
     pass: &PlannedPass,
     i: usize,
     args: &[Arg<'a>],
     intermediate: &dyn Fn(usize) -> Option<&'a wgpu::Buffer>,
-    params: Option<&'a wgpu::Buffer>,
+    params: Option<&wgpu::BufferBinding<'a>>,
 ) -> Result<wgpu::BufferBinding<'a>, RuntimeError> {
     // Indices were checked by `check_bindings`; `invalid` only guards against a plan changed
     // between the check and here, which cannot happen, without a panic.
@@ -325,7 +326,7 @@ fn binding_range<'a>(
         Some(Binding::Intermediate(t)) => {
             intermediate(t).map(wgpu::Buffer::as_entire_buffer_binding)
         }
-        Some(Binding::Params) => params.map(wgpu::Buffer::as_entire_buffer_binding),
+        Some(Binding::Params) => params.cloned(),
         None => None,
     };
     range.ok_or_else(invalid)
