@@ -15,8 +15,12 @@ pub use kernel_runtime as runtime;
 
 pub use test_support::{Poison, assert_close, context, data, worst};
 
-/// Seeded codes of `bits` bits (quantized weights before packing): every bit position varies,
-/// unlike [`data`]'s values.
+/// The float64 references of the decode ops (`decode::ops`), which the decode step's reference
+/// is composed of.
+pub use test_support::decode;
+
+/// Seeded codes of `bits` bits, up to 32 (quantized weights before packing, or whole packed
+/// words): every bit position varies, unlike [`data`]'s values.
 pub fn codes(len: usize, bits: usize, seed: u64) -> Vec<u32> {
     let mut state = seed;
     (0..len)
@@ -25,7 +29,7 @@ pub fn codes(len: usize, bits: usize, seed: u64) -> Vec<u32> {
             let mut z = state;
             z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            ((z >> 32) as u32) & ((1 << bits) - 1)
+            ((z >> 32) as u32) & ((1u64 << bits) - 1) as u32
         })
         .collect()
 }

@@ -1,6 +1,7 @@
-//! The float64 references of the decode ops, each what its package's kernel computes (its
-//! corpus test states the same formula against the kernel on its own): norms, the packed-code
-//! projections with a given row sum, rotation, decode attention, the GELU gates.
+//! The float64 references of the decode ops, each what its package's kernel computes and what
+//! that op's corpus test (`examples/corpus/tests/ops`) checks the kernel against: norms, the
+//! packed-code projections with a given row sum, rotation, decode attention, the GELU gates,
+//! the int8 grid. The decode step (`super`) is composed of the same functions.
 
 /// Dequantized weights, a row at a time: the reference reads any layout through this.
 pub trait Rows {
@@ -38,6 +39,42 @@ pub struct Codes<'a> {
     pub zero_point: f64,
     pub scale: &'a [f32],
     pub codes: Vec<u8>,
+}
+
+impl<'a> Codes<'a> {
+    /// Codes held one to a `u32`, row-major: `scale.len()` rows of `cols`.
+    pub fn new(cols: usize, zero_point: f64, scale: &'a [f32], codes: &[u32]) -> Self {
+        Codes {
+            rows: scale.len(),
+            cols,
+            zero_point,
+            scale,
+            codes: codes
+                .iter()
+                .map(|&c| u8::try_from(c).expect("a code of at most 8 bits"))
+                .collect(),
+        }
+    }
+
+    /// Codes of `bits` bits packed into 32-bit words lowest bits first, each row starting a
+    /// word (`cols · bits / 32` words a row): `scale.len()` rows of `cols`.
+    pub fn packed(
+        cols: usize,
+        bits: usize,
+        zero_point: f64,
+        scale: &'a [f32],
+        words: &[u32],
+    ) -> Self {
+        let (per_word, words_per_row) = (32 / bits, cols * bits / 32);
+        let mask = (1u32 << bits) - 1;
+        let codes: Vec<u32> = (0..scale.len() * cols)
+            .map(|i| {
+                let (r, c) = (i / cols, i % cols);
+                (words[r * words_per_row + c / per_word] >> (bits * (c % per_word))) & mask
+            })
+            .collect();
+        Self::new(cols, zero_point, scale, &codes)
+    }
 }
 
 impl Rows for Codes<'_> {
@@ -115,16 +152,16 @@ pub fn norm_rope_heads(
 }
 
 /// One decode query per head over the cached keys and values `[position, kv_head, head_dim]`:
-/// scores `scale · q · k` over positions `first..=pos`, their softmax weighting the values.
-/// `q` is already normalized and rotated; query head `h` reads KV head `h / (q_heads /
-/// kv_heads)`.
+/// scores `scale · q · k` over `positions` (`first..=pos`), their softmax weighting the values
+/// (none: zeros). `q` is already normalized and rotated; query head `h` reads KV head
+/// `h / (q_heads / kv_heads)`.
 pub fn decode_attention(
     q: &[f64],
     keys: &[f64],
     values: &[f64],
     kv_heads: usize,
     head_dim: usize,
-    positions: std::ops::RangeInclusive<usize>,
+    positions: impl Iterator<Item = usize> + Clone,
     scale: f64,
 ) -> Vec<f64> {
     let q_heads = q.len() / head_dim;
@@ -154,6 +191,16 @@ pub fn decode_attention(
         }
     }
     out
+}
+
+/// `x` rounded to the int8 grid of step `step`: `clamp(round(x / step), -128, 127) · step`,
+/// halves to even (`SrqQuantize`, and the `inScale`/`outScale` attributes of the fused ops);
+/// `x` itself for a zero step (no scale given).
+pub fn srq(x: f64, step: f64) -> f64 {
+    if step == 0.0 {
+        return x;
+    }
+    (x / step).round_ties_even().clamp(-128.0, 127.0) * step
 }
 
 /// `ai.onnx.Gelu(approximate = "tanh")`.

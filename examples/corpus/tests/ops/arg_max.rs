@@ -48,13 +48,7 @@ pub(crate) mod gpu {
 
     /// The index of the first maximum of `x[..count]`, as `a[i] > a[best]` scans find it.
     pub(crate) fn first_max(x: &[f64], count: usize) -> u32 {
-        let mut best = 0;
-        for i in 1..count {
-            if x[i] > x[best] {
-                best = i;
-            }
-        }
-        best as u32
+        corpus::decode::ops::first_max(&x[..count]) as u32
     }
 
     fn context() -> Context {

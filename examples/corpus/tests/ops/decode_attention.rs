@@ -38,6 +38,7 @@ fn half_precision_inputs_are_rejected_by_name() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_attention as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -83,8 +84,8 @@ pub(crate) mod gpu {
             .collect()
     }
 
-    /// What the shader computes, in float64, for head `h`: the query row normalized
-    /// (`eps` 1e-6 after the mean) and weighted, its halves rotated, then the softmax over keys
+    /// What the shader computes, in float64: each query head normalized (`eps` 1e-6 after the
+    /// mean) and weighted, its halves rotated, then the softmax over keys
     /// `minKj..min(keyLen, qOffset + 1)` of `scale * q . k` weighting the value rows.
     pub(crate) fn reference(
         c: &Case,
@@ -93,46 +94,25 @@ pub(crate) mod gpu {
         cs: (&[f32], &[f32]),
         kv: (&[f64], &[f64]),
     ) -> Vec<f64> {
-        let (d, half) = (c.head_dim, c.head_dim / 2);
         let scale = f64::from(c.scale.unwrap_or(1.0));
         let window = c.window.unwrap_or(0) as usize;
-        let group = c.q_heads / c.kv_heads;
         let max_kj = c.key_len.min(c.q_offset + 1);
         let min_kj = if window > 0 && c.q_offset + 1 > window {
             c.q_offset + 1 - window
         } else {
             0
         };
-        let mut out = vec![0.0; c.q_heads * d];
-        for h in 0..c.q_heads {
-            let row = &q[h * d..][..d];
-            let ns = 1.0 / (row.iter().map(|v| v * v).sum::<f64>() / d as f64 + 1e-6).sqrt();
-            let n: Vec<f64> = (0..d).map(|i| row[i] * ns * f64::from(w[i])).collect();
-            let mut qn = vec![0.0; d];
-            for p in 0..half {
-                let (co, si) = (f64::from(cs.0[p]), f64::from(cs.1[p]));
-                qn[p] = n[p] * co - n[p + half] * si;
-                qn[p + half] = n[p + half] * co + n[p] * si;
-            }
-            let h_kv = h / group;
-            let scores: Vec<f64> = (min_kj..max_kj)
-                .map(|kj| {
-                    let krow = &kv.0[(kj * c.kv_heads + h_kv) * d..][..d];
-                    scale * qn.iter().zip(krow).map(|(a, b)| a * b).sum::<f64>()
-                })
-                .collect();
-            let top = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let weights: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
-            let denom: f64 = weights.iter().sum();
-            let orow = &mut out[h * d..][..d];
-            for (p, kj) in weights.iter().zip(min_kj..max_kj) {
-                let vrow = &kv.1[(kj * c.kv_heads + h_kv) * d..][..d];
-                for (o, x) in orow.iter_mut().zip(vrow) {
-                    *o += p / denom * x;
-                }
-            }
-        }
-        out
+        let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+        let qn = ops::norm_rope_heads(q, c.head_dim, w, &f64s(cs.0), &f64s(cs.1), 1e-6);
+        ops::decode_attention(
+            &qn,
+            kv.0,
+            kv.1,
+            c.kv_heads,
+            c.head_dim,
+            min_kj..max_kj,
+            scale,
+        )
     }
 
     /// Runs `c` on seeded data into a poisoned output, twice; checks the variant, that every
@@ -209,10 +189,7 @@ pub(crate) mod gpu {
             } else {
                 // Next to a rounding boundary of the output grid either neighbour is right.
                 let slack = 1e-4 * (1.0 + x.abs());
-                [x - slack, x + slack]
-                    .iter()
-                    .map(|y| (y / step).round_ties_even().clamp(-128.0, 127.0) * step)
-                    .collect()
+                vec![ops::srq(x - slack, step), ops::srq(x + slack, step)]
             };
             let err = wants
                 .iter()

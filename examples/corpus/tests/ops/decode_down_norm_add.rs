@@ -35,6 +35,7 @@ fn half_precision_activations_and_hidden() {
 #[cfg(corpus)]
 mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_down_norm_add as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -155,23 +156,18 @@ mod gpu {
         };
         let got = run();
 
-        let zp = f64::from(zero_point(bits));
+        // Codes carry the grid step separately; plain activations are used as given (no input
+        // scale in these cases).
         let in_scale = f64::from(c.input_scale.unwrap_or(0.0));
-        let d: Vec<f64> = (0..n)
-            .map(|o| {
-                let dot: f64 = (0..k)
-                    .map(|kk| (f64::from(q[o * k + kk]) - zp) * a[kk].to_f64())
-                    .sum();
-                // Codes carry the grid step separately; plain activations are used as given
-                // (no input scale in these cases).
-                f64::from(scale[o]) * if c.codes { in_scale * dot } else { dot }
-            })
+        let a64: Vec<f64> = a
+            .iter()
+            .map(|v| v.to_f64() * if c.codes { in_scale } else { 1.0 })
             .collect();
+        let weights = ops::Codes::new(k, f64::from(zero_point(bits)), &scale, &q);
+        let d = ops::linear(&weights, &a64);
         let eps = c.eps.map_or(1e-6, f64::from);
-        let rms = 1.0 / (d.iter().map(|v| v * v).sum::<f64>() / n as f64 + eps).sqrt();
-        let want: Vec<f64> = (0..n)
-            .map(|o| start[o].to_f64() + d[o] * rms * f64::from(w[o]))
-            .collect();
+        let start64: Vec<f64> = start[..n].iter().map(|v| v.to_f64()).collect();
+        let want = ops::norm_add(&start64, &d, &w, 1.0, eps);
 
         for o in 0..n {
             let v = got[o].to_f64();

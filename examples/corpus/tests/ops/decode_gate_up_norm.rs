@@ -43,6 +43,7 @@ fn subgroup_matrix_variant_is_not_planned() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_gate_up_norm as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -92,9 +93,7 @@ pub(crate) mod gpu {
         if bits == 4 { 8 } else { 2 }
     }
 
-    pub(crate) fn gelu(v: f64) -> f64 {
-        0.5 * v * (1.0 + (0.797_884_560_802_865_4 * (v + 0.044_715 * v * v * v)).tanh())
-    }
+    pub(crate) use ops::gelu_tanh as gelu;
 
     /// The rounded values of `x` on the int8 grid of step `s` within float error of `x`: one
     /// value, or both neighbours next to a rounding boundary.
@@ -103,12 +102,9 @@ pub(crate) mod gpu {
             return vec![x];
         }
         let slack = 1e-4 * (1.0 + x.abs());
-        let mut out: Vec<f64> = [x - slack, x + slack]
-            .iter()
-            .map(|v| (v / s).round_ties_even().clamp(-128.0, 127.0))
-            .collect();
+        let mut out = vec![ops::srq(x - slack, s), ops::srq(x + slack, s)];
         out.dedup();
-        out.into_iter().map(|k| k * s).collect()
+        out
     }
 
     /// The host table the package expects: `gelu(k * s)` for `k` in `-128..=127`.
@@ -215,19 +211,27 @@ pub(crate) mod gpu {
         let got = run();
         assert_written(&got, &what);
 
+        // `scale[o] · Σ_k (q[o, k] − zeroPoint) · hidden[m, k]`, as the `presrq` forms compute
+        // it from the row sum.
         let zp = f64::from(zero_point(bits));
+        let (gate, up) = (
+            ops::Codes::new(h, zp, &gs, &qg),
+            ops::Codes::new(h, zp, &us, &qu),
+        );
+        let [gate, up] = [gate, up].map(|w| {
+            (0..m)
+                .map(|mi| {
+                    let row: Vec<f64> = hidden[mi * h..][..h].iter().map(|v| v.to_f64()).collect();
+                    ops::projection_presrq(&w, &row, row.iter().sum())
+                })
+                .collect::<Vec<_>>()
+        });
         let q_step = f64::from(c.out_quant_scale.unwrap_or(0.0));
         for (i, v) in got.iter().enumerate() {
             let (mi, o) = (i / inter, i % inter);
-            let proj = |q: &[u32], s: &[f32]| {
-                f64::from(s[o])
-                    * (0..h)
-                        .map(|kk| (f64::from(q[o * h + kk]) - zp) * hidden[mi * h + kk].to_f64())
-                        .sum::<f64>()
-            };
-            let u = proj(&qu, &us);
+            let u = up[mi][o];
             let mut wants = Vec::new();
-            for g in grid(proj(&qg, &gs), g_step) {
+            for g in grid(gate[mi][o], g_step) {
                 let act = if g_step == 0.0 {
                     gelu(g)
                 } else {

@@ -17,6 +17,7 @@ fn adds_the_normalized_source_in_place() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_norm_add as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -28,7 +29,8 @@ pub(crate) mod gpu {
         values.iter().map(|&v| T::from_f64(f64::from(v))).collect()
     }
 
-    /// Inputs as the GPU sees them (already rounded to their element types).
+    /// Inputs as the GPU sees them (already rounded to their element types, so `w` holds
+    /// f32 values).
     pub(crate) fn reference(
         hidden: &[f64],
         src: &[f64],
@@ -38,16 +40,13 @@ pub(crate) mod gpu {
         dim: usize,
         eps: f64,
     ) -> Vec<f64> {
-        let mut out = Vec::with_capacity(rows * dim);
-        for r in 0..rows {
-            let row = &src[r * dim..(r + 1) * dim];
-            let mean = row.iter().map(|v| v * v).sum::<f64>() / dim as f64;
-            let rms = 1.0 / (mean + eps).sqrt();
-            for j in 0..dim {
-                out.push((hidden[r * dim + j] + row[j] * rms * w[j]) * scale);
-            }
-        }
-        out
+        let w: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+        (0..rows)
+            .flat_map(|r| {
+                let (h, x) = (&hidden[r * dim..][..dim], &src[r * dim..][..dim]);
+                ops::norm_add(h, x, &w, scale, eps)
+            })
+            .collect()
     }
 
     fn check<T: Poison, W: Poison>(

@@ -28,6 +28,7 @@ fn rows_longer_than_8192_have_no_variant() {
 #[cfg(corpus)]
 mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_norm_add_norm as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -38,18 +39,6 @@ mod gpu {
 
     fn cast<T: Float>(values: &[f32]) -> Vec<T> {
         values.iter().map(|&v| T::from_f64(f64::from(v))).collect()
-    }
-
-    fn srq64(x: f64, s: f64) -> f64 {
-        if s == 0.0 {
-            return x;
-        }
-        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
-    }
-
-    fn rms(row: &[f64], eps: f64) -> f64 {
-        let mean = row.iter().map(|v| v * v).sum::<f64>() / row.len() as f64;
-        1.0 / (mean + eps).sqrt()
     }
 
     fn first_unwritten<T: Poison>(values: &[T]) -> Option<usize> {
@@ -177,26 +166,28 @@ mod gpu {
                 .iter()
                 .map(|v| v.to_f64())
                 .collect();
-            let rms1 = rms(&src_row, eps);
-            for j in 0..dim {
-                want_hidden.push(
-                    (hidden0[r * dim + j].to_f64() + src_row[j] * rms1 * f64::from(w1[j]))
-                        * f64::from(scale[0]),
-                );
-            }
+            let start: Vec<f64> = hidden0[r * dim..(r + 1) * dim]
+                .iter()
+                .map(|v| v.to_f64())
+                .collect();
+            want_hidden.extend(ops::norm_add(
+                &start,
+                &src_row,
+                &w1,
+                f64::from(scale[0]),
+                eps,
+            ));
             // The second norm is of the row as the GPU stored it, so that the check of `y2`
             // does not also carry the error of `hidden`.
             let row = &hidden[r * dim..(r + 1) * dim];
-            let rms2 = rms(row, eps);
             let mut unrounded = 0.0;
-            for j in 0..dim {
-                let normed = row[j] * rms2 * f64::from(w2[j]);
-                unrounded += srq64(normed, s);
+            for (j, normed) in ops::rms_norm(row, Some(&w2), eps).into_iter().enumerate() {
+                unrounded += ops::srq(normed, s);
                 // The f32 (or f16) value may sit on either side of a grid boundary the exact
                 // one is near: accept both neighbours.
                 let slack = tol * (1.0 + normed.abs());
                 let g = y2[r * dim + j];
-                let (err, want) = [srq64(normed - slack, s), srq64(normed + slack, s)]
+                let (err, want) = [ops::srq(normed - slack, s), ops::srq(normed + slack, s)]
                     .iter()
                     .map(|&want| ((g - want).abs() / (1.0 + want.abs()), want))
                     .fold((f64::INFINITY, 0.0), |b, e| if e.0 < b.0 { e } else { b });

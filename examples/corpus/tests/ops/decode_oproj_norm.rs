@@ -43,6 +43,7 @@ fn row_cooperative_variant_needs_wide_subgroups() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_oproj_norm as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -77,13 +78,6 @@ pub(crate) mod gpu {
     /// Elements past the op's range in each buffer, which it must leave alone.
     const TAIL: usize = 3;
 
-    fn srq(x: f64, s: f64) -> f64 {
-        if s == 0.0 {
-            return x;
-        }
-        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
-    }
-
     pub(crate) struct Data {
         pub(crate) a: Vec<f32>,
         pub(crate) codes: Vec<u32>,
@@ -116,38 +110,24 @@ pub(crate) mod gpu {
     /// `(hidden, y2, sum2)` in f64, rounding where the shader stores to `H` and `Y`.
     pub(crate) fn reference<H: Float, Y: Float>(case: Case, d: &Data) -> (Vec<f64>, Vec<f64>, f64) {
         let Case { k, n, bits, .. } = case;
-        let wpr = k * bits as usize / 32;
-        let per_word = 32 / bits as usize;
         let zp = f64::from(1u32 << (bits - 1));
-        let sum_a: f64 = d.a.iter().map(|&v| f64::from(v)).sum();
+        let a: Vec<f64> = d.a.iter().map(|&v| f64::from(v)).collect();
+        let codes = ops::Codes::packed(k, bits as usize, zp, &d.scale, &d.codes);
         let out_scale = f64::from(case.out_scale.unwrap_or(0.0));
-        let o: Vec<f64> = (0..n)
-            .map(|r| {
-                let dot: f64 = (0..k)
-                    .map(|j| {
-                        let word = d.codes[r * wpr + j / per_word];
-                        let code = (word >> (bits as usize * (j % per_word))) & ((1 << bits) - 1);
-                        f64::from(code) * f64::from(d.a[j])
-                    })
-                    .sum();
-                srq(f64::from(d.scale[r]) * (dot - zp * sum_a), out_scale)
-            })
+        let o: Vec<f64> = ops::projection_presrq(&codes, &a, a.iter().sum())
+            .into_iter()
+            .map(|v| ops::srq(v, out_scale))
             .collect();
-        let rms = |v: &[f64]| 1.0 / (v.iter().map(|x| x * x).sum::<f64>() / n as f64 + EPS).sqrt();
-        let rms1 = rms(&o);
-        let hidden: Vec<f64> = (0..n)
-            .map(|j| {
-                let h = H::from_f64(d.hidden[j].into()).to_f64();
-                H::from_f64(h + o[j] * rms1 * f64::from(d.w12[j])).to_f64()
-            })
+        let round_h = |v: f64| H::from_f64(v).to_f64();
+        let start: Vec<f64> = d.hidden[..n].iter().map(|&v| round_h(v.into())).collect();
+        let hidden: Vec<f64> = ops::norm_add(&start, &o, &d.w12[..n], 1.0, EPS)
+            .into_iter()
+            .map(round_h)
             .collect();
-        let rms2 = rms(&hidden);
         let in_scale2 = f64::from(case.in_scale2.unwrap_or(0.0));
-        let y2: Vec<f64> = (0..n)
-            .map(|j| {
-                let y = Y::from_f64(hidden[j] * rms2 * f64::from(d.w12[n + j])).to_f64();
-                Y::from_f64(srq(y, in_scale2)).to_f64()
-            })
+        let y2: Vec<f64> = ops::rms_norm(&hidden, Some(&d.w12[n..]), EPS)
+            .into_iter()
+            .map(|y| Y::from_f64(ops::srq(Y::from_f64(y).to_f64(), in_scale2)).to_f64())
             .collect();
         let sum2 = y2.iter().sum();
         (hidden, y2, sum2)

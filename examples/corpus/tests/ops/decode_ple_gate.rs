@@ -33,6 +33,7 @@ fn packed_codes_gate_the_ple() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_ple_gate as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -45,16 +46,11 @@ pub(crate) mod gpu {
         v.iter().map(|&x| T::from_f64(f64::from(x))).collect()
     }
 
-    /// `ai.onnx.Gelu(approximate = "tanh")`.
-    fn gelu(v: f64) -> f64 {
-        0.5 * v * (1.0 + (0.797_884_560_802_865_4 * (v + 0.044_715 * v * v * v)).tanh())
-    }
-
     /// The host table the shader reads when an output scale puts the gelu input on a grid;
     /// unused (but required) without one.
     pub(crate) fn gelu_lut(scale: f64) -> Vec<f32> {
         (-128..128)
-            .map(|k| gelu(f64::from(k) * scale) as f32)
+            .map(|k| ops::gelu_tanh(f64::from(k) * scale) as f32)
             .collect()
     }
 
@@ -120,20 +116,33 @@ pub(crate) mod gpu {
         ple: &[f32],
         weight: impl Fn(usize, usize) -> f64,
     ) -> Vec<f64> {
+        let Case { k, n, .. } = *case;
+        let values = (0..n * k).map(|i| weight(i / k, i % k)).collect();
+        let w = ops::Dense {
+            rows: n,
+            cols: k,
+            values,
+        };
+        gated(case, a, ple, &w)
+    }
+
+    /// `gelu(W · a[m]) · ple[pleOffset + m · n ..]` for each row `m`.
+    fn gated(case: &Case, a: &[f64], ple: &[f32], w: &dyn ops::Rows) -> Vec<f64> {
         let Case {
             m,
             k,
             n,
             ple_offset,
         } = *case;
-        let mut out = Vec::with_capacity(m * n);
-        for mi in 0..m {
-            for o in 0..n {
-                let acc: f64 = (0..k).map(|j| weight(o, j) * a[mi * k + j]).sum();
-                out.push(gelu(acc) * f64::from(ple[ple_offset + mi * n + o]));
-            }
-        }
-        out
+        (0..m)
+            .flat_map(|mi| {
+                let ple = &ple[ple_offset + mi * n..][..n];
+                ops::linear(w, &a[mi * k..][..k])
+                    .into_iter()
+                    .zip(ple)
+                    .map(|(g, &p)| ops::gelu_tanh(g) * f64::from(p))
+            })
+            .collect()
     }
 
     fn check_dense<T: Poison, Wt: Float>(ctx: &Context, case: &Case, tol: f64) {
@@ -268,10 +277,8 @@ pub(crate) mod gpu {
         attrs.codes = Some(1);
         let got = run_twice(&ctx, &inputs, &attrs, m * n, "codes");
         let a64: Vec<f64> = a.iter().map(|&v| f64::from(v)).collect();
-        let want = reference(&case, &a64, &ple, |o, j| {
-            let code = (codes[o * (k / 4) + j / 4] >> (8 * (j % 4))) & 0xff;
-            f64::from(row_scale[o]) * (f64::from(code) - 128.0)
-        });
+        let weights = ops::Codes::packed(k, 8, 128.0, &row_scale, &codes);
+        let want = gated(&case, &a64, &ple, &weights);
         let got: Vec<f32> = got.iter().map(|&v| v as f32).collect();
         corpus::assert_close(&got, &want, 1e-4, "codes");
     }

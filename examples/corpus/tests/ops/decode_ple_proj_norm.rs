@@ -44,6 +44,7 @@ fn activation_scales_round_to_the_grid() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_ple_proj_norm as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -76,13 +77,6 @@ pub(crate) mod gpu {
             proj_out_scale: None,
             in_scale: None,
         }
-    }
-
-    fn srq(x: f64, s: f64) -> f64 {
-        if s == 0.0 {
-            return x;
-        }
-        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
     }
 
     pub(crate) struct Data<T, Wt> {
@@ -131,42 +125,40 @@ pub(crate) mod gpu {
         d: &Data<T, Wt>,
     ) -> (Vec<f64>, Vec<f64>, f64) {
         let Case { k, n, .. } = case;
+        let proj_in_scale = f64::from(case.proj_in_scale.unwrap_or(0.0));
         let a: Vec<f64> =
             d.a.iter()
-                .map(|v| srq(v.to_f64(), f64::from(case.proj_in_scale.unwrap_or(0.0))))
+                .map(|v| ops::srq(v.to_f64(), proj_in_scale))
                 .collect();
-        let proj: Vec<f64> = (0..n)
-            .map(|o| {
-                let dot: f64 = if case.codes {
-                    let codes =
-                        (0..k).map(|j| (d.codes[o * k / 4 + j / 4] >> (8 * (j % 4))) & 0xff);
-                    f64::from(d.row_scale[o])
-                        * codes
-                            .zip(&a)
-                            .map(|(c, a)| (f64::from(c) - 128.0) * a)
-                            .sum::<f64>()
-                } else {
-                    (0..k).map(|j| d.w[o * k + j].to_f64() * a[j]).sum()
-                };
-                srq(dot, f64::from(case.proj_out_scale.unwrap_or(0.0)))
-            })
+        let product = if case.codes {
+            ops::linear(&ops::Codes::packed(k, 8, 128.0, &d.row_scale, &d.codes), &a)
+        } else {
+            let values = d.w.iter().map(|v| v.to_f64()).collect();
+            ops::linear(
+                &ops::Dense {
+                    rows: n,
+                    cols: k,
+                    values,
+                },
+                &a,
+            )
+        };
+        let proj_out_scale = f64::from(case.proj_out_scale.unwrap_or(0.0));
+        let proj: Vec<f64> = product
+            .into_iter()
+            .map(|v| ops::srq(v, proj_out_scale))
             .collect();
-        let rms = |v: &[f64]| 1.0 / (v.iter().map(|x| x * x).sum::<f64>() / n as f64 + EPS).sqrt();
-        let rms1 = rms(&proj);
+        let round_h = |v: f64| H::from_f64(v).to_f64();
+        let start: Vec<f64> = d.hidden[..n].iter().map(|&v| round_h(v.into())).collect();
         let sc = f64::from(d.w12s[2 * n]);
-        let hidden: Vec<f64> = (0..n)
-            .map(|j| {
-                let h = H::from_f64(d.hidden[j].into()).to_f64();
-                H::from_f64((h + proj[j] * rms1 * f64::from(d.w12s[j])) * sc).to_f64()
-            })
+        let hidden: Vec<f64> = ops::norm_add(&start, &proj, &d.w12s[..n], sc, EPS)
+            .into_iter()
+            .map(round_h)
             .collect();
-        let rms2 = rms(&hidden);
         let in_scale = f64::from(case.in_scale.unwrap_or(0.0));
-        let y2: Vec<f64> = (0..n)
-            .map(|j| {
-                let y = Y::from_f64(hidden[j] * rms2 * f64::from(d.w12s[n + j])).to_f64();
-                Y::from_f64(srq(y, in_scale)).to_f64()
-            })
+        let y2: Vec<f64> = ops::rms_norm(&hidden, Some(&d.w12s[n..2 * n]), EPS)
+            .into_iter()
+            .map(|y| Y::from_f64(ops::srq(Y::from_f64(y).to_f64(), in_scale)).to_f64())
             .collect();
         let sum2 = y2.iter().sum();
         (hidden, y2, sum2)

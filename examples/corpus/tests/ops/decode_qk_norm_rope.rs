@@ -26,6 +26,7 @@ fn half_precision_rows() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_qk_norm_rope as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Tensor};
@@ -42,6 +43,7 @@ pub(crate) mod gpu {
         pub(crate) dst_offset: Option<usize>,
     }
 
+    /// Each token's heads normalized with `w` and rotated by that token's `cos`/`sin` row.
     pub(crate) fn reference(
         case: Case,
         x: &[f64],
@@ -57,23 +59,14 @@ pub(crate) mod gpu {
             ..
         } = case;
         let half = head_dim / 2;
-        let mut out = vec![0.0; seq * heads * head_dim];
-        for t in 0..seq {
-            for h in 0..heads {
-                let base = (t * heads + h) * head_dim;
-                let row = &x[base..base + head_dim];
-                let scale =
-                    1.0 / (row.iter().map(|v| v * v).sum::<f64>() / head_dim as f64 + eps).sqrt();
-                for k in 0..half {
-                    let n0 = row[k] * scale * f64::from(w[k]);
-                    let n1 = row[k + half] * scale * f64::from(w[k + half]);
-                    let (c, s) = (f64::from(cos[t * half + k]), f64::from(sin[t * half + k]));
-                    out[base + k] = n0 * c - n1 * s;
-                    out[base + k + half] = n1 * c + n0 * s;
-                }
-            }
-        }
-        out
+        let f64s = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+        (0..seq)
+            .flat_map(|t| {
+                let row = &x[t * heads * head_dim..][..heads * head_dim];
+                let (cos, sin) = (&cos[t * half..][..half], &sin[t * half..][..half]);
+                ops::norm_rope_heads(row, head_dim, w, &f64s(cos), &f64s(sin), eps)
+            })
+            .collect()
     }
 
     fn check<T: Poison>(ctx: &Context, case: Case, tol: f64) {

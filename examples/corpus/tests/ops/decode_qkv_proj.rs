@@ -25,6 +25,7 @@ fn output_scales_round_to_the_grid() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
+    use corpus::decode::ops;
     use corpus::kernels::decode_qkv_proj as op;
     use corpus::runtime::{Context, Tensor};
 
@@ -49,13 +50,6 @@ pub(crate) mod gpu {
             .iter()
             .map(|v| v.to_bits().wrapping_mul(2_654_435_761))
             .collect()
-    }
-
-    /// Code `j` of a row, lowest bits first.
-    fn code(row: &[u32], j: usize, bits: u32) -> f64 {
-        let per_word = 32 / bits as usize;
-        let mask = (1u32 << bits) - 1;
-        f64::from((row[j / per_word] >> (bits as usize * (j % per_word))) & mask)
     }
 
     /// Runs `case` twice into poisoned outputs and returns `[q, k, v]` of the first run after
@@ -154,24 +148,18 @@ pub(crate) mod gpu {
         rows: [usize; 3],
         scales: &[f32],
     ) -> Vec<Vec<f64>> {
-        let wpr = k * bits as usize / 32;
-        let zero_point = 1u32 << (bits - 1);
+        let zero_point = f64::from(1u32 << (bits - 1));
         let sum_a: f32 = a.iter().sum();
+        let a: Vec<f64> = a.iter().map(|&v| f64::from(v)).collect();
         let mut offset = 0;
         weights
             .iter()
             .zip(rows)
             .map(|(w, n)| {
-                let rows = (0..n)
-                    .map(|o| {
-                        let row = &w[o * wpr..(o + 1) * wpr];
-                        let dot: f64 = (0..k).map(|j| code(row, j, bits) * f64::from(a[j])).sum();
-                        f64::from(scales[offset + o])
-                            * (dot - f64::from(zero_point) * f64::from(sum_a))
-                    })
-                    .collect();
+                let scale = &scales[offset..][..n];
                 offset += n;
-                rows
+                let codes = ops::Codes::packed(k, bits as usize, zero_point, scale, w);
+                ops::projection_presrq(&codes, &a, f64::from(sum_a))
             })
             .collect()
     }

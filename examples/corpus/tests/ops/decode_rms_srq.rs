@@ -18,6 +18,7 @@ fn normalizes_quantizes_and_sums_rows() {
 #[cfg(corpus)]
 mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::decode_rms_srq as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -27,13 +28,6 @@ mod gpu {
 
     fn cast<T: Float>(values: &[f32]) -> Vec<T> {
         values.iter().map(|&v| T::from_f64(f64::from(v))).collect()
-    }
-
-    fn srq64(x: f64, s: f64) -> f64 {
-        if s == 0.0 {
-            return x;
-        }
-        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
     }
 
     #[derive(Clone, Copy, Debug)]
@@ -105,17 +99,14 @@ mod gpu {
                 .iter()
                 .map(|v| v.to_f64())
                 .collect();
-            let mean = row.iter().map(|v| v * v).sum::<f64>() / dim as f64;
-            let rms = 1.0 / (mean + eps).sqrt();
             let mut unrounded = 0.0;
-            for j in 0..dim {
-                let normed = row[j] * rms * f64::from(w[j]);
-                unrounded += srq64(normed, s);
+            for (j, normed) in ops::rms_norm(&row, Some(&w), eps).into_iter().enumerate() {
+                unrounded += ops::srq(normed, s);
                 // The f32 (or f16) value may sit on either side of a grid boundary the exact
                 // one is near: accept both neighbours.
                 let slack = tol * (1.0 + normed.abs());
                 let g = y64[r * dim + j];
-                let (err, want) = [srq64(normed - slack, s), srq64(normed + slack, s)]
+                let (err, want) = [ops::srq(normed - slack, s), ops::srq(normed + slack, s)]
                     .iter()
                     .map(|&want| ((g - want).abs() / (1.0 + want.abs()), want))
                     .fold((f64::INFINITY, 0.0), |b, e| if e.0 < b.0 { e } else { b });

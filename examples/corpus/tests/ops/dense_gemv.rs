@@ -48,6 +48,7 @@ fn exact_reference_order_has_no_variant() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
+    use corpus::decode::ops;
     use corpus::kernels::dense_gemv as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -79,13 +80,6 @@ pub(crate) mod gpu {
     /// The shader's `srq` in f32: `clamp(round(x / s), -128, 127) * s`, rounding half to even;
     /// exact when `s` is a power of two.
     fn srq32(x: f32, s: f32) -> f32 {
-        if s == 0.0 {
-            return x;
-        }
-        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
-    }
-
-    fn srq64(x: f64, s: f64) -> f64 {
         if s == 0.0 {
             return x;
         }
@@ -132,19 +126,26 @@ pub(crate) mod gpu {
 
         let in_scale = case.in_scale.unwrap_or(0.0);
         let out_scale = f64::from(case.out_scale.unwrap_or(0.0));
+        let values = w.iter().map(|v| v.to_f64()).collect();
+        let w = ops::Dense {
+            rows: n,
+            cols: k,
+            values,
+        };
         let mut worst = (0, 0.0f64, 0.0f64);
         for mi in 0..m {
             let row: Vec<f64> = a[mi * k..(mi + 1) * k]
                 .iter()
                 .map(|&v| f64::from(srq32(v.to_f64() as f32, in_scale)))
                 .collect();
-            let w: Vec<f64> = w.iter().map(|v| v.to_f64()).collect();
-            let sums = products(&row, &w, k, n);
-            for (o, &acc) in sums.iter().enumerate() {
+            for (o, acc) in ops::linear(&w, &row).into_iter().enumerate() {
                 // Near a rounding boundary of the output grid the f32 sum may land on either
                 // side: accept both neighbours.
                 let slack = 1e-4 * (1.0 + acc.abs());
-                let wants = [srq64(acc - slack, out_scale), srq64(acc + slack, out_scale)];
+                let wants = [
+                    ops::srq(acc - slack, out_scale),
+                    ops::srq(acc + slack, out_scale),
+                ];
                 let g = got[mi * n + o];
                 let (err, want) = wants
                     .iter()
@@ -167,9 +168,13 @@ pub(crate) mod gpu {
 
     /// `sum_j w[o, j] * row[j]` for each output `o` of one row, in float64.
     pub(crate) fn products(row: &[f64], w: &[f64], k: usize, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|o| (0..k).map(|j| w[o * k + j] * row[j]).sum())
-            .collect()
+        let values = w[..n * k].to_vec();
+        let w = ops::Dense {
+            rows: n,
+            cols: k,
+            values,
+        };
+        ops::linear(&w, row)
     }
 
     pub fn gemv_variant_matches_the_reference() {

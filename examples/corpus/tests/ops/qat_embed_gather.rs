@@ -26,6 +26,7 @@ fn norm_srq_variant_gathers_and_normalizes() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::qat_embed_gather as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Tensor};
@@ -34,20 +35,6 @@ pub(crate) mod gpu {
 
     fn context() -> Context {
         corpus::context()
-    }
-
-    /// Seeded packed words: every bit position varies, unlike `corpus::data`'s 23-bit values.
-    fn words(len: usize, seed: u64) -> Vec<u32> {
-        let mut state = seed;
-        (0..len)
-            .map(|_| {
-                state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let mut z = state;
-                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-                (z >> 32) as u32
-            })
-            .collect()
     }
 
     /// Positive per-group steps in `[0.01, 0.03)`.
@@ -80,7 +67,8 @@ pub(crate) mod gpu {
                 group,
                 zero_point: if bits == 4 { 8 } else { 2 },
                 embed_scale: 4.0,
-                packed: words(vocab * words_per_row, 10 + bits as u64),
+                // Seeded words: every bit position varies, unlike `corpus::data`'s values.
+                packed: corpus::codes(vocab * words_per_row, 32, 10 + bits as u64),
                 scale: scales(vocab * hidden / group, 20 + bits as u64),
             }
         }
@@ -188,13 +176,6 @@ pub(crate) mod gpu {
         }
     }
 
-    fn srq(x: f64, s: f64) -> f64 {
-        if s == 0.0 {
-            return x;
-        }
-        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
-    }
-
     pub fn norm_srq_variant_gathers_and_normalizes() {
         let ctx = context();
         // The package's shaders for this variant exist only for the Gemma 4 hidden sizes
@@ -250,14 +231,13 @@ pub(crate) mod gpu {
 
             let row = table.row(id as usize);
             corpus::assert_close(&y, &row, 1e-6, &format!("{what}: Poison"));
-            let rms = 1.0 / (row.iter().map(|v| v * v).sum::<f64>() / hidden as f64 + eps).sqrt();
             let step = f64::from(in_scale.unwrap_or(0.0));
             // On the quantization grid a value within float error of a rounding boundary may
             // land on either side: accept either neighbour.
-            for (c, (&got, &x)) in y2.iter().zip(&row).enumerate() {
-                let exact = x * rms * f64::from(w[c]);
+            let normed = ops::rms_norm(&row, Some(&w), eps);
+            for (c, (&got, &exact)) in y2.iter().zip(&normed).enumerate() {
                 let slack = 1e-5 * (1.0 + exact.abs());
-                let ok = [srq(exact - slack, step), srq(exact + slack, step)]
+                let ok = [ops::srq(exact - slack, step), ops::srq(exact + slack, step)]
                     .iter()
                     .any(|want| (f64::from(got) - want).abs() <= 1e-5 * (1.0 + want.abs()));
                 assert!(

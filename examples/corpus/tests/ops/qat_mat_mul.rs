@@ -35,6 +35,7 @@ fn subgroup_matrix_variant_is_not_planned() {
 #[cfg(corpus)]
 pub(crate) mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::qat_mat_mul as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
@@ -208,9 +209,8 @@ pub(crate) mod gpu {
             for g in 0..groups {
                 let range = g * 128..n.min((g + 1) * 128);
                 // The first index of the largest stored value, as the epilogue's strict `>`.
-                let best = range
-                    .clone()
-                    .fold(range.start, |b, i| if got[i] > got[b] { i } else { b });
+                let group: Vec<f64> = got[range.clone()].iter().map(|&v| v.into()).collect();
+                let best = range.start + ops::first_max(&group);
                 assert_eq!(
                     first.cand_idx[g], best as u32,
                     "{what}: CandIdx of group {g}"
@@ -235,17 +235,15 @@ pub(crate) mod gpu {
         }
     }
 
-    /// `out[m, o] = scale[o] * sum_k (q[o, k] - zeroPoint) * a[m, k]` in float64.
+    /// `out[m, o] = scale[o] * sum_k (q[o, k] - zeroPoint) * a[m, k]` in float64, as the
+    /// `presrq` forms compute it from the row sum.
     pub(crate) fn reference(c: &Case, q: &[u32], a: &[f64], scale: &[f32]) -> Vec<f64> {
         let Case { m, k, n, bits, .. } = *c;
-        let zp = f64::from(zero_point(bits));
-        (0..m * n)
-            .map(|i| {
-                let (mi, o) = (i / n, i % n);
-                let dot: f64 = (0..k)
-                    .map(|kk| (f64::from(q[o * k + kk]) - zp) * a[mi * k + kk])
-                    .sum();
-                f64::from(scale[o]) * dot
+        let w = ops::Codes::new(k, f64::from(zero_point(bits)), &scale[..n], q);
+        (0..m)
+            .flat_map(|mi| {
+                let row = &a[mi * k..][..k];
+                ops::projection_presrq(&w, row, row.iter().sum())
             })
             .collect()
     }

@@ -26,16 +26,12 @@ pub(crate) mod gpu {
         dim: usize,
         eps: f64,
     ) -> Vec<f64> {
-        let mut out = Vec::with_capacity(rows * dim);
-        for r in 0..rows {
-            let row = &x[r * dim..(r + 1) * dim];
-            let mean = row.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / dim as f64;
-            let scale = 1.0 / (mean + eps).sqrt();
-            for (j, v) in row.iter().enumerate() {
-                out.push(f64::from(*v) * scale * w.map_or(1.0, |w| f64::from(w[j])));
-            }
-        }
-        out
+        (0..rows)
+            .flat_map(|r| {
+                let row: Vec<f64> = x[r * dim..][..dim].iter().map(|&v| v.into()).collect();
+                corpus::decode::ops::rms_norm(&row, w, eps)
+            })
+            .collect()
     }
 
     pub fn normalizes_rows_in_every_variant() {

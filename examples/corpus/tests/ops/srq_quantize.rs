@@ -18,16 +18,10 @@ fn rounds_to_the_int8_grid() {
 #[cfg(corpus)]
 mod gpu {
     use corpus::Poison;
+    use corpus::decode::ops;
     use corpus::kernels::srq_quantize as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Tensor};
-
-    fn srq64(x: f64, s: f64) -> f64 {
-        if s == 0.0 {
-            return x;
-        }
-        (x / s).round_ties_even().clamp(-128.0, 127.0) * s
-    }
 
     /// `count` of `len` elements, with values in `[-3, 3)` so that fine grids clamp.
     fn check<T: Poison>(ctx: &Context, len: usize, count: u32, scale: f32, tol: f64) {
@@ -70,7 +64,7 @@ mod gpu {
             // A grid step that is not a power of two leaves `x / scale` inexact; within a
             // rounding error of a tie either neighbour is right.
             let slack = 1e-6 * (1.0 + v.abs());
-            let (err, want) = [srq64(v - slack, s), srq64(v + slack, s)]
+            let (err, want) = [ops::srq(v - slack, s), ops::srq(v + slack, s)]
                 .iter()
                 .map(|&want| ((g - want).abs() / (1.0 + want.abs()), want))
                 .fold((f64::INFINITY, 0.0), |b, e| if e.0 < b.0 { e } else { b });
