@@ -71,6 +71,8 @@ pub struct Timing {
     pub per_stage_gpu_us: Option<f64>,
     pub stage_us: Vec<(Stage, f64)>,
     pub between_passes_us: Option<f64>,
+    /// The bytes each stage kind must read per token (weights, and attention's cache).
+    pub stage_bytes: Vec<(&'static str, f64)>,
     /// Bytes one token must read at least: every weight but the embedding tables (one row of
     /// each), and the KV cache positions attended, averaged over the run.
     pub bytes_per_token: f64,
@@ -182,6 +184,7 @@ pub fn time(
 ) -> Result<Timing, DecodeError> {
     let weights = Weights::seeded(config, seed);
     let bytes_per_token = weights.bytes_read_per_token(config, tokens);
+    let stage_bytes = weights.stage_bytes(config, tokens);
     let mut decoder = Decoder::new(ctx, config, &weights)?;
     drop(weights);
     if warm_up {
@@ -211,6 +214,7 @@ pub fn time(
         per_stage_gpu_us: None,
         stage_us: Vec::new(),
         between_passes_us: None,
+        stage_bytes,
         bytes_per_token,
     };
     if !ctx
@@ -326,6 +330,16 @@ pub fn print(timing: &Timing, copy_gbps: Option<f64>) {
         );
     }
     for (stage, us) in &timing.stage_us {
-        println!("    {:<14} {us:>9.1} µs", format!("{stage:?}"));
+        let name = format!("{stage:?}");
+        let rate = (timing.stage_bytes.iter())
+            .find(|(s, _)| *s == name)
+            .map_or(String::new(), |(_, bytes)| {
+                format!(
+                    "  {:>8.1} MB  {:>6.0} GB/s",
+                    bytes / 1e6,
+                    bytes / (us * 1e3)
+                )
+            });
+        println!("    {name:<14} {us:>9.1} µs{rate}");
     }
 }

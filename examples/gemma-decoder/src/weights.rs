@@ -351,6 +351,51 @@ impl Weights {
         weights as f64 + cache as f64 / tokens.max(1) as f64
     }
 
+    /// The weight bytes each stage kind reads per token, summed over the layers (the
+    /// embedding stages one row of their table), and attention's cached keys and values
+    /// averaged over a run of `tokens` tokens from position 0.
+    pub fn stage_bytes(&self, c: &Config, tokens: usize) -> Vec<(&'static str, f64)> {
+        let quant = |m: &QuantMatrix| 4 * (m.words.len() + m.scale.len()) as u64;
+        let linear = |l: &Linear| match l {
+            Linear::Quant(m) => quant(m),
+            Linear::Dense(m) => 2 * m.values.len() as u64,
+        };
+        let row = |t: &EmbedTable| 4 * (t.words.len() + t.scale.len()) as u64 / t.rows as u64;
+        let layers = |f: &dyn Fn(&LayerWeights) -> u64| self.layers.iter().map(f).sum::<u64>();
+        let kv_row = (2 * c.kv_out() * 4) as u64;
+        let cache: u64 = (0..tokens)
+            .flat_map(|pos| {
+                (0..c.layers).map(move |l| {
+                    let keys = if c.is_global(l) {
+                        pos + 1
+                    } else {
+                        (pos + 1).min(c.sliding_window)
+                    };
+                    keys as u64 * kv_row
+                })
+            })
+            .sum();
+        vec![
+            ("Embed", row(&self.embed) as f64),
+            ("PleGather", row(&self.ple_embed) as f64),
+            ("PleProject", linear(&self.ple_model_projection) as f64),
+            (
+                "Qkv",
+                layers(&|l| quant(&l.q) + quant(&l.k) + quant(&l.v)) as f64,
+            ),
+            ("Attention", cache as f64 / tokens.max(1) as f64),
+            ("OutProjection", layers(&|l| quant(&l.o)) as f64),
+            ("GateUp", layers(&|l| quant(&l.gate) + quant(&l.up)) as f64),
+            ("Down", layers(&|l| quant(&l.down)) as f64),
+            ("PleGate", layers(&|l| linear(&l.ple_gate)) as f64),
+            (
+                "PleProjection",
+                layers(&|l| linear(&l.ple_projection)) as f64,
+            ),
+            ("LmHead", linear(&self.lm_head) as f64),
+        ]
+    }
+
     /// Bytes of every weight as stored on the GPU.
     pub fn bytes(&self) -> u64 {
         let quant = |m: &QuantMatrix| 4 * (m.words.len() + m.scale.len()) as u64;

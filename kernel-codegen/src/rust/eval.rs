@@ -178,6 +178,13 @@ pub(super) fn lower(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
     expr::lower(&super::fold::fold(ir), scope)
 }
 
+/// A list `ir` names or writes out (a shape, `[a, b]`) as runtime `Dims`, which hold up to
+/// eight dimensions without a heap allocation; `None` for a list an expression computes.
+pub(super) fn lower_dims(ir: &Ir, scope: &EnvScope<'_>) -> Option<TokenStream> {
+    let slice = expr::lower_list_slice(&super::fold::fold(ir), scope)?;
+    Some(quote!(rt::support::Dims::from_slice(#slice)))
+}
+
 /// Lowers `ir` to a `Result` expression for the typed API.
 pub(super) fn lower_result(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
     expr::lower_result(&super::fold::fold(ir), scope)

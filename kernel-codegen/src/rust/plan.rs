@@ -10,7 +10,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::api::generic_type_vars;
-use super::eval::{EnvScope, env_param, lower};
+use super::eval::{EnvScope, env_param, lower, lower_dims};
 use super::{OpInput, ident};
 use crate::model::{self, BindingTarget, DTypeRef, Dispatch, Expr, Op, Storage, Variant};
 
@@ -22,7 +22,13 @@ pub(super) struct Values(RefCell<Vec<(String, TokenStream, String)>>);
 impl Values {
     /// The index of `e`'s value; `source` says what it is computed from, for errors.
     fn index(&self, e: &Expr, scope: &EnvScope<'_>, source: String) -> proc_macro2::Literal {
-        let lowered = lower(&e.ir, scope);
+        // A list written out (an intermediate's shape) becomes `Dims`: planning it allocates
+        // nothing, so a bound call's `update` stays allocation-free.
+        let lowered = match e.ir.ty {
+            crate::expr::Type::List => lower_dims(&e.ir, scope),
+            _ => None,
+        }
+        .unwrap_or_else(|| lower(&e.ir, scope));
         let text = lowered.to_string();
         let mut list = self.0.borrow_mut();
         let i = match list.iter().position(|(t, _, _)| *t == text) {

@@ -741,7 +741,7 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
         }
         12 => {
             Value::from(
-                <[i64]>::to_vec(
+                rt::support::Dims::from_slice(
                     &[
                         rt::expr::mul(
                             rt::expr::outer(
@@ -768,7 +768,7 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
         }
         13 => {
             Value::from(
-                <[i64]>::to_vec(
+                rt::support::Dims::from_slice(
                     &[
                         rt::expr::outer(
                             env.shapes.data.as_slice(),
