@@ -30,6 +30,9 @@ pub struct Report {
     pub wall_s: f64,
     /// Host time recording each token's encoder and submitting it, in µs.
     pub host_us: Vec<f64>,
+    /// The part of it that updates the position's calls and records the step (the encoder
+    /// and its pass included, not finishing and submitting it), in µs.
+    pub record_us: Vec<f64>,
     /// The runtime's counts after the first token and after the last.
     pub after_first: ContextCounts,
     pub after_last: ContextCounts,
@@ -44,12 +47,12 @@ impl Report {
     /// The median host time per token, after the first (which creates what later ones
     /// reuse).
     pub fn host_us_median(&self) -> f64 {
-        let mut later: Vec<f64> = self.host_us.iter().skip(1).copied().collect();
-        if later.is_empty() {
-            later = self.host_us.clone();
-        }
-        later.sort_by(f64::total_cmp);
-        later.get(later.len() / 2).copied().unwrap_or(0.0)
+        later_median(&self.host_us)
+    }
+
+    /// The median time to update and record a token, after the first.
+    pub fn record_us_median(&self) -> f64 {
+        later_median(&self.record_us)
     }
 
     /// Dispatches recorded per token after the first.
@@ -84,6 +87,28 @@ impl Decoder {
     /// The position the next step decodes at.
     pub fn position(&self) -> usize {
         self.pos
+    }
+
+    /// Host time to update and record `count` steps into encoders that are dropped, not
+    /// submitted, in µs each: the host's cost alone, without a device working beside it (a
+    /// software adapter's device is the same CPU). The sequence starts again at position 0
+    /// afterwards.
+    pub fn record_alone(&mut self, ctx: &Context, count: usize) -> Result<Vec<f64>, DecodeError> {
+        self.pos = 0;
+        let mut times = Vec::with_capacity(count);
+        for _ in 0..count.min(self.model.config.max_positions) {
+            let t = Instant::now();
+            let mut encoder =
+                ctx.device()
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("decode step, not submitted"),
+                    });
+            self.record_next(ctx, &mut encoder, Recording::OnePass(None))?;
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+            drop(encoder);
+        }
+        self.pos = 0;
+        Ok(times)
     }
 
     /// The stages a step records, in order (the per-layer-embedding combination counts
@@ -214,24 +239,44 @@ impl Decoder {
     ) -> Result<Report, DecodeError> {
         self.start(ctx, token);
         let mut host_us = Vec::with_capacity(count);
+        let mut record_us = Vec::with_capacity(count);
         let start = Instant::now();
         let mut after_first = ctx.counts();
         for i in 0..count {
             let t = Instant::now();
-            self.step(ctx)?;
+            let mut encoder =
+                ctx.device()
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("decode step"),
+                    });
+            self.record_next(ctx, &mut encoder, Recording::OnePass(None))?;
+            record_us.push(t.elapsed().as_secs_f64() * 1e6);
+            ctx.queue().submit(Some(encoder.finish()));
             host_us.push(t.elapsed().as_secs_f64() * 1e6);
             if i == 0 {
                 after_first = ctx.counts();
             }
         }
+        let after_last = ctx.counts();
         let tokens = self.tokens(ctx)?;
         let wall_s = start.elapsed().as_secs_f64();
         Ok(Report {
             tokens,
             wall_s,
             host_us,
+            record_us,
             after_first,
-            after_last: ctx.counts(),
+            after_last,
         })
     }
+}
+
+/// The median of `times` after the first (which creates what later ones reuse).
+fn later_median(times: &[f64]) -> f64 {
+    let mut later: Vec<f64> = times.iter().skip(1).copied().collect();
+    if later.is_empty() {
+        later = times.to_vec();
+    }
+    later.sort_by(f64::total_cmp);
+    later.get(later.len() / 2).copied().unwrap_or(0.0)
 }

@@ -60,6 +60,11 @@ pub struct Timing {
     pub tokens_per_s: f64,
     pub host_us: f64,
     pub first_host_us: f64,
+    /// The part of `host_us` that updates the position's calls and records the step.
+    pub record_us: f64,
+    /// The same with no device work beside it (steps recorded and not submitted): the host's
+    /// cost alone, per token and per dispatch.
+    pub record_alone_us: f64,
     pub dispatches: f64,
     pub compute_passes: f64,
     pub created_after_first: [u64; 3],
@@ -207,8 +212,11 @@ pub fn time(
         tokens_per_s: report.tokens_per_s(),
         host_us: report.host_us_median(),
         first_host_us: report.host_us.first().copied().unwrap_or(0.0),
+        record_us: report.record_us_median(),
+        record_alone_us: median(decoder.record_alone(ctx, tokens)?),
         dispatches: per_token(|c| c.dispatches_recorded),
-        compute_passes: per_token(|c| c.compute_passes_recorded),
+        // The runtime's passes, and the decoder's own one per token.
+        compute_passes: per_token(|c| c.compute_passes_recorded) + 1.0,
         created_after_first: [b[0] - a[0], b[1] - a[1], b[2] - a[2]],
         gpu_us: None,
         per_stage_gpu_us: None,
@@ -301,14 +309,19 @@ pub fn print(timing: &Timing, copy_gbps: Option<f64>) {
         timing.host_us,
         timing.first_host_us
     );
+    let per_dispatch = |us: f64| us / timing.dispatches.max(1.0);
     println!(
-        "  {:.0} dispatches in {:.0} compute passes per token ({:.2} µs of host time per dispatch); created after the first token: {} buffers, {} bind groups, {} pipelines",
+        "  {:.0} dispatches in {:.0} compute passes per token; to update and record a token {:.1} µs ({:.3} per dispatch), {:.1} µs with no device work beside it ({:.3} per dispatch)",
         timing.dispatches,
         timing.compute_passes,
-        timing.host_us / timing.dispatches.max(1.0),
-        timing.created_after_first[0],
-        timing.created_after_first[1],
-        timing.created_after_first[2]
+        timing.record_us,
+        per_dispatch(timing.record_us),
+        timing.record_alone_us,
+        per_dispatch(timing.record_alone_us),
+    );
+    println!(
+        "  created after the first token: {} buffers, {} bind groups, {} pipelines",
+        timing.created_after_first[0], timing.created_after_first[1], timing.created_after_first[2]
     );
     let Some(gpu) = timing.gpu_us else {
         println!("  GPU time: n/a (no timestamp queries)");
