@@ -8,7 +8,7 @@ use corpus::kernels::{
     dense_gemv, mul_broadcast, qat_embed_gather, qat_mat_mul, rmsnorm,
 };
 use kernel_runtime::half::f16;
-use kernel_runtime::{Bound, Context, Op, OpError, wgpu};
+use kernel_runtime::{Bound, Context, Op, OpError, Plan, wgpu};
 
 use crate::model::{LinearGpu, Model};
 use crate::step::{At, DecodeError, Stage, StepAttrs, at};
@@ -19,6 +19,8 @@ pub(crate) trait Call {
     fn clear(&self, encoder: &mut wgpu::CommandEncoder);
     /// Records the call into `pass`, after `clear` in the same encoder.
     fn record(&self, pass: &mut wgpu::ComputePass<'_>);
+    /// The plan it records.
+    fn plan(&self) -> &Plan;
 }
 
 impl<O: Op> Call for Bound<O> {
@@ -27,6 +29,9 @@ impl<O: Op> Call for Bound<O> {
     }
     fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         self.record_cleared(pass);
+    }
+    fn plan(&self) -> &Plan {
+        Bound::plan(self)
     }
 }
 

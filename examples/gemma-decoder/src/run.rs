@@ -111,6 +111,16 @@ impl Decoder {
         Ok(times)
     }
 
+    /// Each stage's op, the variant its plan chose and its dispatches, in order.
+    pub fn schedule(&self) -> Vec<(crate::step::At, &'static str, &'static str, usize)> {
+        (self.calls.entries.iter())
+            .map(|e| {
+                let plan = self.calls.call(e).plan();
+                (e.at, plan.op, plan.variant, plan.passes.len())
+            })
+            .collect()
+    }
+
     /// The stages a step records, in order (the per-layer-embedding combination counts
     /// twice: an add and a scale).
     pub fn stages(&self) -> impl Iterator<Item = crate::step::At> + '_ {

@@ -78,6 +78,9 @@ pub struct Timing {
     pub between_passes_us: Option<f64>,
     /// The bytes each stage kind must read per token (weights, and attention's cache).
     pub stage_bytes: Vec<(&'static str, f64)>,
+    /// Each stage kind's op (its name without the domain), the variant chosen (in the first
+    /// layer that has the stage) and its dispatches.
+    pub variants: Vec<(Stage, String, String, usize)>,
     /// Bytes one token must read at least: every weight but the embedding tables (one row of
     /// each), and the KV cache positions attended, averaged over the run.
     pub bytes_per_token: f64,
@@ -223,6 +226,23 @@ pub fn time(
         stage_us: Vec::new(),
         between_passes_us: None,
         stage_bytes,
+        variants: {
+            let mut seen: Vec<(Stage, String, String, usize)> = Vec::new();
+            for (at, op, variant, passes) in decoder.schedule() {
+                let op = op.rsplit('.').next().unwrap_or(op);
+                match seen.iter_mut().find(|s| s.0 == at.stage) {
+                    // The combination of the per-layer embeddings is two ops.
+                    Some(s) if s.1 != op => {
+                        s.1 = format!("{} + {op}", s.1);
+                        s.2 = format!("{} + {variant}", s.2);
+                        s.3 += passes;
+                    }
+                    Some(_) => {}
+                    None => seen.push((at.stage, op.to_owned(), variant.to_owned(), passes)),
+                }
+            }
+            seen
+        },
         bytes_per_token,
     };
     if !ctx
@@ -347,12 +367,15 @@ pub fn print(timing: &Timing, copy_gbps: Option<f64>) {
         let rate = (timing.stage_bytes.iter())
             .find(|(s, _)| *s == name)
             .map_or(String::new(), |(_, bytes)| {
-                format!(
-                    "  {:>8.1} MB  {:>6.0} GB/s",
-                    bytes / 1e6,
-                    bytes / (us * 1e3)
-                )
+                format!("{:>8.1} MB {:>6.0} GB/s", bytes / 1e6, bytes / (us * 1e3))
             });
-        println!("    {name:<14} {us:>9.1} µs{rate}");
+        let variant = (timing.variants.iter()).find(|v| v.0 == *stage).map_or(
+            String::new(),
+            |(_, op, variant, passes)| {
+                let s = if *passes == 1 { "" } else { "es" };
+                format!("{op}/{variant} ({passes} pass{s})")
+            },
+        );
+        println!("    {name:<14} {us:>9.1} µs {rate:<24} {variant}");
     }
 }
