@@ -229,6 +229,9 @@ impl StepAttrs {
             mask,
         });
         out_projection.eps = eps;
+        // The row-cooperative form, which the package selects only when asked (`rows: 1`)
+        // and the device has 32-lane subgroups: each workgroup projects eight rows.
+        out_projection.rows = Some(1);
         let gate_up = decode_gate_up_norm::Attrs::new(decode_gate_up_norm::RequiredAttrs {
             m: 1,
             in_features: u(c.hidden),
