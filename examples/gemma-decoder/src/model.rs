@@ -287,12 +287,6 @@ impl Model {
             act,
         })
     }
-
-    /// Bytes of one position of the KV cache, every layer, keys and values.
-    pub fn kv_bytes_per_position(&self) -> u64 {
-        let c = &self.config;
-        (2 * c.layers * c.kv_out() * size_of::<f32>()) as u64
-    }
 }
 
 /// The tanh-approximated GELU.

@@ -54,12 +54,6 @@ impl Report {
     pub fn record_us_median(&self) -> f64 {
         later_median(&self.record_us)
     }
-
-    /// Dispatches recorded per token after the first.
-    pub fn dispatches_per_token(&self) -> f64 {
-        let later = self.tokens.len().saturating_sub(1).max(1) as f64;
-        (self.after_last.dispatches_recorded - self.after_first.dispatches_recorded) as f64 / later
-    }
 }
 
 impl Decoder {

@@ -49,29 +49,6 @@ pub enum Stage {
     ArgMax,
 }
 
-impl Stage {
-    /// The stages before the first layer, of each layer, and after the last, in order.
-    pub const BEFORE: &'static [Stage] = &[
-        Stage::Embed,
-        Stage::PleGather,
-        Stage::PleProject,
-        Stage::PleNorm,
-        Stage::PleCombine,
-    ];
-    pub const LAYER: &'static [Stage] = &[
-        Stage::Qkv,
-        Stage::KeyCache,
-        Stage::ValueCache,
-        Stage::Attention,
-        Stage::OutProjection,
-        Stage::GateUp,
-        Stage::Down,
-        Stage::PleGate,
-        Stage::PleProjection,
-    ];
-    pub const AFTER: &'static [Stage] = &[Stage::LmHead, Stage::ArgMax];
-}
-
 /// Where in the step: a stage, of a layer or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct At {

@@ -335,20 +335,7 @@ impl Weights {
         let weights = self.bytes() - table(&self.embed) - table(&self.ple_embed)
             + row(&self.embed)
             + row(&self.ple_embed);
-        let kv_row = (2 * c.kv_out() * 4) as u64;
-        let cache: u64 = (0..tokens)
-            .flat_map(|pos| {
-                (0..c.layers).map(move |l| {
-                    let keys = if c.is_global(l) {
-                        pos + 1
-                    } else {
-                        (pos + 1).min(c.sliding_window)
-                    };
-                    keys as u64 * kv_row
-                })
-            })
-            .sum();
-        weights as f64 + cache as f64 / tokens.max(1) as f64
+        weights as f64 + kv_bytes_per_token(c, tokens)
     }
 
     /// The weight bytes each stage kind reads per token, summed over the layers (the
@@ -362,19 +349,6 @@ impl Weights {
         };
         let row = |t: &EmbedTable| 4 * (t.words.len() + t.scale.len()) as u64 / t.rows as u64;
         let layers = |f: &dyn Fn(&LayerWeights) -> u64| self.layers.iter().map(f).sum::<u64>();
-        let kv_row = (2 * c.kv_out() * 4) as u64;
-        let cache: u64 = (0..tokens)
-            .flat_map(|pos| {
-                (0..c.layers).map(move |l| {
-                    let keys = if c.is_global(l) {
-                        pos + 1
-                    } else {
-                        (pos + 1).min(c.sliding_window)
-                    };
-                    keys as u64 * kv_row
-                })
-            })
-            .sum();
         vec![
             ("Embed", row(&self.embed) as f64),
             ("PleGather", row(&self.ple_embed) as f64),
@@ -383,7 +357,7 @@ impl Weights {
                 "Qkv",
                 layers(&|l| quant(&l.q) + quant(&l.k) + quant(&l.v)) as f64,
             ),
-            ("Attention", cache as f64 / tokens.max(1) as f64),
+            ("Attention", kv_bytes_per_token(c, tokens)),
             ("OutProjection", layers(&|l| quant(&l.o)) as f64),
             ("GateUp", layers(&|l| quant(&l.gate) + quant(&l.up)) as f64),
             ("Down", layers(&|l| quant(&l.down)) as f64),
@@ -433,6 +407,25 @@ impl Weights {
             + layers
             + norms(&[&self.ple_projection_norm, &self.final_norm])
     }
+}
+
+/// The cached keys and values each token reads over a run of `tokens` tokens from position 0,
+/// every layer (a local one through its window), averaged over the run.
+fn kv_bytes_per_token(c: &Config, tokens: usize) -> f64 {
+    let kv_row = (2 * c.kv_out() * 4) as u64;
+    let total: u64 = (0..tokens)
+        .flat_map(|pos| {
+            (0..c.layers).map(move |l| {
+                let keys = if c.is_global(l) {
+                    pos + 1
+                } else {
+                    (pos + 1).min(c.sliding_window)
+                };
+                keys as u64 * kv_row
+            })
+        })
+        .sum();
+    total as f64 / tokens.max(1) as f64
 }
 
 /// The seeds of successive tensors, from one model seed.
