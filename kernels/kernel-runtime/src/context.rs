@@ -64,6 +64,12 @@ impl Context {
     ///
     /// The device gets the adapter's own limits and whichever of `shader-f16`, `subgroups`
     /// and `timestamp-query` the adapter has, minus [`ContextOptions::disable_features`].
+    /// With [`ContextOptions::experimental_features`] on (or `KERNELS_EXPERIMENTAL_FEATURES`
+    /// set to `1` or `true` when the option is `None`), it also gets
+    /// `chromium-experimental-subgroup-matrix` (wgpu's experimental cooperative matrices)
+    /// where the adapter has it, and [`DeviceCaps::subgroup_matrix_configs`] lists the
+    /// configurations the adapter reports; wgpu's experimental features may have soundness
+    /// holes, which opting in accepts. Off, a context never has the feature.
     ///
     /// Natively, contexts on the same adapter with the same features share one device (and
     /// so can use each other's tensors), opened by the first and kept for the process; a lost
@@ -75,7 +81,13 @@ impl Context {
         #[cfg(target_arch = "wasm32")]
         let open = crate::devices::open(opts).await?;
         Ok(Self {
-            gpu: Gpu::new(open.device, open.queue, open.info, open.errors),
+            gpu: Gpu::new(
+                open.device,
+                open.queue,
+                open.info,
+                &open.adapter.cooperative_matrix_properties(),
+                open.errors,
+            ),
             caches: Caches::default(),
             _instance: Some(open.instance),
             _adapter: Some(open.adapter),
@@ -91,14 +103,43 @@ impl Context {
     /// installed on the device: no uncaptured-error handler and no device-lost callback, which
     /// stay the application's; the runtime captures the errors of its own steps in error
     /// scopes only. A lost device shows up as the error of the next step.
+    ///
+    /// Without the adapter the runtime cannot know its subgroup-matrix configurations:
+    /// [`DeviceCaps::subgroup_matrix_configs`] is empty even on a device created with
+    /// cooperative matrices, so variants that require a configuration are skipped. Use
+    /// [`Context::from_wgpu_with_adapter`] to have them.
     pub fn from_wgpu(
         device: wgpu::Device,
         queue: wgpu::Queue,
         adapter_info: wgpu::AdapterInfo,
     ) -> Self {
+        Self::from_parts(device, queue, adapter_info, &[])
+    }
+
+    /// [`Context::from_wgpu`] with the adapter `device` was requested from: the capabilities
+    /// take the subgroup sizes from its description and, when the device has
+    /// `wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX` (which the application enabled
+    /// itself, through `wgpu::ExperimentalFeatures`), the cooperative-matrix configurations it
+    /// reports ([`DeviceCaps::subgroup_matrix_configs`]). The adapter is read, not kept.
+    pub fn from_wgpu_with_adapter(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: &wgpu::Adapter,
+    ) -> Self {
+        let matrices = adapter.cooperative_matrix_properties();
+        Self::from_parts(device, queue, adapter.get_info(), &matrices)
+    }
+
+    /// A context on an application's device, its errors captured in scopes only.
+    fn from_parts(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter_info: wgpu::AdapterInfo,
+        matrices: &[wgpu::CooperativeMatrixProperties],
+    ) -> Self {
         let errors = Arc::new(Mutex::new(ErrorLog::default()));
         Self {
-            gpu: Gpu::new(device, queue, adapter_info, errors),
+            gpu: Gpu::new(device, queue, adapter_info, matrices, errors),
             caches: Caches::default(),
             _instance: None,
             _adapter: None,
@@ -436,10 +477,18 @@ impl Context {
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context")
-            .field("adapter", &self.adapter_summary())
-            .field("features", &self.gpu.caps.feature_names())
-            .field("pipelines", &self.pipeline_cache_len())
+        let caps = &self.gpu.caps;
+        let mut s = f.debug_struct("Context");
+        s.field("adapter", &self.adapter_summary())
+            .field("features", &caps.feature_names());
+        if !caps.subgroup_matrix_configs.is_empty() {
+            // `f16 → f32, 16×16×16`, one per configuration.
+            let configs: Vec<String> = (caps.subgroup_matrix_configs.iter())
+                .map(ToString::to_string)
+                .collect();
+            s.field("subgroup_matrix_configs", &configs);
+        }
+        s.field("pipelines", &self.pipeline_cache_len())
             .finish_non_exhaustive()
     }
 }

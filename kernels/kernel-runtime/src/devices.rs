@@ -12,7 +12,8 @@
 //! on the same adapter then shares buffers with the first.
 //!
 //! A context that needs a device of its own (one it may destroy, say) asks for it with
-//! [`ContextOptions::dedicated_device`].
+//! [`ContextOptions::dedicated_device`]; one that may use wgpu's experimental features (today
+//! cooperative matrices) opts in with [`ContextOptions::experimental_features`].
 
 use std::sync::{Arc, Mutex};
 
@@ -22,6 +23,14 @@ use crate::error::RuntimeError;
 use crate::gpu::{ErrorLog, convert};
 use crate::sync::lock;
 
+/// Environment variable that opts a context in to wgpu's experimental features (`1` or
+/// `true`), read when [`ContextOptions::experimental_features`] is `None`.
+pub const EXPERIMENTAL_FEATURES_ENV: &str = "KERNELS_EXPERIMENTAL_FEATURES";
+
+/// The wgpu features that wgpu calls experimental among those the runtime requests: asked for
+/// only with [`ContextOptions::experimental_features`] on.
+const EXPERIMENTAL: wgpu::Features = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+
 /// How to create a [`crate::Context`].
 #[derive(Debug, Clone, Default)]
 pub struct ContextOptions {
@@ -29,8 +38,21 @@ pub struct ContextOptions {
     /// `KERNELS_ADAPTER` is used if set; otherwise the most capable adapter is chosen.
     pub adapter: Option<String>,
     /// WebGPU feature names not to request even if the adapter has them (`"subgroups"`,
-    /// `"shader-f16"`, `"timestamp-query"`), e.g. to exercise fallback variants.
+    /// `"shader-f16"`, `"timestamp-query"`, `"chromium-experimental-subgroup-matrix"`), e.g.
+    /// to exercise fallback variants.
     pub disable_features: Vec<&'static str>,
+    /// Whether to request wgpu's experimental features where the adapter has them: today
+    /// `chromium-experimental-subgroup-matrix`, wgpu's cooperative matrices (tensor cores),
+    /// with the configurations the adapter reports ([`crate::DeviceCaps::subgroup_matrix`],
+    /// [`crate::DeviceCaps::subgroup_matrix_configs`]). When `None`, the environment
+    /// variable `KERNELS_EXPERIMENTAL_FEATURES` decides (`1` or `true` turn it on); off by
+    /// default.
+    ///
+    /// wgpu says its experimental features may have soundness holes: undefined behaviour
+    /// reachable from safe code through bugs in wgpu or the driver. Turning this on accepts
+    /// that for this context's device. A context that does not opt in never shares a device
+    /// opened with an experimental feature.
+    pub experimental_features: Option<bool>,
     /// A device of this context's own instead of the one the process shares for this adapter
     /// and feature set (see [`crate::Context::new`]): for a context that may destroy its
     /// device. Dropping a device while other threads use the driver can deadlock some drivers
@@ -57,7 +79,9 @@ impl OpenDevice {
     }
 
     /// Whether this device is open on `adapter` (the process's adapter objects are kept, so
-    /// identity says it) with exactly `features`, and not lost.
+    /// identity says it) with exactly `features`, and not lost. Exactly: a context that did
+    /// not opt in to experimental features asks for none, so it never gets a device opened
+    /// with one (and wgpu's experimental features enabled).
     fn serves(&self, adapter: &wgpu::Adapter, features: wgpu::Features) -> bool {
         self.adapter == *adapter && self.device.features() == features && !self.lost()
     }
@@ -176,11 +200,24 @@ async fn request(
     info: wgpu::AdapterInfo,
     features: wgpu::Features,
 ) -> Result<OpenDevice, RuntimeError> {
+    let experimental_features = if features.intersects(EXPERIMENTAL) {
+        // SAFETY: wgpu's experimental features may have soundness holes (undefined behaviour
+        // reachable from safe code), which is why enabling them is `unsafe`. `features` holds
+        // one only when the context's creator consented through
+        // `ContextOptions::experimental_features` (or `KERNELS_EXPERIMENTAL_FEATURES`), whose
+        // documentation says so, and such a device serves only contexts that consented too.
+        #[allow(unsafe_code)]
+        unsafe {
+            wgpu::ExperimentalFeatures::enabled()
+        }
+    } else {
+        wgpu::ExperimentalFeatures::disabled()
+    };
     let descriptor = wgpu::DeviceDescriptor {
         label: Some("kernel-runtime"),
         required_features: features,
         required_limits: adapter.limits(),
-        experimental_features: wgpu::ExperimentalFeatures::disabled(),
+        experimental_features,
         memory_hints: wgpu::MemoryHints::Performance,
         trace: wgpu::Trace::Off,
     };
@@ -213,13 +250,16 @@ async fn request(
     })
 }
 
-/// The optional features a context asks for: whichever the runtime knows, minus those the
-/// options disable; natively also the pipeline cache.
+/// The optional features a context asks for: whichever the runtime knows, the experimental
+/// ones only when the options opt in, minus those the options disable; natively also the
+/// pipeline cache.
 fn wanted_features(opts: &ContextOptions) -> wgpu::Features {
+    let experimental = experimental_features(opts.experimental_features);
     let mut wanted = wgpu::Features::empty();
     for name in KNOWN_FEATURES {
         if let Some(f) = wgpu_feature(name)
             && !opts.disable_features.contains(&name)
+            && (experimental || !f.intersects(EXPERIMENTAL))
         {
             wanted |= f;
         }
@@ -229,4 +269,57 @@ fn wanted_features(opts: &ContextOptions) -> wgpu::Features {
         wanted |= wgpu::Features::PIPELINE_CACHE;
     }
     wanted
+}
+
+/// Whether the context opts in to experimental features: the option if given, else
+/// `KERNELS_EXPERIMENTAL_FEATURES` is `1` or `true` (any case, surrounding spaces ignored).
+fn experimental_features(option: Option<bool>) -> bool {
+    option
+        .unwrap_or_else(|| std::env::var(EXPERIMENTAL_FEATURES_ENV).is_ok_and(|v| env_says_on(&v)))
+}
+
+/// Whether an environment variable's value turns an opt-in on.
+fn env_says_on(value: &str) -> bool {
+    let value = value.trim();
+    value == "1" || value.eq_ignore_ascii_case("true")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn experimental_features_are_asked_for_only_when_opted_in() {
+        let coop = wgpu::Features::EXPERIMENTAL_COOPERATIVE_MATRIX;
+        let on = ContextOptions {
+            experimental_features: Some(true),
+            ..ContextOptions::default()
+        };
+        assert!(wanted_features(&on).contains(coop));
+        assert!(wanted_features(&on).contains(wgpu::Features::SUBGROUP));
+        let off = ContextOptions {
+            experimental_features: Some(false),
+            ..ContextOptions::default()
+        };
+        assert!(!wanted_features(&off).intersects(EXPERIMENTAL));
+        let disabled = ContextOptions {
+            disable_features: vec![crate::caps::FEATURE_SUBGROUP_MATRIX],
+            ..on
+        };
+        assert!(!wanted_features(&disabled).contains(coop));
+        assert!(wanted_features(&disabled).contains(wgpu::Features::SUBGROUP));
+    }
+
+    #[test]
+    fn the_environment_opts_in_with_one_or_true() {
+        for on in ["1", "true", "TRUE", " True\n"] {
+            assert!(env_says_on(on), "{on:?}");
+        }
+        for off in ["", "0", "false", "yes", "on", "11", "truex"] {
+            assert!(!env_says_on(off), "{off:?}");
+        }
+        // The option wins over the environment, whatever it says.
+        assert!(experimental_features(Some(true)));
+        assert!(!experimental_features(Some(false)));
+    }
 }

@@ -89,13 +89,16 @@ impl Tally {
 }
 
 impl Gpu {
+    /// The core of `device`, its capabilities read from the device, the adapter's `info` and
+    /// the cooperative-matrix configurations the adapter reports (`matrices`).
     pub(crate) fn new(
         device: wgpu::Device,
         queue: wgpu::Queue,
         info: wgpu::AdapterInfo,
+        matrices: &[wgpu::CooperativeMatrixProperties],
         errors: Arc<Mutex<ErrorLog>>,
     ) -> Self {
-        let caps = DeviceCaps::from_device(&device, &info);
+        let caps = DeviceCaps::from_device(&device, &info, matrices);
         Self {
             info,
             device,

@@ -68,6 +68,11 @@
 //! names one (a case-insensitive substring of its name); otherwise a discrete GPU is preferred
 //! over an integrated, virtual or software one (Mesa lavapipe), on Vulkan, Metal or DX12
 //! before GL.
+//!
+//! wgpu's experimental features (today its cooperative matrices, as the WebGPU feature
+//! `chromium-experimental-subgroup-matrix`) are requested only when the context's creator opts
+//! in: [`ContextOptions::experimental_features`] or the `KERNELS_EXPERIMENTAL_FEATURES`
+//! environment variable.
 
 // In unit tests a panic is the failure report; everywhere else `unwrap` is warned.
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -145,9 +150,9 @@ pub use args::{Access, Arg};
 pub use attrs::AttrValue;
 pub use bound::Bound;
 pub use caches::ContextCounts;
-pub use caps::DeviceCaps;
+pub use caps::{DeviceCaps, MatrixScalar, SubgroupMatrixConfig};
 pub use context::Context;
-pub use devices::ContextOptions;
+pub use devices::{ContextOptions, EXPERIMENTAL_FEATURES_ENV};
 #[cfg(not(target_arch = "wasm32"))]
 pub use disk_cache::PipelineCacheLoad;
 pub use dtype::{DType, Element, Float, Integer};
