@@ -12,6 +12,8 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use kernel_abi::device::{FEATURE_SHADER_F16, FEATURE_SUBGROUP_MATRIX, FEATURE_SUBGROUPS};
+
 use crate::error::{NotBuilt, PlanError};
 use crate::expr::EvalError;
 use crate::plan::Kernel;
@@ -23,6 +25,32 @@ const WEB_SUBGROUPS_ENABLE: &str = "enable subgroups;\n";
 pub const SHADER_F16: u8 = 1;
 /// A [`Row`]'s feature bit for `subgroups`.
 pub const SUBGROUPS: u8 = 2;
+/// A [`Row`]'s feature bit for `chromium-experimental-subgroup-matrix`.
+pub const SUBGROUP_MATRIX: u8 = 4;
+
+/// The feature names of each combination of a [`Row`]'s feature bits, indexed by the bits, in
+/// `KNOWN_FEATURES` order (`chromium-experimental-subgroup-matrix`, `shader-f16`,
+/// `subgroups`).
+const FEATURE_SETS: [&[&str]; 8] = {
+    const F16: &str = FEATURE_SHADER_F16;
+    const SG: &str = FEATURE_SUBGROUPS;
+    const SM: &str = FEATURE_SUBGROUP_MATRIX;
+    [
+        &[],
+        &[F16],
+        &[SG],
+        &[F16, SG],
+        &[SM],
+        &[SM, F16],
+        &[SM, SG],
+        &[SM, F16, SG],
+    ]
+};
+
+/// The WebGPU features a [`Row`]'s bits name; bits no feature has are ignored.
+fn feature_names(bits: u8) -> &'static [&'static str] {
+    FEATURE_SETS[usize::from(bits & (SHADER_F16 | SUBGROUPS | SUBGROUP_MATRIX))]
+}
 
 /// One component of a shader key: a value the shader text depends on, as a call computes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -85,7 +113,8 @@ pub struct Pass {
 }
 
 /// A shader as the generated table lists it: its pass; the byte range of its WGSL in the op's
-/// `.shaders` file; its content digest; its features ([`SHADER_F16`], [`SUBGROUPS`]); the
+/// `.shaders` file; its content digest; its features ([`SHADER_F16`], [`SUBGROUPS`],
+/// [`SUBGROUP_MATRIX`]); the
 /// numbers of the keys that select it (a pass's combinations that render the same text share
 /// one shader); and which of the table's lists of least sizes per binding is its
 /// ([`Kernel::least_sizes`]; shaders of one pass mostly share one).
@@ -101,7 +130,8 @@ pub struct Shader {
     pub kernel: Kernel,
     /// The index of its pass in [`ShaderTable::passes`].
     pub pass: usize,
-    /// WebGPU features the shader uses (`shader-f16`, `subgroups`).
+    /// WebGPU features the shader uses (`shader-f16`, `subgroups`,
+    /// `chromium-experimental-subgroup-matrix`).
     pub features: &'static [&'static str],
     /// Names of the overrides its pipelines take (its pass's).
     pub overrides: &'static [&'static str],
@@ -255,12 +285,7 @@ impl ShaderTable {
                         least_sizes: self.sizes[least_sizes],
                     },
                     pass,
-                    features: match features & (SHADER_F16 | SUBGROUPS) {
-                        0 => &[],
-                        SHADER_F16 => &["shader-f16"],
-                        SUBGROUPS => &["subgroups"],
-                        _ => &["shader-f16", "subgroups"],
-                    },
+                    features: feature_names(features),
                     overrides: info.overrides,
                 });
             }
@@ -374,6 +399,7 @@ mod tests {
             (0, 5, 15, "d0", 0, &[0, 1], 1),
             (0, 24, 46, "d1", SHADER_F16, &[3], 0),
             (1, 51, 61, "d2", SUBGROUPS, &[0], 0),
+            (0, 5, 15, "d3", SUBGROUP_MATRIX | SHADER_F16, &[], 0),
         ],
         &[&[], &[16, 4]],
     );
@@ -402,10 +428,41 @@ mod tests {
             ("d2", "fn b() {}\n", WEB_SUBGROUPS_ENABLE)
         );
         let shaders = TABLE.shaders();
-        assert_eq!(shaders.len(), 3);
+        assert_eq!(shaders.len(), 4);
+        assert_eq!(shaders[0].features, [] as [&str; 0]);
         assert_eq!(shaders[1].features, ["shader-f16"]);
+        assert_eq!(shaders[2].features, ["subgroups"]);
+        assert_eq!(
+            shaders[3].features,
+            ["chromium-experimental-subgroup-matrix", "shader-f16"]
+        );
+        assert_eq!(shaders[3].kernel.web_enables, "");
         assert_eq!(shaders[2].overrides, ["n"]);
         assert_eq!(shaders[2].kernel.label, "Op B");
+    }
+
+    #[test]
+    fn feature_bits_name_their_features_in_known_order() {
+        let bits = [
+            (SUBGROUP_MATRIX, FEATURE_SUBGROUP_MATRIX),
+            (SHADER_F16, FEATURE_SHADER_F16),
+            (SUBGROUPS, FEATURE_SUBGROUPS),
+        ];
+        for set in 0..8u8 {
+            // The features of the set bits, in `KNOWN_FEATURES` order.
+            let expected: Vec<&str> = crate::caps::KNOWN_FEATURES
+                .into_iter()
+                .filter(|f| bits.iter().any(|(bit, name)| set & bit != 0 && name == f))
+                .collect();
+            assert_eq!(feature_names(set), expected, "bits {set:#b}");
+        }
+        // A bit no feature has is ignored.
+        assert_eq!(feature_names(8 | SUBGROUPS), ["subgroups"]);
+        assert_eq!(
+            (SHADER_F16, SUBGROUPS, SUBGROUP_MATRIX),
+            (1, 2, 4),
+            "the generator writes these numbers"
+        );
     }
 
     #[test]
