@@ -182,6 +182,45 @@ fn drop_unavailable_variants(op: &mut model::Op, notes: &mut Vec<String>) {
     });
 }
 
+/// `op` with, for each variant whose shaders multiply subgroup matrices, a `when` clause per
+/// configuration they use (`device.features.has("subgroup-matrix-f16-f32-16x16x16")`), so that
+/// a device lacking one skips the variant with that reason and the next is selected, as for
+/// any other requirement. The shapes come from the validated shaders, not from the manifest:
+/// a V1 package only asks for Chromium's feature, which does not say which shapes a device
+/// multiplies (NVIDIA's have no 8×8×8).
+fn require_subgroup_matrix_configs<'a>(
+    op: &'a model::Op,
+    shaders: &[shader::Shader],
+) -> std::borrow::Cow<'a, model::Op> {
+    if shaders.iter().all(|s| s.subgroup_matrix_configs.is_empty()) {
+        return std::borrow::Cow::Borrowed(op);
+    }
+    let mut op = op.clone();
+    for (v, variant) in op.variants.iter_mut().enumerate() {
+        let configs: BTreeSet<_> = (shaders.iter().filter(|s| s.variant == v))
+            .flat_map(|s| s.subgroup_matrix_configs.iter().copied())
+            .collect();
+        for config in configs {
+            let name = config.feature_name();
+            if variant.required_features.contains(&name) {
+                continue;
+            }
+            let source = format!("device.features.has(\"{name}\")");
+            variant.when.push(model::Expr {
+                ir: expr::Ir {
+                    kind: expr::IrKind::Feature(name.clone()),
+                    ty: expr::Type::Bool,
+                    span: expr::Span::new(0, source.len()),
+                },
+                source,
+                path: format!("variants[{v}] (its shaders multiply {config} subgroup matrices)"),
+            });
+            variant.required_features.push(name);
+        }
+    }
+    std::borrow::Cow::Owned(op)
+}
+
 /// What the front end made of the packages: the ops as the emitters see them (templates
 /// settled), and the template environments that render them.
 struct FrontEnd {
@@ -439,6 +478,10 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                 reason: l.reason.clone(),
             }
         }));
+        // The root module lists the op as the manifest has it.
+        generated_ops.push(op);
+        let amended = require_subgroup_matrix_configs(op, &shaders);
+        let op = &*amended;
         let input = rust::OpInput {
             op,
             shaders: &shaders,
@@ -477,7 +520,6 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                 combinations,
             });
         }
-        generated_ops.push(op);
     }
     match rust::root_module(&generated_ops, &runtime) {
         Ok(root) => output.files.push(GeneratedFile {

@@ -56,6 +56,12 @@ pub struct Shader {
     /// Directives that go before `text` where WGSL reaches a browser unchanged (wasm32):
     /// [`WEB_SUBGROUPS_ENABLE`] for subgroup shaders, empty otherwise.
     pub web_enables: &'static str,
+    /// The text as the template rendered it, where that is not `text`: Chromium's subgroup
+    /// matrices, which `text` has as naga's cooperative matrices. Browsers compile this one.
+    pub chromium_text: Option<String>,
+    /// The subgroup-matrix multiply-accumulate shapes the shader performs: a device must
+    /// offer each to run it.
+    pub subgroup_matrix_configs: Vec<kernel_abi::device::SubgroupMatrixConfig>,
     /// The pipeline overrides the runtime sets.
     pub overrides: Vec<OverrideSpec>,
     /// The bind group the pipeline's automatic layout must accept.
@@ -66,9 +72,11 @@ pub struct Shader {
 }
 
 impl Shader {
-    /// The text a browser compiles: [`Shader::web_enables`], then [`Shader::text`].
+    /// The text a browser compiles: [`Shader::web_enables`], then [`Shader::chromium_text`]
+    /// where there is one, else [`Shader::text`].
     pub fn web_text(&self) -> String {
-        format!("{}{}", self.web_enables, self.text)
+        let text = self.chromium_text.as_deref().unwrap_or(&self.text);
+        format!("{}{text}", self.web_enables)
     }
 }
 

@@ -68,13 +68,11 @@ pub const FEATURES_HUB: &[&str] = &[
     "timestamp-query",
 ];
 
-/// Features packages may test for that no wgpu device offers (wgpu has neither Chromium's
-/// subgroup matrices nor subgroup size control): a variant that requires one is never a
-/// candidate here, so its shaders are not built.
-pub const UNAVAILABLE_FEATURES: &[&str] = &[
-    "chromium-experimental-subgroup-matrix",
-    "subgroup-size-control",
-];
+/// Features packages may test for that no wgpu device offers (wgpu has no subgroup size
+/// control): a variant that requires one is never a candidate here, so its shaders are not
+/// built. Chromium's subgroup matrices are not among them: they are lowered to wgpu's
+/// cooperative matrices (`wgsl/subgroup_matrix.rs`).
+pub const UNAVAILABLE_FEATURES: &[&str] = &["subgroup-size-control"];
 
 /// The device features of `dialect`.
 pub fn features(dialect: Dialect) -> &'static [&'static str] {

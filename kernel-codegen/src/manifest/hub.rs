@@ -222,6 +222,35 @@ pub struct SubgroupMatrixConfig {
     pub k: u32,
 }
 
+impl SubgroupMatrixConfig {
+    /// The feature a device must have to offer this configuration (the result type defaults to
+    /// the component type). A component type the runtime cannot name gives a name the
+    /// expression checker rejects, pointing at the clause.
+    pub fn feature_name(&self) -> String {
+        use kernel_abi::device::{MatrixScalar, SubgroupMatrixConfig as Config};
+        let result = self
+            .result_component_type
+            .as_ref()
+            .unwrap_or(&self.component_type);
+        let config = MatrixScalar::from_wgsl(&self.component_type)
+            .zip(MatrixScalar::from_wgsl(result))
+            .map(|(component, result)| Config {
+                component,
+                result,
+                m: self.m,
+                n: self.n,
+                k: self.k,
+            });
+        match config {
+            Some(config) => config.feature_name(),
+            None => format!(
+                "subgroup-matrix-{}-{result}-{}x{}x{}",
+                self.component_type, self.m, self.n, self.k
+            ),
+        }
+    }
+}
+
 /// A binding, as a top-level handle or inline in a pass's list. Its target is `arg` (a
 /// port's bind key), else `scratch` (an intermediate id), else `name`, else the handle;
 /// its WGSL variable is `name`, else `arg`, else the handle.

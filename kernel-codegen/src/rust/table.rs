@@ -439,7 +439,12 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
         let end = Literal::usize_unsuffixed(section.end);
         let digest = &shader.digest;
         let mut bits = 0u8;
-        for (feature, bit) in [("shader-f16", 1u8), ("subgroups", 2)] {
+        let named = [
+            ("shader-f16", 1u8),
+            ("subgroups", 2),
+            (kernel_abi::device::FEATURE_SUBGROUP_MATRIX, 4),
+        ];
+        for (feature, bit) in named {
             if shader.features.iter().any(|f| f == feature) {
                 bits |= bit;
             }
@@ -515,7 +520,7 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
             const PASSES: &[Pass] = &[#(#passes),*];
 
             /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-            /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+            /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
             /// select it, and which list of `SIZES` is its.
             const ROWS: &[Row] = &[#(#rows),*];
 

@@ -69,6 +69,9 @@ pub fn capabilities(f16: bool, features: &BTreeSet<String>) -> naga::valid::Capa
     if features.contains("subgroups") {
         capabilities |= Capabilities::SUBGROUP;
     }
+    if features.contains(kernel_abi::device::FEATURE_SUBGROUP_MATRIX) {
+        capabilities |= Capabilities::COOPERATIVE_MATRIX;
+    }
     capabilities
 }
 

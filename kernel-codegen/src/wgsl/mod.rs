@@ -3,6 +3,7 @@
 
 mod binding_sizes;
 mod source_map;
+mod subgroup_matrix;
 mod targets;
 mod validate;
 
@@ -291,6 +292,17 @@ fn shader(
         f16,
         wrote_subgroups,
     } = render_pass(op, env, v, p, &combination, &bindings)?;
+    let lowered = subgroup_matrix::lower(&text).map_err(|m| {
+        Diagnostic::new(
+            &pass.template,
+            where_(),
+            format!("Chromium's subgroup matrices cannot be lowered to naga's: {m}"),
+        )
+    })?;
+    let (text, chromium_text) = match lowered {
+        Some(lowered) => (lowered.text, Some(text)),
+        None => (text, None),
+    };
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
         .map_err(|invalid| {
             let at = invalid.line.and_then(|line| {
@@ -346,8 +358,14 @@ fn shader(
         })
         .collect();
     let subgroups = combination.features.contains("subgroups") || wrote_subgroups;
+    let subgroup_matrix_configs = subgroup_matrix::configs(&module, &info);
+    let uses = targets::Uses {
+        f16,
+        subgroups,
+        cooperative_matrix: chromium_text.is_some(),
+    };
     let translations = if translate {
-        targets::translate(&module, &info, &overrides, f16, subgroups).map_err(|m| {
+        targets::translate(&module, &info, &overrides, uses).map_err(|m| {
             Diagnostic::new(
                 &pass.template,
                 where_(),
@@ -393,6 +411,8 @@ fn shader(
         features,
         same_as: None,
         web_enables: if subgroups { WEB_SUBGROUPS_ENABLE } else { "" },
+        chromium_text,
+        subgroup_matrix_configs,
         overrides,
         bindings: binding_layouts,
         translations,

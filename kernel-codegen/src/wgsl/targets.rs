@@ -3,7 +3,10 @@
 //!
 //! Each back end gets the capabilities the shader needs, as wgpu would ask for them: SPIR-V 1.3
 //! for subgroup operations (1.0 otherwise), MSL 2.4, HLSL shader model 6.2 for f16 and 6.0 for
-//! wave operations (5.1 otherwise), GLSL ES 3.10 compute. Pipeline overrides are given the
+//! wave operations (5.1 otherwise), GLSL ES 3.10 compute. Cooperative matrices (lowered from
+//! Chromium's subgroup matrices) exist on Vulkan and Metal only: such a shader is translated to
+//! SPIR-V 1.3 with `SPV_KHR_cooperative_matrix` and to MSL, and HLSL and GLSL are reported not
+//! applicable, as no wgpu backend of theirs offers the feature. Pipeline overrides are given the
 //! representative values of [`representative_override`] first, since the back ends translate
 //! a module whose overrides are resolved.
 
@@ -41,26 +44,38 @@ pub fn representative_override(wgsl_type: &str) -> f64 {
     }
 }
 
-/// Translates `module` (validated with `f16`/`subgroups` capabilities) to every target;
-/// `Err` names the back end and naga's message.
+/// The optional capabilities a shader uses, which decide the back ends' versions and which
+/// targets apply.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Uses {
+    pub f16: bool,
+    pub subgroups: bool,
+    pub cooperative_matrix: bool,
+}
+
+/// Translates `module` (validated with the capabilities of `uses`) to every target; `Err`
+/// names the back end and naga's message.
 pub fn translate(
     module: &naga::Module,
     info: &naga::valid::ModuleInfo,
     overrides: &[OverrideSpec],
-    f16: bool,
-    subgroups: bool,
+    uses: Uses,
 ) -> Result<Translations, String> {
     // naga's writers recurse once per level of an expression, as its front end does.
-    super::validate::on_large_stack(|| translate_here(module, info, overrides, f16, subgroups))
+    super::validate::on_large_stack(|| translate_here(module, info, overrides, uses))
 }
 
 fn translate_here(
     module: &naga::Module,
     info: &naga::valid::ModuleInfo,
     overrides: &[OverrideSpec],
-    f16: bool,
-    subgroups: bool,
+    uses: Uses,
 ) -> Result<Translations, String> {
+    let Uses {
+        f16,
+        subgroups,
+        cooperative_matrix,
+    } = uses;
     let mut constants = naga::back::PipelineConstants::default();
     for o in overrides {
         constants.insert(o.name.clone(), o.representative);
@@ -74,7 +89,11 @@ fn translate_here(
         ..Translations::default()
     };
 
-    let spirv_version = if subgroups { (1, 3) } else { (1, 0) };
+    let spirv_version = if subgroups || cooperative_matrix {
+        (1, 3)
+    } else {
+        (1, 0)
+    };
     let spv_options = spv::Options {
         lang_version: spirv_version,
         ..spv::Options::default()
@@ -100,6 +119,16 @@ fn translate_here(
         .map_err(|e| failure(Target::Msl, &e))?;
     out.status.push((Target::Msl, TargetStatus::Translated));
 
+    if cooperative_matrix {
+        // naga's HLSL and GLSL writers have no cooperative matrices (they would panic), and
+        // neither DX12 nor GL in wgpu offers them.
+        const WHY: &str = "wgpu offers cooperative matrices on Vulkan and Metal only";
+        out.status
+            .push((Target::Hlsl, TargetStatus::NotApplicable(WHY)));
+        out.status
+            .push((Target::Glsl, TargetStatus::NotApplicable(WHY)));
+        return Ok(out);
+    }
     let shader_model = if f16 {
         hlsl::ShaderModel::V6_2
     } else if subgroups {

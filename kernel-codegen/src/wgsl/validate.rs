@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(deepest(&source).0, MAX_NESTING);
         let (module, info, _) =
             super::validate(&source, false, &Default::default()).expect("validates");
-        let translated = super::super::targets::translate(&module, &info, &[], false, false)
+        let translated = super::super::targets::translate(&module, &info, &[], Default::default())
             .expect("translates");
         assert!(!translated.spirv.is_empty());
     }

@@ -198,7 +198,8 @@ pub(crate) mod gpu {
         let ctx = context();
         eprintln!(
             "gemm_variant_matches_the_reference: the `sgmat` variant needs \
-             chromium-experimental-subgroup-matrix, which no wgpu device offers: not covered"
+             f16 → f32 8×8×8 subgroup matrices (its shaders' shape), which only some devices offer: \
+             not covered here"
         );
         // 32 x 32 tiles of (token, output): whole tiles, partial ones in both directions, and
         // the shape `sgmat` would take on a device with subgroup matrices.

@@ -309,7 +309,8 @@ pub(crate) mod gpu {
         let ctx = context();
         eprintln!(
             "subgroup_matrix_variant_is_not_planned: `gemm_sgmat` needs \
-             chromium-experimental-subgroup-matrix, which no wgpu device offers: not covered"
+             f16 → f32 8×8×8 subgroup matrices (its shaders' shape), which only some devices offer: \
+             not covered here"
         );
         // A shape `gemm_sgmat` accepts (M >= 64, K % 32, N % 64, an input scale) falls through
         // to the register-blocked GEMM.

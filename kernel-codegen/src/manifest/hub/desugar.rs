@@ -285,6 +285,12 @@ pub(super) fn requirement_clauses(requires: &Requires) -> Vec<String> {
     {
         clauses.push(format!("device.features.has(\"{MATRIX}\")"));
     }
+    for config in &requires.subgroup_matrix_configs {
+        clauses.push(format!(
+            "device.features.has(\"{}\")",
+            config.feature_name()
+        ));
+    }
     for (limit, least) in &requires.limits {
         clauses.push(format!("device.limits.{limit} >= {least}"));
     }
