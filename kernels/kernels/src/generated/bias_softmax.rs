@@ -1158,7 +1158,7 @@ mod shader_table {
         },
     ];
     /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-    /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+    /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
         (0, 404, 3861, "c0a31bedd43f8357b6e3573f68f7e307", 0, &[0, 1, 2, 3], 0),

@@ -1139,7 +1139,7 @@ mod shader_table {
         },
     ];
     /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-    /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+    /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
         (0, 407, 7362, "da65bd7287b92c03fbb851e360431d62", 2, &[0], 0),

@@ -1315,7 +1315,7 @@ mod shader_table {
         },
     ];
     /// Per distinct shader: its pass, the byte range of its WGSL, its digest, its
-    /// features (1: `shader-f16`, 2: `subgroups`), the numbers of the keys that
+    /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
         (0, 363, 3348, "948c63aa5478d5c637949296cdf85b12", 0, &[0], 0),
