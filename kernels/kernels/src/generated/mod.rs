@@ -29,11 +29,20 @@ pub mod gated_relative_position_bias {
 pub mod mrotary_embedding {
     include!("mrotary_embedding.rs");
 }
+/// `kernels.MatMul` (since version 1).
+///
+/// y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: 128 × 128 output tiles per workgroup of 8 subgroups, each owning 64 × 32, operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel. Sums are kept in float32 either way.
+///
+/// `plan` (without a GPU; its arguments: `shapes` and `dtypes` from a call's tensors, `inputs.shapes()` and `inputs.dtypes()` from the inputs alone, `DTypes::of` from the type parameters), `record_into` and `run_into` (into outputs you provide), `record` and `run` (allocating the outputs, whose shapes follow from the inputs) and `precompile`; `Op` implements `kernel_runtime::Op` and `AllocatingOp` with them.
+pub mod mat_mul {
+    include!("mat_mul.rs");
+}
 /// Every generated op, for tools that choose an op by name.
 pub static OPS: &[::kernel_runtime::abi::registry::OpEntry] = &[
     bias_softmax::ENTRY,
     gated_relative_position_bias::ENTRY,
     mrotary_embedding::ENTRY,
+    mat_mul::ENTRY,
 ];
 /// `visitor` with the type of the op whose module is named `module` (`None` for
 /// another name), for tests and tools that reach an op's hooks by name.
@@ -49,6 +58,7 @@ pub fn visit_op<V: ::kernel_runtime::abi::OpVisitor>(
             Some(visitor.visit::<gated_relative_position_bias::Op>())
         }
         "mrotary_embedding" => Some(visitor.visit::<mrotary_embedding::Op>()),
+        "mat_mul" => Some(visitor.visit::<mat_mul::Op>()),
         _ => None,
     }
 }
