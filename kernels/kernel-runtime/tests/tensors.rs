@@ -159,12 +159,18 @@ fn context_reports_adapter_and_caps() {
 #[test]
 fn disabled_features_are_not_requested() {
     let opts = ContextOptions {
-        disable_features: vec!["shader-f16", "subgroups", "timestamp-query"],
+        disable_features: vec![
+            "shader-f16",
+            "subgroups",
+            "timestamp-query",
+            "chromium-experimental-subgroup-matrix",
+        ],
         ..ContextOptions::default()
     };
     let ctx = test_support::context_with(&opts);
     let caps = ctx.caps();
     assert!(!caps.shader_f16 && !caps.subgroups && !caps.timestamp_query);
+    assert!(!caps.subgroup_matrix && caps.subgroup_matrix_configs.is_empty());
     // Only the native pipeline cache, which changes no result, is requested beyond them.
     assert!((ctx.device().features() - wgpu::Features::PIPELINE_CACHE).is_empty());
 }
