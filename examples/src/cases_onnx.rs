@@ -28,9 +28,27 @@ pub fn all() -> Result<Vec<Case>> {
         cases.push(softmax("attention rows", dtype, &[4, 12, 128, 128], -1)?);
         cases.push(softmax("long rows", dtype, &[4, 70_000], -1)?);
         cases.push(softmax("strided axis", dtype, &[8, 64, 96], 1)?);
-        cases.push(matmul("projection", dtype, &[256, 768], &[768, 768])?);
-        cases.push(matmul("batched", dtype, &[4, 64, 128], &[4, 128, 64])?);
-        cases.push(matmul("matrix × vector", dtype, &[512, 1024], &[1024])?);
+        cases.push(matmul(
+            MATMUL,
+            "projection",
+            dtype,
+            &[256, 768],
+            &[768, 768],
+        )?);
+        cases.push(matmul(
+            MATMUL,
+            "batched",
+            dtype,
+            &[4, 64, 128],
+            &[4, 128, 64],
+        )?);
+        cases.push(matmul(
+            MATMUL,
+            "matrix × vector",
+            dtype,
+            &[512, 1024],
+            &[1024],
+        )?);
     }
     cases.push(add("int8 wrap", DType::I8, &[1024, 256], &[256])?);
     cases.push(add(
@@ -125,14 +143,25 @@ fn softmax(name: &'static str, dtype: DType, shape: &[usize], axis: i64) -> Resu
     })
 }
 
-fn matmul(name: &'static str, dtype: DType, a_shape: &[usize], b_shape: &[usize]) -> Result<Case> {
+const MATMUL: &str = "ai.onnx.MatMul";
+
+/// A MatMul case of op `op` (the Hub's `ai.onnx.MatMul`, or `kernels.MatMul` of the seed
+/// packages, [`crate::cases`]): seeded operands, NumPy `matmul` in float64, and a tolerance
+/// that grows with K.
+pub(crate) fn matmul(
+    op: &'static str,
+    name: &'static str,
+    dtype: DType,
+    a_shape: &[usize],
+    b_shape: &[usize],
+) -> Result<Case> {
     let ((want, shape), inputs) = binary_inputs(13, dtype, a_shape, b_shape, |a, b| {
         onnx::matmul(a, a_shape, b, b_shape)
     })?;
     // Sums of K products: the error grows with K.
     let k = a_shape.last().copied().unwrap_or(1) as f64;
     Ok(Case {
-        op: "ai.onnx.MatMul",
+        op,
         name,
         shape,
         dtype,

@@ -38,7 +38,11 @@ fn demo_runs_on_the_gl_backend_and_skips_what_the_adapter_lacks() {
     );
     let rows: Vec<&str> = stdout
         .lines()
-        .filter(|l| l.starts_with("com.microsoft.") || l.starts_with("ai.onnx."))
+        .filter(|l| {
+            l.starts_with("com.microsoft.")
+                || l.starts_with("ai.onnx.")
+                || l.starts_with("kernels.")
+        })
         .collect();
     let ok = rows.iter().filter(|l| l.ends_with("  ok")).count();
     let skipped: Vec<&&str> = rows.iter().filter(|l| l.contains("skipped: ")).collect();

@@ -83,7 +83,8 @@ pub fn by_op(
             let (_, shape, x) = input("x")?;
             onnx::softmax(x, shape, axis)
         }
-        "ai.onnx.MatMul" => {
+        // The seed packages' MatMul computes the same product on the operands it accepts.
+        "ai.onnx.MatMul" | "kernels.MatMul" => {
             let ((_, sa, a), (_, sb, b)) = (input("a")?, input("b")?);
             Ok(onnx::matmul(a, sa, b, sb)?.0)
         }
