@@ -307,11 +307,14 @@ pub fn run_case(
     })
 }
 
+/// The MatMuls: the Hub's and the seed packages' tensor-core one (`packages/kernels.MatMul`).
+const MATMULS: &[&str] = &["ai.onnx.MatMul", "kernels.MatMul"];
+
 /// Floating-point operations of one call of the ops measured by arithmetic rather than bytes:
 /// MatMul does a multiply and an add per output element per step along K, `a`'s last axis
 /// (as `torch.matmul`'s TFLOP/s in `benchmarks/peers/onnx_torch.py` counts them).
 fn flops(op: &str, host: &[(String, Vec<usize>, HostData)], output_numel: usize) -> Option<f64> {
-    if op != "ai.onnx.MatMul" {
+    if !MATMULS.contains(&op) {
         return None;
     }
     Some(2.0 * output_numel as f64 * matmul_depth(host)? as f64)
@@ -325,7 +328,9 @@ fn matmul_depth(host: &[(String, Vec<usize>, HostData)]) -> Option<usize> {
 
 fn tolerance(op: &str, dtype: DType, host: &[(String, Vec<usize>, HostData)]) -> Tolerance {
     match op {
-        "ai.onnx.MatMul" => Tolerance::matmul(dtype, matmul_depth(host).unwrap_or(1)),
+        "ai.onnx.MatMul" | "kernels.MatMul" => {
+            Tolerance::matmul(dtype, matmul_depth(host).unwrap_or(1))
+        }
         "com.microsoft.BiasSoftmax" => Tolerance::bias_softmax(dtype),
         "com.microsoft.GatedRelativePositionBias" => Tolerance::gated_bias(dtype),
         _ => Tolerance::mrope(dtype),
@@ -351,6 +356,10 @@ mod tests {
         assert_eq!(flops("ai.onnx.MatMul", &batched, 3 * 5 * 2), Some(420.0));
         let vector = [input("a", &[9]), input("b", &[9, 4])];
         assert_eq!(flops("ai.onnx.MatMul", &vector, 4), Some(72.0));
+        assert_eq!(
+            flops("kernels.MatMul", &batched, 3 * 5 * 2),
+            flops("ai.onnx.MatMul", &batched, 3 * 5 * 2)
+        );
         assert_eq!(flops("ai.onnx.Add", &square, 64 * 32), None);
     }
 }

@@ -91,7 +91,13 @@ fn main() -> Result<()> {
             args.repetitions
         );
     }
-    let options = ContextOptions::default();
+    // Opted in to wgpu's experimental features, so that kernels.MatMul's tensor-core variants
+    // (cooperative matrices) run where the adapter has them, as an application that opts in
+    // gets them.
+    let options = ContextOptions {
+        experimental_features: Some(true),
+        ..ContextOptions::default()
+    };
     if args.churn {
         let results = churn::run(&options, args.churn_mib << 20, 4, args.repetitions)?;
         return write_json(&args.json, &results);
@@ -131,6 +137,7 @@ fn main() -> Result<()> {
     // device holds only their own buffers.
     let ctx = Context::with_options(&options).context("no adapter")?;
     println!("adapter: {}", ctx.adapter_summary());
+    println!("subgroup matrices: {}", subgroup_matrices(ctx.caps()));
 
     let copy_bytes: u64 = if args.quick { 16 << 20 } else { 1 << 30 };
     let warm_up = if args.quick {
@@ -317,6 +324,20 @@ fn main() -> Result<()> {
         host,
     };
     write_json(&args.json, &report)
+}
+
+/// The subgroup-matrix configurations the device has (wgpu's cooperative matrices), or why
+/// it has none.
+fn subgroup_matrices(caps: &kernel_runtime::DeviceCaps) -> String {
+    if !caps.subgroup_matrix {
+        return "none (the adapter has no cooperative matrices)".to_owned();
+    }
+    let configs: Vec<String> = caps
+        .subgroup_matrix_configs
+        .iter()
+        .map(|c| c.feature_name())
+        .collect();
+    configs.join(", ")
 }
 
 fn write_json(path: &std::path::Path, value: &impl Serialize) -> Result<()> {
