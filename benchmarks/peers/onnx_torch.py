@@ -1,6 +1,8 @@
-"""PyTorch peer of the Hub's ai.onnx benchmark cases (benchmarks/cases/ai.onnx.*.bench.json):
-eager and torch.compile for Add, Softmax and MatMul at the same shapes, and PyTorch's own
-device copy rate, on one CUDA GPU in one process. MatMul runs with TF32 off for float32.
+"""PyTorch peer of the Hub's ai.onnx benchmark cases (benchmarks/cases/ai.onnx.*.bench.json)
+and of the seed packages' kernels.MatMul (benchmarks/cases/kernels.MatMul.bench.json, timed
+with torch.matmul as ai.onnx.MatMul is): eager and torch.compile for Add, Softmax and MatMul at
+the same shapes, and PyTorch's own device copy rate, on one CUDA GPU in one process. MatMul
+runs with TF32 off for float32.
 
 Usage: python3 onnx_torch.py [results.json [op ...]], e.g. `torch.json ai.onnx.Add` for Add only;
 an op given as a path ending in `.bench.json` times that file's cases (a sweep), e.g.
@@ -41,13 +43,22 @@ def matmul(a, b):
     return torch.matmul(a, b)
 
 
+COMPILED_MATMUL = torch.compile(matmul)
 COMPILED = {
     "ai.onnx.Add": torch.compile(add),
     "ai.onnx.Softmax": torch.compile(softmax),
-    "ai.onnx.MatMul": torch.compile(matmul),
+    "ai.onnx.MatMul": COMPILED_MATMUL,
+    "kernels.MatMul": COMPILED_MATMUL,
 }
-EAGER = {"ai.onnx.Add": add, "ai.onnx.Softmax": softmax, "ai.onnx.MatMul": matmul}
+EAGER = {
+    "ai.onnx.Add": add,
+    "ai.onnx.Softmax": softmax,
+    "ai.onnx.MatMul": matmul,
+    "kernels.MatMul": matmul,
+}
 OPS = list(EAGER)
+# The ops timed in TFLOP/s: both MatMuls are torch.matmul.
+MATMULS = ("ai.onnx.MatMul", "kernels.MatMul")
 
 results = []
 
@@ -95,7 +106,7 @@ def main():
         nbytes = sum(t.numel() * t.element_size() for t in inputs)
         nbytes += out.numel() * out.element_size()
         flops = None
-        if op == "ai.onnx.MatMul":
+        if op in MATMULS:
             k = inputs[0].shape[-1]
             flops = 2 * out.numel() * k
         del out

@@ -11,8 +11,15 @@ use serde_json::Value;
 
 use crate::system;
 
-/// The ops the peer script times, each at the shapes of `benchmarks/cases/<op>.bench.json`.
-const PEER_OPS: &[&str] = &["ai.onnx.Add", "ai.onnx.Softmax", "ai.onnx.MatMul"];
+/// The ops the peer script times, each at the shapes of `benchmarks/cases/<op>.bench.json`
+/// (`kernels.MatMul`, the seed packages' tensor-core MatMul, with `torch.matmul` as
+/// `ai.onnx.MatMul`).
+const PEER_OPS: &[&str] = &[
+    "ai.onnx.Add",
+    "ai.onnx.Softmax",
+    "ai.onnx.MatMul",
+    "kernels.MatMul",
+];
 
 /// Harness arguments that run one part of it, after which the decode section is left out.
 const PARTS: &[&str] = &[
@@ -105,7 +112,7 @@ fn run_peer(root: &Path, results: &Path, sweep: Option<&str>) -> Result<()> {
     if ops.is_empty() {
         bail!(
             "--torch: no case of {} ran (the PyTorch peer times only those), so there is nothing \
-             to compare; run it with `--filter ai.onnx` or without a filter",
+             to compare; run it with `--filter ai.onnx`, `--filter MatMul` or without a filter",
             PEER_OPS.join(", ")
         );
     }
@@ -261,7 +268,10 @@ mod tests {
                  "variant": "rank2_notrans_f32_vec4_tiled_reg", "median_us": 5955.7,
                  "fraction_of_copy": 0.008, "tflops": 23.08},
                 {"op": "com.microsoft.BiasSoftmax", "case": "inner", "dtype": "float32",
-                 "variant": "adaptive_row", "median_us": 522.6, "fraction_of_copy": 0.97}
+                 "variant": "adaptive_row", "median_us": 522.6, "fraction_of_copy": 0.97},
+                {"op": "kernels.MatMul", "case": "square 4096", "dtype": "float16",
+                 "variant": "subgroup_matrix_vec4", "median_us": 687.2,
+                 "fraction_of_copy": 0.029, "tflops": 200.0}
             ]
         });
         let theirs = json!([
@@ -272,9 +282,16 @@ mod tests {
             {"engine": "compile", "op": "ai.onnx.Add", "case": "same shape", "dtype": "float32",
              "us": 189.9},
             {"engine": "compile", "op": "ai.onnx.MatMul", "case": "square 4096",
-             "dtype": "float32", "us": 2677.3}
+             "dtype": "float32", "us": 2677.3},
+            {"engine": "eager", "op": "kernels.MatMul", "case": "square 4096",
+             "dtype": "float16", "us": 300.1},
+            {"engine": "compile", "op": "kernels.MatMul", "case": "square 4096",
+             "dtype": "float16", "us": 309.3}
         ]);
-        assert_eq!(peer_ops(&ours), ["ai.onnx.Add", "ai.onnx.MatMul"]);
+        assert_eq!(
+            peer_ops(&ours),
+            ["ai.onnx.Add", "ai.onnx.MatMul", "kernels.MatMul"]
+        );
         expect![[r#"
             copy ceiling: 4206 GB/s
             PyTorch's copy: 4247 GB/s
@@ -284,6 +301,7 @@ mod tests {
             | ai.onnx.Add | same shape | float32 | `same_shape_vec4` | 189.6 | 101.0% |  | 190.5 | 189.9 | 1.00× |
             | ai.onnx.Add | same shape | float16 | `same_shape_vec4` | 113.6 | 84.2% |  |  |  |  |
             | ai.onnx.MatMul | square 4096 | float32 | `rank2_notrans_f32_vec4_tiled_reg` | 5955.7 | 0.8% | 23.1 |  | 2677.3 | 0.45× |
+            | kernels.MatMul | square 4096 | float16 | `subgroup_matrix_vec4` | 687.2 | 2.9% | 200.0 | 300.1 | 309.3 | 0.45× |
         "#]]
         .assert_eq(&comparison(&ours, &theirs));
     }
