@@ -6,7 +6,6 @@ use kernel_runtime::AttrValue;
 use kernel_runtime::registry::OpEntry;
 use kernel_runtime::{AnyTensor, Context, DType, DeviceCaps, IndexTensor, RuntimeError};
 
-use crate::cases_onnx;
 use crate::data::{DataRng, Tolerance, round_to};
 use crate::reference;
 use crate::reference::gated_relative_position_bias::{Problem, Sizes};
@@ -83,7 +82,8 @@ impl Case {
     }
 }
 
-/// Every case of the seed packages, op by op, float32 then float16 (the Hub's: [`crate::cases_onnx`]).
+/// Every case of the seed packages, op by op, float32 then float16 (the Hub's and
+/// `kernels.MatMul`'s: [`crate::cases_onnx`]).
 pub fn all() -> Result<Vec<Case>> {
     let mut cases = Vec::new();
     for dtype in [DType::F32, DType::F16] {
@@ -173,32 +173,6 @@ pub fn all() -> Result<Vec<Case>> {
             },
         )?);
     }
-    // kernels.MatMul: the Hub MatMul's data, reference and tolerance (`cases_onnx::matmul`).
-    // Odd sizes leave partial tiles on every edge; a rank-2 `b` is shared by every batch of
-    // `a`, a rank-3 one is per batch. The float16 case has K and N multiples of 8 and M past
-    // one 128-row tile: the vectorized tensor-core variant where the device has subgroup
-    // matrices (and the context opts in), with a partial tile in M.
-    cases.push(cases_onnx::matmul(
-        "kernels.MatMul",
-        "batched a, shared b (odd sizes)",
-        DType::F32,
-        &[2, 67, 45],
-        &[45, 33],
-    )?);
-    cases.push(cases_onnx::matmul(
-        "kernels.MatMul",
-        "batched a and b (odd sizes)",
-        DType::F32,
-        &[3, 20, 17],
-        &[3, 17, 9],
-    )?);
-    cases.push(cases_onnx::matmul(
-        "kernels.MatMul",
-        "rank 2, K and N multiples of 8",
-        DType::F16,
-        &[130, 136],
-        &[136, 72],
-    )?);
     Ok(cases)
 }
 

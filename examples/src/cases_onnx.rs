@@ -60,6 +60,38 @@ pub fn all() -> Result<Vec<Case>> {
     Ok(cases)
 }
 
+/// The cases of `kernels.MatMul` (packages/kernels.MatMul), built like the Hub MatMul's
+/// (`matmul`: its data, reference and tolerance). Odd sizes leave partial tiles on every edge;
+/// a rank-2 `b` is shared by every batch of `a`, a rank-3 one is per batch. The float16 case
+/// has K and N multiples of 8 and M past one 128-row tile: the vectorized tensor-core variant
+/// where the device has subgroup matrices (and the context opts in), with a partial tile in M.
+pub fn kernels_matmul() -> Result<Vec<Case>> {
+    const OP: &str = "kernels.MatMul";
+    Ok(vec![
+        matmul(
+            OP,
+            "batched a, shared b (odd sizes)",
+            DType::F32,
+            &[2, 67, 45],
+            &[45, 33],
+        )?,
+        matmul(
+            OP,
+            "batched a and b (odd sizes)",
+            DType::F32,
+            &[3, 20, 17],
+            &[3, 17, 9],
+        )?,
+        matmul(
+            OP,
+            "rank 2, K and N multiples of 8",
+            DType::F16,
+            &[130, 136],
+            &[136, 72],
+        )?,
+    ])
+}
+
 /// Seeded values for `dtype`: floats in [-2, 2), integers over the type's range.
 fn values(rng: &mut DataRng, dtype: DType, len: usize) -> Vec<f64> {
     let raw = rng.uniform(len, -1.0, 1.0);

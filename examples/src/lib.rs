@@ -25,6 +25,7 @@ pub fn ops() -> impl Iterator<Item = &'static kernel_runtime::registry::OpEntry>
 /// ([`cases_onnx::all`]).
 pub fn all_cases() -> anyhow::Result<Vec<cases::Case>> {
     let mut all = cases::all()?;
+    all.extend(cases_onnx::kernels_matmul()?);
     all.extend(cases_onnx::all()?);
     Ok(all)
 }

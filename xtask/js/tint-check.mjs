@@ -18,7 +18,8 @@ import { create, globals } from 'webgpu';
 Object.assign(globalThis, globals);
 
 const jobs = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-const gpu = create(['backend=null']);
+// Unsafe APIs on: Dawn offers Chromium's experimental subgroup matrices only then.
+const gpu = create(['backend=null', 'enable-dawn-features=allow_unsafe_apis']);
 
 // One device per distinct feature set and limits, with exactly those features and WebGPU's
 // default limits except those the job asks for (what the shader needs), so a shader that
@@ -40,11 +41,19 @@ async function deviceFor(features, limits) {
         short.push(`needs ${name} ${value}, the null adapter offers ${adapter.limits[name]}`);
       }
     }
+    // A feature the null adapter lacks (Chromium's subgroup matrices, on some Dawn builds):
+    // such shaders cannot be compiled here, and the job says so.
+    const lacking = features.filter((f) => !adapter.features.has(f));
     const device = await adapter.requestDevice({
-      requiredFeatures: [...features],
+      requiredFeatures: features.filter((f) => adapter.features.has(f)),
       requiredLimits: granted,
     });
-    devices.set(key, { device, unchecked: short.length ? `pipeline not created: ${short.join('; ')}` : null });
+    const unchecked = lacking.length
+      ? `not compiled: the null adapter lacks ${lacking.join(', ')}`
+      : short.length
+        ? `pipeline not created: ${short.join('; ')}`
+        : null;
+    devices.set(key, { device, unchecked, lacking: lacking.length > 0 });
   }
   return devices.get(key);
 }
@@ -64,8 +73,12 @@ const usages = {
 };
 
 for (const job of jobs) {
-  const { device, unchecked } = await deviceFor(job.features, job.limits ?? {});
+  const { device, unchecked, lacking } = await deviceFor(job.features, job.limits ?? {});
   const result = { path: job.path, messages: [], pipeline: null, bindGroup: null, unchecked };
+  if (lacking) {
+    console.log(JSON.stringify(result));
+    continue;
+  }
 
   const module = await scoped(device, () => device.createShaderModule({ code: job.text }));
   for (const m of (await module.value.getCompilationInfo()).messages) {

@@ -10,8 +10,9 @@
 //! | Chromium | naga |
 //! |---|---|
 //! | `subgroup_matrix_left/right/result<T, C, R>` (C columns, R rows) | `coop_matCxR<T, A/B/C>` |
-//! | `subgroupMatrixLoad<M>(p, offset, col_major, stride)` | `coopLoad<M>` (column-major) or `coopLoadT<M>` (row-major) of `&(*p)[offset]` |
-//! | `subgroupMatrixStore(p, offset, m, col_major, stride)` | `coopStore` / `coopStoreT(m, &(*p)[offset], stride)` |
+//! | `subgroupMatrixLoad<M, col_major/row_major>(p, offset, stride)` | `coopLoad<M>` (column-major) or `coopLoadT<M>` (row-major) of `&(*p)[offset]` |
+//! | `subgroupMatrixStore<col_major/row_major>(p, offset, m, stride)` | `coopStore` / `coopStoreT(m, &(*p)[offset], stride)` |
+//! | the earlier forms with a `col_major` argument: `subgroupMatrixLoad<M>(p, offset, col_major, stride)`, `subgroupMatrixStore(p, offset, m, col_major, stride)` | the same |
 //! | `subgroupMatrixMultiplyAccumulate(l, r, acc)` | `coopMultiplyAdd(l, r, acc)` |
 //! | `diagnostic(off, chromium.subgroup_matrix_uniformity)` | removed |
 //!
@@ -396,7 +397,8 @@ impl Lowerer<'_, '_> {
         }
     }
 
-    /// `subgroupMatrixLoad<M>(p, offset, col_major, stride)`.
+    /// `subgroupMatrixLoad<M>(p, offset, col_major, stride)`, or the current form with the
+    /// layout in the template list, `subgroupMatrixLoad<M, row_major>(p, offset, stride)`.
     fn load(&self, i: usize) -> Result<(String, usize), String> {
         let tokens = self.tokens;
         let open = skip_trivia(tokens, i + 1);
@@ -404,8 +406,10 @@ impl Lowerer<'_, '_> {
             return Err("`subgroupMatrixLoad` without its matrix type".to_owned());
         }
         let (after_type, types) = group(tokens, open)?;
-        let [matrix] = types[..] else {
-            return Err("`subgroupMatrixLoad` takes one matrix type".to_owned());
+        let (matrix, layout) = match types[..] {
+            [matrix] => (matrix, None),
+            [matrix, layout] => (matrix, Some(text_of(tokens, layout))),
+            _ => return Err("`subgroupMatrixLoad` takes a matrix type and a layout".to_owned()),
         };
         let matrix = self.lower_range(matrix.0, matrix.1)?;
         let call = skip_trivia(tokens, after_type);
@@ -413,13 +417,32 @@ impl Lowerer<'_, '_> {
             return Err("`subgroupMatrixLoad` is not called".to_owned());
         }
         let (next, args) = self.arguments(call)?;
-        let [pointer, offset, col_major, stride] = &args[..] else {
-            return Err(format!(
-                "`subgroupMatrixLoad` takes (pointer, offset, col_major, stride), not {} arguments",
-                args.len()
-            ));
+        let (pointer, offset, suffix, stride) = match (&layout, &args[..]) {
+            (None, [pointer, offset, col_major, stride]) => (
+                pointer,
+                offset,
+                self.major("subgroupMatrixLoad", col_major)?,
+                stride,
+            ),
+            (Some(layout), [pointer, offset, stride]) => (
+                pointer,
+                offset,
+                Self::layout("subgroupMatrixLoad", layout)?,
+                stride,
+            ),
+            (None, _) => {
+                return Err(format!(
+                    "`subgroupMatrixLoad` takes (pointer, offset, col_major, stride), not {} arguments",
+                    args.len()
+                ));
+            }
+            (Some(_), _) => {
+                return Err(format!(
+                    "`subgroupMatrixLoad<M, layout>` takes (pointer, offset, stride), not {} arguments",
+                    args.len()
+                ));
+            }
         };
-        let suffix = self.major("subgroupMatrixLoad", col_major)?;
         let element = Self::element_pointer(pointer, offset);
         Ok((
             format!("coopLoad{suffix}<{}>({element}, {stride})", matrix.trim()),
@@ -427,26 +450,70 @@ impl Lowerer<'_, '_> {
         ))
     }
 
-    /// `subgroupMatrixStore(p, offset, value, col_major, stride)`.
+    /// `subgroupMatrixStore(p, offset, value, col_major, stride)`, or the current form
+    /// `subgroupMatrixStore<row_major>(p, offset, value, stride)`.
     fn store(&self, i: usize) -> Result<(String, usize), String> {
-        let call = skip_trivia(self.tokens, i + 1);
-        if !is(self.tokens.get(call), "(") {
+        let tokens = self.tokens;
+        let mut call = skip_trivia(tokens, i + 1);
+        let mut layout = None;
+        if is(tokens.get(call), "<") {
+            let (after, items) = group(tokens, call)?;
+            let [item] = items[..] else {
+                return Err("`subgroupMatrixStore` takes one layout".to_owned());
+            };
+            layout = Some(text_of(tokens, item));
+            call = skip_trivia(tokens, after);
+        }
+        if !is(tokens.get(call), "(") {
             return Err("`subgroupMatrixStore` is not called".to_owned());
         }
         let (next, args) = self.arguments(call)?;
-        let [pointer, offset, value, col_major, stride] = &args[..] else {
-            return Err(format!(
-                "`subgroupMatrixStore` takes (pointer, offset, value, col_major, stride), not {} \
-                 arguments",
-                args.len()
-            ));
+        let (pointer, offset, value, suffix, stride) = match (&layout, &args[..]) {
+            (None, [pointer, offset, value, col_major, stride]) => (
+                pointer,
+                offset,
+                value,
+                self.major("subgroupMatrixStore", col_major)?,
+                stride,
+            ),
+            (Some(layout), [pointer, offset, value, stride]) => (
+                pointer,
+                offset,
+                value,
+                Self::layout("subgroupMatrixStore", layout)?,
+                stride,
+            ),
+            (None, _) => {
+                return Err(format!(
+                    "`subgroupMatrixStore` takes (pointer, offset, value, col_major, stride), not \
+                     {} arguments",
+                    args.len()
+                ));
+            }
+            (Some(_), _) => {
+                return Err(format!(
+                    "`subgroupMatrixStore<layout>` takes (pointer, offset, value, stride), not {} \
+                     arguments",
+                    args.len()
+                ));
+            }
         };
-        let suffix = self.major("subgroupMatrixStore", col_major)?;
         let element = Self::element_pointer(pointer, offset);
         Ok((
             format!("coopStore{suffix}({value}, {element}, {stride})"),
             next,
         ))
+    }
+
+    /// The suffix of `row_major` (`T`) or `col_major` (none).
+    fn layout(name: &str, layout: &str) -> Result<&'static str, String> {
+        match layout {
+            "col_major" => Ok(""),
+            "row_major" => Ok("T"),
+            other => Err(format!(
+                "`{name}`'s layout is `{other}`, not `row_major` or `col_major`"
+            )),
+        }
     }
 
     /// `subgroupMatrixMultiplyAccumulate(left, right, acc)`.

@@ -55,6 +55,23 @@ const CASES: &[(&str, &str)] = &[
         "enable chromium_experimental_subgroup_matrix;\nsubgroupMatrixStore(&o,\n 0u,\n c,\n true,\n 8u);\nx = 1;",
         "enable wgpu_cooperative_matrix;\ncoopStore(c, &(o)[0u], 8u)\n\n\n\n;\nx = 1;",
     ),
+    // The current form: the layout in the template list.
+    (
+        "enable chromium_experimental_subgroup_matrix;\nlet a = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&t, o, 40u);",
+        "enable wgpu_cooperative_matrix;\nlet a = coopLoadT<coop_mat16x16<f16, A>>(&(t)[o], 40u);",
+    ),
+    (
+        "enable chromium_experimental_subgroup_matrix;\nsubgroupMatrixStore<col_major>(&s, 0u, acc, 16u);",
+        "enable wgpu_cooperative_matrix;\ncoopStore(acc, &(s)[0u], 16u);",
+    ),
+    (
+        "enable chromium_experimental_subgroup_matrix;\nsubgroupMatrixStore<diagonal>(&s, 0u, acc, 16u);",
+        "Err:`subgroupMatrixStore`'s layout is `diagonal`",
+    ),
+    (
+        "enable chromium_experimental_subgroup_matrix;\nlet a = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&t, o, false, 40u);",
+        "Err:`subgroupMatrixLoad<M, layout>` takes (pointer, offset, stride), not 4 arguments",
+    ),
     (
         "enable chromium_experimental_subgroup_matrix;\nvar m: subgroup_matrix_left<f16, 16, 8>;",
         "Err:a 16×8 subgroup matrix",

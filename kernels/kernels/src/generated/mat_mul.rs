@@ -951,10 +951,10 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 362, 9627, "3a395d79fafdfc0dfb4e0aacb1b064da", 5, &[0], 0),
-        (1, 9749, 17765, "d2330855c35daa21acb7cd34c1231be5", 5, &[0], 1),
-        (2, 17784, 20267, "8490b1116def5f311dc79055d6d548a2", 0, &[0], 2),
-        (2, 20286, 22781, "953cdde5847674642ee83f638eadc5ff", 1, &[1], 1),
+        (0, 362, 9870, "12036efcc61d4764e4fbb89139034489", 5, &[0], 0),
+        (1, 9992, 18251, "cfa4f1f0eef5046a012d99039642523e", 5, &[0], 1),
+        (2, 18270, 20753, "8490b1116def5f311dc79055d6d548a2", 0, &[0], 2),
+        (2, 20772, 23267, "953cdde5847674642ee83f638eadc5ff", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
