@@ -57,7 +57,7 @@ impl DTypes {
 pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     qualified_name: "kernels.MatMul",
     name: "MatMul",
-    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: 128 × 128 output tiles per workgroup of 8 subgroups, each owning 64 × 32, operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel. Sums are kept in float32 either way.",
+    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 4 by default, each subgroup owning 64 × 32), operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel. Sums are kept in float32 either way.",
     inputs: &[
         rt::registry::RoleInfo::float("a", "T", "").with_onnx("A"),
         rt::registry::RoleInfo::float("b", "T", "").with_onnx("B"),
@@ -154,8 +154,9 @@ pub struct EnvDerived {
     pub memo_m: ::std::cell::OnceCell<Result<i64, EvalError>>,
     pub memo_n: ::std::cell::OnceCell<Result<i64, EvalError>>,
     pub memo_batches: ::std::cell::OnceCell<Result<i64, EvalError>>,
+    pub memo_coop_grid_fits: ::std::cell::OnceCell<Result<bool, EvalError>>,
     pub memo_coop_storage_bytes: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub memo_grid_fits: ::std::cell::OnceCell<Result<bool, EvalError>>,
+    pub memo_coop_threads: ::std::cell::OnceCell<Result<i64, EvalError>>,
     pub memo_shape_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
     pub memo_simt_storage_bytes: ::std::cell::OnceCell<Result<i64, EvalError>>,
 }
@@ -263,7 +264,7 @@ fn derive_batches(env: &Env<'_>) -> Result<i64, EvalError> {
         ),
     )
 }
-/// `coopStorageBytes` = `2 * 128 * 40 * 2 + 2 * 32 * 136 * 2 + 8 * 256 * 4`
+/// `coopStorageBytes` = `2 * tunables.COOP_TILE_M * 40 * 2 + 2 * 32 * (tunables.COOP_TILE_N + 8) * 2 + tunables.COOP_WARPS_M * tunables.COOP_WARPS_N * 256 * 4`
 fn derive_coop_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
     rt::support::memo(
         &env.derived.memo_coop_storage_bytes,
@@ -273,10 +274,23 @@ fn derive_coop_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
                     rt::expr::mul(rt::expr::mul(2i64, 128i64)?, 40i64)?,
                     2i64,
                 )?,
-                rt::expr::mul(rt::expr::mul(rt::expr::mul(2i64, 32i64)?, 136i64)?, 2i64)?,
+                rt::expr::mul(
+                    rt::expr::mul(
+                        rt::expr::mul(2i64, 32i64)?,
+                        rt::expr::add(128i64, 8i64)?,
+                    )?,
+                    2i64,
+                )?,
             )?,
-            rt::expr::mul(rt::expr::mul(8i64, 256i64)?, 4i64)?,
+            rt::expr::mul(rt::expr::mul(rt::expr::mul(2i64, 4i64)?, 256i64)?, 4i64)?,
         ),
+    )
+}
+/// `coopThreads` = `32 * tunables.COOP_WARPS_M * tunables.COOP_WARPS_N`
+fn derive_coop_threads(env: &Env<'_>) -> Result<i64, EvalError> {
+    rt::support::memo(
+        &env.derived.memo_coop_threads,
+        || rt::expr::mul(rt::expr::mul(32i64, 2i64)?, 4i64),
     )
 }
 /// `simtStorageBytes` = `(64 * 17 + 16 * 64) * 4`
@@ -289,17 +303,17 @@ fn derive_simt_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
         ),
     )
 }
-/// How `gridFits` is explained, conjunct by conjunct.
-static EXPLAIN_GRID_FITS: Explanation = Explanation {
+/// How `coopGridFits` is explained, conjunct by conjunct.
+static EXPLAIN_COOP_GRID_FITS: Explanation = Explanation {
     unless: None,
     clauses: &[
         Check(
-            "ceilDiv(N, 128) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(N, tunables.COOP_TILE_N) <= device.limits.maxComputeWorkgroupsPerDimension",
             &[0, 1],
             0,
         ),
         Check(
-            "ceilDiv(M, 128) <= device.limits.maxComputeWorkgroupsPerDimension",
+            "ceilDiv(M, tunables.COOP_TILE_M) <= device.limits.maxComputeWorkgroupsPerDimension",
             &[2, 1],
             1,
         ),
@@ -390,12 +404,12 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
             Check("f16Ok(dtypes.T)", &[10], 20),
             Check(
                 "ceilDiv(N, 64) <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[20, 1],
+                &[21, 1],
                 21,
             ),
             Check(
                 "ceilDiv(M, 64) <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[21, 1],
+                &[22, 1],
                 22,
             ),
             Check(
@@ -405,10 +419,10 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
             ),
             Check(
                 "simtStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
-                &[22, 16],
+                &[23, 16],
                 23,
             ),
-            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 11),
+            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 24),
         ],
         plan: VariantSpec {
             passes: &[
@@ -434,13 +448,17 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
 ];
 /// Clauses several `when` lists write alike, in order.
 static SHARED_WHEN_0: [Clause; 9usize] = [
-    Explain("gridFits", &EXPLAIN_GRID_FITS),
+    Explain("coopGridFits", &EXPLAIN_COOP_GRID_FITS),
     Check(
         "coopStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
         &[15, 16],
         10,
     ),
-    Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 11),
+    Check(
+        "device.limits.maxComputeInvocationsPerWorkgroup >= coopThreads",
+        &[17, 18],
+        11,
+    ),
     Check("device.features.has(\"shader-f16\")", &[], 12),
     Check("device.features.has(\"chromium-experimental-subgroup-matrix\")", &[], 13),
     Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 14),
@@ -450,7 +468,7 @@ static SHARED_WHEN_0: [Clause; 9usize] = [
             unless: None,
             clauses: &[
                 Check("has(device.adapterInfo, \"subgroupMinSize\")", &[], 15),
-                Check("device.adapterInfo.subgroupMinSize >= 32", &[18], 16),
+                Check("device.adapterInfo.subgroupMinSize >= 32", &[19], 16),
             ],
         },
     ),
@@ -460,7 +478,7 @@ static SHARED_WHEN_0: [Clause; 9usize] = [
             unless: None,
             clauses: &[
                 Check("has(device.adapterInfo, \"subgroupMaxSize\")", &[], 17),
-                Check("device.adapterInfo.subgroupMaxSize <= 32", &[19], 18),
+                Check("device.adapterInfo.subgroupMaxSize <= 32", &[20], 18),
             ],
         },
     ),
@@ -518,7 +536,7 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
         }
         11 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
-                >= 256i64
+                >= derive_coop_threads(env)?
         }
         12 => env.caps.has_feature("shader-f16"),
         13 => env.caps.has_feature("chromium-experimental-subgroup-matrix"),
@@ -550,6 +568,10 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
             derive_simt_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
+        24 => {
+            rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
+                >= 256i64
+        }
         _ => return Err(rt::when::no_test(index)),
     };
     Ok(holds)
@@ -562,10 +584,10 @@ static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
     operand,
 };
 /// The source text of each operand a rejection may show.
-const OPERANDS: [&str; 23usize] = [
-    "ceilDiv(N, 128)",
+const OPERANDS: [&str; 24usize] = [
+    "ceilDiv(N, tunables.COOP_TILE_N)",
     "device.limits.maxComputeWorkgroupsPerDimension",
-    "ceilDiv(M, 128)",
+    "ceilDiv(M, tunables.COOP_TILE_M)",
     "batches",
     "ranks.a",
     "ranks.b",
@@ -581,6 +603,7 @@ const OPERANDS: [&str; 23usize] = [
     "coopStorageBytes",
     "device.limits.maxComputeWorkgroupStorageSize",
     "device.limits.maxComputeInvocationsPerWorkgroup",
+    "coopThreads",
     "device.adapterInfo.subgroupMinSize",
     "device.adapterInfo.subgroupMaxSize",
     "ceilDiv(N, 64)",
@@ -632,11 +655,12 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
                 rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup),
             )
         }
-        18 => rt::when::shown(i64::from(env.caps.subgroup_min_size)),
-        19 => rt::when::shown(i64::from(env.caps.subgroup_max_size)),
-        20 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 64i64)?),
-        21 => rt::when::shown(rt::expr::ceil_div(derive_m(env)?, 64i64)?),
-        22 => rt::when::shown(derive_simt_storage_bytes(env)?),
+        18 => rt::when::shown(derive_coop_threads(env)?),
+        19 => rt::when::shown(i64::from(env.caps.subgroup_min_size)),
+        20 => rt::when::shown(i64::from(env.caps.subgroup_max_size)),
+        21 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 64i64)?),
+        22 => rt::when::shown(rt::expr::ceil_div(derive_m(env)?, 64i64)?),
+        23 => rt::when::shown(derive_simt_storage_bytes(env)?),
         _ => String::new(),
     };
     Ok(value)
@@ -951,10 +975,10 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 362, 9870, "12036efcc61d4764e4fbb89139034489", 5, &[0], 0),
-        (1, 9992, 18251, "cfa4f1f0eef5046a012d99039642523e", 5, &[0], 1),
-        (2, 18270, 20753, "8490b1116def5f311dc79055d6d548a2", 0, &[0], 2),
-        (2, 20772, 23267, "953cdde5847674642ee83f638eadc5ff", 1, &[1], 1),
+        (0, 400, 10187, "bca0b795dd27ad1ddb41ad84ca0d763f", 5, &[0], 0),
+        (1, 10347, 18819, "f8e6ac15d2b220953403a67519dafa55", 5, &[0], 1),
+        (2, 18838, 21321, "8490b1116def5f311dc79055d6d548a2", 0, &[0], 2),
+        (2, 21340, 23835, "953cdde5847674642ee83f638eadc5ff", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
