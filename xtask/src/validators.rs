@@ -344,7 +344,19 @@ pub fn spirv_val(root: &Path, shaders: &[GeneratedShader]) -> Result<Vec<Finding
             .strip_prefix(crate::GENERATED_DIR)
             .unwrap_or(&shader.path)
             .trim_start_matches('/');
-        let file = dir.join(Path::new(relative).with_extension("spv"));
+        let mut file = dir.join(Path::new(relative).with_extension("spv"));
+        // File systems take names of up to 255 bytes; a long combination's is shortened,
+        // kept apart by the shader's digest (messages name the shader by its path).
+        if let Some(name) = file.file_name().and_then(|n| n.to_str())
+            && name.len() > 200
+        {
+            let mut cut = 150;
+            while !name.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let short = format!("{}-{}.spv", &name[..cut], shader.shader.digest);
+            file.set_file_name(short);
+        }
         if let Some(parent) = file.parent() {
             fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }

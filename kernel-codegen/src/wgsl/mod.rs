@@ -485,7 +485,11 @@ fn file_name(variant: &str, pass: &str, combination: &Combination) -> String {
             name.push_str(&format!(".{var}-{}", dtype.unique_name()));
         }
     }
-    for feature in &combination.features {
+    // A subgroup-matrix configuration goes with Chromium's feature, which is named; writing
+    // the configurations too makes names longer than file systems take.
+    let named = (combination.features.iter())
+        .filter(|f| kernel_abi::device::SubgroupMatrixConfig::from_feature_name(f).is_none());
+    for feature in named {
         name.push_str(&format!(".{feature}"));
     }
     name.push_str(".wgsl");
