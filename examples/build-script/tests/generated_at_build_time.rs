@@ -14,7 +14,8 @@ fn generated_module_lists_every_package() {
         [
             "BiasSoftmax",
             "GatedRelativePositionBias",
-            "MRotaryEmbedding"
+            "MRotaryEmbedding",
+            "MatMul"
         ]
     );
 }
