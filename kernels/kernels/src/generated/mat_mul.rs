@@ -975,10 +975,10 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 367, 10154, "bca0b795dd27ad1ddb41ad84ca0d763f", 5, &[0], 0),
-        (1, 10281, 18753, "f8e6ac15d2b220953403a67519dafa55", 5, &[0], 1),
-        (2, 18772, 21255, "8490b1116def5f311dc79055d6d548a2", 0, &[0], 2),
-        (2, 21274, 23769, "953cdde5847674642ee83f638eadc5ff", 1, &[1], 1),
+        (0, 367, 13233, "807b402a409c6cd6431c4b586da97afb", 5, &[0], 0),
+        (1, 13360, 30392, "cd8ae58fa2e982ef0080208e061c5852", 5, &[0], 1),
+        (2, 30411, 38110, "89626f423fa60f3332052091f73c78b0", 0, &[0], 2),
+        (2, 38129, 45840, "64aaf00309e44ce01126f6904cbdcbcf", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
