@@ -157,7 +157,6 @@ pub struct EnvDerived {
     pub memo_coop_grid_fits: ::std::cell::OnceCell<Result<bool, EvalError>>,
     pub memo_coop_storage_bytes: ::std::cell::OnceCell<Result<i64, EvalError>>,
     pub memo_coop_threads: ::std::cell::OnceCell<Result<i64, EvalError>>,
-    pub memo_direct_threads: ::std::cell::OnceCell<Result<i64, EvalError>>,
     pub memo_shape_ok: ::std::cell::OnceCell<Result<bool, EvalError>>,
     pub memo_simt_storage_bytes: ::std::cell::OnceCell<Result<i64, EvalError>>,
 }
@@ -294,13 +293,6 @@ fn derive_coop_threads(env: &Env<'_>) -> Result<i64, EvalError> {
         || rt::expr::mul(rt::expr::mul(32i64, 2i64)?, 4i64),
     )
 }
-/// `directThreads` = `32 * tunables.DIRECT_WARPS_M * tunables.DIRECT_WARPS_N`
-fn derive_direct_threads(env: &Env<'_>) -> Result<i64, EvalError> {
-    rt::support::memo(
-        &env.derived.memo_direct_threads,
-        || rt::expr::mul(rt::expr::mul(32i64, 2i64)?, 2i64),
-    )
-}
 /// `simtStorageBytes` = `(64 * 17 + 16 * 64) * 4`
 fn derive_simt_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
     rt::support::memo(
@@ -344,50 +336,15 @@ static EXPLAIN_SHAPE_OK: Explanation = Explanation {
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan.
 ///
-static VARIANTS: [Variant<VariantSpec>; 4usize] = [
+static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     Variant {
-        id: "subgroup_matrix_whole_tiles",
+        id: "subgroup_matrix_vec4",
         when: &[
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
             Check("dtypes.T == \"f16\"", &[10], 6),
-            Check("M % tunables.DIRECT_TILE_M == 0", &[11], 7),
-            Check("N % tunables.DIRECT_TILE_N == 0", &[12], 8),
-            Check("K % 32 == 0", &[13], 9),
-            Check("M > 0", &[14], 10),
-            Check("N > 0", &[15], 11),
-            Explain(
-                "ceilDiv(N, tunables.DIRECT_TILE_N) <= device.limits.maxComputeWorkgroupsPerDimension and ceilDiv(M, tunables.DIRECT_TILE_M) <= device.limits.maxComputeWorkgroupsPerDimension and batches <= device.limits.maxComputeWorkgroupsPerDimension",
-                &Explanation {
-                    unless: None,
-                    clauses: &[
-                        Check(
-                            "ceilDiv(N, tunables.DIRECT_TILE_N) <= device.limits.maxComputeWorkgroupsPerDimension",
-                            &[16, 1],
-                            0,
-                        ),
-                        Check(
-                            "ceilDiv(M, tunables.DIRECT_TILE_M) <= device.limits.maxComputeWorkgroupsPerDimension",
-                            &[17, 1],
-                            1,
-                        ),
-                        Check(
-                            "batches <= device.limits.maxComputeWorkgroupsPerDimension",
-                            &[3, 1],
-                            2,
-                        ),
-                    ],
-                },
-            ),
-            Check(
-                "tunables.DIRECT_WARPS_M * tunables.DIRECT_WARPS_N * 256 * 4 <= device.limits.maxComputeWorkgroupStorageSize",
-                &[18, 19],
-                12,
-            ),
-            Check(
-                "device.limits.maxComputeInvocationsPerWorkgroup >= directThreads",
-                &[20, 21],
-                13,
-            ),
+            Check("M >= tunables.COOP_MIN_M", &[11, 12], 7),
+            Check("K % 8 == 0", &[13], 8),
+            Check("N % 8 == 0", &[14], 9),
             All(&SHARED_WHEN_0),
         ],
         plan: VariantSpec {
@@ -412,24 +369,11 @@ static VARIANTS: [Variant<VariantSpec>; 4usize] = [
         },
     },
     Variant {
-        id: "subgroup_matrix_vec4",
+        id: "subgroup_matrix",
         when: &[
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
             Check("dtypes.T == \"f16\"", &[10], 6),
-            Check("M >= tunables.COOP_MIN_M", &[14, 24], 22),
-            Check("K % 8 == 0", &[25], 23),
-            Check("N % 8 == 0", &[26], 24),
-            Explain("coopGridFits", &EXPLAIN_COOP_GRID_FITS),
-            Check(
-                "coopStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
-                &[27, 19],
-                25,
-            ),
-            Check(
-                "device.limits.maxComputeInvocationsPerWorkgroup >= coopThreads",
-                &[20, 28],
-                26,
-            ),
+            Check("M >= tunables.COOP_MIN_M", &[11, 12], 7),
             All(&SHARED_WHEN_0),
         ],
         plan: VariantSpec {
@@ -454,59 +398,19 @@ static VARIANTS: [Variant<VariantSpec>; 4usize] = [
         },
     },
     Variant {
-        id: "subgroup_matrix",
-        when: &[
-            Explain("shapeOk", &EXPLAIN_SHAPE_OK),
-            Check("dtypes.T == \"f16\"", &[10], 6),
-            Check("M >= tunables.COOP_MIN_M", &[14, 24], 22),
-            Explain("coopGridFits", &EXPLAIN_COOP_GRID_FITS),
-            Check(
-                "coopStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
-                &[27, 19],
-                25,
-            ),
-            Check(
-                "device.limits.maxComputeInvocationsPerWorkgroup >= coopThreads",
-                &[20, 28],
-                26,
-            ),
-            All(&SHARED_WHEN_0),
-        ],
-        plan: VariantSpec {
-            passes: &[
-                PassSpec {
-                    id: "main",
-                    table_pass: 2,
-                    key: &[],
-                    overrides: &[],
-                    bindings: &[Arg(0), Arg(1), Arg(2), Params],
-                    params: &[
-                        U32(("M", 0)),
-                        U32(("N", 1)),
-                        U32(("K", 2)),
-                        U32(("bBatchStride", 3)),
-                    ],
-                    dispatch: Grid(("x", 4), Some(("y", 5)), Some(("z", 6))),
-                },
-            ],
-            intermediates: &[],
-            writes_in_place: false,
-        },
-    },
-    Variant {
         id: "simt",
         when: &[
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
-            Check("f16Ok(dtypes.T)", &[10], 27),
+            Check("f16Ok(dtypes.T)", &[10], 20),
             Check(
                 "ceilDiv(N, 64) <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[29, 1],
-                28,
+                &[21, 1],
+                21,
             ),
             Check(
                 "ceilDiv(M, 64) <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[30, 1],
-                29,
+                &[22, 1],
+                22,
             ),
             Check(
                 "batches <= device.limits.maxComputeWorkgroupsPerDimension",
@@ -515,16 +419,16 @@ static VARIANTS: [Variant<VariantSpec>; 4usize] = [
             ),
             Check(
                 "simtStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
-                &[31, 19],
-                30,
+                &[23, 16],
+                23,
             ),
-            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[20], 31),
+            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 24),
         ],
         plan: VariantSpec {
             passes: &[
                 PassSpec {
                     id: "main",
-                    table_pass: 3,
+                    table_pass: 2,
                     key: &[9],
                     overrides: &[],
                     bindings: &[Arg(0), Arg(1), Arg(2), Params],
@@ -543,17 +447,28 @@ static VARIANTS: [Variant<VariantSpec>; 4usize] = [
     },
 ];
 /// Clauses several `when` lists write alike, in order.
-static SHARED_WHEN_0: [Clause; 6usize] = [
-    Check("device.features.has(\"shader-f16\")", &[], 14),
-    Check("device.features.has(\"chromium-experimental-subgroup-matrix\")", &[], 15),
-    Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 16),
+static SHARED_WHEN_0: [Clause; 9usize] = [
+    Explain("coopGridFits", &EXPLAIN_COOP_GRID_FITS),
+    Check(
+        "coopStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
+        &[15, 16],
+        10,
+    ),
+    Check(
+        "device.limits.maxComputeInvocationsPerWorkgroup >= coopThreads",
+        &[17, 18],
+        11,
+    ),
+    Check("device.features.has(\"shader-f16\")", &[], 12),
+    Check("device.features.has(\"chromium-experimental-subgroup-matrix\")", &[], 13),
+    Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 14),
     Explain(
         "has(device.adapterInfo, \"subgroupMinSize\") and device.adapterInfo.subgroupMinSize >= 32",
         &Explanation {
             unless: None,
             clauses: &[
-                Check("has(device.adapterInfo, \"subgroupMinSize\")", &[], 17),
-                Check("device.adapterInfo.subgroupMinSize >= 32", &[22], 18),
+                Check("has(device.adapterInfo, \"subgroupMinSize\")", &[], 15),
+                Check("device.adapterInfo.subgroupMinSize >= 32", &[19], 16),
             ],
         },
     ),
@@ -562,15 +477,15 @@ static SHARED_WHEN_0: [Clause; 6usize] = [
         &Explanation {
             unless: None,
             clauses: &[
-                Check("has(device.adapterInfo, \"subgroupMaxSize\")", &[], 19),
-                Check("device.adapterInfo.subgroupMaxSize <= 32", &[23], 20),
+                Check("has(device.adapterInfo, \"subgroupMaxSize\")", &[], 17),
+                Check("device.adapterInfo.subgroupMaxSize <= 32", &[20], 18),
             ],
         },
     ),
     Check(
         "(dtypes.T) is one of (f16): the dtypes pass `main` has shaders for (its bindings' element types hold no others)",
         &[10],
-        21,
+        19,
     ),
 ];
 /// Test `index` of the clause tables, evaluated.
@@ -612,61 +527,48 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
             )? == derive_k(env)?
         }
         6 => env.dtypes.t.wgsl_name() == "f16",
-        7 => rt::expr::remainder(derive_m(env)?, 128i64)? == 0i64,
-        8 => rt::expr::remainder(derive_n(env)?, 128i64)? == 0i64,
-        9 => rt::expr::remainder(derive_k(env)?, 32i64)? == 0i64,
-        10 => derive_m(env)? > 0i64,
-        11 => derive_n(env)? > 0i64,
-        12 => {
-            rt::expr::mul(rt::expr::mul(rt::expr::mul(2i64, 2i64)?, 256i64)?, 4i64)?
-                <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
-        }
-        13 => {
-            rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
-                >= derive_direct_threads(env)?
-        }
-        14 => env.caps.has_feature("shader-f16"),
-        15 => env.caps.has_feature("chromium-experimental-subgroup-matrix"),
-        16 => env.caps.has_feature("subgroup-matrix-f16-f32-16x16x16"),
-        17 => rt::support::reported(env.caps.subgroup_min_size),
-        18 => i64::from(env.caps.subgroup_min_size) >= 32i64,
-        19 => rt::support::reported(env.caps.subgroup_max_size),
-        20 => i64::from(env.caps.subgroup_max_size) <= 32i64,
-        21 => matches!((env.dtypes.t,), (rt::DType::F16,)),
-        22 => derive_m(env)? >= 16i64,
-        23 => rt::expr::remainder(derive_k(env)?, 8i64)? == 0i64,
-        24 => rt::expr::remainder(derive_n(env)?, 8i64)? == 0i64,
-        25 => {
+        7 => derive_m(env)? >= 16i64,
+        8 => rt::expr::remainder(derive_k(env)?, 8i64)? == 0i64,
+        9 => rt::expr::remainder(derive_n(env)?, 8i64)? == 0i64,
+        10 => {
             derive_coop_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
-        26 => {
+        11 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
                 >= derive_coop_threads(env)?
         }
-        27 => {
+        12 => env.caps.has_feature("shader-f16"),
+        13 => env.caps.has_feature("chromium-experimental-subgroup-matrix"),
+        14 => env.caps.has_feature("subgroup-matrix-f16-f32-16x16x16"),
+        15 => rt::support::reported(env.caps.subgroup_min_size),
+        16 => i64::from(env.caps.subgroup_min_size) >= 32i64,
+        17 => rt::support::reported(env.caps.subgroup_max_size),
+        18 => i64::from(env.caps.subgroup_max_size) <= 32i64,
+        19 => matches!((env.dtypes.t,), (rt::DType::F16,)),
+        20 => {
             rt::expr::f16_ok(
                 env.dtypes.t.wgsl_name(),
                 env.caps.has_feature("shader-f16"),
             )
         }
-        28 => {
+        21 => {
             rt::expr::ceil_div(derive_n(env)?, 64i64)?
                 <= rt::support::limit(
                     env.caps.limits.max_compute_workgroups_per_dimension,
                 )
         }
-        29 => {
+        22 => {
             rt::expr::ceil_div(derive_m(env)?, 64i64)?
                 <= rt::support::limit(
                     env.caps.limits.max_compute_workgroups_per_dimension,
                 )
         }
-        30 => {
+        23 => {
             derive_simt_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
-        31 => {
+        24 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
                 >= 256i64
         }
@@ -682,7 +584,7 @@ static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
     operand,
 };
 /// The source text of each operand a rejection may show.
-const OPERANDS: [&str; 32usize] = [
+const OPERANDS: [&str; 24usize] = [
     "ceilDiv(N, tunables.COOP_TILE_N)",
     "device.limits.maxComputeWorkgroupsPerDimension",
     "ceilDiv(M, tunables.COOP_TILE_M)",
@@ -694,24 +596,16 @@ const OPERANDS: [&str; 32usize] = [
     "dim(shapes.b, ranks.b - 2)",
     "K",
     "dtypes.T",
-    "M % tunables.DIRECT_TILE_M",
-    "N % tunables.DIRECT_TILE_N",
-    "K % 32",
     "M",
-    "N",
-    "ceilDiv(N, tunables.DIRECT_TILE_N)",
-    "ceilDiv(M, tunables.DIRECT_TILE_M)",
-    "tunables.DIRECT_WARPS_M * tunables.DIRECT_WARPS_N * 256 * 4",
-    "device.limits.maxComputeWorkgroupStorageSize",
-    "device.limits.maxComputeInvocationsPerWorkgroup",
-    "directThreads",
-    "device.adapterInfo.subgroupMinSize",
-    "device.adapterInfo.subgroupMaxSize",
     "tunables.COOP_MIN_M",
     "K % 8",
     "N % 8",
     "coopStorageBytes",
+    "device.limits.maxComputeWorkgroupStorageSize",
+    "device.limits.maxComputeInvocationsPerWorkgroup",
     "coopThreads",
+    "device.adapterInfo.subgroupMinSize",
+    "device.adapterInfo.subgroupMaxSize",
     "ceilDiv(N, 64)",
     "ceilDiv(M, 64)",
     "simtStorageBytes",
@@ -746,39 +640,27 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
         }
         9 => rt::when::shown(derive_k(env)?),
         10 => rt::when::shown(env.dtypes.t.wgsl_name()),
-        11 => rt::when::shown(rt::expr::remainder(derive_m(env)?, 128i64)?),
-        12 => rt::when::shown(rt::expr::remainder(derive_n(env)?, 128i64)?),
-        13 => rt::when::shown(rt::expr::remainder(derive_k(env)?, 32i64)?),
-        14 => rt::when::shown(derive_m(env)?),
-        15 => rt::when::shown(derive_n(env)?),
-        16 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 128i64)?),
-        17 => rt::when::shown(rt::expr::ceil_div(derive_m(env)?, 128i64)?),
-        18 => {
-            rt::when::shown(
-                rt::expr::mul(rt::expr::mul(rt::expr::mul(2i64, 2i64)?, 256i64)?, 4i64)?,
-            )
-        }
-        19 => {
+        11 => rt::when::shown(derive_m(env)?),
+        12 => rt::when::shown(16i64),
+        13 => rt::when::shown(rt::expr::remainder(derive_k(env)?, 8i64)?),
+        14 => rt::when::shown(rt::expr::remainder(derive_n(env)?, 8i64)?),
+        15 => rt::when::shown(derive_coop_storage_bytes(env)?),
+        16 => {
             rt::when::shown(
                 rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size),
             )
         }
-        20 => {
+        17 => {
             rt::when::shown(
                 rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup),
             )
         }
-        21 => rt::when::shown(derive_direct_threads(env)?),
-        22 => rt::when::shown(i64::from(env.caps.subgroup_min_size)),
-        23 => rt::when::shown(i64::from(env.caps.subgroup_max_size)),
-        24 => rt::when::shown(16i64),
-        25 => rt::when::shown(rt::expr::remainder(derive_k(env)?, 8i64)?),
-        26 => rt::when::shown(rt::expr::remainder(derive_n(env)?, 8i64)?),
-        27 => rt::when::shown(derive_coop_storage_bytes(env)?),
-        28 => rt::when::shown(derive_coop_threads(env)?),
-        29 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 64i64)?),
-        30 => rt::when::shown(rt::expr::ceil_div(derive_m(env)?, 64i64)?),
-        31 => rt::when::shown(derive_simt_storage_bytes(env)?),
+        18 => rt::when::shown(derive_coop_threads(env)?),
+        19 => rt::when::shown(i64::from(env.caps.subgroup_min_size)),
+        20 => rt::when::shown(i64::from(env.caps.subgroup_max_size)),
+        21 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 64i64)?),
+        22 => rt::when::shown(rt::expr::ceil_div(derive_m(env)?, 64i64)?),
+        23 => rt::when::shown(derive_simt_storage_bytes(env)?),
         _ => String::new(),
     };
     Ok(value)
@@ -859,12 +741,7 @@ fn plan_variant_into(
     )
 }
 /// The variant ids, in selection order.
-const VARIANT_IDS: &[&str] = &[
-    "subgroup_matrix_whole_tiles",
-    "subgroup_matrix_vec4",
-    "subgroup_matrix",
-    "simt",
-];
+const VARIANT_IDS: &[&str] = &["subgroup_matrix_vec4", "subgroup_matrix", "simt"];
 /// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
 /// for code that drives any op alike. Its type parameters are the element types of the
 /// op's type variables.
@@ -1070,14 +947,6 @@ mod shader_table {
     /// each column of their keys can take.
     const PASSES: &[Pass] = &[
         Pass {
-            variant: "subgroup_matrix_whole_tiles",
-            pass: "main",
-            label: "MatMul.SubgroupMatrix.WholeTiles",
-            entry_point: "main",
-            overrides: &[],
-            key: &[],
-        },
-        Pass {
             variant: "subgroup_matrix_vec4",
             pass: "main",
             label: "MatMul.SubgroupMatrix.Vec4",
@@ -1106,20 +975,14 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 364, 12665, "5e67637f255521eafc88ee1fa4101237", 5, &[0], 0),
-        (1, 12797, 25663, "807b402a409c6cd6431c4b586da97afb", 5, &[0], 1),
-        (2, 25790, 42822, "cd8ae58fa2e982ef0080208e061c5852", 5, &[0], 2),
-        (3, 42841, 50540, "89626f423fa60f3332052091f73c78b0", 0, &[0], 3),
-        (3, 50559, 58270, "64aaf00309e44ce01126f6904cbdcbcf", 1, &[1], 2),
+        (0, 367, 13233, "807b402a409c6cd6431c4b586da97afb", 5, &[0], 0),
+        (1, 13360, 30392, "cd8ae58fa2e982ef0080208e061c5852", 5, &[0], 1),
+        (2, 30411, 38110, "89626f423fa60f3332052091f73c78b0", 0, &[0], 2),
+        (2, 38129, 45840, "64aaf00309e44ce01126f6904cbdcbcf", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
-    const SIZES: &[&[u32]] = &[
-        &[2, 2, 8, 16],
-        &[8, 8, 8, 16],
-        &[2, 2, 2, 16],
-        &[4, 4, 4, 16],
-    ];
+    const SIZES: &[&[u32]] = &[&[8, 8, 8, 16], &[2, 2, 2, 16], &[4, 4, 4, 16]];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(
         super::OP_NAME,
