@@ -43,6 +43,11 @@ pub struct VariantHint {
     /// finds no shader and says so.
     #[serde(default)]
     pub specialise: IndexMap<String, Vec<Value>>,
+    /// Why the variant is left out: it is not built and never selected, and generation says
+    /// so. For a variant whose templates are not written for this repository (the Hub
+    /// publishes manifests, not templates).
+    #[serde(default, rename = "leaveOut")]
+    pub leave_out: Option<String>,
 }
 
 /// Hints for one pass of one variant.
@@ -74,6 +79,8 @@ pub fn parse(file: &str, text: &str) -> Result<Hints, Diagnostic> {
 pub struct Origins {
     file: String,
     paths: Vec<(String, String)>,
+    /// The variants the hints leave out, with why.
+    pub left_out: Vec<(String, String)>,
 }
 
 impl Origins {
@@ -111,6 +118,7 @@ pub fn apply(
     let mut origins = Origins {
         file: file.to_owned(),
         paths: Vec::new(),
+        left_out: Vec::new(),
     };
     apply_variant_hints(file, hints, manifest, diagnostics, &mut origins);
     for (name, source) in &hints.derive {
@@ -237,6 +245,11 @@ fn apply_variant_hints(
             ));
             continue;
         };
+        if let Some(reason) = &hint.leave_out {
+            origins
+                .left_out
+                .push((hint.variant.clone(), reason.clone()));
+        }
         let variant = &mut manifest.variants[manifest_variant];
         for (name, values) in &hint.specialise {
             let value_path = format!("{path}.specialise.{name}");

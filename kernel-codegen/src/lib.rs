@@ -188,7 +188,10 @@ fn drop_unavailable_variants(op: &mut model::Op, notes: &mut Vec<String>) {
 /// any other requirement. The shapes come from the validated shaders, not from the manifest:
 /// a V1 package only asks for Chromium's feature, which does not say which shapes a device
 /// multiplies (NVIDIA's have no 8×8×8).
-fn require_subgroup_matrix_configs<'a>(
+///
+/// Public for tools that compare the generated code's selection with the op model's
+/// ([`models`] gives the op before its shaders are known).
+pub fn require_subgroup_matrix_configs<'a>(
     op: &'a model::Op,
     shaders: &[shader::Shader],
 ) -> std::borrow::Cow<'a, model::Op> {
@@ -313,6 +316,13 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
         match model::build_op(&file, &manifest) {
             Ok(mut op) => {
                 drop_unavailable_variants(&mut op, &mut unavailable_notes);
+                for (id, reason) in &origins.left_out {
+                    op.variants.retain(|v| v.id != *id);
+                    let hints_path = package.hints.as_ref().map_or("", |(path, _)| path.as_str());
+                    unavailable_notes.push(format!(
+                        "{file}: variant `{id}` is left out by {hints_path}: {reason}"
+                    ));
+                }
                 ops.push(op);
             }
             Err(mut errors) => {

@@ -27,7 +27,9 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     let hub = hub_dir(root);
     let templates = root.join("examples/hub/packages");
     let mut config = kernel_codegen::Config::new();
-    config.emit_rerun_if_changed(false);
+    config
+        .emit_rerun_if_changed(false)
+        .hints_dir(root.join("examples/hub/hints"));
     let mut ops = Vec::new();
     for entry in std::fs::read_dir(&templates)? {
         let op = entry?.file_name().to_string_lossy().into_owned();

@@ -68,12 +68,14 @@ pub fn packages_of(config: &kernel_codegen::Config, what: &str, dialect: Dialect
     ops.into_iter()
         .map(|op| {
             let name = op.qualified_name();
-            let shaders = output
-                .shaders
-                .iter()
+            let shaders: Vec<_> = (output.shaders.iter())
                 .filter(|s| s.op == name)
                 .cloned()
                 .collect();
+            // As the generated code selects: with the subgroup-matrix configurations its
+            // shaders multiply required.
+            let built: Vec<_> = shaders.iter().map(|s| s.shader.clone()).collect();
+            let op = kernel_codegen::require_subgroup_matrix_configs(&op, &built).into_owned();
             Package {
                 op,
                 shaders,

@@ -499,5 +499,24 @@ pub fn random_caps(rng: &mut Rng) -> DeviceCaps {
         (4, 128),
         (64, 64),
     ]);
+    // Tensor-core devices: larger workgroup memory, and subgroup matrices with some of the
+    // configurations vendors offer (NVIDIA's 16 × 16 × 16, Apple's 8 × 8 × 8).
+    if rng.chance(40) {
+        caps.limits.max_compute_workgroup_storage_size = rng.pick(&[32768, 49152]);
+    }
+    if rng.chance(50) {
+        caps.subgroup_matrix = true;
+        caps.subgroup_matrix_configs = [
+            "subgroup-matrix-f16-f32-16x16x16",
+            "subgroup-matrix-f16-f16-16x16x16",
+            "subgroup-matrix-f16-f32-8x8x8",
+            "subgroup-matrix-f16-f16-8x8x8",
+            "subgroup-matrix-f32-f32-8x8x8",
+        ]
+        .iter()
+        .filter(|_| rng.chance(75))
+        .filter_map(|name| kernel_runtime::SubgroupMatrixConfig::from_feature_name(name))
+        .collect();
+    }
     caps
 }

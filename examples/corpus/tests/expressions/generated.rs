@@ -173,11 +173,14 @@ macro_rules! ops {
             if !env.unavailable.is_empty() {
                 return None;
             }
+            // Module names repeat across collections (`mat_mul` is the Hub's MatMul and
+            // `kernels.MatMul`): the Hub's are the `ai.onnx` ops.
+            let from_hub = op.domain == "ai.onnx";
             match module {
-                $(stringify!($seed) => through::<::kernels::$seed::Op>(op, env),)*
+                $(stringify!($seed) if !from_hub => through::<::kernels::$seed::Op>(op, env),)*
                 $(#[cfg(corpus)]
-                stringify!($corpus) => through::<corpus::kernels::$corpus::Op>(op, env),)*
-                $(stringify!($hub))|* => hub::visit_op(module, Through { op, env }).flatten(),
+                stringify!($corpus) if !from_hub => through::<corpus::kernels::$corpus::Op>(op, env),)*
+                $(stringify!($hub))|* if from_hub => hub::visit_op(module, Through { op, env }).flatten(),
                 _ => None,
             }
         }
@@ -198,6 +201,7 @@ ops!(
     seed:
     bias_softmax,
     gated_relative_position_bias,
+    mat_mul,
     mrotary_embedding;
     corpus:
     add_in_place,

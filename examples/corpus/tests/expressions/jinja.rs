@@ -108,7 +108,7 @@ fn shader_f16(state: &State<'_, '_>) -> Result<bool, MjError> {
             "`device.features` is not Features",
         )
     })?;
-    Ok(features.0.contains(&"shader-f16"))
+    Ok(features.0.iter().any(|f| f == "shader-f16"))
 }
 
 /// A list argument as integers.

@@ -24,7 +24,7 @@ use super::jinja::HELPERS;
 
 /// `device.features`: an object with a `has(name)` method.
 #[derive(Debug)]
-pub struct Features(pub Vec<&'static str>);
+pub struct Features(pub Vec<String>);
 
 impl Object for Features {
     fn call_method(
@@ -34,7 +34,9 @@ impl Object for Features {
         args: &[Mj],
     ) -> Result<Mj, MjError> {
         match (method, args) {
-            ("has", [name]) => Ok(Mj::from(name.as_str().is_some_and(|n| self.0.contains(&n)))),
+            ("has", [name]) => Ok(Mj::from(
+                name.as_str().is_some_and(|n| self.0.iter().any(|f| f == n)),
+            )),
             _ => Err(MjError::from(ErrorKind::UnknownMethod)),
         }
     }
@@ -228,11 +230,19 @@ pub fn context(op: &Op, env: &RandomEnv, hub: bool) -> Arc<Context> {
             ))
         }));
     let features = if hub { FEATURES_HUB } else { FEATURES_V1 };
-    let features = features
-        .iter()
-        .copied()
+    let mut features: Vec<String> = (features.iter().copied())
         .filter(|f| env.has_feature(f))
+        .map(str::to_owned)
         .collect();
+    // The subgroup-matrix configurations a variant may require, as the runtime names them.
+    if env.caps.subgroup_matrix {
+        features.extend(
+            env.caps
+                .subgroup_matrix_configs
+                .iter()
+                .map(|c| c.feature_name()),
+        );
+    }
     let mut adapter = BTreeMap::new();
     if env.caps.subgroup_min_size != 0 {
         adapter.insert("subgroupMinSize", Mj::from(env.caps.subgroup_min_size));

@@ -198,14 +198,20 @@ impl<'a> Env<'a> {
         };
         env.shapes.y = output_shape_y(&env)
             .map_err(|e| output_error("y", "matmulShape(shapes.a, shapes.b)", &e))?;
-        let rank = output_rank_y(&env).map_err(|e| output_error("y", "ranks.a", &e))?;
+        let rank = output_rank_y(&env)
+            .map_err(|e| output_error(
+                "y",
+                "max(ranks.a, ranks.b) - (1 if ranks.a == 1 or ranks.b == 1 else 0)",
+                &e,
+            ))?;
         if rank != rt::support::rank(&env.shapes.y) {
             return Err(rt::OpError::Output {
                 op: OP_NAME,
                 output: "y".into(),
                 rule: format!(
                     "rank expression `{}` gives {rank} but shape expression `{}` gives {} dimensions",
-                    "ranks.a", "matmulShape(shapes.a, shapes.b)", env.shapes.y.len()
+                    "max(ranks.a, ranks.b) - (1 if ranks.a == 1 or ranks.b == 1 else 0)",
+                    "matmulShape(shapes.a, shapes.b)", env.shapes.y.len()
                 ),
             });
         }
@@ -217,9 +223,21 @@ fn output_shape_y(env: &Env<'_>) -> Result<rt::support::Dims, EvalError> {
     rt::expr::matmul_shape(env.shapes.a.as_slice(), env.shapes.b.as_slice())
         .map(rt::support::Dims::from_vec)
 }
-/// Rank of output `y`: `ranks.a`.
+/// Rank of output `y`: `max(ranks.a, ranks.b) - (1 if ranks.a == 1 or ranks.b == 1 else 0)`.
 fn output_rank_y(env: &Env<'_>) -> Result<i64, EvalError> {
-    Ok(rt::support::rank(&env.shapes.a))
+    rt::expr::sub(
+        ::core::cmp::max(
+            rt::support::rank(&env.shapes.a),
+            rt::support::rank(&env.shapes.b),
+        ),
+        if rt::support::rank(&env.shapes.a) == 1i64
+            || rt::support::rank(&env.shapes.b) == 1i64
+        {
+            1i64
+        } else {
+            0i64
+        },
+    )
 }
 /// `K` = `dim(shapes.a, ranks.a - 1)`
 fn derive_k(env: &Env<'_>) -> Result<i64, EvalError> {
