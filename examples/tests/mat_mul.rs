@@ -46,19 +46,9 @@ const CASES: &[Case] = &[
     case(1, 0, 16, 16, false),
 ];
 
-/// Uniform values in [-1, 1) from a seeded generator (splitmix64).
+/// Uniform values in [-1, 1) from a seeded generator.
 fn values(len: usize, seed: u64) -> Vec<f64> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        })
-        .collect()
+    examples::data::DataRng::new(seed).uniform(len, -1.0, 1.0)
 }
 
 /// The variant a call must take on `ctx`.

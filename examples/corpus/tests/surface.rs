@@ -110,6 +110,7 @@ fn the_seed_ops_have_one_surface() {
         allocating: [
             bias_softmax,
             gated_relative_position_bias,
+            mat_mul,
             mrotary_embedding
         ],
         in_place: [],
