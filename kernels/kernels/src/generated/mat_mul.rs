@@ -993,10 +993,10 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 367, 13233, "807b402a409c6cd6431c4b586da97afb", 5, &[0], 0),
-        (1, 13360, 30392, "cd8ae58fa2e982ef0080208e061c5852", 5, &[0], 1),
-        (2, 30411, 38110, "89626f423fa60f3332052091f73c78b0", 0, &[0], 2),
-        (2, 38129, 45840, "64aaf00309e44ce01126f6904cbdcbcf", 1, &[1], 1),
+        (0, 367, 13068, "8b384816f2ed446421439802af35fe28", 5, &[0], 0),
+        (1, 13195, 30062, "5992048b3c020fe4c01be215d4623e83", 5, &[0], 1),
+        (2, 30081, 37780, "89626f423fa60f3332052091f73c78b0", 0, &[0], 2),
+        (2, 37799, 45510, "64aaf00309e44ce01126f6904cbdcbcf", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
