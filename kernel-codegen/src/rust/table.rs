@@ -439,12 +439,7 @@ pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
         let end = Literal::usize_unsuffixed(section.end);
         let digest = &shader.digest;
         let mut bits = 0u8;
-        let named = [
-            ("shader-f16", 1u8),
-            ("subgroups", 2),
-            (kernel_abi::device::FEATURE_SUBGROUP_MATRIX, 4),
-        ];
-        for (feature, bit) in named {
+        for (feature, bit) in kernel_abi::device::ROW_FEATURE_BITS {
             if shader.features.iter().any(|f| f == feature) {
                 bits |= bit;
             }

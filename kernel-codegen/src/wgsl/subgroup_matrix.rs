@@ -417,33 +417,14 @@ impl Lowerer<'_, '_> {
             return Err("`subgroupMatrixLoad` is not called".to_owned());
         }
         let (next, args) = self.arguments(call)?;
-        let (pointer, offset, suffix, stride) = match (&layout, &args[..]) {
-            (None, [pointer, offset, col_major, stride]) => (
-                pointer,
-                offset,
-                self.major("subgroupMatrixLoad", col_major)?,
-                stride,
-            ),
-            (Some(layout), [pointer, offset, stride]) => (
-                pointer,
-                offset,
-                Self::layout("subgroupMatrixLoad", layout)?,
-                stride,
-            ),
-            (None, _) => {
-                return Err(format!(
-                    "`subgroupMatrixLoad` takes (pointer, offset, col_major, stride), not {} arguments",
-                    args.len()
-                ));
-            }
-            (Some(_), _) => {
-                return Err(format!(
-                    "`subgroupMatrixLoad<M, layout>` takes (pointer, offset, stride), not {} arguments",
-                    args.len()
-                ));
-            }
-        };
-        let element = Self::element_pointer(pointer, offset);
+        let (suffix, [pointer, offset, stride]) = self.layout_and_rest(
+            ("subgroupMatrixLoad", "`subgroupMatrixLoad<M, layout>`"),
+            layout,
+            args,
+            2,
+            ["pointer", "offset", "stride"],
+        )?;
+        let element = Self::element_pointer(&pointer, &offset);
         Ok((
             format!("coopLoad{suffix}<{}>({element}, {stride})", matrix.trim()),
             next,
@@ -468,41 +449,55 @@ impl Lowerer<'_, '_> {
             return Err("`subgroupMatrixStore` is not called".to_owned());
         }
         let (next, args) = self.arguments(call)?;
-        let (pointer, offset, value, suffix, stride) = match (&layout, &args[..]) {
-            (None, [pointer, offset, value, col_major, stride]) => (
-                pointer,
-                offset,
-                value,
-                self.major("subgroupMatrixStore", col_major)?,
-                stride,
-            ),
-            (Some(layout), [pointer, offset, value, stride]) => (
-                pointer,
-                offset,
-                value,
-                Self::layout("subgroupMatrixStore", layout)?,
-                stride,
-            ),
-            (None, _) => {
-                return Err(format!(
-                    "`subgroupMatrixStore` takes (pointer, offset, value, col_major, stride), not \
-                     {} arguments",
-                    args.len()
-                ));
-            }
-            (Some(_), _) => {
-                return Err(format!(
-                    "`subgroupMatrixStore<layout>` takes (pointer, offset, value, stride), not {} \
-                     arguments",
-                    args.len()
-                ));
-            }
-        };
-        let element = Self::element_pointer(pointer, offset);
+        let (suffix, [pointer, offset, value, stride]) = self.layout_and_rest(
+            ("subgroupMatrixStore", "`subgroupMatrixStore<layout>`"),
+            layout,
+            args,
+            3,
+            ["pointer", "offset", "value", "stride"],
+        )?;
+        let element = Self::element_pointer(&pointer, &offset);
         Ok((
             format!("coopStore{suffix}({value}, {element}, {stride})"),
             next,
         ))
+    }
+
+    /// The layout's suffix (`T` for row-major) and the call's other arguments. The layout is
+    /// in the template list (`row_major`), or, in the earlier form, the `col_major` argument
+    /// at `flag_at`; `params` names the other arguments, for errors.
+    fn layout_and_rest<const N: usize>(
+        &self,
+        (name, current): (&str, &str),
+        layout: Option<String>,
+        mut args: Vec<String>,
+        flag_at: usize,
+        params: [&str; N],
+    ) -> Result<(&'static str, [String; N]), String> {
+        let suffix = match layout {
+            Some(layout) => Self::layout(name, &layout)?,
+            None if args.len() == N + 1 => {
+                let flag = args.remove(flag_at);
+                self.major(name, &flag)?
+            }
+            None => {
+                let mut earlier = params.to_vec();
+                earlier.insert(flag_at, "col_major");
+                return Err(format!(
+                    "`{name}` takes ({}), not {} arguments",
+                    earlier.join(", "),
+                    args.len()
+                ));
+            }
+        };
+        let count = args.len();
+        let args: [String; N] = args.try_into().map_err(|_| {
+            format!(
+                "{current} takes ({}), not {count} arguments",
+                params.join(", ")
+            )
+        })?;
+        Ok((suffix, args))
     }
 
     /// The suffix of `row_major` (`T`) or `col_major` (none).

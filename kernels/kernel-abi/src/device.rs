@@ -17,6 +17,14 @@ pub const FEATURE_SUBGROUPS: &str = "subgroups";
 /// The WebGPU name of the `timestamp-query` feature.
 pub const FEATURE_TIMESTAMP_QUERY: &str = "timestamp-query";
 
+/// The bits a shader table row sets for the features its shader needs: the generator writes
+/// them, the runtime reads them back as names.
+pub const ROW_FEATURE_BITS: [(&str, u8); 3] = [
+    (FEATURE_SHADER_F16, 1),
+    (FEATURE_SUBGROUPS, 2),
+    (FEATURE_SUBGROUP_MATRIX, 4),
+];
+
 /// The optional features expressions may ask about (`device.features.has(..)`) and the
 /// runtime requests where the adapter has them ([`FEATURE_SUBGROUP_MATRIX`] only for a
 /// context whose creator opts in to experimental features). Sorted.

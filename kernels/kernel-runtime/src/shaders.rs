@@ -12,7 +12,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use kernel_abi::device::{FEATURE_SHADER_F16, FEATURE_SUBGROUP_MATRIX, FEATURE_SUBGROUPS};
+use kernel_abi::device::{
+    FEATURE_SHADER_F16, FEATURE_SUBGROUP_MATRIX, FEATURE_SUBGROUPS, ROW_FEATURE_BITS,
+};
 
 use crate::error::{NotBuilt, PlanError};
 use crate::expr::EvalError;
@@ -21,12 +23,12 @@ use crate::plan::Kernel;
 /// `enable subgroups;`, which browsers require and naga refuses.
 const WEB_SUBGROUPS_ENABLE: &str = "enable subgroups;\n";
 
-/// A [`Row`]'s feature bit for `shader-f16`.
-pub const SHADER_F16: u8 = 1;
+/// A [`Row`]'s feature bit for `shader-f16` (`kernel_abi::device::ROW_FEATURE_BITS`).
+pub const SHADER_F16: u8 = ROW_FEATURE_BITS[0].1;
 /// A [`Row`]'s feature bit for `subgroups`.
-pub const SUBGROUPS: u8 = 2;
+pub const SUBGROUPS: u8 = ROW_FEATURE_BITS[1].1;
 /// A [`Row`]'s feature bit for `chromium-experimental-subgroup-matrix`.
-pub const SUBGROUP_MATRIX: u8 = 4;
+pub const SUBGROUP_MATRIX: u8 = ROW_FEATURE_BITS[2].1;
 
 /// The feature names of each combination of a [`Row`]'s feature bits, indexed by the bits, in
 /// `KNOWN_FEATURES` order (`chromium-experimental-subgroup-matrix`, `shader-f16`,
