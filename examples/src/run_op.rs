@@ -1,8 +1,10 @@
 //! `run-op`'s work, as a library so that the command and its fuzz target run the same code:
-//! read the inputs and attributes, run the op, write the outputs.
+//! read the inputs (or draw them: [`random`]) and attributes, run the op, write the outputs.
+
+mod random;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::bench::median_us;
@@ -20,17 +22,26 @@ pub const MAX_REPEAT: i64 = 100_000;
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "run-op",
-    about = "Run one generated op on tensors from a safetensors file"
+    about = "Run one generated op on tensors from a safetensors file or drawn at random"
 )]
 pub struct Args {
     /// The op: its manifest's `domain.name` (e.g. com.microsoft.MRotaryEmbedding) or bare name.
     pub op: String,
-    /// Input tensors, named by the op's input roles.
+    /// Input tensors, named by the op's input roles (or their ONNX names).
     #[arg(long)]
-    pub inputs: PathBuf,
-    /// Where to write the outputs, named by the op's output roles.
+    pub inputs: Option<PathBuf>,
+    /// An input drawn at random instead: its role, an ONNX dtype and sizes joined by `x`
+    /// (`input=float16:2x0x8`; `input=float32:` is a scalar). Floats are uniform in [-1, 1],
+    /// integers in 0..=3.
+    #[arg(long = "random", value_name = "ROLE=DTYPE:DIMS")]
+    pub random: Vec<String>,
+    /// The seed of the `--random` inputs: the same seed draws the same values.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where to write the outputs, named by the op's output roles; without it they are
+    /// computed and not written.
     #[arg(long)]
-    pub output: PathBuf,
+    pub output: Option<PathBuf>,
     /// An attribute: integers `name=3`, floats `name=0.5`, integer lists `name=16,24,24`.
     #[arg(long = "attr", value_name = "NAME=VALUE")]
     pub attrs: Vec<String>,
@@ -105,22 +116,20 @@ pub fn run(args: &Args, ctx: &OnceLock<Context>) -> Result<Done, Failure> {
         ))
     })?;
     let attrs = parse_attrs(&args.attrs)?;
-    run_op_files::check_output(&args.output, &[&args.inputs]).map_err(Failure::Usage)?;
-    let bytes = run_op_files::read_input(&args.inputs).map_err(Failure::Usage)?;
-    if let Some(name) = run_op_files::repeated_tensor(&bytes) {
-        return Err(Failure::Usage(format!(
-            "{} is not a safetensors file: its header names tensor `{name}` twice",
-            args.inputs.display()
-        )));
+    let random = random::parse(entry, &args.random)?;
+    if let Some(output) = &args.output {
+        let inputs: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
+        run_op_files::check_output(output, &inputs).map_err(Failure::Usage)?;
     }
-    let file = SafeTensors::deserialize(&bytes).map_err(|e| {
-        let why = explain_bad_file(&bytes).unwrap_or_else(|| e.to_string());
-        Failure::Usage(format!(
-            "{} is not a safetensors file: {why}",
-            args.inputs.display()
-        ))
-    })?;
-    input_named_twice(entry, &file, &args.inputs)?;
+    let bytes = match &args.inputs {
+        Some(path) => run_op_files::read_input(path).map_err(Failure::Usage)?,
+        None => Vec::new(),
+    };
+    let file = match &args.inputs {
+        Some(path) => Some((open_file(entry, &bytes, path)?, path.as_path())),
+        None => None,
+    };
+    let sources = random::sources(entry, file.as_ref().map(|(f, p)| (f, *p)), &random)?;
 
     let ctx = match ctx.get() {
         Some(ctx) => ctx,
@@ -129,11 +138,13 @@ pub fn run(args: &Args, ctx: &OnceLock<Context>) -> Result<Done, Failure> {
             ctx.get_or_init(|| made)
         }
     };
-    let notes = ignored_tensors(entry, &file, &args.inputs);
-    let inputs = upload_inputs(ctx, entry, &file, &args.inputs)?;
+    let notes = (file.as_ref()).map_or_else(Vec::new, |(f, p)| ignored_tensors(entry, f, p));
+    let inputs = upload_inputs(ctx, entry, &sources, args.seed)?;
     let input_refs: Vec<&AnyTensor> = inputs.iter().collect();
     let result = entry.time(ctx, &input_refs, &attrs, args.repeat as usize)?;
-    write_outputs(ctx, entry, &result.outputs, &args.output)?;
+    if let Some(output) = &args.output {
+        write_outputs(ctx, entry, &result.outputs, output)?;
+    }
 
     let timing = if result.gpu_times.is_empty() {
         "GPU time n/a (the adapter has no timestamp queries)".to_owned()
@@ -151,6 +162,30 @@ pub fn run(args: &Args, ctx: &OnceLock<Context>) -> Result<Done, Failure> {
         result.variant
     );
     Ok(Done { notes, line })
+}
+
+/// Reads the safetensors file `bytes` read from `path`, refusing a header that names a tensor
+/// twice and a file holding one input under both of its names.
+fn open_file<'a>(
+    entry: &OpEntry,
+    bytes: &'a [u8],
+    path: &Path,
+) -> Result<SafeTensors<'a>, Failure> {
+    if let Some(name) = run_op_files::repeated_tensor(bytes) {
+        return Err(Failure::Usage(format!(
+            "{} is not a safetensors file: its header names tensor `{name}` twice",
+            path.display()
+        )));
+    }
+    let file = SafeTensors::deserialize(bytes).map_err(|e| {
+        let why = explain_bad_file(bytes).unwrap_or_else(|| e.to_string());
+        Failure::Usage(format!(
+            "{} is not a safetensors file: {why}",
+            path.display()
+        ))
+    })?;
+    input_named_twice(entry, &file, path)?;
+    Ok(file)
 }
 
 fn parse_attrs(raw: &[String]) -> Result<Vec<(String, AttrValue)>, Failure> {
@@ -178,7 +213,7 @@ fn parse_attrs(raw: &[String]) -> Result<Vec<(String, AttrValue)>, Failure> {
 }
 
 /// A note for each tensor of the file that is not an input of the op.
-fn ignored_tensors(entry: &OpEntry, file: &SafeTensors<'_>, path: &std::path::Path) -> Vec<String> {
+fn ignored_tensors(entry: &OpEntry, file: &SafeTensors<'_>, path: &Path) -> Vec<String> {
     let mut names = file.names();
     names.sort_unstable();
     names
@@ -196,11 +231,7 @@ fn ignored_tensors(entry: &OpEntry, file: &SafeTensors<'_>, path: &std::path::Pa
 
 /// Refuses a file holding one input under both of its names, its role (the Hub's bind key)
 /// and its ONNX name: which of the two the op would read is not the user's to guess.
-fn input_named_twice(
-    entry: &OpEntry,
-    file: &SafeTensors<'_>,
-    path: &std::path::Path,
-) -> Result<(), Failure> {
+fn input_named_twice(entry: &OpEntry, file: &SafeTensors<'_>, path: &Path) -> Result<(), Failure> {
     let names = file.names();
     let has = |name: &str| names.contains(&name);
     let twice = (entry.inputs.iter())
@@ -221,51 +252,30 @@ fn input_named_twice(
 fn upload_inputs(
     ctx: &Context,
     entry: &OpEntry,
-    file: &SafeTensors<'_>,
-    path: &std::path::Path,
+    sources: &[random::Source<'_>],
+    seed: u64,
 ) -> Result<Vec<AnyTensor>, Failure> {
-    let names = file.names();
     let mut tensors = Vec::new();
-    for role in entry.inputs {
-        // By its role (the Hub's bind key) or its ONNX name.
-        let view = (file.tensor(role.role))
-            .or_else(|e| {
-                if role.onnx.is_empty() {
-                    Err(e)
-                } else {
-                    file.tensor(role.onnx)
-                }
-            })
-            .map_err(|_| {
-                Failure::Usage(format!(
-                    "{} has no tensor `{}` (has: {}); {} needs {}",
-                    path.display(),
-                    role.role,
-                    names.join(", "),
-                    entry.name,
-                    entry
-                        .inputs
-                        .iter()
-                        .map(|r| r.role)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?;
-        let shape = view.shape();
-        let data = view.data();
-        let bad_dtype = |want: &str| {
-            Failure::Usage(format!(
-                "input `{}` has dtype {:?}; expected {want}",
-                role.role,
-                view.dtype()
-            ))
+    for (role, source) in entry.inputs.iter().zip(sources) {
+        let tensor = match source {
+            random::Source::File(view) => {
+                let dtype = logical_dtype(view.dtype()).filter(|d| accepts(role.kind, *d));
+                let Some(dtype) = dtype else {
+                    return Err(Failure::Usage(format!(
+                        "input `{}` has dtype {:?}; expected {}",
+                        role.role,
+                        view.dtype(),
+                        expected_dtypes(role.kind)
+                    )));
+                };
+                upload_le(ctx, dtype, view.shape(), view.data())
+            }
+            random::Source::Random(spec) => {
+                random::check_fits(ctx, spec)?;
+                upload_le(ctx, spec.dtype, &spec.shape, &random::draw(spec, seed))
+            }
         };
-        let dtype = logical_dtype(view.dtype()).filter(|d| accepts(role.kind, *d));
-        let Some(dtype) = dtype else {
-            return Err(bad_dtype(&expected_dtypes(role.kind)));
-        };
-        let tensor = upload_le(ctx, dtype, shape, data).map_err(|e| upload_error(role.role, e))?;
-        tensors.push(tensor);
+        tensors.push(tensor.map_err(|e| upload_error(role.role, e))?);
     }
     Ok(tensors)
 }
@@ -414,7 +424,7 @@ fn write_outputs(
     ctx: &Context,
     entry: &OpEntry,
     outputs: &[AnyTensor],
-    path: &std::path::Path,
+    path: &Path,
 ) -> Result<(), Failure> {
     let mut blobs: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
     for (role, tensor) in entry.outputs.iter().zip(outputs) {

@@ -10,6 +10,10 @@ use examples::reference::mrotary_embedding::{mrotary_embedding, rope_caches};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype, SafeTensors};
 
+// Inputs drawn by shape (`--random`) instead of read from a file.
+#[path = "run_op/random.rs"]
+mod random;
+
 /// A scratch folder unique to one test.
 fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("run-op-tests-{}-{test}", std::process::id()));

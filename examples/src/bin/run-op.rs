@@ -1,12 +1,17 @@
-//! `run-op`: runs any generated op on tensors from a safetensors file and writes its outputs,
-//! for comparing against PyTorch or ONNX Runtime.
+//! `run-op`: runs any generated op on tensors from a safetensors file, or drawn at random by
+//! shape, and writes its outputs, for comparing against PyTorch or ONNX Runtime.
 //!
 //! ```text
-//! run-op <OP> --inputs IN.safetensors --output OUT.safetensors [--attr NAME=VALUE]... [--repeat N]
+//! run-op <OP> [--inputs IN.safetensors] [--random ROLE=DTYPE:DIMS]... [--seed N]
+//!             [--output OUT.safetensors] [--attr NAME=VALUE]... [--repeat N]
 //! ```
 //! Input tensors are named by the manifest's input roles; F32/F16 for float inputs, I64 for
-//! index inputs. Exit status: 0 on success, 2 for a contract violation or a bad input file,
-//! 1 for a runtime failure (no adapter, device lost).
+//! index inputs. `--random input=float16:2x0x8` draws an input instead (an ONNX dtype, sizes
+//! joined by `x`, none for a scalar; floats in [-1, 1], integers in 0..=3, from `--seed`, 0 by
+//! default); each input comes from the file or from `--random`, never both. Without
+//! `--output` the outputs are computed and not written. Exit status: 0 on success, 2 for a
+//! contract violation, a bad argument or a bad input file, 1 for a runtime failure (no
+//! adapter, device lost).
 
 use std::process::ExitCode;
 use std::sync::OnceLock;
