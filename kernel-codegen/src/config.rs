@@ -431,6 +431,19 @@ impl Config {
         self.telling_cargo(|read| Ok(self.run(None, read)?.0))
     }
 
+    /// Reads the packages and checks every op for defects its users would meet
+    /// ([`crate::check`]): variants that never run, valid calls no variant accepts, plans
+    /// that fail, bindings smaller than their element type; each with a witness call.
+    pub fn check_packages(
+        &self,
+        options: crate::check::Options,
+    ) -> Result<Vec<crate::check::OpReport>, ConfigError> {
+        let (inputs, _) = self.read_inputs()?;
+        let ops =
+            crate::models(&inputs).map_err(|diagnostics| ConfigError::Codegen { diagnostics })?;
+        Ok(crate::check::check_ops(&ops, options))
+    }
+
     fn output_folder(&self) -> Result<PathBuf, ConfigError> {
         Ok(match &self.out_dir {
             Some(dir) => self.path(dir),

@@ -13,6 +13,7 @@
 //! Pipeline: `manifest` (serde, strict) → `model` (validated op, typed expressions) →
 //! `wgsl` (render, validate, reflect) and `rust` (quote → syn → prettyplease).
 
+pub mod check;
 pub mod config;
 mod config_error;
 pub mod diag;

@@ -9,39 +9,12 @@
 //!
 //! A seed's templates under `_shared/` (created by a case) make its include root.
 
-use std::fs;
+mod common;
+
 use std::path::Path;
 
+use common::{case_inputs, fixtures};
 use expect_test::expect_file;
-use fuzz::mutation::Case;
-
-/// The seed package `name` as the generator's inputs: its folder is the package folder, so
-/// diagnostics read `scale/manifest.json`.
-fn seed(root: &Path, name: &str) -> kernel_codegen::Inputs {
-    let dir = root.join("seeds").join(name);
-    let mut inputs = kernel_codegen::Inputs::default();
-    let mut package = kernel_codegen::Package {
-        dir: name.to_owned(),
-        ..kernel_codegen::Package::default()
-    };
-    let entries = fs::read_dir(&dir).unwrap_or_else(|e| panic!("seed {}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("entry").path();
-        let file = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        let text = fs::read_to_string(&path).expect("seed file is readable");
-        if file == "manifest.json" {
-            package.manifest = text;
-        } else if file.ends_with(".jinja") {
-            inputs.templates.insert(format!("{name}/{file}"), text);
-        }
-    }
-    inputs.packages.push(package);
-    inputs
-}
 
 /// The outcome of generating `inputs`, as the fixtures write it.
 fn outcome(inputs: &kernel_codegen::Inputs) -> String {
@@ -109,48 +82,12 @@ fn settled_values(inputs: &kernel_codegen::Inputs) -> String {
     text
 }
 
-/// The inputs a case makes of its seed.
-fn case_inputs(root: &Path, head: &str) -> Result<kernel_codegen::Inputs, String> {
-    let case = Case::parse(head).map_err(|e| e.to_string())?;
-    let name = case
-        .from
-        .as_deref()
-        .ok_or("a case starts with `from <seed>`")?;
-    let mut inputs = case.apply(&seed(root, name)).map_err(|e| e.to_string())?;
-    let shared = format!("{name}/_shared/");
-    if inputs.templates.keys().any(|t| t.starts_with(&shared)) {
-        inputs.include_root = Some(format!("{name}/_shared"));
-    }
-    Ok(inputs)
-}
-
-/// Every fixture, as (path, the part before `---`).
-fn fixtures(root: &Path) -> Vec<(std::path::PathBuf, String)> {
-    let mut paths: Vec<_> = fs::read_dir(root)
-        .expect("tests/errors exists")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "test"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let text = fs::read_to_string(&path).expect("fixture is readable");
-            let head = text
-                .split_once("\n---\n")
-                .map_or(text.as_str(), |(head, _)| head)
-                .to_owned();
-            (path, head)
-        })
-        .collect()
-}
-
 #[test]
 fn codegen_errors_match_expectations() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
     let fixtures = fixtures(&root);
     for (path, head) in &fixtures {
-        let actual = case_inputs(&root, head)
+        let actual = case_inputs(&root.join("seeds"), head)
             .map(|inputs| outcome(&inputs))
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         // The whole fixture is the expectation, its outcome recomputed after the edits.
@@ -166,7 +103,7 @@ fn printed_hints_entries_make_their_packages_generate() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/errors");
     let mut tried = Vec::new();
     for (path, head) in fixtures(&root) {
-        let mut inputs = case_inputs(&root, &head).expect("the case applies");
+        let mut inputs = case_inputs(&root.join("seeds"), &head).expect("the case applies");
         let Err(diagnostics) = kernel_codegen::generate(&inputs) else {
             continue;
         };

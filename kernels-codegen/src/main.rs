@@ -5,11 +5,14 @@
 //! kernels-codegen --packages DIR... [--include-root DIR] [--hints DIR] --out DIR
 //!                 [--runtime-path PATH] [--host-check OP=PATH]... [--translate] [--strict]
 //!                 [--check] [--write-suggested-hints DIR]
+//! kernels-codegen check PACKAGE... [--json] [--deny warnings]   (see `check.rs`)
 //! ```
 //! With `--write-suggested-hints` and no `--out`, the packages are generated in memory only:
 //! the hints files do not depend on an output folder.
 //! A `--packages` folder is a package (it holds `manifest.json`, or `build/webgpu/manifest.json`
 //! as a Hub repository does) or a folder of packages.
+
+mod check;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -64,6 +67,17 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "check") {
+        let args = check::CheckArgs::parse_from(std::env::args_os().skip(1));
+        return match check::run(args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(err) => {
+                eprintln!("error: {err:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -17,35 +17,7 @@ use kernel_runtime::DeviceCaps;
 
 use super::interp::Interp;
 
-/// splitmix64: failures reproduce from the seed alone, whatever the dependencies.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`0` when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % (n.max(1) as u64)) as usize
-    }
-
-    pub fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len())].clone()
-    }
-
-    pub fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
+pub use kernel_codegen::check::Rng;
 
 /// What the environments of a dialect's ops are drawn from: what its manifests compare with
 /// differs (the Hub's thresholds, its rank-0 and rank-5 broadcasts, its negative axes, the

@@ -1,0 +1,486 @@
+//! `check`: a package's defects found at build time, before its users meet them. Every op is
+//! called, in the interpreter the generated code is tested against, on inputs drawn at the
+//! boundaries of its declared dtypes, ranks and attributes ([`inputs`]) and on devices from
+//! WebGPU's defaults to tensor-core GPUs ([`devices`]); what the variants answer is collected
+//! into findings, each with a witness (a call that shows it):
+//!
+//! 1. [`Kind::Shadowed`]: a variant accepted calls but never ran: variants ranked before it
+//!    took every one.
+//! 2. [`Kind::Uncovered`]: valid calls (the op's output shapes evaluate) that no variant
+//!    accepts, grouped into regions by what rejects them.
+//! 3. [`Kind::PlanFails`]: a call a variant accepts on which its plan fails (a value that does
+//!    not evaluate, a negative or fractional size, a uniform out of range, a dispatch past the
+//!    device limits).
+//! 4. [`Kind::BindingTooSmall`]: a binding that reads a tensor in groups of 2 or 4 elements on
+//!    a call where the tensor holds fewer, or not a multiple.
+//!
+//! A variant no drawn call reached is a note ([`Kind::Unreached`]): the drawing may have
+//! missed it.
+
+mod devices;
+mod eval;
+mod inputs;
+mod plan;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::expr::Value;
+use crate::model::Op;
+use eval::CallEnv;
+pub use inputs::Rng;
+use inputs::{Input, Space};
+
+/// What a finding is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Shadowed,
+    Uncovered,
+    PlanFails,
+    BindingTooSmall,
+    Unreached,
+}
+
+impl Kind {
+    /// The name findings are printed and counted under.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Shadowed => "shadowed-variant",
+            Kind::Uncovered => "uncovered-input",
+            Kind::PlanFails => "plan-fails",
+            Kind::BindingTooSmall => "binding-too-small",
+            Kind::Unreached => "unreached-variant",
+        }
+    }
+
+    /// Whether the finding is a warning (`--deny warnings` fails on it) or a note.
+    pub fn is_warning(self) -> bool {
+        self != Kind::Unreached
+    }
+}
+
+/// A call that shows a finding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Witness {
+    /// The device it was evaluated on.
+    pub device: &'static str,
+    /// Each given tensor: role, dtype (ONNX name) and shape.
+    pub tensors: Vec<(String, &'static str, Vec<i64>)>,
+    /// Each attribute given.
+    pub attrs: Vec<(String, Value)>,
+}
+
+impl Witness {
+    fn new(op: &Op, input: &Input, device: &devices::Device) -> Self {
+        let tensors = op
+            .tensors()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                let shape = input.shapes.get(i)?.clone()?;
+                let dtype = input.tensor_dtype(op, i)?.onnx_name();
+                Some((t.role.clone(), dtype, shape))
+            })
+            .collect();
+        let attrs = input
+            .attrs
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Witness {
+            device: device.name,
+            tensors,
+            attrs,
+        }
+    }
+
+    /// The `run-op` command that makes this call (`op` is the op's `domain.name`).
+    pub fn run_op(&self, op: &str) -> String {
+        let mut line = format!("run-op {op}");
+        for (role, dtype, shape) in &self.tensors {
+            let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+            line.push_str(&format!(" --random {role}={dtype}:{}", dims.join("x")));
+        }
+        for (name, value) in &self.attrs {
+            let text = match value {
+                Value::List(items) => items
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                Value::Str(s) => s.clone(),
+                Value::Bool(b) => u8::from(*b).to_string(),
+                other => other.to_string(),
+            };
+            line.push_str(&format!(" --attr {name}={text}"));
+        }
+        line
+    }
+}
+
+impl fmt::Display for Witness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tensors: Vec<String> = self
+            .tensors
+            .iter()
+            .map(|(role, dtype, shape)| format!("{role}: {dtype} {shape:?}"))
+            .collect();
+        write!(f, "{}", tensors.join(", "))?;
+        for (name, value) in &self.attrs {
+            write!(f, ", {name} = {value}")?;
+        }
+        write!(f, " on {}", self.device)
+    }
+}
+
+/// One defect of one op.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub kind: Kind,
+    /// The op's `domain.name`.
+    pub op: String,
+    /// The manifest.
+    pub file: String,
+    /// Where in it (a JSON path, e.g. `variants/vec4/passes/main/dispatch/x`).
+    pub path: String,
+    pub message: String,
+    /// How many drawn calls showed it.
+    pub calls: usize,
+    pub witness: Option<Witness>,
+}
+
+/// How thoroughly ops are checked.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Inputs drawn per op (each evaluated on every device).
+    pub inputs_per_op: usize,
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            inputs_per_op: 3000,
+            seed: 0x6368_6563_6b00,
+        }
+    }
+}
+
+/// What checking one op found, and how many calls it took.
+#[derive(Debug, Clone)]
+pub struct OpReport {
+    pub op: String,
+    pub findings: Vec<Finding>,
+    /// Calls evaluated (inputs × devices), and how many of them were valid.
+    pub calls: usize,
+    pub valid: usize,
+}
+
+/// Checks every op.
+pub fn check_ops(ops: &[Op], options: Options) -> Vec<OpReport> {
+    ops.iter().map(|op| check_op(op, options)).collect()
+}
+
+/// What one variant saw over all calls.
+#[derive(Default)]
+struct VariantStats {
+    accepted: usize,
+    selected: usize,
+    /// Who ran instead when it accepted and was not selected.
+    instead: BTreeMap<usize, usize>,
+    first_accepted: Option<Witness>,
+}
+
+/// Collects the findings of one kind at one place into one, counting calls: the message and
+/// the witness are the first call's.
+#[derive(Default)]
+struct Collector {
+    found: BTreeMap<(Kind, String), (usize, String, Option<Witness>)>,
+}
+
+impl Collector {
+    fn add(
+        &mut self,
+        kind: Kind,
+        path: String,
+        message: String,
+        witness: impl FnOnce() -> Witness,
+    ) {
+        let entry = self.found.entry((kind, path)).or_insert((0, message, None));
+        entry.0 += 1;
+        if entry.2.is_none() {
+            entry.2 = Some(witness());
+        }
+    }
+}
+
+/// Checks one op.
+pub fn check_op(op: &Op, options: Options) -> OpReport {
+    let name = format!("{}.{}", op.domain, op.name);
+    let space = Space::of(op);
+    let devices = devices::all();
+    let order = eval::ranked(op);
+    let mut rng = Rng::new(options.seed ^ fxhash(&name));
+    let mut stats: Vec<VariantStats> = (0..op.variants.len())
+        .map(|_| VariantStats::default())
+        .collect();
+    let mut collector = Collector::default();
+    let mut uncovered: BTreeMap<String, Region> = BTreeMap::new();
+    let contract = contract_clauses(op);
+    let (mut calls, mut valid) = (0, 0);
+    for _ in 0..options.inputs_per_op {
+        let input = space.draw(op, &mut rng);
+        for device in &devices {
+            calls += 1;
+            let env = CallEnv::new(op, &input, device);
+            if !is_valid(op, &input, device, &env) {
+                continue;
+            }
+            valid += 1;
+            let witness = || Witness::new(op, &input, device);
+            let selection = eval::select(op, &env, &order);
+            for &(v, clause, ref error) in &selection.errors {
+                let clause = &op.variants[v].when[clause];
+                collector.add(
+                    Kind::PlanFails,
+                    clause.path.clone(),
+                    format!("`{}` fails to evaluate: {error}", clause.source),
+                    witness,
+                );
+            }
+            for &v in &selection.accepted {
+                let s = &mut stats[v];
+                s.accepted += 1;
+                if s.first_accepted.is_none() {
+                    s.first_accepted = Some(witness());
+                }
+                match selection.selected {
+                    Some(chosen) if chosen == v => s.selected += 1,
+                    Some(chosen) => *s.instead.entry(chosen).or_default() += 1,
+                    None => {}
+                }
+                for p in plan::problems(op, v, &input, device, &env) {
+                    let kind = if p.binding {
+                        Kind::BindingTooSmall
+                    } else {
+                        Kind::PlanFails
+                    };
+                    collector.add(kind, p.path, p.message, witness);
+                }
+            }
+            if selection.selected.is_none()
+                && let Some(why) = rejections(op, &env, &order, &contract)
+            {
+                let region = uncovered.entry(why).or_insert_with(|| Region {
+                    calls: 0,
+                    witness: witness(),
+                    ranks: vec![Default::default(); op.inputs.len()],
+                    empty: Default::default(),
+                });
+                region.add(op, &input);
+            }
+        }
+    }
+    let mut findings = Vec::new();
+    let file = op.file.clone();
+    let finding = |kind, path: String, message: String, calls, witness| Finding {
+        kind,
+        op: name.clone(),
+        file: file.clone(),
+        path,
+        message,
+        calls,
+        witness,
+    };
+    for (v, s) in stats.iter().enumerate() {
+        let id = &op.variants[v].id;
+        if s.accepted == 0 {
+            findings.push(finding(
+                Kind::Unreached,
+                variant_path(&op.variants[v]),
+                format!("variant `{id}` accepted none of the {valid} valid calls drawn"),
+                0,
+                None,
+            ));
+        } else if s.selected == 0 {
+            let instead: Vec<String> = s
+                .instead
+                .iter()
+                .map(|(&w, n)| format!("`{}` ({n})", op.variants[w].id))
+                .collect();
+            findings.push(finding(
+                Kind::Shadowed,
+                variant_path(&op.variants[v]),
+                format!(
+                    "variant `{id}` accepted {} calls and ran none: {} ran instead",
+                    s.accepted,
+                    instead.join(", ")
+                ),
+                s.accepted,
+                s.first_accepted.clone(),
+            ));
+        }
+    }
+    for (why, region) in uncovered {
+        findings.push(finding(
+            Kind::Uncovered,
+            "variants".to_owned(),
+            format!(
+                "no variant accepts calls within the op's contract with {}: {why}",
+                region.describe(op)
+            ),
+            region.calls,
+            Some(region.witness),
+        ));
+    }
+    for ((kind, path), (n, message, witness)) in collector.found {
+        findings.push(finding(kind, path, message, n, witness));
+    }
+    OpReport {
+        op: name,
+        findings,
+        calls,
+        valid,
+    }
+}
+
+/// A call is valid when every tensor fits in one buffer of the device, float16 tensors meet
+/// a device with `shader-f16`, and the op's output shapes evaluate to sizes: what the
+/// manifest itself admits.
+fn is_valid(op: &Op, input: &Input, device: &devices::Device, env: &CallEnv<'_>) -> bool {
+    let max = device.max_buffer_bytes();
+    let fits = |shape: &[i64], bytes: usize| {
+        shape
+            .iter()
+            .try_fold(bytes as i64, |n, &d| n.checked_mul(d))
+            .is_some_and(|n| n <= max)
+    };
+    for (i, tensor) in op.tensors().enumerate() {
+        let dtype = input.tensor_dtype(op, i);
+        // No shader can read float16 on a device without `shader-f16`: such a call is the
+        // device's limit, not the op's.
+        if dtype == Some(crate::model::DType::F16)
+            && !device.has_feature(kernel_abi::device::FEATURE_SHADER_F16)
+        {
+            return false;
+        }
+        let bytes = dtype.map_or(4, |d| d.storage_bytes());
+        let shape = match input.shapes.get(i) {
+            Some(Some(shape)) => shape.clone(),
+            _ => match &tensor.shape {
+                Some(expr) if op.outputs.iter().any(|o| o.role == tensor.role) => {
+                    match env.eval(&expr.ir) {
+                        Ok(Value::List(dims)) if dims.iter().all(|&d| d >= 0) => dims,
+                        _ => return false,
+                    }
+                }
+                _ => continue,
+            },
+        };
+        if !fits(&shape, bytes) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The clauses every variant's `when` has (by their text): the op's contract. A call one of
+/// them rejects is outside what the op accepts at all (a seed package writes its contract
+/// so), not a call its variants leave uncovered. An op of one variant has no such clauses:
+/// its one `when` is then the contract.
+fn contract_clauses(op: &Op) -> Vec<String> {
+    let Some((first, rest)) = op.variants.split_first() else {
+        return Vec::new();
+    };
+    if rest.is_empty() {
+        return first.when.iter().map(|c| c.source.clone()).collect();
+    }
+    first
+        .when
+        .iter()
+        .map(|c| c.source.clone())
+        .filter(|source| {
+            rest.iter()
+                .all(|v| v.when.iter().any(|c| &c.source == source))
+        })
+        .collect()
+}
+
+/// Why no variant accepts a call: each variant's first failing clause, or `None` when one
+/// of them is a contract clause.
+fn rejections(op: &Op, env: &CallEnv<'_>, order: &[usize], contract: &[String]) -> Option<String> {
+    let mut rejections = Vec::new();
+    for &v in order {
+        let variant = &op.variants[v];
+        let scoped = env.within(variant, false);
+        let first = variant
+            .when
+            .iter()
+            .find(|c| !matches!(scoped.eval(&c.ir), Ok(Value::Bool(true))));
+        if let Some(clause) = first {
+            if contract.contains(&clause.source) {
+                return None;
+            }
+            rejections.push(format!("`{}` rejects by `{}`", variant.id, clause.source));
+        }
+    }
+    Some(rejections.join("; "))
+}
+
+/// The calls of one uncovered region: how many, the first, and the ranks and empty tensors
+/// seen.
+struct Region {
+    calls: usize,
+    witness: Witness,
+    ranks: Vec<std::collections::BTreeSet<usize>>,
+    empty: std::collections::BTreeSet<String>,
+}
+
+impl Region {
+    fn add(&mut self, op: &Op, input: &Input) {
+        self.calls += 1;
+        for (i, t) in op.inputs.iter().enumerate() {
+            if let Some(Some(shape)) = input.shapes.get(i) {
+                self.ranks[i].insert(shape.len());
+                if shape.contains(&0) {
+                    self.empty.insert(t.role.clone());
+                }
+            }
+        }
+    }
+
+    fn describe(&self, op: &Op) -> String {
+        let ranks: Vec<String> = op
+            .inputs
+            .iter()
+            .zip(&self.ranks)
+            .filter(|(_, r)| !r.is_empty())
+            .map(|(t, r)| {
+                let r: Vec<String> = r.iter().map(usize::to_string).collect();
+                format!("rank {} ∈ {{{}}}", t.role, r.join(", "))
+            })
+            .collect();
+        let mut text = ranks.join(", ");
+        if !self.empty.is_empty() {
+            let empty: Vec<&str> = self.empty.iter().map(String::as_str).collect();
+            text.push_str(&format!("; empty at times: {}", empty.join(", ")));
+        }
+        text
+    }
+}
+
+/// A stable hash of a name, so each op draws its own inputs.
+fn fxhash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// Where a variant is in its manifest: the path its `when` clauses are under (the model
+/// orders variants by priority, not as the manifest lists them).
+fn variant_path(variant: &crate::model::Variant) -> String {
+    variant
+        .when
+        .first()
+        .and_then(|c| c.path.split_once(".when").map(|(head, _)| head.to_owned()))
+        .unwrap_or_else(|| format!("variants (`{}`)", variant.id))
+}
