@@ -126,8 +126,8 @@ fn print_finding(f: &Finding) {
     if let Some(w) = &f.witness {
         println!("  = witness: {w}");
         println!(
-            "  = reproduce: cargo run -p examples --bin {}",
-            w.run_op(&f.op)
+            "  = reproduce: cargo run -p examples --bin run-op -- {}",
+            w.run_op(&f.op).trim_start_matches("run-op ")
         );
     }
     println!();

@@ -192,6 +192,8 @@ impl Space {
         Some(match a.ty {
             Type::Int => Value::Int(match &a.allowed {
                 Some(allowed) if !allowed.is_empty() => rng.pick(allowed),
+                // A `u32` argument is never negative in the typed API.
+                _ if a.int_width == crate::model::IntWidth::U32 => rng.pick(&self.small_ints).abs(),
                 _ => rng.pick(&self.small_ints),
             }),
             Type::Float => Value::Float(rng.pick(&[0.0, 1.0, 0.5, -1.0, 1e-5])),

@@ -1,7 +1,7 @@
 //! `check`: a package's defects found at build time, before its users meet them. Every op is
 //! called, in the interpreter the generated code is tested against, on inputs drawn at the
-//! boundaries of its declared dtypes, ranks and attributes ([`inputs`]) and on devices from
-//! WebGPU's defaults to tensor-core GPUs ([`devices`]); what the variants answer is collected
+//! boundaries of its declared dtypes, ranks and attributes (`inputs.rs`) and on devices from
+//! WebGPU's defaults to tensor-core GPUs (`devices.rs`); what the variants answer is collected
 //! into findings, each with a witness (a call that shows it):
 //!
 //! 1. [`Kind::Shadowed`]: a variant accepted calls but never ran: variants ranked before it
