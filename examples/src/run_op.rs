@@ -1,5 +1,5 @@
 //! `run-op`'s work, as a library so that the command and its fuzz target run the same code:
-//! read the inputs (or draw them: [`random`]) and attributes, run the op, write the outputs.
+//! read the inputs (or draw them: `run_op/random.rs`) and attributes, run the op, write the outputs.
 
 mod random;
 
