@@ -155,7 +155,13 @@ impl expr::Env for CallEnv<'_> {
                     .map(|(_, v)| v.clone());
                 own.or_else(|| self.op.tunable(name))
             }
-            Symbol::Limit(name) => self.device.limit(name).map(Value::Int),
+            // The adapter's subgroup sizes are read as limits too (0 when it has none), as
+            // the runtime's `DeviceCaps` answers them.
+            Symbol::Limit(name) => match name.as_str() {
+                "subgroupMinSize" => Some(Value::Int(self.device.subgroup_min_size)),
+                "subgroupMaxSize" => Some(Value::Int(self.device.subgroup_max_size)),
+                _ => self.device.limit(name).map(Value::Int),
+            },
             Symbol::AdapterInfo(name) => {
                 let size = match name.as_str() {
                     "subgroupMaxSize" => self.device.subgroup_max_size,

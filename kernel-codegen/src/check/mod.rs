@@ -21,6 +21,7 @@ mod devices;
 mod eval;
 mod inputs;
 mod plan;
+pub mod repair;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -184,6 +185,8 @@ pub fn check_ops(ops: &[Op], options: Options) -> Vec<OpReport> {
 #[derive(Default)]
 struct VariantStats {
     accepted: usize,
+    /// Accepted calls per device (indices into `devices::all()`).
+    accepted_on: Vec<usize>,
     selected: usize,
     /// Who ran instead when it accepted and was not selected.
     instead: BTreeMap<usize, usize>,
@@ -213,6 +216,139 @@ impl Collector {
     }
 }
 
+/// Calls drawn per device for a variant few drawn calls reached there, each steered
+/// towards it, until it accepts [`STEERED_ENOUGH`] of them.
+const STEERED_DRAWS: usize = 60;
+
+/// Accepted calls per variant and device below which the variant is steered towards.
+const STEERED_ENOUGH: usize = 3;
+
+/// Repair rounds per steered call.
+const STEERING_ROUNDS: usize = 12;
+
+/// What every call of one op is checked against.
+struct Call<'a> {
+    op: &'a Op,
+    order: &'a [usize],
+    contract: &'a [String],
+}
+
+/// What the calls of one op showed so far.
+struct Tally {
+    stats: Vec<VariantStats>,
+    collector: Collector,
+    uncovered: BTreeMap<String, Region>,
+    calls: usize,
+    valid: usize,
+}
+
+impl Tally {
+    /// Evaluates one call on one device and records what it shows.
+    fn record(&mut self, call: &Call<'_>, input: &Input, device: (usize, &devices::Device)) {
+        let (d, device) = device;
+        let Call {
+            op,
+            order,
+            contract,
+        } = *call;
+        self.calls += 1;
+        let env = CallEnv::new(op, input, device);
+        if !is_valid(op, input, device, &env) {
+            return;
+        }
+        self.valid += 1;
+        let witness = || Witness::new(op, input, device);
+        let selection = eval::select(op, &env, order);
+        for &(v, clause, ref error) in &selection.errors {
+            let clause = &op.variants[v].when[clause];
+            self.collector.add(
+                Kind::PlanFails,
+                clause.path.clone(),
+                format!("`{}` fails to evaluate: {error}", clause.source),
+                witness,
+            );
+        }
+        for &v in &selection.accepted {
+            let s = &mut self.stats[v];
+            s.accepted += 1;
+            s.accepted_on[d] += 1;
+            if s.first_accepted.is_none() {
+                s.first_accepted = Some(witness());
+            }
+            match selection.selected {
+                Some(chosen) if chosen == v => s.selected += 1,
+                Some(chosen) => *s.instead.entry(chosen).or_default() += 1,
+                None => {}
+            }
+            for p in plan::problems(op, v, input, device, &env) {
+                let kind = if p.binding {
+                    Kind::BindingTooSmall
+                } else {
+                    Kind::PlanFails
+                };
+                self.collector.add(kind, p.path, p.message, witness);
+            }
+        }
+        if selection.selected.is_none()
+            && let Some(why) = rejections(op, &env, order, contract)
+        {
+            let region = self.uncovered.entry(why).or_insert_with(|| Region {
+                calls: 0,
+                witness: witness(),
+                ranks: vec![Default::default(); op.inputs.len()],
+                empty: Default::default(),
+            });
+            region.add(op, input);
+        }
+    }
+}
+
+/// `input` repaired towards variant `v`'s `when` on `device`: a round applies one repair of
+/// a failing clause and keeps it unless fewer clauses hold after it.
+fn steer(op: &Op, v: usize, mut input: Input, device: &devices::Device, rng: &mut Rng) -> Input {
+    let variant = &op.variants[v];
+    let mut conjuncts = Vec::new();
+    for clause in &variant.when {
+        repair::flatten_and(op, &clause.ir, &mut conjuncts);
+    }
+    let score = |input: &Input| {
+        let env = CallEnv::new(op, input, device);
+        let env = env.within(variant, false);
+        conjuncts
+            .iter()
+            .filter(|c| matches!(env.eval(c), Ok(Value::Bool(true))))
+            .count()
+    };
+    let mut best = score(&input);
+    for _ in 0..STEERING_ROUNDS {
+        if best == conjuncts.len() {
+            break;
+        }
+        let fixes: Vec<repair::Fix> = {
+            let env = CallEnv::new(op, &input, device);
+            let env = env.within(variant, false);
+            conjuncts
+                .iter()
+                .filter(|c| !matches!(env.eval(c), Ok(Value::Bool(true))))
+                .filter_map(|c| repair::fix_of(op, c, &env, true))
+                .collect()
+        };
+        if fixes.is_empty() {
+            break;
+        }
+        let mut next = input.clone();
+        if !next.apply(&fixes[rng.below(fixes.len())], rng) {
+            continue;
+        }
+        let got = score(&next);
+        if got >= best {
+            input = next;
+            best = got;
+        }
+    }
+    input
+}
+
 /// Checks one op.
 pub fn check_op(op: &Op, options: Options) -> OpReport {
     let name = format!("{}.{}", op.domain, op.name);
@@ -220,66 +356,59 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
     let devices = devices::all();
     let order = eval::ranked(op);
     let mut rng = Rng::new(options.seed ^ fxhash(&name));
-    let mut stats: Vec<VariantStats> = (0..op.variants.len())
-        .map(|_| VariantStats::default())
-        .collect();
-    let mut collector = Collector::default();
-    let mut uncovered: BTreeMap<String, Region> = BTreeMap::new();
     let contract = contract_clauses(op);
-    let (mut calls, mut valid) = (0, 0);
+    let mut tally = Tally {
+        stats: (0..op.variants.len())
+            .map(|_| VariantStats {
+                accepted_on: vec![0; devices.len()],
+                ..VariantStats::default()
+            })
+            .collect(),
+        collector: Collector::default(),
+        uncovered: BTreeMap::new(),
+        calls: 0,
+        valid: 0,
+    };
+    let call = Call {
+        op,
+        order: &order,
+        contract: &contract,
+    };
     for _ in 0..options.inputs_per_op {
         let input = space.draw(op, &mut rng);
-        for device in &devices {
-            calls += 1;
-            let env = CallEnv::new(op, &input, device);
-            if !is_valid(op, &input, device, &env) {
-                continue;
-            }
-            valid += 1;
-            let witness = || Witness::new(op, &input, device);
-            let selection = eval::select(op, &env, &order);
-            for &(v, clause, ref error) in &selection.errors {
-                let clause = &op.variants[v].when[clause];
-                collector.add(
-                    Kind::PlanFails,
-                    clause.path.clone(),
-                    format!("`{}` fails to evaluate: {error}", clause.source),
-                    witness,
-                );
-            }
-            for &v in &selection.accepted {
-                let s = &mut stats[v];
-                s.accepted += 1;
-                if s.first_accepted.is_none() {
-                    s.first_accepted = Some(witness());
+        for device in devices.iter().enumerate() {
+            tally.record(&call, &input, device);
+        }
+    }
+    // A variant few drawn calls reached on a device is steered towards there: calls are
+    // repaired, clause by clause, until its `when` holds. Whether it is shadowed is then
+    // judged on every device it can run on, not only where random calls happened to reach it.
+    for v in 0..op.variants.len() {
+        let variant = &op.variants[v];
+        for (d, device) in devices.iter().enumerate() {
+            let mut reached = tally.stats[v].accepted_on[d];
+            for _ in 0..STEERED_DRAWS {
+                if reached >= STEERED_ENOUGH {
+                    break;
                 }
-                match selection.selected {
-                    Some(chosen) if chosen == v => s.selected += 1,
-                    Some(chosen) => *s.instead.entry(chosen).or_default() += 1,
-                    None => {}
+                let input = steer(op, v, space.draw(op, &mut rng), device, &mut rng);
+                let env = CallEnv::new(op, &input, device);
+                if env.within(variant, false).holds(&variant.when) == Ok(true)
+                    && is_valid(op, &input, device, &env)
+                {
+                    reached += 1;
+                    tally.record(&call, &input, (d, device));
                 }
-                for p in plan::problems(op, v, &input, device, &env) {
-                    let kind = if p.binding {
-                        Kind::BindingTooSmall
-                    } else {
-                        Kind::PlanFails
-                    };
-                    collector.add(kind, p.path, p.message, witness);
-                }
-            }
-            if selection.selected.is_none()
-                && let Some(why) = rejections(op, &env, &order, &contract)
-            {
-                let region = uncovered.entry(why).or_insert_with(|| Region {
-                    calls: 0,
-                    witness: witness(),
-                    ranks: vec![Default::default(); op.inputs.len()],
-                    empty: Default::default(),
-                });
-                region.add(op, &input);
             }
         }
     }
+    let Tally {
+        stats,
+        collector,
+        uncovered,
+        calls,
+        valid,
+    } = tally;
     let mut findings = Vec::new();
     let file = op.file.clone();
     let finding = |kind, path: String, message: String, calls, witness| Finding {

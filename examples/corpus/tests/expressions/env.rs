@@ -10,14 +10,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use kernel_codegen::expr::ast::BinOp;
-use kernel_codegen::expr::{EvalError, Ir, IrKind, Symbol, Type, Value};
+use kernel_codegen::expr::{EvalError, Ir, Type, Value};
 use kernel_codegen::model::{AttrRepr, DType, DTypeRef, IntWidth, Op, StaticVar, Variant};
 use kernel_runtime::DeviceCaps;
 
 use super::interp::Interp;
 
 pub use kernel_codegen::check::Rng;
+pub use kernel_codegen::check::repair::flatten_and;
 
 /// What the environments of a dialect's ops are drawn from: what its manifests compare with
 /// differs (the Hub's thresholds, its rank-0 and rank-5 broadcasts, its negative axes, the
@@ -386,26 +386,6 @@ impl RandomEnv {
             let _ = write!(out, ", {:?}", self.unavailable);
         }
         out
-    }
-}
-
-/// The conjuncts of a `when` clause: `a and (b and c)` is `a`, `b`, `c`.
-/// The conjuncts of `ir`, through `and` and into the `derive` entries it names (a seed
-/// manifest's `when: ["contract"]` is a conjunction of a dozen clauses), so steering is scored
-/// clause by clause.
-pub fn flatten_and<'i>(op: &'i Op, ir: &'i Ir, out: &mut Vec<&'i Ir>) {
-    match &ir.kind {
-        IrKind::Binary(BinOp::And, l, r) => {
-            flatten_and(op, l, out);
-            flatten_and(op, r, out);
-        }
-        IrKind::Sym(Symbol::Derived(name)) => match op.derives.iter().find(|d| &d.name == name) {
-            Some(derived) if derived.expr.ir.ty == Type::Bool => {
-                flatten_and(op, &derived.expr.ir, out);
-            }
-            _ => out.push(ir),
-        },
-        _ => out.push(ir),
     }
 }
 
