@@ -31,7 +31,8 @@ const fn case(batches: usize, m: usize, k: usize, n: usize, b_batched: bool) -> 
     }
 }
 
-/// Odd, aligned, tile-edge and empty shapes.
+/// Odd, aligned, tile-edge and empty shapes, and more batches than a dispatch has workgroups
+/// along z on any device (65 535 at most), which the SIMT kernel walks in turn.
 const CASES: &[Case] = &[
     case(1, 128, 128, 128, false),
     case(1, 130, 136, 72, false),
@@ -44,6 +45,7 @@ const CASES: &[Case] = &[
     case(1, 5, 3, 2, false),
     case(1, 64, 0, 16, false),
     case(1, 0, 16, 16, false),
+    case(65_537, 2, 3, 2, true),
 ];
 
 /// Uniform values in [-1, 1) from a seeded generator.

@@ -57,7 +57,7 @@ impl DTypes {
 pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     qualified_name: "kernels.MatMul",
     name: "MatMul",
-    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 4 by default, each subgroup owning 64 × 32), operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel. Sums are kept in float32 either way.",
+    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 4 by default, each subgroup owning 64 × 32), operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel, which takes any size: tiles and batches past the device's workgroups per dimension are walked in turn. Sums are kept in float32 either way.",
     inputs: &[
         rt::registry::RoleInfo::float("a", "T", "").with_onnx("A"),
         rt::registry::RoleInfo::float("b", "T", "").with_onnx("B"),
@@ -378,8 +378,9 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                         U32(("N", 1)),
                         U32(("K", 2)),
                         U32(("bBatchStride", 3)),
+                        U32(("batches", 4)),
                     ],
-                    dispatch: Grid(("x", 4), Some(("y", 5)), Some(("z", 6))),
+                    dispatch: Grid(("x", 5), Some(("y", 6)), Some(("z", 4))),
                 },
             ],
             intermediates: &[],
@@ -407,8 +408,9 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                         U32(("N", 1)),
                         U32(("K", 2)),
                         U32(("bBatchStride", 3)),
+                        U32(("batches", 4)),
                     ],
-                    dispatch: Grid(("x", 4), Some(("y", 5)), Some(("z", 6))),
+                    dispatch: Grid(("x", 5), Some(("y", 6)), Some(("z", 4))),
                 },
             ],
             intermediates: &[],
@@ -421,33 +423,18 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
             Check("f16Ok(dtypes.T)", &[10], 20),
             Check(
-                "ceilDiv(N, 64) <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[21, 1],
+                "simtStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
+                &[21, 16],
                 21,
             ),
-            Check(
-                "ceilDiv(M, 64) <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[22, 1],
-                22,
-            ),
-            Check(
-                "batches <= device.limits.maxComputeWorkgroupsPerDimension",
-                &[3, 1],
-                2,
-            ),
-            Check(
-                "simtStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
-                &[23, 16],
-                23,
-            ),
-            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 24),
+            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 22),
         ],
         plan: VariantSpec {
             passes: &[
                 PassSpec {
                     id: "main",
                     table_pass: 2,
-                    key: &[9],
+                    key: &[10],
                     overrides: &[],
                     bindings: &[Arg(0), Arg(1), Arg(2), Params],
                     params: &[
@@ -455,8 +442,9 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
                         U32(("N", 1)),
                         U32(("K", 2)),
                         U32(("bBatchStride", 3)),
+                        U32(("batches", 4)),
                     ],
-                    dispatch: Grid(("x", 7), Some(("y", 8)), Some(("z", 6))),
+                    dispatch: Grid(("x", 7), Some(("y", 8)), Some(("z", 9))),
                 },
             ],
             intermediates: &[],
@@ -571,22 +559,10 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
             )
         }
         21 => {
-            rt::expr::ceil_div(derive_n(env)?, 64i64)?
-                <= rt::support::limit(
-                    env.caps.limits.max_compute_workgroups_per_dimension,
-                )
-        }
-        22 => {
-            rt::expr::ceil_div(derive_m(env)?, 64i64)?
-                <= rt::support::limit(
-                    env.caps.limits.max_compute_workgroups_per_dimension,
-                )
-        }
-        23 => {
             derive_simt_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
-        24 => {
+        22 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
                 >= 256i64
         }
@@ -602,7 +578,7 @@ static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
     operand,
 };
 /// The source text of each operand a rejection may show.
-const OPERANDS: [&str; 24usize] = [
+const OPERANDS: [&str; 22usize] = [
     "ceilDiv(N, tunables.COOP_TILE_N)",
     "device.limits.maxComputeWorkgroupsPerDimension",
     "ceilDiv(M, tunables.COOP_TILE_M)",
@@ -624,8 +600,6 @@ const OPERANDS: [&str; 24usize] = [
     "coopThreads",
     "device.adapterInfo.subgroupMinSize",
     "device.adapterInfo.subgroupMaxSize",
-    "ceilDiv(N, 64)",
-    "ceilDiv(M, 64)",
     "simtStorageBytes",
 ];
 /// Operand `index` of a failing clause, with its value.
@@ -676,9 +650,7 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
         18 => rt::when::shown(derive_coop_threads(env)?),
         19 => rt::when::shown(i64::from(env.caps.subgroup_min_size)),
         20 => rt::when::shown(i64::from(env.caps.subgroup_max_size)),
-        21 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 64i64)?),
-        22 => rt::when::shown(rt::expr::ceil_div(derive_m(env)?, 64i64)?),
-        23 => rt::when::shown(derive_simt_storage_bytes(env)?),
+        21 => rt::when::shown(derive_simt_storage_bytes(env)?),
         _ => String::new(),
     };
     Ok(value)
@@ -698,26 +670,55 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
                 },
             )
         }
-        4 => Value::from(rt::expr::ceil_div(derive_n(env)?, 128i64)?),
-        5 => Value::from(rt::expr::ceil_div(derive_m(env)?, 128i64)?),
-        6 => Value::from(derive_batches(env)?),
-        7 => Value::from(rt::expr::ceil_div(derive_n(env)?, 64i64)?),
-        8 => Value::from(rt::expr::ceil_div(derive_m(env)?, 64i64)?),
-        9 => Value::from(env.dtypes.t.unique_name()),
+        4 => Value::from(derive_batches(env)?),
+        5 => Value::from(rt::expr::ceil_div(derive_n(env)?, 128i64)?),
+        6 => Value::from(rt::expr::ceil_div(derive_m(env)?, 128i64)?),
+        7 => {
+            Value::from(
+                ::core::cmp::min(
+                    rt::expr::ceil_div(derive_n(env)?, 64i64)?,
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                ),
+            )
+        }
+        8 => {
+            Value::from(
+                ::core::cmp::min(
+                    rt::expr::ceil_div(derive_m(env)?, 64i64)?,
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                ),
+            )
+        }
+        9 => {
+            Value::from(
+                ::core::cmp::min(
+                    derive_batches(env)?,
+                    rt::support::limit(
+                        env.caps.limits.max_compute_workgroups_per_dimension,
+                    ),
+                ),
+            )
+        }
+        10 => Value::from(env.dtypes.t.unique_name()),
         _ => return Err(rt::when::no_test(index)),
     };
     Ok(value)
 }
 /// What each value of the plans is computed from, as errors name it.
-const VALUE_SOURCES: [&str; 10usize] = [
+const VALUE_SOURCES: [&str; 11usize] = [
     " (from the shape of `a`)",
     " (from the shape of `b`)",
     " (from the shape of `a`)",
     " (from the shapes of `a`, `b`)",
-    " (from the shape of `b`)",
-    " (from the shape of `a`)",
     " (from the shape of `a`)",
     " (from the shape of `b`)",
+    " (from the shape of `a`)",
+    " (from the shape of `b`)",
+    " (from the shape of `a`)",
     " (from the shape of `a`)",
     "",
 ];
@@ -993,14 +994,14 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 367, 13068, "8b384816f2ed446421439802af35fe28", 5, &[0], 0),
-        (1, 13195, 30062, "5992048b3c020fe4c01be215d4623e83", 5, &[0], 1),
-        (2, 30081, 37780, "89626f423fa60f3332052091f73c78b0", 0, &[0], 2),
-        (2, 37799, 45510, "64aaf00309e44ce01126f6904cbdcbcf", 1, &[1], 1),
+        (0, 367, 13086, "b1da61b5e4f338fc6abe526922d77712", 5, &[0], 0),
+        (1, 13213, 30098, "fbf551d925554016e1b111b0f80ea0ed", 5, &[0], 1),
+        (2, 30117, 41153, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
+        (2, 41172, 52220, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
-    const SIZES: &[&[u32]] = &[&[8, 8, 8, 16], &[2, 2, 2, 16], &[4, 4, 4, 16]];
+    const SIZES: &[&[u32]] = &[&[8, 8, 8, 20], &[2, 2, 2, 20], &[4, 4, 4, 20]];
     /// Every distinct shader of the op.
     pub(super) static SHADERS: ShaderTable = ShaderTable::new(
         super::OP_NAME,
