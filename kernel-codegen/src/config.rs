@@ -431,17 +431,25 @@ impl Config {
         self.telling_cargo(|read| Ok(self.run(None, read)?.0))
     }
 
-    /// Reads the packages and checks every op for defects its users would meet
-    /// ([`crate::check`]): variants that never run, valid calls no variant accepts, plans
-    /// that fail, bindings smaller than their element type; each with a witness call.
+    /// Reads and generates the packages (in memory) and checks every op for defects its
+    /// users would meet ([`crate::check`]): variants that never run, valid calls no variant
+    /// accepts, plans that fail, bindings smaller than their element type (each with a
+    /// witness call), and combinations left out because they do not render or validate.
     pub fn check_packages(
         &self,
         options: crate::check::Options,
     ) -> Result<Vec<crate::check::OpReport>, ConfigError> {
         let (inputs, _) = self.read_inputs()?;
-        let ops =
-            crate::models(&inputs).map_err(|diagnostics| ConfigError::Codegen { diagnostics })?;
-        Ok(crate::check::check_ops(&ops, options))
+        let codegen = |diagnostics| ConfigError::Codegen { diagnostics };
+        let ops = crate::models(&inputs).map_err(codegen)?;
+        let output = crate::generate(&inputs).map_err(codegen)?;
+        let mut reports = crate::check::check_ops(&ops, options);
+        for finding in crate::check::left_out_findings(&ops, &output.left_out) {
+            if let Some(report) = reports.iter_mut().find(|r| r.op == finding.op) {
+                report.findings.push(finding);
+            }
+        }
+        Ok(reports)
     }
 
     fn output_folder(&self) -> Result<PathBuf, ConfigError> {

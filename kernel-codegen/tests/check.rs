@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::{case_inputs, fixtures};
 use expect_test::expect_file;
-use kernel_codegen::check::{Options, check_ops};
+use kernel_codegen::check::{Options, check_ops, left_out_findings};
 
 /// The findings for `inputs`, as the fixtures write them.
 fn findings(inputs: &kernel_codegen::Inputs) -> String {
@@ -18,8 +18,16 @@ fn findings(inputs: &kernel_codegen::Inputs) -> String {
         Ok(ops) => ops,
         Err(diagnostics) => return format!("{diagnostics}\n"),
     };
+    let mut reports = check_ops(&ops, Options::default());
+    if let Ok(output) = kernel_codegen::generate(inputs) {
+        for finding in left_out_findings(&ops, &output.left_out) {
+            if let Some(report) = reports.iter_mut().find(|r| r.op == finding.op) {
+                report.findings.push(finding);
+            }
+        }
+    }
     let mut text = String::new();
-    for report in check_ops(&ops, Options::default()) {
+    for report in reports {
         for f in &report.findings {
             let level = if f.kind.is_warning() {
                 "warning"

@@ -14,8 +14,12 @@
 //! 4. [`Kind::BindingTooSmall`]: a binding that reads a tensor in groups of 2 or 4 elements on
 //!    a call where the tensor holds fewer, or not a multiple.
 //!
-//! A variant no drawn call reached is a note ([`Kind::Unreached`]): the drawing may have
-//! missed it.
+//! 5. [`Kind::LeftOut`]: static combinations of a pass the generator leaves out because they
+//!    do not render or validate ([`left_out_findings`], from [`crate::Output::left_out`]).
+//!
+//! A variant no drawn call reached ([`Kind::Unreached`]) and a value a hints file builds
+//! shaders for that no call accepted by its variant took ([`Kind::UnusedHintValue`]) are
+//! notes: the drawing may have missed them.
 
 mod devices;
 mod eval;
@@ -39,6 +43,8 @@ pub enum Kind {
     Uncovered,
     PlanFails,
     BindingTooSmall,
+    LeftOut,
+    UnusedHintValue,
     Unreached,
 }
 
@@ -50,13 +56,15 @@ impl Kind {
             Kind::Uncovered => "uncovered-input",
             Kind::PlanFails => "plan-fails",
             Kind::BindingTooSmall => "binding-too-small",
+            Kind::LeftOut => "left-out-combination",
+            Kind::UnusedHintValue => "unused-hint-value",
             Kind::Unreached => "unreached-variant",
         }
     }
 
     /// Whether the finding is a warning (`--deny warnings` fails on it) or a note.
     pub fn is_warning(self) -> bool {
-        self != Kind::Unreached
+        !matches!(self, Kind::Unreached | Kind::UnusedHintValue)
     }
 }
 
@@ -236,6 +244,8 @@ struct Call<'a> {
 /// What the calls of one op showed so far.
 struct Tally {
     stats: Vec<VariantStats>,
+    /// (variant, hinted value's name) → the values accepted calls gave it.
+    hint_values: BTreeMap<(usize, String), std::collections::BTreeSet<String>>,
     collector: Collector,
     uncovered: BTreeMap<String, Region>,
     calls: usize,
@@ -279,6 +289,20 @@ impl Tally {
                 Some(chosen) if chosen == v => s.selected += 1,
                 Some(chosen) => *s.instead.entry(chosen).or_default() += 1,
                 None => {}
+            }
+            let variant = &op.variants[v];
+            for name in variant.specialise.keys() {
+                let value = match name.strip_prefix("args.") {
+                    Some(arg) => input.attrs.get(arg).cloned(),
+                    None => env
+                        .within(variant, true)
+                        .eval_named(name)
+                        .and_then(Result::ok),
+                };
+                if let Some(value) = value {
+                    let seen = self.hint_values.entry((v, name.clone())).or_default();
+                    seen.insert(value.to_string());
+                }
             }
             for p in plan::problems(op, v, input, device, &env) {
                 let kind = if p.binding {
@@ -364,6 +388,7 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
                 ..VariantStats::default()
             })
             .collect(),
+        hint_values: BTreeMap::new(),
         collector: Collector::default(),
         uncovered: BTreeMap::new(),
         calls: 0,
@@ -404,6 +429,7 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
     }
     let Tally {
         stats,
+        hint_values,
         collector,
         uncovered,
         calls,
@@ -447,6 +473,30 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
                 s.accepted,
                 s.first_accepted.clone(),
             ));
+        }
+    }
+    for (v, variant) in op.variants.iter().enumerate() {
+        for (name, values) in &variant.specialise {
+            let seen = hint_values.get(&(v, name.clone()));
+            let unused: Vec<String> = values
+                .iter()
+                .map(ToString::to_string)
+                .filter(|value| !seen.is_some_and(|s| s.contains(value)))
+                .collect();
+            if !unused.is_empty() && stats[v].accepted > 0 {
+                findings.push(finding(
+                    Kind::UnusedHintValue,
+                    format!("{}.specialise.{name}", variant_path(variant)),
+                    format!(
+                        "the hints build variant `{}` for `{name}` = {}, which none of the {} calls it accepted took",
+                        variant.id,
+                        unused.join(", "),
+                        stats[v].accepted
+                    ),
+                    0,
+                    None,
+                ));
+            }
         }
     }
     for (why, region) in uncovered {
@@ -534,25 +584,72 @@ fn contract_clauses(op: &Op) -> Vec<String> {
         .collect()
 }
 
-/// Why no variant accepts a call: each variant's first failing clause, or `None` when one
-/// of them is a contract clause.
+/// Why no variant accepts a call: each variant's first failing clause, or `None` when the
+/// call is outside the op's contract: one variant rejects it by a contract clause (or by a
+/// conjunct of a `derive` entry every variant's `when` reads, such as the seed's
+/// `commonContract`), or every variant rejects it by a rank equality (`ranks.input == 3` in
+/// one, `== 4` in the other: together they declare the ranks the op takes, which a manifest
+/// of the seed dialect cannot say otherwise).
 fn rejections(op: &Op, env: &CallEnv<'_>, order: &[usize], contract: &[String]) -> Option<String> {
+    let shared = shared_conjuncts(op);
     let mut rejections = Vec::new();
+    let mut by_rank = true;
     for &v in order {
         let variant = &op.variants[v];
         let scoped = env.within(variant, false);
-        let first = variant
-            .when
-            .iter()
-            .find(|c| !matches!(scoped.eval(&c.ir), Ok(Value::Bool(true))));
-        if let Some(clause) = first {
-            if contract.contains(&clause.source) {
-                return None;
-            }
-            rejections.push(format!("`{}` rejects by `{}`", variant.id, clause.source));
+        let holds = |c: &crate::expr::Ir| matches!(scoped.eval(c), Ok(Value::Bool(true)));
+        let Some(clause) = variant.when.iter().find(|c| !holds(&c.ir)) else {
+            continue;
+        };
+        let mut conjuncts = Vec::new();
+        repair::flatten_and(op, &clause.ir, &mut conjuncts);
+        let failing = conjuncts.into_iter().find(|c| !holds(c));
+        if contract.contains(&clause.source)
+            || failing.is_some_and(|c| shared.contains(&std::ptr::from_ref(c)))
+        {
+            return None;
         }
+        by_rank &= failing.is_some_and(is_rank_equality);
+        rejections.push(format!("`{}` rejects by `{}`", variant.id, clause.source));
     }
-    Some(rejections.join("; "))
+    (!by_rank || rejections.is_empty()).then(|| rejections.join("; "))
+}
+
+/// The conjuncts of `derive` entries that every variant's `when` reads (the same IR, reached
+/// through the entry's name).
+fn shared_conjuncts(op: &Op) -> Vec<*const crate::expr::Ir> {
+    let per_variant: Vec<Vec<*const crate::expr::Ir>> = op
+        .variants
+        .iter()
+        .map(|v| {
+            let mut conjuncts = Vec::new();
+            for clause in &v.when {
+                repair::flatten_and(op, &clause.ir, &mut conjuncts);
+            }
+            conjuncts.into_iter().map(std::ptr::from_ref).collect()
+        })
+        .collect();
+    let Some((first, rest)) = per_variant.split_first() else {
+        return Vec::new();
+    };
+    first
+        .iter()
+        .copied()
+        .filter(|c| rest.iter().all(|other| other.contains(c)))
+        .collect()
+}
+
+/// `ranks.x == k` or `k == ranks.x`.
+fn is_rank_equality(ir: &crate::expr::Ir) -> bool {
+    use crate::expr::{IrKind, Symbol, ast::BinOp};
+    match &ir.kind {
+        IrKind::Binary(BinOp::Eq, a, b) | IrKind::LooseCompare(BinOp::Eq, a, b) => matches!(
+            (&a.kind, &b.kind),
+            (IrKind::Sym(Symbol::Rank(_)), IrKind::Int(_))
+                | (IrKind::Int(_), IrKind::Sym(Symbol::Rank(_)))
+        ),
+        _ => false,
+    }
 }
 
 /// The calls of one uncovered region: how many, the first, and the ranks and empty tensors
@@ -612,4 +709,43 @@ fn variant_path(variant: &crate::model::Variant) -> String {
         .first()
         .and_then(|c| c.path.split_once(".when").map(|(head, _)| head.to_owned()))
         .unwrap_or_else(|| format!("variants (`{}`)", variant.id))
+}
+
+/// One finding per pass that has static combinations the generator left out (they do not
+/// render or validate): which values (six, then a count) and the first one's error.
+pub fn left_out_findings(ops: &[Op], left_out: &[crate::LeftOutCombination]) -> Vec<Finding> {
+    let mut by_pass: BTreeMap<(String, String, String), Vec<&crate::LeftOutCombination>> =
+        BTreeMap::new();
+    for l in left_out {
+        let key = (l.op.clone(), l.variant.clone(), l.pass.clone());
+        by_pass.entry(key).or_default().push(l);
+    }
+    by_pass
+        .into_iter()
+        .map(|((op_name, variant, pass), combos)| {
+            let op = ops.iter().find(|o| format!("{}.{}", o.domain, o.name) == op_name);
+            let path = op
+                .and_then(|o| o.variants.iter().find(|v| v.id == variant))
+                .map_or_else(|| format!("variants (`{variant}`)"), variant_path);
+            let mut values: Vec<String> =
+                combos.iter().take(6).map(|c| format!("({})", c.values)).collect();
+            if combos.len() > 6 {
+                values.push(format!("and {} more", combos.len() - 6));
+            }
+            let first = combos[0].reason.lines().next().unwrap_or_default();
+            Finding {
+                kind: Kind::LeftOut,
+                op: op_name,
+                file: op.map(|o| o.file.clone()).unwrap_or_default(),
+                path: format!("{path}, pass `{pass}`"),
+                message: format!(
+                    "{} static combination(s) of variant `{variant}` are not built (a call that selects one fails): {}; the first: {first}",
+                    combos.len(),
+                    values.join(", ")
+                ),
+                calls: 0,
+                witness: None,
+            }
+        })
+        .collect()
 }
