@@ -77,6 +77,28 @@ pub fn run(root: &Path) -> Result<()> {
         super::web::ensure_chromium()?;
         cargo(root, &["test", "--workspace", "--locked"])
     })?;
+    // The seed packages stay free of the defects `kernels-codegen check` finds.
+    step("package check (seed packages, warnings denied)", || {
+        cargo(
+            root,
+            &[
+                "run",
+                "--quiet",
+                "--locked",
+                "-p",
+                "kernels-codegen",
+                "--",
+                "check",
+                "packages",
+                "--include-root",
+                "packages/_shared",
+                "--hints",
+                "hints",
+                "--deny",
+                "warnings",
+            ],
+        )
+    })?;
     // Both fuzz targets for a bounded time; a failing input is printed as a regression
     // fixture (`fuzz/tests/regressions/`) and fails the step. Six accepted outputs of the
     // generator are then compiled (`cargo check`).
