@@ -589,30 +589,42 @@ fn contract_clauses(op: &Op) -> Vec<String> {
 /// conjunct of a `derive` entry every variant's `when` reads, such as the seed's
 /// `commonContract`), or every variant rejects it by a rank equality (`ranks.input == 3` in
 /// one, `== 4` in the other: together they declare the ranks the op takes, which a manifest
-/// of the seed dialect cannot say otherwise).
+/// of the seed dialect cannot say otherwise) or by an axis's range (the Hub Softmax's
+/// last-axis and strided variants split `axis` between them). A rank limit
+/// (`ranks.x <= 8`) is not part of the contract: ONNX takes any rank.
 fn rejections(op: &Op, env: &CallEnv<'_>, order: &[usize], contract: &[String]) -> Option<String> {
     let shared = shared_conjuncts(op);
     let mut rejections = Vec::new();
-    let mut by_rank = true;
+    let mut by_structure = true;
     for &v in order {
         let variant = &op.variants[v];
         let scoped = env.within(variant, false);
         let holds = |c: &crate::expr::Ir| matches!(scoped.eval(c), Ok(Value::Bool(true)));
-        let Some(clause) = variant.when.iter().find(|c| !holds(&c.ir)) else {
+        let failing: Vec<&crate::model::Expr> =
+            variant.when.iter().filter(|c| !holds(&c.ir)).collect();
+        let Some(first) = failing.first() else {
             continue;
         };
+        // Every clause that fails, not only the first: a variant may test sizes before it
+        // tests the axis its contract is about.
         let mut conjuncts = Vec::new();
-        repair::flatten_and(op, &clause.ir, &mut conjuncts);
-        let failing = conjuncts.into_iter().find(|c| !holds(c));
-        if contract.contains(&clause.source)
-            || failing.is_some_and(|c| shared.contains(&std::ptr::from_ref(c)))
+        for clause in &failing {
+            repair::flatten_and(op, &clause.ir, &mut conjuncts);
+        }
+        conjuncts.retain(|c| !holds(c));
+        if failing.iter().any(|c| contract.contains(&c.source))
+            || conjuncts
+                .iter()
+                .any(|c| shared.contains(&std::ptr::from_ref(*c)))
         {
             return None;
         }
-        by_rank &= failing.is_some_and(is_rank_equality);
-        rejections.push(format!("`{}` rejects by `{}`", variant.id, clause.source));
+        by_structure &= conjuncts
+            .iter()
+            .any(|c| is_rank_equality(c) || is_axis_range(c));
+        rejections.push(format!("`{}` rejects by `{}`", variant.id, first.source));
     }
-    (!by_rank || rejections.is_empty()).then(|| rejections.join("; "))
+    (!by_structure || rejections.is_empty()).then(|| rejections.join("; "))
 }
 
 /// The conjuncts of `derive` entries that every variant's `when` reads (the same IR, reached
@@ -637,6 +649,20 @@ fn shared_conjuncts(op: &Op) -> Vec<*const crate::expr::Ir> {
         .copied()
         .filter(|c| rest.iter().all(|other| other.contains(c)))
         .collect()
+}
+
+/// A clause that relates attributes to ranks and reads nothing else (`attrs.axis <
+/// ranks.x`, `attrs.axis == -1 or attrs.axis == ranks.x - 1`): an axis's range, which ONNX
+/// defines, not a limit of the op's kernels.
+fn is_axis_range(ir: &crate::expr::Ir) -> bool {
+    use crate::expr::Symbol;
+    let symbols = ir.symbols();
+    let attr = |s: &Symbol| matches!(s, Symbol::Attr(_) | Symbol::Arg(_));
+    symbols.iter().any(attr)
+        && symbols.iter().any(|s| matches!(s, Symbol::Rank(_)))
+        && symbols
+            .iter()
+            .all(|s| attr(s) || matches!(s, Symbol::Rank(_)))
 }
 
 /// `ranks.x == k` or `k == ranks.x`.
