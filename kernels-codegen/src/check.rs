@@ -176,6 +176,8 @@ fn report_json(report: &OpReport) -> serde_json::Value {
                     })).collect::<Vec<_>>(),
                     "attrs": w.attrs.iter().map(|(n, v)| (n.clone(), json!(v.to_string()))).collect::<serde_json::Map<_, _>>(),
                     "runOp": w.run_op(&f.op),
+                    "ranInstead": w.ran_instead,
+                    "outputsEmpty": w.outputs_empty,
                 })),
             })
         })

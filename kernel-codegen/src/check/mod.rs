@@ -77,6 +77,12 @@ pub struct Witness {
     pub tensors: Vec<(String, &'static str, Vec<i64>)>,
     /// Each attribute given.
     pub attrs: Vec<(String, Value)>,
+    /// For a finding about one variant's plan: the variant that runs this call instead, when
+    /// another one is selected here (the plan then fails only where that one is not).
+    pub ran_instead: Option<String>,
+    /// Every output of the call is empty: the runtime writes nothing and plans nothing (the
+    /// finding shows only in loaders that evaluate the plan anyway).
+    pub outputs_empty: bool,
 }
 
 impl Witness {
@@ -99,6 +105,8 @@ impl Witness {
             device: device.name,
             tensors,
             attrs,
+            ran_instead: None,
+            outputs_empty: outputs_empty(op, input, device),
         }
     }
 
@@ -137,7 +145,17 @@ impl fmt::Display for Witness {
         for (name, value) in &self.attrs {
             write!(f, ", {name} = {value}")?;
         }
-        write!(f, " on {}", self.device)
+        write!(f, " on {}", self.device)?;
+        if let Some(other) = &self.ran_instead {
+            write!(f, " (where `{other}` runs instead)")?;
+        }
+        if self.outputs_empty {
+            write!(
+                f,
+                " (every output is empty: this runtime plans nothing for it, loaders that evaluate the plan fail)"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -209,6 +227,8 @@ struct Collector {
 }
 
 impl Collector {
+    /// Counts one call showing a finding. The witness kept is the first call on which the
+    /// variant concerned also runs (`ran_instead` is `None`), or else the first call.
     fn add(
         &mut self,
         kind: Kind,
@@ -216,10 +236,21 @@ impl Collector {
         message: String,
         witness: impl FnOnce() -> Witness,
     ) {
-        let entry = self.found.entry((kind, path)).or_insert((0, message, None));
+        let entry = self
+            .found
+            .entry((kind, path))
+            .or_insert((0, message.clone(), None));
         entry.0 += 1;
-        if entry.2.is_none() {
-            entry.2 = Some(witness());
+        let better = match &entry.2 {
+            None => true,
+            Some(kept) => kept.ran_instead.is_some(),
+        };
+        if better {
+            let witness = witness();
+            if entry.2.is_none() || witness.ran_instead.is_none() {
+                entry.1 = message;
+                entry.2 = Some(witness);
+            }
         }
     }
 }
@@ -304,11 +335,19 @@ impl Tally {
                     seen.insert(value.to_string());
                 }
             }
+            let ran_instead = selection
+                .selected
+                .filter(|&chosen| chosen != v)
+                .map(|chosen| op.variants[chosen].id.clone());
             for p in plan::problems(op, v, input, device, &env) {
                 let kind = if p.binding {
                     Kind::BindingTooSmall
                 } else {
                     Kind::PlanFails
+                };
+                let witness = || Witness {
+                    ran_instead: ran_instead.clone(),
+                    ..witness()
                 };
                 self.collector.add(kind, p.path, p.message, witness);
             }
@@ -520,6 +559,24 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
         calls,
         valid,
     }
+}
+
+/// Whether every output of the call is empty and none is written in place.
+fn outputs_empty(op: &Op, input: &Input, device: &devices::Device) -> bool {
+    if op.inputs.iter().any(|t| t.in_place) || op.outputs.is_empty() {
+        return false;
+    }
+    let env = CallEnv::new(op, input, device);
+    op.outputs.iter().enumerate().all(|(k, t)| {
+        let shape = match input.shapes.get(op.inputs.len() + k) {
+            Some(Some(shape)) => Some(shape.clone()),
+            _ => t.shape.as_ref().and_then(|e| match env.eval(&e.ir) {
+                Ok(Value::List(dims)) => Some(dims),
+                _ => None,
+            }),
+        };
+        shape.is_some_and(|dims| dims.contains(&0))
+    })
 }
 
 /// A call is valid when every tensor fits in one buffer of the device, float16 tensors meet
