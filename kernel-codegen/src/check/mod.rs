@@ -106,7 +106,7 @@ impl Witness {
             tensors,
             attrs,
             ran_instead: None,
-            outputs_empty: outputs_empty(op, input, device),
+            outputs_empty: false,
         }
     }
 
@@ -347,6 +347,7 @@ impl Tally {
                 };
                 let witness = || Witness {
                     ran_instead: ran_instead.clone(),
+                    outputs_empty: outputs_empty(op, input, device),
                     ..witness()
                 };
                 self.collector.add(kind, p.path, p.message, witness);
