@@ -42,7 +42,10 @@ fn findings(inputs: &kernel_codegen::Inputs) -> String {
                 f.message
             ));
             if let Some(w) = &f.witness {
-                text.push_str(&format!("  witness: {w}\n  run: {}\n", w.run_op(&f.op)));
+                text.push_str(&format!(
+                    "  witness: {w}\n  run: run-op {}\n",
+                    w.run_op_args(&f.op)
+                ));
             }
         }
         if report.findings.is_empty() {

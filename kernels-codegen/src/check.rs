@@ -127,7 +127,7 @@ fn print_finding(f: &Finding) {
         println!("  = witness: {w}");
         println!(
             "  = reproduce: cargo run -p examples --bin run-op -- {}",
-            w.run_op(&f.op).trim_start_matches("run-op ")
+            w.run_op_args(&f.op)
         );
     }
     println!();
@@ -175,7 +175,7 @@ fn report_json(report: &OpReport) -> serde_json::Value {
                         "role": role, "dtype": dtype, "shape": shape,
                     })).collect::<Vec<_>>(),
                     "attrs": w.attrs.iter().map(|(n, v)| (n.clone(), json!(v.to_string()))).collect::<serde_json::Map<_, _>>(),
-                    "runOp": w.run_op(&f.op),
+                    "runOp": format!("run-op {}", w.run_op_args(&f.op)),
                     "ranInstead": w.ran_instead,
                     "outputsEmpty": w.outputs_empty,
                 })),

@@ -91,35 +91,42 @@ impl<'a> CallEnv<'a> {
         value
     }
 
-    /// A tensor's shape: given, computed by its output shape expression, or the empty shape
-    /// of an absent optional tensor (as the generated `Env` has it).
+    /// Tensor `index`'s shape on this call (inputs, then outputs): given, or computed by its
+    /// output shape expression (memoised); `None` for an absent tensor.
+    pub fn tensor_shape(&self, index: usize) -> Option<Result<Vec<i64>, EvalError>> {
+        if let Some(Some(shape)) = self.input.shapes.get(index) {
+            return Some(Ok(shape.clone()));
+        }
+        let tensor = self.op.tensors().nth(index)?;
+        let expr = tensor
+            .shape
+            .as_ref()
+            .filter(|_| index >= self.op.inputs.len())?;
+        let key = format!("shapes.{}", tensor.role);
+        let value = match self.memo.borrow().get(&key) {
+            Some(done) => done.clone(),
+            None => self.eval(&expr.ir),
+        };
+        self.memo.borrow_mut().insert(key, value.clone());
+        Some(value.and_then(|v| match v {
+            Value::List(dims) => Ok(dims),
+            other => Err(EvalError::new(format!(
+                "the shape of `{}` is {other}, not a list",
+                tensor.role
+            ))),
+        }))
+    }
+
+    /// A tensor's shape by role; an absent optional tensor has the empty shape, as in the
+    /// generated `Env`.
     fn shape(&self, role: &str) -> Result<Option<Vec<i64>>, EvalError> {
         let Some(index) = self.op.tensor_index(role) else {
             return Ok(None);
         };
-        if let Some(Some(shape)) = self.input.shapes.get(index) {
-            return Ok(Some(shape.clone()));
+        match self.tensor_shape(index) {
+            Some(shape) => shape.map(Some),
+            None => Ok(Some(Vec::new())),
         }
-        let tensor = self.op.tensors().nth(index);
-        let computed = tensor
-            .and_then(|t| t.shape.as_ref())
-            .filter(|_| index >= self.op.inputs.len());
-        let Some(expr) = computed else {
-            return Ok(Some(Vec::new()));
-        };
-        let key = format!("shapes.{role}");
-        if let Some(done) = self.memo.borrow().get(&key) {
-            return done.clone().map(|v| match v {
-                Value::List(dims) => Some(dims),
-                _ => None,
-            });
-        }
-        let value = self.eval(&expr.ir);
-        self.memo.borrow_mut().insert(key, value.clone());
-        value.map(|v| match v {
-            Value::List(dims) => Some(dims),
-            _ => None,
-        })
     }
 
     fn given(&self, index: usize) -> bool {

@@ -8,7 +8,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::repair::Fix;
 use crate::expr::{Ir, IrKind, Symbol, Type, Value};
 use crate::model::{AttrValue, DType, DTypeRef, Op};
 
@@ -29,42 +28,6 @@ impl Input {
             DTypeRef::Fixed(d) => Some(*d),
             DTypeRef::Var(var) => self.dtypes.get(var).copied(),
         }
-    }
-
-    /// Applies a repair; whether anything changed.
-    pub fn apply(&mut self, fix: &Fix, rng: &mut Rng) -> bool {
-        match fix {
-            Fix::Shape(i, dims) => match self.shapes.get_mut(*i) {
-                Some(slot) => *slot = Some(dims.clone()),
-                None => return false,
-            },
-            Fix::Dim(i, k, v) => match self.shapes.get_mut(*i).and_then(Option::as_mut) {
-                Some(shape) if *k < shape.len() => shape[*k] = *v,
-                _ => return false,
-            },
-            Fix::Rank(i, n) => {
-                let Some(slot) = self.shapes.get_mut(*i) else {
-                    return false;
-                };
-                let shape = slot.get_or_insert_with(Vec::new);
-                shape.truncate(*n);
-                while shape.len() < *n {
-                    shape.push(rng.pick(&[1, 2, 4, 8, 16]));
-                }
-            }
-            Fix::Arg(name, v) => {
-                self.attrs.insert(name.clone(), Value::Int(*v));
-            }
-            Fix::ListItem(name, i, v) => match self.attrs.get_mut(name) {
-                Some(Value::List(items)) if *i < items.len() => items[*i] = *v,
-                _ => return false,
-            },
-            Fix::ListLen(name, n) => {
-                let items = (0..*n).map(|_| rng.pick(&[0, 1, 2, 4, 8, 16])).collect();
-                self.attrs.insert(name.clone(), Value::List(items));
-            }
-        }
-        true
     }
 }
 

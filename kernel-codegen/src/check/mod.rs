@@ -110,9 +110,9 @@ impl Witness {
         }
     }
 
-    /// The `run-op` command that makes this call (`op` is the op's `domain.name`).
-    pub fn run_op(&self, op: &str) -> String {
-        let mut line = format!("run-op {op}");
+    /// The arguments of `run-op` that make this call (`op` is the op's `domain.name`).
+    pub fn run_op_args(&self, op: &str) -> String {
+        let mut line = op.to_owned();
         for (role, dtype, shape) in &self.tensors {
             let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
             line.push_str(&format!(" --random {role}={dtype}:{}", dims.join("x")));
@@ -270,6 +270,8 @@ struct Call<'a> {
     op: &'a Op,
     order: &'a [usize],
     contract: &'a [String],
+    /// The conjuncts of `derive` entries every variant's `when` reads.
+    shared: &'a [*const crate::expr::Ir],
 }
 
 /// What the calls of one op showed so far.
@@ -291,6 +293,7 @@ impl Tally {
             op,
             order,
             contract,
+            shared,
         } = *call;
         self.calls += 1;
         let env = CallEnv::new(op, input, device);
@@ -339,7 +342,7 @@ impl Tally {
                 .selected
                 .filter(|&chosen| chosen != v)
                 .map(|chosen| op.variants[chosen].id.clone());
-            for p in plan::problems(op, v, input, device, &env) {
+            for p in plan::problems(op, v, device, &env) {
                 let kind = if p.binding {
                     Kind::BindingTooSmall
                 } else {
@@ -347,14 +350,14 @@ impl Tally {
                 };
                 let witness = || Witness {
                     ran_instead: ran_instead.clone(),
-                    outputs_empty: outputs_empty(op, input, device),
+                    outputs_empty: outputs_empty(op, &env),
                     ..witness()
                 };
                 self.collector.add(kind, p.path, p.message, witness);
             }
         }
         if selection.selected.is_none()
-            && let Some(why) = rejections(op, &env, order, contract)
+            && let Some(why) = rejections(op, &env, order, contract, shared)
         {
             let region = self.uncovered.entry(why).or_insert_with(|| Region {
                 calls: 0,
@@ -401,7 +404,8 @@ fn steer(op: &Op, v: usize, mut input: Input, device: &devices::Device, rng: &mu
             break;
         }
         let mut next = input.clone();
-        if !next.apply(&fixes[rng.below(fixes.len())], rng) {
+        let fix = &fixes[rng.below(fixes.len())];
+        if !fix.apply(&mut next.shapes, &mut next.attrs, rng) {
             continue;
         }
         let got = score(&next);
@@ -419,8 +423,9 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
     let space = Space::of(op);
     let devices = devices::all();
     let order = eval::ranked(op);
-    let mut rng = Rng::new(options.seed ^ fxhash(&name));
+    let mut rng = Rng::new(options.seed ^ fnv1a(&name));
     let contract = contract_clauses(op);
+    let shared = shared_conjuncts(op);
     let mut tally = Tally {
         stats: (0..op.variants.len())
             .map(|_| VariantStats {
@@ -438,6 +443,7 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
         op,
         order: &order,
         contract: &contract,
+        shared: &shared,
     };
     for _ in 0..options.inputs_per_op {
         let input = space.draw(op, &mut rng);
@@ -563,21 +569,12 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
 }
 
 /// Whether every output of the call is empty and none is written in place.
-fn outputs_empty(op: &Op, input: &Input, device: &devices::Device) -> bool {
-    if op.inputs.iter().any(|t| t.in_place) || op.outputs.is_empty() {
-        return false;
-    }
-    let env = CallEnv::new(op, input, device);
-    op.outputs.iter().enumerate().all(|(k, t)| {
-        let shape = match input.shapes.get(op.inputs.len() + k) {
-            Some(Some(shape)) => Some(shape.clone()),
-            _ => t.shape.as_ref().and_then(|e| match env.eval(&e.ir) {
-                Ok(Value::List(dims)) => Some(dims),
-                _ => None,
-            }),
-        };
-        shape.is_some_and(|dims| dims.contains(&0))
-    })
+fn outputs_empty(op: &Op, env: &CallEnv<'_>) -> bool {
+    let inputs = op.inputs.len();
+    !op.inputs.iter().any(|t| t.in_place)
+        && !op.outputs.is_empty()
+        && (0..op.outputs.len())
+            .all(|k| matches!(env.tensor_shape(inputs + k), Some(Ok(dims)) if dims.contains(&0)))
 }
 
 /// A call is valid when every tensor fits in one buffer of the device, float16 tensors meet
@@ -591,7 +588,7 @@ fn is_valid(op: &Op, input: &Input, device: &devices::Device, env: &CallEnv<'_>)
             .try_fold(bytes as i64, |n, &d| n.checked_mul(d))
             .is_some_and(|n| n <= max)
     };
-    for (i, tensor) in op.tensors().enumerate() {
+    for i in 0..op.tensors().count() {
         let dtype = input.tensor_dtype(op, i);
         // No shader can read float16 on a device without `shader-f16`: such a call is the
         // device's limit, not the op's.
@@ -601,17 +598,10 @@ fn is_valid(op: &Op, input: &Input, device: &devices::Device, env: &CallEnv<'_>)
             return false;
         }
         let bytes = dtype.map_or(4, |d| d.storage_bytes());
-        let shape = match input.shapes.get(i) {
-            Some(Some(shape)) => shape.clone(),
-            _ => match &tensor.shape {
-                Some(expr) if op.outputs.iter().any(|o| o.role == tensor.role) => {
-                    match env.eval(&expr.ir) {
-                        Ok(Value::List(dims)) if dims.iter().all(|&d| d >= 0) => dims,
-                        _ => return false,
-                    }
-                }
-                _ => continue,
-            },
+        let shape = match env.tensor_shape(i) {
+            None => continue,
+            Some(Ok(dims)) if dims.iter().all(|&d| d >= 0) => dims,
+            Some(_) => return false,
         };
         if !fits(&shape, bytes) {
             return false;
@@ -650,8 +640,13 @@ fn contract_clauses(op: &Op) -> Vec<String> {
 /// of the seed dialect cannot say otherwise) or by an axis's range (the Hub Softmax's
 /// last-axis and strided variants split `axis` between them). A rank limit
 /// (`ranks.x <= 8`) is not part of the contract: ONNX takes any rank.
-fn rejections(op: &Op, env: &CallEnv<'_>, order: &[usize], contract: &[String]) -> Option<String> {
-    let shared = shared_conjuncts(op);
+fn rejections(
+    op: &Op,
+    env: &CallEnv<'_>,
+    order: &[usize],
+    contract: &[String],
+    shared: &[*const crate::expr::Ir],
+) -> Option<String> {
     let mut rejections = Vec::new();
     let mut by_structure = true;
     for &v in order {
@@ -778,8 +773,8 @@ impl Region {
     }
 }
 
-/// A stable hash of a name, so each op draws its own inputs.
-fn fxhash(text: &str) -> u64 {
+/// FNV-1a of a name: a stable seed per op, so each op draws its own inputs.
+fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     })

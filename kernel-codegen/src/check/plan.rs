@@ -5,7 +5,6 @@
 
 use super::devices::Device;
 use super::eval::CallEnv;
-use super::inputs::Input;
 use crate::expr::Value;
 use crate::model::{BindingTarget, Dispatch, ElementType, Op};
 
@@ -23,7 +22,6 @@ pub struct PlanProblem {
 pub fn problems(
     op: &Op,
     variant_index: usize,
-    input: &Input,
     device: &Device,
     env: &CallEnv<'_>,
 ) -> Vec<PlanProblem> {
@@ -125,7 +123,7 @@ pub fn problems(
             if lanes <= 1 {
                 continue;
             }
-            let Some(elements) = elements(op, input, &env, t) else {
+            let Some(elements) = elements(&env, t) else {
                 continue;
             };
             if elements < lanes || elements % lanes != 0 {
@@ -195,19 +193,17 @@ fn dispatch(d: &Dispatch, env: &CallEnv<'_>, max: i64) -> Result<i64, (String, S
             Ok(n)
         }
     };
+    let workgroup = |e: &crate::model::Expr| match eval(e)? {
+        0 => Err((e.path.clone(), "a workgroup size of 0".to_owned())),
+        w => Ok(w),
+    };
     match d {
         Dispatch::Threads {
             threads,
             workgroup_size,
         } => {
             let t = eval(threads)?;
-            let w = eval(workgroup_size)?;
-            if w == 0 {
-                return Err((
-                    workgroup_size.path.clone(),
-                    "a workgroup size of 0".to_owned(),
-                ));
-            }
+            let w = workgroup(workgroup_size)?;
             linear(ceil_div(t, w), &threads.path)
         }
         Dispatch::Workgroups(n) => linear(eval(n)?, &n.path),
@@ -233,13 +229,7 @@ fn dispatch(d: &Dispatch, env: &CallEnv<'_>, max: i64) -> Result<i64, (String, S
             workgroup_size,
         } => {
             let n = eval(items)?;
-            let w = eval(workgroup_size)?;
-            if w == 0 {
-                return Err((
-                    workgroup_size.path.clone(),
-                    "a workgroup size of 0".to_owned(),
-                ));
-            }
+            let w = workgroup(workgroup_size)?;
             Ok(ceil_div(n, w).min(max))
         }
     }
@@ -247,17 +237,8 @@ fn dispatch(d: &Dispatch, env: &CallEnv<'_>, max: i64) -> Result<i64, (String, S
 
 /// The number of elements tensor `t` holds on this call: its given shape, or its output
 /// shape expression's value.
-fn elements(op: &Op, input: &Input, env: &CallEnv<'_>, t: usize) -> Option<i64> {
-    let shape = match input.shapes.get(t)? {
-        Some(shape) => shape.clone(),
-        None => {
-            let tensor = op.tensors().nth(t)?;
-            match env.eval(&tensor.shape.as_ref()?.ir).ok()? {
-                Value::List(dims) => dims,
-                _ => return None,
-            }
-        }
-    };
+fn elements(env: &CallEnv<'_>, t: usize) -> Option<i64> {
+    let shape = env.tensor_shape(t)?.ok()?;
     shape.iter().try_fold(1i64, |n, &d| n.checked_mul(d))
 }
 

@@ -6,6 +6,9 @@
 //! call reached; the expressions' differential test steers its random environments with the
 //! same repairs.
 
+use std::collections::BTreeMap;
+
+use super::inputs::Rng;
 use crate::expr::ast::BinOp;
 use crate::expr::builtins::Builtin;
 use crate::expr::{self, Env, Ir, IrKind, Symbol, Type, Value};
@@ -35,6 +38,51 @@ pub enum Fix {
     ListLen(String, usize),
     /// One element of a list argument.
     ListItem(String, usize, i64),
+}
+
+impl Fix {
+    /// Makes the change to a call's shapes (tensors in `inputs ++ outputs` order) and
+    /// arguments; whether anything changed. A new rank's added dimensions, and a new list's
+    /// items, are drawn from small sizes.
+    pub fn apply(
+        &self,
+        shapes: &mut [Option<Vec<i64>>],
+        args: &mut BTreeMap<String, Value>,
+        rng: &mut Rng,
+    ) -> bool {
+        match self {
+            Fix::Shape(i, dims) => match shapes.get_mut(*i) {
+                Some(slot) => *slot = Some(dims.clone()),
+                None => return false,
+            },
+            Fix::Dim(i, k, v) => match shapes.get_mut(*i).and_then(Option::as_mut) {
+                Some(shape) if *k < shape.len() => shape[*k] = *v,
+                _ => return false,
+            },
+            Fix::Rank(i, n) => {
+                let Some(slot) = shapes.get_mut(*i) else {
+                    return false;
+                };
+                let shape = slot.get_or_insert_with(Vec::new);
+                shape.truncate(*n);
+                while shape.len() < *n {
+                    shape.push(rng.pick(&[1, 2, 4, 8, 16]));
+                }
+            }
+            Fix::Arg(name, v) => {
+                args.insert(name.clone(), Value::Int(*v));
+            }
+            Fix::ListItem(name, i, v) => match args.get_mut(name) {
+                Some(Value::List(items)) if *i < items.len() => items[*i] = *v,
+                _ => return false,
+            },
+            Fix::ListLen(name, n) => {
+                let items = (0..*n).map(|_| rng.pick(&[0, 1, 2, 4, 8, 16])).collect();
+                args.insert(name.clone(), Value::List(items));
+            }
+        }
+        true
+    }
 }
 
 /// `ir`'s conjuncts: its `and` operands, and those of the boolean `derive` entries it names.

@@ -29,31 +29,6 @@ impl RandomEnv {
         if fixes.is_empty() {
             return false;
         }
-        match &fixes[rng.below(fixes.len())] {
-            Fix::Shape(i, dims) => self.shapes[*i] = Some(dims.clone()),
-            Fix::Dim(i, k, v) => match self.shapes[*i].as_mut() {
-                Some(shape) if *k < shape.len() => shape[*k] = *v,
-                _ => return false,
-            },
-            Fix::Rank(i, n) => {
-                let shape = self.shapes[*i].get_or_insert_with(Vec::new);
-                shape.truncate(*n);
-                while shape.len() < *n {
-                    shape.push(rng.pick(&[1, 2, 4, 8, 16]));
-                }
-            }
-            Fix::Arg(name, v) => {
-                self.args.insert(name.clone(), Value::Int(*v));
-            }
-            Fix::ListItem(name, i, v) => match self.args.get_mut(name) {
-                Some(Value::List(items)) if *i < items.len() => items[*i] = *v,
-                _ => return false,
-            },
-            Fix::ListLen(name, n) => {
-                let items = (0..*n).map(|_| rng.pick(&[0, 1, 2, 4, 8, 16])).collect();
-                self.args.insert(name.clone(), Value::List(items));
-            }
-        }
-        true
+        fixes[rng.below(fixes.len())].apply(&mut self.shapes, &mut self.args, rng)
     }
 }
