@@ -22,6 +22,45 @@ pub struct Input {
 }
 
 impl Input {
+    /// The distinct sizes of this call: its dimensions and non-negative integer attributes.
+    pub fn sizes(&self) -> BTreeSet<i64> {
+        let dims = self.shapes.iter().flatten().flatten().copied();
+        let ints = self.attrs.values().filter_map(|v| match v {
+            Value::Int(k) if *k >= 0 => Some(*k),
+            _ => None,
+        });
+        dims.chain(ints).collect()
+    }
+
+    /// This call with every dimension and integer attribute equal to `from` set to `to`: a
+    /// neighbour that keeps the equalities between its sizes (a shared `K`, a count that
+    /// matches a dimension).
+    pub fn with_size(&self, from: i64, to: i64) -> Input {
+        let swap = |k: i64| if k == from { to } else { k };
+        Input {
+            dtypes: self.dtypes.clone(),
+            shapes: self
+                .shapes
+                .iter()
+                .map(|s| {
+                    s.as_ref()
+                        .map(|dims| dims.iter().map(|&d| swap(d)).collect())
+                })
+                .collect(),
+            attrs: self
+                .attrs
+                .iter()
+                .map(|(name, v)| {
+                    let v = match v {
+                        Value::Int(k) => Value::Int(swap(*k)),
+                        other => other.clone(),
+                    };
+                    (name.clone(), v)
+                })
+                .collect(),
+        }
+    }
+
     /// The dtype tensor `index` holds in this call.
     pub fn tensor_dtype(&self, op: &Op, index: usize) -> Option<DType> {
         match &op.tensors().nth(index)?.dtype {
@@ -192,6 +231,9 @@ impl Space {
         Some(match a.ty {
             Type::Int => Value::Int(match &a.allowed {
                 Some(allowed) if !allowed.is_empty() => rng.pick(allowed),
+                // Sizes too, at times: an argument that is a count or a width (`args.cols`)
+                // meets the same boundaries as a dimension.
+                _ if rng.chance(25) => rng.pick(&self.sizes),
                 // A `u32` argument is never negative in the typed API.
                 _ if a.int_width == crate::model::IntWidth::U32 => rng.pick(&self.small_ints).abs(),
                 _ => rng.pick(&self.small_ints),

@@ -21,6 +21,7 @@
 //! shaders for that no call accepted by its variant took ([`Kind::UnusedHintValue`]) are
 //! notes: the drawing may have missed them.
 
+mod contract;
 mod devices;
 mod eval;
 mod inputs;
@@ -217,6 +218,9 @@ struct VariantStats {
     /// Who ran instead when it accepted and was not selected.
     instead: BTreeMap<usize, usize>,
     first_accepted: Option<Witness>,
+    /// The first calls it accepted and the device each was on: a call is the same call on
+    /// every device, so these are tried first where the variant is steered.
+    samples: Vec<(Input, usize)>,
 }
 
 /// Collects the findings of one kind at one place into one, counting calls: the message and
@@ -262,6 +266,9 @@ const STEERED_DRAWS: usize = 60;
 /// Accepted calls per variant and device below which the variant is steered towards.
 const STEERED_ENOUGH: usize = 3;
 
+/// The sizes of an accepted call probed with boundary values.
+const PROBED_SIZES: usize = 8;
+
 /// Repair rounds per steered call.
 const STEERING_ROUNDS: usize = 12;
 
@@ -269,9 +276,6 @@ const STEERING_ROUNDS: usize = 12;
 struct Call<'a> {
     op: &'a Op,
     order: &'a [usize],
-    contract: &'a [String],
-    /// The conjuncts of `derive` entries every variant's `when` reads.
-    shared: &'a [*const crate::expr::Ir],
 }
 
 /// What the calls of one op showed so far.
@@ -280,7 +284,10 @@ struct Tally {
     /// (variant, hinted value's name) → the values accepted calls gave it.
     hint_values: BTreeMap<(usize, String), std::collections::BTreeSet<String>>,
     collector: Collector,
-    uncovered: BTreeMap<String, Region>,
+    contract: contract::Contract,
+    /// Calls no variant accepted, and on which device: whether each is within the contract
+    /// is known once every call has been drawn.
+    unaccepted: Vec<(Input, usize)>,
     calls: usize,
     valid: usize,
 }
@@ -289,12 +296,7 @@ impl Tally {
     /// Evaluates one call on one device and records what it shows.
     fn record(&mut self, call: &Call<'_>, input: &Input, device: (usize, &devices::Device)) {
         let (d, device) = device;
-        let Call {
-            op,
-            order,
-            contract,
-            shared,
-        } = *call;
+        let Call { op, order } = *call;
         self.calls += 1;
         let env = CallEnv::new(op, input, device);
         if !is_valid(op, input, device, &env) {
@@ -312,12 +314,18 @@ impl Tally {
                 witness,
             );
         }
+        if !selection.accepted.is_empty() {
+            self.contract.accepted(op, &env);
+        }
         for &v in &selection.accepted {
             let s = &mut self.stats[v];
             s.accepted += 1;
             s.accepted_on[d] += 1;
             if s.first_accepted.is_none() {
                 s.first_accepted = Some(witness());
+            }
+            if s.samples.len() < STEERED_ENOUGH {
+                s.samples.push((input.clone(), d));
             }
             match selection.selected {
                 Some(chosen) if chosen == v => s.selected += 1,
@@ -356,16 +364,8 @@ impl Tally {
                 self.collector.add(kind, p.path, p.message, witness);
             }
         }
-        if selection.selected.is_none()
-            && let Some(why) = rejections(op, &env, order, contract, shared)
-        {
-            let region = self.uncovered.entry(why).or_insert_with(|| Region {
-                calls: 0,
-                witness: witness(),
-                ranks: vec![Default::default(); op.inputs.len()],
-                empty: Default::default(),
-            });
-            region.add(op, input);
+        if selection.selected.is_none() {
+            self.unaccepted.push((input.clone(), d));
         }
     }
 }
@@ -424,8 +424,6 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
     let devices = devices::all();
     let order = eval::ranked(op);
     let mut rng = Rng::new(options.seed ^ fnv1a(&name));
-    let contract = contract_clauses(op);
-    let shared = shared_conjuncts(op);
     let mut tally = Tally {
         stats: (0..op.variants.len())
             .map(|_| VariantStats {
@@ -435,16 +433,12 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
             .collect(),
         hint_values: BTreeMap::new(),
         collector: Collector::default(),
-        uncovered: BTreeMap::new(),
+        contract: contract::Contract::of(op),
+        unaccepted: Vec::new(),
         calls: 0,
         valid: 0,
     };
-    let call = Call {
-        op,
-        order: &order,
-        contract: &contract,
-        shared: &shared,
-    };
+    let call = Call { op, order: &order };
     for _ in 0..options.inputs_per_op {
         let input = space.draw(op, &mut rng);
         for device in devices.iter().enumerate() {
@@ -473,11 +467,31 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
             }
         }
     }
+    // Near the calls each variant accepted: the same call on the other devices (where
+    // steering may have failed), and on its own device with each of its sizes set to 0, 1
+    // or 3 wherever it occurs (an empty `K` shared by both operands).
+    for v in 0..op.variants.len() {
+        for (sample, on) in tally.stats[v].samples.clone() {
+            for (d, device) in devices.iter().enumerate() {
+                if d != on {
+                    tally.record(&call, &sample, (d, device));
+                }
+            }
+            for size in sample.sizes().into_iter().take(PROBED_SIZES) {
+                for to in [0, 1, 3] {
+                    if to != size {
+                        tally.record(&call, &sample.with_size(size, to), (on, &devices[on]));
+                    }
+                }
+            }
+        }
+    }
     let Tally {
         stats,
         hint_values,
         collector,
-        uncovered,
+        contract,
+        unaccepted,
         calls,
         valid,
     } = tally;
@@ -545,6 +559,19 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
             }
         }
     }
+    // Regions by what rejects their calls, judged against the contract every accepted call
+    // showed.
+    let mut uncovered: BTreeMap<String, contract::Region> = BTreeMap::new();
+    for (input, d) in &unaccepted {
+        let device = &devices[*d];
+        let env = CallEnv::new(op, input, device);
+        if let Some(why) = contract.rejections(op, &env, &order) {
+            uncovered
+                .entry(why)
+                .or_insert_with(|| contract::Region::new(op, Witness::new(op, input, device)))
+                .add(op, input);
+        }
+    }
     for (why, region) in uncovered {
         findings.push(finding(
             Kind::Uncovered,
@@ -608,169 +635,6 @@ fn is_valid(op: &Op, input: &Input, device: &devices::Device, env: &CallEnv<'_>)
         }
     }
     true
-}
-
-/// The clauses every variant's `when` has (by their text): the op's contract. A call one of
-/// them rejects is outside what the op accepts at all (a seed package writes its contract
-/// so), not a call its variants leave uncovered. An op of one variant has no such clauses:
-/// its one `when` is then the contract.
-fn contract_clauses(op: &Op) -> Vec<String> {
-    let Some((first, rest)) = op.variants.split_first() else {
-        return Vec::new();
-    };
-    if rest.is_empty() {
-        return first.when.iter().map(|c| c.source.clone()).collect();
-    }
-    first
-        .when
-        .iter()
-        .map(|c| c.source.clone())
-        .filter(|source| {
-            rest.iter()
-                .all(|v| v.when.iter().any(|c| &c.source == source))
-        })
-        .collect()
-}
-
-/// Why no variant accepts a call: each variant's first failing clause, or `None` when the
-/// call is outside the op's contract: one variant rejects it by a contract clause (or by a
-/// conjunct of a `derive` entry every variant's `when` reads, such as the seed's
-/// `commonContract`), or every variant rejects it by a rank equality (`ranks.input == 3` in
-/// one, `== 4` in the other: together they declare the ranks the op takes, which a manifest
-/// of the seed dialect cannot say otherwise) or by an axis's range (the Hub Softmax's
-/// last-axis and strided variants split `axis` between them). A rank limit
-/// (`ranks.x <= 8`) is not part of the contract: ONNX takes any rank.
-fn rejections(
-    op: &Op,
-    env: &CallEnv<'_>,
-    order: &[usize],
-    contract: &[String],
-    shared: &[*const crate::expr::Ir],
-) -> Option<String> {
-    let mut rejections = Vec::new();
-    let mut by_structure = true;
-    for &v in order {
-        let variant = &op.variants[v];
-        let scoped = env.within(variant, false);
-        let holds = |c: &crate::expr::Ir| matches!(scoped.eval(c), Ok(Value::Bool(true)));
-        let failing: Vec<&crate::model::Expr> =
-            variant.when.iter().filter(|c| !holds(&c.ir)).collect();
-        let Some(first) = failing.first() else {
-            continue;
-        };
-        // Every clause that fails, not only the first: a variant may test sizes before it
-        // tests the axis its contract is about.
-        let mut conjuncts = Vec::new();
-        for clause in &failing {
-            repair::flatten_and(op, &clause.ir, &mut conjuncts);
-        }
-        conjuncts.retain(|c| !holds(c));
-        if failing.iter().any(|c| contract.contains(&c.source))
-            || conjuncts
-                .iter()
-                .any(|c| shared.contains(&std::ptr::from_ref(*c)))
-        {
-            return None;
-        }
-        by_structure &= conjuncts
-            .iter()
-            .any(|c| is_rank_equality(c) || is_axis_range(c));
-        rejections.push(format!("`{}` rejects by `{}`", variant.id, first.source));
-    }
-    (!by_structure || rejections.is_empty()).then(|| rejections.join("; "))
-}
-
-/// The conjuncts of `derive` entries that every variant's `when` reads (the same IR, reached
-/// through the entry's name).
-fn shared_conjuncts(op: &Op) -> Vec<*const crate::expr::Ir> {
-    let per_variant: Vec<Vec<*const crate::expr::Ir>> = op
-        .variants
-        .iter()
-        .map(|v| {
-            let mut conjuncts = Vec::new();
-            for clause in &v.when {
-                repair::flatten_and(op, &clause.ir, &mut conjuncts);
-            }
-            conjuncts.into_iter().map(std::ptr::from_ref).collect()
-        })
-        .collect();
-    let Some((first, rest)) = per_variant.split_first() else {
-        return Vec::new();
-    };
-    first
-        .iter()
-        .copied()
-        .filter(|c| rest.iter().all(|other| other.contains(c)))
-        .collect()
-}
-
-/// A clause that relates attributes to ranks and reads nothing else (`attrs.axis <
-/// ranks.x`, `attrs.axis == -1 or attrs.axis == ranks.x - 1`): an axis's range, which ONNX
-/// defines, not a limit of the op's kernels.
-fn is_axis_range(ir: &crate::expr::Ir) -> bool {
-    use crate::expr::Symbol;
-    let symbols = ir.symbols();
-    let attr = |s: &Symbol| matches!(s, Symbol::Attr(_) | Symbol::Arg(_));
-    symbols.iter().any(attr)
-        && symbols.iter().any(|s| matches!(s, Symbol::Rank(_)))
-        && symbols
-            .iter()
-            .all(|s| attr(s) || matches!(s, Symbol::Rank(_)))
-}
-
-/// `ranks.x == k` or `k == ranks.x`.
-fn is_rank_equality(ir: &crate::expr::Ir) -> bool {
-    use crate::expr::{IrKind, Symbol, ast::BinOp};
-    match &ir.kind {
-        IrKind::Binary(BinOp::Eq, a, b) | IrKind::LooseCompare(BinOp::Eq, a, b) => matches!(
-            (&a.kind, &b.kind),
-            (IrKind::Sym(Symbol::Rank(_)), IrKind::Int(_))
-                | (IrKind::Int(_), IrKind::Sym(Symbol::Rank(_)))
-        ),
-        _ => false,
-    }
-}
-
-/// The calls of one uncovered region: how many, the first, and the ranks and empty tensors
-/// seen.
-struct Region {
-    calls: usize,
-    witness: Witness,
-    ranks: Vec<std::collections::BTreeSet<usize>>,
-    empty: std::collections::BTreeSet<String>,
-}
-
-impl Region {
-    fn add(&mut self, op: &Op, input: &Input) {
-        self.calls += 1;
-        for (i, t) in op.inputs.iter().enumerate() {
-            if let Some(Some(shape)) = input.shapes.get(i) {
-                self.ranks[i].insert(shape.len());
-                if shape.contains(&0) {
-                    self.empty.insert(t.role.clone());
-                }
-            }
-        }
-    }
-
-    fn describe(&self, op: &Op) -> String {
-        let ranks: Vec<String> = op
-            .inputs
-            .iter()
-            .zip(&self.ranks)
-            .filter(|(_, r)| !r.is_empty())
-            .map(|(t, r)| {
-                let r: Vec<String> = r.iter().map(usize::to_string).collect();
-                format!("rank {} ∈ {{{}}}", t.role, r.join(", "))
-            })
-            .collect();
-        let mut text = ranks.join(", ");
-        if !self.empty.is_empty() {
-            let empty: Vec<&str> = self.empty.iter().map(String::as_str).collect();
-            text.push_str(&format!("; empty at times: {}", empty.join(", ")));
-        }
-        text
-    }
 }
 
 /// FNV-1a of a name: a stable seed per op, so each op draws its own inputs.

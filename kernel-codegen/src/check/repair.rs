@@ -87,18 +87,26 @@ impl Fix {
 
 /// `ir`'s conjuncts: its `and` operands, and those of the boolean `derive` entries it names.
 pub fn flatten_and<'i>(op: &'i Op, ir: &'i Ir, out: &mut Vec<&'i Ir>) {
+    let mut sourced = Vec::new();
+    conjuncts(op, ir, "", &mut sourced);
+    out.extend(sourced.into_iter().map(|(ir, _)| ir));
+}
+
+/// The same, each conjunct with the source text its span points into (`source` for `ir`'s
+/// own, a `derive` entry's for those reached through its name).
+pub fn conjuncts<'i>(op: &'i Op, ir: &'i Ir, source: &'i str, out: &mut Vec<(&'i Ir, &'i str)>) {
     match &ir.kind {
         IrKind::Binary(BinOp::And, l, r) => {
-            flatten_and(op, l, out);
-            flatten_and(op, r, out);
+            conjuncts(op, l, source, out);
+            conjuncts(op, r, source, out);
         }
         IrKind::Sym(Symbol::Derived(name)) => match op.derived(name) {
             Some(derived) if derived.expr.ir.ty == Type::Bool => {
-                flatten_and(op, &derived.expr.ir, out);
+                conjuncts(op, &derived.expr.ir, &derived.expr.source, out);
             }
-            _ => out.push(ir),
+            _ => out.push((ir, source)),
         },
-        _ => out.push(ir),
+        _ => out.push((ir, source)),
     }
 }
 

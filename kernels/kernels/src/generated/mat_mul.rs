@@ -282,14 +282,17 @@ fn derive_batches(env: &Env<'_>) -> Result<i64, EvalError> {
         ),
     )
 }
-/// `coopStorageBytes` = `2 * tunables.COOP_TILE_M * 40 * 2 + 2 * 32 * (tunables.COOP_TILE_N + 8) * 2 + tunables.COOP_WARPS_M * tunables.COOP_WARPS_N * 256 * 4`
+/// `coopStorageBytes` = `tunables.COOP_BUFFERS * tunables.COOP_TILE_M * (tunables.COOP_SLICE_K + 8) * 2 + tunables.COOP_BUFFERS * tunables.COOP_SLICE_K * (tunables.COOP_TILE_N + 8) * 2 + tunables.COOP_WARPS_M * tunables.COOP_WARPS_N * 256 * 4`
 fn derive_coop_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
     rt::support::memo(
         &env.derived.memo_coop_storage_bytes,
         || rt::expr::add(
             rt::expr::add(
                 rt::expr::mul(
-                    rt::expr::mul(rt::expr::mul(2i64, 128i64)?, 40i64)?,
+                    rt::expr::mul(
+                        rt::expr::mul(2i64, 128i64)?,
+                        rt::expr::add(32i64, 8i64)?,
+                    )?,
                     2i64,
                 )?,
                 rt::expr::mul(
@@ -362,7 +365,8 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
             Check("dtypes.T == \"f16\"", &[10], 6),
             Check("M >= tunables.COOP_MIN_M", &[11, 12], 7),
             Check("K % 8 == 0", &[13], 8),
-            Check("N % 8 == 0", &[14], 9),
+            Check("K > 0", &[9], 9),
+            Check("N % 8 == 0", &[14], 10),
             All(&SHARED_WHEN_0),
         ],
         plan: VariantSpec {
@@ -421,13 +425,13 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
         id: "simt",
         when: &[
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
-            Check("f16Ok(dtypes.T)", &[10], 20),
+            Check("f16Ok(dtypes.T)", &[10], 21),
             Check(
                 "simtStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
                 &[21, 16],
-                21,
+                22,
             ),
-            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 22),
+            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 23),
         ],
         plan: VariantSpec {
             passes: &[
@@ -458,23 +462,23 @@ static SHARED_WHEN_0: [Clause; 9usize] = [
     Check(
         "coopStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
         &[15, 16],
-        10,
+        11,
     ),
     Check(
         "device.limits.maxComputeInvocationsPerWorkgroup >= coopThreads",
         &[17, 18],
-        11,
+        12,
     ),
-    Check("device.features.has(\"shader-f16\")", &[], 12),
-    Check("device.features.has(\"chromium-experimental-subgroup-matrix\")", &[], 13),
-    Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 14),
+    Check("device.features.has(\"shader-f16\")", &[], 13),
+    Check("device.features.has(\"chromium-experimental-subgroup-matrix\")", &[], 14),
+    Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 15),
     Explain(
         "has(device.adapterInfo, \"subgroupMinSize\") and device.adapterInfo.subgroupMinSize >= 32",
         &Explanation {
             unless: None,
             clauses: &[
-                Check("has(device.adapterInfo, \"subgroupMinSize\")", &[], 15),
-                Check("device.adapterInfo.subgroupMinSize >= 32", &[19], 16),
+                Check("has(device.adapterInfo, \"subgroupMinSize\")", &[], 16),
+                Check("device.adapterInfo.subgroupMinSize >= 32", &[19], 17),
             ],
         },
     ),
@@ -483,15 +487,15 @@ static SHARED_WHEN_0: [Clause; 9usize] = [
         &Explanation {
             unless: None,
             clauses: &[
-                Check("has(device.adapterInfo, \"subgroupMaxSize\")", &[], 17),
-                Check("device.adapterInfo.subgroupMaxSize <= 32", &[20], 18),
+                Check("has(device.adapterInfo, \"subgroupMaxSize\")", &[], 18),
+                Check("device.adapterInfo.subgroupMaxSize <= 32", &[20], 19),
             ],
         },
     ),
     Check(
         "(dtypes.T) is one of (f16): the dtypes pass `main` has shaders for (its bindings' element types hold no others)",
         &[10],
-        19,
+        20,
     ),
 ];
 /// Test `index` of the clause tables, evaluated.
@@ -535,34 +539,35 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
         6 => env.dtypes.t.wgsl_name() == "f16",
         7 => derive_m(env)? >= 16i64,
         8 => rt::expr::remainder(derive_k(env)?, 8i64)? == 0i64,
-        9 => rt::expr::remainder(derive_n(env)?, 8i64)? == 0i64,
-        10 => {
+        9 => derive_k(env)? > 0i64,
+        10 => rt::expr::remainder(derive_n(env)?, 8i64)? == 0i64,
+        11 => {
             derive_coop_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
-        11 => {
+        12 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
                 >= derive_coop_threads(env)?
         }
-        12 => env.caps.has_feature("shader-f16"),
-        13 => env.caps.has_feature("chromium-experimental-subgroup-matrix"),
-        14 => env.caps.has_feature("subgroup-matrix-f16-f32-16x16x16"),
-        15 => rt::support::reported(env.caps.subgroup_min_size),
-        16 => i64::from(env.caps.subgroup_min_size) >= 32i64,
-        17 => rt::support::reported(env.caps.subgroup_max_size),
-        18 => i64::from(env.caps.subgroup_max_size) <= 32i64,
-        19 => matches!((env.dtypes.t,), (rt::DType::F16,)),
-        20 => {
+        13 => env.caps.has_feature("shader-f16"),
+        14 => env.caps.has_feature("chromium-experimental-subgroup-matrix"),
+        15 => env.caps.has_feature("subgroup-matrix-f16-f32-16x16x16"),
+        16 => rt::support::reported(env.caps.subgroup_min_size),
+        17 => i64::from(env.caps.subgroup_min_size) >= 32i64,
+        18 => rt::support::reported(env.caps.subgroup_max_size),
+        19 => i64::from(env.caps.subgroup_max_size) <= 32i64,
+        20 => matches!((env.dtypes.t,), (rt::DType::F16,)),
+        21 => {
             rt::expr::f16_ok(
                 env.dtypes.t.wgsl_name(),
                 env.caps.has_feature("shader-f16"),
             )
         }
-        21 => {
+        22 => {
             derive_simt_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
-        22 => {
+        23 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
                 >= 256i64
         }
@@ -994,10 +999,10 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 367, 13086, "b1da61b5e4f338fc6abe526922d77712", 5, &[0], 0),
-        (1, 13213, 30098, "fbf551d925554016e1b111b0f80ea0ed", 5, &[0], 1),
-        (2, 30117, 41153, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
-        (2, 41172, 52220, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
+        (0, 387, 13134, "c6aceb9aee722a39bd7d6327ff3f1688", 5, &[0], 0),
+        (1, 13281, 30166, "fbf551d925554016e1b111b0f80ea0ed", 5, &[0], 1),
+        (2, 30185, 41221, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
+        (2, 41240, 52288, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.

@@ -574,14 +574,19 @@ static EXPLAIN_COMMON_CONTRACT: Explanation = Explanation {
         Check("sameShape(shapes.cos_cache, shapes.sin_cache)", &[13, 14], 12),
         Check("ranks.cos_cache == 2", &[15], 13),
         Check("ranks.sin_cache == 2", &[16], 14),
+        Check(
+            "(dim(shapes.cos_cache, 0) > 0 or numel(shapes.input) == 0)",
+            &[17, 18],
+            15,
+        ),
         Explain("sectionsValid", &EXPLAIN_SECTIONS_VALID),
-        Check("ranks.position_ids == 3", &[17], 15),
-        Check("dim(shapes.position_ids, 0) == 3", &[18], 16),
-        Check("dim(shapes.position_ids, 1) == dim(shapes.input, 0)", &[19, 20], 17),
+        Check("ranks.position_ids == 3", &[19], 16),
+        Check("dim(shapes.position_ids, 0) == 3", &[20], 17),
+        Check("dim(shapes.position_ids, 1) == dim(shapes.input, 0)", &[21, 22], 18),
         Check(
             "dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)",
-            &[21, 22],
-            18,
+            &[23, 24],
+            19,
         ),
     ],
 };
@@ -590,18 +595,18 @@ static EXPLAIN_RANK3_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
         Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
-        Check("ranks.input == 3", &[23], 19),
-        Check("ranks.output == 3", &[24], 20),
-        Check("attrs.num_heads >= 1", &[11], 21),
-        Check("dim(shapes.input, 2) % attrs.num_heads == 0", &[25], 22),
-        Check("rank3HeadSize > 0", &[26], 23),
-        Check("effectiveRotaryDim % 2 == 0", &[27], 24),
+        Check("ranks.input == 3", &[25], 20),
+        Check("ranks.output == 3", &[26], 21),
+        Check("attrs.num_heads >= 1", &[11], 22),
+        Check("dim(shapes.input, 2) % attrs.num_heads == 0", &[27], 23),
+        Check("rank3HeadSize > 0", &[28], 24),
+        Check("effectiveRotaryDim % 2 == 0", &[29], 25),
         Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
-            &[12, 26],
-            25,
+            &[12, 28],
+            26,
         ),
-        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[28, 29], 26),
+        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[30, 31], 27),
     ],
 };
 /// How `rank4Contract` is explained, conjunct by conjunct.
@@ -609,16 +614,16 @@ static EXPLAIN_RANK4_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
         Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
-        Check("ranks.input == 4", &[23], 27),
-        Check("ranks.output == 4", &[24], 28),
-        Check("dim(shapes.input, 3) > 0", &[30], 29),
-        Check("effectiveRotaryDim % 2 == 0", &[27], 24),
+        Check("ranks.input == 4", &[25], 28),
+        Check("ranks.output == 4", &[26], 29),
+        Check("dim(shapes.input, 3) > 0", &[32], 30),
+        Check("effectiveRotaryDim % 2 == 0", &[29], 25),
         Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
-            &[12, 30],
-            30,
+            &[12, 32],
+            31,
         ),
-        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[28, 29], 26),
+        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[30, 31], 27),
     ],
 };
 /// The variants in priority order, each with its `when` conditions in order and its
@@ -632,8 +637,8 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
             Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                &[31, 32],
-                31,
+                &[33, 34],
+                32,
             ),
         ],
         plan: VariantSpec {
@@ -674,8 +679,8 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
             Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                &[31, 32],
-                31,
+                &[33, 34],
+                32,
             ),
         ],
         plan: VariantSpec {
@@ -757,13 +762,17 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
         }
         13 => rt::support::rank(&env.shapes.cos_cache) == 2i64,
         14 => rt::support::rank(&env.shapes.sin_cache) == 2i64,
-        15 => rt::support::rank(&env.shapes.position_ids) == 3i64,
-        16 => rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64,
-        17 => {
+        15 => {
+            rt::expr::dim(env.shapes.cos_cache.as_slice(), 0i64)? > 0i64
+                || rt::expr::numel(env.shapes.input.as_slice())? == 0i64
+        }
+        16 => rt::support::rank(&env.shapes.position_ids) == 3i64,
+        17 => rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64,
+        18 => {
             rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
                 == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?
         }
-        18 => {
+        19 => {
             rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
                 == rt::expr::dim(
                     env.shapes.input.as_slice(),
@@ -774,34 +783,34 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
                     },
                 )?
         }
-        19 => rt::support::rank(&env.shapes.input) == 3i64,
-        20 => rt::support::rank(&env.shapes.output) == 3i64,
-        21 => env.attrs.num_heads >= 1i64,
-        22 => {
+        20 => rt::support::rank(&env.shapes.input) == 3i64,
+        21 => rt::support::rank(&env.shapes.output) == 3i64,
+        22 => env.attrs.num_heads >= 1i64,
+        23 => {
             rt::expr::rem(
                 rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
                 env.attrs.num_heads,
             )? == 0i64
         }
-        23 => derive_rank3_head_size(env)? > 0i64,
-        24 => rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
-        25 => {
+        24 => derive_rank3_head_size(env)? > 0i64,
+        25 => rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
+        26 => {
             env.attrs.rotary_embedding_dim == 0i64
                 || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?
         }
-        26 => {
+        27 => {
             rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
                 == derive_effective_rotary_dim(env)?
         }
-        27 => rt::support::rank(&env.shapes.input) == 4i64,
-        28 => rt::support::rank(&env.shapes.output) == 4i64,
-        29 => rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64,
-        30 => {
+        28 => rt::support::rank(&env.shapes.input) == 4i64,
+        29 => rt::support::rank(&env.shapes.output) == 4i64,
+        30 => rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64,
+        31 => {
             env.attrs.rotary_embedding_dim == 0i64
                 || env.attrs.rotary_embedding_dim
                     <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?
         }
-        31 => derive_pair_dispatch_ok(env)?,
+        32 => derive_pair_dispatch_ok(env)?,
         _ => return Err(rt::when::no_test(index)),
     };
     Ok(holds)
@@ -814,7 +823,7 @@ static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
     operand,
 };
 /// The source text of each operand a rejection may show.
-const OPERANDS: [&str; 33usize] = [
+const OPERANDS: [&str; 35usize] = [
     "(attrs.mrope_section | length)",
     "attrs.mrope_section[0]",
     "attrs.mrope_section[1]",
@@ -832,6 +841,8 @@ const OPERANDS: [&str; 33usize] = [
     "shapes.sin_cache",
     "ranks.cos_cache",
     "ranks.sin_cache",
+    "dim(shapes.cos_cache, 0)",
+    "numel(shapes.input)",
     "ranks.position_ids",
     "dim(shapes.position_ids, 0)",
     "dim(shapes.position_ids, 1)",
@@ -884,12 +895,14 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
         14 => rt::when::shown(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
         15 => rt::when::shown(rt::support::rank(&env.shapes.cos_cache)),
         16 => rt::when::shown(rt::support::rank(&env.shapes.sin_cache)),
-        17 => rt::when::shown(rt::support::rank(&env.shapes.position_ids)),
-        18 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)?),
-        19 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?),
-        20 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
-        21 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?),
-        22 => {
+        17 => rt::when::shown(rt::expr::dim(env.shapes.cos_cache.as_slice(), 0i64)?),
+        18 => rt::when::shown(rt::expr::numel(env.shapes.input.as_slice())?),
+        19 => rt::when::shown(rt::support::rank(&env.shapes.position_ids)),
+        20 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)?),
+        21 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?),
+        22 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
+        23 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?),
+        24 => {
             rt::when::shown(
                 rt::expr::dim(
                     env.shapes.input.as_slice(),
@@ -901,9 +914,9 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
                 )?,
             )
         }
-        23 => rt::when::shown(rt::support::rank(&env.shapes.input)),
-        24 => rt::when::shown(rt::support::rank(&env.shapes.output)),
-        25 => {
+        25 => rt::when::shown(rt::support::rank(&env.shapes.input)),
+        26 => rt::when::shown(rt::support::rank(&env.shapes.output)),
+        27 => {
             rt::when::shown(
                 rt::expr::rem(
                     rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
@@ -911,13 +924,13 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
                 )?,
             )
         }
-        26 => rt::when::shown(derive_rank3_head_size(env)?),
-        27 => rt::when::shown(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)?),
-        28 => rt::when::shown(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
-        29 => rt::when::shown(derive_effective_rotary_dim(env)?),
-        30 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
-        31 => rt::when::shown(rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?),
-        32 => {
+        28 => rt::when::shown(derive_rank3_head_size(env)?),
+        29 => rt::when::shown(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)?),
+        30 => rt::when::shown(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
+        31 => rt::when::shown(derive_effective_rotary_dim(env)?),
+        32 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
+        33 => rt::when::shown(rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?),
+        34 => {
             rt::when::shown(
                 rt::expr::mul(
                     rt::support::limit(
