@@ -81,9 +81,23 @@ pub struct Origins {
     paths: Vec<(String, String)>,
     /// The variants the hints leave out, with why.
     pub left_out: Vec<(String, String)>,
+    /// Each set of values the hints declare: variant id, name, JSON path.
+    specialise: Vec<(String, String, String)>,
 }
 
 impl Origins {
+    /// Where each set of values the hints declare is.
+    pub fn hint_sources(&self) -> Vec<crate::model::HintSource> {
+        (self.specialise.iter())
+            .map(|(variant, name, path)| crate::model::HintSource {
+                variant: variant.clone(),
+                name: name.clone(),
+                file: self.file.clone(),
+                path: path.clone(),
+            })
+            .collect()
+    }
+
     fn add(&mut self, manifest_path: String, hints_path: String) {
         self.paths.push((manifest_path, hints_path));
     }
@@ -117,8 +131,7 @@ pub fn apply(
 ) -> Origins {
     let mut origins = Origins {
         file: file.to_owned(),
-        paths: Vec::new(),
-        left_out: Vec::new(),
+        ..Origins::default()
     };
     apply_variant_hints(file, hints, manifest, diagnostics, &mut origins);
     for (name, source) in &hints.derive {
@@ -253,6 +266,9 @@ fn apply_variant_hints(
         let variant = &mut manifest.variants[manifest_variant];
         for (name, values) in &hint.specialise {
             let value_path = format!("{path}.specialise.{name}");
+            origins
+                .specialise
+                .push((hint.variant.clone(), name.clone(), value_path.clone()));
             // An attribute's set is bounded by a `when` clause, which needs the Jinja
             // dialects' `in`.
             let attr = (name.strip_prefix("attrs."))

@@ -317,6 +317,7 @@ fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
         match model::build_op(&file, &manifest) {
             Ok(mut op) => {
                 drop_unavailable_variants(&mut op, &mut unavailable_notes);
+                op.hint_sources = origins.hint_sources();
                 for (id, reason) in &origins.left_out {
                     op.variants.retain(|v| v.id != *id);
                     let hints_path = package.hints.as_ref().map_or("", |(path, _)| path.as_str());

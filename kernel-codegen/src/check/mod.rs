@@ -334,7 +334,10 @@ impl Tally {
             }
             let variant = &op.variants[v];
             for name in variant.specialise.keys() {
-                let value = match name.strip_prefix("args.") {
+                let parameter = name
+                    .strip_prefix("args.")
+                    .or_else(|| name.strip_prefix("attrs."));
+                let value = match parameter {
                     Some(arg) => input.attrs.get(arg).cloned(),
                     None => env
                         .within(variant, true)
@@ -544,7 +547,7 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
                 .filter(|value| !seen.is_some_and(|s| s.contains(value)))
                 .collect();
             if !unused.is_empty() && stats[v].accepted > 0 {
-                findings.push(finding(
+                let mut note = finding(
                     Kind::UnusedHintValue,
                     format!("{}.specialise.{name}", variant_path(variant)),
                     format!(
@@ -555,7 +558,15 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
                     ),
                     0,
                     None,
-                ));
+                );
+                // The set is the hints file's, where it is one.
+                if let Some(source) =
+                    (op.hint_sources.iter()).find(|h| h.variant == variant.id && h.name == *name)
+                {
+                    note.file.clone_from(&source.file);
+                    note.path.clone_from(&source.path);
+                }
+                findings.push(note);
             }
         }
     }

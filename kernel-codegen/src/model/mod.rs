@@ -376,6 +376,22 @@ pub struct Op {
     pub aliases: Vec<(String, usize)>,
     /// How its templates are written, which is how the WGSL emitter renders them.
     pub templates: TemplateConvention,
+    /// Where the hints file declares each variant's sets of values.
+    pub hint_sources: Vec<HintSource>,
+}
+
+/// Where a hints file declares the values a variant is built for: what reports about the set
+/// point at.
+#[derive(Debug, Clone)]
+pub struct HintSource {
+    /// The variant's id.
+    pub variant: String,
+    /// The value's name as the hints write it (`args.cols`, `COLS`).
+    pub name: String,
+    /// The hints file's display path.
+    pub file: String,
+    /// The set's JSON path in it.
+    pub path: String,
 }
 
 /// How a package's templates are written, and so how they are rendered: a property of the

@@ -92,6 +92,7 @@ pub fn build_op(file: &str, manifest: &Manifest) -> Result<Op, Diagnostics> {
         variants: Vec::new(),
         poisoned: BTreeSet::new(),
         aliases: Vec::new(),
+        hint_sources: Vec::new(),
         templates: match manifest.dialect {
             crate::manifest::Dialect::Seed => TemplateConvention::SEED,
             crate::manifest::Dialect::V1 => TemplateConvention::LOADER,

@@ -245,13 +245,9 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         intermediates,
         passes,
         bounds,
-        specialise: decl
-            .specialise
-            .iter()
-            // Sets of args and attributes are `when` clauses of the variant (hints.rs).
-            .filter(|(k, _)| !k.starts_with("args.") && !k.starts_with("attrs."))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        // Sets of args and attributes are also `when` clauses of the variant (hints.rs); they
+        // stay here for `check`, which reports a value no accepted call takes.
+        specialise: decl.specialise.clone().into_iter().collect(),
         required_features,
     }
 }
