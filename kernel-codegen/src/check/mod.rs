@@ -27,6 +27,7 @@ mod eval;
 mod inputs;
 mod plan;
 pub mod repair;
+mod shadow;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -509,12 +510,27 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
         calls,
         witness,
     };
+    let proved = shadow::proved(op, &order);
     for (v, s) in stats.iter().enumerate() {
         let id = &op.variants[v].id;
-        if s.accepted == 0 {
+        let path = variant_path(&op.variants[v]);
+        if let Some(&(_, by)) = proved.iter().find(|(shadowed, _)| *shadowed == v)
+            && s.selected == 0
+        {
+            findings.push(finding(
+                Kind::Shadowed,
+                path,
+                format!(
+                    "variant `{id}` never runs: `{}`, ranked before it, has no condition it lacks, so it takes every call `{id}` accepts ({} drawn)",
+                    op.variants[by].id, s.accepted
+                ),
+                s.accepted,
+                s.first_accepted.clone(),
+            ));
+        } else if s.accepted == 0 {
             findings.push(finding(
                 Kind::Unreached,
-                variant_path(&op.variants[v]),
+                path,
                 format!("variant `{id}` accepted none of the {valid} valid calls drawn"),
                 0,
                 None,
@@ -527,7 +543,7 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
                 .collect();
             findings.push(finding(
                 Kind::Shadowed,
-                variant_path(&op.variants[v]),
+                path,
                 format!(
                     "variant `{id}` accepted {} calls and ran none: {} ran instead",
                     s.accepted,
