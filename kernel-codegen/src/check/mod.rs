@@ -16,6 +16,8 @@
 //!
 //! 5. [`Kind::LeftOut`]: static combinations of a pass the generator leaves out because they
 //!    do not render or validate ([`left_out_findings`], from [`crate::Output::left_out`]).
+//! 6. [`Kind::Unselectable`]: a variant a condition on tunables and device limits alone rules
+//!    out on every device: the tunables' values are never selected.
 //!
 //! A variant no drawn call reached ([`Kind::Unreached`]) and a value a hints file builds
 //! shaders for that no call accepted by its variant took ([`Kind::UnusedHintValue`]) are
@@ -46,6 +48,7 @@ pub enum Kind {
     PlanFails,
     BindingTooSmall,
     LeftOut,
+    Unselectable,
     UnusedHintValue,
     Unreached,
 }
@@ -59,6 +62,7 @@ impl Kind {
             Kind::PlanFails => "plan-fails",
             Kind::BindingTooSmall => "binding-too-small",
             Kind::LeftOut => "left-out-combination",
+            Kind::Unselectable => "unselectable-variant",
             Kind::UnusedHintValue => "unused-hint-value",
             Kind::Unreached => "unreached-variant",
         }
@@ -511,6 +515,12 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
         witness,
     };
     let proved = shadow::proved(op, &order);
+    // Any call will do where a condition reads none of it.
+    let any_call = space.draw(op, &mut rng);
+    let device_envs: Vec<CallEnv<'_>> = devices
+        .iter()
+        .map(|device| CallEnv::new(op, &any_call, device))
+        .collect();
     for (v, s) in stats.iter().enumerate() {
         let id = &op.variants[v].id;
         let path = variant_path(&op.variants[v]);
@@ -526,6 +536,19 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
                 ),
                 s.accepted,
                 s.first_accepted.clone(),
+            ));
+        } else if s.accepted == 0
+            && let Some((clause, tunables)) = shadow::blocked_by_tunables(op, v, &device_envs)
+        {
+            findings.push(finding(
+                Kind::Unselectable,
+                path,
+                format!(
+                    "variant `{id}` never runs: `{clause}` fails on every device checked, whatever the call; it reads the tunables {}",
+                    tunables.join(", ")
+                ),
+                0,
+                None,
             ));
         } else if s.accepted == 0 {
             findings.push(finding(
