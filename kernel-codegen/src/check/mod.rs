@@ -264,6 +264,21 @@ impl Collector {
     }
 }
 
+impl Collector {
+    /// Counts each `when` clause that failed to evaluate on a call.
+    fn when_errors(&mut self, op: &Op, selection: &eval::Selection, witness: impl Fn() -> Witness) {
+        for &(v, clause, ref error) in &selection.errors {
+            let clause = &op.variants[v].when[clause];
+            self.add(
+                Kind::PlanFails,
+                clause.path.clone(),
+                format!("`{}` fails to evaluate: {error}", clause.source),
+                &witness,
+            );
+        }
+    }
+}
+
 /// Calls drawn per device for a variant few drawn calls reached there, each steered
 /// towards it, until it accepts [`STEERED_ENOUGH`] of them.
 const STEERED_DRAWS: usize = 60;
@@ -310,14 +325,10 @@ impl Tally {
         self.valid += 1;
         let witness = || Witness::new(op, input, device);
         let selection = eval::select(op, &env, order);
-        for &(v, clause, ref error) in &selection.errors {
-            let clause = &op.variants[v].when[clause];
-            self.collector.add(
-                Kind::PlanFails,
-                clause.path.clone(),
-                format!("`{}` fails to evaluate: {error}", clause.source),
-                witness,
-            );
+        // A `when` that fails to evaluate on a call no variant takes is reported only if the
+        // call is within the contract, which is known at the end.
+        if selection.selected.is_some() {
+            self.collector.when_errors(op, &selection, witness);
         }
         if !selection.accepted.is_empty() {
             self.contract.accepted(op, &env);
@@ -497,7 +508,7 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
     let Tally {
         stats,
         hint_values,
-        collector,
+        mut collector,
         contract,
         unaccepted,
         calls,
@@ -616,6 +627,8 @@ pub fn check_op(op: &Op, options: Options) -> OpReport {
         let device = &devices[*d];
         let env = CallEnv::new(op, input, device);
         if let Some(why) = contract.rejections(op, &env, &order) {
+            let selection = eval::select(op, &env, &order);
+            collector.when_errors(op, &selection, || Witness::new(op, input, device));
             uncovered
                 .entry(why)
                 .or_insert_with(|| contract::Region::new(op, Witness::new(op, input, device)))
