@@ -26,8 +26,6 @@ fn main() -> ExitCode {
     // A template folder added or removed changes `EXPECTED_OPS`, manifests or not.
     println!("cargo:rerun-if-changed={}", packages.display());
     let mut config = kernel_codegen::Config::new();
-    // Hints kept here: the variants whose templates are not written (`leaveOut`).
-    config.hints_dir(manifest_dir.join("hints"));
     let mut found = 0;
     let ops = std::fs::read_dir(&packages)
         .into_iter()

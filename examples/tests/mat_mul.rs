@@ -61,7 +61,8 @@ fn expected_variant<T: Float>(ctx: &Context, c: Case) -> &'static str {
         && caps.subgroup_min_size == 32
         && caps.subgroup_max_size == 32;
     if T::DTYPE == kernel_runtime::DType::F16 && tensor_cores && c.m >= 16 {
-        if c.k.is_multiple_of(8) && c.n.is_multiple_of(8) {
+        // K = 0 reads nothing: the vec4 variant would bind an empty `a` as words.
+        if c.k > 0 && c.k.is_multiple_of(8) && c.n.is_multiple_of(8) {
             "subgroup_matrix_vec4"
         } else {
             "subgroup_matrix"

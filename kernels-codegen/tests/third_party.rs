@@ -62,7 +62,6 @@ fn hub_packages() {
         args.push("--apart".to_owned());
         args.push(format!("{}={templates}", manifest.display()));
     }
-    args.extend(["--hints".to_owned(), repository("examples/hub/hints")]);
     expect_test::expect_file!["third_party/hub.txt"].assert_eq(&summary(&args));
 }
 

@@ -27,9 +27,7 @@ pub fn run(root: &Path, tint: bool, spirv_val: bool) -> Result<()> {
     let hub = hub_dir(root);
     let templates = root.join("examples/hub/packages");
     let mut config = kernel_codegen::Config::new();
-    config
-        .emit_rerun_if_changed(false)
-        .hints_dir(root.join("examples/hub/hints"));
+    config.emit_rerun_if_changed(false);
     let mut ops = Vec::new();
     for entry in std::fs::read_dir(&templates)? {
         let op = entry?.file_name().to_string_lossy().into_owned();

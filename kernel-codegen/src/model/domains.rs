@@ -31,7 +31,7 @@ pub fn when_bounds(op: &Op, when: &[Expr]) -> Bounds {
     let mut bounds = Bounds::new();
     let mut conjuncts = Vec::new();
     for clause in when {
-        flatten(&clause.ir, BinOp::And, &mut conjuncts);
+        conjuncts_through_derives(op, &clause.ir, &mut conjuncts);
     }
     for conjunct in conjuncts {
         let Some((name, values)) = alternatives(op, conjunct) else {
@@ -50,6 +50,24 @@ pub fn when_bounds(op: &Op, when: &[Expr]) -> Bounds {
     }
     add_finite(&mut bounds, &ranges, MAX_DOMAIN);
     bounds
+}
+
+/// The operands of a chain of `and`, and of the boolean `derive` entries it names (a `when`
+/// reads the op's entries only: `subgroupFloatTypeOk` bounds `dtypes.T` as if written out).
+fn conjuncts_through_derives<'a>(op: &'a Op, ir: &'a Ir, out: &mut Vec<&'a Ir>) {
+    let mut chain = Vec::new();
+    flatten(ir, BinOp::And, &mut chain);
+    for conjunct in chain {
+        match &conjunct.kind {
+            IrKind::Sym(Symbol::Derived(name)) => match op.derived(name) {
+                Some(derived) if derived.expr.ir.ty == Type::Bool => {
+                    conjuncts_through_derives(op, &derived.expr.ir, out);
+                }
+                _ => out.push(conjunct),
+            },
+            _ => out.push(conjunct),
+        }
+    }
 }
 
 /// Inclusive integer ranges of arguments; `None` is open.

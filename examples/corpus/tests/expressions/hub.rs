@@ -93,9 +93,7 @@ pub fn packages() -> Result<Vec<Package>, String> {
     let dir = hub_dir();
     let templates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hub/packages");
     let mut config = kernel_codegen::Config::new();
-    config
-        .emit_rerun_if_changed(false)
-        .hints_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../hub/hints"));
+    config.emit_rerun_if_changed(false);
     let mut orders = Vec::new();
     for op in &ops {
         let manifest = dir.join(format!("{op}.manifest.json"));
