@@ -19,19 +19,14 @@ mod config_error;
 pub mod diag;
 #[doc(hidden)]
 pub mod expr;
-#[doc(hidden)]
-pub mod hints;
+mod front;
 #[doc(hidden)]
 pub mod manifest;
 pub mod model;
-mod namespace_values;
 mod output_dir;
-mod override_types;
 #[doc(hidden)]
 pub mod rust;
-mod settle;
 pub mod shader;
-mod suggest;
 #[doc(hidden)]
 pub mod templates;
 #[doc(hidden)]
@@ -40,7 +35,6 @@ pub mod webgpu;
 pub mod wgsl;
 
 use std::collections::{BTreeMap, BTreeSet};
-use templates::render::Flavour;
 
 pub use config::{Config, ConfigError, Report};
 pub use diag::{Diagnostic, Diagnostics, Specialisation};
@@ -89,7 +83,7 @@ pub struct Package {
     pub dir: String,
     /// The text of `manifest.json`.
     pub manifest: String,
-    /// Implementation hints kept beside the package (see [`hints`]): display path, text.
+    /// Implementation hints kept beside the package (a `<domain>.<name>.hints.json` file): display path, text.
     pub hints: Option<(String, String)>,
     /// The manifest's display path where it is not `<dir>/manifest.json`: a manifest kept
     /// unchanged elsewhere, with the templates written for it in `dir`.
@@ -166,23 +160,6 @@ pub struct GeneratedShader {
     pub combinations: Vec<model::Combination>,
 }
 
-/// Removes the variants that require a feature no wgpu device offers, saying so in `notes`.
-fn drop_unavailable_variants(op: &mut model::Op, notes: &mut Vec<String>) {
-    op.variants.retain(|variant| {
-        let missing = variant
-            .required_features
-            .iter()
-            .find(|f| expr::builtins::UNAVAILABLE_FEATURES.contains(&f.as_str()));
-        if let Some(feature) = missing {
-            notes.push(format!(
-                "{}: variant `{}` is not built: it requires `{feature}`, which no wgpu device offers",
-                op.file, variant.id
-            ));
-        }
-        missing.is_none()
-    });
-}
-
 /// `op` with, for each variant whose shaders multiply subgroup matrices, a `when` clause per
 /// configuration they use (`device.features.has("subgroup-matrix-f16-f32-16x16x16")`), so that
 /// a device lacking one skips the variant with that reason and the next is selected, as for
@@ -225,173 +202,12 @@ pub fn require_subgroup_matrix_configs<'a>(
     std::borrow::Cow::Owned(op)
 }
 
-/// What the front end made of the packages: the ops as the emitters see them (templates
-/// settled), and the template environments that render them.
-struct FrontEnd {
-    ops: Vec<model::Op>,
-    notes: Vec<String>,
-    /// Modules whose template values could not be settled (already reported).
-    unsettled: BTreeSet<String>,
-    /// Per manifest file, where the expressions its hints added came from, so that errors
-    /// found after the model is built point at the hints file too.
-    origins: BTreeMap<String, hints::Origins>,
-    /// Per manifest file, where its declaration's paths are written in it.
-    source_paths: BTreeMap<String, Vec<(String, String)>>,
-    /// The templates with undefined names an error and minijinja's filters, and in each
-    /// other flavour an op needs (undefined names falsy in conditions, the Hub engine's
-    /// filters).
-    strict_env: minijinja::Environment<'static>,
-    other_envs: Vec<(Flavour, minijinja::Environment<'static>)>,
-}
-
-impl FrontEnd {
-    /// Points `diagnostics` about `op` at the hints file where a hint added the expression.
-    fn relocate(&self, op: &model::Op, diagnostics: &mut Diagnostics) {
-        if let Some(origins) = self.origins.get(&op.file) {
-            origins.relocate(&op.file, diagnostics);
-        }
-        if let Some(paths) = self.source_paths.get(&op.file) {
-            diagnostics.rewrite_paths(&op.file, paths);
-        }
-    }
-
-    fn env_of(&self, op: &model::Op) -> &minijinja::Environment<'static> {
-        let flavour = Flavour::of(&op.templates);
-        (self.other_envs.iter())
-            .find(|(f, _)| *f == flavour)
-            .map_or(&self.strict_env, |(_, env)| env)
-    }
-}
-
-/// Reads every package into its validated op model, applies its hints and settles how its
-/// templates use each value; what fails is reported in `diagnostics` and left out.
-fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> FrontEnd {
-    let paths = templates::TemplatePaths {
-        templates: &inputs.templates,
-        include_root: inputs.include_root.as_deref(),
-    };
-    let mut ops = Vec::new();
-    let mut unavailable_notes = Vec::new();
-    let mut all_origins = BTreeMap::new();
-    let mut all_source_paths = BTreeMap::new();
-    for package in &inputs.packages {
-        let file = package.manifest_path();
-        let mut manifest = match manifest::read(&package.manifest) {
-            Ok(manifest) => manifest,
-            Err(problems) => {
-                for (json_path, message) in problems {
-                    diagnostics.push(Diagnostic::new(&file, json_path, message));
-                }
-                continue;
-            }
-        };
-        let qualified = format!("{}.{}", manifest.domain, manifest.name);
-        let mut origins = hints::Origins::default();
-        if let Some((hints_path, text)) = &package.hints {
-            // An op whose hints fail is not built further: without them its templates
-            // would fail too, and those errors would only repeat the hints'.
-            let before = diagnostics.0.len();
-            match hints::parse(hints_path, text) {
-                Ok(op_hints) if op_hints.op == qualified => {
-                    origins = hints::apply(hints_path, &op_hints, &mut manifest, diagnostics);
-                }
-                Ok(op_hints) => diagnostics.push(Diagnostic::new(
-                    hints_path,
-                    "op",
-                    format!(
-                        "these hints are for `{}` but sit beside the package of `{qualified}`",
-                        op_hints.op
-                    ),
-                )),
-                Err(diagnostic) => diagnostics.push(diagnostic),
-            }
-            if diagnostics.0.len() > before {
-                continue;
-            }
-        }
-        for variant in &mut manifest.variants {
-            for pass in &mut variant.passes {
-                pass.source.shader = paths.resolve_shader(&package.dir, &pass.source.shader);
-            }
-        }
-        match model::build_op(&file, &manifest) {
-            Ok(mut op) => {
-                drop_unavailable_variants(&mut op, &mut unavailable_notes);
-                op.hint_sources = origins.hint_sources();
-                for (id, reason) in &origins.left_out {
-                    op.variants.retain(|v| v.id != *id);
-                    let hints_path = package.hints.as_ref().map_or("", |(path, _)| path.as_str());
-                    unavailable_notes.push(format!(
-                        "{file}: variant `{id}` is left out by {hints_path}: {reason}"
-                    ));
-                }
-                ops.push(op);
-            }
-            Err(mut errors) => {
-                origins.relocate(&file, &mut errors);
-                errors.rewrite_paths(&file, &manifest.source_paths);
-                diagnostics.extend(errors);
-            }
-        }
-        all_origins.insert(file.clone(), origins);
-        all_source_paths.insert(file, std::mem::take(&mut manifest.source_paths));
-    }
-    let mut seen = BTreeSet::new();
-    for op in &ops {
-        if !seen.insert(op.module.clone()) {
-            diagnostics.push(Diagnostic::new(
-                &op.file,
-                "name",
-                format!("another manifest also generates module `{}`", op.module),
-            ));
-        }
-    }
-    let include_root = inputs.include_root.as_deref();
-    let (strict_env, template_errors) =
-        templates::render::environment(&inputs.templates, include_root, Flavour::STRICT);
-    diagnostics.0.extend(template_errors);
-    // The same templates, parsed once more for each other flavour an op needs (their syntax
-    // errors are reported once, above).
-    let mut other_envs: Vec<(Flavour, minijinja::Environment<'static>)> = Vec::new();
-    for op in &ops {
-        let flavour = Flavour::of(&op.templates);
-        if flavour != Flavour::STRICT && other_envs.iter().all(|(f, _)| *f != flavour) {
-            let env = templates::render::environment(&inputs.templates, include_root, flavour);
-            other_envs.push((flavour, env.0));
-        }
-    }
-    let mut front = FrontEnd {
-        ops,
-        notes: unavailable_notes,
-        unsettled: BTreeSet::new(),
-        origins: all_origins,
-        source_paths: all_source_paths,
-        strict_env,
-        other_envs,
-    };
-    let mut ops = std::mem::take(&mut front.ops);
-    for op in &mut ops {
-        let mut problems = namespace_values::add_namespace_values(op, front.env_of(op), &paths);
-        problems.extend(templates::javascript::unsupported_constructs(op, &paths));
-        problems.extend(settle::settle(op, front.env_of(op), &paths));
-        override_types::settle_override_types(op, front.env_of(op));
-        suggest::try_suggestions(op, front.env_of(op), &paths, &mut problems);
-        front.relocate(op, &mut problems);
-        if !problems.is_empty() {
-            front.unsettled.insert(op.module.clone());
-            diagnostics.extend(problems);
-        }
-    }
-    front.ops = ops;
-    front
-}
-
 /// The op models of `inputs` as the emitters see them: manifests read in either dialect, hints
 /// applied, template values settled. For tools and tests that evaluate a package's
 /// expressions themselves; [`generate`] is this followed by the emitters.
 pub fn models(inputs: &Inputs) -> Result<Vec<model::Op>, Diagnostics> {
     let mut diagnostics = Diagnostics::default();
-    let front = front_end(inputs, &mut diagnostics);
+    let front = front::front_end(inputs, &mut diagnostics);
     diagnostics.into_result(front.ops)
 }
 
@@ -402,7 +218,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
         templates: &inputs.templates,
         include_root: inputs.include_root.as_deref(),
     };
-    let front = front_end(inputs, &mut diagnostics);
+    let front = front::front_end(inputs, &mut diagnostics);
     let ops = &front.ops;
     let known: BTreeSet<String> = ops.iter().map(|op| op.qualified_name()).collect();
     for op_name in inputs.host_checks.keys().filter(|n| !known.contains(*n)) {

@@ -156,7 +156,7 @@ pub struct VariantDecl {
     pub intermediates: Vec<IntermediateDecl>,
     pub passes: Vec<PassDecl>,
     /// Template value → the values to build shaders for, declared by implementation hints
-    /// ([`crate::hints`]); no dialect's manifest has it.
+    /// (`front/hints.rs`); no dialect's manifest has it.
     pub specialise: IndexMap<String, Vec<crate::expr::Value>>,
 }
 

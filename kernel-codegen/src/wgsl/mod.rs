@@ -15,8 +15,8 @@ pub use targets::representative_override;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::Value;
+use crate::front::settle;
 use crate::model::{self, Combination, Dispatch, Op, dynamic_values};
-use crate::settle;
 use crate::shader::{
     BindingLayout, Built, LeftOut, OverrideSpec, Shader, Translations, WEB_SUBGROUPS_ENABLE,
 };
@@ -40,7 +40,7 @@ pub struct Told {
     pub warnings: Vec<String>,
 }
 
-/// Renders and validates all shaders of an op, settled before (`settle.rs`), and translates them with
+/// Renders and validates all shaders of an op, settled before (`front/settle.rs`), and translates them with
 /// naga's back ends when `translate` is set. Template names are display paths
 /// ([`crate::templates`]). A combination whose bindings cannot hold its dtypes is left out with
 /// a note; one that does not render or validate is left out with one warning per pass, as the
@@ -64,7 +64,7 @@ pub fn shaders(
                 .map(|d| d.name.as_str())
                 .collect();
             let misuses = usage::misuses(paths, &pass.template, &dynamic);
-            // Left only where [`settle`] found no domain (and reported it), or where one value
+            // Left only where `settle` found no domain (and reported it), or where one value
             // pinned exposed more than it looks at.
             for misuse in &misuses {
                 diagnostics.push(settle::unsettled(op, paths, v, p, misuse));

@@ -245,7 +245,7 @@ fn build_variant(cx: &mut Cx<'_>, v: usize, decl: &VariantDecl) -> Variant {
         intermediates,
         passes,
         bounds,
-        // Sets of args and attributes are also `when` clauses of the variant (hints.rs); they
+        // Sets of args and attributes are also `when` clauses of the variant (front/hints.rs); they
         // stay here for `check`, which reports a value no accepted call takes.
         specialise: decl.specialise.clone().into_iter().collect(),
         required_features,

@@ -3,11 +3,11 @@
 //! the op with the key bound to it is settled again and its passes' first renderings validated
 //! by naga, so the entry an error prints makes the package generate when pasted.
 
+use super::override_types;
+use super::settle;
 use crate::diag::{Diagnostics, Specialisation};
 use crate::expr::Value;
 use crate::model::{Op, StaticVar};
-use crate::override_types;
-use crate::settle;
 use crate::templates::TemplatePaths;
 
 /// Narrows the suggestions of `op`'s diagnostics to the values that build; a suggestion left

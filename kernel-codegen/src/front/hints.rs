@@ -21,8 +21,9 @@ use crate::manifest::{BindingsRef, Manifest};
 pub struct Hints {
     /// The op's `domain.name`.
     pub op: String,
-    #[serde(default)]
-    pub description: String,
+    /// For the reader of the file: accepted, and not used by the generator.
+    #[serde(default, rename = "description")]
+    pub _description: String,
     /// `derive` entries added to the manifest's.
     #[serde(default)]
     pub derive: IndexMap<String, String>,
