@@ -21,7 +21,7 @@ pub mod diag;
 pub mod expr;
 mod front;
 #[doc(hidden)]
-pub mod manifest;
+pub use front::manifest;
 pub mod model;
 mod output_dir;
 #[doc(hidden)]

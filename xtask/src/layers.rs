@@ -347,7 +347,7 @@ mod tests {
         assert!(wgsl.is_empty(), "{wgsl:?}");
     }
 
-    /// Dialects end at the front end: only the manifest readers, the model's builder and the
+    /// Dialects end at the front end: only the manifest readers (`front::manifest`), the model's builder and the
     /// expression checker name the dialect type; the IR they produce says what it decided, so
     /// the model, the interpreter, the lowering, both emitters and every other crate do not.
     #[test]
@@ -369,7 +369,7 @@ mod tests {
         let elsewhere: Vec<&String> = naming
             .iter()
             .filter(|m| {
-                !(m.starts_with("manifest")
+                !(m.starts_with("front::manifest")
                     || m.starts_with("model::build")
                     || CHECKER.contains(&m.as_str()))
             })

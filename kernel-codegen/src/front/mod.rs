@@ -1,5 +1,5 @@
 //! The front end: every package read into the op model the emitters see. Its manifest is
-//! read in its dialect (`crate::manifest`), its hints applied ([`hints`]), the model built
+//! read in its dialect ([`manifest`]), its hints applied ([`hints`]), the model built
 //! (`crate::model::build`), variants no wgpu device can run dropped, and then four passes
 //! settle how the templates use each value: namespace values the templates read
 //! ([`namespace_values`]), which values are static and which reach the shader as overrides
@@ -7,6 +7,7 @@
 //! would make an unsettled value settle ([`suggest`]).
 
 pub(crate) mod hints;
+pub mod manifest;
 mod namespace_values;
 mod override_types;
 pub(crate) mod settle;
@@ -15,7 +16,7 @@ mod suggest;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::templates::render::Flavour;
-use crate::{Diagnostic, Diagnostics, Inputs, expr, manifest, model, templates};
+use crate::{Diagnostic, Diagnostics, Inputs, expr, model, templates};
 
 /// Removes the variants that require a feature no wgpu device offers, saying so in `notes`.
 fn drop_unavailable_variants(op: &mut model::Op, notes: &mut Vec<String>) {
