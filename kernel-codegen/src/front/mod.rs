@@ -1,12 +1,13 @@
 //! The front end: every package read into the op model the emitters see. Its manifest is
 //! read in its dialect ([`manifest`]), its hints applied ([`hints`]), the model built
-//! (`crate::model::build`), variants no wgpu device can run dropped, and then four passes
+//! ([`lower`]), variants no wgpu device can run dropped, and then four passes
 //! settle how the templates use each value: namespace values the templates read
 //! ([`namespace_values`]), which values are static and which reach the shader as overrides
 //! ([`settle`]), the WGSL types of those overrides ([`override_types`]), and the hints that
 //! would make an unsettled value settle ([`suggest`]).
 
 pub(crate) mod hints;
+mod lower;
 pub mod manifest;
 mod namespace_values;
 mod override_types;
@@ -124,7 +125,7 @@ pub(crate) fn front_end(inputs: &Inputs, diagnostics: &mut Diagnostics) -> Front
                 pass.source.shader = paths.resolve_shader(&package.dir, &pass.source.shader);
             }
         }
-        match model::build_op(&file, &manifest) {
+        match lower::build_op(&file, &manifest) {
             Ok(mut op) => {
                 drop_unavailable_variants(&mut op, &mut unavailable_notes);
                 op.hint_sources = origins.hint_sources();

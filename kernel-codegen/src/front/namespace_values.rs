@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::model::{self, Op};
+use crate::model::Op;
 use crate::templates::{TemplatePaths, usage};
 
 /// The namespaces whose members become template values; `shapes` holds lists, which neither a
@@ -78,7 +78,7 @@ pub fn add_namespace_values(
             });
             let values: Vec<_> = members
                 .filter(|name| !pass.inputs.iter().any(|input| &input.name == name))
-                .filter_map(|name| model::namespace_value(op, &name))
+                .filter_map(|name| super::lower::namespace_value(op, &name))
                 .collect();
             op.variants[v].passes[p].inputs.extend(values);
         }

@@ -4,15 +4,13 @@
 //! binding sets, intermediates, templates by name), and every variant constant and template
 //! input classified as static (enumerated at build time) or dynamic (a pipeline override).
 
-mod build;
 pub mod classes;
 pub mod domains;
 mod statics;
 
-pub use build::{build_op, namespace_value};
 pub use statics::{
     Bounds, Combination, StaticValueError, StaticVar, dynamic_values, enumerate_combinations,
-    static_values, value_text,
+    is_bounded, is_static, static_values, value_text,
 };
 
 use crate::expr::{Ir, Type};

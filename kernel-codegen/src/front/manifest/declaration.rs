@@ -1,5 +1,5 @@
 //! What a package declares, as the front end reads it from either dialect: the input of
-//! [`crate::model::build_op`] and of implementation hints. Each dialect's module
+//! the model's builder (`front/lower/`) and of implementation hints. Each dialect's module
 //! ([`super::seed`], [`super::v1`]) reads its JSON into these types. The leaf entries
 //! (attribute constraints, kernel args, bindings, intermediates, pass sources) are spelled in
 //! the seed dialect's JSON exactly as declared here, so they are read from it directly.

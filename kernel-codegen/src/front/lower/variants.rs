@@ -12,7 +12,7 @@ use crate::expr::{Dialect, Type};
 use crate::expr::{Ir, IrKind};
 use crate::manifest::{BindingDecl, BindingsRef, Manifest, VariantDecl};
 use crate::model::domains::{self, Pin};
-use crate::model::statics::is_static;
+use crate::model::is_static;
 use crate::model::{
     Access, Binding, BindingTarget, Class, DType, Dispatch, ElementType, Expr, Intermediate,
     LIST_AXES, Op, OverrideType, ParamField, ParamsStruct, Pass, TemplateValue, Variant,
@@ -291,8 +291,7 @@ fn template_values(
         let symbols = expr.ir.symbols();
         let mut class = if expr.ir.ty == Type::Bool
             || is_static(cx.scope.op, &symbols)
-            || (!expr.ir.ty.is_numeric()
-                && crate::model::statics::is_bounded(cx.scope.op, bounds, &symbols))
+            || (!expr.ir.ty.is_numeric() && crate::model::is_bounded(cx.scope.op, bounds, &symbols))
         {
             Class::Static
         } else {

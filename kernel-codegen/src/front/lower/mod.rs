@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{self, Symbol, Type};
 use crate::manifest::{BindingsRef, Manifest};
-use crate::model::statics::is_static;
+use crate::model::is_static;
 use crate::model::{
     DType, DTypeRef, Derived, Op, Storage, TemplateConvention, Tensor, TypeVar, snake_case,
 };
