@@ -38,15 +38,12 @@ pub(super) struct Contract {
 
 impl Contract {
     pub(super) fn of(op: &Op) -> Self {
-        let per_variant: Vec<Vec<&Ir>> = op
-            .variants
-            .iter()
+        let per_variant: Vec<Vec<&Ir>> = (op.variants.iter())
             .map(|v| {
-                let mut conjuncts = Vec::new();
-                for clause in &v.when {
-                    repair::flatten_and(op, &clause.ir, &mut conjuncts);
-                }
-                conjuncts
+                repair::when_conjuncts(op, v)
+                    .into_iter()
+                    .map(|(ir, _)| ir)
+                    .collect()
             })
             .collect();
         let conjuncts: Vec<Vec<Ir>> = per_variant
@@ -160,7 +157,7 @@ fn is_mode(ir: &Ir) -> bool {
 
 /// The expression with its source positions cleared, so that two texts of the same
 /// condition compare equal.
-fn without_spans(ir: &Ir) -> Ir {
+pub(super) fn without_spans(ir: &Ir) -> Ir {
     ir.clone().respanned(Span::default())
 }
 

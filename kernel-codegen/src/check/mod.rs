@@ -262,9 +262,7 @@ impl Collector {
             }
         }
     }
-}
 
-impl Collector {
     /// Counts each `when` clause that failed to evaluate on a call.
     fn when_errors(&mut self, op: &Op, selection: &eval::Selection, witness: impl Fn() -> Witness) {
         for &(v, clause, ref error) in &selection.errors {
@@ -393,10 +391,9 @@ impl Tally {
 /// a failing clause and keeps it unless fewer clauses hold after it.
 fn steer(op: &Op, v: usize, mut input: Input, device: &devices::Device, rng: &mut Rng) -> Input {
     let variant = &op.variants[v];
-    let mut conjuncts = Vec::new();
-    for clause in &variant.when {
-        repair::flatten_and(op, &clause.ir, &mut conjuncts);
-    }
+    let conjuncts: Vec<&crate::expr::Ir> = (repair::when_conjuncts(op, variant).into_iter())
+        .map(|(ir, _)| ir)
+        .collect();
     let score = |input: &Input| {
         let env = CallEnv::new(op, input, device);
         let env = env.within(variant, false);

@@ -12,7 +12,7 @@ use super::inputs::Rng;
 use crate::expr::ast::BinOp;
 use crate::expr::builtins::Builtin;
 use crate::expr::{self, Env, Ir, IrKind, Symbol, Type, Value};
-use crate::model::Op;
+use crate::model::{Op, Variant};
 
 /// What an expression reads that a call can set.
 enum Place {
@@ -85,8 +85,17 @@ impl Fix {
     }
 }
 
+/// The conjuncts of every clause of `variant`'s `when` ([`conjuncts`]), each with its source.
+pub fn when_conjuncts<'i>(op: &'i Op, variant: &'i Variant) -> Vec<(&'i Ir, &'i str)> {
+    let mut out = Vec::new();
+    for clause in &variant.when {
+        conjuncts(op, &clause.ir, &clause.source, &mut out);
+    }
+    out
+}
+
 /// `ir`'s conjuncts: its `and` operands, and those of the boolean `derive` entries it names.
-pub fn flatten_and<'i>(op: &'i Op, ir: &'i Ir, out: &mut Vec<&'i Ir>) {
+fn flatten_and<'i>(op: &'i Op, ir: &'i Ir, out: &mut Vec<&'i Ir>) {
     let mut sourced = Vec::new();
     conjuncts(op, ir, "", &mut sourced);
     out.extend(sourced.into_iter().map(|(ir, _)| ir));

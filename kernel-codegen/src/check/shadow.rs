@@ -2,9 +2,10 @@
 //! whose `when` has every conjunct of a variant ranked before it, and one a condition on
 //! tunables and device limits alone rules out on every device.
 
+use super::contract::without_spans;
 use super::eval::CallEnv;
 use super::repair;
-use crate::expr::{Ir, IrKind, Span, Symbol};
+use crate::expr::{Ir, IrKind, Symbol};
 use crate::model::{Op, Variant};
 
 /// For each variant another one shadows by structure: (shadowed, the variant that runs
@@ -39,20 +40,16 @@ pub(super) fn proved(op: &Op, order: &[usize]) -> Vec<(usize, usize)> {
 /// The variant's conjuncts without spans; `None` for one that reads a name the variant
 /// defines itself.
 fn comparable_conjuncts(op: &Op, variant: &Variant) -> Vec<Option<Ir>> {
-    let mut conjuncts = Vec::new();
-    for clause in &variant.when {
-        repair::flatten_and(op, &clause.ir, &mut conjuncts);
-    }
     let own_name =
         |name: &str| op.derived(name).is_none() || variant.constants.iter().any(|c| c.name == name);
-    conjuncts
+    repair::when_conjuncts(op, variant)
         .into_iter()
-        .map(|c| {
+        .map(|(c, _)| {
             let local = c
                 .symbols()
                 .iter()
                 .any(|s| matches!(s, Symbol::Derived(name) if own_name(name)));
-            (!local).then(|| c.clone().respanned(Span::default()))
+            (!local).then(|| without_spans(c))
         })
         .collect()
 }
@@ -66,24 +63,22 @@ pub(super) fn blocked_by_tunables(
     envs: &[CallEnv<'_>],
 ) -> Option<(String, Vec<String>)> {
     let variant = &op.variants[v];
-    let mut conjuncts = Vec::new();
-    for clause in &variant.when {
-        repair::conjuncts(op, &clause.ir, &clause.source, &mut conjuncts);
-    }
-    conjuncts.into_iter().find_map(|(c, source)| {
-        let mut tunables = Vec::new();
-        if !call_free(op, variant, c, source, &mut tunables) || tunables.is_empty() {
-            return None;
-        }
-        let fails = envs.iter().all(|env| {
-            matches!(
-                env.within(variant, false).eval(c),
-                Ok(crate::expr::Value::Bool(false))
-            )
-        });
-        let text = source.get(c.span.start..c.span.end).unwrap_or(source);
-        fails.then(|| (text.to_owned(), tunables))
-    })
+    repair::when_conjuncts(op, variant)
+        .into_iter()
+        .find_map(|(c, source)| {
+            let mut tunables = Vec::new();
+            if !call_free(op, variant, c, source, &mut tunables) || tunables.is_empty() {
+                return None;
+            }
+            let fails = envs.iter().all(|env| {
+                matches!(
+                    env.within(variant, false).eval(c),
+                    Ok(crate::expr::Value::Bool(false))
+                )
+            });
+            let text = source.get(c.span.start..c.span.end).unwrap_or(source);
+            fails.then(|| (text.to_owned(), tunables))
+        })
 }
 
 /// Whether `ir` (of `source`) reads nothing of a call, collecting the tunables it reads. The

@@ -17,7 +17,7 @@ use kernel_runtime::DeviceCaps;
 use super::interp::Interp;
 
 pub use kernel_codegen::check::Rng;
-pub use kernel_codegen::check::repair::flatten_and;
+use kernel_codegen::check::repair::when_conjuncts;
 
 /// What the environments of a dialect's ops are drawn from: what its manifests compare with
 /// differs (the Hub's thresholds, its rank-0 and rank-5 broadcasts, its negative axes, the
@@ -164,10 +164,9 @@ impl RandomEnv {
     /// args.dim and dim(shapes.wT, 0) == args.dim` together. Where the profile says so, then
     /// towards one where no variant before it is selected either.
     pub fn steer(&mut self, op: &Op, variant: &Variant, rng: &mut Rng, attempts: usize) {
-        let mut conjuncts = Vec::new();
-        for clause in &variant.when {
-            flatten_and(op, &clause.ir, &mut conjuncts);
-        }
+        let conjuncts: Vec<_> = (when_conjuncts(op, variant).into_iter())
+            .map(|(ir, _)| ir)
+            .collect();
         let past = self.profile.steer_past_earlier;
         let earlier = match op.variants.iter().position(|v| std::ptr::eq(v, variant)) {
             Some(index) if past => &op.variants[..index],
