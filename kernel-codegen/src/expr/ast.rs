@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-use super::builtins::namespaces;
-use super::{Dialect, Span};
+use super::Span;
 
 /// A parsed expression with its source span.
 #[derive(Debug, Clone, PartialEq)]
@@ -236,16 +235,12 @@ pub struct Comparison {
 impl Expr {
     /// The `derive` names this expression refers to (bare identifiers in value position), in
     /// order of first appearance, without duplicates. Callers use them to order `derive` entries
-    /// before checking; namespace roots, function names and member names are not included.
-    pub fn derived_refs(&self) -> Vec<String> {
-        self.derived_refs_in(Dialect::Seed)
-    }
-
-    /// [`Expr::derived_refs`] in `dialect`, whose namespace roots are not references (V1's
-    /// `has(args, "x")` names the root `args` bare).
-    pub fn derived_refs_in(&self, dialect: Dialect) -> Vec<String> {
+    /// before checking; function names, member names and the dialect's `namespace_roots`
+    /// ([`builtins::namespaces`](super::builtins::namespaces): V1's `has(args, "x")` names the
+    /// root `args` bare) are not included.
+    pub fn derived_refs(&self, namespace_roots: &[&str]) -> Vec<String> {
         let mut refs = Vec::new();
-        self.collect_refs(namespaces(dialect), &mut refs);
+        self.collect_refs(namespace_roots, &mut refs);
         refs
     }
 

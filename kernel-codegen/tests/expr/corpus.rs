@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kernel_codegen::expr::{self, Dialect, Scope, Symbol, Type};
+use kernel_codegen::expr::{self, Scope, Symbol, Type, check::Dialect};
 use serde_json::Value as Json;
 
 /// The corpus folder (one package folder per op), if it exists.

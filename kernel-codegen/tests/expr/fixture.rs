@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use kernel_codegen::expr::{
-    self, Dialect, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Value,
+    self, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Value, check::Dialect,
 };
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;

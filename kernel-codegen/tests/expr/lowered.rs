@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use kernel_codegen::expr::{self, Dialect, EvalError, Value};
+use kernel_codegen::expr::{self, EvalError, Value, check::Dialect};
 
 use super::fixture::{Fixture, pretty};
 

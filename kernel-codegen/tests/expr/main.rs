@@ -36,7 +36,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use fixture::{Fixture, TestLowerScope, lowered_text_in};
-use kernel_codegen::expr::{self, Dialect, Ir};
+use kernel_codegen::expr::{self, Ir, check::Dialect};
 
 /// The header line of a `.test` file that names each dialect.
 const DIALECTS: &[(&str, Dialect)] = &[

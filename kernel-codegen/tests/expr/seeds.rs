@@ -176,7 +176,7 @@ impl ManifestScope {
             let ready = pending
                 .iter()
                 .position(|(_, ast)| {
-                    ast.derived_refs()
+                    ast.derived_refs(expr::builtins::namespaces(expr::check::Dialect::Seed))
                         .iter()
                         .all(|r| scope.derived.contains_key(r))
                 })

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use kernel_codegen::GeneratedShader;
 use kernel_codegen::expr::builtins::Builtin;
-use kernel_codegen::expr::{Dialect, EvalError, Ir, IrKind, Value};
+use kernel_codegen::expr::{EvalError, Ir, IrKind, Value, check::Dialect};
 use kernel_codegen::model::{Op, Variant};
 use kernel_runtime::OpError;
 

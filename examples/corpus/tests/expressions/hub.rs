@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use kernel_codegen::expr::Dialect;
 use kernel_codegen::expr::builtins::UNAVAILABLE_FEATURES;
+use kernel_codegen::expr::check::Dialect;
 use kernel_runtime::DeviceCaps;
 
 use super::compare::{self, Package};

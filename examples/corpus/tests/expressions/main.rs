@@ -84,7 +84,7 @@ mod run {
     use std::path::PathBuf;
     use std::sync::OnceLock;
 
-    use kernel_codegen::expr::Dialect;
+    use kernel_codegen::expr::check::Dialect;
 
     use super::compare::{self, Package, Tally, packages_of};
     use super::{generated, hub};

@@ -350,7 +350,7 @@ fn build_derives(
         .map(|(name, (_, ast))| {
             (
                 name.as_str(),
-                ast.derived_refs_in(manifest.dialect)
+                ast.derived_refs(expr::builtins::namespaces(manifest.dialect))
                     .into_iter()
                     .filter(|r| parsed.contains_key(r))
                     .collect(),
@@ -511,9 +511,9 @@ pub fn namespace_value(op: &Op, name: &str) -> Option<crate::model::TemplateValu
         derived: &types,
         // The op's own dialect, as far as the convention says: both read these names alike.
         dialect: if op.templates.derives_visible {
-            expr::Dialect::Hub
+            expr::check::Dialect::Hub
         } else {
-            expr::Dialect::V1
+            expr::check::Dialect::V1
         },
         locals: HashMap::new(),
         tunables: HashMap::new(),

@@ -21,7 +21,7 @@ pub struct OpScope<'a> {
     /// Types of the `derive` entries checked so far (all of them once building is done).
     pub derived: &'a HashMap<String, Type>,
     /// The dialect the op's manifest is written in: how its expressions read.
-    pub dialect: expr::Dialect,
+    pub dialect: expr::check::Dialect,
     /// The variant's constants checked so far, which later expressions of the variant read by
     /// name (`ROWS`, or `constants.ROWS` in `schemaVersion: 1`): each reference is replaced by
     /// the constant's expression, so the compiled code and the interpreter need no names of
@@ -39,7 +39,7 @@ pub struct OpScope<'a> {
 }
 
 impl expr::Scope for OpScope<'_> {
-    fn dialect(&self) -> expr::Dialect {
+    fn dialect(&self) -> expr::check::Dialect {
         self.dialect
     }
 
@@ -138,7 +138,7 @@ impl OpScope<'_> {
             None if self.op.poisoned.contains(name) || self.failed.contains(name) => {
                 Err(POISONED.to_owned())
             }
-            None if self.dialect == expr::Dialect::Hub => Err(format!(
+            None if self.dialect == expr::check::Dialect::Hub => Err(format!(
                 "undefined name `{name}` (no `derive` entry in scope here has this name)"
             )),
             None => Err(format!(

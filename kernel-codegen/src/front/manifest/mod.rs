@@ -27,7 +27,7 @@ use serde_json::Value;
 
 /// The dialect a manifest was written in, which decides how its expressions read: the
 /// expression checker's own type, so that one type names the dialect.
-pub use crate::expr::Dialect;
+pub use crate::expr::check::Dialect;
 
 /// What went wrong reading a manifest: (JSON path, message) pairs.
 pub type Problems = Vec<(String, String)>;

@@ -2,10 +2,11 @@
 //! V1 `args.x`, `present.x`, `tensorDtypes.x`, `device.adapterInfo.y`), `derive` references,
 //! `device.features.has("…")` and `is defined` tests.
 
-use super::ast::{Expr, ExprKind};
+use super::Dialect;
 use super::builtins::{Builtin, features, namespaces};
-use super::check::{Checker, ir};
-use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
+use super::{Checker, ir};
+use crate::expr::ast::{Expr, ExprKind};
+use crate::expr::{ExprError, Ir, IrKind, Span, Symbol, Type};
 
 /// The Hub runtime's `DISPATCH_FOLD_WIDTH` and its value: the workgroup count a folded
 /// dispatch axis holds at most, which expressions and templates may name.

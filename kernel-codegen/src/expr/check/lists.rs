@@ -2,11 +2,10 @@
 //! Jinja dialects `first`, `last`, `sum`, `min` and `max`; the Hub's `int`, `float`, `abs`
 //! and `default` are in `hub.rs`).
 
-use super::Ir;
-use super::ast::Expr;
 use super::builtins::{Builtin, filters};
-use super::check::{Checker, ir};
-use super::{IrKind, Span, Type};
+use super::{Checker, ir};
+use crate::expr::ast::Expr;
+use crate::expr::{Ir, IrKind, Span, Type};
 
 impl Checker<'_> {
     pub(super) fn list(&mut self, span: Span, items: &[Expr]) -> Option<Ir> {

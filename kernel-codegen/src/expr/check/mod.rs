@@ -1,4 +1,7 @@
-//! Type checking: turns an [`Expr`] into a typed [`Ir`] (name resolution is in `names.rs`).
+//! Reading an expression in its dialect: lexing and parsing (`lexer.rs`, `parser.rs`), names
+//! (`names.rs`), the builtin table (`builtins.rs`) and type checking (here, with what only the
+//! Jinja dialects have in `v1.rs` and what only the Hub's has in `hub.rs`), which turns an [`Expr`] into a typed [`Ir`].
+//! This folder and the front end are the only code that names the [`Dialect`].
 //!
 //! The checker reports every error it can find in one pass. A subexpression that failed yields
 //! no IR, and its parents then skip their own type checks, so one mistake produces one message
@@ -6,8 +9,22 @@
 //! checked in `v1.rs`.
 
 use super::ast::{BinOp, Comparison, Expr, ExprKind, UnaryOp};
-use super::builtins::{Builtin, Params, dtypes, known_functions_in};
-use super::{Dialect, ExprError, Ir, IrKind, Span, Symbol, Type};
+use super::{ExprError, Ir, IrKind, Span, Symbol, Type};
+pub mod builtins;
+mod dialect;
+mod hub;
+mod lexer;
+mod lists;
+mod names;
+mod parser;
+mod v1;
+
+pub use dialect::Dialect;
+pub use names::DISPATCH_FOLD_WIDTH;
+pub use parser::{parse, parse_in};
+pub use v1::to_int;
+
+use builtins::{Builtin, Params, dtypes, known_functions_in};
 
 /// Resolves names to types: the op model implements it, tests use a fixed table.
 pub trait Scope {
@@ -291,7 +308,7 @@ impl Checker<'_> {
                     // when evaluated, saying so.
                     (args.into_iter().enumerate())
                         .map(|(i, arg)| match types.get(i) {
-                            Some(Type::Int) => super::to_int(arg),
+                            Some(Type::Int) => to_int(arg),
                             _ => arg,
                         })
                         .collect()

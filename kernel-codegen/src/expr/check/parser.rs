@@ -10,9 +10,10 @@
 //! `parse_pow` reads its operands with `parse_unary`). This mirrors minijinja's parser so that
 //! the differential test sees the same trees.
 
-use super::ast::{BinOp, Comparison, Expr, ExprKind, UnaryOp};
+use super::Dialect;
 use super::lexer::{Tok, Token, tokenize};
-use super::{Dialect, ExprError, Span};
+use crate::expr::ast::{BinOp, Comparison, Expr, ExprKind, UnaryOp};
+use crate::expr::{ExprError, Span};
 
 /// Parser recursion (parentheses, calls, brackets, prefix operators) beyond which parsing fails
 /// instead of risking a stack overflow. Debug builds spend ~20 KiB of stack per level.

@@ -6,7 +6,8 @@
 
 use std::fmt;
 
-use super::{Dialect, ExprError, Span};
+use super::Dialect;
+use crate::expr::{ExprError, Span};
 
 /// One lexical token.
 #[derive(Debug, Clone, PartialEq)]

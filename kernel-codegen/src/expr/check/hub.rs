@@ -4,10 +4,10 @@
 //! and `default` filters, and chained comparisons and list equality, which that engine
 //! evaluates differently from Jinja, refused.
 
-use super::ast::{BinOp, Comparison, Expr, ExprKind};
 use super::builtins::Builtin;
-use super::check::{Checker, ir};
-use super::{Ir, IrKind, Span, Type};
+use super::{Checker, ir};
+use crate::expr::ast::{BinOp, Comparison, Expr, ExprKind};
+use crate::expr::{Ir, IrKind, Span, Type};
 
 impl Checker<'_> {
     /// `a % b` with JavaScript's sign, the dividend's, for operands already brought to `ty`.
@@ -84,7 +84,7 @@ impl Checker<'_> {
     pub(super) fn conversion(&mut self, span: Span, value: Ir, name: &str) -> Option<Ir> {
         let to_float = name == "float";
         match value.ty {
-            Type::Int | Type::Float if to_float => Some(super::check::promote(value)),
+            Type::Int | Type::Float if to_float => Some(super::promote(value)),
             Type::Int => Some(value),
             Type::Float => Some(ir(
                 IrKind::Call(Builtin::Floor, vec![value]),

@@ -4,10 +4,11 @@
 //! (see the module docs of `expr`); the seed dialect never reaches this file except through
 //! [`to_int`], which callers use themselves.
 
-use super::ast::{BinOp, Expr, ExprKind};
+use super::Dialect;
 use super::builtins::{Builtin, Params};
-use super::check::{Checker, ir, unify_numeric};
-use super::{Dialect, Ir, IrKind, Span, Symbol, Type};
+use super::{Checker, ir, unify_numeric};
+use crate::expr::ast::{BinOp, Expr, ExprKind};
+use crate::expr::{Ir, IrKind, Span, Symbol, Type};
 
 /// How `has` must be called.
 const HAS_USAGE: &str = "has() takes a namespace and a string literal, e.g. \

@@ -1,7 +1,8 @@
 //! The one table of builtin functions, filters, tests and namespaces, shared by the checker, the
 //! interpreter and the lowering so that a builtin cannot be known to one and not the others.
 
-use super::{Dialect, Type};
+use super::Dialect;
+use crate::expr::Type;
 
 /// Namespace roots of the seed dialect: `shapes.<role>`, `ranks.<role>`, `dtypes.<var>`,
 /// `attrs.<name>`, `tunables.<NAME>`, `device.limits.<name>` / `device.features.has(..)`. Sorted.
