@@ -160,19 +160,23 @@ fn attr_doc(attribute: &Attribute) -> String {
     }
 }
 
-pub fn emit(input: &OpInput<'_>) -> TokenStream {
+pub fn types(input: &OpInput<'_>) -> TokenStream {
     let op = input.op;
-    let qualified = format!("{}.{}", op.domain, op.name);
+    let qualified = op.qualified_name();
     let attrs = attrs_struct(op);
     let dtypes = dtypes_struct(op);
-    let entry = entry(op, &qualified);
     quote! {
         /// The op's qualified name.
         pub const OP_NAME: &str = #qualified;
         #attrs
         #dtypes
-        #entry
     }
+}
+
+/// The op's entry in the registry of untyped entry points: its roles, attributes, variants
+/// and shaders, as data.
+pub fn registry_entry(input: &OpInput<'_>) -> TokenStream {
+    entry(input.op, &input.op.qualified_name())
 }
 
 fn attrs_struct(op: &Op) -> TokenStream {

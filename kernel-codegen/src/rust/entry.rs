@@ -17,7 +17,16 @@ fn var_field(var: &str) -> Ident {
     ident(&model::snake_ident(var).to_ascii_lowercase())
 }
 
-pub fn emit(input: &OpInput<'_>) -> TokenStream {
+/// A generated op's entry points, and what they read that a reader of the API can skip.
+pub struct EntryPoints {
+    /// The free functions (`run`, `run_into`, `record`, `record_into`, `bind`, `plan`,
+    /// `plan_into`, `precompile`) and the `Op` type with its trait impls.
+    pub api: TokenStream,
+    /// The registry's untyped entry (`UNTYPED`).
+    pub tables: TokenStream,
+}
+
+pub fn emit(input: &OpInput<'_>) -> EntryPoints {
     let op = input.op;
     let select = super::when::select_call(op);
     let dtype_checks = generic_type_vars(op).into_iter().map(|var| {
@@ -78,14 +87,14 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
              encoder has been submitted."
         ));
         quote! {
-            #(#[doc = #record_doc])*
-            pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, #param attrs: &Attrs) -> Result<#outputs_ty, rt::OpError> {
-                <#self_ty as rt::AllocatingOp>::record(ctx, encoder, inputs, #arg, attrs)
-            }
-
             /// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
             pub fn run<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, #param attrs: &Attrs) -> Result<#outputs_ty, rt::OpError> {
                 <#self_ty as rt::AllocatingOp>::run(ctx, inputs, #arg, attrs)
+            }
+
+            #(#[doc = #record_doc])*
+            pub fn record<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, #param attrs: &Attrs) -> Result<#outputs_ty, rt::OpError> {
+                <#self_ty as rt::AllocatingOp>::record(ctx, encoder, inputs, #arg, attrs)
             }
         }
     });
@@ -98,16 +107,33 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
     };
     let op_type = op_type(input, &layout, &signatures);
 
-    quote! {
-        #op_type
-
+    let tables = quote! {
         /// The untyped entry of the registry, or why the op has none.
         const UNTYPED: rt::registry::Untyped = #untyped;
+    };
+    let api = quote! {
+        #allocating
 
-        /// Compiles, ahead of the first call, every shader of this op the device can run
-        /// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
-        pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-            <Op as rt::Op>::precompile(ctx)
+        /// Runs the op into tensors the caller provides and waits for the GPU natively:
+        /// [`record_into`] in an encoder of its own, submitted.
+        pub fn run_into<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
+            <#self_ty as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+        }
+
+        /// Records the op into `encoder`, writing into tensors the caller provides, so a loop
+        /// allocates nothing per step and an output can be the next op's input
+        /// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
+        /// tensors; an output of the wrong shape or one that shares bytes with another
+        /// argument is an error).
+        pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
+            <#self_ty as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
+        }
+
+        /// Binds a call to these tensors, for a call site recorded step after step
+        /// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+        /// with nothing created or looked up while its plan keeps its shape.
+        pub fn bind<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<rt::Bound<#self_ty>, rt::OpError> {
+            rt::Bound::new(ctx, inputs, outputs, attrs)
         }
 
         /// Chooses the variant and computes everything about the dispatch, without a GPU:
@@ -129,29 +155,15 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
         }
 
-        #allocating
-
-        /// Records the op into `encoder`, writing into tensors the caller provides, so a loop
-        /// allocates nothing per step and an output can be the next op's input
-        /// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
-        /// tensors; an output of the wrong shape or one that shares bytes with another
-        /// argument is an error).
-        pub fn record_into<#bounds>(ctx: &rt::Context, encoder: &mut rt::wgpu::CommandEncoder, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
-            <#self_ty as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
+        /// Compiles, ahead of the first call, every shader of this op the device can run
+        /// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
+        pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+            <Op as rt::Op>::precompile(ctx)
         }
 
-        /// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
-        pub fn run_into<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<(), rt::OpError> {
-            <#self_ty as rt::Op>::run_into(ctx, inputs, outputs, attrs)
-        }
-
-        /// Binds a call to these tensors, for a call site recorded step after step
-        /// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
-        /// with nothing created or looked up while its plan keeps its shape.
-        pub fn bind<#bounds>(ctx: &rt::Context, inputs: &#inputs_ty, outputs: #outputs_mut_ty, attrs: &Attrs) -> Result<rt::Bound<#self_ty>, rt::OpError> {
-            rt::Bound::new(ctx, inputs, outputs, attrs)
-        }
-    }
+        #op_type
+    };
+    EntryPoints { api, tables }
 }
 
 /// The types the entry points and trait impls name.

@@ -36,26 +36,47 @@ pub struct OpInput<'a> {
 /// The generated module of one op, formatted.
 pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
     let op = input.op;
-    let api = api::emit(input);
+    let types = api::types(input);
     let call = call::io_structs(op);
-    let eval = compiled::emit(input);
     let entry = entry::emit(input);
+    let registry_entry = api::registry_entry(input);
+    let eval = compiled::emit(input);
     let table = table::table_static(input)?;
     let runtime = &input.runtime;
-    // No inner attributes: the root module `include!`s this file into `pub mod <op> { … }`,
-    // which carries the op's docs.
-    let tokens = quote! {
+    let functions = &entry.api;
+    let entry_tables = &entry.tables;
+    // A reader meets the API first: the types of a call and the functions that take them.
+    // The tables those functions walk follow, after a comment that says so. No inner
+    // attributes: the root module `include!`s this file into `pub mod <op> { … }`, which
+    // carries the op's docs.
+    let api = quote! {
         use #runtime::abi as rt;
         use rt::expr::EvalError;
         use rt::tables::*;
-        #api
+        #types
         #call
+        #functions
+    };
+    let tables = quote! {
+        #registry_entry
+        #entry_tables
         #eval
-        #entry
         #table
     };
-    format(tokens, &op.file)
+    Ok(format!(
+        "{}\n{TABLES_COMMENT}\n{}",
+        format(api, &op.file)?,
+        unparse(tables, &op.file)?
+    ))
 }
+
+/// What separates a generated op module's API from the tables it walks.
+const TABLES_COMMENT: &str = "\
+// The tables the functions above walk, as data for `kernel_runtime`: the registry entry, the
+// environment the manifest's expressions read, the compiled `derive` entries and `when`
+// clauses, each variant's plan, and the shader table (WGSL in the `.shaders` file beside this
+// one).
+";
 
 /// `mod.rs`: one `pub mod <op> { include!("<op>.rs"); }` per op, with the op's docs, and the
 /// registry tools use. Only outer items and relative `include!`s, so the file works both as a
@@ -150,14 +171,20 @@ fn surface(op: &Op) -> String {
     }
 }
 
+/// `tokens` as a generated file: the `@generated` header, then the code.
 fn format(tokens: TokenStream, source: &str) -> Result<String, String> {
-    let file: syn::File = syn::parse2(tokens.clone())
-        .map_err(|e| format!("generated code for {source} does not parse: {e}\n{tokens}"))?;
     Ok(format!(
         "// {mark} from {source}.\n// Do not edit: change the package (manifest, templates) or its hints and generate again.\n\n{}",
-        prettyplease::unparse(&file),
+        unparse(tokens, source)?,
         mark = crate::GENERATED_MARK,
     ))
+}
+
+/// `tokens` formatted by prettyplease.
+fn unparse(tokens: TokenStream, source: &str) -> Result<String, String> {
+    let file: syn::File = syn::parse2(tokens.clone())
+        .map_err(|e| format!("generated code for {source} does not parse: {e}\n{tokens}"))?;
+    Ok(prettyplease::unparse(&file))
 }
 
 /// Rustdoc text as one `#[doc]` line each, so prettyplease prints `///` comments. Every

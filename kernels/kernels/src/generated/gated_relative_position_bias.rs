@@ -64,62 +64,6 @@ impl DTypes {
         DTypes { t: get("T") }
     }
 }
-/// This op in the registry of untyped entry points.
-pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
-    qualified_name: "com.microsoft.GatedRelativePositionBias",
-    name: "GatedRelativePositionBias",
-    description: "Scales a precomputed relative-position bias by a per-query gate (WavLM's gated relative position bias). For each batch, head and query position, the biased query row of that head is projected through `weight` and `bias` to `D` values; the first `D/2` sum to one gate and the last `D/2` to another, each through a logistic, and the row of `rel_pos` is multiplied by `gate_u * (gate_r * eco_a - 1) + 2`. `rel_pos` has a single batch that is shared by every batch of the output. `D` must be even and at most 32. All gate arithmetic is float32 whatever the tensor type; only the store narrows. The padding-removed form of ONNX Runtime (a `token_offset` input with a rank-2 query) is not supported.",
-    inputs: &[
-        rt::registry::RoleInfo::float(
-            "query_layer",
-            "T",
-            "Query activations of shape `(batch_size, seq_len, num_heads * head_size)`.",
-        ),
-        rt::registry::RoleInfo::float(
-            "query_bias",
-            "T",
-            "Bias added to `query_layer` before the projection, of shape `(num_heads * head_size)`.",
-        ),
-        rt::registry::RoleInfo::float(
-            "rel_pos",
-            "T",
-            "Relative position bias of shape `(1, num_heads, seq_len, seq_len)`; its single batch is broadcast over the output's batches.",
-        ),
-        rt::registry::RoleInfo::float(
-            "weight",
-            "T",
-            "Gate projection weight of shape `(head_size, D)`, row-major, with `D` even and at most 32.",
-        ),
-        rt::registry::RoleInfo::float(
-            "bias",
-            "T",
-            "Gate projection bias of shape `(D)`.",
-        ),
-        rt::registry::RoleInfo::float(
-            "eco_a",
-            "T",
-            "Per-head coefficient of shape `(1, num_heads, 1, 1)` (WavLM's `gru_rel_pos_const`).",
-        ),
-    ],
-    outputs: &[
-        rt::registry::RoleInfo::float(
-            "output",
-            "T",
-            "Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.",
-        ),
-    ],
-    attributes: &[
-        rt::registry::AttrInfo::new(
-            "num_heads",
-            "i64",
-            None,
-            "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
-        ),
-    ],
-    variants: VARIANT_IDS,
-    shaders: &SHADERS,
-    untyped: UNTYPED,
-};
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -218,6 +162,292 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
+/// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
+pub fn run<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
+}
+/// Records the op into `encoder` with new outputs, so several ops can share one
+/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
+/// encoder has been submitted.
+pub fn record<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut rt::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
+}
+/// Runs the op into tensors the caller provides and waits for the GPU natively:
+/// [`record_into`] in an encoder of its own, submitted.
+pub fn run_into<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+}
+/// Records the op into `encoder`, writing into tensors the caller provides, so a loop
+/// allocates nothing per step and an output can be the next op's input
+/// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
+/// tensors; an output of the wrong shape or one that shares bytes with another
+/// argument is an error).
+pub fn record_into<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut rt::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    <Op<T> as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
+}
+/// Binds a call to these tensors, for a call site recorded step after step
+/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+/// with nothing created or looked up while its plan keeps its shape.
+pub fn bind<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<rt::Bound<Op<T>>, rt::OpError> {
+    rt::Bound::new(ctx, inputs, outputs, attrs)
+}
+/// Chooses the variant and computes everything about the dispatch, without a GPU:
+/// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
+pub fn plan(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+) -> Result<rt::Plan, rt::OpError> {
+    let mut plan = rt::Plan::default();
+    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
+/// again allocates nothing once its shapes have been seen.
+pub fn plan_into(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::OpError> {
+    attrs.validate()?;
+    rt::support::dtype_allowed(
+        OP_NAME,
+        "query_layer, query_bias, rel_pos, weight, bias, eco_a",
+        "T",
+        dtypes.t,
+        rt::DType::FLOATS,
+    )?;
+    rt::support::rank_is(OP_NAME, "query_layer", shapes.query_layer, 3usize)?;
+    rt::support::rank_is(OP_NAME, "query_bias", shapes.query_bias, 1usize)?;
+    rt::support::rank_is(OP_NAME, "rel_pos", shapes.rel_pos, 4usize)?;
+    rt::support::rank_is(OP_NAME, "weight", shapes.weight, 2usize)?;
+    rt::support::rank_is(OP_NAME, "bias", shapes.bias, 1usize)?;
+    rt::support::rank_is(OP_NAME, "eco_a", shapes.eco_a, 4usize)?;
+    let env = Env::new(shapes, *dtypes, attrs, caps)?;
+    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
+}
+/// Compiles, ahead of the first call, every shader of this op the device can run
+/// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
+pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+    <Op as rt::Op>::precompile(ctx)
+}
+/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
+/// for code that drives any op alike. Its type parameters are the element types of the
+/// op's type variables.
+pub struct Op<T: rt::Float = f32>(::core::marker::PhantomData<(T,)>);
+impl<T: rt::Float> rt::Op for Op<T> {
+    const NAME: &'static str = OP_NAME;
+    const ENTRY: rt::registry::OpEntry = ENTRY;
+    type Attrs = Attrs;
+    type DTypes = DTypes;
+    type Shapes<'a> = Shapes<'a>;
+    type Inputs<'a> = Inputs<'a, T>;
+    type OutputsMut<'a> = OutputsMut<'a, T>;
+    fn attrs(
+        values: &[(::std::string::String, rt::support::AttrValue)],
+    ) -> Result<Attrs, rt::OpError> {
+        Attrs::from_raw(values)
+    }
+    fn plan(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+    ) -> Result<rt::Plan, rt::OpError> {
+        plan(caps, shapes, dtypes, attrs)
+    }
+    fn plan_into(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+        plan: &mut rt::Plan,
+    ) -> Result<(), rt::OpError> {
+        plan_into(caps, shapes, dtypes, attrs, plan)
+    }
+    fn call_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        outputs: &'a Self::OutputsMut<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (shapes(inputs, outputs), dtypes(inputs, outputs))
+    }
+    type Args<'t> = [rt::Arg<'t>; 7usize];
+    type ArgShapes<'t> = [Option<&'t [usize]>; 7usize];
+    fn args<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> Self::Args<'t> {
+        [
+            rt::Arg::read("query_layer", inputs.query_layer.binding()),
+            rt::Arg::read("query_bias", inputs.query_bias.binding()),
+            rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
+            rt::Arg::read("weight", inputs.weight.binding()),
+            rt::Arg::read("bias", inputs.bias.binding()),
+            rt::Arg::read("eco_a", inputs.eco_a.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
+        ]
+    }
+    fn arg_shapes<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> Self::ArgShapes<'t> {
+        [
+            Some(inputs.query_layer.shape()),
+            Some(inputs.query_bias.shape()),
+            Some(inputs.rel_pos.shape()),
+            Some(inputs.weight.shape()),
+            Some(inputs.bias.shape()),
+            Some(inputs.eco_a.shape()),
+            Some(outputs.output.shape()),
+        ]
+    }
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+        Shapes::from_lookup(get)
+    }
+}
+impl<T: rt::Float> rt::AllocatingOp for Op<T> {
+    type Outputs = Outputs<T>;
+    type InPlace<'a> = ();
+    fn input_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        _in_place: &'a Self::InPlace<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (inputs.shapes(), DTypes::of::<T>())
+    }
+    fn allocate(
+        ctx: &rt::Context,
+        plan: &rt::Plan,
+    ) -> Result<Self::Outputs, rt::OpError> {
+        Ok(Outputs {
+            output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
+        })
+    }
+    fn outputs_mut<'a>(
+        _in_place: &'a mut Self::InPlace<'_>,
+        outputs: &'a mut Self::Outputs,
+    ) -> Self::OutputsMut<'a> {
+        OutputsMut {
+            output: &mut outputs.output,
+        }
+    }
+}
+impl<T: rt::Float> rt::OpHooks for Op<T> {
+    type Env<'a> = Env<'a>;
+    const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
+    fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
+        DTypes::from_lookup(get)
+    }
+    fn env<'a>(
+        shapes: &Shapes<'_>,
+        dtypes: DTypes,
+        attrs: &'a Attrs,
+        caps: &'a rt::DeviceCaps,
+    ) -> Result<Env<'a>, rt::OpError> {
+        Env::new(shapes, dtypes, attrs, caps)
+    }
+    fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+        rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+    }
+    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
+        let variant = VARIANTS.iter().find(|v| v.id == id)?;
+        Some(plan_variant(variant, env))
+    }
+}
+
+// The tables the functions above walk, as data for `kernel_runtime`: the registry entry, the
+// environment the manifest's expressions read, the compiled `derive` entries and `when`
+// clauses, each variant's plan, and the shader table (WGSL in the `.shaders` file beside this
+// one).
+
+/// This op in the registry of untyped entry points.
+pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
+    qualified_name: "com.microsoft.GatedRelativePositionBias",
+    name: "GatedRelativePositionBias",
+    description: "Scales a precomputed relative-position bias by a per-query gate (WavLM's gated relative position bias). For each batch, head and query position, the biased query row of that head is projected through `weight` and `bias` to `D` values; the first `D/2` sum to one gate and the last `D/2` to another, each through a logistic, and the row of `rel_pos` is multiplied by `gate_u * (gate_r * eco_a - 1) + 2`. `rel_pos` has a single batch that is shared by every batch of the output. `D` must be even and at most 32. All gate arithmetic is float32 whatever the tensor type; only the store narrows. The padding-removed form of ONNX Runtime (a `token_offset` input with a rank-2 query) is not supported.",
+    inputs: &[
+        rt::registry::RoleInfo::float(
+            "query_layer",
+            "T",
+            "Query activations of shape `(batch_size, seq_len, num_heads * head_size)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "query_bias",
+            "T",
+            "Bias added to `query_layer` before the projection, of shape `(num_heads * head_size)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "rel_pos",
+            "T",
+            "Relative position bias of shape `(1, num_heads, seq_len, seq_len)`; its single batch is broadcast over the output's batches.",
+        ),
+        rt::registry::RoleInfo::float(
+            "weight",
+            "T",
+            "Gate projection weight of shape `(head_size, D)`, row-major, with `D` even and at most 32.",
+        ),
+        rt::registry::RoleInfo::float(
+            "bias",
+            "T",
+            "Gate projection bias of shape `(D)`.",
+        ),
+        rt::registry::RoleInfo::float(
+            "eco_a",
+            "T",
+            "Per-head coefficient of shape `(1, num_heads, 1, 1)` (WavLM's `gru_rel_pos_const`).",
+        ),
+    ],
+    outputs: &[
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "Gated relative position bias of shape `(batch_size, num_heads, seq_len, seq_len)`.",
+        ),
+    ],
+    attributes: &[
+        rt::registry::AttrInfo::new(
+            "num_heads",
+            "i64",
+            None,
+            "Number of attention heads; must be positive and divide the query hidden size, which gives the head size. Required.",
+        ),
+    ],
+    variants: VARIANT_IDS,
+    shaders: &SHADERS,
+    untyped: UNTYPED,
+};
+/// The untyped entry of the registry, or why the op has none.
+const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
+    rt::plan_untyped::<Op>,
+);
 /// Tensor shapes as expression integers, inputs and outputs, held in place.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
@@ -871,229 +1101,6 @@ fn plan_variant_into(
 }
 /// The variant ids, in selection order.
 const VARIANT_IDS: &[&str] = &["row_head_subgroups", "row_head_tree", "row"];
-/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
-/// for code that drives any op alike. Its type parameters are the element types of the
-/// op's type variables.
-pub struct Op<T: rt::Float = f32>(::core::marker::PhantomData<(T,)>);
-impl<T: rt::Float> rt::Op for Op<T> {
-    const NAME: &'static str = OP_NAME;
-    const ENTRY: rt::registry::OpEntry = ENTRY;
-    type Attrs = Attrs;
-    type DTypes = DTypes;
-    type Shapes<'a> = Shapes<'a>;
-    type Inputs<'a> = Inputs<'a, T>;
-    type OutputsMut<'a> = OutputsMut<'a, T>;
-    fn attrs(
-        values: &[(::std::string::String, rt::support::AttrValue)],
-    ) -> Result<Attrs, rt::OpError> {
-        Attrs::from_raw(values)
-    }
-    fn plan(
-        caps: &rt::DeviceCaps,
-        shapes: &Shapes<'_>,
-        dtypes: &DTypes,
-        attrs: &Attrs,
-    ) -> Result<rt::Plan, rt::OpError> {
-        plan(caps, shapes, dtypes, attrs)
-    }
-    fn plan_into(
-        caps: &rt::DeviceCaps,
-        shapes: &Shapes<'_>,
-        dtypes: &DTypes,
-        attrs: &Attrs,
-        plan: &mut rt::Plan,
-    ) -> Result<(), rt::OpError> {
-        plan_into(caps, shapes, dtypes, attrs, plan)
-    }
-    fn call_shapes<'a>(
-        inputs: &'a Self::Inputs<'_>,
-        outputs: &'a Self::OutputsMut<'_>,
-    ) -> (Shapes<'a>, DTypes) {
-        (shapes(inputs, outputs), dtypes(inputs, outputs))
-    }
-    type Args<'t> = [rt::Arg<'t>; 7usize];
-    type ArgShapes<'t> = [Option<&'t [usize]>; 7usize];
-    fn args<'t>(
-        inputs: &'t Self::Inputs<'_>,
-        outputs: &'t Self::OutputsMut<'_>,
-    ) -> Self::Args<'t> {
-        [
-            rt::Arg::read("query_layer", inputs.query_layer.binding()),
-            rt::Arg::read("query_bias", inputs.query_bias.binding()),
-            rt::Arg::read("rel_pos", inputs.rel_pos.binding()),
-            rt::Arg::read("weight", inputs.weight.binding()),
-            rt::Arg::read("bias", inputs.bias.binding()),
-            rt::Arg::read("eco_a", inputs.eco_a.binding()),
-            rt::Arg::write("output", outputs.output.binding()),
-        ]
-    }
-    fn arg_shapes<'t>(
-        inputs: &'t Self::Inputs<'_>,
-        outputs: &'t Self::OutputsMut<'_>,
-    ) -> Self::ArgShapes<'t> {
-        [
-            Some(inputs.query_layer.shape()),
-            Some(inputs.query_bias.shape()),
-            Some(inputs.rel_pos.shape()),
-            Some(inputs.weight.shape()),
-            Some(inputs.bias.shape()),
-            Some(inputs.eco_a.shape()),
-            Some(outputs.output.shape()),
-        ]
-    }
-    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
-        Shapes::from_lookup(get)
-    }
-}
-impl<T: rt::Float> rt::AllocatingOp for Op<T> {
-    type Outputs = Outputs<T>;
-    type InPlace<'a> = ();
-    fn input_shapes<'a>(
-        inputs: &'a Self::Inputs<'_>,
-        _in_place: &'a Self::InPlace<'_>,
-    ) -> (Shapes<'a>, DTypes) {
-        (inputs.shapes(), DTypes::of::<T>())
-    }
-    fn allocate(
-        ctx: &rt::Context,
-        plan: &rt::Plan,
-    ) -> Result<Self::Outputs, rt::OpError> {
-        Ok(Outputs {
-            output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
-        })
-    }
-    fn outputs_mut<'a>(
-        _in_place: &'a mut Self::InPlace<'_>,
-        outputs: &'a mut Self::Outputs,
-    ) -> Self::OutputsMut<'a> {
-        OutputsMut {
-            output: &mut outputs.output,
-        }
-    }
-}
-impl<T: rt::Float> rt::OpHooks for Op<T> {
-    type Env<'a> = Env<'a>;
-    const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
-    fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
-        DTypes::from_lookup(get)
-    }
-    fn env<'a>(
-        shapes: &Shapes<'_>,
-        dtypes: DTypes,
-        attrs: &'a Attrs,
-        caps: &'a rt::DeviceCaps,
-    ) -> Result<Env<'a>, rt::OpError> {
-        Env::new(shapes, dtypes, attrs, caps)
-    }
-    fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-        rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
-    }
-    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
-        let variant = VARIANTS.iter().find(|v| v.id == id)?;
-        Some(plan_variant(variant, env))
-    }
-}
-/// The untyped entry of the registry, or why the op has none.
-const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
-    rt::plan_untyped::<Op>,
-);
-/// Compiles, ahead of the first call, every shader of this op the device can run
-/// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
-pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    <Op as rt::Op>::precompile(ctx)
-}
-/// Chooses the variant and computes everything about the dispatch, without a GPU:
-/// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
-pub fn plan(
-    caps: &rt::DeviceCaps,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    attrs: &Attrs,
-) -> Result<rt::Plan, rt::OpError> {
-    let mut plan = rt::Plan::default();
-    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
-    Ok(plan)
-}
-/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
-/// again allocates nothing once its shapes have been seen.
-pub fn plan_into(
-    caps: &rt::DeviceCaps,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    attrs: &Attrs,
-    plan: &mut rt::Plan,
-) -> Result<(), rt::OpError> {
-    attrs.validate()?;
-    rt::support::dtype_allowed(
-        OP_NAME,
-        "query_layer, query_bias, rel_pos, weight, bias, eco_a",
-        "T",
-        dtypes.t,
-        rt::DType::FLOATS,
-    )?;
-    rt::support::rank_is(OP_NAME, "query_layer", shapes.query_layer, 3usize)?;
-    rt::support::rank_is(OP_NAME, "query_bias", shapes.query_bias, 1usize)?;
-    rt::support::rank_is(OP_NAME, "rel_pos", shapes.rel_pos, 4usize)?;
-    rt::support::rank_is(OP_NAME, "weight", shapes.weight, 2usize)?;
-    rt::support::rank_is(OP_NAME, "bias", shapes.bias, 1usize)?;
-    rt::support::rank_is(OP_NAME, "eco_a", shapes.eco_a, 4usize)?;
-    let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
-    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
-}
-/// Records the op into `encoder` with new outputs, so several ops can share one
-/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
-/// encoder has been submitted.
-pub fn record<T: rt::Float>(
-    ctx: &rt::Context,
-    encoder: &mut rt::wgpu::CommandEncoder,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
-}
-/// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
-pub fn run<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
-}
-/// Records the op into `encoder`, writing into tensors the caller provides, so a loop
-/// allocates nothing per step and an output can be the next op's input
-/// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
-/// tensors; an output of the wrong shape or one that shares bytes with another
-/// argument is an error).
-pub fn record_into<T: rt::Float>(
-    ctx: &rt::Context,
-    encoder: &mut rt::wgpu::CommandEncoder,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<(), rt::OpError> {
-    <Op<T> as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
-}
-/// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
-pub fn run_into<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<(), rt::OpError> {
-    <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
-}
-/// Binds a call to these tensors, for a call site recorded step after step
-/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
-/// with nothing created or looked up while its plan keeps its shape.
-pub fn bind<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<rt::Bound<Op<T>>, rt::OpError> {
-    rt::Bound::new(ctx, inputs, outputs, attrs)
-}
 /// The op's pre-rendered shaders; their WGSL is `gated_relative_position_bias.shaders`.
 mod shader_table {
     use super::rt::shaders::Key::{Bool, Int, Str};

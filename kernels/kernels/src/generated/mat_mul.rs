@@ -53,21 +53,6 @@ impl DTypes {
         DTypes { t: get("T") }
     }
 }
-/// This op in the registry of untyped entry points.
-pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
-    qualified_name: "kernels.MatMul",
-    name: "MatMul",
-    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 4 by default, each subgroup owning 64 × 32), operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel, which takes any size: tiles and batches past the device's workgroups per dimension are walked in turn. Sums are kept in float32 either way.",
-    inputs: &[
-        rt::registry::RoleInfo::float("a", "T", "").with_onnx("A"),
-        rt::registry::RoleInfo::float("b", "T", "").with_onnx("B"),
-    ],
-    outputs: &[rt::registry::RoleInfo::float("y", "T", "").with_onnx("Y")],
-    attributes: &[],
-    variants: VARIANT_IDS,
-    shaders: &SHADERS,
-    untyped: UNTYPED,
-};
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -138,6 +123,225 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
+/// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
+pub fn run<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
+}
+/// Records the op into `encoder` with new outputs, so several ops can share one
+/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
+/// encoder has been submitted.
+pub fn record<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut rt::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
+}
+/// Runs the op into tensors the caller provides and waits for the GPU natively:
+/// [`record_into`] in an encoder of its own, submitted.
+pub fn run_into<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+}
+/// Records the op into `encoder`, writing into tensors the caller provides, so a loop
+/// allocates nothing per step and an output can be the next op's input
+/// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
+/// tensors; an output of the wrong shape or one that shares bytes with another
+/// argument is an error).
+pub fn record_into<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut rt::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    <Op<T> as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
+}
+/// Binds a call to these tensors, for a call site recorded step after step
+/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+/// with nothing created or looked up while its plan keeps its shape.
+pub fn bind<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<rt::Bound<Op<T>>, rt::OpError> {
+    rt::Bound::new(ctx, inputs, outputs, attrs)
+}
+/// Chooses the variant and computes everything about the dispatch, without a GPU:
+/// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
+pub fn plan(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+) -> Result<rt::Plan, rt::OpError> {
+    let mut plan = rt::Plan::default();
+    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
+/// again allocates nothing once its shapes have been seen.
+pub fn plan_into(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::OpError> {
+    attrs.validate()?;
+    rt::support::dtype_allowed(OP_NAME, "a, b", "T", dtypes.t, rt::DType::FLOATS)?;
+    let env = Env::new(shapes, *dtypes, attrs, caps)?;
+    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
+}
+/// Compiles, ahead of the first call, every shader of this op the device can run
+/// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
+pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+    <Op as rt::Op>::precompile(ctx)
+}
+/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
+/// for code that drives any op alike. Its type parameters are the element types of the
+/// op's type variables.
+pub struct Op<T: rt::Float = f32>(::core::marker::PhantomData<(T,)>);
+impl<T: rt::Float> rt::Op for Op<T> {
+    const NAME: &'static str = OP_NAME;
+    const ENTRY: rt::registry::OpEntry = ENTRY;
+    type Attrs = Attrs;
+    type DTypes = DTypes;
+    type Shapes<'a> = Shapes<'a>;
+    type Inputs<'a> = Inputs<'a, T>;
+    type OutputsMut<'a> = OutputsMut<'a, T>;
+    fn attrs(
+        values: &[(::std::string::String, rt::support::AttrValue)],
+    ) -> Result<Attrs, rt::OpError> {
+        Attrs::from_raw(values)
+    }
+    fn plan(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+    ) -> Result<rt::Plan, rt::OpError> {
+        plan(caps, shapes, dtypes, attrs)
+    }
+    fn plan_into(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+        plan: &mut rt::Plan,
+    ) -> Result<(), rt::OpError> {
+        plan_into(caps, shapes, dtypes, attrs, plan)
+    }
+    fn call_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        outputs: &'a Self::OutputsMut<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (shapes(inputs, outputs), dtypes(inputs, outputs))
+    }
+    type Args<'t> = [rt::Arg<'t>; 3usize];
+    type ArgShapes<'t> = [Option<&'t [usize]>; 3usize];
+    fn args<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> Self::Args<'t> {
+        [
+            rt::Arg::read("a", inputs.a.binding()),
+            rt::Arg::read("b", inputs.b.binding()),
+            rt::Arg::write("y", outputs.y.binding()),
+        ]
+    }
+    fn arg_shapes<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> Self::ArgShapes<'t> {
+        [Some(inputs.a.shape()), Some(inputs.b.shape()), Some(outputs.y.shape())]
+    }
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+        Shapes::from_lookup(get)
+    }
+}
+impl<T: rt::Float> rt::AllocatingOp for Op<T> {
+    type Outputs = Outputs<T>;
+    type InPlace<'a> = ();
+    fn input_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        _in_place: &'a Self::InPlace<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (inputs.shapes(), DTypes::of::<T>())
+    }
+    fn allocate(
+        ctx: &rt::Context,
+        plan: &rt::Plan,
+    ) -> Result<Self::Outputs, rt::OpError> {
+        Ok(Outputs {
+            y: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
+        })
+    }
+    fn outputs_mut<'a>(
+        _in_place: &'a mut Self::InPlace<'_>,
+        outputs: &'a mut Self::Outputs,
+    ) -> Self::OutputsMut<'a> {
+        OutputsMut { y: &mut outputs.y }
+    }
+}
+impl<T: rt::Float> rt::OpHooks for Op<T> {
+    type Env<'a> = Env<'a>;
+    const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
+    fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
+        DTypes::from_lookup(get)
+    }
+    fn env<'a>(
+        shapes: &Shapes<'_>,
+        dtypes: DTypes,
+        attrs: &'a Attrs,
+        caps: &'a rt::DeviceCaps,
+    ) -> Result<Env<'a>, rt::OpError> {
+        Env::new(shapes, dtypes, attrs, caps)
+    }
+    fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+        rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+    }
+    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
+        let variant = VARIANTS.iter().find(|v| v.id == id)?;
+        Some(plan_variant(variant, env))
+    }
+}
+
+// The tables the functions above walk, as data for `kernel_runtime`: the registry entry, the
+// environment the manifest's expressions read, the compiled `derive` entries and `when`
+// clauses, each variant's plan, and the shader table (WGSL in the `.shaders` file beside this
+// one).
+
+/// This op in the registry of untyped entry points.
+pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
+    qualified_name: "kernels.MatMul",
+    name: "MatMul",
+    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 4 by default, each subgroup owning 64 × 32), operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel, which takes any size: tiles and batches past the device's workgroups per dimension are walked in turn. Sums are kept in float32 either way.",
+    inputs: &[
+        rt::registry::RoleInfo::float("a", "T", "").with_onnx("A"),
+        rt::registry::RoleInfo::float("b", "T", "").with_onnx("B"),
+    ],
+    outputs: &[rt::registry::RoleInfo::float("y", "T", "").with_onnx("Y")],
+    attributes: &[],
+    variants: VARIANT_IDS,
+    shaders: &SHADERS,
+    untyped: UNTYPED,
+};
+/// The untyped entry of the registry, or why the op has none.
+const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
+    rt::plan_untyped::<Op>,
+);
 /// Tensor shapes as expression integers, inputs and outputs, held in place.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
@@ -766,203 +970,6 @@ fn plan_variant_into(
 }
 /// The variant ids, in selection order.
 const VARIANT_IDS: &[&str] = &["subgroup_matrix_vec4", "subgroup_matrix", "simt"];
-/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
-/// for code that drives any op alike. Its type parameters are the element types of the
-/// op's type variables.
-pub struct Op<T: rt::Float = f32>(::core::marker::PhantomData<(T,)>);
-impl<T: rt::Float> rt::Op for Op<T> {
-    const NAME: &'static str = OP_NAME;
-    const ENTRY: rt::registry::OpEntry = ENTRY;
-    type Attrs = Attrs;
-    type DTypes = DTypes;
-    type Shapes<'a> = Shapes<'a>;
-    type Inputs<'a> = Inputs<'a, T>;
-    type OutputsMut<'a> = OutputsMut<'a, T>;
-    fn attrs(
-        values: &[(::std::string::String, rt::support::AttrValue)],
-    ) -> Result<Attrs, rt::OpError> {
-        Attrs::from_raw(values)
-    }
-    fn plan(
-        caps: &rt::DeviceCaps,
-        shapes: &Shapes<'_>,
-        dtypes: &DTypes,
-        attrs: &Attrs,
-    ) -> Result<rt::Plan, rt::OpError> {
-        plan(caps, shapes, dtypes, attrs)
-    }
-    fn plan_into(
-        caps: &rt::DeviceCaps,
-        shapes: &Shapes<'_>,
-        dtypes: &DTypes,
-        attrs: &Attrs,
-        plan: &mut rt::Plan,
-    ) -> Result<(), rt::OpError> {
-        plan_into(caps, shapes, dtypes, attrs, plan)
-    }
-    fn call_shapes<'a>(
-        inputs: &'a Self::Inputs<'_>,
-        outputs: &'a Self::OutputsMut<'_>,
-    ) -> (Shapes<'a>, DTypes) {
-        (shapes(inputs, outputs), dtypes(inputs, outputs))
-    }
-    type Args<'t> = [rt::Arg<'t>; 3usize];
-    type ArgShapes<'t> = [Option<&'t [usize]>; 3usize];
-    fn args<'t>(
-        inputs: &'t Self::Inputs<'_>,
-        outputs: &'t Self::OutputsMut<'_>,
-    ) -> Self::Args<'t> {
-        [
-            rt::Arg::read("a", inputs.a.binding()),
-            rt::Arg::read("b", inputs.b.binding()),
-            rt::Arg::write("y", outputs.y.binding()),
-        ]
-    }
-    fn arg_shapes<'t>(
-        inputs: &'t Self::Inputs<'_>,
-        outputs: &'t Self::OutputsMut<'_>,
-    ) -> Self::ArgShapes<'t> {
-        [Some(inputs.a.shape()), Some(inputs.b.shape()), Some(outputs.y.shape())]
-    }
-    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
-        Shapes::from_lookup(get)
-    }
-}
-impl<T: rt::Float> rt::AllocatingOp for Op<T> {
-    type Outputs = Outputs<T>;
-    type InPlace<'a> = ();
-    fn input_shapes<'a>(
-        inputs: &'a Self::Inputs<'_>,
-        _in_place: &'a Self::InPlace<'_>,
-    ) -> (Shapes<'a>, DTypes) {
-        (inputs.shapes(), DTypes::of::<T>())
-    }
-    fn allocate(
-        ctx: &rt::Context,
-        plan: &rt::Plan,
-    ) -> Result<Self::Outputs, rt::OpError> {
-        Ok(Outputs {
-            y: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
-        })
-    }
-    fn outputs_mut<'a>(
-        _in_place: &'a mut Self::InPlace<'_>,
-        outputs: &'a mut Self::Outputs,
-    ) -> Self::OutputsMut<'a> {
-        OutputsMut { y: &mut outputs.y }
-    }
-}
-impl<T: rt::Float> rt::OpHooks for Op<T> {
-    type Env<'a> = Env<'a>;
-    const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
-    fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
-        DTypes::from_lookup(get)
-    }
-    fn env<'a>(
-        shapes: &Shapes<'_>,
-        dtypes: DTypes,
-        attrs: &'a Attrs,
-        caps: &'a rt::DeviceCaps,
-    ) -> Result<Env<'a>, rt::OpError> {
-        Env::new(shapes, dtypes, attrs, caps)
-    }
-    fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-        rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
-    }
-    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
-        let variant = VARIANTS.iter().find(|v| v.id == id)?;
-        Some(plan_variant(variant, env))
-    }
-}
-/// The untyped entry of the registry, or why the op has none.
-const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
-    rt::plan_untyped::<Op>,
-);
-/// Compiles, ahead of the first call, every shader of this op the device can run
-/// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
-pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    <Op as rt::Op>::precompile(ctx)
-}
-/// Chooses the variant and computes everything about the dispatch, without a GPU:
-/// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
-pub fn plan(
-    caps: &rt::DeviceCaps,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    attrs: &Attrs,
-) -> Result<rt::Plan, rt::OpError> {
-    let mut plan = rt::Plan::default();
-    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
-    Ok(plan)
-}
-/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
-/// again allocates nothing once its shapes have been seen.
-pub fn plan_into(
-    caps: &rt::DeviceCaps,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    attrs: &Attrs,
-    plan: &mut rt::Plan,
-) -> Result<(), rt::OpError> {
-    attrs.validate()?;
-    rt::support::dtype_allowed(OP_NAME, "a, b", "T", dtypes.t, rt::DType::FLOATS)?;
-    let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
-    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
-}
-/// Records the op into `encoder` with new outputs, so several ops can share one
-/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
-/// encoder has been submitted.
-pub fn record<T: rt::Float>(
-    ctx: &rt::Context,
-    encoder: &mut rt::wgpu::CommandEncoder,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
-}
-/// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
-pub fn run<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
-}
-/// Records the op into `encoder`, writing into tensors the caller provides, so a loop
-/// allocates nothing per step and an output can be the next op's input
-/// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
-/// tensors; an output of the wrong shape or one that shares bytes with another
-/// argument is an error).
-pub fn record_into<T: rt::Float>(
-    ctx: &rt::Context,
-    encoder: &mut rt::wgpu::CommandEncoder,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<(), rt::OpError> {
-    <Op<T> as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
-}
-/// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
-pub fn run_into<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<(), rt::OpError> {
-    <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
-}
-/// Binds a call to these tensors, for a call site recorded step after step
-/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
-/// with nothing created or looked up while its plan keeps its shape.
-pub fn bind<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<rt::Bound<Op<T>>, rt::OpError> {
-    rt::Bound::new(ctx, inputs, outputs, attrs)
-}
 /// The op's pre-rendered shaders; their WGSL is `mat_mul.shaders`.
 mod shader_table {
     use super::rt::shaders::Key::Str;

@@ -146,87 +146,6 @@ impl DTypes {
         DTypes { t: get("T") }
     }
 }
-/// This op in the registry of untyped entry points.
-pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
-    qualified_name: "com.microsoft.MRotaryEmbedding",
-    name: "MRotaryEmbedding",
-    description: "Multimodal rotary position embedding (M-RoPE) for Qwen models. Each token has temporal, height, and width position streams; `mrope_section` partitions the half-rotary axis and `mrope_layout` assigns them. Text-only tokens set all streams equal, reducing the op to `RotaryEmbedding`. The effective rotary dimension must be positive and even; an odd head size is supported with a smaller even `rotary_embedding_dim`. This package supports float16/float32 and non-packed mode; bfloat16 and packed batching are not implemented. Position ids must be valid non-negative cache-row indices.",
-    inputs: &[
-        rt::registry::RoleInfo::float(
-            "input",
-            "T",
-            "Input token embeddings. Shape is `(batch_size, sequence_length, hidden_size)` for rank 3 or `(batch_size, num_heads, sequence_length, head_size)` for rank 4. The effective rotary dimension must be even, and `num_heads` is required for rank-3 input.",
-        ),
-        rt::registry::RoleInfo::index(
-            "position_ids",
-            "Logical int64 position indices of shape `(3, batch_size, sequence_length)`, holding the temporal, height and width streams in that order along the first axis. Valid positions are non-negative cache-row indices and use uint32 WebGPU storage.",
-        ),
-        rt::registry::RoleInfo::float(
-            "cos_cache",
-            "T",
-            "Precomputed cosine values of shape `(max_sequence_length, rotary_dim/2)`, shared by all three position streams.",
-        ),
-        rt::registry::RoleInfo::float(
-            "sin_cache",
-            "T",
-            "Precomputed sine values with the same shape and type as `cos_cache`.",
-        ),
-    ],
-    outputs: &[
-        rt::registry::RoleInfo::float(
-            "output",
-            "T",
-            "Rotary-position-encoded tensor with the same shape and type as `input`.",
-        ),
-    ],
-    attributes: &[
-        rt::registry::AttrInfo::new(
-            "interleaved",
-            "bool",
-            Some("false"),
-            "Set to 1 to rotate using an interleaved pattern (even/odd elements), or 0 to split the head dimension into two contiguous halves. Default is 0. This is the rotation pairing and is independent of `mrope_layout`.",
-        ),
-        rt::registry::AttrInfo::new(
-            "is_packed_batching",
-            "bool",
-            Some("false"),
-            "Whether `position_ids` uses packed-batch metadata. The default and only supported value is 0; packed batching (1) is not implemented.",
-        ),
-        rt::registry::AttrInfo::new(
-            "mrope_layout",
-            "bool",
-            Some("false"),
-            "How the three sections are combined into one per-token cos/sin vector: `0` for the sectioned/chunked layout (Qwen2-VL, Qwen2.5-VL) or `1` for the interleaved layout (Qwen3-VL, Qwen3.5). Default is 0.",
-        ),
-        rt::registry::AttrInfo::new(
-            "mrope_section",
-            "Vec<i64>",
-            None,
-            "Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.",
-        ),
-        rt::registry::AttrInfo::new(
-            "num_heads",
-            "i64",
-            Some("0"),
-            "Number of attention heads. The schema default is 0. A positive value is required for rank-3 `input` and whenever `rotary_embedding_dim` is nonzero; rank-4 execution otherwise infers the head count from `input`.",
-        ),
-        rt::registry::AttrInfo::new(
-            "rotary_embedding_dim",
-            "i64",
-            Some("0"),
-            "Positive even number of head-dimension elements to rotate; `0` means the full head dimension, which must then be even. A smaller even value permits an odd head size and copies the remaining tail unchanged.",
-        ),
-        rt::registry::AttrInfo::new(
-            "scale",
-            "f32",
-            Some("1"),
-            "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
-        ),
-    ],
-    variants: VARIANT_IDS,
-    shaders: &SHADERS,
-    untyped: UNTYPED,
-};
 /// The shapes `plan` takes: inputs, tensors written in place, outputs the caller
 /// provides.
 #[derive(Clone, Copy, Debug)]
@@ -313,6 +232,334 @@ pub fn dtypes<T: rt::Float>(
     let _ = (inputs, outputs);
     DTypes::of::<T>()
 }
+/// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
+pub fn run<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
+}
+/// Records the op into `encoder` with new outputs, so several ops can share one
+/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
+/// encoder has been submitted.
+pub fn record<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut rt::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    attrs: &Attrs,
+) -> Result<Outputs<T>, rt::OpError> {
+    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
+}
+/// Runs the op into tensors the caller provides and waits for the GPU natively:
+/// [`record_into`] in an encoder of its own, submitted.
+pub fn run_into<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
+}
+/// Records the op into `encoder`, writing into tensors the caller provides, so a loop
+/// allocates nothing per step and an output can be the next op's input
+/// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
+/// tensors; an output of the wrong shape or one that shares bytes with another
+/// argument is an error).
+pub fn record_into<T: rt::Float>(
+    ctx: &rt::Context,
+    encoder: &mut rt::wgpu::CommandEncoder,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<(), rt::OpError> {
+    <Op<T> as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
+}
+/// Binds a call to these tensors, for a call site recorded step after step
+/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
+/// with nothing created or looked up while its plan keeps its shape.
+pub fn bind<T: rt::Float>(
+    ctx: &rt::Context,
+    inputs: &Inputs<'_, T>,
+    outputs: OutputsMut<'_, T>,
+    attrs: &Attrs,
+) -> Result<rt::Bound<Op<T>>, rt::OpError> {
+    rt::Bound::new(ctx, inputs, outputs, attrs)
+}
+/// Chooses the variant and computes everything about the dispatch, without a GPU:
+/// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
+pub fn plan(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+) -> Result<rt::Plan, rt::OpError> {
+    let mut plan = rt::Plan::default();
+    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
+    Ok(plan)
+}
+/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
+/// again allocates nothing once its shapes have been seen.
+pub fn plan_into(
+    caps: &rt::DeviceCaps,
+    shapes: &Shapes<'_>,
+    dtypes: &DTypes,
+    attrs: &Attrs,
+    plan: &mut rt::Plan,
+) -> Result<(), rt::OpError> {
+    attrs.validate()?;
+    rt::support::dtype_allowed(
+        OP_NAME,
+        "input, cos_cache, sin_cache",
+        "T",
+        dtypes.t,
+        rt::DType::FLOATS,
+    )?;
+    rt::support::rank_is(OP_NAME, "position_ids", shapes.position_ids, 3usize)?;
+    rt::support::rank_is(OP_NAME, "cos_cache", shapes.cos_cache, 2usize)?;
+    rt::support::rank_is(OP_NAME, "sin_cache", shapes.sin_cache, 2usize)?;
+    let env = Env::new(shapes, *dtypes, attrs, caps)?;
+    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
+    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
+}
+/// Compiles, ahead of the first call, every shader of this op the device can run
+/// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
+pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
+    <Op as rt::Op>::precompile(ctx)
+}
+/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
+/// for code that drives any op alike. Its type parameters are the element types of the
+/// op's type variables.
+pub struct Op<T: rt::Float = f32>(::core::marker::PhantomData<(T,)>);
+impl<T: rt::Float> rt::Op for Op<T> {
+    const NAME: &'static str = OP_NAME;
+    const ENTRY: rt::registry::OpEntry = ENTRY;
+    type Attrs = Attrs;
+    type DTypes = DTypes;
+    type Shapes<'a> = Shapes<'a>;
+    type Inputs<'a> = Inputs<'a, T>;
+    type OutputsMut<'a> = OutputsMut<'a, T>;
+    fn attrs(
+        values: &[(::std::string::String, rt::support::AttrValue)],
+    ) -> Result<Attrs, rt::OpError> {
+        Attrs::from_raw(values)
+    }
+    fn plan(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+    ) -> Result<rt::Plan, rt::OpError> {
+        plan(caps, shapes, dtypes, attrs)
+    }
+    fn plan_into(
+        caps: &rt::DeviceCaps,
+        shapes: &Shapes<'_>,
+        dtypes: &DTypes,
+        attrs: &Attrs,
+        plan: &mut rt::Plan,
+    ) -> Result<(), rt::OpError> {
+        plan_into(caps, shapes, dtypes, attrs, plan)
+    }
+    fn call_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        outputs: &'a Self::OutputsMut<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (shapes(inputs, outputs), dtypes(inputs, outputs))
+    }
+    type Args<'t> = [rt::Arg<'t>; 5usize];
+    type ArgShapes<'t> = [Option<&'t [usize]>; 5usize];
+    fn args<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> Self::Args<'t> {
+        [
+            rt::Arg::read("input", inputs.input.binding()),
+            rt::Arg::read("position_ids", inputs.position_ids.binding()),
+            rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
+            rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
+            rt::Arg::write("output", outputs.output.binding()),
+        ]
+    }
+    fn arg_shapes<'t>(
+        inputs: &'t Self::Inputs<'_>,
+        outputs: &'t Self::OutputsMut<'_>,
+    ) -> Self::ArgShapes<'t> {
+        [
+            Some(inputs.input.shape()),
+            Some(inputs.position_ids.shape()),
+            Some(inputs.cos_cache.shape()),
+            Some(inputs.sin_cache.shape()),
+            Some(outputs.output.shape()),
+        ]
+    }
+    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
+        Shapes::from_lookup(get)
+    }
+    fn check_inputs(
+        inputs: &Self::Inputs<'_>,
+        attrs: &Attrs,
+    ) -> Result<(), rt::OpError> {
+        crate::host_checks::mrotary_embedding::check(
+            &[
+                rt::registry::ArgView::new("input", inputs.input.shape(), None),
+                rt::registry::ArgView::new(
+                    "position_ids",
+                    inputs.position_ids.shape(),
+                    inputs.position_ids.values(),
+                ),
+                rt::registry::ArgView::new("cos_cache", inputs.cos_cache.shape(), None),
+                rt::registry::ArgView::new("sin_cache", inputs.sin_cache.shape(), None),
+            ],
+            attrs,
+        )
+    }
+}
+impl<T: rt::Float> rt::AllocatingOp for Op<T> {
+    type Outputs = Outputs<T>;
+    type InPlace<'a> = ();
+    fn input_shapes<'a>(
+        inputs: &'a Self::Inputs<'_>,
+        _in_place: &'a Self::InPlace<'_>,
+    ) -> (Shapes<'a>, DTypes) {
+        (inputs.shapes(), DTypes::of::<T>())
+    }
+    fn allocate(
+        ctx: &rt::Context,
+        plan: &rt::Plan,
+    ) -> Result<Self::Outputs, rt::OpError> {
+        Ok(Outputs {
+            output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
+        })
+    }
+    fn outputs_mut<'a>(
+        _in_place: &'a mut Self::InPlace<'_>,
+        outputs: &'a mut Self::Outputs,
+    ) -> Self::OutputsMut<'a> {
+        OutputsMut {
+            output: &mut outputs.output,
+        }
+    }
+}
+impl<T: rt::Float> rt::OpHooks for Op<T> {
+    type Env<'a> = Env<'a>;
+    const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
+    fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
+        DTypes::from_lookup(get)
+    }
+    fn env<'a>(
+        shapes: &Shapes<'_>,
+        dtypes: DTypes,
+        attrs: &'a Attrs,
+        caps: &'a rt::DeviceCaps,
+    ) -> Result<Env<'a>, rt::OpError> {
+        Env::new(shapes, dtypes, attrs, caps)
+    }
+    fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
+        rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
+    }
+    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
+        let variant = VARIANTS.iter().find(|v| v.id == id)?;
+        Some(plan_variant(variant, env))
+    }
+    fn check_views(
+        views: &[rt::registry::ArgView<'_>],
+        attrs: &Attrs,
+    ) -> Result<(), rt::OpError> {
+        crate::host_checks::mrotary_embedding::check(views, attrs)
+    }
+}
+
+// The tables the functions above walk, as data for `kernel_runtime`: the registry entry, the
+// environment the manifest's expressions read, the compiled `derive` entries and `when`
+// clauses, each variant's plan, and the shader table (WGSL in the `.shaders` file beside this
+// one).
+
+/// This op in the registry of untyped entry points.
+pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
+    qualified_name: "com.microsoft.MRotaryEmbedding",
+    name: "MRotaryEmbedding",
+    description: "Multimodal rotary position embedding (M-RoPE) for Qwen models. Each token has temporal, height, and width position streams; `mrope_section` partitions the half-rotary axis and `mrope_layout` assigns them. Text-only tokens set all streams equal, reducing the op to `RotaryEmbedding`. The effective rotary dimension must be positive and even; an odd head size is supported with a smaller even `rotary_embedding_dim`. This package supports float16/float32 and non-packed mode; bfloat16 and packed batching are not implemented. Position ids must be valid non-negative cache-row indices.",
+    inputs: &[
+        rt::registry::RoleInfo::float(
+            "input",
+            "T",
+            "Input token embeddings. Shape is `(batch_size, sequence_length, hidden_size)` for rank 3 or `(batch_size, num_heads, sequence_length, head_size)` for rank 4. The effective rotary dimension must be even, and `num_heads` is required for rank-3 input.",
+        ),
+        rt::registry::RoleInfo::index(
+            "position_ids",
+            "Logical int64 position indices of shape `(3, batch_size, sequence_length)`, holding the temporal, height and width streams in that order along the first axis. Valid positions are non-negative cache-row indices and use uint32 WebGPU storage.",
+        ),
+        rt::registry::RoleInfo::float(
+            "cos_cache",
+            "T",
+            "Precomputed cosine values of shape `(max_sequence_length, rotary_dim/2)`, shared by all three position streams.",
+        ),
+        rt::registry::RoleInfo::float(
+            "sin_cache",
+            "T",
+            "Precomputed sine values with the same shape and type as `cos_cache`.",
+        ),
+    ],
+    outputs: &[
+        rt::registry::RoleInfo::float(
+            "output",
+            "T",
+            "Rotary-position-encoded tensor with the same shape and type as `input`.",
+        ),
+    ],
+    attributes: &[
+        rt::registry::AttrInfo::new(
+            "interleaved",
+            "bool",
+            Some("false"),
+            "Set to 1 to rotate using an interleaved pattern (even/odd elements), or 0 to split the head dimension into two contiguous halves. Default is 0. This is the rotation pairing and is independent of `mrope_layout`.",
+        ),
+        rt::registry::AttrInfo::new(
+            "is_packed_batching",
+            "bool",
+            Some("false"),
+            "Whether `position_ids` uses packed-batch metadata. The default and only supported value is 0; packed batching (1) is not implemented.",
+        ),
+        rt::registry::AttrInfo::new(
+            "mrope_layout",
+            "bool",
+            Some("false"),
+            "How the three sections are combined into one per-token cos/sin vector: `0` for the sectioned/chunked layout (Qwen2-VL, Qwen2.5-VL) or `1` for the interleaved layout (Qwen3-VL, Qwen3.5). Default is 0.",
+        ),
+        rt::registry::AttrInfo::new(
+            "mrope_section",
+            "Vec<i64>",
+            None,
+            "Three non-negative integers `[section_t, section_h, section_w]` dividing the half-rotary axis among the temporal, height and width streams. They must sum to `rotary_embedding_dim / 2`, or to `head_size / 2` when `rotary_embedding_dim` is 0. Required.",
+        ),
+        rt::registry::AttrInfo::new(
+            "num_heads",
+            "i64",
+            Some("0"),
+            "Number of attention heads. The schema default is 0. A positive value is required for rank-3 `input` and whenever `rotary_embedding_dim` is nonzero; rank-4 execution otherwise infers the head count from `input`.",
+        ),
+        rt::registry::AttrInfo::new(
+            "rotary_embedding_dim",
+            "i64",
+            Some("0"),
+            "Positive even number of head-dimension elements to rotate; `0` means the full head dimension, which must then be even. A smaller even value permits an odd head size and copies the remaining tail unchanged.",
+        ),
+        rt::registry::AttrInfo::new(
+            "scale",
+            "f32",
+            Some("1"),
+            "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
+        ),
+    ],
+    variants: VARIANT_IDS,
+    shaders: &SHADERS,
+    untyped: UNTYPED,
+};
+/// The untyped entry of the registry, or why the op has none.
+const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
+    rt::plan_untyped::<Op>,
+);
 /// Tensor shapes as expression integers, inputs and outputs, held in place.
 #[doc(hidden)]
 #[derive(Clone, Debug, Default)]
@@ -1053,246 +1300,6 @@ fn plan_variant_into(
 }
 /// The variant ids, in selection order.
 const VARIANT_IDS: &[&str] = &["rank3", "rank4"];
-/// The op as a type: `rt::Op` (and `rt::AllocatingOp` where it allocates its outputs),
-/// for code that drives any op alike. Its type parameters are the element types of the
-/// op's type variables.
-pub struct Op<T: rt::Float = f32>(::core::marker::PhantomData<(T,)>);
-impl<T: rt::Float> rt::Op for Op<T> {
-    const NAME: &'static str = OP_NAME;
-    const ENTRY: rt::registry::OpEntry = ENTRY;
-    type Attrs = Attrs;
-    type DTypes = DTypes;
-    type Shapes<'a> = Shapes<'a>;
-    type Inputs<'a> = Inputs<'a, T>;
-    type OutputsMut<'a> = OutputsMut<'a, T>;
-    fn attrs(
-        values: &[(::std::string::String, rt::support::AttrValue)],
-    ) -> Result<Attrs, rt::OpError> {
-        Attrs::from_raw(values)
-    }
-    fn plan(
-        caps: &rt::DeviceCaps,
-        shapes: &Shapes<'_>,
-        dtypes: &DTypes,
-        attrs: &Attrs,
-    ) -> Result<rt::Plan, rt::OpError> {
-        plan(caps, shapes, dtypes, attrs)
-    }
-    fn plan_into(
-        caps: &rt::DeviceCaps,
-        shapes: &Shapes<'_>,
-        dtypes: &DTypes,
-        attrs: &Attrs,
-        plan: &mut rt::Plan,
-    ) -> Result<(), rt::OpError> {
-        plan_into(caps, shapes, dtypes, attrs, plan)
-    }
-    fn call_shapes<'a>(
-        inputs: &'a Self::Inputs<'_>,
-        outputs: &'a Self::OutputsMut<'_>,
-    ) -> (Shapes<'a>, DTypes) {
-        (shapes(inputs, outputs), dtypes(inputs, outputs))
-    }
-    type Args<'t> = [rt::Arg<'t>; 5usize];
-    type ArgShapes<'t> = [Option<&'t [usize]>; 5usize];
-    fn args<'t>(
-        inputs: &'t Self::Inputs<'_>,
-        outputs: &'t Self::OutputsMut<'_>,
-    ) -> Self::Args<'t> {
-        [
-            rt::Arg::read("input", inputs.input.binding()),
-            rt::Arg::read("position_ids", inputs.position_ids.binding()),
-            rt::Arg::read("cos_cache", inputs.cos_cache.binding()),
-            rt::Arg::read("sin_cache", inputs.sin_cache.binding()),
-            rt::Arg::write("output", outputs.output.binding()),
-        ]
-    }
-    fn arg_shapes<'t>(
-        inputs: &'t Self::Inputs<'_>,
-        outputs: &'t Self::OutputsMut<'_>,
-    ) -> Self::ArgShapes<'t> {
-        [
-            Some(inputs.input.shape()),
-            Some(inputs.position_ids.shape()),
-            Some(inputs.cos_cache.shape()),
-            Some(inputs.sin_cache.shape()),
-            Some(outputs.output.shape()),
-        ]
-    }
-    fn shapes_from<'a>(get: &dyn Fn(&str) -> Option<&'a [usize]>) -> Shapes<'a> {
-        Shapes::from_lookup(get)
-    }
-    fn check_inputs(
-        inputs: &Self::Inputs<'_>,
-        attrs: &Attrs,
-    ) -> Result<(), rt::OpError> {
-        crate::host_checks::mrotary_embedding::check(
-            &[
-                rt::registry::ArgView::new("input", inputs.input.shape(), None),
-                rt::registry::ArgView::new(
-                    "position_ids",
-                    inputs.position_ids.shape(),
-                    inputs.position_ids.values(),
-                ),
-                rt::registry::ArgView::new("cos_cache", inputs.cos_cache.shape(), None),
-                rt::registry::ArgView::new("sin_cache", inputs.sin_cache.shape(), None),
-            ],
-            attrs,
-        )
-    }
-}
-impl<T: rt::Float> rt::AllocatingOp for Op<T> {
-    type Outputs = Outputs<T>;
-    type InPlace<'a> = ();
-    fn input_shapes<'a>(
-        inputs: &'a Self::Inputs<'_>,
-        _in_place: &'a Self::InPlace<'_>,
-    ) -> (Shapes<'a>, DTypes) {
-        (inputs.shapes(), DTypes::of::<T>())
-    }
-    fn allocate(
-        ctx: &rt::Context,
-        plan: &rt::Plan,
-    ) -> Result<Self::Outputs, rt::OpError> {
-        Ok(Outputs {
-            output: rt::Tensor::<T>::zeros_for(ctx, plan.op, &plan.outputs[0usize])?,
-        })
-    }
-    fn outputs_mut<'a>(
-        _in_place: &'a mut Self::InPlace<'_>,
-        outputs: &'a mut Self::Outputs,
-    ) -> Self::OutputsMut<'a> {
-        OutputsMut {
-            output: &mut outputs.output,
-        }
-    }
-}
-impl<T: rt::Float> rt::OpHooks for Op<T> {
-    type Env<'a> = Env<'a>;
-    const VARIANT_IDS: &'static [&'static str] = VARIANT_IDS;
-    fn dtypes_from(get: &dyn Fn(&str) -> rt::DType) -> DTypes {
-        DTypes::from_lookup(get)
-    }
-    fn env<'a>(
-        shapes: &Shapes<'_>,
-        dtypes: DTypes,
-        attrs: &'a Attrs,
-        caps: &'a rt::DeviceCaps,
-    ) -> Result<Env<'a>, rt::OpError> {
-        Env::new(shapes, dtypes, attrs, caps)
-    }
-    fn accepts(id: &str, env: &Env<'_>) -> Option<Result<(), rt::support::Failure>> {
-        rt::when::accepts(&VARIANTS, &CONDITIONS, id, env)
-    }
-    fn plan_of(id: &str, env: &Env<'_>) -> Option<Result<rt::Plan, rt::PlanError>> {
-        let variant = VARIANTS.iter().find(|v| v.id == id)?;
-        Some(plan_variant(variant, env))
-    }
-    fn check_views(
-        views: &[rt::registry::ArgView<'_>],
-        attrs: &Attrs,
-    ) -> Result<(), rt::OpError> {
-        crate::host_checks::mrotary_embedding::check(views, attrs)
-    }
-}
-/// The untyped entry of the registry, or why the op has none.
-const UNTYPED: rt::registry::Untyped = rt::registry::Untyped::Plan(
-    rt::plan_untyped::<Op>,
-);
-/// Compiles, ahead of the first call, every shader of this op the device can run
-/// ([`rt::Op::precompile`]). Returns the number of shaders prepared.
-pub fn precompile(ctx: &rt::Context) -> Result<usize, rt::OpError> {
-    <Op as rt::Op>::precompile(ctx)
-}
-/// Chooses the variant and computes everything about the dispatch, without a GPU:
-/// passes, shaders, overrides, uniform bytes, dispatch sizes, intermediates, outputs.
-pub fn plan(
-    caps: &rt::DeviceCaps,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    attrs: &Attrs,
-) -> Result<rt::Plan, rt::OpError> {
-    let mut plan = rt::Plan::default();
-    plan_into(caps, shapes, dtypes, attrs, &mut plan)?;
-    Ok(plan)
-}
-/// [`plan`] into `plan`, reusing its storage ([`rt::Op::plan_into`]): planning the op
-/// again allocates nothing once its shapes have been seen.
-pub fn plan_into(
-    caps: &rt::DeviceCaps,
-    shapes: &Shapes<'_>,
-    dtypes: &DTypes,
-    attrs: &Attrs,
-    plan: &mut rt::Plan,
-) -> Result<(), rt::OpError> {
-    attrs.validate()?;
-    rt::support::dtype_allowed(
-        OP_NAME,
-        "input, cos_cache, sin_cache",
-        "T",
-        dtypes.t,
-        rt::DType::FLOATS,
-    )?;
-    rt::support::rank_is(OP_NAME, "position_ids", shapes.position_ids, 3usize)?;
-    rt::support::rank_is(OP_NAME, "cos_cache", shapes.cos_cache, 2usize)?;
-    rt::support::rank_is(OP_NAME, "sin_cache", shapes.sin_cache, 2usize)?;
-    let env = Env::new(shapes, *dtypes, attrs, caps)?;
-    let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
-    rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
-}
-/// Records the op into `encoder` with new outputs, so several ops can share one
-/// submission ([`rt::AllocatingOp::record`]). The outputs are valid once the
-/// encoder has been submitted.
-pub fn record<T: rt::Float>(
-    ctx: &rt::Context,
-    encoder: &mut rt::wgpu::CommandEncoder,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::record(ctx, encoder, inputs, (), attrs)
-}
-/// Runs the op with new outputs and waits for the GPU ([`rt::AllocatingOp::run`]).
-pub fn run<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    attrs: &Attrs,
-) -> Result<Outputs<T>, rt::OpError> {
-    <Op<T> as rt::AllocatingOp>::run(ctx, inputs, (), attrs)
-}
-/// Records the op into `encoder`, writing into tensors the caller provides, so a loop
-/// allocates nothing per step and an output can be the next op's input
-/// ([`rt::Op::record_into`]: bind groups are kept for the next call with the same
-/// tensors; an output of the wrong shape or one that shares bytes with another
-/// argument is an error).
-pub fn record_into<T: rt::Float>(
-    ctx: &rt::Context,
-    encoder: &mut rt::wgpu::CommandEncoder,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<(), rt::OpError> {
-    <Op<T> as rt::Op>::record_into(ctx, encoder, inputs, outputs, attrs)
-}
-/// [`record_into`] in an encoder of its own, submitted; waits for the GPU natively.
-pub fn run_into<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<(), rt::OpError> {
-    <Op<T> as rt::Op>::run_into(ctx, inputs, outputs, attrs)
-}
-/// Binds a call to these tensors, for a call site recorded step after step
-/// ([`rt::Bound`]): `update` it with new attributes, `record` it into a compute pass,
-/// with nothing created or looked up while its plan keeps its shape.
-pub fn bind<T: rt::Float>(
-    ctx: &rt::Context,
-    inputs: &Inputs<'_, T>,
-    outputs: OutputsMut<'_, T>,
-    attrs: &Attrs,
-) -> Result<rt::Bound<Op<T>>, rt::OpError> {
-    rt::Bound::new(ctx, inputs, outputs, attrs)
-}
 /// The op's pre-rendered shaders; their WGSL is `mrotary_embedding.shaders`.
 mod shader_table {
     use super::rt::shaders::Key::{Bool, Str};
