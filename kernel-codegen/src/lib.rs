@@ -6,12 +6,14 @@
 //!
 //! The API is what a build script needs: [`Config`] (and [`ConfigError`], [`Report`]),
 //! [`generate`] and [`models`] with their [`Inputs`] and [`Output`], the op model [`model`]
-//! and [`shader`] those return, and the diagnostics ([`Diagnostic`], [`Diagnostics`]). The
-//! other modules are public for this repository's tools and tests (the expression
-//! interpreter, the dialects' readers, the emitters) and hidden from the docs: they change
-//! without notice.
-//! Pipeline: `manifest` (serde, strict) → `model` (validated op, typed expressions) →
-//! `wgsl` (render, validate, reflect) and `rust` (quote → syn → prettyplease).
+//! and [`shader`] those return, the diagnostics ([`Diagnostic`], [`Diagnostics`]) and the
+//! package checker [`check`]. Two more modules are public for this repository's tests and
+//! hidden from the docs, as they change without notice: `expr` (the expression language, which
+//! the corpus's differential tests evaluate) and `manifest` (the dialects' readers). The front
+//! end, the emitters and the template machinery are private.
+//!
+//! Pipeline: `front` (manifests and hints of every dialect → `model`: validated ops, typed
+//! expressions) → `wgsl` (render, validate, reflect) and `rust` (quote → syn → prettyplease).
 
 pub mod check;
 pub mod config;
@@ -24,15 +26,10 @@ mod front;
 pub use front::manifest;
 pub mod model;
 mod output_dir;
-#[doc(hidden)]
-pub mod rust;
+mod rust;
 pub mod shader;
-#[doc(hidden)]
-pub mod templates;
-#[doc(hidden)]
-pub mod webgpu;
-#[doc(hidden)]
-pub mod wgsl;
+mod templates;
+mod wgsl;
 
 use std::collections::{BTreeMap, BTreeSet};
 

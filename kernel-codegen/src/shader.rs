@@ -31,7 +31,7 @@ pub struct OverrideSpec {
     pub wgsl_type: &'static str,
     /// The value translation and the second validator resolve it with: one the variant can
     /// run with where its domain says ([`crate::model::domains::sample`]), else
-    /// [`crate::wgsl::representative_override`].
+    /// the type's representative (`wgsl::representative_override`).
     pub representative: f64,
 }
 

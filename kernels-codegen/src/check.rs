@@ -126,7 +126,7 @@ fn print_finding(f: &Finding) {
     if let Some(w) = &f.witness {
         println!("  = witness: {w}");
         println!(
-            "  = reproduce: cargo run -p examples --bin run-op -- {}",
+            "  = reproduce: cargo run -p kernels-tools --bin run-op -- {}",
             w.run_op_args(&f.op)
         );
     }

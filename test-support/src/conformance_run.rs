@@ -32,7 +32,7 @@ pub type Reference =
     dyn Fn(&[RefInput<'_>], &[(String, AttrValue)]) -> Result<Vec<Vec<f64>>, String>;
 
 /// A reference of an op with one output called as a [`Reference`] is: `compute` takes the
-/// inputs owned, each as its role, shape and values (the form of `examples::reference::by_op`),
+/// inputs owned, each as its role, shape and values (the form of `kernels_tools::reference::by_op`),
 /// and the attributes; its output is the only one, its error shown with its causes (`{:#}`, as
 /// an `anyhow` chain prints them).
 pub fn one_output_reference<F, E>(

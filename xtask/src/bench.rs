@@ -41,7 +41,15 @@ pub fn run(root: &Path, torch: bool, args: &[String]) -> Result<()> {
         return crate::bench_decode::run(root, quick, torch);
     }
     let sweep = if torch { check_args(args)? } else { None };
-    let mut cargo_args = vec!["run", "--release", "-p", "examples", "--bin", "bench", "--"];
+    let mut cargo_args = vec![
+        "run",
+        "--release",
+        "-p",
+        "kernels-tools",
+        "--bin",
+        "bench",
+        "--",
+    ];
     cargo_args.extend(args.iter().map(String::as_str));
     system::cargo(root, &cargo_args)?;
     if torch {

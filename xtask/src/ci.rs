@@ -130,7 +130,7 @@ pub fn run(root: &Path) -> Result<()> {
                 "run",
                 "--locked",
                 "-p",
-                "examples",
+                "kernels-tools",
                 "--bin",
                 "bench",
                 "--",

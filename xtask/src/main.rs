@@ -122,7 +122,7 @@ fn main() -> ExitCode {
             .and_then(|()| {
                 system::cargo(
                     &root,
-                    &["run", "--release", "-p", "examples", "--bin", "demo"],
+                    &["run", "--release", "-p", "kernels-tools", "--bin", "demo"],
                 )
             })
             .and_then(|()| {

@@ -2,7 +2,7 @@
 //! `packages/<op>/test.json`, of the Hub's suites beside their manifests and of the suites
 //! written for the Hub's ops in `examples/hub/packages/<op>/test.json`): [`case`] runs one case through the op's registry entry on each
 //! context of [`contexts`] and checks it against the case's data or the op's float64 reference
-//! ([`reference()`], from `examples::reference`); [`every_variant_is_reached`] plans every case
+//! ([`reference()`], from `kernels_tools::reference`); [`every_variant_is_reached`] plans every case
 //! that runs on GPUs and asserts that each variant the device can build is selected by one,
 //! except the variants no call selects on that device (the table `UNSELECTABLE`, each with
 //! why, which it prints).
@@ -22,7 +22,7 @@ use test_support::conformance_run::{self, CaseReport, Checked, RefInput, Referen
 type ReferenceFn = fn(&[RefInput<'_>], &[(String, AttrValue)]) -> Result<Vec<Vec<f64>>, String>;
 
 /// The float64 reference of each op that has one, by qualified name. Each op has one output,
-/// which `examples::reference::by_op` computes from the inputs by role.
+/// which `kernels_tools::reference::by_op` computes from the inputs by role.
 const REFERENCES: &[(&str, ReferenceFn)] = &[
     ("com.microsoft.BiasSoftmax", |inputs, attrs| {
         by_op("com.microsoft.BiasSoftmax", inputs, attrs)
@@ -45,14 +45,14 @@ const REFERENCES: &[(&str, ReferenceFn)] = &[
     }),
 ];
 
-/// `examples::reference::by_op` for `op`, its one output as the only one.
+/// `kernels_tools::reference::by_op` for `op`, its one output as the only one.
 fn by_op(
     op: &str,
     inputs: &[RefInput<'_>],
     attrs: &[(String, AttrValue)],
 ) -> Result<Vec<Vec<f64>>, String> {
     conformance_run::one_output_reference(inputs, attrs, |inputs, attrs| {
-        examples::reference::by_op(op, inputs, attrs)
+        kernels_tools::reference::by_op(op, inputs, attrs)
     })
 }
 

@@ -1,7 +1,7 @@
 //! The Hub's conformance suites on the page's adapter: each suite `build.rs` embedded is read
 //! with `test-support`'s suite reader and every case run with its runner (the one the native
 //! `examples/conformance` tests use, awaiting the readback as a browser must), checked against
-//! the case's data or the float64 reference of `examples::reference`. A case is passed, failed
+//! the case's data or the float64 reference of `kernels_tools::reference`. A case is passed, failed
 //! or skipped with why (`skipGpu`, or the adapter lacks `shader-f16`).
 
 use kernel_runtime::Context;
@@ -88,7 +88,7 @@ async fn run_suite(
         Err(why) => absent = Some(why.to_owned()),
         Ok(text) => match conformance::parse(text) {
             Ok(suite) => {
-                let entry = examples::ops().find(|e| e.qualified_name == embedded.op);
+                let entry = kernels_tools::ops().find(|e| e.qualified_name == embedded.op);
                 for case in &suite.cases {
                     let row = run_one(ctx, embedded.op, entry, case).await;
                     on_row(&row);
@@ -149,7 +149,7 @@ async fn run_one(ctx: &Context, op: &'static str, entry: Option<&OpEntry>, case:
     // A `Reference` is a `'static` trait object: the closure holds only the op's `'static` name.
     let reference = move |inputs: &[RefInput<'_>], attrs: &[(String, AttrValue)]| {
         conformance_run::one_output_reference(inputs, attrs, |inputs, attrs| {
-            examples::reference::by_op(op, inputs, attrs)
+            kernels_tools::reference::by_op(op, inputs, attrs)
         })
     };
     match conformance_run::run_case_async(ctx, entry, case, Some(&reference as &Reference)).await {

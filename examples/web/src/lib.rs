@@ -1,4 +1,4 @@
-//! The browser page's work: every case of [`examples::cases`] on the page's WebGPU adapter,
+//! The browser page's work: every case of [`kernels_tools::cases`] on the page's WebGPU adapter,
 //! through the same generated crate as native code, checked against the float64 reference in
 //! the page, then the Hub's conformance suites ([`conformance`]). The runner is plain async
 //! Rust (it runs natively too); `page` is the wasm32 entry point that draws the tables and
@@ -6,10 +6,10 @@
 
 use std::collections::BTreeSet;
 
-use examples::cases::Case;
-use examples::data::{compare, median};
 use kernel_runtime::registry::OpEntry;
 use kernel_runtime::{AnyTensor, Context};
+use kernels_tools::cases::Case;
+use kernels_tools::data::{compare, median};
 use serde::Serialize;
 
 pub mod conformance;
@@ -101,7 +101,7 @@ fn unreached(report: &Report) -> Vec<Unreached> {
         .flat_map(|suite| &suite.rows)
         .map(|r| (r.op.as_str(), r.variant.as_str()));
     let selected: BTreeSet<(&str, &str)> = demo.chain(suites).collect();
-    examples::ops()
+    kernels_tools::ops()
         .flat_map(|entry| {
             let selected = &selected;
             entry
@@ -116,11 +116,11 @@ fn unreached(report: &Report) -> Vec<Unreached> {
         .collect()
 }
 
-/// The report of the cases of [`examples::all_cases`], without conformance suites (and so
+/// The report of the cases of [`kernels_tools::all_cases`], without conformance suites (and so
 /// without the unreached variants, which count their rows too).
 async fn run_cases(ctx: &Context, adapter: &str, on_row: &mut dyn FnMut(&Row)) -> Report {
     let adapter = adapter.to_owned();
-    let all = match examples::all_cases() {
+    let all = match kernels_tools::all_cases() {
         Ok(all) => all,
         Err(err) => {
             let row = Row {

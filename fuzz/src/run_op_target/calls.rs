@@ -88,7 +88,7 @@ fn build_calls() -> Vec<Call> {
     }
     // An op whose inputs have ONNX names besides their bind keys (`a` and `A`), where the
     // Hub's ops were built.
-    if examples::ops().any(|e| e.qualified_name == "ai.onnx.Add") {
+    if kernels_tools::ops().any(|e| e.qualified_name == "ai.onnx.Add") {
         out.push(Call {
             op: "ai.onnx.Add",
             attrs: Vec::new(),
@@ -104,7 +104,7 @@ fn build_calls() -> Vec<Call> {
 /// The other spelling of input `name` of op `op`: its ONNX name where `name` is its bind key
 /// and the other way round; `name` upper-cased where the op has no such input.
 pub(super) fn other_spelling(op: &str, name: &str) -> String {
-    let inputs = examples::ops()
+    let inputs = kernels_tools::ops()
         .find(|e| e.matches(op))
         .map(|e| e.inputs)
         .unwrap_or_default();
@@ -123,7 +123,7 @@ pub(super) fn other_spelling(op: &str, name: &str) -> String {
 pub(super) fn named_twice(op: &str, file: &[u8]) -> Option<String> {
     let file = safetensors::SafeTensors::deserialize(file).ok()?;
     let names = file.names();
-    let entry = examples::ops().find(|e| e.matches(op))?;
+    let entry = kernels_tools::ops().find(|e| e.matches(op))?;
     (entry.inputs.iter())
         .find(|r| {
             !r.onnx.is_empty()

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context as _, Result};
 use clap::Parser;
-use examples::run_op::{self, Args};
 use kernel_runtime::Context;
+use kernels_tools::run_op::{self, Args};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Value, json};

@@ -14,7 +14,7 @@
 //! runtime's own type: the interpreter calls the very functions the generated code calls.
 //!
 //! Everything that reads a dialect (lexing, parsing, names, builtins, type rules) is under
-//! [`check`]; the IR it produces is the same for every dialect, so evaluation and lowering
+//! `check`; the IR it produces is the same for every dialect, so evaluation and lowering
 //! never ask which one an expression was written in.
 
 pub mod ast;

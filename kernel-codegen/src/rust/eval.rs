@@ -8,7 +8,7 @@ use super::api::generic_type_vars;
 use super::ident;
 use crate::expr::{self, Ir, LowerScope, Symbol, Type};
 use crate::model::{self, AttrRepr, Op};
-use crate::webgpu;
+use kernel_abi::device as webgpu;
 
 /// Lowers symbols to reads of the generated `Env`.
 pub(super) struct EnvScope<'a> {

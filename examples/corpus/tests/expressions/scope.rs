@@ -220,9 +220,9 @@ pub fn context(op: &Op, env: &RandomEnv, hub: bool) -> Arc<Context> {
         .dtypes
         .iter()
         .map(|(k, d)| (k.clone(), Mj::from(d.wgsl_name()))));
-    let limits = map(kernel_codegen::webgpu::LIMITS
+    let limits = map(kernel_abi::device::LIMITS
         .iter()
-        .chain(kernel_codegen::webgpu::SUBGROUP_SIZES)
+        .chain(kernel_abi::device::SUBGROUP_SIZES)
         .filter_map(|(name, _)| {
             Some((
                 *name,

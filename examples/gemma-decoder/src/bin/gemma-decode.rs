@@ -82,8 +82,8 @@ fn run(_: &Config, _: &Args) -> anyhow::Result<()> {
 
 #[cfg(corpus)]
 fn run(config: &Config, args: &Args) -> anyhow::Result<()> {
-    use examples::bench::copy;
     use gemma_decoder::timing;
+    use kernels_tools::bench::copy;
 
     let ctx = timing::own_context().map_err(anyhow::Error::msg)?;
     let t = Instant::now();
@@ -99,7 +99,7 @@ fn run(config: &Config, args: &Args) -> anyhow::Result<()> {
             bytes,
             50,
             if args.warm_up {
-                examples::bench::WARM_UP
+                kernels_tools::bench::WARM_UP
             } else {
                 std::time::Duration::ZERO
             },

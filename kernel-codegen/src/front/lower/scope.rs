@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{self, Symbol, Type};
 use crate::model::{Expr, Op};
-use crate::webgpu;
+use kernel_abi::device as webgpu;
 
 /// What a reference to a `derive` entry that failed to check resolves to: the entry's own
 /// errors were reported, so errors that only follow from it are dropped.
