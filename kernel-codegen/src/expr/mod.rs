@@ -32,7 +32,7 @@ pub use kernel_abi::expr as runtime;
 use std::fmt;
 
 pub use check::builtins;
-pub use check::{DISPATCH_FOLD_WIDTH, Scope, check, parse, parse_in, to_int};
+pub use check::{DISPATCH_FOLD_WIDTH, Scope, Unresolved, check, parse, parse_in, to_int};
 pub use interp::{Env, EvalTrace, Value, eval, eval_traced};
 pub use ir::{Ir, IrKind};
 pub use lower::is_owned_str;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kernel_codegen::expr::{self, Scope, Symbol, Type, check::Dialect};
+use kernel_codegen::expr::{self, Scope, Symbol, Type, Unresolved, check::Dialect};
 use serde_json::Value as Json;
 
 /// The corpus folder (one package folder per op), if it exists.
@@ -172,7 +172,17 @@ impl CorpusScope {
 }
 
 impl Scope for CorpusScope {
-    fn resolve(&self, sym: &Symbol) -> Result<Type, String> {
+    fn resolve(&self, sym: &Symbol) -> Result<Type, Unresolved> {
+        self.lookup(sym).map_err(Unresolved::Unknown)
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::V1
+    }
+}
+
+impl CorpusScope {
+    fn lookup(&self, sym: &Symbol) -> Result<Type, String> {
         let tensor = |t: &String, ty| {
             if self.tensors.contains(t) {
                 Ok(ty)
@@ -203,10 +213,6 @@ impl Scope for CorpusScope {
             Symbol::AdapterInfo(n) if n.starts_with("subgroup") => Ok(Type::Int),
             _ => Err(format!("unknown name `{sym}`")),
         }
-    }
-
-    fn dialect(&self) -> Dialect {
-        Dialect::V1
     }
 }
 

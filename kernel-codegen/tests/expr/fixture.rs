@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 
 use kernel_codegen::expr::{
-    self, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Value, check::Dialect,
+    self, Env, EvalError, Ir, LowerScope, Scope, Symbol, Type, Unresolved, Value, check::Dialect,
 };
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
@@ -295,7 +295,22 @@ fn known<V>(
 }
 
 impl Scope for Fixture {
-    fn resolve(&self, sym: &Symbol) -> Result<Type, String> {
+    fn resolve(&self, sym: &Symbol) -> Result<Type, Unresolved> {
+        self.lookup(sym).map_err(Unresolved::Unknown)
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    fn string_values(&self, sym: &Symbol) -> Option<Vec<String>> {
+        (sym == &Symbol::Arg("mode".into()))
+            .then(|| vec!["interleaved".to_owned(), "split-half".to_owned()])
+    }
+}
+
+impl Fixture {
+    fn lookup(&self, sym: &Symbol) -> Result<Type, String> {
         match sym {
             Symbol::Attr(a) => self
                 .attrs
@@ -317,15 +332,6 @@ impl Scope for Fixture {
             Symbol::AdapterInfo(i) => known("adapter info", i, &self.adapter_info, Type::Int),
             Symbol::Derived(n) => self.named(n).map(|ir| ir.ty),
         }
-    }
-
-    fn dialect(&self) -> Dialect {
-        self.dialect
-    }
-
-    fn string_values(&self, sym: &Symbol) -> Option<Vec<String>> {
-        (sym == &Symbol::Arg("mode".into()))
-            .then(|| vec!["interleaved".to_owned(), "split-half".to_owned()])
     }
 }
 

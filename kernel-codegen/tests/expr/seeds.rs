@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use kernel_codegen::expr::{self, Ir, Scope, Symbol, Type};
+use kernel_codegen::expr::{self, Ir, Scope, Symbol, Type, Unresolved};
 use serde_json::Value as Json;
 
 /// The seed manifests, relative to the project root.
@@ -196,35 +196,8 @@ impl ManifestScope {
 }
 
 impl Scope for ManifestScope {
-    fn resolve(&self, sym: &Symbol) -> Result<Type, String> {
-        let found = |ok: bool, ty: Type| {
-            if ok {
-                Ok(ty)
-            } else {
-                Err(format!("unknown name `{sym}`"))
-            }
-        };
-        match sym {
-            Symbol::Shape(r) => found(self.roles.contains(r), Type::List),
-            Symbol::Rank(r) => found(self.roles.contains(r), Type::Int),
-            Symbol::Dtype(v) => found(self.type_vars.contains(v), Type::Dtype),
-            Symbol::Attr(a) => self
-                .attrs
-                .get(a)
-                .copied()
-                .ok_or_else(|| format!("unknown name `{sym}`")),
-            Symbol::Tunable(t) => found(self.tunables.contains(t), Type::Int),
-            Symbol::Limit(l) => found(l == "maxComputeWorkgroupsPerDimension", Type::Int),
-            Symbol::Derived(d) => self
-                .derived
-                .get(d)
-                .copied()
-                .ok_or_else(|| format!("unknown name `{sym}`")),
-            Symbol::Arg(_)
-            | Symbol::Present(_)
-            | Symbol::TensorDtype(_)
-            | Symbol::AdapterInfo(_) => Err(format!("`{sym}` is not a seed name")),
-        }
+    fn resolve(&self, sym: &Symbol) -> Result<Type, Unresolved> {
+        self.lookup(sym).map_err(Unresolved::Unknown)
     }
 }
 
@@ -254,6 +227,39 @@ fn every_seed_expression_parses_and_checks() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(checked > 100, "only {checked} seed expressions found");
+}
+
+impl ManifestScope {
+    fn lookup(&self, sym: &Symbol) -> Result<Type, String> {
+        let found = |ok: bool, ty: Type| {
+            if ok {
+                Ok(ty)
+            } else {
+                Err(format!("unknown name `{sym}`"))
+            }
+        };
+        match sym {
+            Symbol::Shape(r) => found(self.roles.contains(r), Type::List),
+            Symbol::Rank(r) => found(self.roles.contains(r), Type::Int),
+            Symbol::Dtype(v) => found(self.type_vars.contains(v), Type::Dtype),
+            Symbol::Attr(a) => self
+                .attrs
+                .get(a)
+                .copied()
+                .ok_or_else(|| format!("unknown name `{sym}`")),
+            Symbol::Tunable(t) => found(self.tunables.contains(t), Type::Int),
+            Symbol::Limit(l) => found(l == "maxComputeWorkgroupsPerDimension", Type::Int),
+            Symbol::Derived(d) => self
+                .derived
+                .get(d)
+                .copied()
+                .ok_or_else(|| format!("unknown name `{sym}`")),
+            Symbol::Arg(_)
+            | Symbol::Present(_)
+            | Symbol::TensorDtype(_)
+            | Symbol::AdapterInfo(_) => Err(format!("`{sym}` is not a seed name")),
+        }
+    }
 }
 
 #[test]

@@ -26,11 +26,27 @@ pub use v1::to_int;
 
 use builtins::{Builtin, Params, dtypes, known_functions_in};
 
+/// Why a [`Scope`] has no type for a name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    /// The name does not exist here; the message says so and what does, such as
+    /// ``unknown tensor role `foo` (known: input, cos_cache, …)``.
+    Unknown(String),
+    /// The name is a `derive` entry (or another value) that failed to check, whose own errors
+    /// were reported: the expressions that read it fail without a message of their own.
+    Failed,
+}
+
+impl From<String> for Unresolved {
+    fn from(message: String) -> Self {
+        Unresolved::Unknown(message)
+    }
+}
+
 /// Resolves names to types: the op model implements it, tests use a fixed table.
 pub trait Scope {
-    /// The type of `sym`, or a message saying why it does not exist, such as
-    /// ``unknown tensor role `foo` (known: input, cos_cache, …)``.
-    fn resolve(&self, sym: &Symbol) -> Result<Type, String>;
+    /// The type of `sym`, or why it has none.
+    fn resolve(&self, sym: &Symbol) -> Result<Type, Unresolved>;
 
     /// The dialect the expressions are written in; decides parsing-independent semantics
     /// (truthiness, `/`, negative axes, the V1 names and builtins). [`super::Env`] and
@@ -48,18 +64,21 @@ pub trait Scope {
     }
 }
 
-/// Resolves and type-checks `expr`, returning every error found.
+/// Resolves and type-checks `expr`, returning every error found: none where it fails only
+/// by reading names that failed to check ([`Unresolved::Failed`]), whose errors are reported
+/// where they are defined.
 pub fn check(expr: &Expr, scope: &dyn Scope) -> Result<Ir, Vec<ExprError>> {
     let mut checker = Checker {
         scope,
         dialect: scope.dialect(),
         errors: Vec::new(),
+        read_failed: false,
     };
     let ir = checker.expr(expr);
     match ir {
         Some(ir) if checker.errors.is_empty() => Ok(ir),
         Some(_) => Err(checker.errors),
-        None if checker.errors.is_empty() => Err(vec![ExprError::new(
+        None if checker.errors.is_empty() && !checker.read_failed => Err(vec![ExprError::new(
             expr.span,
             "internal error: expression failed to check without a message",
         )]),
@@ -96,6 +115,9 @@ pub(super) struct Checker<'a> {
     pub(super) scope: &'a dyn Scope,
     pub(super) dialect: Dialect,
     pub(super) errors: Vec<ExprError>,
+    /// Whether the expression read a name the scope calls [`Unresolved::Failed`]: it then
+    /// fails with only the errors of its own, if any.
+    pub(super) read_failed: bool,
 }
 
 impl Checker<'_> {

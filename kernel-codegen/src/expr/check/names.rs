@@ -4,7 +4,7 @@
 
 use super::Dialect;
 use super::builtins::{Builtin, features, namespaces};
-use super::{Checker, ir};
+use super::{Checker, Unresolved, ir};
 use crate::expr::ast::{Expr, ExprKind};
 use crate::expr::{ExprError, Ir, IrKind, Span, Symbol, Type};
 
@@ -86,8 +86,12 @@ impl Checker<'_> {
     pub(super) fn symbol(&mut self, sym: Symbol, span: Span) -> Option<Ir> {
         match self.scope.resolve(&sym) {
             Ok(ty) => Some(ir(IrKind::Sym(sym), ty, span)),
-            Err(message) => {
+            Err(Unresolved::Unknown(message)) => {
                 self.error(span, message);
+                None
+            }
+            Err(Unresolved::Failed) => {
+                self.read_failed = true;
                 None
             }
         }

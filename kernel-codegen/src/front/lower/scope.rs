@@ -7,13 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::expr::{self, Symbol, Type};
+use crate::expr::{self, Symbol, Type, Unresolved};
 use crate::model::{Expr, Op};
 use kernel_abi::device as webgpu;
-
-/// What a reference to a `derive` entry that failed to check resolves to: the entry's own
-/// errors were reported, so errors that only follow from it are dropped.
-const POISONED: &str = "\u{0}poisoned derive";
 
 /// Name resolution for one op's expressions.
 pub struct OpScope<'a> {
@@ -50,7 +46,7 @@ impl expr::Scope for OpScope<'_> {
         }
     }
 
-    fn resolve(&self, symbol: &Symbol) -> Result<Type, String> {
+    fn resolve(&self, symbol: &Symbol) -> Result<Type, Unresolved> {
         let known = |names: Vec<&str>| names.join(", ");
         match symbol {
             Symbol::Shape(role) | Symbol::Rank(role) => {
@@ -64,7 +60,7 @@ impl expr::Scope for OpScope<'_> {
                     Err(format!(
                         "unknown tensor role `{role}` (known: {})",
                         known(self.op.tensors().map(|t| t.role.as_str()).collect())
-                    ))
+                    ).into())
                 }
             }
             Symbol::Dtype(var) => match self.op.type_var(var) {
@@ -72,14 +68,14 @@ impl expr::Scope for OpScope<'_> {
                 None => Err(format!(
                     "unknown type variable `{var}` (known: {})",
                     known(self.op.type_vars.iter().map(|t| t.name.as_str()).collect())
-                )),
+                ).into()),
             },
             Symbol::Attr(name) => match self.op.attribute(name) {
                 Some(attribute) => Ok(attribute.ty),
                 None => Err(format!(
                     "unknown attribute `{name}` (known: {})",
                     known(self.op.attributes.iter().map(|a| a.name.as_str()).collect())
-                )),
+                ).into()),
             },
             Symbol::Tunable(name) => match self.op.tunable(name) {
                 Some(expr::Value::Float(_)) => Ok(Type::Float),
@@ -87,13 +83,13 @@ impl expr::Scope for OpScope<'_> {
                 None => Err(format!(
                     "unknown tunable `{name}` (known: {})",
                     known(self.op.tunables.iter().map(|(n, _)| n.as_str()).collect())
-                )),
+                ).into()),
             },
             Symbol::Limit(name) => {
                 if webgpu::is_limit(name) {
                     Ok(Type::Int)
                 } else {
-                    Err(format!("unknown WebGPU limit `device.limits.{name}`"))
+                    Err(format!("unknown WebGPU limit `device.limits.{name}`").into())
                 }
             }
             Symbol::Arg(name) => match self.op.attribute(name) {
@@ -101,13 +97,13 @@ impl expr::Scope for OpScope<'_> {
                 None => Err(format!(
                     "unknown scalar arg `{name}` (known: {})",
                     known(self.op.attributes.iter().map(|a| a.name.as_str()).collect())
-                )),
+                ).into()),
             },
             Symbol::Present(name) => {
                 if self.op.tensor_index(name).is_some() || self.op.attribute(name).is_some() {
                     Ok(Type::Bool)
                 } else {
-                    Err(format!("unknown arg `{name}` in `present.{name}`"))
+                    Err(format!("unknown arg `{name}` in `present.{name}`").into())
                 }
             }
             Symbol::TensorDtype(name) => match self.op.tensor_index(name) {
@@ -115,13 +111,13 @@ impl expr::Scope for OpScope<'_> {
                 None => Err(format!(
                     "unknown tensor `{name}` (known: {})",
                     known(self.op.tensors().map(|t| t.role.as_str()).collect())
-                )),
+                ).into()),
             },
             Symbol::AdapterInfo(name) => match name.as_str() {
                 "subgroupMinSize" | "subgroupMaxSize" => Ok(Type::Int),
                 _ => Err(format!(
                     "unknown member `device.adapterInfo.{name}` (known: subgroupMinSize, subgroupMaxSize)"
-                )),
+                ).into()),
             },
             Symbol::Derived(name) => match self.locals.get(name).map(|ir| ir.ty) {
                 Some(ty) => Ok(ty),
@@ -132,18 +128,18 @@ impl expr::Scope for OpScope<'_> {
 }
 
 impl OpScope<'_> {
-    fn derived_type(&self, name: &str) -> Result<Type, String> {
+    fn derived_type(&self, name: &str) -> Result<Type, Unresolved> {
         match self.derived.get(name) {
             Some(ty) => Ok(*ty),
             None if self.op.poisoned.contains(name) || self.failed.contains(name) => {
-                Err(POISONED.to_owned())
+                Err(Unresolved::Failed)
             }
-            None if self.dialect == expr::check::Dialect::Hub => Err(format!(
+            None if self.dialect == expr::check::Dialect::Hub => Err(Unresolved::Unknown(format!(
                 "undefined name `{name}` (no `derive` entry in scope here has this name)"
-            )),
-            None => Err(format!(
+            ))),
+            None => Err(Unresolved::Unknown(format!(
                 "undefined name `{name}` (no `derive` entry or variant constant has this name)"
-            )),
+            ))),
         }
     }
 }
@@ -247,7 +243,7 @@ pub fn check_expr(
             })
         }
         Err(errors) => {
-            for err in errors.iter().filter(|e| e.message != POISONED) {
+            for err in &errors {
                 diagnostics.push(expr_diagnostic(file, path, source, err));
             }
             None
