@@ -30,7 +30,31 @@ pub enum Value {
     List(Vec<i64>),
 }
 
+/// A [`Value`] as a map key: equal exactly when the values are identical (a Float by its
+/// bits, as its text would tell them apart), and ordered.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ValueKey {
+    Int(i64),
+    Float(u64),
+    Bool(bool),
+    Str(String),
+    Dtype(String),
+    List(Vec<i64>),
+}
+
 impl Value {
+    /// The value as a map key.
+    pub fn key(&self) -> ValueKey {
+        match self {
+            Value::Int(v) => ValueKey::Int(*v),
+            Value::Float(v) => ValueKey::Float(v.to_bits()),
+            Value::Bool(v) => ValueKey::Bool(*v),
+            Value::Str(v) => ValueKey::Str(v.clone()),
+            Value::Dtype(v) => ValueKey::Dtype(v.clone()),
+            Value::List(v) => ValueKey::List(v.clone()),
+        }
+    }
+
     /// The value's type.
     pub fn ty(&self) -> Type {
         match self {

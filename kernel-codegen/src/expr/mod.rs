@@ -33,7 +33,7 @@ use std::fmt;
 
 pub use check::builtins;
 pub use check::{DISPATCH_FOLD_WIDTH, Scope, Unresolved, check, parse, parse_in, to_int};
-pub use interp::{Env, EvalTrace, Value, eval, eval_traced};
+pub use interp::{Env, EvalTrace, Value, ValueKey, eval, eval_traced};
 pub use ir::{Ir, IrKind};
 pub use lower::is_owned_str;
 pub use lower::{LowerScope, lower, lower_list_slice, lower_result};

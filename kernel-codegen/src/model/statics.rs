@@ -45,6 +45,17 @@ pub struct Combination {
     pub values: Vec<(String, Value)>,
 }
 
+/// [`Combination::values`] as a map key.
+pub type ValuesKey = Vec<(String, expr::ValueKey)>;
+
+impl Combination {
+    /// The static values as a map key: combinations with equal keys render one text where
+    /// their dtypes agree too.
+    pub fn values_key(values: &[(String, Value)]) -> ValuesKey {
+        values.iter().map(|(name, value)| (name.clone(), value.key())).collect()
+    }
+}
+
 /// A value as file names and messages spell it: booleans as 0 or 1, lists joined by `_`.
 pub fn value_text(value: &Value) -> String {
     match value {
@@ -185,7 +196,7 @@ pub fn enumerate_combinations(
         .collect();
 
     let mut combinations: Vec<Combination> = Vec::new();
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut seen: BTreeMap<(ValuesKey, BTreeMap<String, DType>), usize> = BTreeMap::new();
     let total: usize = domains.iter().map(Vec::len).product();
     for index in 0..total {
         let assignment = assignment(&vars, &domains, index);
@@ -246,7 +257,7 @@ pub fn enumerate_combinations(
         }
         // Assignments that differ only in features the values do not depend on render the
         // same shader: one combination, which needs only the features all of them have.
-        let key = format!("{values:?}{dtypes:?}");
+        let key = (Combination::values_key(&values), dtypes.clone());
         match seen.get(&key) {
             Some(&index) => {
                 let existing: &mut Combination = &mut combinations[index];

@@ -70,15 +70,15 @@ pub(super) struct Keyed<'a> {
 fn selects_by(keyed: &[bool], combinations: &[Keyed<'_>]) -> bool {
     let mut texts = std::collections::BTreeMap::new();
     combinations.iter().all(|c| {
-        let kept: Vec<String> = c
+        let kept: Vec<_> = c
             .combination
             .values
             .iter()
             .zip(keyed)
             .filter(|(_, keyed)| **keyed)
-            .map(|((_, value), _)| format!("{value:?}"))
-            .collect();
-        let key = (kept, format!("{:?}", c.combination.dtypes));
+            .map(|((_, value), _)| value.key())
+            .collect::<Vec<_>>();
+        let key = (kept, &c.combination.dtypes);
         *texts.entry(key).or_insert(c.text) == c.text
     })
 }
@@ -160,12 +160,11 @@ pub(super) fn pass_key<'a>(
     let generic_vars = super::api::generic_type_vars(op);
     let mut dtypes_by_values = std::collections::BTreeMap::new();
     let ambiguous = combinations.iter().any(|c| {
-        let values = format!("{:?}", c.combination.values);
-        let dtypes = format!("{:?}", c.combination.dtypes);
-        dtypes_by_values
+        let values = Combination::values_key(&c.combination.values);
+        *dtypes_by_values
             .entry(values)
-            .or_insert_with(|| dtypes.clone())
-            != &dtypes
+            .or_insert(&c.combination.dtypes)
+            != &c.combination.dtypes
     });
     let dtype_vars = combinations
         .iter()
