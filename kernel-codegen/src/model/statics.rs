@@ -52,7 +52,10 @@ impl Combination {
     /// The static values as a map key: combinations with equal keys render one text where
     /// their dtypes agree too.
     pub fn values_key(values: &[(String, Value)]) -> ValuesKey {
-        values.iter().map(|(name, value)| (name.clone(), value.key())).collect()
+        values
+            .iter()
+            .map(|(name, value)| (name.clone(), value.key()))
+            .collect()
     }
 }
 

@@ -26,7 +26,7 @@ pub fn emit(input: &OpInput<'_>) -> TokenStream {
             let body = if used.contains(d.name.as_str()) {
                 let explanation = super::when::explain_static(&d.name);
                 quote!(rt::when::value(&#explanation, &CONDITIONS, env))
-            } else if crate::expr::is_owned_str(&super::fold::fold(&d.expr.ir)) {
+            } else if crate::expr::is_owned_str(&super::fold::fold(&d.expr.ir, op)) {
                 // A computed string is kept as the `&'static str` string values are.
                 let value = super::eval::lower(&d.expr.ir, &scope);
                 quote!(rt::support::interned(#value))

@@ -175,19 +175,19 @@ impl LowerScope for EnvScope<'_> {
 
 /// Lowers `ir` for the typed API (see `fold`).
 pub(super) fn lower(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
-    expr::lower(&super::fold::fold(ir), scope)
+    expr::lower(&super::fold::fold(ir, scope.op), scope)
 }
 
 /// A list `ir` names or writes out (a shape, `[a, b]`) as runtime `Dims`, which hold up to
 /// eight dimensions without a heap allocation; `None` for a list an expression computes.
 pub(super) fn lower_dims(ir: &Ir, scope: &EnvScope<'_>) -> Option<TokenStream> {
-    let slice = expr::lower_list_slice(&super::fold::fold(ir), scope)?;
+    let slice = expr::lower_list_slice(&super::fold::fold(ir, scope.op), scope)?;
     Some(quote!(rt::support::Dims::from_slice(#slice)))
 }
 
 /// Lowers `ir` to a `Result` expression for the typed API.
 pub(super) fn lower_result(ir: &Ir, scope: &EnvScope<'_>) -> TokenStream {
-    expr::lower_result(&super::fold::fold(ir), scope)
+    expr::lower_result(&super::fold::fold(ir, scope.op), scope)
 }
 
 /// The Rust type of an expression value.
@@ -300,7 +300,7 @@ pub(super) fn env_struct(op: &Op, scope: &EnvScope<'_>) -> TokenStream {
         // and only a computed one is built as a `Vec` first.
         let shape = match t.shape.as_ref() {
             Some(s) => {
-                let folded = super::fold::fold(&s.ir);
+                let folded = super::fold::fold(&s.ir, op);
                 match expr::lower_list_slice(&folded, scope) {
                     Some(slice) => quote!(Ok(rt::support::Dims::from_slice(#slice))),
                     None => {

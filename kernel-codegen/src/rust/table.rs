@@ -37,7 +37,7 @@ fn constant(op: &Op, ir: &Ir, depth: usize) -> bool {
     match &ir.kind {
         IrKind::Sym(Symbol::Derived(name)) if depth < 16 => op
             .derived(name)
-            .is_some_and(|d| constant(op, &super::fold::fold(&d.expr.ir), depth + 1)),
+            .is_some_and(|d| constant(op, &super::fold::fold(&d.expr.ir, op), depth + 1)),
         _ => is_literal(ir),
     }
 }
@@ -117,7 +117,7 @@ pub(super) fn pass_key<'a>(
     let statics: Vec<&TemplateValue> = model::static_values(variant, pass).collect();
     let folded: Vec<Ir> = statics
         .iter()
-        .map(|s| super::fold::fold(&s.expr.ir))
+        .map(|s| super::fold::fold(&s.expr.ir, op))
         .collect();
     let mut keyed: Vec<bool> = folded.iter().map(|ir| !constant(op, ir, 0)).collect();
     let reads: Vec<Option<&Symbol>> = folded

@@ -140,7 +140,7 @@ pub(super) fn explanations(
         .filter(|d| used.contains(d.name.as_str()))
         .map(|d| {
             let name = explain_static(&d.name);
-            let folded = super::fold::fold(&d.expr.ir);
+            let folded = super::fold::fold(&d.expr.ir, op);
             let (guard, clauses) = clauses(&folded).unwrap_or((None, vec![&folded]));
             let checks = clauses
                 .into_iter()
@@ -175,10 +175,10 @@ pub(super) fn used_explanations(op: &Op) -> BTreeSet<&str> {
     while let Some(ir) = stack.pop() {
         if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
             && let Some(derived) = op.derived(name)
-            && explainable(derived)
+            && explainable(op, derived)
             && used.insert(derived.name.as_str())
         {
-            let folded = super::fold::fold(&derived.expr.ir);
+            let folded = super::fold::fold(&derived.expr.ir, op);
             if let Some((_, clauses)) = clauses(&folded) {
                 stack.extend(clauses.into_iter().cloned());
             }
@@ -206,8 +206,8 @@ fn clauses(folded: &Ir) -> Option<(Option<&Ir>, Vec<&Ir>)> {
 }
 
 /// Whether a `derive` entry is explained clause by clause.
-fn explainable(derived: &model::Derived) -> bool {
-    clauses(&super::fold::fold(&derived.expr.ir)).is_some()
+fn explainable(op: &Op, derived: &model::Derived) -> bool {
+    clauses(&super::fold::fold(&derived.expr.ir, op)).is_some()
 }
 
 fn conjuncts(ir: &Ir) -> Vec<&Ir> {
@@ -233,7 +233,7 @@ fn condition(
     ir: &Ir,
 ) -> ClauseTree {
     if let IrKind::Sym(Symbol::Derived(name)) = &ir.kind
-        && op.derived(name).is_some_and(explainable)
+        && op.derived(name).is_some_and(|d| explainable(op, d))
     {
         let explanation = explain_static(name);
         return ClauseTree::Leaf(quote!(Explain(#name, &#explanation)));
@@ -248,7 +248,7 @@ fn condition(
         // Quote the entry's own text, so the message shows the rule and not just its name.
         let function = derive_fn(name);
         let test = tests.index(quote!(#function(env)?));
-        let folded = super::fold::fold(&derived.expr.ir);
+        let folded = super::fold::fold(&derived.expr.ir, op);
         let source = &derived.expr.source;
         let inner = source
             .get(folded.span.start..folded.span.end)

@@ -813,27 +813,25 @@ static EXPLAIN_COMMON_CONTRACT: Explanation = Explanation {
     clauses: &[
         Check("f16Ok(dtypes.T)", &[6], 5),
         Check("sameShape(shapes.input, shapes.output)", &[7, 8], 6),
-        Check("(attrs.interleaved == 0 or attrs.interleaved == 1)", &[9], 7),
-        Check("(attrs.mrope_layout == 0 or attrs.mrope_layout == 1)", &[10], 8),
-        Check("attrs.num_heads >= 0", &[11], 9),
-        Check("attrs.rotary_embedding_dim >= 0", &[12], 10),
-        Check("(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)", &[12, 11], 11),
-        Check("sameShape(shapes.cos_cache, shapes.sin_cache)", &[13, 14], 12),
-        Check("ranks.cos_cache == 2", &[15], 13),
-        Check("ranks.sin_cache == 2", &[16], 14),
+        Check("attrs.num_heads >= 0", &[9], 7),
+        Check("attrs.rotary_embedding_dim >= 0", &[10], 8),
+        Check("(attrs.rotary_embedding_dim == 0 or attrs.num_heads > 0)", &[10, 9], 9),
+        Check("sameShape(shapes.cos_cache, shapes.sin_cache)", &[11, 12], 10),
+        Check("ranks.cos_cache == 2", &[13], 11),
+        Check("ranks.sin_cache == 2", &[14], 12),
         Check(
             "(dim(shapes.cos_cache, 0) > 0 or numel(shapes.input) == 0)",
-            &[17, 18],
-            15,
+            &[15, 16],
+            13,
         ),
         Explain("sectionsValid", &EXPLAIN_SECTIONS_VALID),
-        Check("ranks.position_ids == 3", &[19], 16),
-        Check("dim(shapes.position_ids, 0) == 3", &[20], 17),
-        Check("dim(shapes.position_ids, 1) == dim(shapes.input, 0)", &[21, 22], 18),
+        Check("ranks.position_ids == 3", &[17], 14),
+        Check("dim(shapes.position_ids, 0) == 3", &[18], 15),
+        Check("dim(shapes.position_ids, 1) == dim(shapes.input, 0)", &[19, 20], 16),
         Check(
             "dim(shapes.position_ids, 2) == dim(shapes.input, 1 if ranks.input == 3 else 2)",
-            &[23, 24],
-            19,
+            &[21, 22],
+            17,
         ),
     ],
 };
@@ -842,18 +840,18 @@ static EXPLAIN_RANK3_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
         Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
-        Check("ranks.input == 3", &[25], 20),
-        Check("ranks.output == 3", &[26], 21),
-        Check("attrs.num_heads >= 1", &[11], 22),
-        Check("dim(shapes.input, 2) % attrs.num_heads == 0", &[27], 23),
-        Check("rank3HeadSize > 0", &[28], 24),
-        Check("effectiveRotaryDim % 2 == 0", &[29], 25),
+        Check("ranks.input == 3", &[23], 18),
+        Check("ranks.output == 3", &[24], 19),
+        Check("attrs.num_heads >= 1", &[9], 20),
+        Check("dim(shapes.input, 2) % attrs.num_heads == 0", &[25], 21),
+        Check("rank3HeadSize > 0", &[26], 22),
+        Check("effectiveRotaryDim % 2 == 0", &[27], 23),
         Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= rank3HeadSize)",
-            &[12, 28],
-            26,
+            &[10, 26],
+            24,
         ),
-        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[30, 31], 27),
+        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[28, 29], 25),
     ],
 };
 /// How `rank4Contract` is explained, conjunct by conjunct.
@@ -861,16 +859,16 @@ static EXPLAIN_RANK4_CONTRACT: Explanation = Explanation {
     unless: None,
     clauses: &[
         Explain("commonContract", &EXPLAIN_COMMON_CONTRACT),
-        Check("ranks.input == 4", &[25], 28),
-        Check("ranks.output == 4", &[26], 29),
-        Check("dim(shapes.input, 3) > 0", &[32], 30),
-        Check("effectiveRotaryDim % 2 == 0", &[29], 25),
+        Check("ranks.input == 4", &[23], 26),
+        Check("ranks.output == 4", &[24], 27),
+        Check("dim(shapes.input, 3) > 0", &[30], 28),
+        Check("effectiveRotaryDim % 2 == 0", &[27], 23),
         Check(
             "(attrs.rotary_embedding_dim == 0 or attrs.rotary_embedding_dim <= dim(shapes.input, 3))",
-            &[12, 32],
-            31,
+            &[10, 30],
+            29,
         ),
-        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[30, 31], 27),
+        Check("halfRotaryDim * 2 == effectiveRotaryDim", &[28, 29], 25),
     ],
 };
 /// The variants in priority order, each with its `when` conditions in order and its
@@ -884,8 +882,8 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
             Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                &[33, 34],
-                32,
+                &[31, 32],
+                30,
             ),
         ],
         plan: VariantSpec {
@@ -926,8 +924,8 @@ static VARIANTS: [Variant<VariantSpec>; 2usize] = [
             Require(
                 "pairDispatchOk",
                 "ceilDiv(pairCount, tunables.WORKGROUP_SIZE) <= device.limits.maxComputeWorkgroupsPerDimension * device.limits.maxComputeWorkgroupsPerDimension",
-                &[33, 34],
-                32,
+                &[31, 32],
+                30,
             ),
         ],
         plan: VariantSpec {
@@ -990,36 +988,28 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
                 env.shapes.output.as_slice(),
             )
         }
-        7 => {
-            i64::from(env.attrs.interleaved) == 0i64
-                || i64::from(env.attrs.interleaved) == 1i64
-        }
-        8 => {
-            i64::from(env.attrs.mrope_layout) == 0i64
-                || i64::from(env.attrs.mrope_layout) == 1i64
-        }
-        9 => env.attrs.num_heads >= 0i64,
-        10 => env.attrs.rotary_embedding_dim >= 0i64,
-        11 => env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
-        12 => {
+        7 => env.attrs.num_heads >= 0i64,
+        8 => env.attrs.rotary_embedding_dim >= 0i64,
+        9 => env.attrs.rotary_embedding_dim == 0i64 || env.attrs.num_heads > 0i64,
+        10 => {
             rt::expr::same_shape(
                 env.shapes.cos_cache.as_slice(),
                 env.shapes.sin_cache.as_slice(),
             )
         }
-        13 => rt::support::rank(&env.shapes.cos_cache) == 2i64,
-        14 => rt::support::rank(&env.shapes.sin_cache) == 2i64,
-        15 => {
+        11 => rt::support::rank(&env.shapes.cos_cache) == 2i64,
+        12 => rt::support::rank(&env.shapes.sin_cache) == 2i64,
+        13 => {
             rt::expr::dim(env.shapes.cos_cache.as_slice(), 0i64)? > 0i64
                 || rt::expr::numel(env.shapes.input.as_slice())? == 0i64
         }
-        16 => rt::support::rank(&env.shapes.position_ids) == 3i64,
-        17 => rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64,
-        18 => {
+        14 => rt::support::rank(&env.shapes.position_ids) == 3i64,
+        15 => rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)? == 3i64,
+        16 => {
             rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?
                 == rt::expr::dim(env.shapes.input.as_slice(), 0i64)?
         }
-        19 => {
+        17 => {
             rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?
                 == rt::expr::dim(
                     env.shapes.input.as_slice(),
@@ -1030,34 +1020,34 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
                     },
                 )?
         }
-        20 => rt::support::rank(&env.shapes.input) == 3i64,
-        21 => rt::support::rank(&env.shapes.output) == 3i64,
-        22 => env.attrs.num_heads >= 1i64,
-        23 => {
+        18 => rt::support::rank(&env.shapes.input) == 3i64,
+        19 => rt::support::rank(&env.shapes.output) == 3i64,
+        20 => env.attrs.num_heads >= 1i64,
+        21 => {
             rt::expr::rem(
                 rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
                 env.attrs.num_heads,
             )? == 0i64
         }
-        24 => derive_rank3_head_size(env)? > 0i64,
-        25 => rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
-        26 => {
+        22 => derive_rank3_head_size(env)? > 0i64,
+        23 => rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)? == 0i64,
+        24 => {
             env.attrs.rotary_embedding_dim == 0i64
                 || env.attrs.rotary_embedding_dim <= derive_rank3_head_size(env)?
         }
-        27 => {
+        25 => {
             rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?
                 == derive_effective_rotary_dim(env)?
         }
-        28 => rt::support::rank(&env.shapes.input) == 4i64,
-        29 => rt::support::rank(&env.shapes.output) == 4i64,
-        30 => rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64,
-        31 => {
+        26 => rt::support::rank(&env.shapes.input) == 4i64,
+        27 => rt::support::rank(&env.shapes.output) == 4i64,
+        28 => rt::expr::dim(env.shapes.input.as_slice(), 3i64)? > 0i64,
+        29 => {
             env.attrs.rotary_embedding_dim == 0i64
                 || env.attrs.rotary_embedding_dim
                     <= rt::expr::dim(env.shapes.input.as_slice(), 3i64)?
         }
-        32 => derive_pair_dispatch_ok(env)?,
+        30 => derive_pair_dispatch_ok(env)?,
         _ => return Err(rt::when::no_test(index)),
     };
     Ok(holds)
@@ -1070,7 +1060,7 @@ static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
     operand,
 };
 /// The source text of each operand a rejection may show.
-const OPERANDS: [&str; 35usize] = [
+const OPERANDS: [&str; 33usize] = [
     "(attrs.mrope_section | length)",
     "attrs.mrope_section[0]",
     "attrs.mrope_section[1]",
@@ -1080,8 +1070,6 @@ const OPERANDS: [&str; 35usize] = [
     "dtypes.T",
     "shapes.input",
     "shapes.output",
-    "attrs.interleaved",
-    "attrs.mrope_layout",
     "attrs.num_heads",
     "attrs.rotary_embedding_dim",
     "shapes.cos_cache",
@@ -1134,22 +1122,20 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
         6 => rt::when::shown(env.dtypes.t.wgsl_name()),
         7 => rt::when::shown(<[i64]>::to_vec(env.shapes.input.as_slice())),
         8 => rt::when::shown(<[i64]>::to_vec(env.shapes.output.as_slice())),
-        9 => rt::when::shown(i64::from(env.attrs.interleaved)),
-        10 => rt::when::shown(i64::from(env.attrs.mrope_layout)),
-        11 => rt::when::shown(env.attrs.num_heads),
-        12 => rt::when::shown(env.attrs.rotary_embedding_dim),
-        13 => rt::when::shown(<[i64]>::to_vec(env.shapes.cos_cache.as_slice())),
-        14 => rt::when::shown(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
-        15 => rt::when::shown(rt::support::rank(&env.shapes.cos_cache)),
-        16 => rt::when::shown(rt::support::rank(&env.shapes.sin_cache)),
-        17 => rt::when::shown(rt::expr::dim(env.shapes.cos_cache.as_slice(), 0i64)?),
-        18 => rt::when::shown(rt::expr::numel(env.shapes.input.as_slice())?),
-        19 => rt::when::shown(rt::support::rank(&env.shapes.position_ids)),
-        20 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)?),
-        21 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?),
-        22 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
-        23 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?),
-        24 => {
+        9 => rt::when::shown(env.attrs.num_heads),
+        10 => rt::when::shown(env.attrs.rotary_embedding_dim),
+        11 => rt::when::shown(<[i64]>::to_vec(env.shapes.cos_cache.as_slice())),
+        12 => rt::when::shown(<[i64]>::to_vec(env.shapes.sin_cache.as_slice())),
+        13 => rt::when::shown(rt::support::rank(&env.shapes.cos_cache)),
+        14 => rt::when::shown(rt::support::rank(&env.shapes.sin_cache)),
+        15 => rt::when::shown(rt::expr::dim(env.shapes.cos_cache.as_slice(), 0i64)?),
+        16 => rt::when::shown(rt::expr::numel(env.shapes.input.as_slice())?),
+        17 => rt::when::shown(rt::support::rank(&env.shapes.position_ids)),
+        18 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 0i64)?),
+        19 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 1i64)?),
+        20 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 0i64)?),
+        21 => rt::when::shown(rt::expr::dim(env.shapes.position_ids.as_slice(), 2i64)?),
+        22 => {
             rt::when::shown(
                 rt::expr::dim(
                     env.shapes.input.as_slice(),
@@ -1161,9 +1147,9 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
                 )?,
             )
         }
-        25 => rt::when::shown(rt::support::rank(&env.shapes.input)),
-        26 => rt::when::shown(rt::support::rank(&env.shapes.output)),
-        27 => {
+        23 => rt::when::shown(rt::support::rank(&env.shapes.input)),
+        24 => rt::when::shown(rt::support::rank(&env.shapes.output)),
+        25 => {
             rt::when::shown(
                 rt::expr::rem(
                     rt::expr::dim(env.shapes.input.as_slice(), 2i64)?,
@@ -1171,13 +1157,13 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
                 )?,
             )
         }
-        28 => rt::when::shown(derive_rank3_head_size(env)?),
-        29 => rt::when::shown(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)?),
-        30 => rt::when::shown(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
-        31 => rt::when::shown(derive_effective_rotary_dim(env)?),
-        32 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
-        33 => rt::when::shown(rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?),
-        34 => {
+        26 => rt::when::shown(derive_rank3_head_size(env)?),
+        27 => rt::when::shown(rt::expr::rem(derive_effective_rotary_dim(env)?, 2i64)?),
+        28 => rt::when::shown(rt::expr::mul(derive_half_rotary_dim(env)?, 2i64)?),
+        29 => rt::when::shown(derive_effective_rotary_dim(env)?),
+        30 => rt::when::shown(rt::expr::dim(env.shapes.input.as_slice(), 3i64)?),
+        31 => rt::when::shown(rt::expr::ceil_div(derive_pair_count(env)?, 256i64)?),
+        32 => {
             rt::when::shown(
                 rt::expr::mul(
                     rt::support::limit(
