@@ -103,7 +103,7 @@ impl Package {
 /// One generated file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeneratedFile {
-    /// Path relative to the output folder (`mod.rs`, `<op>.rs`, `<op>/<shader>.wgsl`).
+    /// Path relative to the output folder (`mod.rs`, `<op>.rs`, `<op>.shaders`).
     pub path: String,
     pub contents: String,
 }

@@ -1,4 +1,4 @@
-//! Float64 CPU references of the ops, written from `spec/semantics.md` and independent of
+//! Float64 CPU references of the ops, written from SEMANTICS.md and independent of
 //! the WGSL templates, so a conformance test compares two implementations of the spec rather
 //! than a shader with itself.
 
