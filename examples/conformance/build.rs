@@ -159,31 +159,13 @@ fn file_name(path: &Path) -> String {
 }
 
 /// The generated module of op `<domain>.<Name>`: `Name` in codegen's snake case
-/// (`model::snake_case`, repeated here so that the build script does not build the generator):
-/// a word starts at a capital after a lowercase letter or digit, or at a capital followed by a
-/// lowercase letter after a run of capitals once the name has had a lowercase letter, so
-/// leading acronyms stay one word (`MRotaryEmbedding` → `mrotary_embedding`).
+/// ([`kernel_abi::names::snake_case`]).
 fn op_module(op: &str) -> Option<String> {
     let (_, name) = op.rsplit_once('.')?;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
         return None;
     }
-    let chars: Vec<char> = name.chars().collect();
-    let mut out = String::new();
-    let mut seen_lower = false;
-    for (i, &c) in chars.iter().enumerate() {
-        let previous = i.checked_sub(1).map(|p| chars[p]);
-        let next = chars.get(i + 1);
-        let after_lower = previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit());
-        let starts_word = previous.is_some_and(|p| p.is_ascii_uppercase())
-            && next.is_some_and(char::is_ascii_lowercase)
-            && seen_lower;
-        if c.is_ascii_uppercase() && (after_lower || starts_word) {
-            out.push('_');
-        }
-        seen_lower |= c.is_ascii_lowercase();
-        out.push(c.to_ascii_lowercase());
-    }
+    let mut out = kernel_abi::names::snake_case(name);
     // A test name starts with the module, which must then not start with a digit.
     if out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, '_');

@@ -125,21 +125,13 @@ fn runs_mrotary_embedding_from_files_and_matches_the_reference() {
     let (inputs, outputs) = (dir.join("in.safetensors"), dir.join("out.safetensors"));
     let p = problem();
     write_problem(&inputs, &p, &p.positions);
-    let output = run_op(&[
-        "MRotaryEmbedding",
-        "--inputs",
+    let mut args = mrope_call(
         inputs.to_str().expect("utf-8 path"),
-        "--output",
         outputs.to_str().expect("utf-8 path"),
-        "--attr",
-        "num_heads=2",
-        "--attr",
-        "mrope_section=2,1,1",
-        "--attr",
-        "scale=0.5",
-        "--repeat",
-        "3",
-    ]);
+        &["num_heads=2", "mrope_section=2,1,1", "scale=0.5"],
+    );
+    args.extend(["--repeat", "3"]);
+    let output = run_op(&args);
     assert!(
         output.status.success(),
         "run-op failed: {}",
@@ -192,6 +184,19 @@ fn expect_usage_error(args: &[&str], needle: &str) {
     assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
 }
 
+/// `run-op MRotaryEmbedding --inputs INPUTS --output OUTPUT`, with `--attr` before each of
+/// `attrs`.
+fn mrope_call<'a>(inputs: &'a str, output: &'a str, attrs: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["MRotaryEmbedding", "--inputs", inputs, "--output", output];
+    for attr in attrs {
+        args.extend(["--attr", attr]);
+    }
+    args
+}
+
+/// Attributes every check of [`problem`] passes with.
+const MROPE_ATTRS: [&str; 2] = ["num_heads=2", "mrope_section=2,1,1"];
+
 #[test]
 fn contract_violations_and_bad_files_exit_with_status_2() {
     let dir = scratch("errors");
@@ -201,178 +206,71 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
     let good = good.to_str().expect("utf-8 path");
     let out = out.to_str().expect("utf-8 path");
 
-    // A contract clause: the sections must sum to R/2 = 4.
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            good,
-            "--output",
-            out,
-            "--attr",
-            "num_heads=2",
-            "--attr",
-            "mrope_section=2,2,2",
-        ],
-        "sectionsValid",
-    );
-    // A value outside the attribute's allowed set.
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            good,
-            "--output",
-            out,
-            "--attr",
-            "num_heads=2",
-            "--attr",
-            "mrope_section=2,1,1",
-            "--attr",
-            "interleaved=2",
-        ],
-        "interleaved",
-    );
-    // A required attribute left out.
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            good,
-            "--output",
-            out,
-            "--attr",
-            "num_heads=2",
-        ],
-        "mrope_section",
-    );
-    // An unknown op and an unknown attribute.
+    // Attributes, on good inputs: each case's `--attr` values and what its error names.
+    let attribute_cases: &[(&[&str], &str)] = &[
+        // A contract clause: the sections must sum to R/2 = 4.
+        (&["num_heads=2", "mrope_section=2,2,2"], "sectionsValid"),
+        // A value outside the attribute's allowed set.
+        (
+            &["num_heads=2", "mrope_section=2,1,1", "interleaved=2"],
+            "interleaved",
+        ),
+        // A required attribute left out.
+        (&["num_heads=2"], "mrope_section"),
+        // An unknown attribute.
+        (&["mrope_section=2,1,1", "heads=2"], "unknown attribute"),
+        // An attribute given twice is an error, not the last one winning.
+        (
+            &["num_heads=2", "num_heads=3", "mrope_section=2,1,1"],
+            "`num_heads` is given twice",
+        ),
+        // A float beyond f32's range (or not finite) is refused rather than made infinite.
+        (
+            &["num_heads=2", "mrope_section=2,1,1", "scale=1e39"],
+            "a finite float within f32's range",
+        ),
+        (
+            &["num_heads=2", "mrope_section=2,1,1", "scale=inf"],
+            "a finite float within f32's range",
+        ),
+        (
+            &["num_heads=2", "mrope_section=2,1,1", "scale=nan"],
+            "a finite float within f32's range",
+        ),
+    ];
+    for (attrs, needle) in attribute_cases {
+        expect_usage_error(&mrope_call(good, out, attrs), needle);
+    }
     expect_usage_error(
         &["NoSuchOp", "--inputs", good, "--output", out],
         "unknown op",
     );
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            good,
-            "--output",
-            out,
-            "--attr",
-            "mrope_section=2,1,1",
-            "--attr",
-            "heads=2",
-        ],
-        "unknown attribute",
-    );
-    // An attribute given twice is an error, not the last one winning.
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            good,
-            "--output",
-            out,
-            "--attr",
-            "num_heads=2",
-            "--attr",
-            "num_heads=3",
-            "--attr",
-            "mrope_section=2,1,1",
-        ],
-        "`num_heads` is given twice",
-    );
-    // A float beyond f32's range (or not finite) is refused rather than made infinite.
-    for scale in ["scale=1e39", "scale=inf", "scale=nan"] {
-        expect_usage_error(
-            &[
-                "MRotaryEmbedding",
-                "--inputs",
-                good,
-                "--output",
-                out,
-                "--attr",
-                "num_heads=2",
-                "--attr",
-                "mrope_section=2,1,1",
-                "--attr",
-                scale,
-            ],
-            "a finite float within f32's range",
-        );
-    }
     // `--repeat` is bounded: 0 and counts that would exhaust memory are refused by the parser.
     for repeat in ["0", "18446744073709551615", "1099511627776", "100001"] {
-        let output = run_op(&[
-            "MRotaryEmbedding",
-            "--inputs",
-            good,
-            "--output",
-            out,
-            "--repeat",
-            repeat,
-        ]);
+        let mut args = mrope_call(good, out, &[]);
+        args.extend(["--repeat", repeat]);
+        let output = run_op(&args);
         let text = stderr(&output);
         assert_eq!(output.status.code(), Some(2), "--repeat {repeat}: {text}");
         assert!(text.contains("--repeat"), "--repeat {repeat}: {text}");
         assert!(!text.contains("panicked"), "--repeat {repeat}: {text}");
     }
 
+    // Inputs, with attributes the good inputs pass: each case's file and what its error names.
     // A position past the cache, caught on the host with stream, batch and token.
     let mut positions = p.positions.clone();
     positions[SHAPE[0] * SHAPE[1] + SHAPE[1] + 2] = MAX_POSITIONS as i64;
     let far = dir.join("far.safetensors");
     write_problem(&far, &p, &positions);
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            far.to_str().expect("utf-8"),
-            "--output",
-            out,
-            "--attr",
-            "num_heads=2",
-            "--attr",
-            "mrope_section=2,1,1",
-        ],
-        "stream 1 (height), batch 1, token 2",
-    );
     // A negative position fails the checked narrowing.
     positions[0] = -1;
     let negative = dir.join("negative.safetensors");
     write_problem(&negative, &p, &positions);
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            negative.to_str().expect("utf-8"),
-            "--output",
-            out,
-            "--attr",
-            "num_heads=2",
-            "--attr",
-            "mrope_section=2,1,1",
-        ],
-        "position_ids",
-    );
-
     // Bad files: missing tensor, wrong dtype, not safetensors at all.
     let missing = dir.join("missing.safetensors");
     write_file(
         &missing,
         &[("input", Dtype::F32, SHAPE.to_vec(), f32_bytes(&p.x))],
-    );
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            missing.to_str().expect("utf-8"),
-            "--output",
-            out,
-            "--attr",
-            "mrope_section=2,1,1",
-        ],
-        "no tensor `position_ids`",
     );
     let wrong_dtype = dir.join("wrong.safetensors");
     write_file(
@@ -399,32 +297,19 @@ fn contract_violations_and_bad_files_exit_with_status_2() {
             ),
         ],
     );
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            wrong_dtype.to_str().expect("utf-8"),
-            "--output",
-            out,
-            "--attr",
-            "mrope_section=2,1,1",
-        ],
-        "expected I64",
-    );
     let garbage = dir.join("garbage.safetensors");
     std::fs::write(&garbage, b"not a tensor file").expect("writable");
-    expect_usage_error(
-        &[
-            "MRotaryEmbedding",
-            "--inputs",
-            garbage.to_str().expect("utf-8"),
-            "--output",
-            out,
-            "--attr",
-            "mrope_section=2,1,1",
-        ],
-        "not a safetensors file",
-    );
+    let file_cases = [
+        (&far, "stream 1 (height), batch 1, token 2"),
+        (&negative, "position_ids"),
+        (&missing, "no tensor `position_ids`"),
+        (&wrong_dtype, "expected I64"),
+        (&garbage, "not a safetensors file"),
+    ];
+    for (file, needle) in file_cases {
+        let file = file.to_str().expect("utf-8");
+        expect_usage_error(&mrope_call(file, out, &MROPE_ATTRS), needle);
+    }
 }
 
 /// Runs `run-op` on `tensors` and returns the `output` tensor and the printed line.
@@ -571,17 +456,10 @@ fn a_failed_write_leaves_no_file() {
     std::fs::create_dir_all(&taken).expect("scratch folder");
     let p = problem();
     write_problem(&inputs, &p, &p.positions);
-    let output = run_op(&[
-        "MRotaryEmbedding",
-        "--inputs",
+    let output = run_op(&mrope_args(
         inputs.to_str().expect("utf-8 path"),
-        "--output",
         taken.to_str().expect("utf-8 path"),
-        "--attr",
-        "num_heads=2",
-        "--attr",
-        "mrope_section=2,1,1",
-    ]);
+    ));
     assert_eq!(output.status.code(), Some(2), "stderr: {}", stderr(&output));
     assert!(
         error_line(&output).contains("is a folder"),
@@ -610,18 +488,9 @@ fn malformed_lists_are_refused_by_name() {
     write_problem(&good, &p, &p.positions);
     for list in ["[[2,1,1", "[2,1,1", "2,1,1]", "2,,1,1", "2,1,1,"] {
         let section = format!("mrope_section={list}");
+        let (good, out) = (good.to_str().expect("utf-8"), out.to_str().expect("utf-8"));
         expect_usage_error(
-            &[
-                "MRotaryEmbedding",
-                "--inputs",
-                good.to_str().expect("utf-8 path"),
-                "--output",
-                out.to_str().expect("utf-8 path"),
-                "--attr",
-                "num_heads=2",
-                "--attr",
-                &section,
-            ],
+            &mrope_call(good, out, &["num_heads=2", &section]),
             "mrope_section",
         );
     }
@@ -692,17 +561,7 @@ fn an_empty_output_is_written_without_planning_a_dispatch() {
 
 /// The MRotaryEmbedding arguments of a valid call, reading `inputs` and writing `output`.
 fn mrope_args<'a>(inputs: &'a str, output: &'a str) -> Vec<&'a str> {
-    vec![
-        "MRotaryEmbedding",
-        "--inputs",
-        inputs,
-        "--output",
-        output,
-        "--attr",
-        "num_heads=2",
-        "--attr",
-        "mrope_section=2,1,1",
-    ]
+    mrope_call(inputs, output, &MROPE_ATTRS)
 }
 
 /// FUZZ R-1: the output replaces nothing but a regular file.

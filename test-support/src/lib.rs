@@ -29,4 +29,4 @@ pub use data::data;
 #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
 pub use devices::{context, context_with, context_without, shared};
 #[cfg(feature = "gpu")]
-pub use poison::Poison;
+pub use poison::{Poison, first_unwritten, first_written};

@@ -25,6 +25,18 @@ impl Poison for f16 {
     }
 }
 
+/// The index of the first element of `values` that still holds the poison: one the call did
+/// not write.
+pub fn first_unwritten<T: Poison>(values: &[T]) -> Option<usize> {
+    values.iter().position(|v| v.bits() == T::POISON.bits())
+}
+
+/// The index of the first element of `values` that no longer holds the poison: one the call
+/// wrote.
+pub fn first_written<T: Poison>(values: &[T]) -> Option<usize> {
+    values.iter().position(|v| v.bits() != T::POISON.bits())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -34,5 +46,14 @@ mod tests {
         assert!(f32::POISON.is_nan() && f16::POISON.is_nan());
         assert_ne!(f32::POISON.bits(), f32::NAN.bits());
         assert_ne!(f16::POISON.bits(), f16::NAN.bits());
+    }
+
+    #[test]
+    fn written_and_unwritten_elements_are_told_apart_by_bits() {
+        let values = [f32::POISON, 1.0, f32::NAN, f32::POISON];
+        assert_eq!(first_unwritten(&values), Some(0));
+        assert_eq!(first_written(&values), Some(1));
+        assert_eq!(first_unwritten(&values[1..3]), None);
+        assert_eq!(first_written(&[f16::POISON; 3]), None);
     }
 }

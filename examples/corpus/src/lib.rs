@@ -13,7 +13,9 @@ pub mod kernels {
 
 pub use kernel_runtime as runtime;
 
-pub use test_support::{Poison, assert_close, context, data, worst};
+pub use test_support::{
+    Poison, assert_close, context, data, first_unwritten, first_written, worst,
+};
 
 /// The float64 references of the decode ops (`decode::ops`), which the decode step's reference
 /// is composed of.

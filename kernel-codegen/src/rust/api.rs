@@ -128,6 +128,8 @@ fn default_tokens(attribute: &Attribute) -> Option<TokenStream> {
 fn default_text(attribute: &Attribute) -> Option<String> {
     Some(match attribute.default.as_ref()? {
         AttrValue::Int(v) if attribute.repr == AttrRepr::Bool => (*v != 0).to_string(),
+        // An `f32` field's default reads as one, `1.0`, though the manifest writes `1`.
+        AttrValue::Int(v) if attribute.repr == AttrRepr::F32 => format!("{:?}", *v as f64),
         AttrValue::Int(v) => v.to_string(),
         AttrValue::Float(v) => v.to_string(),
         AttrValue::Ints(v) => format!("{v:?}"),
@@ -313,7 +315,7 @@ fn attrs_struct(op: &Op) -> TokenStream {
 
             /// Builds attributes from name/value pairs, as tools receive them: unknown names,
             /// wrong kinds and missing required attributes are errors.
-            pub fn from_raw(values: &[(::std::string::String, rt::support::AttrValue)]) -> Result<Self, rt::OpError> {
+            pub fn from_raw(values: &[(::std::string::String, rt::AttrValue)]) -> Result<Self, rt::OpError> {
                 let #raw_binding = rt::support::RawAttrs::new(OP_NAME, values, &[#(#known),*])?;
                 #( #required_reads )*
                 let #attrs_binding = #from_raw_new;

@@ -46,13 +46,12 @@ pub fn emit(input: &OpInput<'_>) -> EntryPoints {
             .filter(|t| t.dtype == DTypeRef::Var(var.to_owned()))
             .map(|t| t.role.as_str())
             .collect();
-        let roles = roles.join(", ");
         let allowed = if allowed == [format_ident!("F32"), format_ident!("F16")] {
             quote!(rt::DType::FLOATS)
         } else {
             quote!(&[#(rt::DType::#allowed),*])
         };
-        quote!(rt::support::dtype_allowed(OP_NAME, #roles, #var, dtypes.#field, #allowed)?;)
+        quote!(rt::support::dtype_allowed(OP_NAME, &[#(#roles),*], #var, dtypes.#field, #allowed)?;)
     });
     let rank_checks = op.inputs.iter().filter(|t| !t.optional).filter_map(|t| {
         let rank = t.rank? as usize;
@@ -391,7 +390,7 @@ fn op_type(input: &OpInput<'_>, layout: &Layout<'_>, signatures: &Signatures) ->
             type Inputs<'a> = #inputs_ty_a;
             type OutputsMut<'a> = #outputs_mut_ty_a;
 
-            fn attrs(values: &[(::std::string::String, rt::support::AttrValue)]) -> Result<Attrs, rt::OpError> {
+            fn attrs(values: &[(::std::string::String, rt::AttrValue)]) -> Result<Attrs, rt::OpError> {
                 Attrs::from_raw(values)
             }
 

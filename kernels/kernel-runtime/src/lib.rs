@@ -125,7 +125,7 @@ pub mod when;
 pub mod abi {
     pub use crate::untyped::plan_untyped;
     pub use crate::{
-        AllocatingOp, AnyTensor, Arg, Bound, Context, DType, DeviceCaps, Element, Float,
+        AllocatingOp, AnyTensor, Arg, AttrValue, Bound, Context, DType, DeviceCaps, Element, Float,
         IndexTensor, Integer, Op, OpError, OpHooks, OpVisitor, OutputSpec, Plan, PlanError,
         RuntimeError, Tensor,
     };

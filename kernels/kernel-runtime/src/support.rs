@@ -93,10 +93,10 @@ pub fn precompile(ctx: &crate::Context, table: &'static ShaderTable) -> Result<u
 }
 
 /// `Ok` when type variable `var` is bound to one of the dtypes the manifest allows; `roles`
-/// are the inputs it types, which the error names.
+/// are the inputs it types: the error names the first as the input, and the others in its rule.
 pub fn dtype_allowed(
     op: &'static str,
-    roles: &str,
+    roles: &[&str],
     var: &str,
     dtype: DType,
     allowed: &[DType],
@@ -105,11 +105,17 @@ pub fn dtype_allowed(
         return Ok(());
     }
     let names: Vec<&str> = allowed.iter().map(|d| d.onnx_name()).collect();
+    let (input, others) = roles.split_first().map_or(("", &[][..]), |(f, o)| (*f, o));
+    let also = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" (also of {})", others.join(", "))
+    };
     Err(OpError::Input {
         op,
-        input: roles.into(),
+        input: input.into(),
         rule: format!(
-            "type variable `{var}` must be one of {}, got {dtype}",
+            "its type variable `{var}`{also} must be one of {}, got {dtype}",
             names.join(", ")
         ),
     })

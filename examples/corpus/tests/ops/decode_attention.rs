@@ -37,11 +37,11 @@ fn half_precision_inputs_are_rejected_by_name() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::decode_attention as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
+    use corpus::{Poison, first_unwritten};
 
     #[derive(Clone, Copy, Debug)]
     pub(crate) struct Case {
@@ -172,7 +172,7 @@ pub(crate) mod gpu {
             out.to_vec(ctx).unwrap()
         };
         let got = run();
-        if let Some(at) = got.iter().position(|x| x.bits() == U::POISON.bits()) {
+        if let Some(at) = first_unwritten(&got) {
             panic!("{what}: element {at} was not written");
         }
         if let Some(at) = got.iter().position(|x| !x.to_f64().is_finite()) {

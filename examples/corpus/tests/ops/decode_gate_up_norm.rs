@@ -42,11 +42,11 @@ fn subgroup_matrix_variant_is_not_planned() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::decode_gate_up_norm as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
+    use corpus::{Poison, first_unwritten};
 
     #[derive(Clone, Copy, Debug)]
     struct Case {
@@ -113,7 +113,7 @@ pub(crate) mod gpu {
     }
 
     fn assert_written<T: Poison>(got: &[T], what: &str) {
-        if let Some(at) = got.iter().position(|v| v.bits() == T::POISON.bits()) {
+        if let Some(at) = first_unwritten(got) {
             panic!("{what}: element {at} was not written");
         }
         if let Some(at) = got.iter().position(|v| !v.to_f64().is_finite()) {

@@ -16,11 +16,11 @@ fn adds_the_normalized_source_in_place() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::decode_norm_add as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
+    use corpus::{Poison, first_written};
 
     /// Past `rows · dim` the op must not write: these elements hold the poison throughout.
     const TAIL: usize = 5;
@@ -105,7 +105,7 @@ pub(crate) mod gpu {
         };
         let got = run();
         assert_eq!(got.len(), n + TAIL, "{what}: length");
-        if let Some(at) = got[n..].iter().position(|v| v.bits() != T::POISON.bits()) {
+        if let Some(at) = first_written(&got[n..]) {
             panic!("{what}: element {} past rows · dim was written", n + at);
         }
         let head: Vec<f32> = got[..n].iter().map(|v| v.to_f64() as f32).collect();

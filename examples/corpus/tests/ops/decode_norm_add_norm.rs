@@ -27,11 +27,11 @@ fn rows_longer_than_8192_have_no_variant() {
 
 #[cfg(corpus)]
 mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::decode_norm_add_norm as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
+    use corpus::{Poison, first_unwritten, first_written};
 
     /// Every tensor the op writes is longer than the op's range by this much; the shader
     /// must leave those elements.
@@ -39,10 +39,6 @@ mod gpu {
 
     fn cast<T: Float>(values: &[f32]) -> Vec<T> {
         values.iter().map(|&v| T::from_f64(f64::from(v))).collect()
-    }
-
-    fn first_unwritten<T: Poison>(values: &[T]) -> Option<usize> {
-        values.iter().position(|v| v.bits() == T::POISON.bits())
     }
 
     #[derive(Clone, Copy, Debug)]
@@ -131,11 +127,11 @@ mod gpu {
             "{what}: lengths"
         );
         assert!(
-            got.hidden[n..].iter().all(|v| v.bits() == T::POISON.bits()),
+            first_written(&got.hidden[n..]).is_none(),
             "{what}: Hidden was written past rows · dim"
         );
         assert!(
-            got.y2[n..].iter().all(|v| v.bits() == Y::POISON.bits()),
+            first_written(&got.y2[n..]).is_none(),
             "{what}: Y2 was written past rows · dim"
         );
         assert!(

@@ -32,11 +32,11 @@ fn packed_codes_gate_the_ple() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::decode_ple_gate as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
+    use corpus::{Poison, first_unwritten};
 
     fn context() -> Context {
         corpus::context()
@@ -91,7 +91,7 @@ pub(crate) mod gpu {
             }
             op::run_into(ctx, inputs, op::OutputsMut { out: &mut out }, attrs).unwrap();
             let got = out.to_vec(ctx).unwrap();
-            if let Some(at) = got.iter().position(|v| v.bits() == T::POISON.bits()) {
+            if let Some(at) = first_unwritten(&got) {
                 panic!("{variant}: element {at} was not written");
             }
             if let Some(at) = got.iter().position(|v| !v.to_f64().is_finite()) {

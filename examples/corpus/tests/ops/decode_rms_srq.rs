@@ -17,11 +17,11 @@ fn normalizes_quantizes_and_sums_rows() {
 
 #[cfg(corpus)]
 mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::decode_rms_srq as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
+    use corpus::{Poison, first_written};
 
     /// `X` (and so `Y`) is longer than `rows · dim` by this much; the shader must leave it.
     const TAIL: usize = 7;
@@ -80,7 +80,7 @@ mod gpu {
         };
         let (y, sum_a) = run();
         assert_eq!((y.len(), sum_a.len()), (n + TAIL, rows), "{what}: lengths");
-        if let Some(at) = y[n..].iter().position(|v| v.bits() != Y::POISON.bits()) {
+        if let Some(at) = first_written(&y[n..]) {
             panic!("{what}: Y element {} past rows · dim was written", n + at);
         }
         let y64: Vec<f64> = y[..n].iter().map(|v| v.to_f64()).collect();

@@ -17,10 +17,10 @@ fn gates_by_the_gelu_of_a() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
-    use corpus::Poison;
     use corpus::kernels::ple_gate as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Tensor};
+    use corpus::{Poison, first_written};
 
     /// `A` (and so `Y`) is longer than `count` by this much; the shader must leave it.
     const TAIL: usize = 9;
@@ -83,10 +83,7 @@ pub(crate) mod gpu {
         };
         let got = run();
         assert_eq!(got.len(), len, "{what}: length");
-        if let Some(at) = got[count..]
-            .iter()
-            .position(|v| v.bits() != T::POISON.bits())
-        {
+        if let Some(at) = first_written(&got[count..]) {
             panic!("{what}: element {} past count was written", count + at);
         }
         let y: Vec<f32> = got[..count].iter().map(|v| v.to_f64() as f32).collect();

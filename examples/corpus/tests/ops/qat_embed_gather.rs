@@ -25,11 +25,11 @@ fn norm_srq_variant_gathers_and_normalizes() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::qat_embed_gather as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Tensor};
+    use corpus::{Poison, first_unwritten};
 
     const POISON_F32: f32 = f32::from_bits(0x7fc0_0bad);
 
@@ -102,7 +102,7 @@ pub(crate) mod gpu {
     }
 
     fn assert_written<T: Poison>(got: &[T], what: &str) {
-        if let Some(at) = got.iter().position(|v| v.bits() == T::POISON.bits()) {
+        if let Some(at) = first_unwritten(got) {
             panic!("{what}: element {at} was not written");
         }
         if let Some(at) = got.iter().position(|v| !v.to_f64().is_finite()) {

@@ -34,11 +34,11 @@ fn subgroup_matrix_variant_is_not_planned() {
 
 #[cfg(corpus)]
 pub(crate) mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::qat_mat_mul as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Float, Tensor};
+    use corpus::{Poison, first_unwritten};
 
     const POISON_F32: f32 = f32::from_bits(0x7fc0_0bad);
     const POISON_U32: u32 = 0xDEAD_BEEF;
@@ -98,7 +98,7 @@ pub(crate) mod gpu {
     }
 
     fn assert_written<T: Poison>(got: &[T], what: &str) {
-        if let Some(at) = got.iter().position(|v| v.bits() == T::POISON.bits()) {
+        if let Some(at) = first_unwritten(got) {
             panic!("{what}: element {at} was not written");
         }
         if let Some(at) = got.iter().position(|v| !v.to_f64().is_finite()) {

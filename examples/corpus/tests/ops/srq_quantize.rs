@@ -17,11 +17,11 @@ fn rounds_to_the_int8_grid() {
 
 #[cfg(corpus)]
 mod gpu {
-    use corpus::Poison;
     use corpus::decode::ops;
     use corpus::kernels::srq_quantize as op;
     use corpus::runtime::half::f16;
     use corpus::runtime::{Context, Tensor};
+    use corpus::{Poison, first_unwritten, first_written};
 
     /// `count` of `len` elements, with values in `[-3, 3)` so that fine grids clamp.
     fn check<T: Poison>(ctx: &Context, len: usize, count: u32, scale: f32, tol: f64) {
@@ -44,16 +44,10 @@ mod gpu {
         let got = run();
         let count = count as usize;
         assert_eq!(got.len(), len, "{what}: length");
-        if let Some(at) = got[..count]
-            .iter()
-            .position(|v| v.bits() == T::POISON.bits())
-        {
+        if let Some(at) = first_unwritten(&got[..count]) {
             panic!("{what}: element {at} was not written");
         }
-        if let Some(at) = got[count..]
-            .iter()
-            .position(|v| v.bits() != T::POISON.bits())
-        {
+        if let Some(at) = first_written(&got[count..]) {
             panic!("{what}: element {} past count was written", count + at);
         }
         let s = f64::from(scale);

@@ -25,6 +25,8 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::DeviceName;
+
 /// A `derive` map: name → value, in file order (each entry sees the ones before it).
 pub type Derive = IndexMap<String, DeriveValue>;
 
@@ -191,14 +193,14 @@ pub enum DeriveValue {
 pub struct Requires {
     /// WebGPU feature names (`subgroups`, `shader-f16`, …).
     #[serde(default)]
-    pub features: Vec<String>,
+    pub features: Vec<DeviceName>,
     /// Subgroup-matrix configurations the adapter must report.
     #[serde(default)]
     pub subgroup_matrix_configs: Vec<SubgroupMatrixConfig>,
     /// Limit name → the least value. The runtime checks limits under `requires`; this
     /// spelling (after `device.limits`) is inferred, unseen in a package.
     #[serde(default)]
-    pub limits: IndexMap<String, u64>,
+    pub limits: IndexMap<DeviceName, u64>,
     /// The least subgroup size; spelling inferred (after `device.adapterInfo`), unseen.
     #[serde(default)]
     pub subgroup_min_size: Option<u32>,

@@ -162,3 +162,41 @@ mod tests {
         assert!(check_keys("{\"a\": 1}\n  ").is_ok());
     }
 }
+
+/// A device feature or limit name as a manifest writes it (`shader-f16`,
+/// `maxComputeWorkgroupStorageSize`): ASCII letters, digits, `-` and `_`. The dialects'
+/// requirements become `when` clauses that name it, so any other character could end the name
+/// and write expression text of its own (`subgroups") or true or ("`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct DeviceName(String);
+
+impl DeviceName {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DeviceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl TryFrom<String> for DeviceName {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, String> {
+        let valid = name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if valid && !name.is_empty() {
+            Ok(DeviceName(name))
+        } else {
+            Err(format!(
+                "{name:?} is not a device feature or limit name: such names have ASCII letters, \
+                 digits, `-` and `_` only"
+            ))
+        }
+    }
+}

@@ -54,4 +54,5 @@ pub fn read(text: &str) -> Result<Manifest, Problems> {
     }
 }
 
+pub use json::DeviceName;
 pub(crate) use json::parse_strict;

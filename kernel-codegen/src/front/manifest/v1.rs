@@ -8,6 +8,8 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::DeviceName;
+
 /// One op package manifest (`manifest.json`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -125,7 +127,7 @@ pub struct Variant {
     #[serde(default)]
     pub intermediates: Vec<Intermediate>,
     #[serde(default)]
-    pub required_features: Vec<String>,
+    pub required_features: Vec<DeviceName>,
     #[serde(default)]
     pub required_subgroup_min_size: Option<u32>,
     pub passes: Vec<Pass>,

@@ -32,7 +32,7 @@ impl Attrs {
     /// Builds attributes from name/value pairs, as tools receive them: unknown names,
     /// wrong kinds and missing required attributes are errors.
     pub fn from_raw(
-        values: &[(::std::string::String, rt::support::AttrValue)],
+        values: &[(::std::string::String, rt::AttrValue)],
     ) -> Result<Self, rt::OpError> {
         let raw = rt::support::RawAttrs::new(OP_NAME, values, &["num_heads"])?;
         let num_heads = raw.int("num_heads")?.ok_or_else(|| raw.missing("num_heads"))?;
@@ -240,7 +240,7 @@ pub fn plan_into(
     attrs.validate()?;
     rt::support::dtype_allowed(
         OP_NAME,
-        "query_layer, query_bias, rel_pos, weight, bias, eco_a",
+        &["query_layer", "query_bias", "rel_pos", "weight", "bias", "eco_a"],
         "T",
         dtypes.t,
         rt::DType::FLOATS,
@@ -273,7 +273,7 @@ impl<T: rt::Float> rt::Op for Op<T> {
     type Inputs<'a> = Inputs<'a, T>;
     type OutputsMut<'a> = OutputsMut<'a, T>;
     fn attrs(
-        values: &[(::std::string::String, rt::support::AttrValue)],
+        values: &[(::std::string::String, rt::AttrValue)],
     ) -> Result<Attrs, rt::OpError> {
         Attrs::from_raw(values)
     }

@@ -22,7 +22,7 @@ impl Attrs {
     /// Builds attributes from name/value pairs, as tools receive them: unknown names,
     /// wrong kinds and missing required attributes are errors.
     pub fn from_raw(
-        values: &[(::std::string::String, rt::support::AttrValue)],
+        values: &[(::std::string::String, rt::AttrValue)],
     ) -> Result<Self, rt::OpError> {
         let _ = rt::support::RawAttrs::new(OP_NAME, values, &[])?;
         let attrs = Attrs::new();
@@ -199,7 +199,7 @@ pub fn plan_into(
     plan: &mut rt::Plan,
 ) -> Result<(), rt::OpError> {
     attrs.validate()?;
-    rt::support::dtype_allowed(OP_NAME, "a, b", "T", dtypes.t, rt::DType::FLOATS)?;
+    rt::support::dtype_allowed(OP_NAME, &["a", "b"], "T", dtypes.t, rt::DType::FLOATS)?;
     let env = Env::new(shapes, *dtypes, attrs, caps)?;
     let variant = rt::when::select(OP_NAME, &VARIANTS, &CONDITIONS, &env)?;
     rt::support::planned(OP_NAME, variant.id, plan_variant_into(variant, &env, plan))
@@ -222,7 +222,7 @@ impl<T: rt::Float> rt::Op for Op<T> {
     type Inputs<'a> = Inputs<'a, T>;
     type OutputsMut<'a> = OutputsMut<'a, T>;
     fn attrs(
-        values: &[(::std::string::String, rt::support::AttrValue)],
+        values: &[(::std::string::String, rt::AttrValue)],
     ) -> Result<Attrs, rt::OpError> {
         Attrs::from_raw(values)
     }

@@ -2,8 +2,8 @@
 // Do not edit: change the package (manifest, templates) or its hints and generate again.
 
 const _: () = assert!(
-    ::kernel_runtime::abi::VERSION == 5u32,
-    "these kernels were generated for version 5 of kernel-runtime's generated-code ABI, which this kernel-runtime does not have: generate them again with the codegen release that matches it"
+    ::kernel_runtime::abi::VERSION == 6u32,
+    "these kernels were generated for version 6 of kernel-runtime's generated-code ABI, which this kernel-runtime does not have: generate them again with the codegen release that matches it"
 );
 /// `com.microsoft.BiasSoftmax` (since version 1).
 ///

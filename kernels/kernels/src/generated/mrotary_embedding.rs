@@ -33,7 +33,7 @@ pub struct Attrs {
     pub rotary_embedding_dim: i64,
     /// Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.
     ///
-    /// Default: `1`.
+    /// Default: `1.0`.
     pub scale: f32,
 }
 /// The attributes the op requires, by name: `Attrs::new(RequiredAttrs { … })`.
@@ -64,7 +64,7 @@ impl Attrs {
     /// Builds attributes from name/value pairs, as tools receive them: unknown names,
     /// wrong kinds and missing required attributes are errors.
     pub fn from_raw(
-        values: &[(::std::string::String, rt::support::AttrValue)],
+        values: &[(::std::string::String, rt::AttrValue)],
     ) -> Result<Self, rt::OpError> {
         let raw = rt::support::RawAttrs::new(
             OP_NAME,
@@ -310,7 +310,7 @@ pub fn plan_into(
     attrs.validate()?;
     rt::support::dtype_allowed(
         OP_NAME,
-        "input, cos_cache, sin_cache",
+        &["input", "cos_cache", "sin_cache"],
         "T",
         dtypes.t,
         rt::DType::FLOATS,
@@ -340,7 +340,7 @@ impl<T: rt::Float> rt::Op for Op<T> {
     type Inputs<'a> = Inputs<'a, T>;
     type OutputsMut<'a> = OutputsMut<'a, T>;
     fn attrs(
-        values: &[(::std::string::String, rt::support::AttrValue)],
+        values: &[(::std::string::String, rt::AttrValue)],
     ) -> Result<Attrs, rt::OpError> {
         Attrs::from_raw(values)
     }
@@ -548,7 +548,7 @@ pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
         rt::registry::AttrInfo::new(
             "scale",
             "f32",
-            Some("1"),
+            Some("1.0"),
             "Scale applied to the gathered cosine and sine values before the rotation. Default is 1.0.",
         ),
     ],

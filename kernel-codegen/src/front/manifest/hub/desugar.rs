@@ -281,7 +281,7 @@ pub(super) fn requirement_clauses(requires: &Requires) -> Vec<String> {
     // Subgroup-matrix configurations are reported only by devices with Chromium's feature.
     const MATRIX: &str = "chromium-experimental-subgroup-matrix";
     if !requires.subgroup_matrix_configs.is_empty()
-        && !requires.features.iter().any(|f| f == MATRIX)
+        && !requires.features.iter().any(|f| f.as_str() == MATRIX)
     {
         clauses.push(format!("device.features.has(\"{MATRIX}\")"));
     }
