@@ -321,7 +321,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
                     contents: module,
                 });
             }
-            Err(message) => diagnostics.push(Diagnostic::new(&op.file, "", message)),
+            Err(error) => diagnostics.push(Diagnostic::new(&op.file, "", error.to_string())),
         }
         output.files.push(GeneratedFile {
             path: format!("{}.shaders", op.module),
@@ -351,7 +351,7 @@ pub fn generate(inputs: &Inputs) -> Result<Output, Diagnostics> {
             path: "mod.rs".to_owned(),
             contents: root,
         }),
-        Err(message) => diagnostics.push(Diagnostic::new("mod.rs", "", message)),
+        Err(error) => diagnostics.push(Diagnostic::new("mod.rs", "", error.to_string())),
     }
     output.files.sort_by(|a, b| a.path.cmp(&b.path));
     diagnostics.into_result(output)

@@ -20,6 +20,29 @@ use quote::quote;
 use crate::model::Op;
 use crate::shader::{LeftOut, Shader};
 
+/// Why the Rust emitter could not write a module. Each is a defect of the generator or a
+/// package corner it does not support, reported at the op's manifest.
+#[derive(Debug, thiserror::Error)]
+pub enum EmitError {
+    /// The tokens written for `source` are not Rust (a generator defect).
+    #[error("generated code for {origin} does not parse: {message}\n{tokens}")]
+    DoesNotParse {
+        origin: String,
+        message: String,
+        tokens: String,
+    },
+    /// A static value that selects a shader is a list, which a shader key cannot hold.
+    #[error(
+        "static value `{name}` = {value} cannot select a shader (only booleans, numbers, strings and dtypes can)"
+    )]
+    UnkeyableValue { name: String, value: String },
+    /// A pass's shader key has more combinations than a `u64` numbers.
+    #[error(
+        "variant `{variant}`, pass `{pass}`: its shader key has more combinations than 64 bits can number"
+    )]
+    KeyTooWide { variant: String, pass: String },
+}
+
 /// What the emitter needs to know about one op besides its model.
 pub struct OpInput<'a> {
     pub op: &'a Op,
@@ -34,7 +57,7 @@ pub struct OpInput<'a> {
 }
 
 /// The generated module of one op, formatted.
-pub fn op_module(input: &OpInput<'_>) -> Result<String, String> {
+pub fn op_module(input: &OpInput<'_>) -> Result<String, EmitError> {
     let op = input.op;
     let types = api::types(input);
     let call = call::io_structs(op);
@@ -81,7 +104,7 @@ const TABLES_COMMENT: &str = "\
 /// `mod.rs`: one `pub mod <op> { include!("<op>.rs"); }` per op, with the op's docs, and the
 /// registry tools use. Only outer items and relative `include!`s, so the file works both as a
 /// module of a crate (`mod generated;`) and `include!`d from a build script's `OUT_DIR`.
-pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, String> {
+pub fn root_module(ops: &[&Op], runtime: &syn::Path) -> Result<String, EmitError> {
     let modules = ops.iter().map(|op| {
         let module = ident(&op.module);
         let file = format!("{}.rs", op.module);
@@ -172,7 +195,7 @@ fn surface(op: &Op) -> String {
 }
 
 /// `tokens` as a generated file: the `@generated` header, then the code.
-fn format(tokens: TokenStream, source: &str) -> Result<String, String> {
+fn format(tokens: TokenStream, source: &str) -> Result<String, EmitError> {
     Ok(format!(
         "// {mark} from {source}.\n// Do not edit: change the package (manifest, templates) or its hints and generate again.\n\n{}",
         unparse(tokens, source)?,
@@ -181,9 +204,12 @@ fn format(tokens: TokenStream, source: &str) -> Result<String, String> {
 }
 
 /// `tokens` formatted by prettyplease.
-fn unparse(tokens: TokenStream, source: &str) -> Result<String, String> {
-    let file: syn::File = syn::parse2(tokens.clone())
-        .map_err(|e| format!("generated code for {source} does not parse: {e}\n{tokens}"))?;
+fn unparse(tokens: TokenStream, source: &str) -> Result<String, EmitError> {
+    let file: syn::File = syn::parse2(tokens.clone()).map_err(|e| EmitError::DoesNotParse {
+        origin: source.to_owned(),
+        message: e.to_string(),
+        tokens: tokens.to_string(),
+    })?;
     Ok(prettyplease::unparse(&file))
 }
 

@@ -10,7 +10,7 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use super::eval::{EnvScope, lower};
-use super::{OpInput, ident};
+use super::{EmitError, OpInput, ident};
 use crate::expr::{Ir, IrKind, Symbol, Value};
 use crate::model::{self, Combination, Op, Pass, TemplateValue, Variant};
 use crate::shader::Shader;
@@ -199,13 +199,16 @@ impl PassKey<'_> {
     }
 
     /// The values of one combination's key, column by column.
-    fn values(&self, combination: &Combination) -> Result<Vec<KeyValue>, String> {
+    fn values(&self, combination: &Combination) -> Result<Vec<KeyValue>, EmitError> {
         let mut values = Vec::new();
         for ((name, value), keyed) in combination.values.iter().zip(&self.keyed) {
             if *keyed {
-                values.push(KeyValue::of(value).ok_or_else(|| {
-                    format!("static value `{name}` = {value:?} cannot select a shader (only booleans, numbers, strings and dtypes can)")
-                })?);
+                values.push(
+                    KeyValue::of(value).ok_or_else(|| EmitError::UnkeyableValue {
+                        name: name.clone(),
+                        value: model::value_text(value),
+                    })?,
+                );
             }
         }
         for var in &self.dtype_vars {
@@ -270,7 +273,7 @@ struct PassKeys {
     numbers: Vec<(Result<usize, usize>, u64)>,
 }
 
-fn pass_keys(input: &OpInput<'_>, v: usize, p: usize) -> Result<PassKeys, String> {
+fn pass_keys(input: &OpInput<'_>, v: usize, p: usize) -> Result<PassKeys, EmitError> {
     let op = input.op;
     let variant = &op.variants[v];
     let combinations = pass_combinations(input, v, p);
@@ -296,11 +299,9 @@ fn pass_keys(input: &OpInput<'_>, v: usize, p: usize) -> Result<PassKeys, String
             number = number
                 .checked_mul(column.len() as u64)
                 .and_then(|n| n.checked_add(position as u64))
-                .ok_or_else(|| {
-                    format!(
-                        "variant `{}`, pass `{}`: its shader key has more combinations than 64 bits can number",
-                        variant.id, variant.passes[p].id
-                    )
+                .ok_or_else(|| EmitError::KeyTooWide {
+                    variant: variant.id.clone(),
+                    pass: variant.passes[p].id.clone(),
                 })?;
         }
         numbers.push((i, number));
@@ -385,7 +386,7 @@ pub fn shader_table(op: &Op, shaders: &[Shader]) -> String {
 /// The module `shader_table` with `static SHADERS`: the op's passes with their key columns,
 /// and per distinct shader one row (pass, byte range of the `.shaders` file, digest, features,
 /// the numbers of the keys that select it).
-pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, String> {
+pub(super) fn table_static(input: &OpInput<'_>) -> Result<TokenStream, EmitError> {
     let op = input.op;
     let shaders = input.shaders;
     let file = format!("{}.shaders", op.module);

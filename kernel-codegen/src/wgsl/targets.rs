@@ -14,12 +14,24 @@ use naga::back::{glsl, hlsl, msl, spv};
 
 use crate::shader::{Needs, OverrideSpec, Target, TargetStatus, Translations};
 
+/// Why a validated shader does not translate: the step that failed and naga's message, with
+/// its causes.
+#[derive(Debug, thiserror::Error)]
+pub enum TranslateError {
+    #[error("measuring types: {0}")]
+    MeasuringTypes(String),
+    #[error("resolving overrides: {0}")]
+    ResolvingOverrides(String),
+    #[error("naga's {target} back end rejects the shader: {message}")]
+    Rejected { target: Target, message: String },
+}
+
 /// The limits `module` needs.
-fn needs_of(module: &naga::Module) -> Result<Needs, String> {
+fn needs_of(module: &naga::Module) -> Result<Needs, TranslateError> {
     let mut layouter = naga::proc::Layouter::default();
     layouter
         .update(module.to_ctx())
-        .map_err(|e| format!("measuring types: {e}"))?;
+        .map_err(|e| TranslateError::MeasuringTypes(with_causes(&e)))?;
     let mut needs = Needs::default();
     for (_, global) in module.global_variables.iter() {
         match global.space {
@@ -60,7 +72,7 @@ pub fn translate(
     info: &naga::valid::ModuleInfo,
     overrides: &[OverrideSpec],
     uses: Uses,
-) -> Result<Translations, String> {
+) -> Result<Translations, TranslateError> {
     // naga's writers recurse once per level of an expression, as its front end does.
     super::validate::on_large_stack(|| translate_here(module, info, overrides, uses))
 }
@@ -70,7 +82,7 @@ fn translate_here(
     info: &naga::valid::ModuleInfo,
     overrides: &[OverrideSpec],
     uses: Uses,
-) -> Result<Translations, String> {
+) -> Result<Translations, TranslateError> {
     let Uses {
         f16,
         subgroups,
@@ -83,7 +95,7 @@ fn translate_here(
     let entry = (naga::ShaderStage::Compute, "main");
     let (module, info) =
         naga::back::pipeline_constants::process_overrides(module, info, Some(entry), &constants)
-            .map_err(|e| with_causes(format!("resolving overrides: {e}"), &e))?;
+            .map_err(|e| TranslateError::ResolvingOverrides(with_causes(&e)))?;
     let mut out = Translations {
         needs: needs_of(&module)?,
         ..Translations::default()
@@ -188,16 +200,17 @@ fn translate_here(
     Ok(out)
 }
 
-fn failure(target: Target, error: &dyn std::error::Error) -> String {
-    with_causes(
-        format!("naga's {target} back end rejects the shader: {error}"),
-        error,
-    )
+fn failure(target: Target, error: &dyn std::error::Error) -> TranslateError {
+    TranslateError::Rejected {
+        target,
+        message: with_causes(error),
+    }
 }
 
-/// `message` followed by each cause under `error`: naga's outer errors name only the function
-/// or expression, the reason is further down.
-fn with_causes(mut message: String, error: &dyn std::error::Error) -> String {
+/// `error` followed by each of its causes: naga's outer errors name only the function or
+/// expression, the reason is further down.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
     let mut source = error.source();
     while let Some(inner) = source {
         message.push_str(&format!(": {inner}"));
