@@ -18,6 +18,8 @@
 pub mod check;
 pub mod config;
 mod config_error;
+#[cfg(test)]
+mod copy_op;
 pub mod diag;
 #[doc(hidden)]
 pub mod expr;

@@ -147,7 +147,6 @@ mod tests {
     use super::fold;
     use crate::expr::IrKind;
     use crate::model::{AttrRepr, Op};
-    use crate::{Inputs, Package};
 
     /// A Hub op with one attribute, `f`, which every expression compares with 0: a flag.
     const MANIFEST: &str = r#"{
@@ -181,27 +180,8 @@ mod tests {
       ]
     }"#;
 
-    const TEMPLATE: &str = "{{ env.wgsl.resourceDeclarations }}
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-  if (id.x < arrayLength(&c)) {
-    c[id.x] = a[id.x];
-  }
-}
-";
-
     fn op() -> Op {
-        let inputs = Inputs {
-            packages: vec![Package {
-                dir: "copy".to_owned(),
-                manifest: MANIFEST.to_owned(),
-                ..Package::default()
-            }],
-            templates: [("copy/copy.wgsl.jinja".to_owned(), TEMPLATE.to_owned())].into(),
-            ..Inputs::default()
-        };
-        let mut ops = crate::models(&inputs).unwrap_or_else(|d| panic!("{d}"));
-        ops.pop().expect("one op")
+        crate::copy_op::copy_op(MANIFEST)
     }
 
     fn folded(op: &Op, derive: &str) -> IrKind {

@@ -6,7 +6,6 @@ use super::{Pin, Unbounded, pin};
 use crate::expr::ast::BinOp;
 use crate::expr::{Ir, IrKind, Symbol, Type, Value};
 use crate::model::Op;
-use crate::{Inputs, Package};
 
 /// A Hub op whose variant derives name manifest derives: with a finite set (`tileRows`),
 /// through another derive (`doubled`), without one (`rowsOfA`), and a conditional between the
@@ -49,29 +48,9 @@ const MANIFEST: &str = r#"{
   ]
 }"#;
 
-const TEMPLATE: &str = "{{ env.wgsl.resourceDeclarations }}
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-  if (id.x < arrayLength(&c)) {
-    c[id.x] = a[id.x];
-  }
-}
-";
-
 /// The op the front end builds of [`MANIFEST`].
 fn op() -> Op {
-    let inputs = Inputs {
-        packages: vec![Package {
-            dir: "copy".to_owned(),
-            manifest: MANIFEST.to_owned(),
-            ..Package::default()
-        }],
-        templates: [("copy/copy.wgsl.jinja".to_owned(), TEMPLATE.to_owned())].into(),
-        ..Inputs::default()
-    };
-    let mut ops = crate::models(&inputs).unwrap_or_else(|d| panic!("{d}"));
-    ops.pop().expect("one op")
+    crate::copy_op::copy_op(MANIFEST)
 }
 
 /// How the variant derive `name` can be enumerated.
