@@ -1,10 +1,14 @@
-//! The op model of a one-pass copy package, for unit tests of the passes after the front end:
-//! a test writes the manifest of the case it needs, and the template is always the same copy.
+//! The op model of a one-pass copy package in the Hub dialect, for unit tests of the passes
+//! after the front end: a test gives the keys its case needs (`attributes`, `derive`, the
+//! variant's `when` and `derive`), and the ports, bindings, pass and template are always the
+//! same copy of `a` into `c`.
+
+use serde_json::{Value, json};
 
 use crate::model::Op;
 use crate::{Inputs, Package};
 
-/// A copy of binding `a` into `c`, one element a thread, as `copy.wgsl.jinja`.
+/// A copy of binding `a` into `c`, one element a thread.
 const TEMPLATE: &str = "{{ env.wgsl.resourceDeclarations }}
 
 @compute @workgroup_size(64)
@@ -15,13 +19,39 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 }
 ";
 
-/// The op the front end builds of `manifest`, a package in folder `copy` whose passes run
-/// `copy.wgsl.jinja` with bindings `a` and `c`. Panics with the diagnostics if it has any.
-pub fn copy_op(manifest: &str) -> Op {
+/// The op the front end builds of the copy manifest with `manifest`'s keys set at the top
+/// level and `variant`'s in its one variant. Panics with the diagnostics if it has any.
+pub fn copy_op(manifest: Value, variant: Value) -> Op {
+    let mut text = json!({
+        "domain": "ai.onnx",
+        "name": "Copy",
+        "sinceVersion": 1,
+        "inputs": { "a": { "onnx": "A", "dtype": "T" } },
+        "outputs": { "c": { "onnx": "C", "dtype": "T", "rank": "ranks.a", "shape": "shapes.a" } },
+        "typeConstraints": { "T": ["float32"] },
+        "bindings": { "a": {}, "c": {} },
+        "variants": [{
+            "id": "main",
+            "passes": [{
+                "id": "main",
+                "name": "Copy",
+                "shader": "copy.wgsl.jinja",
+                "bindings": ["a", "c"],
+                "dispatch": { "x": "min(ceilDiv(numel(shapes.a), 64), 65535)" }
+            }]
+        }]
+    });
+    let merge = |into: &mut Value, keys: Value| {
+        if let (Some(into), Value::Object(keys)) = (into.as_object_mut(), keys) {
+            into.extend(keys);
+        }
+    };
+    merge(&mut text, manifest);
+    merge(&mut text["variants"][0], variant);
     let inputs = Inputs {
         packages: vec![Package {
             dir: "copy".to_owned(),
-            manifest: manifest.to_owned(),
+            manifest: text.to_string(),
             ..Package::default()
         }],
         templates: [("copy/copy.wgsl.jinja".to_owned(), TEMPLATE.to_owned())].into(),

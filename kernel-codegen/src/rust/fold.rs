@@ -147,41 +147,21 @@ mod tests {
     use super::fold;
     use crate::expr::IrKind;
     use crate::model::{AttrRepr, Op};
+    use serde_json::json;
 
-    /// A Hub op with one attribute, `f`, which every expression compares with 0: a flag.
-    const MANIFEST: &str = r#"{
-      "domain": "ai.onnx",
-      "name": "Copy",
-      "sinceVersion": 1,
-      "inputs": { "a": { "onnx": "A", "dtype": "T" } },
-      "outputs": { "c": { "onnx": "C", "dtype": "T", "rank": "ranks.a", "shape": "shapes.a" } },
-      "attributes": { "f": { "default": 0 } },
-      "typeConstraints": { "T": ["float32"] },
-      "derive": {
-        "always": "attrs.f == 0 or attrs.f != 0",
-        "never": "not (attrs.f == 0 or 0 != attrs.f)",
-        "depends": "attrs.f != 0 and numel(shapes.a) > 0"
-      },
-      "bindings": { "a": {}, "c": {} },
-      "variants": [
-        {
-          "id": "main",
-          "when": ["always", "not never", "depends or numel(shapes.a) == 0"],
-          "passes": [
-            {
-              "id": "main",
-              "name": "Copy",
-              "shader": "copy.wgsl.jinja",
-              "bindings": ["a", "c"],
-              "dispatch": { "x": "min(ceilDiv(numel(shapes.a), 64), 65535)" }
-            }
-          ]
-        }
-      ]
-    }"#;
-
+    /// A copy op with one attribute, `f`, which every expression compares with 0: a flag.
     fn op() -> Op {
-        crate::copy_op::copy_op(MANIFEST)
+        crate::copy_op::copy_op(
+            json!({
+                "attributes": { "f": { "default": 0 } },
+                "derive": {
+                    "always": "attrs.f == 0 or attrs.f != 0",
+                    "never": "not (attrs.f == 0 or 0 != attrs.f)",
+                    "depends": "attrs.f != 0 and numel(shapes.a) > 0"
+                }
+            }),
+            json!({ "when": ["always", "not never", "depends or numel(shapes.a) == 0"] }),
+        )
     }
 
     fn folded(op: &Op, derive: &str) -> IrKind {

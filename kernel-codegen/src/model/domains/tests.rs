@@ -6,51 +6,32 @@ use super::{Pin, Unbounded, pin};
 use crate::expr::ast::BinOp;
 use crate::expr::{Ir, IrKind, Symbol, Type, Value};
 use crate::model::Op;
+use serde_json::json;
 
-/// A Hub op whose variant derives name manifest derives: with a finite set (`tileRows`),
+/// A copy op whose variant derives name manifest derives: with a finite set (`tileRows`),
 /// through another derive (`doubled`), without one (`rowsOfA`), and a conditional between the
 /// two (`mixed`).
-const MANIFEST: &str = r#"{
-  "domain": "ai.onnx",
-  "name": "Copy",
-  "sinceVersion": 1,
-  "inputs": { "a": { "onnx": "A", "dtype": "T" } },
-  "outputs": { "c": { "onnx": "C", "dtype": "T", "rank": "ranks.a", "shape": "shapes.a" } },
-  "typeConstraints": { "T": ["float32"] },
-  "tunables": { "WORKGROUP_SIZE": { "default": 64 } },
-  "derive": {
-    "count": "numel(shapes.c)",
-    "tileRows": "128 if count >= 4096 else 64",
-    "doubled": "tileRows",
-    "rowsOfA": "dim(shapes.a, 0)"
-  },
-  "bindings": { "a": {}, "c": {} },
-  "variants": [
-    {
-      "id": "main",
-      "when": ["count > 0"],
-      "derive": {
-        "rows": "tileRows",
-        "again": "doubled",
-        "free": "rowsOfA",
-        "mixed": "tileRows if count > 2 else rowsOfA"
-      },
-      "passes": [
-        {
-          "id": "main",
-          "name": "Copy",
-          "shader": "copy.wgsl.jinja",
-          "bindings": ["a", "c"],
-          "dispatch": { "x": "min(ceilDiv(count, 64), 65535)" }
-        }
-      ]
-    }
-  ]
-}"#;
-
-/// The op the front end builds of [`MANIFEST`].
 fn op() -> Op {
-    crate::copy_op::copy_op(MANIFEST)
+    crate::copy_op::copy_op(
+        json!({
+            "tunables": { "WORKGROUP_SIZE": { "default": 64 } },
+            "derive": {
+                "count": "numel(shapes.c)",
+                "tileRows": "128 if count >= 4096 else 64",
+                "doubled": "tileRows",
+                "rowsOfA": "dim(shapes.a, 0)"
+            }
+        }),
+        json!({
+            "when": ["count > 0"],
+            "derive": {
+                "rows": "tileRows",
+                "again": "doubled",
+                "free": "rowsOfA",
+                "mixed": "tileRows if count > 2 else rowsOfA"
+            }
+        }),
+    )
 }
 
 /// How the variant derive `name` can be enumerated.
