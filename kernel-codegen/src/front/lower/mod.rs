@@ -4,6 +4,7 @@
 //! dependency order of `derive` entries.
 
 mod attrs;
+mod bindings;
 mod names;
 mod scope;
 mod variants;

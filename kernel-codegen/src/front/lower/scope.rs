@@ -1,13 +1,16 @@
 //! Checking an op's expressions: the scope that resolves their names against the op being
-//! built, and the helpers that parse, check and type them with diagnostics at their column.
+//! built, the helpers that parse, check and type them with diagnostics at their column, and
+//! the context the variants and their bindings are built in.
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 
+use indexmap::IndexMap;
 use serde_json::Value;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::expr::{self, Symbol, Type, Unresolved};
+use crate::manifest::Manifest;
 use crate::model::{Expr, Op};
 use kernel_abi::device as webgpu;
 
@@ -290,4 +293,37 @@ pub fn expect_type(
         );
         None
     }
+}
+
+/// What building an op's variants reads and reports to.
+pub(super) struct Cx<'a> {
+    pub(super) file: &'a str,
+    pub(super) manifest: &'a Manifest,
+    pub(super) scope: OpScope<'a>,
+    pub(super) diagnostics: &'a mut Diagnostics,
+}
+
+impl Cx<'_> {
+    pub(super) fn expr(&mut self, path: &str, source: &str, expected: Type) -> Option<Expr> {
+        let mut expr = check_expr(self.file, path, source, &self.scope, self.diagnostics)?;
+        // `/` is true division in the `schemaVersion: 1` dialect, so counts and integer
+        // fields are often Floats there: they must be whole (checked when evaluated).
+        if expected == Type::Int && self.scope.dialect.is_jinja() {
+            expr.ir = expr::to_int(expr.ir);
+        }
+        expect_type(self.file, &expr, expected, self.diagnostics)
+    }
+
+    pub(super) fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.diagnostics
+            .push(Diagnostic::new(self.file, path, message));
+    }
+}
+
+/// The keys of `map`, comma-separated, as an error lists what is known.
+pub(super) fn join_keys<V>(map: &IndexMap<String, V>) -> String {
+    map.keys()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
