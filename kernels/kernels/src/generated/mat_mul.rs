@@ -494,14 +494,14 @@ fn derive_coop_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
             rt::expr::add(
                 rt::expr::mul(
                     rt::expr::mul(
-                        rt::expr::mul(2i64, 128i64)?,
-                        rt::expr::add(32i64, 8i64)?,
+                        rt::expr::mul(1i64, 128i64)?,
+                        rt::expr::add(64i64, 8i64)?,
                     )?,
                     2i64,
                 )?,
                 rt::expr::mul(
                     rt::expr::mul(
-                        rt::expr::mul(2i64, 32i64)?,
+                        rt::expr::mul(1i64, 64i64)?,
                         rt::expr::add(128i64, 8i64)?,
                     )?,
                     2i64,
@@ -1006,10 +1006,10 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 387, 13134, "c6aceb9aee722a39bd7d6327ff3f1688", 5, &[0], 0),
-        (1, 13281, 30166, "fbf551d925554016e1b111b0f80ea0ed", 5, &[0], 1),
-        (2, 30185, 41221, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
-        (2, 41240, 52288, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
+        (0, 387, 17236, "15c54a5bed21eb6ec9231bf379da07c8", 5, &[0], 0),
+        (1, 17383, 43466, "56205abaef4184bf888f2a317139dcfa", 5, &[0], 1),
+        (2, 43485, 54521, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
+        (2, 54540, 65588, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
