@@ -486,9 +486,9 @@ fn malformed_lists_are_refused_by_name() {
     let (good, out) = (dir.join("good.safetensors"), dir.join("out.safetensors"));
     let p = problem();
     write_problem(&good, &p, &p.positions);
+    let (good, out) = (good.to_str().expect("utf-8"), out.to_str().expect("utf-8"));
     for list in ["[[2,1,1", "[2,1,1", "2,1,1]", "2,,1,1", "2,1,1,"] {
         let section = format!("mrope_section={list}");
-        let (good, out) = (good.to_str().expect("utf-8"), out.to_str().expect("utf-8"));
         expect_usage_error(
             &mrope_call(good, out, &["num_heads=2", &section]),
             "mrope_section",

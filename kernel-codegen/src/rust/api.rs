@@ -175,12 +175,6 @@ pub fn types(input: &OpInput<'_>) -> TokenStream {
     }
 }
 
-/// The op's entry in the registry of untyped entry points: its roles, attributes, variants
-/// and shaders, as data.
-pub fn registry_entry(input: &OpInput<'_>) -> TokenStream {
-    entry(input.op, &input.op.qualified_name())
-}
-
 fn attrs_struct(op: &Op) -> TokenStream {
     let fields = op.attributes.iter().map(|a| {
         let name = attr_field(a);
@@ -445,7 +439,11 @@ pub fn shaped_tensors(op: &Op) -> Vec<&Tensor> {
         .collect()
 }
 
-fn entry(op: &Op, qualified: &str) -> TokenStream {
+/// The op's entry in the registry of untyped entry points: its roles, attributes, variants
+/// and shaders, as data.
+pub fn registry_entry(input: &OpInput<'_>) -> TokenStream {
+    let op = input.op;
+    let qualified = op.qualified_name();
     let role_info = |t: &Tensor| {
         let role = &t.role;
         let description = &t.description;

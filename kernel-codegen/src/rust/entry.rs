@@ -19,8 +19,8 @@ fn var_field(var: &str) -> Ident {
 
 /// A generated op's entry points, and what they read that a reader of the API can skip.
 pub struct EntryPoints {
-    /// The free functions (`run`, `run_into`, `record`, `record_into`, `bind`, `plan`,
-    /// `plan_into`, `precompile`) and the `Op` type with its trait impls.
+    /// The free functions (`run`, `record`, `run_into`, `record_into`, `bind`, `plan`,
+    /// `plan_into`, `precompile`, in that order) and the `Op` type with its trait impls.
     pub api: TokenStream,
     /// The registry's untyped entry (`UNTYPED`).
     pub tables: TokenStream,

@@ -77,7 +77,7 @@ fn selects_by(keyed: &[bool], combinations: &[Keyed<'_>]) -> bool {
             .zip(keyed)
             .filter(|(_, keyed)| **keyed)
             .map(|((_, value), _)| value.key())
-            .collect::<Vec<_>>();
+            .collect();
         let key = (kept, &c.combination.dtypes);
         *texts.entry(key).or_insert(c.text) == c.text
     })
@@ -206,7 +206,7 @@ impl PassKey<'_> {
                 values.push(
                     KeyValue::of(value).ok_or_else(|| EmitError::UnkeyableValue {
                         name: name.clone(),
-                        value: model::value_text(value),
+                        value: value.to_string(),
                     })?,
                 );
             }

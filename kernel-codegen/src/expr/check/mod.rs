@@ -1,15 +1,13 @@
 //! Reading an expression in its dialect: lexing and parsing (`lexer.rs`, `parser.rs`), names
-//! (`names.rs`), the builtin table (`builtins.rs`) and type checking (here, with what only the
-//! Jinja dialects have in `v1.rs` and what only the Hub's has in `hub.rs`), which turns an [`Expr`] into a typed [`Ir`].
+//! (`names.rs`), the builtin table (`builtins.rs`) and type checking, which turns an [`Expr`]
+//! into a typed [`Ir`]: here, with what only the Jinja dialects have (truthiness, `in`, `~`,
+//! their builtins) in `v1.rs`, the Hub's departures in `hub.rs` and lists in `lists.rs`.
 //! This folder and the front end are the only code that names the [`Dialect`].
 //!
 //! The checker reports every error it can find in one pass. A subexpression that failed yields
 //! no IR, and its parents then skip their own type checks, so one mistake produces one message
-//! rather than a cascade. What only the V1 dialect has (truthiness, `in`, `~`, its builtins) is
-//! checked in `v1.rs`.
+//! rather than a cascade.
 
-use super::ast::{BinOp, Comparison, Expr, ExprKind, UnaryOp};
-use super::{ExprError, Ir, IrKind, Span, Symbol, Type};
 pub mod builtins;
 mod dialect;
 mod hub;
@@ -24,6 +22,8 @@ pub use names::DISPATCH_FOLD_WIDTH;
 pub use parser::{parse, parse_in};
 pub use v1::to_int;
 
+use super::ast::{BinOp, Comparison, Expr, ExprKind, UnaryOp};
+use super::{ExprError, Ir, IrKind, Span, Symbol, Type};
 use builtins::{Builtin, Params, dtypes, known_functions_in};
 
 /// Why a [`Scope`] has no type for a name.
@@ -49,8 +49,8 @@ pub trait Scope {
     fn resolve(&self, sym: &Symbol) -> Result<Type, Unresolved>;
 
     /// The dialect the expressions are written in; decides parsing-independent semantics
-    /// (truthiness, `/`, negative axes, the V1 names and builtins). [`super::Env`] and
-    /// [`super::LowerScope`] must give the same answer for the same expressions.
+    /// (truthiness, `/`, negative axes, the V1 names and builtins), which the IR then spells
+    /// out for evaluation and lowering.
     fn dialect(&self) -> Dialect {
         Dialect::Seed
     }
