@@ -36,6 +36,9 @@
 //!   the workgroup size; `attrs.gain or 1.5`, a Float uniform), whose `%` takes the dividend's
 //!   sign, whose `int` filter floors, and `default` for an adapter property the device may not
 //!   report.
+//! - `com.example.HalfWords` (the Hub's dialect): a float16 tensor bound as `vec4<u32>` and
+//!   `u32` words beside its `f16` bindings, unpacked and packed with `unpack2x16float` /
+//!   `pack2x16float`, in a variant for counts that are multiples of 8.
 
 /// The generated op modules and their registry `OPS`.
 pub mod kernels {

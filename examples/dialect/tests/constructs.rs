@@ -5,9 +5,10 @@
 #![allow(clippy::unwrap_used)]
 
 use dialect::kernels::{
-    accumulate, add_ints, add_row_norms, hub_operands, partial_corner, row_means, row_sums,
-    scale_rows,
+    accumulate, add_ints, add_row_norms, half_words, hub_operands, partial_corner, row_means,
+    row_sums, scale_rows,
 };
+use dialect::runtime::half::f16;
 use dialect::runtime::{AllocatingOp, AnyTensor, DType, Element, Integer, OpError, Tensor};
 
 /// A `rows × cols` matrix of seeded values in [-4, 4), and its tensor.
@@ -573,5 +574,49 @@ fn a_combination_that_does_not_validate_is_left_out_and_said() {
                 && not_built.reason.contains("clamp_low"),
             "{error}"
         );
+    }
+}
+
+/// `HalfWords`: `y = −2 · x` in float16, which is exact, so every half must come back as the
+/// reference computes it; a swapped pair of halves in a word or a misplaced word is a
+/// mismatch. Counts that are multiples of 8 take the variant that reads float16 tensors as
+/// `vec4<u32>` words and writes them as `u32` words; the others read and write `f16`.
+#[test]
+fn float16_tensors_seen_as_u32_words() {
+    let ctx = test_support::context();
+    if !ctx.caps().has_feature("shader-f16") {
+        eprintln!("skipped: the adapter has no shader-f16");
+        return;
+    }
+    for (count, variant) in [
+        (8usize, "words"),
+        (4_096 + 8, "words"),
+        (64 * 65_535 * 8 + 64, "words"),
+        (1, "halves"),
+        (7, "halves"),
+        (1_001, "halves"),
+    ] {
+        let x: Vec<f16> = test_support::data(count, count as u64)
+            .into_iter()
+            .map(|v| f16::from_f32(v * 4.0))
+            .collect();
+        let x_t = Tensor::from_slice(&ctx, &[count], &x).unwrap();
+        let inputs = half_words::Inputs { x: &x_t };
+        let attrs = half_words::Attrs::new();
+        let plan =
+            half_words::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs).unwrap();
+        assert!(
+            plan.label().contains(variant),
+            "{count}: planned {}",
+            plan.label()
+        );
+        let got = half_words::run(&ctx, &inputs, &attrs)
+            .unwrap()
+            .y
+            .to_vec(&ctx)
+            .unwrap();
+        let first_wrong = (got.iter().zip(&x))
+            .position(|(g, v)| g.to_bits() != f16::from_f32(-2.0 * v.to_f32()).to_bits());
+        assert_eq!(first_wrong, None, "{count} elements ({variant})");
     }
 }

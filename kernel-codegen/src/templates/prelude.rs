@@ -58,13 +58,15 @@ pub fn uses_f16(bindings: &[ResolvedBinding<'_>], combination: &Combination) -> 
         || combination.dtypes.values().any(|d| *d == DType::F16)
 }
 
-/// The capabilities a shader is validated with: f16 where it needs it, subgroups where its
-/// variant asks for them.
+/// The capabilities a shader is validated with: f16 (and the f16-in-f32 builtins) where it
+/// needs it, subgroups where its variant asks for them.
 pub fn capabilities(f16: bool, features: &BTreeSet<String>) -> naga::valid::Capabilities {
     use naga::valid::Capabilities;
     let mut capabilities = Capabilities::empty();
     if f16 {
-        capabilities |= Capabilities::SHADER_FLOAT16;
+        // wgpu grants `pack2x16float` and its kin wherever it grants `shader-f16` (llvmpipe
+        // offers them only then), so a shader that has f16 may also use them.
+        capabilities |= Capabilities::SHADER_FLOAT16 | Capabilities::SHADER_FLOAT16_IN_FLOAT32;
     }
     if features.contains("subgroups") {
         capabilities |= Capabilities::SUBGROUP;

@@ -257,10 +257,20 @@ fn element_mismatch(
             (_, model::DTypeRef::Var(var)) => combination.dtypes.get(var).copied(),
         }?;
         // An `int8` tensor is stored in `i32` words, a `uint8` one in `u32` words: a binding
-        // agrees with its tensor when both name the same WGSL scalar.
-        (storage.wgsl_name() != element.wgsl_name()).then(|| {
+        // agrees with its tensor when both name the same WGSL scalar. A float16 tensor may
+        // also be seen as `u32` words of two halves each (the first in the low bits), which
+        // lets a kernel move 16 bytes a load through `vec4<u32>`, and which WGSL's `bitcast`
+        // between `u32` and `vec2<f16>` unpacks.
+        let agrees = storage.wgsl_name() == element.wgsl_name()
+            || (storage == model::DType::F16 && element == model::DType::U32);
+        (!agrees).then(|| {
+            let words = if storage == model::DType::F16 {
+                " (or as u32 words of two halves)"
+            } else {
+                ""
+            };
             format!(
-                "binding `{}` has element type {} but tensor `{}` is stored as {}",
+                "binding `{}` has element type {} but tensor `{}` is stored as {}{words}",
                 binding.binding.name,
                 element.wgsl_name(),
                 tensor.role,
