@@ -580,7 +580,8 @@ fn a_combination_that_does_not_validate_is_left_out_and_said() {
 /// `HalfWords`: `y = −2 · x` in float16, which is exact, so every half must come back as the
 /// reference computes it; a swapped pair of halves in a word or a misplaced word is a
 /// mismatch. Counts that are multiples of 8 take the variant that reads float16 tensors as
-/// `vec4<u32>` words and writes them as `u32` words; the others read and write `f16`.
+/// `vec4<u32>` words and writes them as `u32` words; the others read and write `f16` (an
+/// empty tensor dispatches nothing).
 #[test]
 fn float16_tensors_seen_as_u32_words() {
     let ctx = test_support::context();
@@ -592,6 +593,7 @@ fn float16_tensors_seen_as_u32_words() {
         (8usize, "words"),
         (4_096 + 8, "words"),
         (64 * 65_535 * 8 + 64, "words"),
+        (0, "halves"),
         (1, "halves"),
         (7, "halves"),
         (1_001, "halves"),
