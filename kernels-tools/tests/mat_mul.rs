@@ -1,14 +1,16 @@
 //! GPU tests of `kernels::mat_mul` (packages/kernels.MatMul) against a float64 reference on
 //! random data: odd sizes, K not a multiple of 16, batches with a shared or a per-batch `b`,
-//! empty products, float32 and float16. The variant each call must take follows from the
+//! empty products, float32 and float16, with sums kept in float32 and, where asked
+//! (`accumulate_in_float16`), in float16. The variant each call must take follows from the
 //! device: the subgroup-matrix (tensor-core) variants where the context opted in to
 //! experimental features and the adapter multiplies float16 16 × 16 × 16 matrices into float32
-//! with subgroups of 32, the SIMT kernel elsewhere (Mesa lavapipe in CI).
+//! (or, for float16 sums, into float16) with subgroups of 32, the SIMT kernel elsewhere (Mesa
+//! lavapipe in CI).
 
 #![allow(clippy::unwrap_used)]
 
 use half::f16;
-use kernel_runtime::{Context, ContextOptions, Float, Tensor};
+use kernel_runtime::{AttrValue, Context, ContextOptions, Float, Tensor};
 use kernels::mat_mul as op;
 
 /// A product: `batches` of `m × k` by `k × n` (`b` shared by the batches unless `b_batched`).
@@ -53,27 +55,35 @@ fn values(len: usize, seed: u64) -> Vec<f64> {
     kernels_tools::data::DataRng::new(seed).uniform(len, -1.0, 1.0)
 }
 
-/// The variant a call must take on `ctx`.
-fn expected_variant<T: Float>(ctx: &Context, c: Case) -> &'static str {
+/// The variant a call must take on `ctx`, with float16 sums asked for or not.
+fn expected_variant<T: Float>(ctx: &Context, c: Case, f16_sums: bool) -> String {
     let caps = ctx.caps();
-    let tensor_cores = caps.has_feature("subgroup-matrix-f16-f32-16x16x16")
-        && caps.has_feature("shader-f16")
-        && caps.subgroup_min_size == 32
-        && caps.subgroup_max_size == 32;
-    if T::DTYPE == kernel_runtime::DType::F16 && tensor_cores && c.m >= 16 {
-        // K = 0 reads nothing: the vec4 variant would bind an empty `a` as words.
-        if c.k > 0 && c.k.is_multiple_of(8) && c.n.is_multiple_of(8) {
-            "subgroup_matrix_vec4"
-        } else {
-            "subgroup_matrix"
-        }
+    let subgroups_of_32 = caps.subgroup_min_size == 32 && caps.subgroup_max_size == 32;
+    let tensor_cores = |result: &str| {
+        caps.has_feature(&format!("subgroup-matrix-f16-{result}-16x16x16"))
+            && caps.has_feature("shader-f16")
+            && subgroups_of_32
+    };
+    if T::DTYPE != kernel_runtime::DType::F16 || c.m < 16 {
+        return "simt".into();
+    }
+    // K = 0 reads nothing: the vec4 variant would bind an empty `a` as words.
+    let base = if c.k > 0 && c.k.is_multiple_of(8) && c.n.is_multiple_of(8) {
+        "subgroup_matrix_vec4"
     } else {
-        "simt"
+        "subgroup_matrix"
+    };
+    if f16_sums && tensor_cores("f16") {
+        format!("{base}_f16acc")
+    } else if tensor_cores("f32") {
+        base.into()
+    } else {
+        "simt".into()
     }
 }
 
-/// Runs `c` in `T` on `ctx`; the failure, if any.
-fn check<T: Float>(ctx: &Context, c: Case, seed: u64) -> Result<(), String> {
+/// Runs `c` in `T` on `ctx`, with float16 sums asked for or not; the failure, if any.
+fn check<T: Float>(ctx: &Context, c: Case, seed: u64, f16_sums: bool) -> Result<(), String> {
     let a_shape: Vec<usize> = if c.batches > 1 {
         vec![c.batches, c.m, c.k]
     } else {
@@ -92,11 +102,13 @@ fn check<T: Float>(ctx: &Context, c: Case, seed: u64) -> Result<(), String> {
     let at = Tensor::from_slice(ctx, &a_shape, &a).unwrap();
     let bt = Tensor::from_slice(ctx, &b_shape, &b).unwrap();
     let inputs = op::Inputs { a: &at, b: &bt };
-    let attrs = op::Attrs::new();
+    let attrs = op::Attrs {
+        accumulate_in_float16: f16_sums,
+    };
     let plan = op::plan(ctx.caps(), &inputs.shapes(), &inputs.dtypes(), &attrs)
         .map_err(|e| format!("{c:?} {:?}: {e}", T::DTYPE))?;
-    let want_variant = expected_variant::<T>(ctx, c);
-    if !plan.label().contains(want_variant) {
+    let want_variant = expected_variant::<T>(ctx, c, f16_sums);
+    if !plan.label().ends_with(&format!("/{want_variant}")) {
         return Err(format!(
             "{c:?} {:?}: planned {}, expected `{want_variant}`",
             T::DTYPE,
@@ -120,16 +132,28 @@ fn check<T: Float>(ctx: &Context, c: Case, seed: u64) -> Result<(), String> {
     } else {
         (1e-5 + 1e-6 * k, 1e-5)
     };
+    // Float16 sums: each of the K additions may round by half a float16 ulp of the partial
+    // sum, which is at most Σ|a·b|, so the error is within (K + 1)·2⁻¹¹·Σ|a·b| besides the
+    // output's rounding.
+    let f16_sums_ran = plan.variant.ends_with("_f16acc");
+    let f16_rounding = 2f64.powi(-11);
     let mut worst = (0.0f64, 0usize);
     for batch in 0..c.batches {
         let b_off = if c.b_batched { batch * c.k * c.n } else { 0 };
         for i in 0..c.m {
             for j in 0..c.n {
-                let mut sum = 0.0f64;
+                let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
                 for p in 0..c.k {
-                    sum +=
+                    let product =
                         a[(batch * c.m + i) * c.k + p].to_f64() * b[b_off + p * c.n + j].to_f64();
+                    sum += product;
+                    magnitude += product.abs();
                 }
+                let abs = if f16_sums_ran {
+                    abs + (k + 1.0) * f16_rounding * magnitude
+                } else {
+                    abs
+                };
                 let at = (batch * c.m + i) * c.n + j;
                 let err = (got[at].to_f64() - sum).abs() / (abs + rel * sum.abs());
                 // NaN (a missing write) counts as infinitely far.
@@ -155,9 +179,11 @@ fn check<T: Float>(ctx: &Context, c: Case, seed: u64) -> Result<(), String> {
 fn check_all(ctx: &Context) {
     let mut failures = Vec::new();
     for (i, &c) in CASES.iter().enumerate() {
-        failures.extend(check::<f32>(ctx, c, 10 * i as u64).err());
-        if ctx.caps().has_feature("shader-f16") {
-            failures.extend(check::<f16>(ctx, c, 10 * i as u64 + 5).err());
+        for f16_sums in [false, true] {
+            failures.extend(check::<f32>(ctx, c, 10 * i as u64, f16_sums).err());
+            if ctx.caps().has_feature("shader-f16") {
+                failures.extend(check::<f16>(ctx, c, 10 * i as u64 + 5, f16_sums).err());
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -188,4 +214,16 @@ fn matches_the_reference_without_experimental_features() {
     });
     assert!(!ctx.caps().subgroup_matrix);
     check_all(&ctx);
+}
+
+/// `accumulateInFloat16` takes 0 or 1 (the manifest's `attributeConstraints`), so it is a
+/// `bool` in `Attrs`; from name/value pairs, as tools pass it, another value is refused.
+#[test]
+fn an_accumulation_flag_other_than_0_or_1_is_refused() {
+    let name = String::from("accumulateInFloat16");
+    let attrs = op::Attrs::from_raw(&[(name.clone(), AttrValue::Int(1))]).unwrap();
+    assert!(attrs.accumulate_in_float16);
+    let error = op::Attrs::from_raw(&[(name, AttrValue::Int(2))]).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("accumulateInFloat16"), "{message}");
 }

@@ -57,7 +57,8 @@ pub struct Manifest {
     /// Name → attribute (`attrs.<name>` in expressions).
     #[serde(default)]
     pub attributes: IndexMap<String, Attribute>,
-    /// Accepted by the runtime; their shape is not described, so they are kept as written.
+    /// Accepted by the runtime, which does not describe their shape; read as `schemaVersion: 1`
+    /// writes them (`{values, required}`).
     #[serde(default)]
     pub attribute_constraints: IndexMap<String, Value>,
     /// Type variable → the ONNX dtype names it may take.

@@ -8,7 +8,12 @@ use rt::tables::*;
 pub const OP_NAME: &str = "kernels.MatMul";
 /// Attributes of the op.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Attrs {}
+pub struct Attrs {
+    /// 1 keeps the sums in float16 where subgroup matrices with float16 results run (elsewhere, and with 0, they are kept in float32).
+    ///
+    /// Default: `false`. Allowed manifest values: `[0, 1]`. The manifest's integer flag (`true` = 1).
+    pub accumulate_in_float16: bool,
+}
 impl ::std::default::Default for Attrs {
     fn default() -> Self {
         Self::new()
@@ -17,20 +22,31 @@ impl ::std::default::Default for Attrs {
 impl Attrs {
     /// Attributes with the manifest's defaults.
     pub fn new() -> Self {
-        Attrs {}
+        Attrs {
+            accumulate_in_float16: false,
+        }
     }
     /// Builds attributes from name/value pairs, as tools receive them: unknown names,
     /// wrong kinds and missing required attributes are errors.
     pub fn from_raw(
         values: &[(::std::string::String, rt::AttrValue)],
     ) -> Result<Self, rt::OpError> {
-        let _ = rt::support::RawAttrs::new(OP_NAME, values, &[])?;
-        let attrs = Attrs::new();
+        let raw = rt::support::RawAttrs::new(OP_NAME, values, &["accumulateInFloat16"])?;
+        let mut attrs = Attrs::new();
+        if let Some(value) = raw.flag_in("accumulateInFloat16", &[0i64, 1i64])? {
+            attrs.accumulate_in_float16 = value;
+        }
         attrs.validate()?;
         Ok(attrs)
     }
     /// Checks the manifest's `attributeConstraints.values`.
     pub fn validate(&self) -> Result<(), rt::OpError> {
+        rt::support::check_allowed(
+            OP_NAME,
+            "accumulateInFloat16",
+            i64::from(self.accumulate_in_float16),
+            &[0i64, 1i64],
+        )?;
         Ok(())
     }
 }
@@ -327,13 +343,20 @@ impl<T: rt::Float> rt::OpHooks for Op<T> {
 pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     qualified_name: "kernels.MatMul",
     name: "MatMul",
-    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 → float32 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 4 by default, each subgroup owning 64 × 32), operands staged through workgroup memory 32 deep, the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel, which takes any size: tiles and batches past the device's workgroups per dimension are walked in turn. Sums are kept in float32 either way.",
+    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 4 by default, each subgroup owning 64 × 32), operands staged through workgroup memory COOP_SLICE_K deep (64 by default), the next slice loaded into registers while the current one is multiplied. Elsewhere, and for float32, a register-blocked SIMT kernel, which takes any size: tiles and batches past the device's workgroups per dimension are walked in turn. Sums are kept in float32, except that `accumulateInFloat16: 1` keeps them in float16 on subgroup matrices where the device offers float16 results (faster where registers or workgroup memory bound the tile, less exact: each of K additions rounds to float16); elsewhere that attribute changes nothing.",
     inputs: &[
         rt::registry::RoleInfo::float("a", "T", "").with_onnx("A"),
         rt::registry::RoleInfo::float("b", "T", "").with_onnx("B"),
     ],
     outputs: &[rt::registry::RoleInfo::float("y", "T", "").with_onnx("Y")],
-    attributes: &[],
+    attributes: &[
+        rt::registry::AttrInfo::new(
+            "accumulateInFloat16",
+            "bool",
+            Some("false"),
+            "1 keeps the sums in float16 where subgroup matrices with float16 results run (elsewhere, and with 0, they are kept in float32).",
+        ),
+    ],
     variants: VARIANT_IDS,
     shaders: &SHADERS,
     untyped: UNTYPED,
@@ -561,17 +584,16 @@ static EXPLAIN_SHAPE_OK: Explanation = Explanation {
 /// The variants in priority order, each with its `when` conditions in order and its
 /// plan.
 ///
-static VARIANTS: [Variant<VariantSpec>; 3usize] = [
+static VARIANTS: [Variant<VariantSpec>; 5usize] = [
     Variant {
-        id: "subgroup_matrix_vec4",
+        id: "subgroup_matrix_vec4_f16acc",
         when: &[
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
             Check("dtypes.T == \"f16\"", &[10], 6),
-            Check("M >= tunables.COOP_MIN_M", &[11, 12], 7),
-            Check("K % 8 == 0", &[13], 8),
-            Check("K > 0", &[9], 9),
-            Check("N % 8 == 0", &[14], 10),
-            All(&SHARED_WHEN_0),
+            Check("attrs.accumulateInFloat16 == 1", &[11], 7),
+            All(&SHARED_WHEN_2),
+            Check("device.features.has(\"subgroup-matrix-f16-f16-16x16x16\")", &[], 16),
+            All(&SHARED_WHEN_1),
         ],
         plan: VariantSpec {
             passes: &[
@@ -596,12 +618,13 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
         },
     },
     Variant {
-        id: "subgroup_matrix",
+        id: "subgroup_matrix_vec4",
         when: &[
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
             Check("dtypes.T == \"f16\"", &[10], 6),
-            Check("M >= tunables.COOP_MIN_M", &[11, 12], 7),
-            All(&SHARED_WHEN_0),
+            All(&SHARED_WHEN_2),
+            Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 22),
+            All(&SHARED_WHEN_1),
         ],
         plan: VariantSpec {
             passes: &[
@@ -626,22 +649,87 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
         },
     },
     Variant {
-        id: "simt",
+        id: "subgroup_matrix_f16acc",
         when: &[
             Explain("shapeOk", &EXPLAIN_SHAPE_OK),
-            Check("f16Ok(dtypes.T)", &[10], 21),
-            Check(
-                "simtStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
-                &[21, 16],
-                22,
-            ),
-            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[17], 23),
+            Check("dtypes.T == \"f16\"", &[10], 6),
+            Check("attrs.accumulateInFloat16 == 1", &[11], 7),
+            Check("M >= tunables.COOP_MIN_M", &[12, 13], 8),
+            All(&SHARED_WHEN_0),
+            Check("device.features.has(\"subgroup-matrix-f16-f16-16x16x16\")", &[], 16),
+            All(&SHARED_WHEN_1),
         ],
         plan: VariantSpec {
             passes: &[
                 PassSpec {
                     id: "main",
                     table_pass: 2,
+                    key: &[],
+                    overrides: &[],
+                    bindings: &[Arg(0), Arg(1), Arg(2), Params],
+                    params: &[
+                        U32(("M", 0)),
+                        U32(("N", 1)),
+                        U32(("K", 2)),
+                        U32(("bBatchStride", 3)),
+                        U32(("batches", 4)),
+                    ],
+                    dispatch: Grid(("x", 5), Some(("y", 6)), Some(("z", 4))),
+                },
+            ],
+            intermediates: &[],
+            writes_in_place: false,
+        },
+    },
+    Variant {
+        id: "subgroup_matrix",
+        when: &[
+            Explain("shapeOk", &EXPLAIN_SHAPE_OK),
+            Check("dtypes.T == \"f16\"", &[10], 6),
+            Check("M >= tunables.COOP_MIN_M", &[12, 13], 8),
+            All(&SHARED_WHEN_0),
+            Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 22),
+            All(&SHARED_WHEN_1),
+        ],
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 3,
+                    key: &[],
+                    overrides: &[],
+                    bindings: &[Arg(0), Arg(1), Arg(2), Params],
+                    params: &[
+                        U32(("M", 0)),
+                        U32(("N", 1)),
+                        U32(("K", 2)),
+                        U32(("bBatchStride", 3)),
+                        U32(("batches", 4)),
+                    ],
+                    dispatch: Grid(("x", 5), Some(("y", 6)), Some(("z", 4))),
+                },
+            ],
+            intermediates: &[],
+            writes_in_place: false,
+        },
+    },
+    Variant {
+        id: "simt",
+        when: &[
+            Explain("shapeOk", &EXPLAIN_SHAPE_OK),
+            Check("f16Ok(dtypes.T)", &[10], 23),
+            Check(
+                "simtStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
+                &[22, 17],
+                24,
+            ),
+            Check("device.limits.maxComputeInvocationsPerWorkgroup >= 256", &[18], 25),
+        ],
+        plan: VariantSpec {
+            passes: &[
+                PassSpec {
+                    id: "main",
+                    table_pass: 4,
                     key: &[10],
                     overrides: &[],
                     bindings: &[Arg(0), Arg(1), Arg(2), Params],
@@ -661,28 +749,30 @@ static VARIANTS: [Variant<VariantSpec>; 3usize] = [
     },
 ];
 /// Clauses several `when` lists write alike, in order.
-static SHARED_WHEN_0: [Clause; 9usize] = [
+static SHARED_WHEN_0: [Clause; 5usize] = [
     Explain("coopGridFits", &EXPLAIN_COOP_GRID_FITS),
     Check(
         "coopStorageBytes <= device.limits.maxComputeWorkgroupStorageSize",
-        &[15, 16],
-        11,
+        &[16, 17],
+        12,
     ),
     Check(
         "device.limits.maxComputeInvocationsPerWorkgroup >= coopThreads",
-        &[17, 18],
-        12,
+        &[18, 19],
+        13,
     ),
-    Check("device.features.has(\"shader-f16\")", &[], 13),
-    Check("device.features.has(\"chromium-experimental-subgroup-matrix\")", &[], 14),
-    Check("device.features.has(\"subgroup-matrix-f16-f32-16x16x16\")", &[], 15),
+    Check("device.features.has(\"shader-f16\")", &[], 14),
+    Check("device.features.has(\"chromium-experimental-subgroup-matrix\")", &[], 15),
+];
+/// Clauses several `when` lists write alike, in order.
+static SHARED_WHEN_1: [Clause; 3usize] = [
     Explain(
         "has(device.adapterInfo, \"subgroupMinSize\") and device.adapterInfo.subgroupMinSize >= 32",
         &Explanation {
             unless: None,
             clauses: &[
-                Check("has(device.adapterInfo, \"subgroupMinSize\")", &[], 16),
-                Check("device.adapterInfo.subgroupMinSize >= 32", &[19], 17),
+                Check("has(device.adapterInfo, \"subgroupMinSize\")", &[], 17),
+                Check("device.adapterInfo.subgroupMinSize >= 32", &[20], 18),
             ],
         },
     ),
@@ -691,16 +781,24 @@ static SHARED_WHEN_0: [Clause; 9usize] = [
         &Explanation {
             unless: None,
             clauses: &[
-                Check("has(device.adapterInfo, \"subgroupMaxSize\")", &[], 18),
-                Check("device.adapterInfo.subgroupMaxSize <= 32", &[20], 19),
+                Check("has(device.adapterInfo, \"subgroupMaxSize\")", &[], 19),
+                Check("device.adapterInfo.subgroupMaxSize <= 32", &[21], 20),
             ],
         },
     ),
     Check(
         "(dtypes.T) is one of (f16): the dtypes pass `main` has shaders for (its bindings' element types hold no others)",
         &[10],
-        20,
+        21,
     ),
+];
+/// Clauses several `when` lists write alike, in order.
+static SHARED_WHEN_2: [Clause; 5usize] = [
+    Check("M >= tunables.COOP_MIN_M", &[12, 13], 8),
+    Check("K % 8 == 0", &[14], 9),
+    Check("K > 0", &[9], 10),
+    Check("N % 8 == 0", &[15], 11),
+    All(&SHARED_WHEN_0),
 ];
 /// Test `index` of the clause tables, evaluated.
 fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
@@ -741,37 +839,39 @@ fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
             )? == derive_k(env)?
         }
         6 => env.dtypes.t.wgsl_name() == "f16",
-        7 => derive_m(env)? >= 16i64,
-        8 => rt::expr::remainder(derive_k(env)?, 8i64)? == 0i64,
-        9 => derive_k(env)? > 0i64,
-        10 => rt::expr::remainder(derive_n(env)?, 8i64)? == 0i64,
-        11 => {
+        7 => i64::from(env.attrs.accumulate_in_float16) == 1i64,
+        8 => derive_m(env)? >= 16i64,
+        9 => rt::expr::remainder(derive_k(env)?, 8i64)? == 0i64,
+        10 => derive_k(env)? > 0i64,
+        11 => rt::expr::remainder(derive_n(env)?, 8i64)? == 0i64,
+        12 => {
             derive_coop_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
-        12 => {
+        13 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
                 >= derive_coop_threads(env)?
         }
-        13 => env.caps.has_feature("shader-f16"),
-        14 => env.caps.has_feature("chromium-experimental-subgroup-matrix"),
-        15 => env.caps.has_feature("subgroup-matrix-f16-f32-16x16x16"),
-        16 => rt::support::reported(env.caps.subgroup_min_size),
-        17 => i64::from(env.caps.subgroup_min_size) >= 32i64,
-        18 => rt::support::reported(env.caps.subgroup_max_size),
-        19 => i64::from(env.caps.subgroup_max_size) <= 32i64,
-        20 => matches!((env.dtypes.t,), (rt::DType::F16,)),
-        21 => {
+        14 => env.caps.has_feature("shader-f16"),
+        15 => env.caps.has_feature("chromium-experimental-subgroup-matrix"),
+        16 => env.caps.has_feature("subgroup-matrix-f16-f16-16x16x16"),
+        17 => rt::support::reported(env.caps.subgroup_min_size),
+        18 => i64::from(env.caps.subgroup_min_size) >= 32i64,
+        19 => rt::support::reported(env.caps.subgroup_max_size),
+        20 => i64::from(env.caps.subgroup_max_size) <= 32i64,
+        21 => matches!((env.dtypes.t,), (rt::DType::F16,)),
+        22 => env.caps.has_feature("subgroup-matrix-f16-f32-16x16x16"),
+        23 => {
             rt::expr::f16_ok(
                 env.dtypes.t.wgsl_name(),
                 env.caps.has_feature("shader-f16"),
             )
         }
-        22 => {
+        24 => {
             derive_simt_storage_bytes(env)?
                 <= rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size)
         }
-        23 => {
+        25 => {
             rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup)
                 >= 256i64
         }
@@ -787,7 +887,7 @@ static CONDITIONS: rt::when::Conditions<Test, Operand> = rt::when::Conditions {
     operand,
 };
 /// The source text of each operand a rejection may show.
-const OPERANDS: [&str; 22usize] = [
+const OPERANDS: [&str; 23usize] = [
     "ceilDiv(N, tunables.COOP_TILE_N)",
     "device.limits.maxComputeWorkgroupsPerDimension",
     "ceilDiv(M, tunables.COOP_TILE_M)",
@@ -799,6 +899,7 @@ const OPERANDS: [&str; 22usize] = [
     "dim(shapes.b, ranks.b - 2)",
     "K",
     "dtypes.T",
+    "attrs.accumulateInFloat16",
     "M",
     "tunables.COOP_MIN_M",
     "K % 8",
@@ -841,25 +942,26 @@ fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
         }
         9 => rt::when::shown(derive_k(env)?),
         10 => rt::when::shown(env.dtypes.t.wgsl_name()),
-        11 => rt::when::shown(derive_m(env)?),
-        12 => rt::when::shown(16i64),
-        13 => rt::when::shown(rt::expr::remainder(derive_k(env)?, 8i64)?),
-        14 => rt::when::shown(rt::expr::remainder(derive_n(env)?, 8i64)?),
-        15 => rt::when::shown(derive_coop_storage_bytes(env)?),
-        16 => {
+        11 => rt::when::shown(i64::from(env.attrs.accumulate_in_float16)),
+        12 => rt::when::shown(derive_m(env)?),
+        13 => rt::when::shown(16i64),
+        14 => rt::when::shown(rt::expr::remainder(derive_k(env)?, 8i64)?),
+        15 => rt::when::shown(rt::expr::remainder(derive_n(env)?, 8i64)?),
+        16 => rt::when::shown(derive_coop_storage_bytes(env)?),
+        17 => {
             rt::when::shown(
                 rt::support::limit(env.caps.limits.max_compute_workgroup_storage_size),
             )
         }
-        17 => {
+        18 => {
             rt::when::shown(
                 rt::support::limit(env.caps.limits.max_compute_invocations_per_workgroup),
             )
         }
-        18 => rt::when::shown(derive_coop_threads(env)?),
-        19 => rt::when::shown(i64::from(env.caps.subgroup_min_size)),
-        20 => rt::when::shown(i64::from(env.caps.subgroup_max_size)),
-        21 => rt::when::shown(derive_simt_storage_bytes(env)?),
+        19 => rt::when::shown(derive_coop_threads(env)?),
+        20 => rt::when::shown(i64::from(env.caps.subgroup_min_size)),
+        21 => rt::when::shown(i64::from(env.caps.subgroup_max_size)),
+        22 => rt::when::shown(derive_simt_storage_bytes(env)?),
         _ => String::new(),
     };
     Ok(value)
@@ -969,7 +1071,13 @@ fn plan_variant_into(
     )
 }
 /// The variant ids, in selection order.
-const VARIANT_IDS: &[&str] = &["subgroup_matrix_vec4", "subgroup_matrix", "simt"];
+const VARIANT_IDS: &[&str] = &[
+    "subgroup_matrix_vec4_f16acc",
+    "subgroup_matrix_vec4",
+    "subgroup_matrix_f16acc",
+    "subgroup_matrix",
+    "simt",
+];
 /// The op's pre-rendered shaders; their WGSL is `mat_mul.shaders`.
 mod shader_table {
     use super::rt::shaders::Key::Str;
@@ -978,9 +1086,25 @@ mod shader_table {
     /// each column of their keys can take.
     const PASSES: &[Pass] = &[
         Pass {
+            variant: "subgroup_matrix_vec4_f16acc",
+            pass: "main",
+            label: "MatMul.SubgroupMatrix.Vec4.F16Sums",
+            entry_point: "main",
+            overrides: &[],
+            key: &[],
+        },
+        Pass {
             variant: "subgroup_matrix_vec4",
             pass: "main",
             label: "MatMul.SubgroupMatrix.Vec4",
+            entry_point: "main",
+            overrides: &[],
+            key: &[],
+        },
+        Pass {
+            variant: "subgroup_matrix_f16acc",
+            pass: "main",
+            label: "MatMul.SubgroupMatrix.F16Sums",
             entry_point: "main",
             overrides: &[],
             key: &[],
@@ -1006,10 +1130,12 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 387, 17236, "15c54a5bed21eb6ec9231bf379da07c8", 5, &[0], 0),
-        (1, 17383, 43466, "56205abaef4184bf888f2a317139dcfa", 5, &[0], 1),
-        (2, 43485, 54521, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
-        (2, 54540, 65588, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
+        (0, 403, 17252, "83281b08d5556a96bfef7f69b04db61f", 5, &[0], 0),
+        (1, 17413, 34262, "15c54a5bed21eb6ec9231bf379da07c8", 5, &[0], 0),
+        (2, 34425, 60508, "5b1c6ead90cd111b9e863c74a04c0366", 5, &[0], 1),
+        (3, 60664, 86747, "56205abaef4184bf888f2a317139dcfa", 5, &[0], 1),
+        (4, 86766, 97802, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
+        (4, 97821, 108869, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.

@@ -13,9 +13,12 @@ use super::{
     Binding, BindingRef, Buffer, DeriveValue, Dispatch, FieldType, IntOrExpr, Narrowing, Pass,
     Requires, Variant,
 };
+use serde::Deserialize;
+
 use crate::manifest::declaration::{
-    ArgDecl, BindingDecl, BindingsRef, BufferDecl, FieldDecl, IntermediateDecl, Manifest, PassDecl,
-    ScalarDecl, SourceDecl, StructDecl, TensorDecl, VariantDecl,
+    ArgDecl, AttributeConstraint, BindingDecl, BindingsRef, BufferDecl, FieldDecl,
+    IntermediateDecl, Manifest, PassDecl, ScalarDecl, SourceDecl, StructDecl, TensorDecl,
+    VariantDecl,
 };
 use crate::manifest::{Dialect, Problems};
 
@@ -113,7 +116,11 @@ impl super::Manifest {
             attributes: (self.attributes.iter())
                 .map(|(name, a)| (name.clone(), a.default.clone()))
                 .collect(),
-            attribute_constraints: IndexMap::new(),
+            attribute_constraints: attribute_constraints(
+                &self.attribute_constraints,
+                &self.attributes,
+                &mut problems,
+            ),
             attribute_descriptions: (self.attributes.iter())
                 .filter_map(|(name, a)| Some((name.clone(), a.description.clone()?)))
                 .collect(),
@@ -135,6 +142,38 @@ impl super::Manifest {
             Err(problems)
         }
     }
+}
+
+/// `attributeConstraints`, which the Hub's runtime accepts without saying their shape, read in
+/// the shape the `schemaVersion: 1` dialect gives them (`{values, required}` per attribute), so
+/// that a package's constraints are checked rather than dropped; another shape, or a
+/// constraint on an attribute the manifest does not declare, is an error at its path.
+fn attribute_constraints(
+    constraints: &IndexMap<String, Value>,
+    attributes: &IndexMap<String, super::Attribute>,
+    problems: &mut Problems,
+) -> IndexMap<String, AttributeConstraint> {
+    let mut out = IndexMap::new();
+    for (name, constraint) in constraints {
+        let path = format!("attributeConstraints.{name}");
+        if !attributes.contains_key(name) {
+            problems.push((
+                path,
+                format!("`{name}` is not an attribute of this manifest"),
+            ));
+            continue;
+        }
+        match AttributeConstraint::deserialize(constraint) {
+            Ok(c) => {
+                out.insert(name.clone(), c);
+            }
+            Err(e) => problems.push((
+                path,
+                format!("a constraint is `{{\"values\": [...], \"required\": bool}}`: {e}"),
+            )),
+        }
+    }
+    out
 }
 
 /// The `args` entries of scalar kinds; the dialect's packages have none, so only the fields
