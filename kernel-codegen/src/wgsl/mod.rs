@@ -259,8 +259,8 @@ fn element_mismatch(
         // An `int8` tensor is stored in `i32` words, a `uint8` one in `u32` words: a binding
         // agrees with its tensor when both name the same WGSL scalar. A float16 tensor may
         // also be seen as `u32` words of two halves each (the first in the low bits), which
-        // lets a kernel move 16 bytes a load through `vec4<u32>`, and which WGSL's `bitcast`
-        // between `u32` and `vec2<f16>` unpacks.
+        // lets a kernel move 16 bytes a load through `vec4<u32>`; `unpack2x16float` unpacks
+        // them (naga 30 mistypes `bitcast` between `u32` and `vec2<f16>`).
         let agrees = storage.wgsl_name() == element.wgsl_name()
             || (storage == model::DType::F16 && element == model::DType::U32);
         (!agrees).then(|| {
