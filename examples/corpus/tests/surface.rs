@@ -133,6 +133,7 @@ fn the_dialect_constructs_have_one_surface() {
         plan_only: [accumulate],
         allocating: [
             add_ints,
+            half_words,
             hub_operands,
             partial_corner,
             row_means,
