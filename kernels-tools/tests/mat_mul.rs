@@ -34,9 +34,14 @@ const fn case(batches: usize, m: usize, k: usize, n: usize, b_batched: bool) -> 
 }
 
 /// Odd, aligned, tile-edge and empty shapes, and more batches than a dispatch has workgroups
-/// along z on any device (65 535 at most), which the SIMT kernel walks in turn.
+/// along z on any device (65 535 at most), which the SIMT kernel walks in turn. The two after
+/// the first hold whole tiles of the tensor-core variants (128 × 256 by default) beside partial
+/// ones, and a K that ends in a partial slice: the loads without a test per element and those
+/// with one both run.
 const CASES: &[Case] = &[
     case(1, 128, 128, 128, false),
+    case(1, 256, 264, 512, false),
+    case(2, 130, 136, 520, true),
     case(1, 130, 136, 72, false),
     case(1, 67, 45, 33, false),
     case(1, 16, 8, 8, false),
