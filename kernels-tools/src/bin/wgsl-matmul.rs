@@ -123,15 +123,12 @@ fn spirv(source: &str, checked: bool) -> Result<Vec<u32>> {
     Ok(spv::write_vec(&module, &info, &options, Some(&pipeline))?)
 }
 
-/// Random float16 values in [-1, 1) from a fixed xorshift sequence.
-fn values(len: usize, mut state: u64) -> Vec<f16> {
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            f16::from_f64((state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0)
-        })
+/// Uniform float16 values in [-1, 1) from the harness's seeded generator.
+fn values(len: usize, seed: u64) -> Vec<f16> {
+    kernels_tools::data::DataRng::new(seed)
+        .uniform(len, -1.0, 1.0)
+        .into_iter()
+        .map(f16::from_f64)
         .collect()
 }
 
@@ -308,8 +305,8 @@ fn run(
 ) -> Result<(f64, f64)> {
     use wgpu::util::DeviceExt;
     let (device, queue) = (&gpu.device, &gpu.queue);
-    let a = values((m * k * batches) as usize, 0x9e37_79b9_7f4a_7c15);
-    let b = values((k * n * batches) as usize, 0x2545_f491_4f6c_dd1d);
+    let a = values((m * k * batches) as usize, 1);
+    let b = values((k * n * batches) as usize, 2);
     let storage = |data: &[f16]| {
         let bytes: Vec<u8> = data.iter().flat_map(|x| x.to_le_bytes()).collect();
         device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
