@@ -15,7 +15,7 @@ use naga::valid::{ValidationFlags, Validator};
 use crate::expr::Type;
 use crate::expr::to_int;
 use crate::model::{self, Class, Op, OverrideType, TemplateValue};
-use crate::templates::pass::{Rendered, render_pass};
+use crate::templates::pass::{Rendered, TextFor, render_pass};
 use crate::templates::prelude;
 
 /// Retypes the overrides of every pass of `op` whose first rendering naga blames on one.
@@ -131,7 +131,8 @@ pub fn failure(
     let combinations = model::enumerate_combinations(op, variant, pass).ok()?;
     let combination = combinations.first()?;
     let bindings = prelude::resolve_bindings(pass, combination).ok()?;
-    let Rendered { text, f16, .. } = render_pass(op, env, v, p, combination, &bindings).ok()?;
+    let Rendered { text, f16, .. } =
+        render_pass(op, env, v, p, combination, &bindings, TextFor::Browser).ok()?;
     let result = first_failure(&text, f16, &combination.features);
     Some((text, result))
 }

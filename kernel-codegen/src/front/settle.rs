@@ -13,7 +13,7 @@ use crate::expr::Type;
 use crate::model::dynamic_values;
 use crate::model::{self, Op, classes, domains};
 use crate::templates::TemplatePaths;
-use crate::templates::pass::{Rendered, render_pass};
+use crate::templates::pass::{Rendered, TextFor, render_pass};
 use crate::templates::{prelude, usage};
 
 /// Why the shader text needs a value.
@@ -240,7 +240,9 @@ fn array_needs(
         return needs;
     };
     // Failures to render are reported when the shaders are made.
-    let Ok(Rendered { text, .. }) = render_pass(op, env, v, p, combination, &bindings) else {
+    let Ok(Rendered { text, .. }) =
+        render_pass(op, env, v, p, combination, &bindings, TextFor::Browser)
+    else {
         return needs;
     };
     let Ok(module) = naga::front::wgsl::parse_str(&text) else {

@@ -5,6 +5,20 @@
 use crate::diag::Diagnostic;
 use crate::model::{Combination, Op};
 
+/// Which compiler a rendering is for. Templates see it as
+/// `env.wgsl.subgroupMatrixVectorPointers` (true for naga), and it matters only there:
+/// naga's cooperative matrices load and store through a pointer into an array of vectors
+/// (the stride then counted in vectors), where Chromium's subgroup matrices take only a
+/// pointer into an array of the matrix's scalar. A loader that does not set the name renders
+/// the browser's text, since an undefined name is falsy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFor {
+    /// Chromium's WGSL, as a browser compiles it.
+    Browser,
+    /// naga's WGSL, for wgpu's native backends (subgroup matrices lowered afterwards).
+    Naga,
+}
+
 /// A pass's shader text under one combination, resolved but not validated.
 pub struct Rendered {
     pub text: String,
@@ -20,6 +34,7 @@ pub fn render_pass(
     p: usize,
     combination: &Combination,
     bindings: &[super::prelude::ResolvedBinding<'_>],
+    text_for: TextFor,
 ) -> Result<Rendered, Diagnostic> {
     let variant = &op.variants[v];
     let pass = &variant.passes[p];
@@ -30,7 +45,15 @@ pub fn render_pass(
             .features
             .contains(crate::expr::builtins::SHADER_F16);
     let prelude_text = super::prelude::prelude(op, variant, pass, bindings, f16);
-    let text = match super::render::render(env, op, variant, pass, combination, &prelude_text) {
+    let text = match super::render::render(
+        env,
+        op,
+        variant,
+        pass,
+        combination,
+        &prelude_text,
+        text_for,
+    ) {
         Ok(text) => text,
         // The pass's own template exists (checked before); a missing one is an include.
         Err(err) => {
@@ -46,7 +69,8 @@ pub fn render_pass(
             return Err(diagnostic);
         }
     };
-    let context = || super::render::context(op, variant, pass, combination, &prelude_text);
+    let context =
+        || super::render::context(op, variant, pass, combination, &prelude_text, text_for);
     super::nesting::check(env, &pass.template, context, &text, &pass_path(op, v, p))?;
     // Templates may write the `enable subgroups;` browsers need; naga refuses it, so the
     // native text goes without and the web text gets it back (`web_enables`).

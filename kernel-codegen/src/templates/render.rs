@@ -9,6 +9,8 @@ use crate::diag::Diagnostic;
 use crate::expr::Value;
 use crate::model::{Combination, Op, Pass, TemplateConvention, TemplateValue, Variant};
 
+use super::pass::TextFor;
+
 /// The fuel of one render of a pass: minijinja charges one for each instruction and one for
 /// each 64 bytes of text it makes (`~`, `*`, filters, output, captured output), so this bounds
 /// both the time and the memory of a render (64 MB of text made). The shaders of the seed
@@ -201,9 +203,10 @@ pub fn render(
     pass: &Pass,
     combination: &Combination,
     prelude: &str,
+    text_for: TextFor,
 ) -> Result<String, minijinja::Error> {
     let template = env.get_template(&pass.template)?;
-    template.render(context(op, variant, pass, combination, prelude))
+    template.render(context(op, variant, pass, combination, prelude, text_for))
 }
 
 /// What a pass's template sees under one combination.
@@ -213,6 +216,7 @@ pub(super) fn context(
     pass: &Pass,
     combination: &Combination,
     prelude: &str,
+    text_for: TextFor,
 ) -> JValue {
     let mut context: BTreeMap<String, JValue> = BTreeMap::new();
     let literals = op.templates.values_print_as_literals;
@@ -263,7 +267,15 @@ pub(super) fn context(
             .or_insert_with(|| JValue::from(width));
     }
     if op.templates.loader_context {
-        v1_context(&mut context, op, variant, pass, combination, prelude);
+        v1_context(
+            &mut context,
+            op,
+            variant,
+            pass,
+            combination,
+            prelude,
+            text_for,
+        );
     }
     let named = [
         ("op", &op.name),
@@ -301,7 +313,8 @@ fn to_jinja(value: &Value, literals: bool) -> JValue {
 }
 
 /// What a `schemaVersion: 1` template sees beyond the values: the generated declarations as
-/// `env.wgsl.resourceDeclarations`, each type variable by name and under `dtypes` (its WGSL
+/// `env.wgsl.resourceDeclarations` (and, ours, `env.wgsl.subgroupMatrixVectorPointers`: see
+/// [`TextFor`]), each type variable by name and under `dtypes` (its WGSL
 /// scalar), `tensorDtypes` (by role, arg name and semantic), the variant's constants under
 /// `constants` (as the loader passes them besides spreading them), and the pass's inputs under
 /// `source`.
@@ -312,8 +325,16 @@ fn v1_context(
     pass: &Pass,
     combination: &Combination,
     prelude: &str,
+    text_for: TextFor,
 ) {
-    let wgsl: BTreeMap<&str, JValue> = [("resourceDeclarations", JValue::from(prelude))].into();
+    let wgsl: BTreeMap<&str, JValue> = [
+        ("resourceDeclarations", JValue::from(prelude)),
+        (
+            "subgroupMatrixVectorPointers",
+            JValue::from(text_for == TextFor::Naga),
+        ),
+    ]
+    .into();
     let env: BTreeMap<&str, JValue> = [("wgsl", JValue::from_object(wgsl))].into();
     context.insert("env".to_owned(), JValue::from_object(env));
     let mut dtypes = BTreeMap::new();

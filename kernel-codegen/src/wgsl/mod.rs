@@ -20,7 +20,7 @@ use crate::model::{self, Combination, Dispatch, Op, dynamic_values};
 use crate::shader::{
     BindingLayout, Built, LeftOut, OverrideSpec, Shader, Translations, WEB_SUBGROUPS_ENABLE,
 };
-use crate::templates::pass::{Rendered, pass_path, render_pass};
+use crate::templates::pass::{Rendered, TextFor, pass_path, render_pass};
 use crate::templates::prelude;
 use crate::templates::usage;
 
@@ -301,23 +301,41 @@ fn shader(
         text,
         f16,
         wrote_subgroups,
-    } = render_pass(op, env, v, p, &combination, &bindings)?;
-    let lowered = subgroup_matrix::lower(&text).map_err(|m| {
-        Diagnostic::new(
-            &pass.template,
-            where_(),
-            format!("Chromium's subgroup matrices cannot be lowered to naga's: {m}"),
-        )
-    })?;
-    let (text, chromium_text) = match lowered {
-        Some(lowered) => (lowered.text, Some(text)),
-        None => (text, None),
+    } = render_pass(op, env, v, p, &combination, &bindings, TextFor::Browser)?;
+    let lower = |text: &str| {
+        subgroup_matrix::lower(text).map_err(|m| {
+            Diagnostic::new(
+                &pass.template,
+                where_(),
+                format!("Chromium's subgroup matrices cannot be lowered to naga's: {m}"),
+            )
+        })
+    };
+    // A shader with Chromium's subgroup matrices is rendered a second time for naga, whose
+    // cooperative matrices take more (`TextFor`), and that text is lowered; browsers get the
+    // first.
+    let (text, chromium_text, text_for) = match lower(&text)? {
+        None => (text, None, TextFor::Browser),
+        Some(_) => {
+            let native = render_pass(op, env, v, p, &combination, &bindings, TextFor::Naga)?;
+            match lower(&native.text)? {
+                Some(lowered) => (lowered.text, Some(text), TextFor::Naga),
+                None => {
+                    return Err(Diagnostic::new(
+                        &pass.template,
+                        where_(),
+                        "the text rendered for naga (`env.wgsl.subgroupMatrixVectorPointers`) has no subgroup matrices, where the browser's has",
+                    ));
+                }
+            }
+        }
     };
     let (module, info, mut reflection) = validate::validate(&text, f16, &combination.features)
         .map_err(|invalid| {
             let at = invalid.line.and_then(|line| {
                 let (marked, names) = source_map::marked_environment(env);
-                let rendered = render_pass(op, &marked, v, p, &combination, &bindings).ok()?;
+                let rendered =
+                    render_pass(op, &marked, v, p, &combination, &bindings, text_for).ok()?;
                 source_map::locate(&rendered.text, line, &names, env)
             });
             let message = format!("rendered shader does not validate:\n{}", invalid.message);
