@@ -215,14 +215,57 @@ fn unparse(tokens: TokenStream, source: &str) -> Result<String, EmitError> {
 
 /// Rustdoc text as one `#[doc]` line each, so prettyplease prints `///` comments. Every
 /// line starts with a space, as `///` comments do. A carriage return of the manifest's text
-/// ends a line too: rustc refuses one inside a doc comment.
+/// ends a line too: rustc refuses one inside a doc comment. A `<` outside code spans is
+/// escaped: a manifest's `vec4<f16>` is text, not an unclosed HTML tag, which rustdoc
+/// reports (an error in a crate that denies warnings).
 pub fn doc_lines(text: &str) -> Vec<String> {
-    text.replace("\r\n", "\n")
-        .replace('\r', "\n")
+    escape_tags(&text.replace("\r\n", "\n").replace('\r', "\n"))
         .trim_end()
         .lines()
         .map(|line| format!(" {}", line.trim_start()))
         .collect()
+}
+
+/// `text` with `\<` for each `<` outside Markdown code spans (a run of backticks up to the
+/// next run of as many).
+fn escape_tags(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(['<', '`']) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(after) = rest.strip_prefix('<') {
+            out.push_str("\\<");
+            rest = after;
+            continue;
+        }
+        let fence = rest.len() - rest.trim_start_matches('`').len();
+        let span = closing_run(&rest[fence..], fence).map_or(fence, |end| fence + end + fence);
+        out.push_str(&rest[..span]);
+        rest = &rest[span..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where the first run of exactly `len` backticks in `text` starts.
+fn closing_run(text: &str, len: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'`' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while bytes.get(i) == Some(&b'`') {
+            i += 1;
+        }
+        if i - start == len {
+            return Some(start);
+        }
+    }
+    None
 }
 
 /// An identifier, raw if it is a Rust keyword.
@@ -245,5 +288,23 @@ pub fn tensor_field_of(op: &Op, name: &str) -> Ident {
     match op.tensor(name) {
         Some(tensor) => tensor_field(tensor),
         None => ident(&crate::model::snake_ident(name)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::doc_lines;
+
+    #[test]
+    fn doc_lines_escape_tags_outside_code_spans() {
+        assert_eq!(
+            doc_lines("staged as vec4<f16>, or `array<f16>`;\r\n ``a `<b>` c`` then <x>"),
+            [
+                " staged as vec4\\<f16>, or `array<f16>`;",
+                " ``a `<b>` c`` then \\<x>",
+            ]
+        );
+        // An unclosed run of backticks is text, and the rest is escaped.
+        assert_eq!(doc_lines("a `b<c"), [" a `b\\<c"]);
     }
 }
