@@ -5,19 +5,7 @@
 use crate::diag::Diagnostic;
 use crate::model::{Combination, Op};
 
-/// Which compiler a rendering is for. Templates see it as
-/// `env.wgsl.subgroupMatrixVectorPointers` (true for naga), and it matters only there:
-/// naga's cooperative matrices load and store through a pointer into an array of vectors
-/// (the stride then counted in vectors), where Chromium's subgroup matrices take only a
-/// pointer into an array of the matrix's scalar. A loader that does not set the name renders
-/// the browser's text, since an undefined name is falsy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TextFor {
-    /// Chromium's WGSL, as a browser compiles it.
-    Browser,
-    /// naga's WGSL, for wgpu's native backends (subgroup matrices lowered afterwards).
-    Naga,
-}
+pub use super::render::TextFor;
 
 /// A pass's shader text under one combination, resolved but not validated.
 pub struct Rendered {

@@ -9,8 +9,6 @@ use crate::diag::Diagnostic;
 use crate::expr::Value;
 use crate::model::{Combination, Op, Pass, TemplateConvention, TemplateValue, Variant};
 
-use super::pass::TextFor;
-
 /// The fuel of one render of a pass: minijinja charges one for each instruction and one for
 /// each 64 bytes of text it makes (`~`, `*`, filters, output, captured output), so this bounds
 /// both the time and the memory of a render (64 MB of text made). The shaders of the seed
@@ -193,6 +191,20 @@ pub fn template_diagnostic(name: &str, source: &str, err: &minijinja::Error) -> 
         }
         None => Diagnostic::new(&file, "", message),
     }
+}
+
+/// Which compiler a rendering is for. Templates see it as
+/// `env.wgsl.subgroupMatrixVectorPointers` (true for naga), and it matters only there:
+/// naga's cooperative matrices load and store through a pointer into an array of vectors
+/// (the stride then counted in vectors), where Chromium's subgroup matrices take only a
+/// pointer into an array of the matrix's scalar. A loader that does not set the name renders
+/// the browser's text, since an undefined name is falsy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextFor {
+    /// Chromium's WGSL, as a browser compiles it.
+    Browser,
+    /// naga's WGSL, for wgpu's native backends (subgroup matrices lowered afterwards).
+    Naga,
 }
 
 /// Renders one pass for one combination.
