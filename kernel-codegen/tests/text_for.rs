@@ -60,7 +60,7 @@ fn aligned_tiles_are_vectors_for_naga_and_scalars_for_browsers() {
             generated.path
         );
         assert!(shader.text.contains("coopLoadT<"), "{}", generated.path);
-        // 128 × (32 + 8) and 32 × (256 + 8) halves at the default tunables.
+        // 128 × (32 + 8) and 32 × (128 + 8) halves at the default tunables.
         assert_eq!(
             tile(browser, "tile_a"),
             "array<f16, 5120>;",
@@ -69,14 +69,14 @@ fn aligned_tiles_are_vectors_for_naga_and_scalars_for_browsers() {
         );
         assert_eq!(
             tile(browser, "tile_b"),
-            "array<f16, 8448>;",
+            "array<f16, 4352>;",
             "{}",
             generated.path
         );
         if generated.path.contains("_vec4") {
             aligned += 1;
             assert_eq!(tile(&shader.text, "tile_a"), "array<vec4<f16>, 1280>;");
-            assert_eq!(tile(&shader.text, "tile_b"), "array<vec4<f16>, 2112>;");
+            assert_eq!(tile(&shader.text, "tile_b"), "array<vec4<f16>, 1088>;");
             // Offsets and strides counted in vectors.
             assert!(
                 shader.text.contains("A_STRIDE / 4u)"),

@@ -35,7 +35,7 @@ const fn case(batches: usize, m: usize, k: usize, n: usize, b_batched: bool) -> 
 
 /// Odd, aligned, tile-edge and empty shapes, and more batches than a dispatch has workgroups
 /// along z on any device (65 535 at most), which the SIMT kernel walks in turn. The two after
-/// the first hold whole tiles of the tensor-core variants (128 × 256 by default) beside partial
+/// the first hold whole tiles of the tensor-core variants (128 × 128 by default) beside partial
 /// ones, and a K that ends in a partial slice: the loads without a test per element and those
 /// with one both run.
 const CASES: &[Case] = &[

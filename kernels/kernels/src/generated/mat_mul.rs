@@ -343,7 +343,7 @@ impl<T: rt::Float> rt::OpHooks for Op<T> {
 pub const ENTRY: rt::registry::OpEntry = rt::registry::OpEntry {
     qualified_name: "kernels.MatMul",
     name: "MatMul",
-    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 256 and 2 × 4 by default, each subgroup owning 64 × 64), operands staged through workgroup memory COOP_SLICE_K deep (32 by default), the next slice loaded into registers while the current one is multiplied; where K and N are multiples of 8, a and b are read 16 bytes a load (and staged as vec4<f16> where the compiler takes subgroup-matrix loads through vector pointers: naga, not Chromium), and a slice wholly inside a and b without a test per element. Elsewhere, and for float32, a register-blocked SIMT kernel, which takes any size: tiles and batches past the device's workgroups per dimension are walked in turn. Sums are kept in float32, except that `accumulateInFloat16: 1` keeps them in float16 on subgroup matrices where the device offers float16 results (faster where registers or workgroup memory bound the tile, less exact: each of K additions rounds to float16); elsewhere that attribute changes nothing.",
+    description: "y[b, m, n] = Σ_k a[b, m, k] · b[b, k, n] for a of rank 2 or 3 and b of rank 2 (shared by every batch) or 3 (one per batch). On devices with subgroup matrices (tensor cores; a context opts in to wgpu's experimental cooperative matrices), float16 runs on 16 × 16 × 16 float16 multiply-accumulates: output tiles of COOP_TILE_M × COOP_TILE_N per workgroup of COOP_WARPS_M × COOP_WARPS_N subgroups (128 × 128 and 2 × 2 by default, each subgroup owning 64 × 64), operands staged through workgroup memory COOP_SLICE_K deep (32 by default), the next slice loaded into registers while the current one is multiplied; where K and N are multiples of 8, a and b are read 16 bytes a load (and staged as vec4<f16> where the compiler takes subgroup-matrix loads through vector pointers: naga, not Chromium), and a slice wholly inside a and b without a test per element. Elsewhere, and for float32, a register-blocked SIMT kernel, which takes any size: tiles and batches past the device's workgroups per dimension are walked in turn. Sums are kept in float32, except that `accumulateInFloat16: 1` keeps them in float16 on subgroup matrices where the device offers float16 results (faster where registers or workgroup memory bound the tile, less exact: each of K additions rounds to float16); elsewhere that attribute changes nothing.",
     inputs: &[
         rt::registry::RoleInfo::float("a", "T", "").with_onnx("A"),
         rt::registry::RoleInfo::float("b", "T", "").with_onnx("B"),
@@ -525,12 +525,12 @@ fn derive_coop_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
                 rt::expr::mul(
                     rt::expr::mul(
                         rt::expr::mul(1i64, 32i64)?,
-                        rt::expr::add(256i64, 8i64)?,
+                        rt::expr::add(128i64, 8i64)?,
                     )?,
                     2i64,
                 )?,
             )?,
-            rt::expr::mul(rt::expr::mul(rt::expr::mul(2i64, 4i64)?, 256i64)?, 4i64)?,
+            rt::expr::mul(rt::expr::mul(rt::expr::mul(2i64, 2i64)?, 256i64)?, 4i64)?,
         ),
     )
 }
@@ -538,7 +538,7 @@ fn derive_coop_storage_bytes(env: &Env<'_>) -> Result<i64, EvalError> {
 fn derive_coop_threads(env: &Env<'_>) -> Result<i64, EvalError> {
     rt::support::memo(
         &env.derived.memo_coop_threads,
-        || rt::expr::mul(rt::expr::mul(32i64, 2i64)?, 4i64),
+        || rt::expr::mul(rt::expr::mul(32i64, 2i64)?, 2i64),
     )
 }
 /// `simtStorageBytes` = `(64 * 17 + 16 * 64) * 4`
@@ -804,7 +804,7 @@ static SHARED_WHEN_2: [Clause; 5usize] = [
 fn test(index: usize, env: &Env<'_>) -> Result<bool, EvalError> {
     let holds = match index {
         0 => {
-            rt::expr::ceil_div(derive_n(env)?, 256i64)?
+            rt::expr::ceil_div(derive_n(env)?, 128i64)?
                 <= rt::support::limit(
                     env.caps.limits.max_compute_workgroups_per_dimension,
                 )
@@ -920,7 +920,7 @@ fn operand(index: usize, env: &Env<'_>) -> rt::when::Operand {
 /// The value of operand `index`, as a rejection prints it.
 fn operand_value(index: usize, env: &Env<'_>) -> Result<String, EvalError> {
     let value = match index {
-        0 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 256i64)?),
+        0 => rt::when::shown(rt::expr::ceil_div(derive_n(env)?, 128i64)?),
         1 => {
             rt::when::shown(
                 rt::support::limit(env.caps.limits.max_compute_workgroups_per_dimension),
@@ -982,7 +982,7 @@ fn value<'e>(index: usize, env: &'e Env<'_>) -> Result<Value<'e>, EvalError> {
             )
         }
         4 => Value::from(derive_batches(env)?),
-        5 => Value::from(rt::expr::ceil_div(derive_n(env)?, 256i64)?),
+        5 => Value::from(rt::expr::ceil_div(derive_n(env)?, 128i64)?),
         6 => Value::from(rt::expr::ceil_div(derive_m(env)?, 128i64)?),
         7 => {
             Value::from(
@@ -1130,12 +1130,12 @@ mod shader_table {
     /// features (1: `shader-f16`, 2: `subgroups`, 4: subgroup matrices), the numbers of the keys that
     /// select it, and which list of `SIZES` is its.
     const ROWS: &[Row] = &[
-        (0, 403, 20406, "74c17b58c16863e2c618378a66cfa0d1", 5, &[0], 0),
-        (1, 20567, 40570, "08733f4920120fe36db531504892af9b", 5, &[0], 0),
-        (2, 40733, 70342, "506bd35c105f373855633963770779dd", 5, &[0], 1),
-        (3, 70498, 100107, "e5ac5e80360f867fff3d795e236bd2df", 5, &[0], 1),
-        (4, 100126, 111162, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
-        (4, 111181, 122229, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
+        (0, 403, 20988, "5f6450298e0328da2e5d666ca7ec8bca", 5, &[0], 0),
+        (1, 21149, 41734, "6c5b5c0e2ff38936cfe9e945d17372e8", 5, &[0], 0),
+        (2, 41897, 76210, "b7b2b38ec2fedc3e7c3675dec97a23fd", 5, &[0], 1),
+        (3, 76366, 110679, "8c92a0a1d5a1aebc2c72539dbe2dd422", 5, &[0], 1),
+        (4, 110698, 121734, "5291cfffcdf0f63b2cc9137adcc232e2", 0, &[0], 2),
+        (4, 121753, 132801, "9dc4535feab86c32104c22f8042611c4", 1, &[1], 1),
     ];
     /// Per binding index, the least bytes a buffer bound there must hold: one list per
     /// set of shaders that agree.
